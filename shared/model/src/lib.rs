@@ -1,0 +1,34 @@
+//! Ferry's domain types: the records of state kept in the hub's KV buckets and returned by the API.
+//!
+//! Records are stored as JSON, not postcard: they outlive any one build of Ferry, and JSON with serde
+//! defaults lets a newer build read an older record (and an operator read one with `nats kv get`). The
+//! compact binary codec is for the high-volume runner protocol only (see `ferry-protocol`).
+//!
+//! This crate imports no other workspace crate.
+
+mod records;
+mod workflow;
+
+pub use records::*;
+pub use workflow::*;
+
+/// A new, time-sortable, subject-token-safe id (lowercase ULID).
+pub fn new_id() -> String {
+    ulid::Ulid::new().to_string().to_lowercase()
+}
+
+/// Now, as RFC 3339 with milliseconds (UTC).
+pub fn now() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// The org every request belongs to until authentication lands (a later issue): records and
+/// subjects already carry an org so nothing changes shape then.
+pub const DEFAULT_ORG: &str = "default";

@@ -1,0 +1,244 @@
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub type Outputs = serde_json::Map<String, serde_json::Value>;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct App {
+    pub org: String,
+    pub name: String,
+    pub created_at: String,
+    pub updated_at: String,
+    /// Id of the newest config version.
+    pub latest_config: Option<String>,
+    pub config_count: u32,
+}
+
+/// One immutable version of an app's package. The files themselves live in the `app_sources`
+/// object store under `source_object`; services parse them with `ferry-appconfig` when needed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppConfigVersion {
+    pub id: String,
+    pub org: String,
+    pub app: String,
+    pub version: u32,
+    /// Hash over every file of the package.
+    pub content_hash: String,
+    pub source_object: String,
+    pub components: Vec<ComponentSummary>,
+    /// Deploy stages: each inner list can run in parallel; stages run in order.
+    pub deploy_order: Vec<Vec<String>>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComponentSummary {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Hash over the component's config and every file its build reads.
+    pub content_hash: String,
+    pub dependencies: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BuildStatus {
+    Building,
+    Succeeded,
+    Failed,
+}
+
+/// One component's artifact. Its id derives from the content hash, so an unchanged component is built
+/// once and reused by every later config version and install.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Build {
+    pub id: String,
+    pub org: String,
+    pub app: String,
+    pub component: String,
+    pub config_id: String,
+    pub content_hash: String,
+    pub status: BuildStatus,
+    /// Repository of the artifact in the vendor store.
+    pub repository: String,
+    /// OCI manifest digest, once built.
+    pub digest: Option<String>,
+    pub size: u64,
+    pub error: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstallStatus {
+    Provisioning,
+    Active,
+    Failed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ComponentStatus {
+    #[default]
+    Pending,
+    Deploying,
+    Active,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ComponentState {
+    pub status: ComponentStatus,
+    #[serde(default)]
+    pub outputs: Outputs,
+    /// Manifest digest of the artifact deployed (or being deployed).
+    pub artifact_digest: Option<String>,
+    /// Digest of the last applied plan.
+    pub applied_digest: Option<String>,
+    pub last_job: Option<String>,
+    pub updated_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Install {
+    pub org: String,
+    pub name: String,
+    pub app: String,
+    pub app_config_id: String,
+    pub inputs: BTreeMap<String, String>,
+    /// Approve every plan without review (dev installs default to true).
+    pub approve_all: bool,
+    pub status: InstallStatus,
+    /// The sandbox is deployed like a component named `sandbox`.
+    pub sandbox: ComponentState,
+    pub components: BTreeMap<String, ComponentState>,
+    pub last_workflow: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl Install {
+    pub fn component_mut(&mut self, name: &str) -> &mut ComponentState {
+        if name == crate::SANDBOX {
+            &mut self.sandbox
+        } else {
+            self.components.entry(name.to_string()).or_default()
+        }
+    }
+
+    pub fn component(&self, name: &str) -> Option<&ComponentState> {
+        if name == crate::SANDBOX { Some(&self.sandbox) } else { self.components.get(name) }
+    }
+}
+
+/// The sandbox's name wherever it is treated as a deployable like a component.
+pub const SANDBOX: &str = "sandbox";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobKind {
+    Sync,
+    Plan,
+    Apply,
+    Teardown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl JobStatus {
+    pub fn is_terminal(self) -> bool {
+        matches!(self, JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionStatus {
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+    /// The runner holding the lease went away.
+    Lost,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Execution {
+    pub id: String,
+    pub attempt: u32,
+    pub runner: String,
+    pub status: ExecutionStatus,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+}
+
+/// One unit of work for one install. Its executions are the attempts at it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: String,
+    pub org: String,
+    pub install: String,
+    pub workflow_id: String,
+    pub step: u32,
+    pub kind: JobKind,
+    pub component: String,
+    pub status: JobStatus,
+    pub executions: Vec<Execution>,
+    pub max_executions: u32,
+    pub outputs: Outputs,
+    pub plan_digest: Option<String>,
+    pub plan_changes: Option<bool>,
+    pub plan_summary: Option<String>,
+    pub error: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    Pending,
+    Approved,
+    Denied,
+}
+
+/// A plan review gate. It binds to the plan's digest: the apply receives exactly those bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Approval {
+    pub id: String,
+    pub org: String,
+    pub install: String,
+    pub workflow_id: String,
+    pub step: u32,
+    pub component: String,
+    pub plan_job: String,
+    pub plan_digest: String,
+    pub plan_summary: String,
+    pub status: ApprovalStatus,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<String>,
+    pub created_at: String,
+}
+
+/// One audit record, appended to the `AUDIT` stream as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEvent {
+    pub org: String,
+    pub at: String,
+    pub actor: String,
+    pub action: String,
+    pub target: String,
+    #[serde(default)]
+    pub detail: serde_json::Value,
+}

@@ -1,0 +1,312 @@
+//! Workflows and their steps, and the pure logic that decides which steps may start.
+//!
+//! The scheduler keeps a workflow as one KV record and changes it only by compare-and-swap; everything
+//! here is a pure function of that record, so the same record always gives the same next steps, whoever
+//! computes them and however often.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkflowKind {
+    Provision,
+    DeployComponents,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkflowStatus {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl WorkflowStatus {
+    pub fn is_terminal(self) -> bool {
+        matches!(self, WorkflowStatus::Succeeded | WorkflowStatus::Failed)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    Build,
+    Sync,
+    Plan,
+    Approve,
+    Apply,
+}
+
+impl StepKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            StepKind::Build => "build",
+            StepKind::Sync => "sync",
+            StepKind::Plan => "plan",
+            StepKind::Approve => "approve",
+            StepKind::Apply => "apply",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Pending,
+    Running,
+    /// Waiting for a decision (approval) rather than for a process.
+    Waiting,
+    Succeeded,
+    Failed,
+    Skipped,
+}
+
+impl StepStatus {
+    pub fn is_done(self) -> bool {
+        matches!(self, StepStatus::Succeeded | StepStatus::Skipped)
+    }
+    pub fn is_terminal(self) -> bool {
+        matches!(self, StepStatus::Succeeded | StepStatus::Skipped | StepStatus::Failed)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub index: u32,
+    /// Deploy stage; steps of one group belong to components that may deploy in parallel.
+    pub group: u32,
+    pub component: String,
+    pub kind: StepKind,
+    pub status: StepStatus,
+    /// Indices of the steps that must be done (succeeded or skipped) before this one starts.
+    pub after: Vec<u32>,
+    pub job_id: Option<String>,
+    pub build_id: Option<String>,
+    pub approval_id: Option<String>,
+    /// Who acted on the step (a user, `approve-all`, `scheduler`).
+    pub actor: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workflow {
+    pub id: String,
+    pub org: String,
+    pub install: String,
+    pub kind: WorkflowKind,
+    pub app_config_id: String,
+    pub status: WorkflowStatus,
+    pub steps: Vec<Step>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+}
+
+/// One thing to deploy (the sandbox or a component) and what it depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deployable {
+    pub name: String,
+    pub dependencies: Vec<String>,
+}
+
+impl Workflow {
+    /// Lays out the steps of a deploy: per deployable build → sync → plan → approve → apply. Builds and
+    /// syncs start at once; a plan waits for the applies of everything the deployable depends on (its
+    /// templates read their outputs), and every component's plan waits for the sandbox.
+    ///
+    /// `stages` is the deploy order: the sandbox (if any) first, then groups of independent components.
+    pub fn deploy(
+        id: String,
+        org: String,
+        install: String,
+        kind: WorkflowKind,
+        app_config_id: String,
+        stages: &[Vec<Deployable>],
+    ) -> Workflow {
+        let mut steps: Vec<Step> = Vec::new();
+        let mut apply_of: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        for (group, stage) in stages.iter().enumerate() {
+            for d in stage {
+                let mut push = |kind: StepKind, after: Vec<u32>| -> u32 {
+                    let index = steps.len() as u32;
+                    steps.push(Step {
+                        index,
+                        group: group as u32,
+                        component: d.name.clone(),
+                        kind,
+                        status: StepStatus::Pending,
+                        after,
+                        job_id: None,
+                        build_id: None,
+                        approval_id: None,
+                        actor: None,
+                        started_at: None,
+                        finished_at: None,
+                        message: None,
+                    });
+                    index
+                };
+                let build = push(StepKind::Build, vec![]);
+                let sync = push(StepKind::Sync, vec![build]);
+                let mut plan_after = vec![sync];
+                if d.name != crate::SANDBOX
+                    && let Some(&sandbox_apply) = apply_of.get(crate::SANDBOX)
+                {
+                    plan_after.push(sandbox_apply);
+                }
+                for dep in &d.dependencies {
+                    if let Some(&a) = apply_of.get(dep) {
+                        plan_after.push(a);
+                    }
+                }
+                let plan = push(StepKind::Plan, plan_after);
+                let approve = push(StepKind::Approve, vec![plan]);
+                let apply = push(StepKind::Apply, vec![approve]);
+                apply_of.insert(d.name.clone(), apply);
+            }
+        }
+        let now = crate::now();
+        Workflow {
+            id,
+            org,
+            install,
+            kind,
+            app_config_id,
+            status: WorkflowStatus::Pending,
+            steps,
+            created_at: now.clone(),
+            updated_at: now,
+            finished_at: None,
+        }
+    }
+
+    /// Steps that may start now. None while any step has failed: a failed workflow starts nothing new.
+    pub fn ready_steps(&self) -> Vec<u32> {
+        if self.status.is_terminal() || self.steps.iter().any(|s| s.status == StepStatus::Failed) {
+            return vec![];
+        }
+        self.steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Pending)
+            .filter(|s| s.after.iter().all(|&i| self.steps.get(i as usize).is_some_and(|p| p.status.is_done())))
+            .map(|s| s.index)
+            .collect()
+    }
+
+    /// Derives the workflow's status from its steps. Returns true when it changed.
+    pub fn refresh_status(&mut self) -> bool {
+        let before = self.status;
+        let busy = self.steps.iter().any(|s| matches!(s.status, StepStatus::Running | StepStatus::Waiting));
+        let failed = self.steps.iter().any(|s| s.status == StepStatus::Failed);
+        self.status = if failed && !busy {
+            WorkflowStatus::Failed
+        } else if self.steps.iter().all(|s| s.status.is_done()) {
+            WorkflowStatus::Succeeded
+        } else if self.steps.iter().any(|s| s.status != StepStatus::Pending) {
+            WorkflowStatus::Running
+        } else {
+            WorkflowStatus::Pending
+        };
+        if self.status != before && self.status.is_terminal() {
+            self.finished_at = Some(crate::now());
+        }
+        self.status != before
+    }
+
+    pub fn step(&self, index: u32) -> Option<&Step> {
+        self.steps.get(index as usize)
+    }
+
+    pub fn step_mut(&mut self, index: u32) -> Option<&mut Step> {
+        self.steps.get_mut(index as usize)
+    }
+
+    /// The step of `component` of the given kind.
+    pub fn find(&self, component: &str, kind: StepKind) -> Option<&Step> {
+        self.steps.iter().find(|s| s.component == component && s.kind == kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(name: &str, deps: &[&str]) -> Deployable {
+        Deployable { name: name.into(), dependencies: deps.iter().map(|s| s.to_string()).collect() }
+    }
+
+    fn wf() -> Workflow {
+        Workflow::deploy(
+            "w".into(),
+            "o".into(),
+            "i".into(),
+            WorkflowKind::Provision,
+            "c".into(),
+            &[vec![d("sandbox", &[])], vec![d("a", &[]), d("b", &[])], vec![d("c", &["a", "b"])]],
+        )
+    }
+
+    fn finish(w: &mut Workflow, component: &str, kind: StepKind, status: StepStatus) {
+        let i = w.find(component, kind).unwrap().index;
+        w.step_mut(i).unwrap().status = status;
+    }
+
+    #[test]
+    fn builds_start_at_once_and_plans_wait_for_dependencies() {
+        let mut w = wf();
+        let ready: Vec<_> = w.ready_steps().iter().map(|&i| (w.steps[i as usize].component.clone(), w.steps[i as usize].kind)).collect();
+        assert_eq!(ready.len(), 4);
+        assert!(ready.iter().all(|(_, k)| *k == StepKind::Build));
+
+        for c in ["sandbox", "a", "b", "c"] {
+            finish(&mut w, c, StepKind::Build, StepStatus::Succeeded);
+            finish(&mut w, c, StepKind::Sync, StepStatus::Succeeded);
+        }
+        // Only the sandbox may plan: every component's plan waits for the sandbox apply.
+        let ready = w.ready_steps();
+        assert_eq!(ready, vec![w.find("sandbox", StepKind::Plan).unwrap().index]);
+
+        for k in [StepKind::Plan, StepKind::Approve, StepKind::Apply] {
+            finish(&mut w, "sandbox", k, StepStatus::Succeeded);
+        }
+        // a and b are independent: both plan in parallel; c waits for both applies.
+        let mut ready: Vec<_> = w.ready_steps().iter().map(|&i| w.steps[i as usize].component.clone()).collect();
+        ready.sort();
+        assert_eq!(ready, vec!["a", "b"]);
+
+        for k in [StepKind::Plan, StepKind::Approve, StepKind::Apply] {
+            finish(&mut w, "a", k, StepStatus::Succeeded);
+        }
+        assert_eq!(w.ready_steps(), vec![w.find("b", StepKind::Plan).unwrap().index]);
+        finish(&mut w, "b", StepKind::Plan, StepStatus::Succeeded);
+        finish(&mut w, "b", StepKind::Approve, StepStatus::Skipped);
+        finish(&mut w, "b", StepKind::Apply, StepStatus::Skipped);
+        assert_eq!(w.ready_steps(), vec![w.find("c", StepKind::Plan).unwrap().index]);
+    }
+
+    #[test]
+    fn status_follows_steps() {
+        let mut w = wf();
+        assert!(!w.refresh_status());
+        assert_eq!(w.status, WorkflowStatus::Pending);
+        w.steps[0].status = StepStatus::Running;
+        w.steps[5].status = StepStatus::Failed;
+        w.refresh_status();
+        assert_eq!(w.status, WorkflowStatus::Running, "a running step keeps a failing workflow running");
+        assert!(w.ready_steps().is_empty(), "nothing new starts after a failure");
+        w.steps[0].status = StepStatus::Succeeded;
+        w.refresh_status();
+        assert_eq!(w.status, WorkflowStatus::Failed);
+        assert!(w.finished_at.is_some());
+
+        let mut w = wf();
+        for s in &mut w.steps {
+            s.status = StepStatus::Succeeded;
+        }
+        w.refresh_status();
+        assert_eq!(w.status, WorkflowStatus::Succeeded);
+    }
+}

@@ -1,0 +1,254 @@
+//! Wire messages. Append-only: postcard encodes enum variants by index and struct fields by position,
+//! so new variants go at the end and a changed shape needs a `PROTOCOL_VERSION` bump.
+//!
+//! Free-form JSON (component outputs) travels as a JSON string, because postcard cannot carry
+//! self-describing values.
+
+use serde::{Deserialize, Serialize};
+
+use crate::codec::Message;
+
+macro_rules! message {
+    ($t:ty, $kind:expr) => {
+        impl Message for $t {
+            const KIND: u8 = $kind;
+            const NAME: &'static str = stringify!($t);
+        }
+    };
+}
+
+/// Control plane → runner: one job for one install, published on `ferry.jobs.<org>.<install>.<job>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobOffer {
+    pub job_id: String,
+    pub org: String,
+    pub install: String,
+    pub workflow_id: String,
+    pub spec: JobSpec,
+    pub timeouts: Timeouts,
+}
+message!(JobOffer, 1);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeouts {
+    /// How long a running execution may take before the runner kills it.
+    pub execution_secs: u32,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts { execution_secs: 30 * 60 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobSpec {
+    /// Copy an artifact from the vendor store into the install's own store, verifying digests.
+    SyncArtifact(SyncJob),
+    Plan(ComponentJob),
+    Apply(ApplyJob),
+    Teardown(ComponentJob),
+}
+
+impl JobSpec {
+    pub fn label(&self) -> &'static str {
+        match self {
+            JobSpec::SyncArtifact(_) => "sync",
+            JobSpec::Plan(_) => "plan",
+            JobSpec::Apply(_) => "apply",
+            JobSpec::Teardown(_) => "teardown",
+        }
+    }
+
+    pub fn component(&self) -> &str {
+        match self {
+            JobSpec::SyncArtifact(s) => &s.component,
+            JobSpec::Plan(c) | JobSpec::Teardown(c) => &c.component,
+            JobSpec::Apply(a) => &a.component.component,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncJob {
+    pub component: String,
+    /// Name of the artifact in the vendor store (`<org>/<app>/<component>`).
+    pub repository: String,
+    /// Digest of the artifact's OCI manifest.
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ComponentKind {
+    Script,
+    Terraform,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComponentJob {
+    pub component: String,
+    pub kind: ComponentKind,
+    /// Manifest digest of the artifact in the install's own store.
+    pub artifact_digest: String,
+    /// Rendered component variables (Terraform vars).
+    pub vars: Vec<(String, String)>,
+    /// Rendered environment variables for the plugin's tools.
+    pub env: Vec<(String, String)>,
+    /// Digest of the plan last applied for this component, so a plugin can tell "no changes".
+    pub applied_digest: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyJob {
+    pub component: ComponentJob,
+    /// Exactly the approved plan's bytes; the plugin refuses them if they do not hash to `plan_digest`.
+    pub plan: Vec<u8>,
+    pub plan_digest: String,
+}
+
+/// Runner → control plane (request/reply on `ferry.rx.<org>.<install>.claim`): "may I run this job?"
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimRequest {
+    pub job_id: String,
+    pub runner_id: String,
+}
+message!(ClaimRequest, 2);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClaimReply {
+    Granted { execution_id: String, attempt: u32 },
+    /// The job is not (or no longer) runnable: claimed by another runner, finished, cancelled, unknown.
+    Refused { reason: String },
+}
+message!(ClaimReply, 3);
+
+/// Runner → control plane on `ferry.rx.<org>.<install>.event.<job>` (stream `JOB_EVENTS`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobEvent {
+    pub job_id: String,
+    pub execution_id: String,
+    /// Per-execution sequence; with the execution id it forms the JetStream message id (dedup).
+    pub seq: u32,
+    pub at_ms: u64,
+    pub body: EventBody,
+}
+message!(JobEvent, 4);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventBody {
+    Started,
+    Finished(JobResult),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobResult {
+    pub status: Outcome,
+    /// Component outputs as a JSON object.
+    pub outputs_json: String,
+    pub plan: Option<PlanData>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanData {
+    pub bytes: Vec<u8>,
+    /// `sha256:<hex>` of `bytes`; approvals bind to it.
+    pub digest: String,
+    pub changes: bool,
+    /// One human line ("2 to add, 0 to change, 0 to destroy").
+    pub summary: String,
+}
+
+/// Runner → control plane on `ferry.rx.<org>.<install>.log.<job>` (stream `LOGS`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogBatch {
+    pub job_id: String,
+    pub execution_id: String,
+    /// Sequence number of the first line within the execution; batches are contiguous.
+    pub first_seq: u64,
+    pub lines: Vec<LogLine>,
+}
+message!(LogBatch, 5);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LogStream {
+    Stdout,
+    Stderr,
+    /// Lines written by the runner itself (start, exit status, lost lease).
+    System,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogLine {
+    pub at_ms: u64,
+    pub stream: LogStream,
+    pub text: String,
+}
+
+/// Runner → control plane, core NATS on `ferry.rx.<org>.<install>.hb`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    pub runner_id: String,
+    pub version: String,
+    pub running_jobs: u32,
+    pub at_ms: u64,
+}
+message!(Heartbeat, 6);
+
+/// Service ↔ service messages on the `CONTROL` stream (`ferry.ctl.<topic>.<org>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Control {
+    /// api → scheduler: run the deploy workflow `workflow_id` (already recorded in KV by the api).
+    WorkflowRequested { org: String, install: String, workflow_id: String },
+    /// scheduler → build.
+    BuildRequested { org: String, build_id: String, workflow_id: String, step: u32 },
+    /// build → scheduler.
+    BuildFinished { org: String, build_id: String, workflow_id: String, step: u32, ok: bool, error: Option<String> },
+    /// scheduler → approval.
+    ApprovalRequested { org: String, approval_id: String },
+    /// approval → scheduler.
+    ApprovalDecided { org: String, approval_id: String, workflow_id: String, step: u32, approved: bool },
+}
+message!(Control, 7);
+
+impl Control {
+    pub fn org(&self) -> &str {
+        match self {
+            Control::WorkflowRequested { org, .. }
+            | Control::BuildRequested { org, .. }
+            | Control::BuildFinished { org, .. }
+            | Control::ApprovalRequested { org, .. }
+            | Control::ApprovalDecided { org, .. } => org,
+        }
+    }
+
+    /// The topic token of the subject this message is published on.
+    pub fn topic(&self) -> &'static str {
+        match self {
+            Control::WorkflowRequested { .. } => crate::subjects::topic::WORKFLOW,
+            Control::BuildRequested { .. } => crate::subjects::topic::BUILD,
+            Control::BuildFinished { .. } => crate::subjects::topic::BUILD_DONE,
+            Control::ApprovalRequested { .. } => crate::subjects::topic::APPROVAL,
+            Control::ApprovalDecided { .. } => crate::subjects::topic::APPROVAL_DONE,
+        }
+    }
+
+    /// A stable id for JetStream de-duplication: the same logical request published twice (a retry
+    /// after a crash) is stored once.
+    pub fn dedup_id(&self) -> String {
+        match self {
+            Control::WorkflowRequested { workflow_id, .. } => format!("wf-{workflow_id}"),
+            Control::BuildRequested { build_id, workflow_id, step, .. } => format!("b-{build_id}-{workflow_id}-{step}"),
+            Control::BuildFinished { build_id, workflow_id, step, .. } => format!("bd-{build_id}-{workflow_id}-{step}"),
+            Control::ApprovalRequested { approval_id, .. } => format!("a-{approval_id}"),
+            Control::ApprovalDecided { approval_id, .. } => format!("ad-{approval_id}"),
+        }
+    }
+}

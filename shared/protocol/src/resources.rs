@@ -1,0 +1,128 @@
+//! The JetStream streams, KV buckets and object stores of the hub, as plain data. `ferry-store` turns
+//! them into async-nats configs and creates them idempotently at start-up.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retention {
+    Limits,
+    /// A message is removed once acknowledged. Job offers use it: each install's runner has its own
+    /// filtered consumer, the filters never overlap, and an acknowledged offer is gone for good.
+    WorkQueue,
+}
+
+#[derive(Debug, Clone)]
+pub struct StreamDef {
+    pub name: &'static str,
+    pub subjects: &'static [&'static str],
+    pub retention: Retention,
+    /// 0 = keep forever.
+    pub max_age_secs: u64,
+    pub duplicate_window_secs: u64,
+    pub deny_delete: bool,
+    pub deny_purge: bool,
+}
+
+const DAY: u64 = 24 * 3600;
+
+pub const JOBS: StreamDef = StreamDef {
+    name: "JOBS",
+    subjects: &["ferry.jobs.>"],
+    retention: Retention::WorkQueue,
+    max_age_secs: 7 * DAY,
+    duplicate_window_secs: 600,
+    deny_delete: false,
+    deny_purge: false,
+};
+
+pub const JOB_EVENTS: StreamDef = StreamDef {
+    name: "JOB_EVENTS",
+    subjects: &["ferry.rx.*.*.event.*"],
+    retention: Retention::Limits,
+    max_age_secs: 7 * DAY,
+    duplicate_window_secs: 600,
+    deny_delete: false,
+    deny_purge: false,
+};
+
+pub const LOGS: StreamDef = StreamDef {
+    name: "LOGS",
+    subjects: &["ferry.rx.*.*.log.*"],
+    retention: Retention::Limits,
+    max_age_secs: 7 * DAY,
+    duplicate_window_secs: 120,
+    deny_delete: false,
+    deny_purge: false,
+};
+
+pub const METRICS: StreamDef = StreamDef {
+    name: "METRICS",
+    subjects: &["ferry.rx.*.*.metrics"],
+    retention: Retention::Limits,
+    max_age_secs: 3600,
+    duplicate_window_secs: 60,
+    deny_delete: false,
+    deny_purge: false,
+};
+
+pub const CONTROL: StreamDef = StreamDef {
+    name: "CONTROL",
+    subjects: &["ferry.ctl.>"],
+    retention: Retention::Limits,
+    max_age_secs: 7 * DAY,
+    duplicate_window_secs: 600,
+    deny_delete: false,
+    deny_purge: false,
+};
+
+pub const AUDIT: StreamDef = StreamDef {
+    name: "AUDIT",
+    subjects: &["ferry.audit.>"],
+    retention: Retention::Limits,
+    max_age_secs: 0,
+    duplicate_window_secs: 120,
+    deny_delete: true,
+    deny_purge: true,
+};
+
+pub const STREAMS: &[StreamDef] = &[JOBS, JOB_EVENTS, LOGS, METRICS, CONTROL, AUDIT];
+
+/// KV buckets of record. Every write is a compare-and-swap on the revision it read.
+pub mod buckets {
+    pub const ORGS: &str = "orgs";
+    pub const TOKENS: &str = "tokens";
+    pub const APPS: &str = "apps";
+    pub const APP_CONFIGS: &str = "app_configs";
+    pub const BUILDS: &str = "builds";
+    pub const INSTALLS: &str = "installs";
+    pub const WORKFLOWS: &str = "workflows";
+    pub const JOBS: &str = "jobs";
+    pub const APPROVALS: &str = "approvals";
+    pub const RUNNERS: &str = "runners";
+    pub const RELEASES: &str = "releases";
+
+    pub const ALL: &[&str] =
+        &[ORGS, TOKENS, APPS, APP_CONFIGS, BUILDS, INSTALLS, WORKFLOWS, JOBS, APPROVALS, RUNNERS, RELEASES];
+    pub const HISTORY: i64 = 5;
+}
+
+/// Object stores for blobs too large for KV values.
+pub mod objects {
+    /// Uploaded app package files, one bundle per config version.
+    pub const APP_SOURCES: &str = "app_sources";
+    /// The vendor artifact store of the embedded default: OCI blobs by digest.
+    pub const ARTIFACTS: &str = "artifacts";
+    /// Plans awaiting or past approval, by job id.
+    pub const PLANS: &str = "plans";
+    /// Complete job logs archived by log-ingest, by `<org>.<job>`.
+    pub const JOB_LOGS: &str = "job_logs";
+
+    pub const ALL: &[&str] = &[APP_SOURCES, ARTIFACTS, PLANS, JOB_LOGS];
+}
+
+/// Durable consumer names. One per service and purpose, shared by all replicas of that service.
+pub mod consumers {
+    pub const SCHEDULER_CONTROL: &str = "scheduler-control";
+    pub const SCHEDULER_EVENTS: &str = "scheduler-events";
+    pub const BUILD_CONTROL: &str = "build-control";
+    pub const APPROVAL_CONTROL: &str = "approval-control";
+    pub const LOG_INGEST_EVENTS: &str = "log-ingest-events";
+}

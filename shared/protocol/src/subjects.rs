@@ -1,0 +1,108 @@
+//! Subject names. Org and install sit at fixed token positions (`ferry.<kind>.<org>.<install>...`) so
+//! that NATS permissions, subject-mapping templates and partitioning can all key on them.
+
+/// Checks that a name can be used as one subject token (and one KV key segment): lowercase ASCII
+/// letters, digits and `-`, 1 to 63 characters, starting with a letter or digit.
+pub fn is_valid_token(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+}
+
+pub fn job(org: &str, install: &str, job: &str) -> String {
+    format!("ferry.jobs.{org}.{install}.{job}")
+}
+
+/// Filter for all job offers of one install.
+pub fn jobs_of_install(org: &str, install: &str) -> String {
+    format!("ferry.jobs.{org}.{install}.*")
+}
+
+pub fn wake(org: &str, install: &str) -> String {
+    format!("ferry.wake.{org}.{install}")
+}
+
+pub fn cancel(org: &str, install: &str, job: &str) -> String {
+    format!("ferry.cancel.{org}.{install}.{job}")
+}
+
+pub fn event(org: &str, install: &str, job: &str) -> String {
+    format!("ferry.rx.{org}.{install}.event.{job}")
+}
+
+pub fn log(org: &str, install: &str, job: &str) -> String {
+    format!("ferry.rx.{org}.{install}.log.{job}")
+}
+
+pub fn heartbeat(org: &str, install: &str) -> String {
+    format!("ferry.rx.{org}.{install}.hb")
+}
+
+pub fn metrics(org: &str, install: &str) -> String {
+    format!("ferry.rx.{org}.{install}.metrics")
+}
+
+pub fn claim(org: &str, install: &str) -> String {
+    format!("ferry.rx.{org}.{install}.claim")
+}
+
+/// Every install's claim requests: the scheduler's queue-group subscription.
+pub const CLAIM_ALL: &str = "ferry.rx.*.*.claim";
+/// Every install's heartbeats.
+pub const HEARTBEAT_ALL: &str = "ferry.rx.*.*.hb";
+
+/// Extracts `(org, install)` from any `ferry.<kind>.<org>.<install>...` subject.
+pub fn org_install(subject: &str) -> Option<(&str, &str)> {
+    let mut it = subject.split('.');
+    match (it.next(), it.next(), it.next(), it.next()) {
+        (Some("ferry"), Some(_), Some(org), Some(install)) => Some((org, install)),
+        _ => None,
+    }
+}
+
+pub mod topic {
+    pub const WORKFLOW: &str = "workflow";
+    pub const BUILD: &str = "build";
+    pub const BUILD_DONE: &str = "build-done";
+    pub const APPROVAL: &str = "approval";
+    pub const APPROVAL_DONE: &str = "approval-done";
+}
+
+pub fn control(topic: &str, org: &str) -> String {
+    format!("ferry.ctl.{topic}.{org}")
+}
+
+/// Filter for one control topic across orgs.
+pub fn control_topic(topic: &str) -> String {
+    format!("ferry.ctl.{topic}.*")
+}
+
+pub fn audit(org: &str, kind: &str) -> String {
+    format!("ferry.audit.{org}.{kind}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn org_and_install_are_at_fixed_positions() {
+        assert_eq!(org_install(&job("acme", "prod", "j1")), Some(("acme", "prod")));
+        assert_eq!(org_install(&event("acme", "prod", "j1")), Some(("acme", "prod")));
+        assert_eq!(org_install(&claim("acme", "prod")), Some(("acme", "prod")));
+        assert_eq!(org_install("nope"), None);
+    }
+
+    #[test]
+    fn tokens() {
+        assert!(is_valid_token("dev"));
+        assert!(is_valid_token("01h2x-abc"));
+        assert!(!is_valid_token(""));
+        assert!(!is_valid_token("a.b"));
+        assert!(!is_valid_token("A"));
+        assert!(!is_valid_token("a*"));
+        assert!(!is_valid_token("-a"));
+        assert!(!is_valid_token(&"a".repeat(64)));
+    }
+}
