@@ -1,0 +1,18 @@
+//! The app package format (DESIGN.md §6): a directory of TOML files, laid out like Nuon's v2 app
+//! configs. This crate parses a package, validates it (every error with file, line and column),
+//! extracts the dependency graph (explicit `dependencies` plus references to other components' outputs
+//! in templates) and renders templates against an install's state.
+//!
+//! It works on a [`Package`] (the files in memory), not on a directory, so the CLI (before upload) and
+//! the control plane (after upload) run exactly the same validation over exactly the same bytes.
+
+mod diagnostics;
+mod graph;
+mod package;
+mod parse;
+pub mod template;
+
+pub use diagnostics::{Diagnostic, Diagnostics, Severity};
+pub use graph::deploy_stages;
+pub use package::{Package, PackageError};
+pub use parse::{AppConfig, Component, ComponentType, Input, Metadata, Rendered, load};
