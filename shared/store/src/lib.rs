@@ -1,0 +1,146 @@
+//! Typed access to the hub's state of record: repositories over JetStream KV buckets (every write a
+//! compare-and-swap on the revision it read), the object stores, and the helpers every service uses to
+//! publish to and consume from the streams.
+//!
+//! Records are org-scoped at this layer: every key is `<org>.<id>`, every read names the org, so no
+//! query can see another org's data by forgetting a filter.
+
+mod bus;
+mod repo;
+
+pub use bus::{Bus, Handled, consume};
+pub use repo::{Record, Repo, Versioned};
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, kv, object_store, stream};
+use ferry_protocol::resources::{self, Retention, StreamDef};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("NATS: {0}")]
+    Nats(String),
+    #[error("{bucket}/{key} was changed by someone else (stale revision)")]
+    Conflict { bucket: &'static str, key: String },
+    #[error("{bucket}/{key} already exists")]
+    AlreadyExists { bucket: &'static str, key: String },
+    #[error("{bucket}/{key} not found")]
+    NotFound { bucket: &'static str, key: String },
+    #[error("{bucket}/{key} holds an unreadable record: {reason}")]
+    Corrupt { bucket: &'static str, key: String, reason: String },
+    #[error("object {bucket}/{name}: {reason}")]
+    Object { bucket: &'static str, name: String, reason: String },
+}
+
+pub(crate) fn nats<E: std::fmt::Display>(e: E) -> StoreError {
+    StoreError::Nats(e.to_string())
+}
+
+/// Handles on every bucket and object store; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pub js: jetstream::Context,
+    buckets: HashMap<&'static str, kv::Store>,
+    objects: HashMap<&'static str, object_store::ObjectStore>,
+}
+
+impl Store {
+    /// Creates (or updates) every stream, bucket and object store, then opens them. Idempotent: every
+    /// service runs it at start-up, concurrently with its replicas.
+    pub async fn ensure(js: jetstream::Context, replicas: usize) -> Result<Store, StoreError> {
+        for def in resources::STREAMS {
+            js.create_or_update_stream(stream_config(def, replicas)).await.map_err(|e| StoreError::Nats(format!("stream {}: {e}", def.name)))?;
+        }
+        let mut buckets = HashMap::new();
+        for &name in resources::buckets::ALL {
+            let kv = match js.get_key_value(name).await {
+                Ok(kv) => kv,
+                Err(_) => js
+                    .create_key_value(kv::Config {
+                        bucket: name.to_string(),
+                        history: resources::buckets::HISTORY,
+                        num_replicas: replicas,
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(|e| StoreError::Nats(format!("KV bucket {name}: {e}")))?,
+            };
+            buckets.insert(name, kv);
+        }
+        let mut objects = HashMap::new();
+        for &name in resources::objects::ALL {
+            let os = match js.get_object_store(name).await {
+                Ok(os) => os,
+                Err(_) => js
+                    .create_object_store(object_store::Config { bucket: name.to_string(), num_replicas: replicas, ..Default::default() })
+                    .await
+                    .map_err(|e| StoreError::Nats(format!("object store {name}: {e}")))?,
+            };
+            objects.insert(name, os);
+        }
+        Ok(Store { js, buckets, objects })
+    }
+
+    pub fn repo<T: Record>(&self) -> Repo<T> {
+        // Every Record's BUCKET is one of resources::buckets::ALL, all opened by ensure().
+        let kv = self.buckets.get(T::BUCKET).cloned().unwrap_or_else(|| unreachable!("bucket {} not opened", T::BUCKET));
+        Repo::new(kv)
+    }
+
+    pub fn bus(&self) -> Bus {
+        Bus::new(self.js.clone())
+    }
+
+    fn object_store(&self, bucket: &'static str) -> Result<&object_store::ObjectStore, StoreError> {
+        self.objects.get(bucket).ok_or_else(|| StoreError::Object { bucket, name: String::new(), reason: "object store not opened".into() })
+    }
+
+    pub async fn put_object(&self, bucket: &'static str, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let os = self.object_store(bucket)?;
+        let mut reader = bytes;
+        os.put(name, &mut reader).await.map_err(|e| StoreError::Object { bucket, name: name.into(), reason: e.to_string() })?;
+        Ok(())
+    }
+
+    /// The object's bytes, or `None` if there is no such object.
+    pub async fn get_object(&self, bucket: &'static str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        use tokio::io::AsyncReadExt;
+        let os = self.object_store(bucket)?;
+        let mut obj = match os.get(name).await {
+            Ok(o) => o,
+            Err(e) if e.kind() == object_store::GetErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::Object { bucket, name: name.into(), reason: e.to_string() }),
+        };
+        let mut buf = Vec::new();
+        obj.read_to_end(&mut buf).await.map_err(|e| StoreError::Object { bucket, name: name.into(), reason: e.to_string() })?;
+        Ok(Some(buf))
+    }
+
+    pub async fn object_exists(&self, bucket: &'static str, name: &str) -> Result<bool, StoreError> {
+        let os = self.object_store(bucket)?;
+        match os.info(name).await {
+            Ok(info) => Ok(!info.deleted),
+            Err(e) if e.kind() == object_store::InfoErrorKind::NotFound => Ok(false),
+            Err(e) => Err(StoreError::Object { bucket, name: name.into(), reason: e.to_string() }),
+        }
+    }
+}
+
+fn stream_config(def: &StreamDef, replicas: usize) -> stream::Config {
+    stream::Config {
+        name: def.name.to_string(),
+        subjects: def.subjects.iter().map(|s| s.to_string()).collect(),
+        retention: match def.retention {
+            Retention::Limits => stream::RetentionPolicy::Limits,
+            Retention::WorkQueue => stream::RetentionPolicy::WorkQueue,
+        },
+        max_age: Duration::from_secs(def.max_age_secs),
+        duplicate_window: Duration::from_secs(def.duplicate_window_secs),
+        deny_delete: def.deny_delete,
+        deny_purge: def.deny_purge,
+        num_replicas: replicas,
+        storage: stream::StorageType::File,
+        ..Default::default()
+    }
+}

@@ -1,0 +1,145 @@
+use std::marker::PhantomData;
+
+use async_nats::jetstream::kv;
+use bytes::Bytes;
+use futures_util::TryStreamExt;
+use serde::{Serialize, de::DeserializeOwned};
+
+use crate::{StoreError, nats};
+use ferry_model as m;
+use ferry_protocol::resources::buckets;
+
+/// A record kept in a KV bucket under `<org>.<id>`.
+pub trait Record: Serialize + DeserializeOwned + Send + Sync {
+    const BUCKET: &'static str;
+    fn org(&self) -> &str;
+    fn id(&self) -> &str;
+}
+
+macro_rules! record {
+    ($t:ty, $bucket:expr, $id:ident) => {
+        impl Record for $t {
+            const BUCKET: &'static str = $bucket;
+            fn org(&self) -> &str {
+                &self.org
+            }
+            fn id(&self) -> &str {
+                &self.$id
+            }
+        }
+    };
+}
+
+record!(m::App, buckets::APPS, name);
+record!(m::AppConfigVersion, buckets::APP_CONFIGS, id);
+record!(m::Build, buckets::BUILDS, id);
+record!(m::Install, buckets::INSTALLS, name);
+record!(m::Workflow, buckets::WORKFLOWS, id);
+record!(m::Job, buckets::JOBS, id);
+record!(m::Approval, buckets::APPROVALS, id);
+
+/// A record with the revision it was read at: the revision a compare-and-swap must name.
+#[derive(Debug, Clone)]
+pub struct Versioned<T> {
+    pub value: T,
+    pub revision: u64,
+}
+
+pub struct Repo<T> {
+    kv: kv::Store,
+    _t: PhantomData<T>,
+}
+
+impl<T> Clone for Repo<T> {
+    fn clone(&self) -> Self {
+        Repo { kv: self.kv.clone(), _t: PhantomData }
+    }
+}
+
+fn key(org: &str, id: &str) -> String {
+    format!("{org}.{id}")
+}
+
+/// How many times `modify` re-reads and re-applies after losing a compare-and-swap race.
+const MAX_CAS_RETRIES: usize = 50;
+
+impl<T: Record> Repo<T> {
+    pub(crate) fn new(kv: kv::Store) -> Self {
+        Repo { kv, _t: PhantomData }
+    }
+
+    pub async fn get(&self, org: &str, id: &str) -> Result<Option<Versioned<T>>, StoreError> {
+        let k = key(org, id);
+        let Some(entry) = self.kv.entry(k.clone()).await.map_err(nats)? else { return Ok(None) };
+        if entry.operation != kv::Operation::Put {
+            return Ok(None);
+        }
+        let value = serde_json::from_slice(&entry.value)
+            .map_err(|e| StoreError::Corrupt { bucket: T::BUCKET, key: k, reason: e.to_string() })?;
+        Ok(Some(Versioned { value, revision: entry.revision }))
+    }
+
+    pub async fn require(&self, org: &str, id: &str) -> Result<Versioned<T>, StoreError> {
+        self.get(org, id).await?.ok_or_else(|| StoreError::NotFound { bucket: T::BUCKET, key: key(org, id) })
+    }
+
+    /// Stores a new record; fails with `AlreadyExists` if the key is taken.
+    pub async fn create(&self, value: &T) -> Result<u64, StoreError> {
+        let k = key(value.org(), value.id());
+        match self.kv.create(&k, encode(value)).await {
+            Ok(rev) => Ok(rev),
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Err(StoreError::AlreadyExists { bucket: T::BUCKET, key: k }),
+            Err(e) => Err(nats(e)),
+        }
+    }
+
+    /// Replaces the record if it is still at `revision`; fails with `Conflict` otherwise.
+    pub async fn update(&self, value: &T, revision: u64) -> Result<u64, StoreError> {
+        let k = key(value.org(), value.id());
+        match self.kv.update(&k, encode(value), revision).await {
+            Ok(rev) => Ok(rev),
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => Err(StoreError::Conflict { bucket: T::BUCKET, key: k }),
+            Err(e) => Err(nats(e)),
+        }
+    }
+
+    /// Read-modify-write with compare-and-swap, retried on conflict. `f` returns `Ok(false)` to leave
+    /// the record as it is (no write). Returns the record as stored (or as found, when unchanged).
+    pub async fn modify<E>(&self, org: &str, id: &str, mut f: impl FnMut(&mut T) -> Result<bool, E>) -> Result<Result<T, E>, StoreError> {
+        for _ in 0..MAX_CAS_RETRIES {
+            let Versioned { mut value, revision } = self.require(org, id).await?;
+            match f(&mut value) {
+                Err(e) => return Ok(Err(e)),
+                Ok(false) => return Ok(Ok(value)),
+                Ok(true) => {}
+            }
+            match self.update(&value, revision).await {
+                Ok(_) => return Ok(Ok(value)),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Conflict { bucket: T::BUCKET, key: key(org, id) })
+    }
+
+    /// Every record of one org.
+    pub async fn list(&self, org: &str) -> Result<Vec<T>, StoreError> {
+        let prefix = format!("{org}.");
+        let keys: Vec<String> = match self.kv.keys().await {
+            Ok(k) => k.try_filter(|k| futures_util::future::ready(k.starts_with(&prefix))).try_collect().await.map_err(nats)?,
+            Err(e) => return Err(nats(e)),
+        };
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            if let Some(v) = self.get(org, &k[prefix.len()..]).await? {
+                out.push(v.value);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn encode<T: Serialize>(value: &T) -> Bytes {
+    // Our records are plain data with string keys: serde_json cannot fail on them.
+    Bytes::from(serde_json::to_vec(value).unwrap_or_else(|e| unreachable!("record does not serialize: {e}")))
+}

@@ -1,0 +1,83 @@
+use ferry_model::{App, DEFAULT_ORG};
+use ferry_store::{Store, StoreError};
+use ferry_tests::NatsServer;
+
+fn app(org: &str, name: &str) -> App {
+    App { org: org.into(), name: name.into(), created_at: "t".into(), updated_at: "t".into(), latest_config: None, config_count: 0 }
+}
+
+#[tokio::test]
+async fn kv_records_are_compare_and_swap_and_org_scoped() {
+    let nats = NatsServer::start();
+    let client = async_nats::connect(&nats.url).await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    Store::ensure(js.clone(), 1).await.unwrap();
+    // Idempotent: a second service start-up finds everything in place.
+    let store = Store::ensure(js, 1).await.unwrap();
+    let apps = store.repo::<App>();
+
+    let rev = apps.create(&app(DEFAULT_ORG, "hello")).await.unwrap();
+    assert!(matches!(apps.create(&app(DEFAULT_ORG, "hello")).await, Err(StoreError::AlreadyExists { .. })));
+
+    let mut a = apps.require(DEFAULT_ORG, "hello").await.unwrap();
+    assert_eq!(a.revision, rev);
+    a.value.config_count = 1;
+    apps.update(&a.value, a.revision).await.unwrap();
+    // The same stale revision loses.
+    a.value.config_count = 2;
+    assert!(matches!(apps.update(&a.value, a.revision).await, Err(StoreError::Conflict { .. })));
+
+    // modify re-reads and retries: concurrent increments all land.
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let apps = apps.clone();
+        tasks.push(tokio::spawn(async move {
+            apps.modify(DEFAULT_ORG, "hello", |a| {
+                a.config_count += 1;
+                Ok::<_, ()>(true)
+            })
+            .await
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap().unwrap();
+    }
+    assert_eq!(apps.require(DEFAULT_ORG, "hello").await.unwrap().value.config_count, 9);
+
+    apps.create(&app("other", "hello")).await.unwrap();
+    apps.create(&app("other", "second")).await.unwrap();
+    let mine = apps.list(DEFAULT_ORG).await.unwrap();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(apps.list("other").await.unwrap().len(), 2);
+    assert!(apps.get("nobody", "hello").await.unwrap().is_none());
+
+    let blob: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    store.put_object("plans", "o.j1", &blob).await.unwrap();
+    assert_eq!(store.get_object("plans", "o.j1").await.unwrap().unwrap(), blob);
+    assert!(store.get_object("plans", "o.missing").await.unwrap().is_none());
+    assert!(store.object_exists("plans", "o.j1").await.unwrap());
+}
+
+#[tokio::test]
+async fn audit_stream_refuses_purge() {
+    let nats = NatsServer::start();
+    let client = async_nats::connect(&nats.url).await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    let store = Store::ensure(js.clone(), 1).await.unwrap();
+    store
+        .bus()
+        .audit(&ferry_model::AuditEvent {
+            org: "o".into(),
+            at: "now".into(),
+            actor: "test".into(),
+            action: "app.sync".into(),
+            target: "hello".into(),
+            detail: serde_json::json!({}),
+        })
+        .await
+        .unwrap();
+    let mut stream = js.get_stream("AUDIT").await.unwrap();
+    assert_eq!(stream.info().await.unwrap().state.messages, 1);
+    assert!(stream.purge().await.is_err(), "AUDIT must refuse purge");
+    assert!(stream.delete_message(1).await.is_err(), "AUDIT must refuse delete");
+}
