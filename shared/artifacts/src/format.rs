@@ -1,0 +1,113 @@
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ArtifactError, sha256_digest};
+
+pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const ARTIFACT_TYPE: &str = "application/vnd.ferry.component.v1";
+pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.ferry.component.config.v1+json";
+pub const LAYER_MEDIA_TYPE: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Descriptor {
+    pub media_type: String,
+    pub digest: String,
+    pub size: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    pub schema_version: u32,
+    pub media_type: String,
+    #[serde(default)]
+    pub artifact_type: Option<String>,
+    pub config: Descriptor,
+    pub layers: Vec<Descriptor>,
+}
+
+impl Manifest {
+    /// Parses a manifest after verifying it hashes to `digest`.
+    pub fn parse(digest: &str, bytes: &[u8]) -> Result<Manifest, ArtifactError> {
+        crate::verify(digest, bytes)?;
+        let m: Manifest = serde_json::from_slice(bytes)
+            .map_err(|e| ArtifactError::InvalidManifest { digest: digest.into(), reason: e.to_string() })?;
+        for d in std::iter::once(&m.config).chain(m.layers.iter()) {
+            crate::digest_hex(&d.digest)?;
+        }
+        Ok(m)
+    }
+}
+
+/// The artifact's config blob: what it is and what it was built from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactConfig {
+    pub component: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub content_hash: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct BuiltArtifact {
+    pub manifest_digest: String,
+    pub manifest_bytes: Vec<u8>,
+    /// Config and layer blobs by digest.
+    pub blobs: Vec<(String, Vec<u8>)>,
+    pub size: u64,
+}
+
+/// Packs files (path relative to the component's directory, content, executable) into an artifact.
+/// The layer is reproducible — sorted entries, zero timestamps and owners — so the same files always
+/// give the same digest.
+pub fn pack<'a>(config: &ArtifactConfig, files: impl IntoIterator<Item = (&'a str, &'a [u8], bool)>) -> Result<BuiltArtifact, ArtifactError> {
+    let mut files: Vec<(&str, &[u8], bool)> = files.into_iter().collect();
+    files.sort_by(|a, b| a.0.cmp(b.0));
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    tar.mode(tar::HeaderMode::Deterministic);
+    for (path, bytes, exec) in files {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(if exec { 0o755 } else { 0o644 });
+        h.set_mtime(0);
+        h.set_uid(0);
+        h.set_gid(0);
+        h.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(&mut h, path, bytes)?;
+    }
+    let layer = tar.into_inner()?.finish()?;
+    let config_bytes = serde_json::to_vec(config).map_err(|e| ArtifactError::Store(e.to_string()))?;
+    let manifest = Manifest {
+        schema_version: 2,
+        media_type: MANIFEST_MEDIA_TYPE.into(),
+        artifact_type: Some(ARTIFACT_TYPE.into()),
+        config: Descriptor { media_type: CONFIG_MEDIA_TYPE.into(), digest: sha256_digest(&config_bytes), size: config_bytes.len() as u64 },
+        layers: vec![Descriptor { media_type: LAYER_MEDIA_TYPE.into(), digest: sha256_digest(&layer), size: layer.len() as u64 }],
+    };
+    let manifest_bytes = serde_json::to_vec(&manifest).map_err(|e| ArtifactError::Store(e.to_string()))?;
+    let size = (config_bytes.len() + layer.len() + manifest_bytes.len()) as u64;
+    Ok(BuiltArtifact {
+        manifest_digest: sha256_digest(&manifest_bytes),
+        manifest_bytes,
+        blobs: vec![(manifest.config.digest.clone(), config_bytes), (manifest.layers[0].digest.clone(), layer)],
+        size,
+    })
+}
+
+/// Extracts a `tar+gzip` layer into `dir`. Entries that would land outside `dir` (absolute paths,
+/// `..`) are refused by `tar`'s `unpack_in`.
+pub fn unpack_layer(bytes: &[u8], dir: &Path) -> Result<(), ArtifactError> {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    archive.set_preserve_permissions(true);
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        if !entry.unpack_in(dir)? {
+            let path = entry.path().map(|p| p.display().to_string()).unwrap_or_default();
+            return Err(ArtifactError::Store(format!("layer entry `{path}` points outside the target directory")));
+        }
+    }
+    Ok(())
+}
