@@ -1,0 +1,172 @@
+//! The scheduler turns requested workflows into steps, dispatches each step's job to its install,
+//! grants job claims, takes job results, and advances the dependency graph.
+//!
+//! All state lives in KV: a workflow record (its steps), job records, build and approval records.
+//! Every transition is a compare-and-swap and every handler is idempotent, so any number of scheduler
+//! replicas can run, any of them can crash at any point, and the periodic reconcile pass (which
+//! re-drives every unfinished workflow from its records) finishes whatever a crash interrupted.
+//!
+//! Inputs: `CONTROL` (workflow requested, build finished, approval decided), `JOB_EVENTS` (runner
+//! results) and claim requests (`ferry.rx.<org>.<install>.claim`, core request/reply, queue group).
+//! Outputs: job offers on `JOBS` plus a doorbell on `ferry.wake.<org>.<install>`, build and approval
+//! requests on `CONTROL`.
+
+mod claims;
+mod dispatch;
+mod events;
+mod workflows;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferry_appconfig::AppConfig;
+use ferry_model as m;
+use ferry_protocol::resources::consumers;
+use ferry_protocol::{Control, decode, subjects};
+use ferry_store::{Handled, Store, StoreError, consume};
+use tracing::{info, warn};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("NATS: {0}")]
+    Nats(String),
+    #[error("app config {0}: {1}")]
+    Config(String, String),
+}
+
+impl SchedulerError {
+    /// Errors worth retrying (the store or NATS may come back); the rest fail the step.
+    fn is_transient(&self) -> bool {
+        matches!(self, SchedulerError::Nats(_) | SchedulerError::Store(StoreError::Nats(_) | StoreError::Conflict { .. }))
+    }
+}
+
+#[derive(Clone)]
+pub struct Scheduler {
+    store: Store,
+    client: async_nats::Client,
+    /// Parsed app configs by id. Config versions are immutable, so the cache never goes stale.
+    configs: Arc<Mutex<HashMap<String, Arc<AppConfig>>>>,
+}
+
+/// How often every unfinished workflow is re-driven from its records.
+pub const RECONCILE_INTERVAL: Duration = Duration::from_secs(5);
+
+impl Scheduler {
+    pub fn new(client: async_nats::Client, store: Store) -> Self {
+        Scheduler { store, client, configs: Arc::default() }
+    }
+
+    /// Runs the scheduler until an unrecoverable error.
+    pub async fn run(self) -> Result<(), SchedulerError> {
+        let bus = self.store.bus();
+        let control = bus
+            .durable(
+                "CONTROL",
+                consumers::SCHEDULER_CONTROL,
+                vec![
+                    subjects::control_topic(subjects::topic::WORKFLOW),
+                    subjects::control_topic(subjects::topic::BUILD_DONE),
+                    subjects::control_topic(subjects::topic::APPROVAL_DONE),
+                ],
+            )
+            .await?;
+        let events = bus.durable("JOB_EVENTS", consumers::SCHEDULER_EVENTS, vec![]).await?;
+        info!("scheduler started");
+
+        let s = self.clone();
+        let control_loop = consume(control, consumers::SCHEDULER_CONTROL, move |msg| {
+            let s = s.clone();
+            async move {
+                let outcome = match decode::<Control>(&msg.payload) {
+                    Err(e) => Handled::Reject(e.to_string()),
+                    Ok(c) => handled(s.on_control(c).await),
+                };
+                (msg, outcome)
+            }
+        });
+        let s = self.clone();
+        let event_loop = consume(events, consumers::SCHEDULER_EVENTS, move |msg| {
+            let s = s.clone();
+            async move {
+                let outcome = s.on_job_event(&msg.subject, &msg.payload).await;
+                (msg, outcome)
+            }
+        });
+        let claims = self.clone().serve_claims();
+        let reconcile = self.clone().reconcile_loop();
+        tokio::try_join!(
+            async { control_loop.await.map_err(SchedulerError::from) },
+            async { event_loop.await.map_err(SchedulerError::from) },
+            claims,
+            reconcile,
+        )?;
+        Ok(())
+    }
+
+    async fn on_control(&self, c: Control) -> Result<(), SchedulerError> {
+        match c {
+            Control::WorkflowRequested { org, workflow_id, .. } => self.advance(&org, &workflow_id).await,
+            Control::BuildFinished { org, build_id, workflow_id, step, ok, error } => {
+                let (status, msg) = if ok {
+                    (m::StepStatus::Succeeded, Some(format!("artifact built ({build_id})")))
+                } else {
+                    (m::StepStatus::Failed, Some(error.unwrap_or_else(|| "build failed".into())))
+                };
+                self.complete_step(&org, &workflow_id, step, status, msg, Some("build".into())).await
+            }
+            Control::ApprovalDecided { org, workflow_id, step, approved, approval_id } => {
+                let actor = self.store.repo::<m::Approval>().get(&org, &approval_id).await?.and_then(|a| a.value.decided_by);
+                let (status, msg) = if approved {
+                    (m::StepStatus::Succeeded, Some("plan approved".to_string()))
+                } else {
+                    (m::StepStatus::Failed, Some("plan denied".to_string()))
+                };
+                self.complete_step(&org, &workflow_id, step, status, msg, actor).await
+            }
+            // Not ours: the consumer's filter keeps these away; acknowledge if one slips through.
+            Control::BuildRequested { .. } | Control::ApprovalRequested { .. } => Ok(()),
+        }
+    }
+
+    /// The parsed config of an app config version.
+    async fn config(&self, org: &str, config_id: &str) -> Result<Arc<AppConfig>, SchedulerError> {
+        if let Some(c) = self.configs.lock().ok().and_then(|m| m.get(config_id).cloned()) {
+            return Ok(c);
+        }
+        let (_, pkg) = self.store.package(org, config_id).await?;
+        let cfg = Arc::new(ferry_appconfig::load(&pkg).map_err(|e| SchedulerError::Config(config_id.into(), e.to_string()))?);
+        if let Ok(mut map) = self.configs.lock() {
+            map.insert(config_id.to_string(), cfg.clone());
+        }
+        Ok(cfg)
+    }
+
+    async fn reconcile_loop(self) -> Result<(), SchedulerError> {
+        let mut tick = tokio::time::interval(RECONCILE_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if let Err(e) = self.reconcile().await {
+                warn!(error = %e, "reconcile pass failed");
+            }
+        }
+    }
+}
+
+/// Maps a handler's result to what the consumer does with the message.
+fn handled(r: Result<(), SchedulerError>) -> Handled {
+    match r {
+        Ok(()) => Handled::Done,
+        Err(e) if e.is_transient() => Handled::Retry(e.to_string()),
+        Err(e) => {
+            // A permanent error is recorded on the workflow by the handler where it can be; the message
+            // itself would fail the same way forever.
+            warn!(error = %e, "control message failed permanently");
+            Handled::Done
+        }
+    }
+}

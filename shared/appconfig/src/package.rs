@@ -17,6 +17,8 @@ pub enum PackageError {
     NotADirectory(PathBuf),
     #[error("the package is larger than {limit} bytes")]
     TooLarge { limit: u64 },
+    #[error("not a package bundle: {0}")]
+    Bundle(String),
 }
 
 /// Packages are configuration and scripts; anything larger is almost certainly a mistake (a vendored
@@ -70,6 +72,20 @@ impl Package {
 
     pub fn has_dir(&self, dir: &str) -> bool {
         self.under(dir).next().is_some()
+    }
+
+    /// The package as one binary blob (postcard: a map of path to bytes), for upload and storage.
+    pub fn to_bundle(&self) -> Vec<u8> {
+        // A map of strings to byte vectors always serializes.
+        postcard::to_stdvec(&self.files).unwrap_or_default()
+    }
+
+    pub fn from_bundle(bytes: &[u8]) -> Result<Package, PackageError> {
+        let files: BTreeMap<String, Vec<u8>> = postcard::from_bytes(bytes).map_err(|e| PackageError::Bundle(e.to_string()))?;
+        if files.keys().any(|k| k.starts_with('/') || k.split('/').any(|p| p == ".." || p.is_empty())) {
+            return Err(PackageError::Bundle("file paths must be relative and inside the package".into()));
+        }
+        Ok(Package { files })
     }
 
     /// `sha256:<hex>` over every file's path and content.

@@ -70,3 +70,13 @@ fn renders_against_install_state() {
     let err = cfg.component("reporter").unwrap().render(&state).unwrap_err();
     assert!(err.contains("`.nuon.components.counter.outputs.length` is not set"), "{err}");
 }
+
+#[test]
+fn bundles_round_trip_and_refuse_escaping_paths() {
+    let p = hello();
+    assert_eq!(Package::from_bundle(&p.to_bundle()).unwrap(), p);
+    assert!(Package::from_bundle(b"garbage").is_err());
+    let mut evil = Package::default();
+    evil.files.insert("../etc/passwd".into(), vec![]);
+    assert!(Package::from_bundle(&evil.to_bundle()).is_err());
+}

@@ -242,3 +242,14 @@ pub struct AuditEvent {
     #[serde(default)]
     pub detail: serde_json::Value,
 }
+
+/// One line of a job's log, as the API returns it and log-ingest archives it (JSON lines).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogEntry {
+    pub execution: String,
+    pub seq: u64,
+    pub at_ms: u64,
+    /// `stdout`, `stderr` or `system` (written by the runner itself).
+    pub stream: String,
+    pub text: String,
+}

@@ -6,6 +6,7 @@
 //! query can see another org's data by forgetting a filter.
 
 mod bus;
+mod logs;
 mod repo;
 
 pub use bus::{Bus, Handled, consume};
@@ -115,6 +116,19 @@ impl Store {
         let mut buf = Vec::new();
         obj.read_to_end(&mut buf).await.map_err(|e| StoreError::Object { bucket, name: name.into(), reason: e.to_string() })?;
         Ok(Some(buf))
+    }
+
+    /// An app config version's record and its package files.
+    pub async fn package(&self, org: &str, config_id: &str) -> Result<(ferry_model::AppConfigVersion, ferry_appconfig::Package), StoreError> {
+        let rec = self.repo::<ferry_model::AppConfigVersion>().require(org, config_id).await?.value;
+        let bucket = resources::objects::APP_SOURCES;
+        let bytes = self
+            .get_object(bucket, &rec.source_object)
+            .await?
+            .ok_or_else(|| StoreError::Object { bucket, name: rec.source_object.clone(), reason: "package files missing".into() })?;
+        let pkg = ferry_appconfig::Package::from_bundle(&bytes)
+            .map_err(|e| StoreError::Object { bucket, name: rec.source_object.clone(), reason: e.to_string() })?;
+        Ok((rec, pkg))
     }
 
     pub async fn object_exists(&self, bucket: &'static str, name: &str) -> Result<bool, StoreError> {

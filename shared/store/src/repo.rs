@@ -124,14 +124,24 @@ impl<T: Record> Repo<T> {
 
     /// Every record of one org.
     pub async fn list(&self, org: &str) -> Result<Vec<T>, StoreError> {
-        let prefix = format!("{org}.");
+        self.list_prefix(&format!("{org}.")).await
+    }
+
+    /// Every record of every org: for the control plane's own sweeps, never for a request.
+    pub async fn list_all(&self) -> Result<Vec<T>, StoreError> {
+        self.list_prefix("").await
+    }
+
+    async fn list_prefix(&self, prefix: &str) -> Result<Vec<T>, StoreError> {
         let keys: Vec<String> = match self.kv.keys().await {
-            Ok(k) => k.try_filter(|k| futures_util::future::ready(k.starts_with(&prefix))).try_collect().await.map_err(nats)?,
+            Ok(k) => k.try_filter(|k| futures_util::future::ready(k.starts_with(prefix))).try_collect().await.map_err(nats)?,
             Err(e) => return Err(nats(e)),
         };
         let mut out = Vec::with_capacity(keys.len());
         for k in keys {
-            if let Some(v) = self.get(org, &k[prefix.len()..]).await? {
+            if let Some((org, id)) = k.split_once('.')
+                && let Some(v) = self.get(org, id).await?
+            {
                 out.push(v.value);
             }
         }

@@ -1,0 +1,335 @@
+//! The side effects of starting a step: build requests, job offers, approval requests. Each is
+//! idempotent (records are created with create-if-absent, messages carry de-duplication ids), so the
+//! reconcile pass may perform them again after a crash.
+
+use ferry_appconfig::ComponentType;
+use ferry_model::{self as m, StepKind, StepStatus, Workflow};
+use ferry_protocol::messages::{ApplyJob, ComponentJob, ComponentKind, JobOffer, JobSpec, SyncJob, Timeouts};
+use ferry_protocol::resources::objects;
+use ferry_protocol::{Control, subjects};
+use ferry_store::StoreError;
+use sha2::{Digest, Sha256};
+use tracing::{debug, info};
+
+use crate::{Scheduler, SchedulerError};
+
+/// A step that cannot proceed for a reason retrying will not fix.
+struct Permanent(String);
+
+impl Scheduler {
+    pub(crate) async fn start_step(&self, wf: &Workflow, index: u32) -> Result<(), SchedulerError> {
+        let Some(step) = wf.step(index) else { return Ok(()) };
+        let r = match step.kind {
+            StepKind::Build => self.request_build(wf, step).await,
+            StepKind::Sync => self.dispatch_sync(wf, step).await,
+            StepKind::Plan => self.dispatch_plan(wf, step).await,
+            StepKind::Approve => self.request_approval(wf, step).await,
+            StepKind::Apply => self.dispatch_apply(wf, step).await,
+        };
+        match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(Permanent(msg))) => {
+                self.complete_step(&wf.org, &wf.id, index, StepStatus::Failed, Some(msg), Some("scheduler".into())).await
+            }
+            Err(e) if e.is_transient() => Err(e),
+            Err(e) => self.complete_step(&wf.org, &wf.id, index, StepStatus::Failed, Some(e.to_string()), Some("scheduler".into())).await,
+        }
+    }
+
+    /// Re-performs or completes a started step from the records (see `reconcile`).
+    pub(crate) async fn resume_step(&self, wf: &Workflow, index: u32) -> Result<(), SchedulerError> {
+        let Some(step) = wf.step(index) else { return Ok(()) };
+        match step.kind {
+            StepKind::Build => {
+                let build = match &step.build_id {
+                    Some(id) => self.store.repo::<m::Build>().get(&wf.org, id).await?.map(|v| v.value),
+                    None => None,
+                };
+                match build.map(|b| b.status) {
+                    Some(m::BuildStatus::Succeeded) => {
+                        self.complete_step(&wf.org, &wf.id, index, StepStatus::Succeeded, Some("artifact built".into()), Some("build".into())).await
+                    }
+                    _ => self.start_step(wf, index).await,
+                }
+            }
+            StepKind::Sync | StepKind::Plan | StepKind::Apply => {
+                let job = match &step.job_id {
+                    Some(id) => self.store.repo::<m::Job>().get(&wf.org, id).await?.map(|v| v.value),
+                    None => None,
+                };
+                match job {
+                    None => self.start_step(wf, index).await,
+                    Some(j) if j.status == m::JobStatus::Queued => self.start_step(wf, index).await,
+                    Some(j) if j.status.is_terminal() => self.apply_job_result(&j).await,
+                    // Running: the runner holds it. Leases and their expiry are a later issue.
+                    Some(_) => Ok(()),
+                }
+            }
+            StepKind::Approve => {
+                let approval = match &step.approval_id {
+                    Some(id) => self.store.repo::<m::Approval>().get(&wf.org, id).await?.map(|v| v.value),
+                    None => None,
+                };
+                match approval {
+                    Some(a) if a.status == m::ApprovalStatus::Approved => {
+                        self.complete_step(&wf.org, &wf.id, index, StepStatus::Succeeded, Some("plan approved".into()), a.decided_by).await
+                    }
+                    Some(a) if a.status == m::ApprovalStatus::Denied => {
+                        self.complete_step(&wf.org, &wf.id, index, StepStatus::Failed, Some("plan denied".into()), a.decided_by).await
+                    }
+                    _ => self.start_step(wf, index).await,
+                }
+            }
+        }
+    }
+
+    async fn request_build(&self, wf: &Workflow, step: &m::Step) -> Result<Result<(), Permanent>, SchedulerError> {
+        let cfg = self.config(&wf.org, &wf.app_config_id).await?;
+        let Some(component) = cfg.component(&step.component) else {
+            return Ok(Err(Permanent(format!("component `{}` is not in app config {}", step.component, wf.app_config_id))));
+        };
+        let rec = self.store.repo::<m::AppConfigVersion>().require(&wf.org, &wf.app_config_id).await?.value;
+        let hash = component.content_hash.trim_start_matches("sha256:");
+        let build_id = format!("{}-{}-{}", rec.app, component.name, &hash[..hash.len().min(16)]);
+        let builds = self.store.repo::<m::Build>();
+        let fresh = m::Build {
+            id: build_id.clone(),
+            org: wf.org.clone(),
+            app: rec.app.clone(),
+            component: component.name.clone(),
+            config_id: wf.app_config_id.clone(),
+            content_hash: component.content_hash.clone(),
+            status: m::BuildStatus::Building,
+            repository: format!("{}/{}/{}", wf.org, rec.app, component.name),
+            digest: None,
+            size: 0,
+            error: None,
+            created_at: m::now(),
+            finished_at: None,
+        };
+        match builds.create(&fresh).await {
+            Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let index = step.index;
+        let id = build_id.clone();
+        self.update_steps(&wf.org, &wf.id, |w| match w.step_mut(index) {
+            Some(s) if s.build_id.is_none() => {
+                s.build_id = Some(id.clone());
+                true
+            }
+            _ => false,
+        })
+        .await?;
+        let existing = builds.require(&wf.org, &build_id).await?;
+        match existing.value.status {
+            m::BuildStatus::Succeeded => {
+                info!(build = %build_id, "reusing existing build");
+                self.complete_step(&wf.org, &wf.id, index, StepStatus::Succeeded, Some(format!("reused build {build_id}")), Some("build".into())).await?;
+                return Ok(Ok(()));
+            }
+            m::BuildStatus::Failed => {
+                // A new deploy retries a failed build.
+                let mut b = existing.value;
+                b.status = m::BuildStatus::Building;
+                b.error = None;
+                match builds.update(&b, existing.revision).await {
+                    Ok(_) | Err(StoreError::Conflict { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            m::BuildStatus::Building => {}
+        }
+        self.store
+            .bus()
+            .control(&Control::BuildRequested { org: wf.org.clone(), build_id, workflow_id: wf.id.clone(), step: index })
+            .await?;
+        Ok(Ok(()))
+    }
+
+    /// The built artifact of `component` in this workflow: `(repository, manifest digest)`.
+    async fn artifact_of(&self, wf: &Workflow, component: &str) -> Result<Result<(String, String), Permanent>, SchedulerError> {
+        let Some(build_id) = wf.find(component, StepKind::Build).and_then(|s| s.build_id.clone()) else {
+            return Ok(Err(Permanent(format!("no build recorded for `{component}`"))));
+        };
+        let b = self.store.repo::<m::Build>().require(&wf.org, &build_id).await?.value;
+        match b.digest {
+            Some(d) if b.status == m::BuildStatus::Succeeded => Ok(Ok((b.repository, d))),
+            _ => Ok(Err(Permanent(format!("build {build_id} has no artifact")))),
+        }
+    }
+
+    async fn dispatch_sync(&self, wf: &Workflow, step: &m::Step) -> Result<Result<(), Permanent>, SchedulerError> {
+        let (repository, digest) = match self.artifact_of(wf, &step.component).await? {
+            Ok(a) => a,
+            Err(p) => return Ok(Err(p)),
+        };
+        let spec = JobSpec::SyncArtifact(SyncJob { component: step.component.clone(), repository, digest });
+        self.dispatch(wf, step, m::JobKind::Sync, spec).await.map(Ok)
+    }
+
+    /// The component job of a plan or apply, with its templates rendered against the install now.
+    async fn component_job(&self, wf: &Workflow, step: &m::Step) -> Result<Result<ComponentJob, Permanent>, SchedulerError> {
+        let cfg = self.config(&wf.org, &wf.app_config_id).await?;
+        let Some(component) = cfg.component(&step.component) else {
+            return Ok(Err(Permanent(format!("component `{}` is not in the app config", step.component))));
+        };
+        let (_, digest) = match self.artifact_of(wf, &step.component).await? {
+            Ok(a) => a,
+            Err(p) => return Ok(Err(p)),
+        };
+        let install = self.store.repo::<m::Install>().require(&wf.org, &wf.install).await?.value;
+        let outputs = install.components.iter().map(|(k, v)| (k.clone(), v.outputs.clone())).collect();
+        let state = cfg.template_state(&install.name, &install.inputs, &install.sandbox.outputs, &outputs);
+        let rendered = match component.render(&state) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(Permanent(format!("cannot render templates: {e}")))),
+        };
+        Ok(Ok(ComponentJob {
+            component: component.name.clone(),
+            kind: match component.kind {
+                ComponentType::Script => ComponentKind::Script,
+                ComponentType::TerraformModule => ComponentKind::Terraform,
+            },
+            artifact_digest: digest,
+            vars: rendered.vars,
+            env: rendered.env_vars,
+            applied_digest: install.component(&component.name).and_then(|c| c.applied_digest.clone()),
+        }))
+    }
+
+    async fn dispatch_plan(&self, wf: &Workflow, step: &m::Step) -> Result<Result<(), Permanent>, SchedulerError> {
+        let job = match self.component_job(wf, step).await? {
+            Ok(j) => j,
+            Err(p) => return Ok(Err(p)),
+        };
+        self.set_component_status(wf, &step.component, m::ComponentStatus::Deploying).await?;
+        self.dispatch(wf, step, m::JobKind::Plan, JobSpec::Plan(job)).await.map(Ok)
+    }
+
+    async fn request_approval(&self, wf: &Workflow, step: &m::Step) -> Result<Result<(), Permanent>, SchedulerError> {
+        let Some(plan_job) = wf.find(&step.component, StepKind::Plan).and_then(|s| s.job_id.clone()) else {
+            return Ok(Err(Permanent("no plan to approve".into())));
+        };
+        let job = self.store.repo::<m::Job>().require(&wf.org, &plan_job).await?.value;
+        let Some(digest) = job.plan_digest.clone() else {
+            return Ok(Err(Permanent(format!("plan job {plan_job} produced no plan"))));
+        };
+        let Some(approval_id) = step.approval_id.clone() else { return Ok(Err(Permanent("step has no approval id".into()))) };
+        let approval = m::Approval {
+            id: approval_id.clone(),
+            org: wf.org.clone(),
+            install: wf.install.clone(),
+            workflow_id: wf.id.clone(),
+            step: step.index,
+            component: step.component.clone(),
+            plan_job,
+            plan_digest: digest,
+            plan_summary: job.plan_summary.unwrap_or_default(),
+            status: m::ApprovalStatus::Pending,
+            decided_by: None,
+            decided_at: None,
+            created_at: m::now(),
+        };
+        match self.store.repo::<m::Approval>().create(&approval).await {
+            Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.store.bus().control(&Control::ApprovalRequested { org: wf.org.clone(), approval_id }).await?;
+        Ok(Ok(()))
+    }
+
+    async fn dispatch_apply(&self, wf: &Workflow, step: &m::Step) -> Result<Result<(), Permanent>, SchedulerError> {
+        let Some(approval_id) = wf.find(&step.component, StepKind::Approve).and_then(|s| s.approval_id.clone()) else {
+            return Ok(Err(Permanent("no approval recorded for this apply".into())));
+        };
+        let approval = self.store.repo::<m::Approval>().require(&wf.org, &approval_id).await?.value;
+        if approval.status != m::ApprovalStatus::Approved {
+            return Ok(Err(Permanent(format!("approval {approval_id} is {:?}, not approved", approval.status))));
+        }
+        let Some(plan) = self.store.get_object(objects::PLANS, &plan_object(&wf.org, &approval.plan_job)).await? else {
+            return Ok(Err(Permanent(format!("the plan of job {} is missing", approval.plan_job))));
+        };
+        let digest = format!("sha256:{}", hex::encode(Sha256::digest(&plan)));
+        if digest != approval.plan_digest {
+            return Ok(Err(Permanent(format!("stored plan hashes to {digest}, but {} was approved", approval.plan_digest))));
+        }
+        let component = match self.component_job(wf, step).await? {
+            Ok(j) => j,
+            Err(p) => return Ok(Err(p)),
+        };
+        let spec = JobSpec::Apply(ApplyJob { component, plan, plan_digest: approval.plan_digest });
+        self.dispatch(wf, step, m::JobKind::Apply, spec).await.map(Ok)
+    }
+
+    /// Records the job (once) and offers it to the install's runner, then rings its doorbell.
+    async fn dispatch(&self, wf: &Workflow, step: &m::Step, kind: m::JobKind, spec: JobSpec) -> Result<(), SchedulerError> {
+        let Some(job_id) = step.job_id.clone() else { return Ok(()) };
+        let jobs = self.store.repo::<m::Job>();
+        let job = m::Job {
+            id: job_id.clone(),
+            org: wf.org.clone(),
+            install: wf.install.clone(),
+            workflow_id: wf.id.clone(),
+            step: step.index,
+            kind,
+            component: step.component.clone(),
+            status: m::JobStatus::Queued,
+            executions: vec![],
+            max_executions: 3,
+            outputs: Default::default(),
+            plan_digest: None,
+            plan_changes: None,
+            plan_summary: None,
+            error: None,
+            created_at: m::now(),
+            finished_at: None,
+        };
+        match jobs.create(&job).await {
+            Ok(_) => {}
+            Err(StoreError::AlreadyExists { .. }) => {
+                if jobs.require(&wf.org, &job_id).await?.value.status != m::JobStatus::Queued {
+                    return Ok(());
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let offer = JobOffer {
+            job_id: job_id.clone(),
+            org: wf.org.clone(),
+            install: wf.install.clone(),
+            workflow_id: wf.id.clone(),
+            spec,
+            timeouts: Timeouts::default(),
+        };
+        self.store.bus().publish_msg(subjects::job(&wf.org, &wf.install, &job_id), &job_id, &offer).await?;
+        self.client
+            .publish(subjects::wake(&wf.org, &wf.install), Default::default())
+            .await
+            .map_err(|e| SchedulerError::Nats(e.to_string()))?;
+        debug!(org = %wf.org, install = %wf.install, job = %job_id, kind = ?kind, "job offered");
+        Ok(())
+    }
+
+    pub(crate) async fn set_component_status(&self, wf: &Workflow, component: &str, status: m::ComponentStatus) -> Result<(), SchedulerError> {
+        let r = self
+            .store
+            .repo::<m::Install>()
+            .modify(&wf.org, &wf.install, |i| {
+                let c = i.component_mut(component);
+                if c.status == status {
+                    return Ok::<bool, ()>(false);
+                }
+                c.status = status;
+                c.updated_at = Some(m::now());
+                Ok(true)
+            })
+            .await?;
+        let _ = r;
+        Ok(())
+    }
+}
+
+pub(crate) fn plan_object(org: &str, job_id: &str) -> String {
+    format!("{org}.{job_id}")
+}

@@ -1,0 +1,206 @@
+//! Results coming back from runners on `JOB_EVENTS`.
+
+use ferry_model::{self as m, StepKind, StepStatus};
+use ferry_protocol::messages::{EventBody, JobEvent, JobResult, Outcome};
+use ferry_protocol::resources::objects;
+use ferry_protocol::{decode, subjects};
+use ferry_store::{Handled, StoreError};
+use sha2::{Digest, Sha256};
+use tracing::{debug, info, warn};
+
+use crate::dispatch::plan_object;
+use crate::{Scheduler, SchedulerError, handled};
+
+impl Scheduler {
+    pub(crate) async fn on_job_event(&self, subject: &str, payload: &[u8]) -> Handled {
+        let ev = match decode::<JobEvent>(payload) {
+            Ok(ev) => ev,
+            Err(e) => return Handled::Reject(format!("{subject}: {e}")),
+        };
+        let Some((org, install)) = subjects::org_install(subject) else {
+            return Handled::Reject(format!("unexpected subject {subject}"));
+        };
+        match ev.body {
+            EventBody::Started => {
+                debug!(org, install, job = %ev.job_id, execution = %ev.execution_id, "job started");
+                Handled::Done
+            }
+            EventBody::Finished(result) => handled(self.job_finished(org, install, &ev.job_id, &ev.execution_id, result).await),
+        }
+    }
+
+    async fn job_finished(&self, org: &str, install: &str, job_id: &str, execution_id: &str, result: JobResult) -> Result<(), SchedulerError> {
+        let mut result = result;
+        if let Some(plan) = &result.plan {
+            let digest = format!("sha256:{}", hex::encode(Sha256::digest(&plan.bytes)));
+            if digest != plan.digest {
+                result.status = Outcome::Failed;
+                result.error = Some(format!("the plan's bytes hash to {digest}, not the reported {}", plan.digest));
+            } else {
+                // Stored before the job record says "planned", so an approval never points at a
+                // plan that is not there.
+                self.store.put_object(objects::PLANS, &plan_object(org, job_id), &plan.bytes).await?;
+            }
+        }
+        let outputs: m::Outputs = match serde_json::from_str(&result.outputs_json) {
+            Ok(o) => o,
+            Err(e) if result.status == Outcome::Succeeded => {
+                result.status = Outcome::Failed;
+                result.error = Some(format!("outputs are not a JSON object: {e}"));
+                Default::default()
+            }
+            Err(_) => Default::default(),
+        };
+        let jobs = self.store.repo::<m::Job>();
+        let updated = jobs
+            .modify(org, job_id, |j| {
+                if j.install != install {
+                    // A runner may only report on its own install's jobs.
+                    return Err(format!("job {job_id} belongs to install {}, not {install}", j.install));
+                }
+                if j.status.is_terminal() {
+                    return Ok(false);
+                }
+                j.status = match result.status {
+                    Outcome::Succeeded => m::JobStatus::Succeeded,
+                    Outcome::Failed => m::JobStatus::Failed,
+                    Outcome::Cancelled => m::JobStatus::Cancelled,
+                };
+                j.outputs = outputs.clone();
+                j.error = result.error.clone();
+                if let Some(p) = &result.plan {
+                    j.plan_digest = Some(p.digest.clone());
+                    j.plan_changes = Some(p.changes);
+                    j.plan_summary = Some(p.summary.clone());
+                }
+                j.finished_at = Some(m::now());
+                if let Some(e) = j.executions.iter_mut().find(|e| e.id == execution_id) {
+                    e.status = match result.status {
+                        Outcome::Succeeded => m::ExecutionStatus::Succeeded,
+                        Outcome::Failed => m::ExecutionStatus::Failed,
+                        Outcome::Cancelled => m::ExecutionStatus::Cancelled,
+                    };
+                    e.finished_at = Some(m::now());
+                }
+                Ok(true)
+            })
+            .await;
+        let job = match updated {
+            Ok(Ok(j)) => j,
+            Ok(Err(refused)) => {
+                warn!(org, install, job = job_id, "{refused}");
+                return Ok(());
+            }
+            Err(StoreError::NotFound { .. }) => {
+                warn!(org, install, job = job_id, "result for an unknown job");
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let outcome = format!("{:?}", job.status).to_lowercase();
+        ferry_telemetry::metrics()
+            .jobs_finished
+            .get_or_create(&ferry_telemetry::OutcomeLabels { kind: format!("{:?}", job.kind).to_lowercase(), outcome: outcome.clone() })
+            .inc();
+        info!(org, install, workflow = %job.workflow_id, job = job_id, component = %job.component, kind = ?job.kind, status = %outcome, "job finished");
+        let _ = self
+            .store
+            .bus()
+            .audit(&m::AuditEvent {
+                org: org.into(),
+                at: m::now(),
+                actor: format!("runner:{install}"),
+                action: format!("job.{outcome}"),
+                target: job_id.into(),
+                detail: serde_json::json!({ "kind": job.kind, "component": job.component, "workflow": job.workflow_id }),
+            })
+            .await;
+        self.apply_job_result(&job).await
+    }
+
+    /// Carries a finished job's result into the install and the workflow. Idempotent.
+    pub(crate) async fn apply_job_result(&self, job: &m::Job) -> Result<(), SchedulerError> {
+        let (org, wf_id) = (job.org.as_str(), job.workflow_id.as_str());
+        if job.status != m::JobStatus::Succeeded {
+            if matches!(job.kind, m::JobKind::Plan | m::JobKind::Apply) {
+                self.update_component(job, |c| c.status = m::ComponentStatus::Failed).await?;
+            }
+            let msg = job.error.clone().unwrap_or_else(|| format!("job {}", format!("{:?}", job.status).to_lowercase()));
+            return self.complete_step(org, wf_id, job.step, StepStatus::Failed, Some(msg), Some("runner".into())).await;
+        }
+        match job.kind {
+            m::JobKind::Sync => {
+                self.complete_step(org, wf_id, job.step, StepStatus::Succeeded, Some("artifact synced to the install".into()), Some("runner".into()))
+                    .await
+            }
+            m::JobKind::Plan => {
+                let changes = job.plan_changes.unwrap_or(true);
+                let summary = job.plan_summary.clone().unwrap_or_default();
+                let component = job.component.clone();
+                let step = job.step;
+                self.update_steps(org, wf_id, |wf| {
+                    let Some(s) = wf.step_mut(step) else { return false };
+                    if s.status != StepStatus::Running {
+                        return false;
+                    }
+                    s.status = StepStatus::Succeeded;
+                    s.finished_at = Some(m::now());
+                    s.message = Some(summary.clone());
+                    if !changes {
+                        // A plan with no changes skips its approval and its apply.
+                        for kind in [StepKind::Approve, StepKind::Apply] {
+                            if let Some(i) = wf.find(&component, kind).map(|s| s.index)
+                                && let Some(s) = wf.step_mut(i)
+                                && s.status == StepStatus::Pending
+                            {
+                                s.status = StepStatus::Skipped;
+                                s.message = Some("no changes".into());
+                                s.finished_at = Some(m::now());
+                            }
+                        }
+                    }
+                    true
+                })
+                .await?;
+                if !changes {
+                    self.update_component(job, |c| c.status = m::ComponentStatus::Active).await?;
+                }
+                self.advance(org, wf_id).await
+            }
+            m::JobKind::Apply | m::JobKind::Teardown => {
+                let outputs = job.outputs.clone();
+                let digest = job.plan_digest.clone();
+                self.update_component(job, |c| {
+                    c.status = m::ComponentStatus::Active;
+                    c.outputs = outputs.clone();
+                    if digest.is_some() {
+                        c.applied_digest = digest.clone();
+                    }
+                })
+                .await?;
+                self.complete_step(org, wf_id, job.step, StepStatus::Succeeded, Some("applied".into()), Some("runner".into())).await
+            }
+        }
+    }
+
+    async fn update_component(&self, job: &m::Job, f: impl Fn(&mut m::ComponentState)) -> Result<(), SchedulerError> {
+        let r = self
+            .store
+            .repo::<m::Install>()
+            .modify(&job.org, &job.install, |i| {
+                let c = i.component_mut(&job.component);
+                let before = c.clone();
+                f(c);
+                c.last_job = Some(job.id.clone());
+                if *c == before {
+                    return Ok::<bool, ()>(false);
+                }
+                c.updated_at = Some(m::now());
+                i.updated_at = m::now();
+                Ok(true)
+            })
+            .await?;
+        let _ = r;
+        Ok(())
+    }
+}
