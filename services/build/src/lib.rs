@@ -1,0 +1,124 @@
+//! The build service: turns a component's source (its directory in the app package) into an OCI
+//! artifact in the vendor store and records the artifact's digest on the build record.
+//!
+//! Builds are keyed by the component's content hash, so an unchanged component is built once and
+//! reused by every later config version and install. In the embedded default the vendor store is the
+//! `artifacts` JetStream object store; registries and ECR plug in behind `ferry_artifacts::BlobStore`.
+
+use ferry_artifacts::{ArtifactConfig, NatsObjectStore, pack, push};
+use ferry_model as m;
+use ferry_protocol::resources::{consumers, objects};
+use ferry_protocol::{Control, decode, subjects};
+use ferry_store::{Handled, Store, StoreError, consume};
+use tracing::{Instrument, info, info_span, warn};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("NATS: {0}")]
+    Nats(String),
+}
+
+#[derive(Clone)]
+pub struct BuildService {
+    store: Store,
+    vendor: NatsObjectStore,
+}
+
+impl BuildService {
+    pub async fn new(store: Store) -> Result<Self, BuildError> {
+        let os = store.js.get_object_store(objects::ARTIFACTS).await.map_err(|e| BuildError::Nats(e.to_string()))?;
+        Ok(BuildService { store, vendor: NatsObjectStore::new(os) })
+    }
+
+    pub async fn run(self) -> Result<(), BuildError> {
+        let consumer = self
+            .store
+            .bus()
+            .durable("CONTROL", consumers::BUILD_CONTROL, vec![subjects::control_topic(subjects::topic::BUILD)])
+            .await?;
+        info!("build service started");
+        consume(consumer, consumers::BUILD_CONTROL, move |msg| {
+            let s = self.clone();
+            async move {
+                let outcome = match decode::<Control>(&msg.payload) {
+                    Err(e) => Handled::Reject(e.to_string()),
+                    Ok(Control::BuildRequested { org, build_id, workflow_id, step }) => {
+                        let span = info_span!("build", org = %org, build = %build_id, workflow = %workflow_id);
+                        match s.handle(&org, &build_id, &workflow_id, step).instrument(span).await {
+                            Ok(()) => Handled::Done,
+                            Err(e) => Handled::Retry(e.to_string()),
+                        }
+                    }
+                    Ok(_) => Handled::Done,
+                };
+                (msg, outcome)
+            }
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn handle(&self, org: &str, build_id: &str, workflow_id: &str, step: u32) -> Result<(), BuildError> {
+        let builds = self.store.repo::<m::Build>();
+        let build = builds.require(org, build_id).await?.value;
+        let (ok, error) = match build.status {
+            m::BuildStatus::Succeeded => (true, None),
+            m::BuildStatus::Failed => (false, build.error.clone()),
+            m::BuildStatus::Building => {
+                let result = self.build(&build).await;
+                let r = builds
+                    .modify(org, build_id, |b| {
+                        if b.status != m::BuildStatus::Building {
+                            return Ok::<bool, ()>(false);
+                        }
+                        match &result {
+                            Ok((digest, size)) => {
+                                b.status = m::BuildStatus::Succeeded;
+                                b.digest = Some(digest.clone());
+                                b.size = *size;
+                            }
+                            Err(e) => {
+                                b.status = m::BuildStatus::Failed;
+                                b.error = Some(e.clone());
+                            }
+                        }
+                        b.finished_at = Some(m::now());
+                        Ok(true)
+                    })
+                    .await?;
+                let b = r.unwrap_or(build);
+                match &result {
+                    Ok((digest, size)) => info!(%digest, size, "build succeeded"),
+                    Err(e) => warn!(error = %e, "build failed"),
+                }
+                (b.status == m::BuildStatus::Succeeded, b.error)
+            }
+        };
+        self.store
+            .bus()
+            .control(&Control::BuildFinished { org: org.into(), build_id: build_id.into(), workflow_id: workflow_id.into(), step, ok, error })
+            .await?;
+        Ok(())
+    }
+
+    /// Packs and pushes the artifact; the error is the user-facing reason the build failed.
+    async fn build(&self, build: &m::Build) -> Result<(String, u64), String> {
+        let (_, pkg) = self.store.package(&build.org, &build.config_id).await.map_err(|e| e.to_string())?;
+        let cfg = ferry_appconfig::load(&pkg).map_err(|e| e.to_string())?;
+        let component = cfg.component(&build.component).ok_or_else(|| format!("component `{}` not in config", build.component))?;
+        let prefix = format!("{}/", component.directory.trim_end_matches('/'));
+        let files: Vec<(&str, &[u8], bool)> = pkg
+            .under(&component.directory)
+            .map(|(path, bytes)| (&path[prefix.len()..], bytes.as_slice(), bytes.starts_with(b"#!")))
+            .collect();
+        let art = pack(
+            &ArtifactConfig { component: component.name.clone(), kind: component.kind.as_str().into(), content_hash: component.content_hash.clone() },
+            files,
+        )
+        .map_err(|e| e.to_string())?;
+        push(&self.vendor, &art).await.map_err(|e| format!("pushing to the vendor store: {e}"))?;
+        Ok((art.manifest_digest, art.size))
+    }
+}

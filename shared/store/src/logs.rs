@@ -85,3 +85,35 @@ impl Store {
         Ok(out)
     }
 }
+
+fn archive_name(org: &str, job: &str) -> String {
+    format!("{org}.{job}")
+}
+
+impl Store {
+    /// Archives a job's complete log as JSON lines in the `job_logs` object store.
+    pub async fn archive_job_log(&self, org: &str, job: &str, entries: &[LogEntry]) -> Result<(), StoreError> {
+        let mut out = Vec::new();
+        for e in entries {
+            // LogEntry is plain data: serializing it cannot fail.
+            if let Ok(line) = serde_json::to_vec(e) {
+                out.extend_from_slice(&line);
+                out.push(b'\n');
+            }
+        }
+        self.put_object(ferry_protocol::resources::objects::JOB_LOGS, &archive_name(org, job), &out).await
+    }
+
+    /// A job's archived log, if log-ingest has archived it.
+    pub async fn archived_job_log(&self, org: &str, job: &str) -> Result<Option<Vec<LogEntry>>, StoreError> {
+        let Some(bytes) = self.get_object(ferry_protocol::resources::objects::JOB_LOGS, &archive_name(org, job)).await? else {
+            return Ok(None);
+        };
+        let entries = bytes
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .filter_map(|l| serde_json::from_slice(l).ok())
+            .collect();
+        Ok(Some(entries))
+    }
+}
