@@ -1,0 +1,49 @@
+//! The Control API: REST/JSON over HTTP for the CLI and the dashboard.
+//!
+//! Handlers validate input, write records of intent (app config versions, installs, workflow records)
+//! with compare-and-swap, and publish requests on the `CONTROL` stream; they never call another
+//! service directly. Everything is scoped to one org (the default org until authentication lands).
+//!
+//! Routes (all JSON unless noted):
+//! * `POST /v1/apps/{app}/configs` — body: a package bundle (`application/octet-stream`); stores a new
+//!   config version if anything changed.
+//! * `GET /v1/apps`, `GET /v1/apps/{app}`
+//! * `POST /v1/installs`, `GET /v1/installs`, `GET /v1/installs/{name}`, `POST /v1/installs/{name}/deploy`
+//! * `GET /v1/workflows/{id}`, `GET /v1/jobs/{id}`
+//! * `GET /v1/jobs/{id}/logs[?follow=true]` — JSON lines (`application/x-ndjson`); with `follow`, the
+//!   response stays open until the job has finished and every line has been sent.
+
+mod error;
+mod handlers;
+mod logs;
+
+use axum::Router;
+use axum::routing::{get, post};
+use ferry_store::Store;
+
+pub use error::ApiError;
+pub use handlers::{CreateInstall, CreatedInstall, SyncComponent, SyncResponse};
+
+#[derive(Clone)]
+pub struct ApiState {
+    pub store: Store,
+    pub org: String,
+}
+
+/// The API's routes, to be served by `ferry-server` beside `/healthz` and `/metrics`.
+pub fn router(store: Store) -> Router {
+    let state = ApiState { store, org: ferry_model::DEFAULT_ORG.to_string() };
+    Router::new()
+        .route("/v1/apps", get(handlers::list_apps))
+        .route("/v1/apps/{app}", get(handlers::get_app))
+        .route("/v1/apps/{app}/configs", post(handlers::sync_app))
+        .route("/v1/installs", get(handlers::list_installs).post(handlers::create_install))
+        .route("/v1/installs/{name}", get(handlers::get_install))
+        .route("/v1/installs/{name}/deploy", post(handlers::deploy_install))
+        .route("/v1/workflows/{id}", get(handlers::get_workflow))
+        .route("/v1/jobs/{id}", get(handlers::get_job))
+        .route("/v1/jobs/{id}/logs", get(logs::job_logs))
+        // Packages are capped at 32 MiB by the CLI; leave room for the bundle's framing.
+        .layer(axum::extract::DefaultBodyLimit::max(40 * 1024 * 1024))
+        .with_state(state)
+}

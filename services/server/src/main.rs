@@ -1,1 +1,149 @@
-fn main() {}
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use axum::Router;
+use axum::routing::get;
+use clap::Parser;
+use ferry_server::{Service, parse_services};
+use ferry_store::Store;
+use tokio::task::JoinSet;
+use tracing::{error, info, warn};
+
+/// Ferry's control plane: runs any subset of its services (api, scheduler, build, log-ingest,
+/// approval) against a NATS JetStream hub. Run more processes with a narrower --services to scale one
+/// service; replicas share work through JetStream consumers.
+#[derive(Parser, Debug)]
+#[command(name = "ferry-server", version)]
+struct Args {
+    /// NATS URL of the hub.
+    #[arg(long, env = "FERRY_NATS_URL", default_value = "nats://127.0.0.1:4222")]
+    nats_url: String,
+    /// Comma-separated services to run, or `all`.
+    #[arg(long, env = "FERRY_SERVICES", default_value = "all")]
+    services: String,
+    /// Address for HTTP: the API (if enabled), /healthz and /metrics.
+    #[arg(long, env = "FERRY_HTTP_ADDR", default_value = "127.0.0.1:4600")]
+    http_addr: SocketAddr,
+    /// Replicas for streams, buckets and object stores created at start-up (3 in a cluster).
+    #[arg(long, env = "FERRY_REPLICAS", default_value_t = 1)]
+    replicas: usize,
+}
+
+#[tokio::main]
+async fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    ferry_telemetry::init_tracing();
+    if let Err(e) = run(Args::parse()).await {
+        error!("{e:#}");
+        eprintln!("ferry-server: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(args: Args) -> Result<()> {
+    let services = parse_services(&args.services).map_err(|e| anyhow::anyhow!("--services: {e}"))?;
+    let client = async_nats::ConnectOptions::new()
+        .name("ferry-server")
+        .retry_on_initial_connect()
+        .connect(&args.nats_url)
+        .await
+        .with_context(|| format!("connecting to NATS at {}", args.nats_url))?;
+    let js = async_nats::jetstream::new(client.clone());
+    let store = ensure_store(js, args.replicas).await?;
+
+    let mut tasks: JoinSet<(Service, Result<()>)> = JoinSet::new();
+    for &svc in &services {
+        let store = store.clone();
+        let client = client.clone();
+        match svc {
+            Service::Api => {}
+            Service::Scheduler => {
+                tasks.spawn(async move { (svc, ferry_scheduler::Scheduler::new(client, store).run().await.map_err(Into::into)) });
+            }
+            Service::Build => {
+                tasks.spawn(async move {
+                    let r = async { ferry_build::BuildService::new(store).await?.run().await }.await;
+                    (svc, r.map_err(Into::into))
+                });
+            }
+            Service::LogIngest => {
+                tasks.spawn(async move { (svc, ferry_log_ingest::LogIngest::new(store).run().await.map_err(Into::into)) });
+            }
+            Service::Approval => {
+                tasks.spawn(async move { (svc, ferry_approval::ApprovalService::new(store).run().await.map_err(Into::into)) });
+            }
+        }
+    }
+
+    let names: Vec<&str> = services.iter().map(|s| s.name()).collect();
+    let mut app = Router::new()
+        .route("/healthz", get({
+            let client = client.clone();
+            let names = names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+            move || healthz(client.clone(), names.clone())
+        }))
+        .route("/metrics", get(|| async { ferry_telemetry::encode_metrics() }));
+    if services.contains(&Service::Api) {
+        app = app.merge(ferry_api::router(store.clone()));
+    }
+    let listener = tokio::net::TcpListener::bind(args.http_addr).await.with_context(|| format!("binding {}", args.http_addr))?;
+    info!(addr = %args.http_addr, services = ?names, "ferry-server listening");
+    tasks.spawn(async move {
+        let r = axum::serve(listener, app).await.context("HTTP server");
+        (Service::Api, r)
+    });
+
+    tokio::select! {
+        done = tasks.join_next() => {
+            match done {
+                Some(Ok((svc, Ok(())))) => anyhow::bail!("service {svc} stopped"),
+                Some(Ok((svc, Err(e)))) => Err(e.context(format!("service {svc} failed"))),
+                Some(Err(e)) => Err(anyhow::anyhow!("a service task panicked: {e}")),
+                None => Ok(()),
+            }
+        }
+        _ = shutdown_signal() => {
+            info!("shutting down");
+            Ok(())
+        }
+    }
+}
+
+/// Creates streams and buckets, retrying while the hub's JetStream is still starting.
+async fn ensure_store(js: async_nats::jetstream::Context, replicas: usize) -> Result<Store> {
+    let mut delay = Duration::from_millis(100);
+    for attempt in 1.. {
+        match Store::ensure(js.clone(), replicas).await {
+            Ok(s) => return Ok(s),
+            Err(e) if attempt < 30 => {
+                warn!(attempt, error = %e, "JetStream not ready; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+            Err(e) => return Err(e).context("setting up streams and buckets"),
+        }
+    }
+    unreachable!()
+}
+
+async fn healthz(client: async_nats::Client, services: Vec<String>) -> (axum::http::StatusCode, axum::Json<serde_json::Value>) {
+    let connected = client.connection_state() == async_nats::connection::State::Connected;
+    let status = if connected { axum::http::StatusCode::OK } else { axum::http::StatusCode::SERVICE_UNAVAILABLE };
+    (status, axum::Json(serde_json::json!({ "status": if connected { "ok" } else { "nats disconnected" }, "services": services })))
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(t) => t,
+            Err(_) => return ctrl_c.await.unwrap_or(()),
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+}

@@ -1,0 +1,38 @@
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use ferry_store::StoreError;
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("the app package is invalid")]
+    InvalidPackage(ferry_appconfig::Diagnostics),
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, body) = match &self {
+            ApiError::BadRequest(m) => (StatusCode::BAD_REQUEST, json!({ "error": m })),
+            ApiError::NotFound(m) => (StatusCode::NOT_FOUND, json!({ "error": m })),
+            ApiError::Conflict(m) => (StatusCode::CONFLICT, json!({ "error": m })),
+            ApiError::InvalidPackage(d) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, json!({ "error": self.to_string(), "diagnostics": d }))
+            }
+            ApiError::Store(StoreError::NotFound { key, .. }) => (StatusCode::NOT_FOUND, json!({ "error": format!("{key} not found") })),
+            ApiError::Store(e) => {
+                tracing::error!(error = %e, "store error");
+                (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": format!("the control plane's store is unavailable: {e}") }))
+            }
+        };
+        (status, Json(body)).into_response()
+    }
+}

@@ -1,0 +1,312 @@
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use ferry_appconfig::Package;
+use ferry_model::{self as m, App, AppConfigVersion, Install, Workflow};
+use ferry_protocol::resources::objects;
+use ferry_protocol::{Control, subjects};
+use ferry_store::StoreError;
+use serde::{Deserialize, Serialize};
+use tracing::info;
+
+use crate::{ApiError, ApiState};
+
+fn check_name(kind: &str, name: &str) -> Result<(), ApiError> {
+    if subjects::is_valid_token(name) {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(format!("invalid {kind} name `{name}`: use 1-63 lowercase letters, digits and `-`")))
+    }
+}
+
+async fn audit(s: &ApiState, action: &str, target: &str, detail: serde_json::Value) -> Result<(), ApiError> {
+    s.store
+        .bus()
+        .audit(&m::AuditEvent { org: s.org.clone(), at: m::now(), actor: "api".into(), action: action.into(), target: target.into(), detail })
+        .await?;
+    Ok(())
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SyncComponent {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub content_hash: String,
+    /// True when the component differs from the previous config version (it needs a new build).
+    pub changed: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SyncResponse {
+    pub app: String,
+    pub config_id: String,
+    pub version: u32,
+    /// False when the package is identical to the latest version (nothing was stored).
+    pub changed: bool,
+    pub components: Vec<SyncComponent>,
+    pub deploy_order: Vec<Vec<String>>,
+}
+
+pub async fn sync_app(State(s): State<ApiState>, Path(app): Path<String>, body: Bytes) -> Result<(StatusCode, Json<SyncResponse>), ApiError> {
+    check_name("app", &app)?;
+    let pkg = Package::from_bundle(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let cfg = ferry_appconfig::load(&pkg).map_err(ApiError::InvalidPackage)?;
+    let content_hash = pkg.content_hash();
+
+    let apps = s.store.repo::<App>();
+    let configs = s.store.repo::<AppConfigVersion>();
+    let existing = apps.get(&s.org, &app).await?;
+    let previous = match existing.as_ref().and_then(|a| a.value.latest_config.clone()) {
+        Some(id) => configs.get(&s.org, &id).await?.map(|v| v.value),
+        None => None,
+    };
+    let mut summaries: Vec<m::ComponentSummary> = cfg
+        .sandbox
+        .iter()
+        .chain(cfg.components.iter())
+        .map(|c| m::ComponentSummary { name: c.name.clone(), kind: c.kind.as_str().into(), content_hash: c.content_hash.clone(), dependencies: c.dependencies.clone() })
+        .collect();
+    summaries.sort_by(|a, b| a.name.cmp(&b.name));
+    let components = |prev: Option<&AppConfigVersion>| -> Vec<SyncComponent> {
+        summaries
+            .iter()
+            .map(|c| SyncComponent {
+                name: c.name.clone(),
+                kind: c.kind.clone(),
+                content_hash: c.content_hash.clone(),
+                changed: !prev.is_some_and(|p| p.components.iter().any(|pc| pc.name == c.name && pc.content_hash == c.content_hash)),
+            })
+            .collect()
+    };
+    if let Some(p) = previous.as_ref().filter(|p| p.content_hash == content_hash) {
+        return Ok((
+            StatusCode::OK,
+            Json(SyncResponse {
+                app,
+                config_id: p.id.clone(),
+                version: p.version,
+                changed: false,
+                components: components(Some(p)).into_iter().map(|c| SyncComponent { changed: false, ..c }).collect(),
+                deploy_order: p.deploy_order.clone(),
+            }),
+        ));
+    }
+
+    let source_object = format!("{}.{}.{}", s.org, app, content_hash.trim_start_matches("sha256:"));
+    s.store.put_object(objects::APP_SOURCES, &source_object, &body).await?;
+    let version = previous.as_ref().map(|p| p.version + 1).unwrap_or(1);
+    let rec = AppConfigVersion {
+        id: m::new_id(),
+        org: s.org.clone(),
+        app: app.clone(),
+        version,
+        content_hash,
+        source_object,
+        components: summaries.clone(),
+        deploy_order: cfg.deploy_order.clone(),
+        created_at: m::now(),
+    };
+    configs.create(&rec).await?;
+    match existing {
+        None => {
+            let a = App { org: s.org.clone(), name: app.clone(), created_at: m::now(), updated_at: m::now(), latest_config: Some(rec.id.clone()), config_count: 1 };
+            match apps.create(&a).await {
+                Ok(_) => {}
+                // Created concurrently: fall through to the update below.
+                Err(StoreError::AlreadyExists { .. }) => set_latest(&s, &app, &rec).await?,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Some(_) => set_latest(&s, &app, &rec).await?,
+    }
+    audit(&s, "app.synced", &app, serde_json::json!({ "config_id": rec.id, "version": version })).await?;
+    info!(org = %s.org, app = %app, config = %rec.id, version, "app config stored");
+    Ok((
+        StatusCode::CREATED,
+        Json(SyncResponse { app, config_id: rec.id.clone(), version, changed: true, components: components(previous.as_ref()), deploy_order: rec.deploy_order }),
+    ))
+}
+
+async fn set_latest(s: &ApiState, app: &str, rec: &AppConfigVersion) -> Result<(), ApiError> {
+    s.store
+        .repo::<App>()
+        .modify(&s.org, app, |a| {
+            a.latest_config = Some(rec.id.clone());
+            a.config_count += 1;
+            a.updated_at = m::now();
+            Ok::<bool, ()>(true)
+        })
+        .await?
+        .ok();
+    Ok(())
+}
+
+pub async fn list_apps(State(s): State<ApiState>) -> Result<Json<Vec<App>>, ApiError> {
+    let mut apps = s.store.repo::<App>().list(&s.org).await?;
+    apps.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Json(apps))
+}
+
+pub async fn get_app(State(s): State<ApiState>, Path(app): Path<String>) -> Result<Json<App>, ApiError> {
+    check_name("app", &app)?;
+    let a = s.store.repo::<App>().get(&s.org, &app).await?.ok_or_else(|| ApiError::NotFound(format!("app `{app}` not found")))?;
+    Ok(Json(a.value))
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CreateInstall {
+    pub name: String,
+    pub app: String,
+    #[serde(default)]
+    pub inputs: BTreeMap<String, String>,
+    /// Approve every plan of this install without review.
+    #[serde(default)]
+    pub approve_all: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CreatedInstall {
+    pub install: Install,
+    pub workflow_id: String,
+}
+
+/// Checks inputs against the app's declarations: unknown names and missing required ones are errors.
+async fn check_inputs(s: &ApiState, config_id: &str, inputs: &BTreeMap<String, String>) -> Result<(), ApiError> {
+    let (_, pkg) = s.store.package(&s.org, config_id).await?;
+    let cfg = ferry_appconfig::load(&pkg).map_err(ApiError::InvalidPackage)?;
+    for name in inputs.keys() {
+        if !cfg.inputs.iter().any(|i| &i.name == name) {
+            let hint = cfg
+                .inputs
+                .iter()
+                .map(|i| (strsim::jaro_winkler(name, &i.name), &i.name))
+                .filter(|(score, _)| *score > 0.8)
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, n)| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default();
+            return Err(ApiError::BadRequest(format!("unknown input `{name}`{hint}")));
+        }
+    }
+    for i in &cfg.inputs {
+        if i.required && i.default.is_none() && !inputs.contains_key(&i.name) {
+            return Err(ApiError::BadRequest(format!("input `{}` is required", i.name)));
+        }
+    }
+    Ok(())
+}
+
+async fn start_workflow(s: &ApiState, install: &str, kind: m::WorkflowKind, config_id: &str) -> Result<String, ApiError> {
+    let now = m::now();
+    let wf = Workflow {
+        id: m::new_id(),
+        org: s.org.clone(),
+        install: install.into(),
+        kind,
+        app_config_id: config_id.into(),
+        status: m::WorkflowStatus::Pending,
+        steps: vec![],
+        created_at: now.clone(),
+        updated_at: now,
+        finished_at: None,
+    };
+    s.store.repo::<Workflow>().create(&wf).await?;
+    s.store.bus().control(&Control::WorkflowRequested { org: s.org.clone(), install: install.into(), workflow_id: wf.id.clone() }).await?;
+    Ok(wf.id)
+}
+
+pub async fn create_install(State(s): State<ApiState>, Json(req): Json<CreateInstall>) -> Result<(StatusCode, Json<CreatedInstall>), ApiError> {
+    check_name("install", &req.name)?;
+    check_name("app", &req.app)?;
+    let app = s.store.repo::<App>().get(&s.org, &req.app).await?.ok_or_else(|| ApiError::NotFound(format!("app `{}` not found: sync it first", req.app)))?;
+    let config_id = app.value.latest_config.ok_or_else(|| ApiError::Conflict(format!("app `{}` has no config yet", req.app)))?;
+    check_inputs(&s, &config_id, &req.inputs).await?;
+    let now = m::now();
+    let mut install = Install {
+        org: s.org.clone(),
+        name: req.name.clone(),
+        app: req.app.clone(),
+        app_config_id: config_id.clone(),
+        inputs: req.inputs,
+        approve_all: req.approve_all,
+        status: m::InstallStatus::Provisioning,
+        sandbox: Default::default(),
+        components: Default::default(),
+        last_workflow: None,
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    let installs = s.store.repo::<Install>();
+    let rev = match installs.create(&install).await {
+        Ok(rev) => rev,
+        Err(StoreError::AlreadyExists { .. }) => return Err(ApiError::Conflict(format!("install `{}` already exists", req.name))),
+        Err(e) => return Err(e.into()),
+    };
+    let workflow_id = start_workflow(&s, &install.name, m::WorkflowKind::Provision, &config_id).await?;
+    install.last_workflow = Some(workflow_id.clone());
+    installs.update(&install, rev).await?;
+    audit(&s, "install.created", &install.name, serde_json::json!({ "app": install.app, "workflow": workflow_id })).await?;
+    info!(org = %s.org, install = %install.name, workflow = %workflow_id, "install created");
+    Ok((StatusCode::CREATED, Json(CreatedInstall { install, workflow_id })))
+}
+
+pub async fn list_installs(State(s): State<ApiState>) -> Result<Json<Vec<Install>>, ApiError> {
+    let mut installs = s.store.repo::<Install>().list(&s.org).await?;
+    installs.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Json(installs))
+}
+
+pub async fn get_install(State(s): State<ApiState>, Path(name): Path<String>) -> Result<Json<Install>, ApiError> {
+    check_name("install", &name)?;
+    let i = s.store.repo::<Install>().get(&s.org, &name).await?.ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
+    Ok(Json(i.value))
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Deployed {
+    pub workflow_id: String,
+    pub app_config_id: String,
+}
+
+/// Deploys the app's latest config to an existing install.
+pub async fn deploy_install(State(s): State<ApiState>, Path(name): Path<String>) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    check_name("install", &name)?;
+    let installs = s.store.repo::<Install>();
+    let cur = installs.get(&s.org, &name).await?.ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
+    if let Some(wf_id) = &cur.value.last_workflow
+        && let Some(wf) = s.store.repo::<Workflow>().get(&s.org, wf_id).await?
+        && !wf.value.status.is_terminal()
+    {
+        return Err(ApiError::Conflict(format!("install `{name}` is busy with workflow {wf_id}")));
+    }
+    let app = s.store.repo::<App>().require(&s.org, &cur.value.app).await?.value;
+    let config_id = app.latest_config.ok_or_else(|| ApiError::Conflict("the app has no config".into()))?;
+    let workflow_id = start_workflow(&s, &name, m::WorkflowKind::DeployComponents, &config_id).await?;
+    let mut install = cur.value;
+    install.app_config_id = config_id.clone();
+    install.last_workflow = Some(workflow_id.clone());
+    install.status = m::InstallStatus::Provisioning;
+    install.updated_at = m::now();
+    match installs.update(&install, cur.revision).await {
+        Ok(_) => {}
+        Err(StoreError::Conflict { .. }) => return Err(ApiError::Conflict(format!("install `{name}` changed meanwhile; try again"))),
+        Err(e) => return Err(e.into()),
+    }
+    audit(&s, "install.deploy", &name, serde_json::json!({ "workflow": workflow_id, "config": config_id })).await?;
+    Ok((StatusCode::ACCEPTED, Json(Deployed { workflow_id, app_config_id: config_id })))
+}
+
+pub async fn get_workflow(State(s): State<ApiState>, Path(id): Path<String>) -> Result<Json<Workflow>, ApiError> {
+    check_name("workflow", &id)?;
+    let w = s.store.repo::<Workflow>().get(&s.org, &id).await?.ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?;
+    Ok(Json(w.value))
+}
+
+pub async fn get_job(State(s): State<ApiState>, Path(id): Path<String>) -> Result<Json<m::Job>, ApiError> {
+    check_name("job", &id)?;
+    let j = s.store.repo::<m::Job>().get(&s.org, &id).await?.ok_or_else(|| ApiError::NotFound(format!("job `{id}` not found")))?;
+    Ok(Json(j.value))
+}
