@@ -1,0 +1,22 @@
+//! `ferry-runner`, the install runner.
+//!
+//! It listens on no port and keeps no state of record. It holds one NATS connection (to the install's
+//! leaf server, or directly to the hub), and:
+//!
+//! 1. waits for its install's doorbell (`ferry.wake.<org>.<install>`) or a slow timer, then pulls job
+//!    offers from an ephemeral consumer filtered to its install (`ferry.jobs.<org>.<install>.*`) — no
+//!    durable consumer per install, so the hub's cost stays flat in the number of installs;
+//! 2. claims each offer from the scheduler (`ferry.rx.<org>.<install>.claim`): exactly one runner
+//!    process wins a job;
+//! 3. runs the job — artifact syncs itself, everything else as a child process `ferry-runner plugin`
+//!    in its own process group — streaming stdout/stderr as log batches and reporting the result on
+//!    `ferry.rx.<org>.<install>.{log,event}.<job>`.
+//!
+//! Kill it at any moment: offers it had not claimed are redelivered to the next runner.
+
+pub mod exec;
+pub mod logsink;
+pub mod plugin;
+pub mod runner;
+
+pub use runner::{Runner, RunnerConfig};

@@ -1,0 +1,243 @@
+//! Running one claimed job: report it started, do it (sync in-process, everything else through a
+//! plugin process), stream its output, report the result.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use async_nats::jetstream;
+use ferry_artifacts::{LocalLayout, NatsObjectStore};
+use ferry_protocol::messages::{EventBody, JobEvent, JobOffer, JobResult, JobSpec, LogStream, Outcome, PlanData, SyncJob};
+use ferry_protocol::resources::objects;
+use ferry_protocol::{encode, subjects};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tracing::{Instrument, info, info_span, warn};
+
+use crate::logsink::{self, LogHandle, publish_until_acked};
+use crate::plugin::{Phase, PluginJob, PluginResult};
+use crate::runner::RunnerConfig;
+
+pub struct Executor {
+    js: jetstream::Context,
+    org: String,
+    install: String,
+    data_dir: PathBuf,
+    /// The install's own artifact store; deployments only ever read from it.
+    registry: LocalLayout,
+}
+
+fn failed(error: impl Into<String>) -> JobResult {
+    JobResult { status: Outcome::Failed, outputs_json: "{}".into(), plan: None, error: Some(error.into()) }
+}
+
+impl Executor {
+    pub fn new(js: jetstream::Context, cfg: &RunnerConfig) -> std::io::Result<Executor> {
+        for d in ["state", "work"] {
+            std::fs::create_dir_all(cfg.data_dir.join(d))?;
+        }
+        let registry = LocalLayout::open(&cfg.data_dir.join("registry")).map_err(std::io::Error::other)?;
+        Ok(Executor { js, org: cfg.org.clone(), install: cfg.install.clone(), data_dir: cfg.data_dir.clone(), registry })
+    }
+
+    pub async fn run(&self, offer: JobOffer, execution_id: String) {
+        let span = info_span!("job", org = %self.org, install = %self.install, workflow = %offer.workflow_id, job = %offer.job_id, execution = %execution_id);
+        async {
+            let metrics = ferry_telemetry::metrics();
+            metrics.jobs_running.inc();
+            let event_subject = subjects::event(&self.org, &self.install, &offer.job_id);
+            let started = JobEvent { job_id: offer.job_id.clone(), execution_id: execution_id.clone(), seq: 0, at_ms: now_ms(), body: EventBody::Started };
+            publish_until_acked(&self.js, &event_subject, &format!("{execution_id}-0"), encode(&started)).await;
+
+            let (log, log_task) = logsink::start(self.js.clone(), &self.org, &self.install, &offer.job_id, &execution_id);
+            log.system(format!("{} {}: execution {execution_id}", offer.spec.label(), offer.spec.component())).await;
+            let result = match &offer.spec {
+                JobSpec::SyncArtifact(s) => self.sync(s, &log).await,
+                _ => {
+                    let limit = Duration::from_secs(u64::from(offer.timeouts.execution_secs));
+                    self.plugin(&offer, &execution_id, limit, &log).await
+                }
+            };
+            match (&result.status, &result.error) {
+                (Outcome::Succeeded, _) => log.system("succeeded").await,
+                (status, Some(e)) => log.system(format!("{}: {e}", format!("{status:?}").to_lowercase())).await,
+                (status, None) => log.system(format!("{status:?}").to_lowercase()).await,
+            }
+            drop(log);
+            // Every log line is in the stream before the result is: whoever sees the result can read
+            // the complete log.
+            let lines = log_task.await.unwrap_or(0);
+            info!(status = ?result.status, lines, "job finished");
+            let finished = JobEvent { job_id: offer.job_id.clone(), execution_id: execution_id.clone(), seq: 1, at_ms: now_ms(), body: EventBody::Finished(result) };
+            publish_until_acked(&self.js, &event_subject, &format!("{execution_id}-1"), encode(&finished)).await;
+            metrics.jobs_running.dec();
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Copies the artifact from the vendor store into the install's own store, verifying digests.
+    async fn sync(&self, s: &SyncJob, log: &LogHandle) -> JobResult {
+        let vendor = match self.js.get_object_store(objects::ARTIFACTS).await {
+            Ok(os) => NatsObjectStore::new(os),
+            Err(e) => return failed(format!("vendor artifact store unavailable: {e}")),
+        };
+        log.system(format!("syncing {}@{} into the install's store", s.repository, s.digest)).await;
+        match ferry_artifacts::copy(&vendor, &self.registry, &s.digest).await {
+            Ok(stats) => {
+                log.system(format!(
+                    "copied {} blobs ({} bytes), {} already present",
+                    stats.blobs_copied, stats.bytes_copied, stats.blobs_skipped
+                ))
+                .await;
+                let outputs = serde_json::json!({ "digest": s.digest, "blobs_copied": stats.blobs_copied, "blobs_skipped": stats.blobs_skipped });
+                JobResult { status: Outcome::Succeeded, outputs_json: outputs.to_string(), plan: None, error: None }
+            }
+            Err(e) => failed(format!("artifact sync failed: {e}")),
+        }
+    }
+
+    async fn plugin(&self, offer: &JobOffer, execution_id: &str, limit: Duration, log: &LogHandle) -> JobResult {
+        let work = self.data_dir.join("work").join(execution_id);
+        let r = self.plugin_in(offer, &work, limit, log).await;
+        if let Err(e) = tokio::fs::remove_dir_all(&work).await {
+            warn!(dir = %work.display(), error = %e, "could not remove the job's work directory");
+        }
+        r
+    }
+
+    async fn plugin_in(&self, offer: &JobOffer, work: &Path, limit: Duration, log: &LogHandle) -> JobResult {
+        let (phase, c, plan) = match &offer.spec {
+            JobSpec::Plan(c) => (Phase::Plan, c, None),
+            JobSpec::Teardown(c) => (Phase::Teardown, c, None),
+            JobSpec::Apply(a) => (Phase::Apply, &a.component, Some((&a.plan, &a.plan_digest))),
+            JobSpec::SyncArtifact(_) => return failed("not a plugin job"),
+        };
+        let src = work.join("src");
+        if let Err(e) = tokio::fs::create_dir_all(&src).await {
+            return failed(format!("creating the work directory: {e}"));
+        }
+        if let Err(e) = ferry_artifacts::unpack(&self.registry, &c.artifact_digest, &src).await {
+            return failed(format!("artifact {} is not usable from the install's store: {e}", c.artifact_digest));
+        }
+        let state = self.data_dir.join("state").join(&c.component);
+        if let Err(e) = tokio::fs::create_dir_all(&state).await {
+            return failed(format!("creating the component's state directory: {e}"));
+        }
+        let plan_file = match plan {
+            Some((bytes, _)) => {
+                let p = work.join("plan.in");
+                if let Err(e) = tokio::fs::write(&p, bytes).await {
+                    return failed(format!("writing the plan: {e}"));
+                }
+                Some(p)
+            }
+            None => None,
+        };
+        let job = PluginJob {
+            phase,
+            org: self.org.clone(),
+            install: self.install.clone(),
+            component: c.component.clone(),
+            kind: c.kind,
+            artifact_digest: c.artifact_digest.clone(),
+            vars: c.vars.clone(),
+            env: c.env.clone(),
+            applied_digest: c.applied_digest.clone(),
+            plan_file,
+            plan_digest: plan.map(|(_, d)| d.clone()),
+            src_dir: src.clone(),
+            state_dir: state,
+            work_dir: work.to_path_buf(),
+        };
+        let job_path = work.join("job.json");
+        let result_path = work.join("result.json");
+        match serde_json::to_vec_pretty(&job) {
+            Ok(bytes) => {
+                if let Err(e) = tokio::fs::write(&job_path, bytes).await {
+                    return failed(format!("writing the plugin's job file: {e}"));
+                }
+            }
+            Err(e) => return failed(format!("encoding the plugin's job file: {e}")),
+        }
+        let exe = match std::env::current_exe() {
+            Ok(e) => e,
+            Err(e) => return failed(format!("cannot find the runner executable to start the plugin: {e}")),
+        };
+        let mut cmd = tokio::process::Command::new(exe);
+        cmd.arg("plugin")
+            .arg("--job")
+            .arg(&job_path)
+            .arg("--result")
+            .arg(&result_path)
+            .current_dir(&src)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group, so a timeout (and, later, a cancel) reaches every tool it started.
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => return failed(format!("starting the plugin: {e}")),
+        };
+        let pid = child.id();
+        let out = child.stdout.take().map(|s| forward(s, LogStream::Stdout, log.clone()));
+        let err = child.stderr.take().map(|s| forward(s, LogStream::Stderr, log.clone()));
+        let status = match tokio::time::timeout(limit, child.wait()).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return failed(format!("waiting for the plugin: {e}")),
+            Err(_) => {
+                if let Some(pid) = pid {
+                    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+                }
+                let _ = child.wait().await;
+                return failed(format!("timed out after {}s", limit.as_secs()));
+            }
+        };
+        for t in [out, err].into_iter().flatten() {
+            let _ = t.await;
+        }
+        let result: Option<PluginResult> = tokio::fs::read(&result_path).await.ok().and_then(|b| serde_json::from_slice(&b).ok());
+        if !status.success() {
+            let why = result.and_then(|r| r.error).unwrap_or_else(|| format!("plugin exited with {status}"));
+            return failed(why);
+        }
+        let Some(result) = result else { return failed("the plugin wrote no result") };
+        if let Some(e) = result.error {
+            return failed(e);
+        }
+        let plan = match result.plan {
+            Some(p) => match tokio::fs::read(&p.file).await {
+                Ok(bytes) => {
+                    let digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
+                    Some(PlanData { bytes, digest, changes: p.changes, summary: p.summary })
+                }
+                Err(e) => return failed(format!("reading the plan file: {e}")),
+            },
+            None => None,
+        };
+        JobResult { status: Outcome::Succeeded, outputs_json: serde_json::Value::Object(result.outputs).to_string(), plan, error: None }
+    }
+}
+
+fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(r: R, stream: LogStream, log: LogHandle) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(r).lines();
+        loop {
+            match lines.next_line().await {
+                Ok(Some(l)) => log.line(stream, l).await,
+                Ok(None) => break,
+                Err(e) => {
+                    // Not UTF-8 or a read error: say so in the log rather than dropping silently.
+                    log.system(format!("(unreadable {stream:?} output: {e})")).await;
+                    break;
+                }
+            }
+        }
+    })
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}

@@ -1,0 +1,105 @@
+//! Batches a job's log lines and publishes them to the `LOGS` stream.
+//!
+//! Lines are buffered for at most [`FLUSH_EVERY`] or [`MAX_LINES`] lines, then published as one
+//! batch and acknowledged by the stream before the next; a failed publish is retried (with the same
+//! message id, so a retry never duplicates), so no line is lost while the runner lives.
+
+use std::time::Duration;
+
+use async_nats::jetstream;
+use ferry_protocol::messages::{LogBatch, LogLine, LogStream};
+use ferry_protocol::{encode, subjects};
+use tokio::sync::mpsc;
+use tracing::warn;
+
+pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
+pub const MAX_LINES: usize = 200;
+/// Longest line kept; longer lines are cut (with a marker) so one runaway line cannot exceed the
+/// server's message size.
+pub const MAX_LINE_BYTES: usize = 16 * 1024;
+
+#[derive(Clone)]
+pub struct LogHandle {
+    tx: mpsc::Sender<LogLine>,
+}
+
+impl LogHandle {
+    pub async fn line(&self, stream: LogStream, text: impl Into<String>) {
+        let mut text: String = text.into();
+        if text.len() > MAX_LINE_BYTES {
+            let mut cut = MAX_LINE_BYTES;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push_str(" …[line truncated]");
+        }
+        // The receiver lives until the handle is closed; a send error means the job is over.
+        let _ = self.tx.send(LogLine { at_ms: ferry_now_ms(), stream, text }).await;
+    }
+
+    pub async fn system(&self, text: impl Into<String>) {
+        self.line(LogStream::System, text).await
+    }
+}
+
+fn ferry_now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Starts the batching task. Drop every [`LogHandle`] and await the returned task to flush the rest.
+pub fn start(js: jetstream::Context, org: &str, install: &str, job_id: &str, execution_id: &str) -> (LogHandle, tokio::task::JoinHandle<u64>) {
+    let (tx, mut rx) = mpsc::channel::<LogLine>(1024);
+    let subject = subjects::log(org, install, job_id);
+    let (job_id, execution_id) = (job_id.to_string(), execution_id.to_string());
+    let task = tokio::spawn(async move {
+        let mut seq: u64 = 0;
+        let mut buf: Vec<LogLine> = Vec::new();
+        let mut open = true;
+        while open {
+            // Wait for the first line, then gather until the batch is full or old enough.
+            match rx.recv().await {
+                Some(l) => buf.push(l),
+                None => open = false,
+            }
+            let deadline = tokio::time::Instant::now() + FLUSH_EVERY;
+            while open && buf.len() < MAX_LINES {
+                match tokio::time::timeout_at(deadline, rx.recv()).await {
+                    Ok(Some(l)) => buf.push(l),
+                    Ok(None) => open = false,
+                    Err(_) => break,
+                }
+            }
+            if buf.is_empty() {
+                continue;
+            }
+            let batch = LogBatch { job_id: job_id.clone(), execution_id: execution_id.clone(), first_seq: seq, lines: std::mem::take(&mut buf) };
+            let n = batch.lines.len() as u64;
+            publish_until_acked(&js, &subject, &format!("{execution_id}-log-{seq}"), encode(&batch)).await;
+            seq += n;
+        }
+        seq
+    });
+    (LogHandle { tx }, task)
+}
+
+/// Publishes to a stream, retrying with backoff until the stream acknowledges.
+pub async fn publish_until_acked(js: &jetstream::Context, subject: &str, msg_id: &str, payload: Vec<u8>) {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id);
+        let r = match js.publish_with_headers(subject.to_string(), headers, payload.clone().into()).await {
+            Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match r {
+            Ok(()) => return,
+            Err(e) => {
+                warn!(subject, error = %e, "publish failed; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! Plugins: what runs inside the child process of a job (`ferry-runner plugin --job J --result R`).
+//!
+//! The runner writes a [`PluginJob`] file, starts the plugin in its own process group with stdout and
+//! stderr captured as the job's log, and reads the [`PluginResult`] file when it exits. A plugin is
+//! plain synchronous code driving the component's tools (sh, terraform, ...), and talks to nothing
+//! but the local machine.
+
+mod script;
+mod terraform;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+
+use ferry_protocol::messages::ComponentKind;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Plan,
+    Apply,
+    Teardown,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PluginJob {
+    pub phase: Phase,
+    pub org: String,
+    pub install: String,
+    pub component: String,
+    pub kind: ComponentKind,
+    pub artifact_digest: String,
+    pub vars: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
+    pub applied_digest: Option<String>,
+    /// Apply: the approved plan's bytes, in a file.
+    pub plan_file: Option<PathBuf>,
+    pub plan_digest: Option<String>,
+    /// The component's files, unpacked from its artifact.
+    pub src_dir: PathBuf,
+    /// Survives between jobs: the component's state (Terraform state, a script's files).
+    pub state_dir: PathBuf,
+    /// This execution's scratch directory.
+    pub work_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PluginResult {
+    pub outputs: serde_json::Map<String, serde_json::Value>,
+    pub plan: Option<PluginPlan>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PluginPlan {
+    pub file: PathBuf,
+    pub changes: bool,
+    pub summary: String,
+}
+
+/// A plugin failure: the message is the job's error, shown to the user.
+#[derive(Debug)]
+pub struct PluginError(pub String);
+
+impl<E: std::fmt::Display> From<E> for PluginError {
+    fn from(e: E) -> Self {
+        PluginError(e.to_string())
+    }
+}
+
+/// Entry point of `ferry-runner plugin`. Returns the process exit code.
+pub fn main(job_path: &Path, result_path: &Path) -> i32 {
+    let outcome = std::fs::read(job_path)
+        .map_err(|e| PluginError(format!("reading {}: {e}", job_path.display())))
+        .and_then(|b| serde_json::from_slice::<PluginJob>(&b).map_err(|e| PluginError(format!("job file: {e}"))))
+        .and_then(|job| match job.kind {
+            ComponentKind::Script => script::execute(&job),
+            ComponentKind::Terraform => terraform::execute(&job),
+        });
+    let (result, code) = match outcome {
+        Ok(r) => (r, 0),
+        Err(PluginError(e)) => {
+            eprintln!("error: {e}");
+            (PluginResult { error: Some(e), ..Default::default() }, 1)
+        }
+    };
+    match serde_json::to_vec(&result).map_err(|e| e.to_string()).and_then(|b| std::fs::write(result_path, b).map_err(|e| e.to_string())) {
+        Ok(()) => code,
+        Err(e) => {
+            eprintln!("error: writing the result: {e}");
+            1
+        }
+    }
+}
+
+pub(crate) fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// Reads the approved plan and refuses it unless it hashes to the approved digest.
+pub(crate) fn approved_plan(job: &PluginJob) -> Result<Vec<u8>, PluginError> {
+    let (Some(file), Some(digest)) = (&job.plan_file, &job.plan_digest) else {
+        return Err(PluginError("apply without an approved plan".into()));
+    };
+    let bytes = std::fs::read(file)?;
+    let actual = sha256(&bytes);
+    if &actual != digest {
+        return Err(PluginError(format!("refusing to apply: the plan hashes to {actual}, but {digest} was approved")));
+    }
+    Ok(bytes)
+}
+
+/// Runs a command with stdout passed through to ours (the job log) and also captured.
+pub(crate) fn run_tee(cmd: &mut Command) -> Result<(ExitStatus, String), PluginError> {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).stdin(Stdio::null()).spawn()?;
+    let mut captured = String::new();
+    if let Some(out) = child.stdout.take() {
+        let stdout = std::io::stdout();
+        for line in BufReader::new(out).lines() {
+            let line = line?;
+            let mut lock = stdout.lock();
+            let _ = writeln!(lock, "{line}");
+            let _ = lock.flush();
+            captured.push_str(&line);
+            captured.push('\n');
+        }
+    }
+    Ok((child.wait()?, captured))
+}
+
+/// Runs a command with stdout and stderr going to the job log.
+pub(crate) fn run(cmd: &mut Command) -> Result<ExitStatus, PluginError> {
+    Ok(cmd.stdin(Stdio::null()).stdout(Stdio::inherit()).stderr(Stdio::inherit()).status()?)
+}

@@ -1,0 +1,221 @@
+//! The runner's main loop: doorbell, pull, claim, run.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, AckKind, consumer::PullConsumer, consumer::pull};
+use ferry_protocol::messages::{ClaimReply, ClaimRequest, Heartbeat, JobOffer};
+use ferry_protocol::{decode, encode, subjects};
+use futures_util::StreamExt;
+use tokio::sync::Semaphore;
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use crate::exec::Executor;
+
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    pub nats_url: String,
+    pub org: String,
+    pub install: String,
+    /// Install-side state: the install's artifact store, component state, job work directories.
+    pub data_dir: PathBuf,
+    /// Jobs run at once.
+    pub max_jobs: usize,
+    /// How long to wait for a doorbell before looking for work anyway.
+    pub idle_poll: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error("NATS: {0}")]
+    Nats(String),
+    #[error("{0}")]
+    Setup(String),
+}
+
+fn nats<E: std::fmt::Display>(e: E) -> RunnerError {
+    RunnerError::Nats(e.to_string())
+}
+
+pub struct Runner {
+    cfg: RunnerConfig,
+    id: String,
+    client: async_nats::Client,
+    js: jetstream::Context,
+    executor: Arc<Executor>,
+    slots: Arc<Semaphore>,
+}
+
+impl Runner {
+    pub async fn connect(cfg: RunnerConfig) -> Result<Runner, RunnerError> {
+        if !subjects::is_valid_token(&cfg.org) || !subjects::is_valid_token(&cfg.install) {
+            return Err(RunnerError::Setup(format!("invalid org or install name: {}/{}", cfg.org, cfg.install)));
+        }
+        let id = format!("runner-{}", ulid::Ulid::new().to_string().to_lowercase());
+        let client = async_nats::ConnectOptions::new()
+            .name(format!("ferry-runner {}/{} {id}", cfg.org, cfg.install))
+            .retry_on_initial_connect()
+            .connect(&cfg.nats_url)
+            .await
+            .map_err(nats)?;
+        let js = jetstream::new(client.clone());
+        let executor = Arc::new(Executor::new(js.clone(), &cfg).map_err(|e| RunnerError::Setup(e.to_string()))?);
+        let slots = Arc::new(Semaphore::new(cfg.max_jobs.max(1)));
+        Ok(Runner { cfg, id, client, js, executor, slots })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Runs until the process is stopped.
+    pub async fn run(self) -> Result<(), RunnerError> {
+        let (org, install) = (self.cfg.org.clone(), self.cfg.install.clone());
+        let span = info_span!("runner", org = %org, install = %install, runner = %self.id);
+        async move {
+            let mut wake = self.client.subscribe(subjects::wake(&org, &install)).await.map_err(nats)?;
+            tokio::spawn(heartbeats(self.client.clone(), org.clone(), install.clone(), self.id.clone(), self.slots.clone(), self.cfg.max_jobs));
+            info!(nats = %self.cfg.nats_url, "runner started");
+            let mut consumer = self.offers_consumer().await?;
+            loop {
+                match self.pull(&consumer).await {
+                    Ok(more) if more => continue,
+                    Ok(_) => {}
+                    Err(e) => {
+                        // The ephemeral consumer goes away if we were disconnected for too long.
+                        warn!(error = %e, "pulling offers failed; recreating the consumer");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        match self.offers_consumer().await {
+                            Ok(c) => consumer = c,
+                            Err(e) => warn!(error = %e, "cannot create the offers consumer yet"),
+                        }
+                        continue;
+                    }
+                }
+                tokio::select! {
+                    _ = wake.next() => debug!("doorbell"),
+                    _ = tokio::time::sleep(self.cfg.idle_poll) => {}
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// An ephemeral, memory-backed, single-replica consumer of this install's offers: cheap, and gone
+    /// by itself when the runner is.
+    async fn offers_consumer(&self) -> Result<PullConsumer, RunnerError> {
+        let stream = self.js.get_stream("JOBS").await.map_err(nats)?;
+        stream
+            .create_consumer(pull::Config {
+                filter_subject: subjects::jobs_of_install(&self.cfg.org, &self.cfg.install),
+                ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                ack_wait: Duration::from_secs(30),
+                inactive_threshold: Duration::from_secs(120),
+                memory_storage: true,
+                num_replicas: 1,
+                ..Default::default()
+            })
+            .await
+            .map_err(nats)
+    }
+
+    /// Takes as many offers as there are free slots. Returns true if it took a full batch (there may
+    /// be more waiting).
+    async fn pull(&self, consumer: &PullConsumer) -> Result<bool, RunnerError> {
+        let free = self.slots.available_permits();
+        if free == 0 {
+            // Wait for a running job to finish rather than spin.
+            let permit = self.slots.clone().acquire_owned().await.map_err(|e| RunnerError::Setup(e.to_string()))?;
+            drop(permit);
+            return Ok(true);
+        }
+        let mut batch = consumer
+            .fetch()
+            .max_messages(free)
+            .expires(Duration::from_millis(500))
+            .messages()
+            .await
+            .map_err(nats)?;
+        let mut taken = 0;
+        while let Some(msg) = batch.next().await {
+            let msg = msg.map_err(nats)?;
+            taken += 1;
+            self.take_offer(msg).await;
+        }
+        Ok(taken == free)
+    }
+
+    async fn take_offer(&self, msg: jetstream::Message) {
+        let offer = match decode::<JobOffer>(&msg.payload) {
+            Ok(o) => o,
+            Err(e) => {
+                warn!(subject = %msg.subject, error = %e, "rejecting an undecodable job offer");
+                ferry_telemetry::metrics().messages_rejected.get_or_create(&ferry_telemetry::consumer_label("runner-offers")).inc();
+                let _ = msg.ack_with(AckKind::Term).await;
+                return;
+            }
+        };
+        if offer.org != self.cfg.org || offer.install != self.cfg.install {
+            warn!(job = %offer.job_id, "offer for another install; ignoring");
+            let _ = msg.ack_with(AckKind::Term).await;
+            return;
+        }
+        let req = ClaimRequest { job_id: offer.job_id.clone(), runner_id: self.id.clone() };
+        let subject = subjects::claim(&self.cfg.org, &self.cfg.install);
+        let reply = tokio::time::timeout(Duration::from_secs(10), self.client.request(subject, encode(&req).into())).await;
+        let reply = match reply {
+            Ok(Ok(r)) => decode::<ClaimReply>(&r.payload),
+            Ok(Err(e)) => {
+                debug!(job = %offer.job_id, error = %e, "claim not answered; offer will come back");
+                let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_secs(2)))).await;
+                return;
+            }
+            Err(_) => {
+                let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_secs(2)))).await;
+                return;
+            }
+        };
+        match reply {
+            Ok(ClaimReply::Granted { execution_id, attempt }) => {
+                if let Err(e) = msg.double_ack().await {
+                    // The claim is ours whatever happens to the offer; a redelivered offer is refused.
+                    warn!(job = %offer.job_id, error = %e, "could not acknowledge the offer");
+                }
+                let permit = match self.slots.clone().acquire_owned().await {
+                    Ok(p) => p,
+                    Err(_) => return,
+                };
+                let exec = self.executor.clone();
+                info!(job = %offer.job_id, execution = %execution_id, attempt, kind = offer.spec.label(), component = offer.spec.component(), "job claimed");
+                tokio::spawn(async move {
+                    exec.run(offer, execution_id).await;
+                    drop(permit);
+                });
+            }
+            Ok(ClaimReply::Refused { reason }) => {
+                debug!(job = %offer.job_id, %reason, "claim refused");
+                let _ = msg.ack().await;
+            }
+            Err(e) => {
+                warn!(job = %offer.job_id, error = %e, "undecodable claim reply");
+                let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_secs(2)))).await;
+            }
+        }
+    }
+}
+
+async fn heartbeats(client: async_nats::Client, org: String, install: String, runner_id: String, slots: Arc<Semaphore>, max: usize) {
+    let mut tick = tokio::time::interval(Duration::from_secs(10));
+    loop {
+        tick.tick().await;
+        let hb = Heartbeat {
+            runner_id: runner_id.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            running_jobs: max.saturating_sub(slots.available_permits()) as u32,
+            at_ms: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+        };
+        let _ = client.publish(subjects::heartbeat(&org, &install), encode(&hb).into()).await;
+    }
+}
