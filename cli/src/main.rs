@@ -1,1 +1,153 @@
-fn main() {}
+//! `ferry`, the vendor's command-line tool.
+
+mod client;
+mod commands;
+mod dev;
+mod render;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Ferry: run your software in your customers' cloud accounts.
+///
+/// Package an app as a directory of TOML files, sync it, create installs, and watch them deploy.
+/// `ferry dev` runs the whole platform on this machine and deploys the example app.
+#[derive(Parser, Debug)]
+#[command(name = "ferry", version, propagate_version = true)]
+struct Cli {
+    /// Base URL of the Ferry API.
+    #[arg(long, global = true, env = "FERRY_API", default_value = "http://127.0.0.1:4600")]
+    api: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// App packages: validate, sync, list.
+    #[command(subcommand)]
+    Apps(AppsCmd),
+    /// Installs of an app: create, get, list, deploy.
+    #[command(subcommand)]
+    Installs(InstallsCmd),
+    /// Workflows: the step-by-step record of a deploy.
+    #[command(subcommand)]
+    Workflows(WorkflowsCmd),
+    /// Print (or follow) a job's log.
+    Logs {
+        /// The job id (shown by `ferry workflows get`).
+        #[arg(long)]
+        job: String,
+        /// Keep printing new lines until the job finishes.
+        #[arg(short, long)]
+        follow: bool,
+        /// JSON lines: one object per log line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the whole platform on this machine (NATS, all services, a runner) and deploy an app.
+    Dev(dev::DevArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum AppsCmd {
+    /// Check an app directory without uploading it; prints the deploy order.
+    Validate {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Upload an app directory as a new config version (only if something changed).
+    Sync {
+        dir: PathBuf,
+        /// App name (default: the directory's name).
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List apps.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum InstallsCmd {
+    /// Create an install of an app and start provisioning it.
+    Create {
+        #[arg(long)]
+        app: String,
+        #[arg(long)]
+        name: String,
+        /// An input value, `name=value` (repeatable).
+        #[arg(long = "input", value_name = "NAME=VALUE")]
+        inputs: Vec<String>,
+        /// Approve every plan of this install without review.
+        #[arg(long)]
+        approve_all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show an install: its components, their status and outputs.
+    Get {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List installs.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deploy the app's latest config to an install.
+    Deploy {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum WorkflowsCmd {
+    /// Show a workflow's steps.
+    Get {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[tokio::main]
+async fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cli = Cli::parse();
+    let code = match run(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+async fn run(cli: Cli) -> anyhow::Result<i32> {
+    let api = client::Api::new(&cli.api)?;
+    match cli.command {
+        Command::Apps(AppsCmd::Validate { dir, json }) => commands::apps_validate(&dir, json),
+        Command::Apps(AppsCmd::Sync { dir, name, json }) => commands::apps_sync(&api, &dir, name, json).await,
+        Command::Apps(AppsCmd::List { json }) => commands::apps_list(&api, json).await,
+        Command::Installs(InstallsCmd::Create { app, name, inputs, approve_all, json }) => {
+            commands::installs_create(&api, &app, &name, &inputs, approve_all, json).await
+        }
+        Command::Installs(InstallsCmd::Get { name, json }) => commands::installs_get(&api, &name, json).await,
+        Command::Installs(InstallsCmd::List { json }) => commands::installs_list(&api, json).await,
+        Command::Installs(InstallsCmd::Deploy { name, json }) => commands::installs_deploy(&api, &name, json).await,
+        Command::Workflows(WorkflowsCmd::Get { id, json }) => commands::workflows_get(&api, &id, json).await,
+        Command::Logs { job, follow, json } => commands::logs(&api, &job, follow, json).await,
+        Command::Dev(args) => dev::run(args).await,
+    }
+}

@@ -5,11 +5,11 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use ferry_appconfig::Package;
+use ferry_model::api::{CreateInstall, CreatedInstall, Deployed, SyncComponent, SyncResponse};
 use ferry_model::{self as m, App, AppConfigVersion, Install, Workflow};
 use ferry_protocol::resources::objects;
 use ferry_protocol::{Control, subjects};
 use ferry_store::StoreError;
-use serde::{Deserialize, Serialize};
 use tracing::info;
 
 use crate::{ApiError, ApiState};
@@ -28,27 +28,6 @@ async fn audit(s: &ApiState, action: &str, target: &str, detail: serde_json::Val
         .audit(&m::AuditEvent { org: s.org.clone(), at: m::now(), actor: "api".into(), action: action.into(), target: target.into(), detail })
         .await?;
     Ok(())
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct SyncComponent {
-    pub name: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub content_hash: String,
-    /// True when the component differs from the previous config version (it needs a new build).
-    pub changed: bool,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct SyncResponse {
-    pub app: String,
-    pub config_id: String,
-    pub version: u32,
-    /// False when the package is identical to the latest version (nothing was stored).
-    pub changed: bool,
-    pub components: Vec<SyncComponent>,
-    pub deploy_order: Vec<Vec<String>>,
 }
 
 pub async fn sync_app(State(s): State<ApiState>, Path(app): Path<String>, body: Bytes) -> Result<(StatusCode, Json<SyncResponse>), ApiError> {
@@ -157,23 +136,6 @@ pub async fn get_app(State(s): State<ApiState>, Path(app): Path<String>) -> Resu
     Ok(Json(a.value))
 }
 
-#[derive(Debug, Serialize, Deserialize)]
-pub struct CreateInstall {
-    pub name: String,
-    pub app: String,
-    #[serde(default)]
-    pub inputs: BTreeMap<String, String>,
-    /// Approve every plan of this install without review.
-    #[serde(default)]
-    pub approve_all: bool,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct CreatedInstall {
-    pub install: Install,
-    pub workflow_id: String,
-}
-
 /// Checks inputs against the app's declarations: unknown names and missing required ones are errors.
 async fn check_inputs(s: &ApiState, config_id: &str, inputs: &BTreeMap<String, String>) -> Result<(), ApiError> {
     let (_, pkg) = s.store.package(&s.org, config_id).await?;
@@ -263,12 +225,6 @@ pub async fn get_install(State(s): State<ApiState>, Path(name): Path<String>) ->
     check_name("install", &name)?;
     let i = s.store.repo::<Install>().get(&s.org, &name).await?.ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
     Ok(Json(i.value))
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Deployed {
-    pub workflow_id: String,
-    pub app_config_id: String,
 }
 
 /// Deploys the app's latest config to an existing install.

@@ -22,7 +22,6 @@ use axum::routing::{get, post};
 use ferry_store::Store;
 
 pub use error::ApiError;
-pub use handlers::{CreateInstall, CreatedInstall, SyncComponent, SyncResponse};
 
 #[derive(Clone)]
 pub struct ApiState {

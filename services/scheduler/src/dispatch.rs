@@ -165,7 +165,7 @@ impl Scheduler {
             Err(p) => return Ok(Err(p)),
         };
         let spec = JobSpec::SyncArtifact(SyncJob { component: step.component.clone(), repository, digest });
-        self.dispatch(wf, step, m::JobKind::Sync, spec).await.map(Ok)
+        self.dispatch(wf, step, m::JobKind::Sync, spec, None).await.map(Ok)
     }
 
     /// The component job of a plan or apply, with its templates rendered against the install now.
@@ -204,7 +204,7 @@ impl Scheduler {
             Err(p) => return Ok(Err(p)),
         };
         self.set_component_status(wf, &step.component, m::ComponentStatus::Deploying).await?;
-        self.dispatch(wf, step, m::JobKind::Plan, JobSpec::Plan(job)).await.map(Ok)
+        self.dispatch(wf, step, m::JobKind::Plan, JobSpec::Plan(job), None).await.map(Ok)
     }
 
     async fn request_approval(&self, wf: &Workflow, step: &m::Step) -> Result<Result<(), Permanent>, SchedulerError> {
@@ -258,12 +258,14 @@ impl Scheduler {
             Ok(j) => j,
             Err(p) => return Ok(Err(p)),
         };
+        let digest = approval.plan_digest.clone();
         let spec = JobSpec::Apply(ApplyJob { component, plan, plan_digest: approval.plan_digest });
-        self.dispatch(wf, step, m::JobKind::Apply, spec).await.map(Ok)
+        self.dispatch(wf, step, m::JobKind::Apply, spec, Some(digest)).await.map(Ok)
     }
 
     /// Records the job (once) and offers it to the install's runner, then rings its doorbell.
-    async fn dispatch(&self, wf: &Workflow, step: &m::Step, kind: m::JobKind, spec: JobSpec) -> Result<(), SchedulerError> {
+    /// `plan_digest` is the approved plan an apply carries.
+    async fn dispatch(&self, wf: &Workflow, step: &m::Step, kind: m::JobKind, spec: JobSpec, plan_digest: Option<String>) -> Result<(), SchedulerError> {
         let Some(job_id) = step.job_id.clone() else { return Ok(()) };
         let jobs = self.store.repo::<m::Job>();
         let job = m::Job {
@@ -278,7 +280,7 @@ impl Scheduler {
             executions: vec![],
             max_executions: 3,
             outputs: Default::default(),
-            plan_digest: None,
+            plan_digest,
             plan_changes: None,
             plan_summary: None,
             error: None,

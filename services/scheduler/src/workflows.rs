@@ -42,8 +42,12 @@ impl Scheduler {
                             wf.finished_at = Some(m::now());
                             wf.updated_at = m::now();
                             warn!(error = %e, "workflow cannot be laid out");
+                            self.finish_install(&wf).await?;
                             match repo.update(&wf, v.revision).await {
-                                Ok(_) => return self.finish(&wf).await,
+                                Ok(_) => {
+                                    self.finished(&wf).await;
+                                    return Ok(());
+                                }
                                 Err(StoreError::Conflict { .. }) => continue,
                                 Err(e) => return Err(e.into()),
                             }
@@ -74,6 +78,11 @@ impl Scheduler {
                 if started.is_empty() && !changed && !laid_out {
                     return Ok(());
                 }
+                if wf.status.is_terminal() {
+                    // The install's status first: whoever sees the workflow finished sees the
+                    // install's final status too. (Idempotent if this CAS loop goes round again.)
+                    self.finish_install(&wf).await?;
+                }
                 wf.updated_at = m::now();
                 match repo.update(&wf, v.revision).await {
                     Ok(_) => {}
@@ -91,7 +100,7 @@ impl Scheduler {
                     self.start_step(&wf, s.index).await?;
                 }
                 if wf.status.is_terminal() {
-                    self.finish(&wf).await?;
+                    self.finished(&wf).await;
                 }
                 return Ok(());
             }
@@ -158,6 +167,11 @@ impl Scheduler {
                     return Ok::<bool, ()>(false);
                 }
                 wf.refresh_status();
+                if wf.status.is_terminal() {
+                    // Only `advance` finishes a workflow, after recording the install's status.
+                    wf.status = WorkflowStatus::Running;
+                    wf.finished_at = None;
+                }
                 wf.updated_at = m::now();
                 Ok(true)
             })
@@ -166,8 +180,8 @@ impl Scheduler {
         Ok(())
     }
 
-    /// A terminal workflow: record the install's status and count it.
-    pub(crate) async fn finish(&self, wf: &Workflow) -> Result<(), SchedulerError> {
+    /// Records the install's status for a workflow about to be finished.
+    async fn finish_install(&self, wf: &Workflow) -> Result<(), SchedulerError> {
         let ok = wf.status == WorkflowStatus::Succeeded;
         let install_status = if ok { m::InstallStatus::Active } else { m::InstallStatus::Failed };
         let r = self
@@ -183,9 +197,14 @@ impl Scheduler {
             })
             .await;
         match r {
-            Ok(_) | Err(StoreError::NotFound { .. }) => {}
-            Err(e) => return Err(e.into()),
+            Ok(_) | Err(StoreError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
         }
+    }
+
+    /// A workflow has just been finished: count and audit it.
+    async fn finished(&self, wf: &Workflow) {
+        let ok = wf.status == WorkflowStatus::Succeeded;
         let outcome = if ok { "succeeded" } else { "failed" };
         ferry_telemetry::metrics()
             .workflows_finished
@@ -204,7 +223,6 @@ impl Scheduler {
                 detail: serde_json::json!({ "install": wf.install }),
             })
             .await;
-        Ok(())
     }
 
     /// Re-drives every unfinished workflow from its records: performs the side effects of started

@@ -6,6 +6,7 @@
 //!
 //! This crate imports no other workspace crate.
 
+pub mod api;
 mod records;
 mod workflow;
 

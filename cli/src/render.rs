@@ -1,0 +1,140 @@
+//! Human-readable output. `--json` bypasses all of this.
+
+use ferry_model::api::SyncResponse;
+use ferry_model::{Install, LogEntry, StepStatus, Workflow};
+
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+    }
+    let fmt_row = |cells: Vec<String>| -> String {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths.get(i).copied().unwrap_or(0)))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = vec![fmt_row(headers.iter().map(|h| h.to_string()).collect())];
+    out.extend(rows.iter().map(|r| fmt_row(r.clone())));
+    if rows.is_empty() {
+        out.push("(none)".into());
+    }
+    out.join("\n")
+}
+
+pub fn deploy_order(sandbox: bool, stages: &[Vec<String>]) -> String {
+    let mut lines = vec!["deploy order:".to_string()];
+    let mut n = 1;
+    if sandbox {
+        lines.push(format!("  {n}. sandbox"));
+        n += 1;
+    }
+    for stage in stages {
+        let note = if stage.len() > 1 { "   (in parallel)" } else { "" };
+        lines.push(format!("  {n}. {}{note}", stage.join(", ")));
+        n += 1;
+    }
+    lines.join("\n")
+}
+
+pub fn sync(r: &SyncResponse) -> String {
+    let mut out = if r.changed {
+        format!("app {}: stored config version {} ({})", r.app, r.version, r.config_id)
+    } else {
+        format!("app {}: unchanged, still config version {} ({})", r.app, r.version, r.config_id)
+    };
+    let changed: Vec<&str> = r.components.iter().filter(|c| c.changed).map(|c| c.name.as_str()).collect();
+    if r.changed {
+        if changed.is_empty() {
+            out.push_str("\nno component changed: existing builds will be reused");
+        } else {
+            out.push_str(&format!("\nneeds a new build: {}", changed.join(", ")));
+        }
+    }
+    out
+}
+
+fn status_word<T: std::fmt::Debug>(s: T) -> String {
+    format!("{s:?}").to_lowercase()
+}
+
+fn outputs(o: &ferry_model::Outputs) -> String {
+    o.iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
+pub fn install(i: &Install) -> String {
+    let mut out = format!(
+        "install {}  app {}  status {}\nconfig {}  last workflow {}",
+        i.name,
+        i.app,
+        status_word(i.status),
+        i.app_config_id,
+        i.last_workflow.as_deref().unwrap_or("-")
+    );
+    if !i.inputs.is_empty() {
+        let ins: Vec<String> = i.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push_str(&format!("\ninputs: {}", ins.join("  ")));
+    }
+    let mut rows = vec![vec!["sandbox".to_string(), status_word(i.sandbox.status), outputs(&i.sandbox.outputs)]];
+    for (name, c) in &i.components {
+        rows.push(vec![name.clone(), status_word(c.status), outputs(&c.outputs)]);
+    }
+    out.push('\n');
+    out.push_str(&table(&["COMPONENT", "STATUS", "OUTPUTS"], &rows));
+    out
+}
+
+pub fn step_mark(s: StepStatus) -> &'static str {
+    match s {
+        StepStatus::Pending => "·",
+        StepStatus::Running => "…",
+        StepStatus::Waiting => "?",
+        StepStatus::Succeeded => "✓",
+        StepStatus::Failed => "✗",
+        StepStatus::Skipped => "-",
+    }
+}
+
+pub fn workflow(w: &Workflow) -> String {
+    let mut out = format!("workflow {}  {}  install {}  status {}", w.id, status_word(w.kind), w.install, status_word(w.status));
+    let rows: Vec<Vec<String>> = w
+        .steps
+        .iter()
+        .map(|s| {
+            vec![
+                s.index.to_string(),
+                s.group.to_string(),
+                s.component.clone(),
+                s.kind.label().to_string(),
+                format!("{} {}", step_mark(s.status), status_word(s.status)),
+                s.job_id.clone().unwrap_or_default(),
+                s.actor.clone().unwrap_or_default(),
+                s.message.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    out.push('\n');
+    out.push_str(&table(&["#", "STAGE", "COMPONENT", "STEP", "STATUS", "JOB", "BY", "MESSAGE"], &rows));
+    out
+}
+
+pub fn log_line(e: &LogEntry) -> String {
+    match e.stream.as_str() {
+        "system" => format!("[ferry] {}", e.text),
+        _ => e.text.clone(),
+    }
+}

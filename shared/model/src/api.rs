@@ -1,0 +1,52 @@
+//! Request and response bodies of the Control API that are not records themselves. Shared by the API
+//! (which produces them) and the CLI (which reads them).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Install;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SyncComponent {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub content_hash: String,
+    /// True when the component differs from the previous config version (it needs a new build).
+    pub changed: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SyncResponse {
+    pub app: String,
+    pub config_id: String,
+    pub version: u32,
+    /// False when the package is identical to the latest version (nothing was stored).
+    pub changed: bool,
+    pub components: Vec<SyncComponent>,
+    pub deploy_order: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreateInstall {
+    pub name: String,
+    pub app: String,
+    #[serde(default)]
+    pub inputs: BTreeMap<String, String>,
+    /// Approve every plan of this install without review.
+    #[serde(default)]
+    pub approve_all: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreatedInstall {
+    pub install: Install,
+    pub workflow_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Deployed {
+    pub workflow_id: String,
+    pub app_config_id: String,
+}
