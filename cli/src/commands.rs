@@ -161,6 +161,16 @@ pub async fn workflows_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
     Ok(0)
 }
 
+pub async fn jobs_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
+    let j: ferry_model::Job = api.get(&format!("/v1/jobs/{id}")).await?;
+    if json_out {
+        print_json(&j)?;
+    } else {
+        println!("{}", render::job(&j));
+    }
+    Ok(0)
+}
+
 pub async fn logs(api: &Api, job: &str, follow: bool, json_out: bool) -> Result<i32> {
     let path = format!("/v1/jobs/{job}/logs{}", if follow { "?follow=true" } else { "" });
     let resp = api.stream(&path).await?;

@@ -239,7 +239,7 @@ pub async fn run(args: DevArgs) -> Result<i32> {
 
     let wf = tokio::select! {
         wf = watch(&api, &workflow_id, started, &mut children) => wf?,
-        _ = tokio::signal::ctrl_c() => {
+        _ = stop_signal() => {
             eprintln!("interrupted; stopping");
             return Ok(130);
         }
@@ -268,7 +268,7 @@ pub async fn run(args: DevArgs) -> Result<i32> {
     println!("Logs of the processes are in {}. Press Ctrl-C to stop.", data.display());
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => return Ok(0),
+            _ = stop_signal() => return Ok(0),
             _ = tokio::time::sleep(Duration::from_millis(500)) => {
                 if let Some((name, status, log)) = children.exited() {
                     eprintln!("{name} exited ({status}); its log ({}):\n{}", log.display(), tail(&log, 20));
@@ -332,5 +332,21 @@ async fn report_failure(api: &Api, wf: &Workflow) {
             }
             Err(e) => eprintln!("(cannot read the log of job {job}: {e})"),
         }
+    }
+}
+
+/// Ctrl-C or SIGTERM: both stop `ferry dev` and everything it started.
+async fn stop_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
     }
 }

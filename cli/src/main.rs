@@ -34,6 +34,9 @@ enum Command {
     /// Workflows: the step-by-step record of a deploy.
     #[command(subcommand)]
     Workflows(WorkflowsCmd),
+    /// Jobs: one unit of work for one install (sync, plan, apply) and its executions.
+    #[command(subcommand)]
+    Jobs(JobsCmd),
     /// Print (or follow) a job's log.
     Logs {
         /// The job id (shown by `ferry workflows get`).
@@ -120,8 +123,24 @@ enum WorkflowsCmd {
     },
 }
 
+#[derive(Subcommand, Debug)]
+enum JobsCmd {
+    /// Show a job: its status, executions, outputs and plan.
+    Get {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 #[tokio::main]
 async fn main() {
+    // SAFETY: called first thing, before any other thread could be handling signals. Restoring the
+    // default SIGPIPE action makes `ferry logs ... | head` end quietly, as a Unix tool should, instead
+    // of failing on a closed stdout.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     let code = match run(cli).await {
@@ -147,6 +166,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Installs(InstallsCmd::List { json }) => commands::installs_list(&api, json).await,
         Command::Installs(InstallsCmd::Deploy { name, json }) => commands::installs_deploy(&api, &name, json).await,
         Command::Workflows(WorkflowsCmd::Get { id, json }) => commands::workflows_get(&api, &id, json).await,
+        Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
         Command::Logs { job, follow, json } => commands::logs(&api, &job, follow, json).await,
         Command::Dev(args) => dev::run(args).await,
     }

@@ -110,7 +110,7 @@ pub fn step_mark(s: StepStatus) -> &'static str {
 }
 
 pub fn workflow(w: &Workflow) -> String {
-    let mut out = format!("workflow {}  {}  install {}  status {}", w.id, status_word(w.kind), w.install, status_word(w.status));
+    let mut out = format!("workflow {}  {}  install {}  status {}", w.id, w.kind.label(), w.install, status_word(w.status));
     let rows: Vec<Vec<String>> = w
         .steps
         .iter()
@@ -129,6 +129,36 @@ pub fn workflow(w: &Workflow) -> String {
         .collect();
     out.push('\n');
     out.push_str(&table(&["#", "STAGE", "COMPONENT", "STEP", "STATUS", "JOB", "BY", "MESSAGE"], &rows));
+    out
+}
+
+pub fn job(j: &ferry_model::Job) -> String {
+    let mut out = format!(
+        "job {}  {} {}  install {}  status {}\nworkflow {} step {}",
+        j.id,
+        status_word(j.kind),
+        j.component,
+        j.install,
+        status_word(j.status),
+        j.workflow_id,
+        j.step
+    );
+    if let Some(d) = &j.plan_digest {
+        out.push_str(&format!("\nplan {d}  {}", j.plan_summary.as_deref().unwrap_or("")));
+    }
+    if let Some(e) = &j.error {
+        out.push_str(&format!("\nerror: {e}"));
+    }
+    if !j.outputs.is_empty() {
+        out.push_str(&format!("\noutputs: {}", outputs(&j.outputs)));
+    }
+    let rows: Vec<Vec<String>> = j
+        .executions
+        .iter()
+        .map(|e| vec![e.attempt.to_string(), e.id.clone(), e.runner.clone(), status_word(e.status), e.started_at.clone(), e.finished_at.clone().unwrap_or_default()])
+        .collect();
+    out.push('\n');
+    out.push_str(&table(&["ATTEMPT", "EXECUTION", "RUNNER", "STATUS", "STARTED", "FINISHED"], &rows));
     out
 }
 

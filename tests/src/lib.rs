@@ -92,3 +92,95 @@ impl Drop for NatsServer {
         let _ = self.child.wait();
     }
 }
+
+/// A running `ferry dev` (without `--exit-when-deployed`), stopped with SIGTERM when dropped.
+pub struct FerryDev {
+    pub api: String,
+    pub data_dir: tempfile::TempDir,
+    child: Child,
+    pub output: PathBuf,
+}
+
+impl FerryDev {
+    /// Starts `ferry dev` for `app` on free ports and waits until install `dev` has finished its
+    /// first workflow (deployed or failed).
+    pub fn start(app: &Path, extra: &[&str]) -> FerryDev {
+        let data_dir = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let output = data_dir.path().join("ferry-dev.out");
+        let out = std::fs::File::create(&output).expect("output file");
+        let child = Command::new(bin("ferry"))
+            .current_dir(repo_root())
+            .args(["dev", "--http-addr", &format!("127.0.0.1:{port}"), "--data-dir"])
+            .arg(data_dir.path().join("dev"))
+            .arg("--app")
+            .arg(app)
+            .args(extra)
+            .stdout(out.try_clone().expect("clone"))
+            .stderr(out)
+            .spawn()
+            .expect("spawn ferry dev");
+        let dev = FerryDev { api: format!("http://127.0.0.1:{port}"), data_dir, child, output };
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            let text = std::fs::read_to_string(&dev.output).unwrap_or_default();
+            if text.contains("Ferry is running") || text.contains("failed after") {
+                return dev;
+            }
+            assert!(Instant::now() < deadline, "ferry dev did not finish deploying:\n{text}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Runs the `ferry` CLI against this instance; returns (exit code, stdout, stderr).
+    pub fn cli(&self, args: &[&str]) -> (i32, String, String) {
+        ferry(&self.api, args)
+    }
+}
+
+impl Drop for FerryDev {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs the `ferry` CLI with `--api`; returns (exit code, stdout, stderr).
+pub fn ferry(api: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin("ferry")).current_dir(repo_root()).arg("--api").arg(api).args(args).output().expect("run ferry");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Runs the `ferry` CLI and parses its `--json` output; panics with the CLI's output if it fails.
+pub fn ferry_json(api: &str, args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = ferry(api, args);
+    assert_eq!(code, 0, "ferry {args:?} failed:\n{out}\n{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("ferry {args:?} printed no JSON ({e}):\n{out}"))
+}
+
+/// Copies a directory tree (to make variants of the example app).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// True if something accepts connections on the port.
+pub fn listening(port: u16) -> bool {
+    std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+}

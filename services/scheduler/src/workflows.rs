@@ -208,7 +208,7 @@ impl Scheduler {
         let outcome = if ok { "succeeded" } else { "failed" };
         ferry_telemetry::metrics()
             .workflows_finished
-            .get_or_create(&ferry_telemetry::OutcomeLabels { kind: format!("{:?}", wf.kind).to_lowercase(), outcome: outcome.into() })
+            .get_or_create(&ferry_telemetry::OutcomeLabels { kind: wf.kind.label().into(), outcome: outcome.into() })
             .inc();
         info!(org = %wf.org, install = %wf.install, workflow = %wf.id, outcome, "workflow finished");
         let _ = self

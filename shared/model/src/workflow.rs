@@ -13,6 +13,15 @@ pub enum WorkflowKind {
     DeployComponents,
 }
 
+impl WorkflowKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            WorkflowKind::Provision => "provision",
+            WorkflowKind::DeployComponents => "deploy-components",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkflowStatus {
