@@ -14,8 +14,14 @@ pub struct Api {
 
 impl Api {
     pub fn new(base: &str) -> Result<Api> {
-        let http = reqwest::Client::builder().user_agent(concat!("ferry/", env!("CARGO_PKG_VERSION"))).build().context("creating the HTTP client")?;
-        Ok(Api { base: base.trim_end_matches('/').to_string(), http })
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("ferry/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .context("creating the HTTP client")?;
+        Ok(Api {
+            base: base.trim_end_matches('/').to_string(),
+            http,
+        })
     }
 
     pub fn base(&self) -> &str {
@@ -33,7 +39,11 @@ impl Api {
         }
         let status = r.status();
         let body: Value = r.json().await.unwrap_or(Value::Null);
-        let msg = body.get("error").and_then(Value::as_str).unwrap_or("no details").to_string();
+        let msg = body
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("no details")
+            .to_string();
         if let Some(diags) = body.get("diagnostics").and_then(Value::as_array) {
             let lines: Vec<String> = diags
                 .iter()
@@ -57,8 +67,15 @@ impl Api {
     }
 
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
-        let r = self.check(self.http.get(self.url(path)).send().await, &format!("GET {path}")).await?;
-        r.json().await.with_context(|| format!("decoding the answer to GET {path}"))
+        let r = self
+            .check(
+                self.http.get(self.url(path)).send().await,
+                &format!("GET {path}"),
+            )
+            .await?;
+        r.json()
+            .await
+            .with_context(|| format!("decoding the answer to GET {path}"))
     }
 
     /// `None` on 404.
@@ -70,26 +87,46 @@ impl Api {
             return Ok(None);
         }
         let r = self.check(r, &format!("GET {path}")).await?;
-        Ok(Some(r.json().await.with_context(|| format!("decoding the answer to GET {path}"))?))
+        Ok(Some(r.json().await.with_context(|| {
+            format!("decoding the answer to GET {path}")
+        })?))
     }
 
     pub async fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T> {
-        let r = self.check(self.http.post(self.url(path)).json(body).send().await, &format!("POST {path}")).await?;
-        r.json().await.with_context(|| format!("decoding the answer to POST {path}"))
+        let r = self
+            .check(
+                self.http.post(self.url(path)).json(body).send().await,
+                &format!("POST {path}"),
+            )
+            .await?;
+        r.json()
+            .await
+            .with_context(|| format!("decoding the answer to POST {path}"))
     }
 
     pub async fn post_bytes<T: DeserializeOwned>(&self, path: &str, body: Vec<u8>) -> Result<T> {
         let r = self
             .check(
-                self.http.post(self.url(path)).header(reqwest::header::CONTENT_TYPE, "application/octet-stream").body(body).send().await,
+                self.http
+                    .post(self.url(path))
+                    .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+                    .body(body)
+                    .send()
+                    .await,
                 &format!("POST {path}"),
             )
             .await?;
-        r.json().await.with_context(|| format!("decoding the answer to POST {path}"))
+        r.json()
+            .await
+            .with_context(|| format!("decoding the answer to POST {path}"))
     }
 
     /// A streaming GET (job logs).
     pub async fn stream(&self, path: &str) -> Result<Response> {
-        self.check(self.http.get(self.url(path)).send().await, &format!("GET {path}")).await
+        self.check(
+            self.http.get(self.url(path)).send().await,
+            &format!("GET {path}"),
+        )
+        .await
     }
 }

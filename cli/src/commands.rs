@@ -17,7 +17,12 @@ fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
 }
 
 /// Reads and validates a package locally: the same checks the API makes, before any upload.
-pub fn load_package(dir: &Path) -> Result<(Package, Result<ferry_appconfig::AppConfig, ferry_appconfig::Diagnostics>)> {
+pub fn load_package(
+    dir: &Path,
+) -> Result<(
+    Package,
+    Result<ferry_appconfig::AppConfig, ferry_appconfig::Diagnostics>,
+)> {
     let pkg = Package::from_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
     let cfg = ferry_appconfig::load(&pkg);
     Ok((pkg, cfg))
@@ -28,10 +33,15 @@ pub fn apps_validate(dir: &Path, json_out: bool) -> Result<i32> {
     match cfg {
         Ok(cfg) => {
             if json_out {
-                print_json(&json!({ "valid": true, "diagnostics": [], "deploy_order": cfg.deploy_order, "sandbox": cfg.sandbox.is_some() }))?;
+                print_json(
+                    &json!({ "valid": true, "diagnostics": [], "deploy_order": cfg.deploy_order, "sandbox": cfg.sandbox.is_some() }),
+                )?;
             } else {
                 println!("{}: valid", dir.display());
-                println!("{}", render::deploy_order(cfg.sandbox.is_some(), &cfg.deploy_order));
+                println!(
+                    "{}",
+                    render::deploy_order(cfg.sandbox.is_some(), &cfg.deploy_order)
+                );
             }
             Ok(0)
         }
@@ -41,7 +51,11 @@ pub fn apps_validate(dir: &Path, json_out: bool) -> Result<i32> {
             } else {
                 eprintln!("{diags}");
                 let n = diags.0.len();
-                eprintln!("{} is invalid: {n} error{}", dir.display(), if n == 1 { "" } else { "s" });
+                eprintln!(
+                    "{} is invalid: {n} error{}",
+                    dir.display(),
+                    if n == 1 { "" } else { "s" }
+                );
             }
             Ok(1)
         }
@@ -54,11 +68,20 @@ fn app_name(dir: &Path, name: Option<String>) -> Result<String> {
         return Ok(n);
     }
     let abs = std::fs::canonicalize(dir).with_context(|| format!("reading {}", dir.display()))?;
-    let base = abs.file_name().map(|s| s.to_string_lossy().to_lowercase()).unwrap_or_default();
-    let cleaned: String = base.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    let base = abs
+        .file_name()
+        .map(|s| s.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let cleaned: String = base
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
     let cleaned = cleaned.trim_matches('-').to_string();
     if cleaned.is_empty() {
-        bail!("cannot derive an app name from {}: pass --name", dir.display());
+        bail!(
+            "cannot derive an app name from {}: pass --name",
+            dir.display()
+        );
     }
     Ok(cleaned)
 }
@@ -68,7 +91,8 @@ pub async fn sync(api: &Api, dir: &Path, name: &str) -> Result<ferry_model::api:
     if let Err(diags) = cfg {
         bail!("{} is invalid:\n{diags}", dir.display());
     }
-    api.post_bytes(&format!("/v1/apps/{name}/configs"), pkg.to_bundle()).await
+    api.post_bytes(&format!("/v1/apps/{name}/configs"), pkg.to_bundle())
+        .await
 }
 
 pub async fn apps_sync(api: &Api, dir: &Path, name: Option<String>, json_out: bool) -> Result<i32> {
@@ -87,8 +111,21 @@ pub async fn apps_list(api: &Api, json_out: bool) -> Result<i32> {
     if json_out {
         print_json(&apps)?;
     } else {
-        let rows: Vec<Vec<String>> = apps.iter().map(|a| vec![a.name.clone(), a.config_count.to_string(), a.latest_config.clone().unwrap_or_default(), a.updated_at.clone()]).collect();
-        println!("{}", render::table(&["APP", "CONFIGS", "LATEST CONFIG", "UPDATED"], &rows));
+        let rows: Vec<Vec<String>> = apps
+            .iter()
+            .map(|a| {
+                vec![
+                    a.name.clone(),
+                    a.config_count.to_string(),
+                    a.latest_config.clone().unwrap_or_default(),
+                    a.updated_at.clone(),
+                ]
+            })
+            .collect();
+        println!(
+            "{}",
+            render::table(&["APP", "CONFIGS", "LATEST CONFIG", "UPDATED"], &rows)
+        );
     }
     Ok(0)
 }
@@ -96,7 +133,9 @@ pub async fn apps_list(api: &Api, json_out: bool) -> Result<i32> {
 pub fn parse_inputs(inputs: &[String]) -> Result<serde_json::Map<String, Value>> {
     let mut out = serde_json::Map::new();
     for kv in inputs {
-        let Some((k, v)) = kv.split_once('=') else { bail!("--input `{kv}`: expected NAME=VALUE") };
+        let Some((k, v)) = kv.split_once('=') else {
+            bail!("--input `{kv}`: expected NAME=VALUE")
+        };
         if k.is_empty() {
             bail!("--input `{kv}`: the name is empty");
         }
@@ -105,14 +144,27 @@ pub fn parse_inputs(inputs: &[String]) -> Result<serde_json::Map<String, Value>>
     Ok(out)
 }
 
-pub async fn installs_create(api: &Api, app: &str, name: &str, inputs: &[String], approve_all: bool, json_out: bool) -> Result<i32> {
+pub async fn installs_create(
+    api: &Api,
+    app: &str,
+    name: &str,
+    inputs: &[String],
+    approve_all: bool,
+    json_out: bool,
+) -> Result<i32> {
     let body = json!({ "app": app, "name": name, "inputs": parse_inputs(inputs)?, "approve_all": approve_all });
     let r: Value = api.post("/v1/installs", &body).await?;
     if json_out {
         print_json(&r)?;
     } else {
-        println!("install {name} created; provisioning in workflow {}", r["workflow_id"].as_str().unwrap_or("?"));
-        println!("follow it with: ferry workflows get {}", r["workflow_id"].as_str().unwrap_or("?"));
+        println!(
+            "install {name} created; provisioning in workflow {}",
+            r["workflow_id"].as_str().unwrap_or("?")
+        );
+        println!(
+            "follow it with: ferry workflows get {}",
+            r["workflow_id"].as_str().unwrap_or("?")
+        );
     }
     Ok(0)
 }
@@ -134,19 +186,38 @@ pub async fn installs_list(api: &Api, json_out: bool) -> Result<i32> {
     } else {
         let rows: Vec<Vec<String>> = list
             .iter()
-            .map(|i| vec![i.name.clone(), i.app.clone(), format!("{:?}", i.status).to_lowercase(), i.components.len().to_string(), i.updated_at.clone()])
+            .map(|i| {
+                vec![
+                    i.name.clone(),
+                    i.app.clone(),
+                    format!("{:?}", i.status).to_lowercase(),
+                    i.components.len().to_string(),
+                    i.updated_at.clone(),
+                ]
+            })
             .collect();
-        println!("{}", render::table(&["INSTALL", "APP", "STATUS", "COMPONENTS", "UPDATED"], &rows));
+        println!(
+            "{}",
+            render::table(
+                &["INSTALL", "APP", "STATUS", "COMPONENTS", "UPDATED"],
+                &rows
+            )
+        );
     }
     Ok(0)
 }
 
 pub async fn installs_deploy(api: &Api, name: &str, json_out: bool) -> Result<i32> {
-    let r: Value = api.post(&format!("/v1/installs/{name}/deploy"), &json!({})).await?;
+    let r: Value = api
+        .post(&format!("/v1/installs/{name}/deploy"), &json!({}))
+        .await?;
     if json_out {
         print_json(&r)?;
     } else {
-        println!("deploying {name} in workflow {}", r["workflow_id"].as_str().unwrap_or("?"));
+        println!(
+            "deploying {name} in workflow {}",
+            r["workflow_id"].as_str().unwrap_or("?")
+        );
     }
     Ok(0)
 }
@@ -172,7 +243,10 @@ pub async fn jobs_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
 }
 
 pub async fn logs(api: &Api, job: &str, follow: bool, json_out: bool) -> Result<i32> {
-    let path = format!("/v1/jobs/{job}/logs{}", if follow { "?follow=true" } else { "" });
+    let path = format!(
+        "/v1/jobs/{job}/logs{}",
+        if follow { "?follow=true" } else { "" }
+    );
     let resp = api.stream(&path).await?;
     let mut body = resp.bytes_stream();
     let mut buf: Vec<u8> = Vec::new();

@@ -55,7 +55,8 @@ struct Children {
 
 impl Children {
     fn spawn(&mut self, name: &'static str, cmd: &mut Command, log: PathBuf) -> Result<()> {
-        let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let out =
+            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let err = out.try_clone()?;
         cmd.stdin(Stdio::null()).stdout(out).stderr(err);
         // SAFETY: the closure runs in the forked child before exec and only calls prctl(2), which is
@@ -69,7 +70,9 @@ impl Children {
                 Ok(())
             });
         }
-        let child = cmd.spawn().with_context(|| format!("starting {name} ({:?})", cmd.get_program()))?;
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting {name} ({:?})", cmd.get_program()))?;
         self.list.push((name, child, log));
         Ok(())
     }
@@ -140,7 +143,9 @@ fn find_tool(name: &str) -> Option<PathBuf> {
 }
 
 fn which(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(name)).find(|p| p.is_file())
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }
 
 /// A Ferry binary: next to this executable (a build or an install), else on `PATH`.
@@ -149,17 +154,29 @@ fn sibling(name: &str) -> Result<PathBuf> {
     if let Some(p) = exe.parent().map(|d| d.join(name)).filter(|p| p.is_file()) {
         return Ok(p);
     }
-    which(name).ok_or_else(|| anyhow!("{name} not found next to {} or on PATH: build the workspace (cargo build)", exe.display()))
+    which(name).ok_or_else(|| {
+        anyhow!(
+            "{name} not found next to {} or on PATH: build the workspace (cargo build)",
+            exe.display()
+        )
+    })
 }
 
 fn wait_for_port(port: u16, children: &mut Children, what: &str, timeout: Duration) -> Result<()> {
     let deadline = Instant::now() + timeout;
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         if let Some((name, status, log)) = children.exited() {
-            bail!("{name} exited ({status}) while starting {what}; its log ({}):\n{}", log.display(), tail(&log, 20));
+            bail!(
+                "{name} exited ({status}) while starting {what}; its log ({}):\n{}",
+                log.display(),
+                tail(&log, 20)
+            );
         }
         if Instant::now() > deadline {
-            bail!("{what} did not start listening on port {port} within {}s", timeout.as_secs());
+            bail!(
+                "{what} did not start listening on port {port} within {}s",
+                timeout.as_secs()
+            );
         }
         std::thread::sleep(Duration::from_millis(25));
     }
@@ -175,9 +192,13 @@ pub async fn run(args: DevArgs) -> Result<i32> {
         bail!("{} is not a valid app package", args.app.display());
     }
     if TcpListener::bind(args.http_addr).is_err() {
-        bail!("{} is in use (another `ferry dev`?): pass --http-addr 127.0.0.1:PORT", args.http_addr);
+        bail!(
+            "{} is in use (another `ferry dev`?): pass --http-addr 127.0.0.1:PORT",
+            args.http_addr
+        );
     }
-    std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating {}", args.data_dir.display()))?;
     let data = std::fs::canonicalize(&args.data_dir)?;
     let nats_bin = find_tool("nats-server").ok_or_else(|| anyhow!("nats-server not found: run nats/install (it installs the pinned version into .tools/bin)"))?;
     let server_bin = sibling("ferry-server")?;
@@ -193,28 +214,59 @@ pub async fn run(args: DevArgs) -> Result<i32> {
         .replace("{{store_dir}}", &data.join("jetstream").to_string_lossy());
     let conf_path = data.join("nats.conf");
     std::fs::write(&conf_path, conf)?;
-    step(started, &format!("starting nats-server ({})", nats_bin.display()));
-    children.spawn("nats-server", Command::new(&nats_bin).arg("-c").arg(&conf_path), data.join("nats.log"))?;
-    wait_for_port(client_port, &mut children, "nats-server", Duration::from_secs(30))?;
+    step(
+        started,
+        &format!("starting nats-server ({})", nats_bin.display()),
+    );
+    children.spawn(
+        "nats-server",
+        Command::new(&nats_bin).arg("-c").arg(&conf_path),
+        data.join("nats.log"),
+    )?;
+    wait_for_port(
+        client_port,
+        &mut children,
+        "nats-server",
+        Duration::from_secs(30),
+    )?;
     let nats_url = format!("nats://127.0.0.1:{client_port}");
 
     // 2. The control plane, every service in one process.
-    step(started, "starting ferry-server (api, scheduler, build, log-ingest, approval)");
+    step(
+        started,
+        "starting ferry-server (api, scheduler, build, log-ingest, approval)",
+    );
     children.spawn(
         "ferry-server",
-        Command::new(&server_bin).args(["--nats-url", &nats_url, "--http-addr", &args.http_addr.to_string()]),
+        Command::new(&server_bin).args([
+            "--nats-url",
+            &nats_url,
+            "--http-addr",
+            &args.http_addr.to_string(),
+        ]),
         data.join("server.log"),
     )?;
-    wait_for_port(args.http_addr.port(), &mut children, "ferry-server", Duration::from_secs(60))?;
+    wait_for_port(
+        args.http_addr.port(),
+        &mut children,
+        "ferry-server",
+        Duration::from_secs(60),
+    )?;
     let api = Api::new(&format!("http://{}", args.http_addr))?;
 
     // 3. The install's runner.
-    step(started, &format!("starting ferry-runner for install {}", args.install));
+    step(
+        started,
+        &format!("starting ferry-runner for install {}", args.install),
+    );
     let runner_dir = data.join("installs").join(&args.install);
     std::fs::create_dir_all(&runner_dir)?;
     children.spawn(
         "ferry-runner",
-        Command::new(&runner_bin).args(["--nats-url", &nats_url, "--install", &args.install]).arg("--data-dir").arg(&runner_dir),
+        Command::new(&runner_bin)
+            .args(["--nats-url", &nats_url, "--install", &args.install])
+            .arg("--data-dir")
+            .arg(&runner_dir),
         data.join(format!("runner-{}.log", args.install)),
     )?;
 
@@ -222,17 +274,33 @@ pub async fn run(args: DevArgs) -> Result<i32> {
     let app_name = app_dir_name(&args.app)?;
     let sync = commands::sync(&api, &args.app, &app_name).await?;
     step(started, &render::sync(&sync).replace('\n', "\n           "));
-    let existing: Option<Install> = api.get_opt(&format!("/v1/installs/{}", args.install)).await?;
+    let existing: Option<Install> = api
+        .get_opt(&format!("/v1/installs/{}", args.install))
+        .await?;
     let workflow_id = match existing {
         Some(_) => {
-            let d: Deployed = api.post(&format!("/v1/installs/{}/deploy", args.install), &json!({})).await?;
-            step(started, &format!("install {} exists: deploying the latest config (workflow {})", args.install, d.workflow_id));
+            let d: Deployed = api
+                .post(&format!("/v1/installs/{}/deploy", args.install), &json!({}))
+                .await?;
+            step(
+                started,
+                &format!(
+                    "install {} exists: deploying the latest config (workflow {})",
+                    args.install, d.workflow_id
+                ),
+            );
             d.workflow_id
         }
         None => {
             let body = json!({ "app": app_name, "name": args.install, "inputs": commands::parse_inputs(&args.inputs)?, "approve_all": true });
             let c: CreatedInstall = api.post("/v1/installs", &body).await?;
-            step(started, &format!("install {} created with approve-all: provisioning (workflow {})", args.install, c.workflow_id));
+            step(
+                started,
+                &format!(
+                    "install {} created with approve-all: provisioning (workflow {})",
+                    args.install, c.workflow_id
+                ),
+            );
             c.workflow_id
         }
     };
@@ -247,14 +315,26 @@ pub async fn run(args: DevArgs) -> Result<i32> {
     let install: Install = api.get(&format!("/v1/installs/{}", args.install)).await?;
     if wf.status != WorkflowStatus::Succeeded {
         report_failure(&api, &wf).await;
-        eprintln!("\ndeploy of install {} failed after {:.1}s (logs: {})", args.install, started.elapsed().as_secs_f64(), data.display());
+        eprintln!(
+            "\ndeploy of install {} failed after {:.1}s (logs: {})",
+            args.install,
+            started.elapsed().as_secs_f64(),
+            data.display()
+        );
         if args.exit_when_deployed {
             return Ok(1);
         }
     } else if args.json && args.exit_when_deployed {
-        println!("{}", serde_json::to_string_pretty(&json!({ "workflow": wf, "install": install }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "workflow": wf, "install": install }))?
+        );
     } else {
-        println!("\ninstall {} deployed in {:.1}s\n", args.install, started.elapsed().as_secs_f64());
+        println!(
+            "\ninstall {} deployed in {:.1}s\n",
+            args.install,
+            started.elapsed().as_secs_f64()
+        );
         println!("{}", render::install(&install));
     }
     if args.exit_when_deployed {
@@ -265,7 +345,10 @@ pub async fn run(args: DevArgs) -> Result<i32> {
     println!("\nFerry is running. API: {base}");
     println!("  ferry --api {base} installs get {}", args.install);
     println!("  ferry --api {base} workflows get {workflow_id}");
-    println!("Logs of the processes are in {}. Press Ctrl-C to stop.", data.display());
+    println!(
+        "Logs of the processes are in {}. Press Ctrl-C to stop.",
+        data.display()
+    );
     loop {
         tokio::select! {
             _ = stop_signal() => return Ok(0),
@@ -281,7 +364,14 @@ pub async fn run(args: DevArgs) -> Result<i32> {
 
 fn app_dir_name(dir: &Path) -> Result<String> {
     let abs = std::fs::canonicalize(dir).with_context(|| format!("reading {}", dir.display()))?;
-    Ok(abs.file_name().map(|s| s.to_string_lossy().to_lowercase().replace(|c: char| !c.is_ascii_alphanumeric(), "-")).unwrap_or_else(|| "app".into()))
+    Ok(abs
+        .file_name()
+        .map(|s| {
+            s.to_string_lossy()
+                .to_lowercase()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+        })
+        .unwrap_or_else(|| "app".into()))
 }
 
 fn step(started: Instant, msg: &str) {
@@ -293,15 +383,35 @@ async fn watch(api: &Api, id: &str, started: Instant, children: &mut Children) -
     let mut seen: Vec<StepStatus> = Vec::new();
     loop {
         if let Some((name, status, log)) = children.exited() {
-            bail!("{name} exited ({status}) during the deploy; its log ({}):\n{}", log.display(), tail(&log, 30));
+            bail!(
+                "{name} exited ({status}) during the deploy; its log ({}):\n{}",
+                log.display(),
+                tail(&log, 30)
+            );
         }
-        if let Some(wf) = api.get_opt::<Workflow>(&format!("/v1/workflows/{id}")).await? {
+        if let Some(wf) = api
+            .get_opt::<Workflow>(&format!("/v1/workflows/{id}"))
+            .await?
+        {
             seen.resize(wf.steps.len(), StepStatus::Pending);
             for s in &wf.steps {
                 let before = seen[s.index as usize];
                 if s.status != before && s.status != StepStatus::Pending {
-                    let msg = s.message.as_deref().map(|m| format!("  {m}")).unwrap_or_default();
-                    step(started, &format!("{:<10} {:<8} {} {}{msg}", s.component, s.kind.label(), render::step_mark(s.status), format!("{:?}", s.status).to_lowercase()));
+                    let msg = s
+                        .message
+                        .as_deref()
+                        .map(|m| format!("  {m}"))
+                        .unwrap_or_default();
+                    step(
+                        started,
+                        &format!(
+                            "{:<10} {:<8} {} {}{msg}",
+                            s.component,
+                            s.kind.label(),
+                            render::step_mark(s.status),
+                            format!("{:?}", s.status).to_lowercase()
+                        ),
+                    );
                     seen[s.index as usize] = s.status;
                 }
             }
@@ -315,7 +425,13 @@ async fn watch(api: &Api, id: &str, started: Instant, children: &mut Children) -
 
 async fn report_failure(api: &Api, wf: &Workflow) {
     for s in wf.steps.iter().filter(|s| s.status == StepStatus::Failed) {
-        eprintln!("\nstep {} ({} {}) failed: {}", s.index, s.component, s.kind.label(), s.message.as_deref().unwrap_or("no message"));
+        eprintln!(
+            "\nstep {} ({} {}) failed: {}",
+            s.index,
+            s.component,
+            s.kind.label(),
+            s.message.as_deref().unwrap_or("no message")
+        );
         let Some(job) = &s.job_id else { continue };
         match api.stream(&format!("/v1/jobs/{job}/logs")).await {
             Ok(resp) => {

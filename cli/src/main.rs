@@ -17,7 +17,12 @@ use clap::{Parser, Subcommand};
 #[command(name = "ferry", version, propagate_version = true)]
 struct Cli {
     /// Base URL of the Ferry API.
-    #[arg(long, global = true, env = "FERRY_API", default_value = "http://127.0.0.1:4600")]
+    #[arg(
+        long,
+        global = true,
+        env = "FERRY_API",
+        default_value = "http://127.0.0.1:4600"
+    )]
     api: String,
     #[command(subcommand)]
     command: Command,
@@ -157,15 +162,27 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     let api = client::Api::new(&cli.api)?;
     match cli.command {
         Command::Apps(AppsCmd::Validate { dir, json }) => commands::apps_validate(&dir, json),
-        Command::Apps(AppsCmd::Sync { dir, name, json }) => commands::apps_sync(&api, &dir, name, json).await,
-        Command::Apps(AppsCmd::List { json }) => commands::apps_list(&api, json).await,
-        Command::Installs(InstallsCmd::Create { app, name, inputs, approve_all, json }) => {
-            commands::installs_create(&api, &app, &name, &inputs, approve_all, json).await
+        Command::Apps(AppsCmd::Sync { dir, name, json }) => {
+            commands::apps_sync(&api, &dir, name, json).await
         }
-        Command::Installs(InstallsCmd::Get { name, json }) => commands::installs_get(&api, &name, json).await,
+        Command::Apps(AppsCmd::List { json }) => commands::apps_list(&api, json).await,
+        Command::Installs(InstallsCmd::Create {
+            app,
+            name,
+            inputs,
+            approve_all,
+            json,
+        }) => commands::installs_create(&api, &app, &name, &inputs, approve_all, json).await,
+        Command::Installs(InstallsCmd::Get { name, json }) => {
+            commands::installs_get(&api, &name, json).await
+        }
         Command::Installs(InstallsCmd::List { json }) => commands::installs_list(&api, json).await,
-        Command::Installs(InstallsCmd::Deploy { name, json }) => commands::installs_deploy(&api, &name, json).await,
-        Command::Workflows(WorkflowsCmd::Get { id, json }) => commands::workflows_get(&api, &id, json).await,
+        Command::Installs(InstallsCmd::Deploy { name, json }) => {
+            commands::installs_deploy(&api, &name, json).await
+        }
+        Command::Workflows(WorkflowsCmd::Get { id, json }) => {
+            commands::workflows_get(&api, &id, json).await
+        }
         Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
         Command::Logs { job, follow, json } => commands::logs(&api, &job, follow, json).await,
         Command::Dev(args) => dev::run(args).await,

@@ -38,7 +38,11 @@ pub fn deploy_order(sandbox: bool, stages: &[Vec<String>]) -> String {
         n += 1;
     }
     for stage in stages {
-        let note = if stage.len() > 1 { "   (in parallel)" } else { "" };
+        let note = if stage.len() > 1 {
+            "   (in parallel)"
+        } else {
+            ""
+        };
         lines.push(format!("  {n}. {}{note}", stage.join(", ")));
         n += 1;
     }
@@ -47,11 +51,22 @@ pub fn deploy_order(sandbox: bool, stages: &[Vec<String>]) -> String {
 
 pub fn sync(r: &SyncResponse) -> String {
     let mut out = if r.changed {
-        format!("app {}: stored config version {} ({})", r.app, r.version, r.config_id)
+        format!(
+            "app {}: stored config version {} ({})",
+            r.app, r.version, r.config_id
+        )
     } else {
-        format!("app {}: unchanged, still config version {} ({})", r.app, r.version, r.config_id)
+        format!(
+            "app {}: unchanged, still config version {} ({})",
+            r.app, r.version, r.config_id
+        )
     };
-    let changed: Vec<&str> = r.components.iter().filter(|c| c.changed).map(|c| c.name.as_str()).collect();
+    let changed: Vec<&str> = r
+        .components
+        .iter()
+        .filter(|c| c.changed)
+        .map(|c| c.name.as_str())
+        .collect();
     if r.changed {
         if changed.is_empty() {
             out.push_str("\nno component changed: existing builds will be reused");
@@ -89,9 +104,17 @@ pub fn install(i: &Install) -> String {
         let ins: Vec<String> = i.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
         out.push_str(&format!("\ninputs: {}", ins.join("  ")));
     }
-    let mut rows = vec![vec!["sandbox".to_string(), status_word(i.sandbox.status), outputs(&i.sandbox.outputs)]];
+    let mut rows = vec![vec![
+        "sandbox".to_string(),
+        status_word(i.sandbox.status),
+        outputs(&i.sandbox.outputs),
+    ]];
     for (name, c) in &i.components {
-        rows.push(vec![name.clone(), status_word(c.status), outputs(&c.outputs)]);
+        rows.push(vec![
+            name.clone(),
+            status_word(c.status),
+            outputs(&c.outputs),
+        ]);
     }
     out.push('\n');
     out.push_str(&table(&["COMPONENT", "STATUS", "OUTPUTS"], &rows));
@@ -110,7 +133,13 @@ pub fn step_mark(s: StepStatus) -> &'static str {
 }
 
 pub fn workflow(w: &Workflow) -> String {
-    let mut out = format!("workflow {}  {}  install {}  status {}", w.id, w.kind.label(), w.install, status_word(w.status));
+    let mut out = format!(
+        "workflow {}  {}  install {}  status {}",
+        w.id,
+        w.kind.label(),
+        w.install,
+        status_word(w.status)
+    );
     let rows: Vec<Vec<String>> = w
         .steps
         .iter()
@@ -128,7 +157,19 @@ pub fn workflow(w: &Workflow) -> String {
         })
         .collect();
     out.push('\n');
-    out.push_str(&table(&["#", "STAGE", "COMPONENT", "STEP", "STATUS", "JOB", "BY", "MESSAGE"], &rows));
+    out.push_str(&table(
+        &[
+            "#",
+            "STAGE",
+            "COMPONENT",
+            "STEP",
+            "STATUS",
+            "JOB",
+            "BY",
+            "MESSAGE",
+        ],
+        &rows,
+    ));
     out
 }
 
@@ -144,7 +185,10 @@ pub fn job(j: &ferry_model::Job) -> String {
         j.step
     );
     if let Some(d) = &j.plan_digest {
-        out.push_str(&format!("\nplan {d}  {}", j.plan_summary.as_deref().unwrap_or("")));
+        out.push_str(&format!(
+            "\nplan {d}  {}",
+            j.plan_summary.as_deref().unwrap_or("")
+        ));
     }
     if let Some(e) = &j.error {
         out.push_str(&format!("\nerror: {e}"));
@@ -155,10 +199,29 @@ pub fn job(j: &ferry_model::Job) -> String {
     let rows: Vec<Vec<String>> = j
         .executions
         .iter()
-        .map(|e| vec![e.attempt.to_string(), e.id.clone(), e.runner.clone(), status_word(e.status), e.started_at.clone(), e.finished_at.clone().unwrap_or_default()])
+        .map(|e| {
+            vec![
+                e.attempt.to_string(),
+                e.id.clone(),
+                e.runner.clone(),
+                status_word(e.status),
+                e.started_at.clone(),
+                e.finished_at.clone().unwrap_or_default(),
+            ]
+        })
         .collect();
     out.push('\n');
-    out.push_str(&table(&["ATTEMPT", "EXECUTION", "RUNNER", "STATUS", "STARTED", "FINISHED"], &rows));
+    out.push_str(&table(
+        &[
+            "ATTEMPT",
+            "EXECUTION",
+            "RUNNER",
+            "STATUS",
+            "STARTED",
+            "FINISHED",
+        ],
+        &rows,
+    ));
     out
 }
 

@@ -12,13 +12,19 @@ use std::time::{Duration, Instant};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 /// A port nothing listens on right now (the OS picks it; it is released before use, which is safe
 /// enough on loopback in tests).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("bind 127.0.0.1:0")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind 127.0.0.1:0")
 }
 
 /// Path of the nats-server binary: `.tools/bin/nats-server` or the first on `PATH`.
@@ -44,7 +50,11 @@ pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
     let p = dir.join(name);
-    assert!(p.is_file(), "{} is not built: run `cargo build --workspace` first", p.display());
+    assert!(
+        p.is_file(),
+        "{} is not built: run `cargo build --workspace` first",
+        p.display()
+    );
     p
 }
 
@@ -79,10 +89,18 @@ impl NatsServer {
             .expect("spawn nats-server");
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "nats-server did not start on port {port}");
+            assert!(
+                Instant::now() < deadline,
+                "nats-server did not start on port {port}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
-        NatsServer { port, url: format!("nats://127.0.0.1:{port}"), child, dir }
+        NatsServer {
+            port,
+            url: format!("nats://127.0.0.1:{port}"),
+            child,
+            dir,
+        }
     }
 }
 
@@ -111,7 +129,12 @@ impl FerryDev {
         let out = std::fs::File::create(&output).expect("output file");
         let child = Command::new(bin("ferry"))
             .current_dir(repo_root())
-            .args(["dev", "--http-addr", &format!("127.0.0.1:{port}"), "--data-dir"])
+            .args([
+                "dev",
+                "--http-addr",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
             .arg(data_dir.path().join("dev"))
             .arg("--app")
             .arg(app)
@@ -120,14 +143,22 @@ impl FerryDev {
             .stderr(out)
             .spawn()
             .expect("spawn ferry dev");
-        let dev = FerryDev { api: format!("http://127.0.0.1:{port}"), data_dir, child, output };
+        let dev = FerryDev {
+            api: format!("http://127.0.0.1:{port}"),
+            data_dir,
+            child,
+            output,
+        };
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
             let text = std::fs::read_to_string(&dev.output).unwrap_or_default();
             if text.contains("Ferry is running") || text.contains("failed after") {
                 return dev;
             }
-            assert!(Instant::now() < deadline, "ferry dev did not finish deploying:\n{text}");
+            assert!(
+                Instant::now() < deadline,
+                "ferry dev did not finish deploying:\n{text}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -140,7 +171,10 @@ impl FerryDev {
 
 impl Drop for FerryDev {
     fn drop(&mut self) {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
         let deadline = Instant::now() + Duration::from_secs(15);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -155,15 +189,26 @@ impl Drop for FerryDev {
 
 /// Runs the `ferry` CLI with `--api`; returns (exit code, stdout, stderr).
 pub fn ferry(api: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(bin("ferry")).current_dir(repo_root()).arg("--api").arg(api).args(args).output().expect("run ferry");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(bin("ferry"))
+        .current_dir(repo_root())
+        .arg("--api")
+        .arg(api)
+        .args(args)
+        .output()
+        .expect("run ferry");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// Runs the `ferry` CLI and parses its `--json` output; panics with the CLI's output if it fails.
 pub fn ferry_json(api: &str, args: &[&str]) -> serde_json::Value {
     let (code, out, err) = ferry(api, args);
     assert_eq!(code, 0, "ferry {args:?} failed:\n{out}\n{err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("ferry {args:?} printed no JSON ({e}):\n{out}"))
+    serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("ferry {args:?} printed no JSON ({e}):\n{out}"))
 }
 
 /// Copies a directory tree (to make variants of the example app).

@@ -11,7 +11,12 @@ fn example() -> std::path::PathBuf {
 }
 
 fn step<'a>(wf: &'a Value, component: &str, kind: &str) -> &'a Value {
-    wf["steps"].as_array().unwrap().iter().find(|s| s["component"] == component && s["kind"] == kind).unwrap_or_else(|| panic!("no {kind} step for {component}"))
+    wf["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["component"] == component && s["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} step for {component}"))
 }
 
 #[test]
@@ -27,9 +32,15 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
     assert_eq!(c["greeter"]["outputs"]["message"], "hello, dev!");
     assert_eq!(c["counter"]["outputs"]["upper"], "HELLO, DEV!");
     assert_eq!(c["counter"]["outputs"]["length"], 11);
-    assert_eq!(c["reporter"]["outputs"]["summary"], "HELLO, DEV! has 11 characters");
+    assert_eq!(
+        c["reporter"]["outputs"]["summary"],
+        "HELLO, DEV! has 11 characters"
+    );
     let root = install["sandbox"]["outputs"]["root"].as_str().unwrap();
-    assert_eq!(std::fs::read_to_string(format!("{root}/report.txt")).unwrap(), "HELLO, DEV! has 11 characters\n");
+    assert_eq!(
+        std::fs::read_to_string(format!("{root}/report.txt")).unwrap(),
+        "HELLO, DEV! has 11 characters\n"
+    );
 
     // The order of applies: each starts only after everything it depends on has been applied.
     let wf_id = install["last_workflow"].as_str().unwrap();
@@ -44,10 +55,23 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
         let j = ferry_json(&dev.api, &["jobs", "get", job_id, "--json"]);
         assert_eq!(j["status"], "succeeded");
         let e = &j["executions"][0];
-        applies.insert(name, (e["started_at"].as_str().unwrap().to_string(), e["finished_at"].as_str().unwrap().to_string()));
+        applies.insert(
+            name,
+            (
+                e["started_at"].as_str().unwrap().to_string(),
+                e["finished_at"].as_str().unwrap().to_string(),
+            ),
+        );
     }
-    for (before, after) in [("sandbox", "greeter"), ("greeter", "counter"), ("counter", "reporter")] {
-        assert!(applies[before].1 <= applies[after].0, "{after} applied before {before} finished: {applies:?}");
+    for (before, after) in [
+        ("sandbox", "greeter"),
+        ("greeter", "counter"),
+        ("counter", "reporter"),
+    ] {
+        assert!(
+            applies[before].1 <= applies[after].0,
+            "{after} applied before {before} finished: {applies:?}"
+        );
     }
 
     // `ferry logs` returns the lines the scripts printed.
@@ -57,12 +81,26 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
     assert!(log.contains("greeter wrote: hello, dev!"), "{log}");
     let reporter_apply = step(&wf, "reporter", "apply")["job_id"].as_str().unwrap();
     let (_, log, _) = ferry(&dev.api, &["logs", "--job", reporter_apply, "-f"]);
-    assert!(log.contains("reporter: HELLO, DEV! has 11 characters"), "{log}");
+    assert!(
+        log.contains("reporter: HELLO, DEV! has 11 characters"),
+        "{log}"
+    );
     let counter_plan = step(&wf, "counter", "plan")["job_id"].as_str().unwrap();
     let (_, log, _) = ferry(&dev.api, &["logs", "--job", counter_plan, "--json"]);
-    let lines: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert!(lines.iter().any(|l| l["text"].as_str().unwrap_or("").contains("Plan: 1 to add")), "{log}");
-    assert_eq!(step(&wf, "counter", "plan")["message"], "Plan: 1 to add, 0 to change, 0 to destroy.");
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["text"].as_str().unwrap_or("").contains("Plan: 1 to add")),
+        "{log}"
+    );
+    assert_eq!(
+        step(&wf, "counter", "plan")["message"],
+        "Plan: 1 to add, 0 to change, 0 to destroy."
+    );
 
     // A second deploy of the same config changes nothing: every plan says so and no apply runs.
     let deployed = ferry_json(&dev.api, &["installs", "deploy", "dev", "--json"]);
@@ -71,7 +109,13 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
     assert_eq!(wf2["status"], "succeeded");
     for name in ["sandbox", "greeter", "counter", "reporter"] {
         assert_eq!(step(&wf2, name, "apply")["status"], "skipped", "{name}");
-        assert!(step(&wf2, name, "build")["message"].as_str().unwrap().starts_with("reused build"), "{name}");
+        assert!(
+            step(&wf2, name, "build")["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("reused build"),
+            "{name}"
+        );
     }
 }
 
@@ -80,12 +124,24 @@ fn exit_when_deployed_reports_a_failing_step_and_leaves_nothing_running() {
     let dir = tempfile::tempdir().unwrap();
     let app = dir.path().join("hello");
     copy_dir(&example(), &app);
-    std::fs::write(app.join("components/src/reporter/apply.sh"), "#!/bin/sh\necho \"about to fail\"\necho boom >&2\nexit 3\n").unwrap();
+    std::fs::write(
+        app.join("components/src/reporter/apply.sh"),
+        "#!/bin/sh\necho \"about to fail\"\necho boom >&2\nexit 3\n",
+    )
+    .unwrap();
     let port = ferry_tests::free_port();
     let data = dir.path().join("data");
     let out = std::process::Command::new(ferry_tests::bin("ferry"))
         .current_dir(repo_root())
-        .args(["dev", "--exit-when-deployed", "--http-addr", &format!("127.0.0.1:{port}"), "--input", "greeting=hi", "--data-dir"])
+        .args([
+            "dev",
+            "--exit-when-deployed",
+            "--http-addr",
+            &format!("127.0.0.1:{port}"),
+            "--input",
+            "greeting=hi",
+            "--data-dir",
+        ])
         .arg(&data)
         .arg("--app")
         .arg(&app)
@@ -94,26 +150,60 @@ fn exit_when_deployed_reports_a_failing_step_and_leaves_nothing_running() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
-    assert!(stderr.contains("reporter apply) failed: apply.sh failed"), "{stderr}");
-    assert!(stderr.contains("about to fail") && stderr.contains("boom"), "the failing step's log tail: {stderr}");
+    assert!(
+        stderr.contains("reporter apply) failed: apply.sh failed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("about to fail") && stderr.contains("boom"),
+        "the failing step's log tail: {stderr}"
+    );
     // The input reached the components that did deploy.
-    assert!(stdout.contains("greeter    apply    ✓ succeeded"), "{stdout}");
-    let greeting = std::fs::read_to_string(data.join("installs/dev/state/sandbox/root/greeting.txt")).unwrap();
+    assert!(
+        stdout.contains("greeter    apply    ✓ succeeded"),
+        "{stdout}"
+    );
+    let greeting =
+        std::fs::read_to_string(data.join("installs/dev/state/sandbox/root/greeting.txt")).unwrap();
     assert_eq!(greeting, "hi, dev!\n");
     // Nothing left behind: the API port is closed and no process runs from this data directory.
     assert!(!ferry_tests::listening(port));
-    let ps = std::process::Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .unwrap();
     let ps = String::from_utf8_lossy(&ps.stdout);
-    assert!(!ps.contains(&data.to_string_lossy().to_string()), "processes left behind:\n{ps}");
+    assert!(
+        !ps.contains(&data.to_string_lossy().to_string()),
+        "processes left behind:\n{ps}"
+    );
 }
 
 #[test]
 fn invalid_input_and_invalid_packages_are_refused_with_clear_errors() {
     let dev = FerryDev::start(&example(), &[]);
-    let (code, _, err) = ferry(&dev.api, &["installs", "create", "--app", "hello", "--name", "second", "--input", "greetin=x"]);
+    let (code, _, err) = ferry(
+        &dev.api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "second",
+            "--input",
+            "greetin=x",
+        ],
+    );
     assert_eq!(code, 1);
-    assert!(err.contains("unknown input `greetin` (did you mean `greeting`?)"), "{err}");
-    let (code, _, err) = ferry(&dev.api, &["installs", "create", "--app", "nope", "--name", "third"]);
+    assert!(
+        err.contains("unknown input `greetin` (did you mean `greeting`?)"),
+        "{err}"
+    );
+    let (code, _, err) = ferry(
+        &dev.api,
+        &["installs", "create", "--app", "nope", "--name", "third"],
+    );
     assert_eq!(code, 1);
     assert!(err.contains("app `nope` not found"), "{err}");
     let (code, _, err) = ferry(&dev.api, &["workflows", "get", "doesnotexist"]);
@@ -129,10 +219,16 @@ fn invalid_input_and_invalid_packages_are_refused_with_clear_errors() {
     assert!(err.contains("components/counter.toml:5:12: error: unknown component `greter` (did you mean `greeter`?)"), "{err}");
     let (code, out, _) = ferry(&dev.api, &["apps", "validate", example().to_str().unwrap()]);
     assert_eq!(code, 0);
-    assert!(out.contains("1. sandbox") && out.contains("2. greeter") && out.contains("4. reporter"), "{out}");
+    assert!(
+        out.contains("1. sandbox") && out.contains("2. greeter") && out.contains("4. reporter"),
+        "{out}"
+    );
 
     // Syncing the same package again stores nothing new.
-    let r = ferry_json(&dev.api, &["apps", "sync", example().to_str().unwrap(), "--json"]);
+    let r = ferry_json(
+        &dev.api,
+        &["apps", "sync", example().to_str().unwrap(), "--json"],
+    );
     assert_eq!(r["changed"], false);
     assert_eq!(r["version"], 1);
 }
@@ -144,7 +240,10 @@ fn wait_workflow(api: &str, id: &str) -> Value {
         if wf["status"] == "succeeded" || wf["status"] == "failed" {
             return wf;
         }
-        assert!(std::time::Instant::now() < deadline, "workflow {id} did not finish: {wf}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "workflow {id} did not finish: {wf}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }

@@ -24,13 +24,20 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(m) => (StatusCode::BAD_REQUEST, json!({ "error": m })),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, json!({ "error": m })),
             ApiError::Conflict(m) => (StatusCode::CONFLICT, json!({ "error": m })),
-            ApiError::InvalidPackage(d) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, json!({ "error": self.to_string(), "diagnostics": d }))
-            }
-            ApiError::Store(StoreError::NotFound { key, .. }) => (StatusCode::NOT_FOUND, json!({ "error": format!("{key} not found") })),
+            ApiError::InvalidPackage(d) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({ "error": self.to_string(), "diagnostics": d }),
+            ),
+            ApiError::Store(StoreError::NotFound { key, .. }) => (
+                StatusCode::NOT_FOUND,
+                json!({ "error": format!("{key} not found") }),
+            ),
             ApiError::Store(e) => {
                 tracing::error!(error = %e, "store error");
-                (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": format!("the control plane's store is unavailable: {e}") }))
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    json!({ "error": format!("the control plane's store is unavailable: {e}") }),
+                )
             }
         };
         (status, Json(body)).into_response()

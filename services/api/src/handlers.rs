@@ -18,19 +18,37 @@ fn check_name(kind: &str, name: &str) -> Result<(), ApiError> {
     if subjects::is_valid_token(name) {
         Ok(())
     } else {
-        Err(ApiError::BadRequest(format!("invalid {kind} name `{name}`: use 1-63 lowercase letters, digits and `-`")))
+        Err(ApiError::BadRequest(format!(
+            "invalid {kind} name `{name}`: use 1-63 lowercase letters, digits and `-`"
+        )))
     }
 }
 
-async fn audit(s: &ApiState, action: &str, target: &str, detail: serde_json::Value) -> Result<(), ApiError> {
+async fn audit(
+    s: &ApiState,
+    action: &str,
+    target: &str,
+    detail: serde_json::Value,
+) -> Result<(), ApiError> {
     s.store
         .bus()
-        .audit(&m::AuditEvent { org: s.org.clone(), at: m::now(), actor: "api".into(), action: action.into(), target: target.into(), detail })
+        .audit(&m::AuditEvent {
+            org: s.org.clone(),
+            at: m::now(),
+            actor: "api".into(),
+            action: action.into(),
+            target: target.into(),
+            detail,
+        })
         .await?;
     Ok(())
 }
 
-pub async fn sync_app(State(s): State<ApiState>, Path(app): Path<String>, body: Bytes) -> Result<(StatusCode, Json<SyncResponse>), ApiError> {
+pub async fn sync_app(
+    State(s): State<ApiState>,
+    Path(app): Path<String>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<SyncResponse>), ApiError> {
     check_name("app", &app)?;
     let pkg = Package::from_bundle(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let cfg = ferry_appconfig::load(&pkg).map_err(ApiError::InvalidPackage)?;
@@ -39,7 +57,10 @@ pub async fn sync_app(State(s): State<ApiState>, Path(app): Path<String>, body: 
     let apps = s.store.repo::<App>();
     let configs = s.store.repo::<AppConfigVersion>();
     let existing = apps.get(&s.org, &app).await?;
-    let previous = match existing.as_ref().and_then(|a| a.value.latest_config.clone()) {
+    let previous = match existing
+        .as_ref()
+        .and_then(|a| a.value.latest_config.clone())
+    {
         Some(id) => configs.get(&s.org, &id).await?.map(|v| v.value),
         None => None,
     };
@@ -47,7 +68,12 @@ pub async fn sync_app(State(s): State<ApiState>, Path(app): Path<String>, body: 
         .sandbox
         .iter()
         .chain(cfg.components.iter())
-        .map(|c| m::ComponentSummary { name: c.name.clone(), kind: c.kind.as_str().into(), content_hash: c.content_hash.clone(), dependencies: c.dependencies.clone() })
+        .map(|c| m::ComponentSummary {
+            name: c.name.clone(),
+            kind: c.kind.as_str().into(),
+            content_hash: c.content_hash.clone(),
+            dependencies: c.dependencies.clone(),
+        })
         .collect();
     summaries.sort_by(|a, b| a.name.cmp(&b.name));
     let components = |prev: Option<&AppConfigVersion>| -> Vec<SyncComponent> {
@@ -57,7 +83,11 @@ pub async fn sync_app(State(s): State<ApiState>, Path(app): Path<String>, body: 
                 name: c.name.clone(),
                 kind: c.kind.clone(),
                 content_hash: c.content_hash.clone(),
-                changed: !prev.is_some_and(|p| p.components.iter().any(|pc| pc.name == c.name && pc.content_hash == c.content_hash)),
+                changed: !prev.is_some_and(|p| {
+                    p.components
+                        .iter()
+                        .any(|pc| pc.name == c.name && pc.content_hash == c.content_hash)
+                }),
             })
             .collect()
     };
@@ -69,14 +99,27 @@ pub async fn sync_app(State(s): State<ApiState>, Path(app): Path<String>, body: 
                 config_id: p.id.clone(),
                 version: p.version,
                 changed: false,
-                components: components(Some(p)).into_iter().map(|c| SyncComponent { changed: false, ..c }).collect(),
+                components: components(Some(p))
+                    .into_iter()
+                    .map(|c| SyncComponent {
+                        changed: false,
+                        ..c
+                    })
+                    .collect(),
                 deploy_order: p.deploy_order.clone(),
             }),
         ));
     }
 
-    let source_object = format!("{}.{}.{}", s.org, app, content_hash.trim_start_matches("sha256:"));
-    s.store.put_object(objects::APP_SOURCES, &source_object, &body).await?;
+    let source_object = format!(
+        "{}.{}.{}",
+        s.org,
+        app,
+        content_hash.trim_start_matches("sha256:")
+    );
+    s.store
+        .put_object(objects::APP_SOURCES, &source_object, &body)
+        .await?;
     let version = previous.as_ref().map(|p| p.version + 1).unwrap_or(1);
     let rec = AppConfigVersion {
         id: m::new_id(),
@@ -92,7 +135,14 @@ pub async fn sync_app(State(s): State<ApiState>, Path(app): Path<String>, body: 
     configs.create(&rec).await?;
     match existing {
         None => {
-            let a = App { org: s.org.clone(), name: app.clone(), created_at: m::now(), updated_at: m::now(), latest_config: Some(rec.id.clone()), config_count: 1 };
+            let a = App {
+                org: s.org.clone(),
+                name: app.clone(),
+                created_at: m::now(),
+                updated_at: m::now(),
+                latest_config: Some(rec.id.clone()),
+                config_count: 1,
+            };
             match apps.create(&a).await {
                 Ok(_) => {}
                 // Created concurrently: fall through to the update below.
@@ -102,11 +152,24 @@ pub async fn sync_app(State(s): State<ApiState>, Path(app): Path<String>, body: 
         }
         Some(_) => set_latest(&s, &app, &rec).await?,
     }
-    audit(&s, "app.synced", &app, serde_json::json!({ "config_id": rec.id, "version": version })).await?;
+    audit(
+        &s,
+        "app.synced",
+        &app,
+        serde_json::json!({ "config_id": rec.id, "version": version }),
+    )
+    .await?;
     info!(org = %s.org, app = %app, config = %rec.id, version, "app config stored");
     Ok((
         StatusCode::CREATED,
-        Json(SyncResponse { app, config_id: rec.id.clone(), version, changed: true, components: components(previous.as_ref()), deploy_order: rec.deploy_order }),
+        Json(SyncResponse {
+            app,
+            config_id: rec.id.clone(),
+            version,
+            changed: true,
+            components: components(previous.as_ref()),
+            deploy_order: rec.deploy_order,
+        }),
     ))
 }
 
@@ -130,14 +193,26 @@ pub async fn list_apps(State(s): State<ApiState>) -> Result<Json<Vec<App>>, ApiE
     Ok(Json(apps))
 }
 
-pub async fn get_app(State(s): State<ApiState>, Path(app): Path<String>) -> Result<Json<App>, ApiError> {
+pub async fn get_app(
+    State(s): State<ApiState>,
+    Path(app): Path<String>,
+) -> Result<Json<App>, ApiError> {
     check_name("app", &app)?;
-    let a = s.store.repo::<App>().get(&s.org, &app).await?.ok_or_else(|| ApiError::NotFound(format!("app `{app}` not found")))?;
+    let a = s
+        .store
+        .repo::<App>()
+        .get(&s.org, &app)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("app `{app}` not found")))?;
     Ok(Json(a.value))
 }
 
 /// Checks inputs against the app's declarations: unknown names and missing required ones are errors.
-async fn check_inputs(s: &ApiState, config_id: &str, inputs: &BTreeMap<String, String>) -> Result<(), ApiError> {
+async fn check_inputs(
+    s: &ApiState,
+    config_id: &str,
+    inputs: &BTreeMap<String, String>,
+) -> Result<(), ApiError> {
     let (_, pkg) = s.store.package(&s.org, config_id).await?;
     let cfg = ferry_appconfig::load(&pkg).map_err(ApiError::InvalidPackage)?;
     for name in inputs.keys() {
@@ -150,18 +225,28 @@ async fn check_inputs(s: &ApiState, config_id: &str, inputs: &BTreeMap<String, S
                 .max_by(|a, b| a.0.total_cmp(&b.0))
                 .map(|(_, n)| format!(" (did you mean `{n}`?)"))
                 .unwrap_or_default();
-            return Err(ApiError::BadRequest(format!("unknown input `{name}`{hint}")));
+            return Err(ApiError::BadRequest(format!(
+                "unknown input `{name}`{hint}"
+            )));
         }
     }
     for i in &cfg.inputs {
         if i.required && i.default.is_none() && !inputs.contains_key(&i.name) {
-            return Err(ApiError::BadRequest(format!("input `{}` is required", i.name)));
+            return Err(ApiError::BadRequest(format!(
+                "input `{}` is required",
+                i.name
+            )));
         }
     }
     Ok(())
 }
 
-async fn start_workflow(s: &ApiState, install: &str, kind: m::WorkflowKind, config_id: &str) -> Result<String, ApiError> {
+async fn start_workflow(
+    s: &ApiState,
+    install: &str,
+    kind: m::WorkflowKind,
+    config_id: &str,
+) -> Result<String, ApiError> {
     let now = m::now();
     let wf = Workflow {
         id: m::new_id(),
@@ -176,15 +261,33 @@ async fn start_workflow(s: &ApiState, install: &str, kind: m::WorkflowKind, conf
         finished_at: None,
     };
     s.store.repo::<Workflow>().create(&wf).await?;
-    s.store.bus().control(&Control::WorkflowRequested { org: s.org.clone(), install: install.into(), workflow_id: wf.id.clone() }).await?;
+    s.store
+        .bus()
+        .control(&Control::WorkflowRequested {
+            org: s.org.clone(),
+            install: install.into(),
+            workflow_id: wf.id.clone(),
+        })
+        .await?;
     Ok(wf.id)
 }
 
-pub async fn create_install(State(s): State<ApiState>, Json(req): Json<CreateInstall>) -> Result<(StatusCode, Json<CreatedInstall>), ApiError> {
+pub async fn create_install(
+    State(s): State<ApiState>,
+    Json(req): Json<CreateInstall>,
+) -> Result<(StatusCode, Json<CreatedInstall>), ApiError> {
     check_name("install", &req.name)?;
     check_name("app", &req.app)?;
-    let app = s.store.repo::<App>().get(&s.org, &req.app).await?.ok_or_else(|| ApiError::NotFound(format!("app `{}` not found: sync it first", req.app)))?;
-    let config_id = app.value.latest_config.ok_or_else(|| ApiError::Conflict(format!("app `{}` has no config yet", req.app)))?;
+    let app = s
+        .store
+        .repo::<App>()
+        .get(&s.org, &req.app)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("app `{}` not found: sync it first", req.app)))?;
+    let config_id = app
+        .value
+        .latest_config
+        .ok_or_else(|| ApiError::Conflict(format!("app `{}` has no config yet", req.app)))?;
     check_inputs(&s, &config_id, &req.inputs).await?;
     let now = m::now();
     let mut install = Install {
@@ -204,15 +307,33 @@ pub async fn create_install(State(s): State<ApiState>, Json(req): Json<CreateIns
     let installs = s.store.repo::<Install>();
     let rev = match installs.create(&install).await {
         Ok(rev) => rev,
-        Err(StoreError::AlreadyExists { .. }) => return Err(ApiError::Conflict(format!("install `{}` already exists", req.name))),
+        Err(StoreError::AlreadyExists { .. }) => {
+            return Err(ApiError::Conflict(format!(
+                "install `{}` already exists",
+                req.name
+            )));
+        }
         Err(e) => return Err(e.into()),
     };
-    let workflow_id = start_workflow(&s, &install.name, m::WorkflowKind::Provision, &config_id).await?;
+    let workflow_id =
+        start_workflow(&s, &install.name, m::WorkflowKind::Provision, &config_id).await?;
     install.last_workflow = Some(workflow_id.clone());
     installs.update(&install, rev).await?;
-    audit(&s, "install.created", &install.name, serde_json::json!({ "app": install.app, "workflow": workflow_id })).await?;
+    audit(
+        &s,
+        "install.created",
+        &install.name,
+        serde_json::json!({ "app": install.app, "workflow": workflow_id }),
+    )
+    .await?;
     info!(org = %s.org, install = %install.name, workflow = %workflow_id, "install created");
-    Ok((StatusCode::CREATED, Json(CreatedInstall { install, workflow_id })))
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedInstall {
+            install,
+            workflow_id,
+        }),
+    ))
 }
 
 pub async fn list_installs(State(s): State<ApiState>) -> Result<Json<Vec<Install>>, ApiError> {
@@ -221,26 +342,50 @@ pub async fn list_installs(State(s): State<ApiState>) -> Result<Json<Vec<Install
     Ok(Json(installs))
 }
 
-pub async fn get_install(State(s): State<ApiState>, Path(name): Path<String>) -> Result<Json<Install>, ApiError> {
+pub async fn get_install(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+) -> Result<Json<Install>, ApiError> {
     check_name("install", &name)?;
-    let i = s.store.repo::<Install>().get(&s.org, &name).await?.ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
+    let i = s
+        .store
+        .repo::<Install>()
+        .get(&s.org, &name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
     Ok(Json(i.value))
 }
 
 /// Deploys the app's latest config to an existing install.
-pub async fn deploy_install(State(s): State<ApiState>, Path(name): Path<String>) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+pub async fn deploy_install(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     check_name("install", &name)?;
     let installs = s.store.repo::<Install>();
-    let cur = installs.get(&s.org, &name).await?.ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
+    let cur = installs
+        .get(&s.org, &name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
     if let Some(wf_id) = &cur.value.last_workflow
         && let Some(wf) = s.store.repo::<Workflow>().get(&s.org, wf_id).await?
         && !wf.value.status.is_terminal()
     {
-        return Err(ApiError::Conflict(format!("install `{name}` is busy with workflow {wf_id}")));
+        return Err(ApiError::Conflict(format!(
+            "install `{name}` is busy with workflow {wf_id}"
+        )));
     }
-    let app = s.store.repo::<App>().require(&s.org, &cur.value.app).await?.value;
-    let config_id = app.latest_config.ok_or_else(|| ApiError::Conflict("the app has no config".into()))?;
-    let workflow_id = start_workflow(&s, &name, m::WorkflowKind::DeployComponents, &config_id).await?;
+    let app = s
+        .store
+        .repo::<App>()
+        .require(&s.org, &cur.value.app)
+        .await?
+        .value;
+    let config_id = app
+        .latest_config
+        .ok_or_else(|| ApiError::Conflict("the app has no config".into()))?;
+    let workflow_id =
+        start_workflow(&s, &name, m::WorkflowKind::DeployComponents, &config_id).await?;
     let mut install = cur.value;
     install.app_config_id = config_id.clone();
     install.last_workflow = Some(workflow_id.clone());
@@ -248,21 +393,53 @@ pub async fn deploy_install(State(s): State<ApiState>, Path(name): Path<String>)
     install.updated_at = m::now();
     match installs.update(&install, cur.revision).await {
         Ok(_) => {}
-        Err(StoreError::Conflict { .. }) => return Err(ApiError::Conflict(format!("install `{name}` changed meanwhile; try again"))),
+        Err(StoreError::Conflict { .. }) => {
+            return Err(ApiError::Conflict(format!(
+                "install `{name}` changed meanwhile; try again"
+            )));
+        }
         Err(e) => return Err(e.into()),
     }
-    audit(&s, "install.deploy", &name, serde_json::json!({ "workflow": workflow_id, "config": config_id })).await?;
-    Ok((StatusCode::ACCEPTED, Json(Deployed { workflow_id, app_config_id: config_id })))
+    audit(
+        &s,
+        "install.deploy",
+        &name,
+        serde_json::json!({ "workflow": workflow_id, "config": config_id }),
+    )
+    .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Deployed {
+            workflow_id,
+            app_config_id: config_id,
+        }),
+    ))
 }
 
-pub async fn get_workflow(State(s): State<ApiState>, Path(id): Path<String>) -> Result<Json<Workflow>, ApiError> {
+pub async fn get_workflow(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<Json<Workflow>, ApiError> {
     check_name("workflow", &id)?;
-    let w = s.store.repo::<Workflow>().get(&s.org, &id).await?.ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?;
+    let w = s
+        .store
+        .repo::<Workflow>()
+        .get(&s.org, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?;
     Ok(Json(w.value))
 }
 
-pub async fn get_job(State(s): State<ApiState>, Path(id): Path<String>) -> Result<Json<m::Job>, ApiError> {
+pub async fn get_job(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<Json<m::Job>, ApiError> {
     check_name("job", &id)?;
-    let j = s.store.repo::<m::Job>().get(&s.org, &id).await?.ok_or_else(|| ApiError::NotFound(format!("job `{id}` not found")))?;
+    let j = s
+        .store
+        .repo::<m::Job>()
+        .get(&s.org, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("job `{id}` not found")))?;
     Ok(Json(j.value))
 }

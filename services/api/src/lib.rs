@@ -31,12 +31,18 @@ pub struct ApiState {
 
 /// The API's routes, to be served by `ferry-server` beside `/healthz` and `/metrics`.
 pub fn router(store: Store) -> Router {
-    let state = ApiState { store, org: ferry_model::DEFAULT_ORG.to_string() };
+    let state = ApiState {
+        store,
+        org: ferry_model::DEFAULT_ORG.to_string(),
+    };
     Router::new()
         .route("/v1/apps", get(handlers::list_apps))
         .route("/v1/apps/{app}", get(handlers::get_app))
         .route("/v1/apps/{app}/configs", post(handlers::sync_app))
-        .route("/v1/installs", get(handlers::list_installs).post(handlers::create_install))
+        .route(
+            "/v1/installs",
+            get(handlers::list_installs).post(handlers::create_install),
+        )
         .route("/v1/installs/{name}", get(handlers::get_install))
         .route("/v1/installs/{name}/deploy", post(handlers::deploy_install))
         .route("/v1/workflows/{id}", get(handlers::get_workflow))

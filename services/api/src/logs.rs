@@ -27,10 +27,23 @@ fn line(e: &LogEntry) -> Bytes {
     Bytes::from(v)
 }
 
-pub async fn job_logs(State(s): State<ApiState>, Path(id): Path<String>, Query(q): Query<LogQuery>) -> Result<Response, ApiError> {
-    let job = s.store.repo::<m::Job>().get(&s.org, &id).await?.ok_or_else(|| ApiError::NotFound(format!("job `{id}` not found")))?.value;
+pub async fn job_logs(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+    Query(q): Query<LogQuery>,
+) -> Result<Response, ApiError> {
+    let job = s
+        .store
+        .repo::<m::Job>()
+        .get(&s.org, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("job `{id}` not found")))?
+        .value;
     let ndjson = |body: Body| {
-        Response::builder().header(header::CONTENT_TYPE, "application/x-ndjson").body(body).unwrap_or_default()
+        Response::builder()
+            .header(header::CONTENT_TYPE, "application/x-ndjson")
+            .body(body)
+            .unwrap_or_default()
     };
     if let Some(entries) = s.store.archived_job_log(&s.org, &id).await? {
         let body: Vec<u8> = entries.iter().flat_map(|e| line(e).to_vec()).collect();
@@ -48,7 +61,9 @@ pub async fn job_logs(State(s): State<ApiState>, Path(id): Path<String>, Query(q
     let store = s.store.clone();
     let org = s.org.clone();
     tokio::spawn(async move {
-        let Ok(live) = store.job_log_stream(&org, &job.install, &id).await else { return };
+        let Ok(live) = store.job_log_stream(&org, &job.install, &id).await else {
+            return;
+        };
         let mut live = std::pin::pin!(live);
         let mut sent: HashSet<(String, u64)> = HashSet::new();
         let mut tick = tokio::time::interval(Duration::from_millis(500));

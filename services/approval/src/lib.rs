@@ -33,7 +33,11 @@ impl ApprovalService {
         let consumer = self
             .store
             .bus()
-            .durable("CONTROL", consumers::APPROVAL_CONTROL, vec![subjects::control_topic(subjects::topic::APPROVAL)])
+            .durable(
+                "CONTROL",
+                consumers::APPROVAL_CONTROL,
+                vec![subjects::control_topic(subjects::topic::APPROVAL)],
+            )
             .await?;
         info!("approval service started");
         consume(consumer, consumers::APPROVAL_CONTROL, move |msg| {
@@ -41,10 +45,12 @@ impl ApprovalService {
             async move {
                 let outcome = match decode::<Control>(&msg.payload) {
                     Err(e) => Handled::Reject(e.to_string()),
-                    Ok(Control::ApprovalRequested { org, approval_id }) => match s.handle(&org, &approval_id).await {
-                        Ok(()) => Handled::Done,
-                        Err(e) => Handled::Retry(e.to_string()),
-                    },
+                    Ok(Control::ApprovalRequested { org, approval_id }) => {
+                        match s.handle(&org, &approval_id).await {
+                            Ok(()) => Handled::Done,
+                            Err(e) => Handled::Retry(e.to_string()),
+                        }
+                    }
                     Ok(_) => Handled::Done,
                 };
                 (msg, outcome)
@@ -57,13 +63,22 @@ impl ApprovalService {
     async fn handle(&self, org: &str, approval_id: &str) -> Result<(), ApprovalError> {
         let approvals = self.store.repo::<m::Approval>();
         let Some(a) = approvals.get(org, approval_id).await? else {
-            warn!(org, approval = approval_id, "approval request for an unknown approval");
+            warn!(
+                org,
+                approval = approval_id,
+                "approval request for an unknown approval"
+            );
             return Ok(());
         };
         let a = a.value;
         let decided = match a.status {
             m::ApprovalStatus::Pending => {
-                let install = self.store.repo::<m::Install>().require(org, &a.install).await?.value;
+                let install = self
+                    .store
+                    .repo::<m::Install>()
+                    .require(org, &a.install)
+                    .await?
+                    .value;
                 if !install.approve_all {
                     info!(org, install = %a.install, approval = approval_id, component = %a.component, "plan waits for a decision");
                     return Ok(());

@@ -28,15 +28,26 @@ pub struct BuildService {
 
 impl BuildService {
     pub async fn new(store: Store) -> Result<Self, BuildError> {
-        let os = store.js.get_object_store(objects::ARTIFACTS).await.map_err(|e| BuildError::Nats(e.to_string()))?;
-        Ok(BuildService { store, vendor: NatsObjectStore::new(os) })
+        let os = store
+            .js
+            .get_object_store(objects::ARTIFACTS)
+            .await
+            .map_err(|e| BuildError::Nats(e.to_string()))?;
+        Ok(BuildService {
+            store,
+            vendor: NatsObjectStore::new(os),
+        })
     }
 
     pub async fn run(self) -> Result<(), BuildError> {
         let consumer = self
             .store
             .bus()
-            .durable("CONTROL", consumers::BUILD_CONTROL, vec![subjects::control_topic(subjects::topic::BUILD)])
+            .durable(
+                "CONTROL",
+                consumers::BUILD_CONTROL,
+                vec![subjects::control_topic(subjects::topic::BUILD)],
+            )
             .await?;
         info!("build service started");
         consume(consumer, consumers::BUILD_CONTROL, move |msg| {
@@ -60,7 +71,13 @@ impl BuildService {
         Ok(())
     }
 
-    async fn handle(&self, org: &str, build_id: &str, workflow_id: &str, step: u32) -> Result<(), BuildError> {
+    async fn handle(
+        &self,
+        org: &str,
+        build_id: &str,
+        workflow_id: &str,
+        step: u32,
+    ) -> Result<(), BuildError> {
         let builds = self.store.repo::<m::Build>();
         let build = builds.require(org, build_id).await?.value;
         let (ok, error) = match build.status {
@@ -98,27 +115,52 @@ impl BuildService {
         };
         self.store
             .bus()
-            .control(&Control::BuildFinished { org: org.into(), build_id: build_id.into(), workflow_id: workflow_id.into(), step, ok, error })
+            .control(&Control::BuildFinished {
+                org: org.into(),
+                build_id: build_id.into(),
+                workflow_id: workflow_id.into(),
+                step,
+                ok,
+                error,
+            })
             .await?;
         Ok(())
     }
 
     /// Packs and pushes the artifact; the error is the user-facing reason the build failed.
     async fn build(&self, build: &m::Build) -> Result<(String, u64), String> {
-        let (_, pkg) = self.store.package(&build.org, &build.config_id).await.map_err(|e| e.to_string())?;
+        let (_, pkg) = self
+            .store
+            .package(&build.org, &build.config_id)
+            .await
+            .map_err(|e| e.to_string())?;
         let cfg = ferry_appconfig::load(&pkg).map_err(|e| e.to_string())?;
-        let component = cfg.component(&build.component).ok_or_else(|| format!("component `{}` not in config", build.component))?;
+        let component = cfg
+            .component(&build.component)
+            .ok_or_else(|| format!("component `{}` not in config", build.component))?;
         let prefix = format!("{}/", component.directory.trim_end_matches('/'));
         let files: Vec<(&str, &[u8], bool)> = pkg
             .under(&component.directory)
-            .map(|(path, bytes)| (&path[prefix.len()..], bytes.as_slice(), bytes.starts_with(b"#!")))
+            .map(|(path, bytes)| {
+                (
+                    &path[prefix.len()..],
+                    bytes.as_slice(),
+                    bytes.starts_with(b"#!"),
+                )
+            })
             .collect();
         let art = pack(
-            &ArtifactConfig { component: component.name.clone(), kind: component.kind.as_str().into(), content_hash: component.content_hash.clone() },
+            &ArtifactConfig {
+                component: component.name.clone(),
+                kind: component.kind.as_str().into(),
+                content_hash: component.content_hash.clone(),
+            },
             files,
         )
         .map_err(|e| e.to_string())?;
-        push(&self.vendor, &art).await.map_err(|e| format!("pushing to the vendor store: {e}"))?;
+        push(&self.vendor, &art)
+            .await
+            .map_err(|e| format!("pushing to the vendor store: {e}"))?;
         Ok((art.manifest_digest, art.size))
     }
 }

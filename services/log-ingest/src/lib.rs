@@ -26,12 +26,19 @@ impl LogIngest {
     }
 
     pub async fn run(self) -> Result<(), LogIngestError> {
-        let consumer = self.store.bus().durable("JOB_EVENTS", consumers::LOG_INGEST_EVENTS, vec![]).await?;
+        let consumer = self
+            .store
+            .bus()
+            .durable("JOB_EVENTS", consumers::LOG_INGEST_EVENTS, vec![])
+            .await?;
         info!("log-ingest started");
         consume(consumer, consumers::LOG_INGEST_EVENTS, move |msg| {
             let s = self.clone();
             async move {
-                let outcome = match (decode::<JobEvent>(&msg.payload), subjects::org_install(&msg.subject)) {
+                let outcome = match (
+                    decode::<JobEvent>(&msg.payload),
+                    subjects::org_install(&msg.subject),
+                ) {
                     (Err(e), _) => Handled::Reject(e.to_string()),
                     (_, None) => Handled::Reject(format!("unexpected subject {}", msg.subject)),
                     (Ok(ev), Some((org, install))) => match ev.body {

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use ferry_artifacts::{LocalLayout, NatsObjectStore};
-use ferry_protocol::messages::{EventBody, JobEvent, JobOffer, JobResult, JobSpec, LogStream, Outcome, PlanData, SyncJob};
+use ferry_protocol::messages::{
+    EventBody, JobEvent, JobOffer, JobResult, JobSpec, LogStream, Outcome, PlanData, SyncJob,
+};
 use ferry_protocol::resources::objects;
 use ferry_protocol::{encode, subjects};
 use sha2::{Digest, Sha256};
@@ -28,7 +30,12 @@ pub struct Executor {
 }
 
 fn failed(error: impl Into<String>) -> JobResult {
-    JobResult { status: Outcome::Failed, outputs_json: "{}".into(), plan: None, error: Some(error.into()) }
+    JobResult {
+        status: Outcome::Failed,
+        outputs_json: "{}".into(),
+        plan: None,
+        error: Some(error.into()),
+    }
 }
 
 impl Executor {
@@ -36,8 +43,15 @@ impl Executor {
         for d in ["state", "work"] {
             std::fs::create_dir_all(cfg.data_dir.join(d))?;
         }
-        let registry = LocalLayout::open(&cfg.data_dir.join("registry")).map_err(std::io::Error::other)?;
-        Ok(Executor { js, org: cfg.org.clone(), install: cfg.install.clone(), data_dir: cfg.data_dir.clone(), registry })
+        let registry =
+            LocalLayout::open(&cfg.data_dir.join("registry")).map_err(std::io::Error::other)?;
+        Ok(Executor {
+            js,
+            org: cfg.org.clone(),
+            install: cfg.install.clone(),
+            data_dir: cfg.data_dir.clone(),
+            registry,
+        })
     }
 
     pub async fn run(&self, offer: JobOffer, execution_id: String) {
@@ -46,11 +60,34 @@ impl Executor {
             let metrics = ferry_telemetry::metrics();
             metrics.jobs_running.inc();
             let event_subject = subjects::event(&self.org, &self.install, &offer.job_id);
-            let started = JobEvent { job_id: offer.job_id.clone(), execution_id: execution_id.clone(), seq: 0, at_ms: now_ms(), body: EventBody::Started };
-            publish_until_acked(&self.js, &event_subject, &format!("{execution_id}-0"), encode(&started)).await;
+            let started = JobEvent {
+                job_id: offer.job_id.clone(),
+                execution_id: execution_id.clone(),
+                seq: 0,
+                at_ms: now_ms(),
+                body: EventBody::Started,
+            };
+            publish_until_acked(
+                &self.js,
+                &event_subject,
+                &format!("{execution_id}-0"),
+                encode(&started),
+            )
+            .await;
 
-            let (log, log_task) = logsink::start(self.js.clone(), &self.org, &self.install, &offer.job_id, &execution_id);
-            log.system(format!("{} {}: execution {execution_id}", offer.spec.label(), offer.spec.component())).await;
+            let (log, log_task) = logsink::start(
+                self.js.clone(),
+                &self.org,
+                &self.install,
+                &offer.job_id,
+                &execution_id,
+            );
+            log.system(format!(
+                "{} {}: execution {execution_id}",
+                offer.spec.label(),
+                offer.spec.component()
+            ))
+            .await;
             let result = match &offer.spec {
                 JobSpec::SyncArtifact(s) => self.sync(s, &log).await,
                 _ => {
@@ -60,7 +97,10 @@ impl Executor {
             };
             match (&result.status, &result.error) {
                 (Outcome::Succeeded, _) => log.system("succeeded").await,
-                (status, Some(e)) => log.system(format!("{}: {e}", format!("{status:?}").to_lowercase())).await,
+                (status, Some(e)) => {
+                    log.system(format!("{}: {e}", format!("{status:?}").to_lowercase()))
+                        .await
+                }
                 (status, None) => log.system(format!("{status:?}").to_lowercase()).await,
             }
             drop(log);
@@ -68,8 +108,20 @@ impl Executor {
             // the complete log.
             let lines = log_task.await.unwrap_or(0);
             info!(status = ?result.status, lines, "job finished");
-            let finished = JobEvent { job_id: offer.job_id.clone(), execution_id: execution_id.clone(), seq: 1, at_ms: now_ms(), body: EventBody::Finished(result) };
-            publish_until_acked(&self.js, &event_subject, &format!("{execution_id}-1"), encode(&finished)).await;
+            let finished = JobEvent {
+                job_id: offer.job_id.clone(),
+                execution_id: execution_id.clone(),
+                seq: 1,
+                at_ms: now_ms(),
+                body: EventBody::Finished(result),
+            };
+            publish_until_acked(
+                &self.js,
+                &event_subject,
+                &format!("{execution_id}-1"),
+                encode(&finished),
+            )
+            .await;
             metrics.jobs_running.dec();
         }
         .instrument(span)
@@ -82,7 +134,11 @@ impl Executor {
             Ok(os) => NatsObjectStore::new(os),
             Err(e) => return failed(format!("vendor artifact store unavailable: {e}")),
         };
-        log.system(format!("syncing {}@{} into the install's store", s.repository, s.digest)).await;
+        log.system(format!(
+            "syncing {}@{} into the install's store",
+            s.repository, s.digest
+        ))
+        .await;
         match ferry_artifacts::copy(&vendor, &self.registry, &s.digest).await {
             Ok(stats) => {
                 log.system(format!(
@@ -91,13 +147,24 @@ impl Executor {
                 ))
                 .await;
                 let outputs = serde_json::json!({ "digest": s.digest, "blobs_copied": stats.blobs_copied, "blobs_skipped": stats.blobs_skipped });
-                JobResult { status: Outcome::Succeeded, outputs_json: outputs.to_string(), plan: None, error: None }
+                JobResult {
+                    status: Outcome::Succeeded,
+                    outputs_json: outputs.to_string(),
+                    plan: None,
+                    error: None,
+                }
             }
             Err(e) => failed(format!("artifact sync failed: {e}")),
         }
     }
 
-    async fn plugin(&self, offer: &JobOffer, execution_id: &str, limit: Duration, log: &LogHandle) -> JobResult {
+    async fn plugin(
+        &self,
+        offer: &JobOffer,
+        execution_id: &str,
+        limit: Duration,
+        log: &LogHandle,
+    ) -> JobResult {
         let work = self.data_dir.join("work").join(execution_id);
         let r = self.plugin_in(offer, &work, limit, log).await;
         if let Err(e) = tokio::fs::remove_dir_all(&work).await {
@@ -106,7 +173,13 @@ impl Executor {
         r
     }
 
-    async fn plugin_in(&self, offer: &JobOffer, work: &Path, limit: Duration, log: &LogHandle) -> JobResult {
+    async fn plugin_in(
+        &self,
+        offer: &JobOffer,
+        work: &Path,
+        limit: Duration,
+        log: &LogHandle,
+    ) -> JobResult {
         let (phase, c, plan) = match &offer.spec {
             JobSpec::Plan(c) => (Phase::Plan, c, None),
             JobSpec::Teardown(c) => (Phase::Teardown, c, None),
@@ -118,7 +191,10 @@ impl Executor {
             return failed(format!("creating the work directory: {e}"));
         }
         if let Err(e) = ferry_artifacts::unpack(&self.registry, &c.artifact_digest, &src).await {
-            return failed(format!("artifact {} is not usable from the install's store: {e}", c.artifact_digest));
+            return failed(format!(
+                "artifact {} is not usable from the install's store: {e}",
+                c.artifact_digest
+            ));
         }
         let state = self.data_dir.join("state").join(&c.component);
         if let Err(e) = tokio::fs::create_dir_all(&state).await {
@@ -162,7 +238,11 @@ impl Executor {
         }
         let exe = match std::env::current_exe() {
             Ok(e) => e,
-            Err(e) => return failed(format!("cannot find the runner executable to start the plugin: {e}")),
+            Err(e) => {
+                return failed(format!(
+                    "cannot find the runner executable to start the plugin: {e}"
+                ));
+            }
         };
         let mut cmd = tokio::process::Command::new(exe);
         cmd.arg("plugin")
@@ -182,14 +262,23 @@ impl Executor {
             Err(e) => return failed(format!("starting the plugin: {e}")),
         };
         let pid = child.id();
-        let out = child.stdout.take().map(|s| forward(s, LogStream::Stdout, log.clone()));
-        let err = child.stderr.take().map(|s| forward(s, LogStream::Stderr, log.clone()));
+        let out = child
+            .stdout
+            .take()
+            .map(|s| forward(s, LogStream::Stdout, log.clone()));
+        let err = child
+            .stderr
+            .take()
+            .map(|s| forward(s, LogStream::Stderr, log.clone()));
         let status = match tokio::time::timeout(limit, child.wait()).await {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return failed(format!("waiting for the plugin: {e}")),
             Err(_) => {
                 if let Some(pid) = pid {
-                    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(pid as i32),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
                 }
                 let _ = child.wait().await;
                 return failed(format!("timed out after {}s", limit.as_secs()));
@@ -198,12 +287,19 @@ impl Executor {
         for t in [out, err].into_iter().flatten() {
             let _ = t.await;
         }
-        let result: Option<PluginResult> = tokio::fs::read(&result_path).await.ok().and_then(|b| serde_json::from_slice(&b).ok());
+        let result: Option<PluginResult> = tokio::fs::read(&result_path)
+            .await
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
         if !status.success() {
-            let why = result.and_then(|r| r.error).unwrap_or_else(|| format!("plugin exited with {status}"));
+            let why = result
+                .and_then(|r| r.error)
+                .unwrap_or_else(|| format!("plugin exited with {status}"));
             return failed(why);
         }
-        let Some(result) = result else { return failed("the plugin wrote no result") };
+        let Some(result) = result else {
+            return failed("the plugin wrote no result");
+        };
         if let Some(e) = result.error {
             return failed(e);
         }
@@ -211,17 +307,31 @@ impl Executor {
             Some(p) => match tokio::fs::read(&p.file).await {
                 Ok(bytes) => {
                     let digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
-                    Some(PlanData { bytes, digest, changes: p.changes, summary: p.summary })
+                    Some(PlanData {
+                        bytes,
+                        digest,
+                        changes: p.changes,
+                        summary: p.summary,
+                    })
                 }
                 Err(e) => return failed(format!("reading the plan file: {e}")),
             },
             None => None,
         };
-        JobResult { status: Outcome::Succeeded, outputs_json: serde_json::Value::Object(result.outputs).to_string(), plan, error: None }
+        JobResult {
+            status: Outcome::Succeeded,
+            outputs_json: serde_json::Value::Object(result.outputs).to_string(),
+            plan,
+            error: None,
+        }
     }
 }
 
-fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(r: R, stream: LogStream, log: LogHandle) -> tokio::task::JoinHandle<()> {
+fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
+    r: R,
+    stream: LogStream,
+    log: LogHandle,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut lines = BufReader::new(r).lines();
         loop {
@@ -230,7 +340,8 @@ fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(r: R, stream: LogSt
                 Ok(None) => break,
                 Err(e) => {
                     // Not UTF-8 or a read error: say so in the log rather than dropping silently.
-                    log.system(format!("(unreadable {stream:?} output: {e})")).await;
+                    log.system(format!("(unreadable {stream:?} output: {e})"))
+                        .await;
                     break;
                 }
             }
@@ -239,5 +350,8 @@ fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(r: R, stream: LogSt
 }
 
 fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }

@@ -35,7 +35,14 @@ impl LogHandle {
             text.push_str(" …[line truncated]");
         }
         // The receiver lives until the handle is closed; a send error means the job is over.
-        let _ = self.tx.send(LogLine { at_ms: ferry_now_ms(), stream, text }).await;
+        let _ = self
+            .tx
+            .send(LogLine {
+                at_ms: ferry_now_ms(),
+                stream,
+                text,
+            })
+            .await;
     }
 
     pub async fn system(&self, text: impl Into<String>) {
@@ -44,11 +51,20 @@ impl LogHandle {
 }
 
 fn ferry_now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Starts the batching task. Drop every [`LogHandle`] and await the returned task to flush the rest.
-pub fn start(js: jetstream::Context, org: &str, install: &str, job_id: &str, execution_id: &str) -> (LogHandle, tokio::task::JoinHandle<u64>) {
+pub fn start(
+    js: jetstream::Context,
+    org: &str,
+    install: &str,
+    job_id: &str,
+    execution_id: &str,
+) -> (LogHandle, tokio::task::JoinHandle<u64>) {
     let (tx, mut rx) = mpsc::channel::<LogLine>(1024);
     let subject = subjects::log(org, install, job_id);
     let (job_id, execution_id) = (job_id.to_string(), execution_id.to_string());
@@ -73,9 +89,20 @@ pub fn start(js: jetstream::Context, org: &str, install: &str, job_id: &str, exe
             if buf.is_empty() {
                 continue;
             }
-            let batch = LogBatch { job_id: job_id.clone(), execution_id: execution_id.clone(), first_seq: seq, lines: std::mem::take(&mut buf) };
+            let batch = LogBatch {
+                job_id: job_id.clone(),
+                execution_id: execution_id.clone(),
+                first_seq: seq,
+                lines: std::mem::take(&mut buf),
+            };
             let n = batch.lines.len() as u64;
-            publish_until_acked(&js, &subject, &format!("{execution_id}-log-{seq}"), encode(&batch)).await;
+            publish_until_acked(
+                &js,
+                &subject,
+                &format!("{execution_id}-log-{seq}"),
+                encode(&batch),
+            )
+            .await;
             seq += n;
         }
         seq
@@ -84,12 +111,20 @@ pub fn start(js: jetstream::Context, org: &str, install: &str, job_id: &str, exe
 }
 
 /// Publishes to a stream, retrying with backoff until the stream acknowledges.
-pub async fn publish_until_acked(js: &jetstream::Context, subject: &str, msg_id: &str, payload: Vec<u8>) {
+pub async fn publish_until_acked(
+    js: &jetstream::Context,
+    subject: &str,
+    msg_id: &str,
+    payload: Vec<u8>,
+) {
     let mut delay = Duration::from_millis(100);
     loop {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id);
-        let r = match js.publish_with_headers(subject.to_string(), headers, payload.clone().into()).await {
+        let r = match js
+            .publish_with_headers(subject.to_string(), headers, payload.clone().into())
+            .await
+        {
             Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };

@@ -50,7 +50,10 @@ pub struct Runner {
 impl Runner {
     pub async fn connect(cfg: RunnerConfig) -> Result<Runner, RunnerError> {
         if !subjects::is_valid_token(&cfg.org) || !subjects::is_valid_token(&cfg.install) {
-            return Err(RunnerError::Setup(format!("invalid org or install name: {}/{}", cfg.org, cfg.install)));
+            return Err(RunnerError::Setup(format!(
+                "invalid org or install name: {}/{}",
+                cfg.org, cfg.install
+            )));
         }
         let id = format!("runner-{}", ulid::Ulid::new().to_string().to_lowercase());
         let client = async_nats::ConnectOptions::new()
@@ -60,9 +63,18 @@ impl Runner {
             .await
             .map_err(nats)?;
         let js = jetstream::new(client.clone());
-        let executor = Arc::new(Executor::new(js.clone(), &cfg).map_err(|e| RunnerError::Setup(e.to_string()))?);
+        let executor = Arc::new(
+            Executor::new(js.clone(), &cfg).map_err(|e| RunnerError::Setup(e.to_string()))?,
+        );
         let slots = Arc::new(Semaphore::new(cfg.max_jobs.max(1)));
-        Ok(Runner { cfg, id, client, js, executor, slots })
+        Ok(Runner {
+            cfg,
+            id,
+            client,
+            js,
+            executor,
+            slots,
+        })
     }
 
     pub fn id(&self) -> &str {
@@ -74,8 +86,19 @@ impl Runner {
         let (org, install) = (self.cfg.org.clone(), self.cfg.install.clone());
         let span = info_span!("runner", org = %org, install = %install, runner = %self.id);
         async move {
-            let mut wake = self.client.subscribe(subjects::wake(&org, &install)).await.map_err(nats)?;
-            tokio::spawn(heartbeats(self.client.clone(), org.clone(), install.clone(), self.id.clone(), self.slots.clone(), self.cfg.max_jobs));
+            let mut wake = self
+                .client
+                .subscribe(subjects::wake(&org, &install))
+                .await
+                .map_err(nats)?;
+            tokio::spawn(heartbeats(
+                self.client.clone(),
+                org.clone(),
+                install.clone(),
+                self.id.clone(),
+                self.slots.clone(),
+                self.cfg.max_jobs,
+            ));
             info!(nats = %self.cfg.nats_url, "runner started");
             let mut consumer = self.offers_consumer().await?;
             loop {
@@ -127,7 +150,12 @@ impl Runner {
         let free = self.slots.available_permits();
         if free == 0 {
             // Wait for a running job to finish rather than spin.
-            let permit = self.slots.clone().acquire_owned().await.map_err(|e| RunnerError::Setup(e.to_string()))?;
+            let permit = self
+                .slots
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|e| RunnerError::Setup(e.to_string()))?;
             drop(permit);
             return Ok(true);
         }
@@ -152,7 +180,10 @@ impl Runner {
             Ok(o) => o,
             Err(e) => {
                 warn!(subject = %msg.subject, error = %e, "rejecting an undecodable job offer");
-                ferry_telemetry::metrics().messages_rejected.get_or_create(&ferry_telemetry::consumer_label("runner-offers")).inc();
+                ferry_telemetry::metrics()
+                    .messages_rejected
+                    .get_or_create(&ferry_telemetry::consumer_label("runner-offers"))
+                    .inc();
                 let _ = msg.ack_with(AckKind::Term).await;
                 return;
             }
@@ -162,23 +193,37 @@ impl Runner {
             let _ = msg.ack_with(AckKind::Term).await;
             return;
         }
-        let req = ClaimRequest { job_id: offer.job_id.clone(), runner_id: self.id.clone() };
+        let req = ClaimRequest {
+            job_id: offer.job_id.clone(),
+            runner_id: self.id.clone(),
+        };
         let subject = subjects::claim(&self.cfg.org, &self.cfg.install);
-        let reply = tokio::time::timeout(Duration::from_secs(10), self.client.request(subject, encode(&req).into())).await;
+        let reply = tokio::time::timeout(
+            Duration::from_secs(10),
+            self.client.request(subject, encode(&req).into()),
+        )
+        .await;
         let reply = match reply {
             Ok(Ok(r)) => decode::<ClaimReply>(&r.payload),
             Ok(Err(e)) => {
                 debug!(job = %offer.job_id, error = %e, "claim not answered; offer will come back");
-                let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_secs(2)))).await;
+                let _ = msg
+                    .ack_with(AckKind::Nak(Some(Duration::from_secs(2))))
+                    .await;
                 return;
             }
             Err(_) => {
-                let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_secs(2)))).await;
+                let _ = msg
+                    .ack_with(AckKind::Nak(Some(Duration::from_secs(2))))
+                    .await;
                 return;
             }
         };
         match reply {
-            Ok(ClaimReply::Granted { execution_id, attempt }) => {
+            Ok(ClaimReply::Granted {
+                execution_id,
+                attempt,
+            }) => {
                 if let Err(e) = msg.double_ack().await {
                     // The claim is ours whatever happens to the offer; a redelivered offer is refused.
                     warn!(job = %offer.job_id, error = %e, "could not acknowledge the offer");
@@ -200,13 +245,22 @@ impl Runner {
             }
             Err(e) => {
                 warn!(job = %offer.job_id, error = %e, "undecodable claim reply");
-                let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_secs(2)))).await;
+                let _ = msg
+                    .ack_with(AckKind::Nak(Some(Duration::from_secs(2))))
+                    .await;
             }
         }
     }
 }
 
-async fn heartbeats(client: async_nats::Client, org: String, install: String, runner_id: String, slots: Arc<Semaphore>, max: usize) {
+async fn heartbeats(
+    client: async_nats::Client,
+    org: String,
+    install: String,
+    runner_id: String,
+    slots: Arc<Semaphore>,
+    max: usize,
+) {
     let mut tick = tokio::time::interval(Duration::from_secs(10));
     loop {
         tick.tick().await;
@@ -214,8 +268,13 @@ async fn heartbeats(client: async_nats::Client, org: String, install: String, ru
             runner_id: runner_id.clone(),
             version: env!("CARGO_PKG_VERSION").to_string(),
             running_jobs: max.saturating_sub(slots.available_permits()) as u32,
-            at_ms: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+            at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
         };
-        let _ = client.publish(subjects::heartbeat(&org, &install), encode(&hb).into()).await;
+        let _ = client
+            .publish(subjects::heartbeat(&org, &install), encode(&hb).into())
+            .await;
     }
 }

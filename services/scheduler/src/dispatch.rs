@@ -4,7 +4,9 @@
 
 use ferry_appconfig::ComponentType;
 use ferry_model::{self as m, StepKind, StepStatus, Workflow};
-use ferry_protocol::messages::{ApplyJob, ComponentJob, ComponentKind, JobOffer, JobSpec, SyncJob, Timeouts};
+use ferry_protocol::messages::{
+    ApplyJob, ComponentJob, ComponentKind, JobOffer, JobSpec, SyncJob, Timeouts,
+};
 use ferry_protocol::resources::objects;
 use ferry_protocol::{Control, subjects};
 use ferry_store::StoreError;
@@ -18,7 +20,9 @@ struct Permanent(String);
 
 impl Scheduler {
     pub(crate) async fn start_step(&self, wf: &Workflow, index: u32) -> Result<(), SchedulerError> {
-        let Some(step) = wf.step(index) else { return Ok(()) };
+        let Some(step) = wf.step(index) else {
+            return Ok(());
+        };
         let r = match step.kind {
             StepKind::Build => self.request_build(wf, step).await,
             StepKind::Sync => self.dispatch_sync(wf, step).await,
@@ -29,32 +33,74 @@ impl Scheduler {
         match r {
             Ok(Ok(())) => Ok(()),
             Ok(Err(Permanent(msg))) => {
-                self.complete_step(&wf.org, &wf.id, index, StepStatus::Failed, Some(msg), Some("scheduler".into())).await
+                self.complete_step(
+                    &wf.org,
+                    &wf.id,
+                    index,
+                    StepStatus::Failed,
+                    Some(msg),
+                    Some("scheduler".into()),
+                )
+                .await
             }
             Err(e) if e.is_transient() => Err(e),
-            Err(e) => self.complete_step(&wf.org, &wf.id, index, StepStatus::Failed, Some(e.to_string()), Some("scheduler".into())).await,
+            Err(e) => {
+                self.complete_step(
+                    &wf.org,
+                    &wf.id,
+                    index,
+                    StepStatus::Failed,
+                    Some(e.to_string()),
+                    Some("scheduler".into()),
+                )
+                .await
+            }
         }
     }
 
     /// Re-performs or completes a started step from the records (see `reconcile`).
-    pub(crate) async fn resume_step(&self, wf: &Workflow, index: u32) -> Result<(), SchedulerError> {
-        let Some(step) = wf.step(index) else { return Ok(()) };
+    pub(crate) async fn resume_step(
+        &self,
+        wf: &Workflow,
+        index: u32,
+    ) -> Result<(), SchedulerError> {
+        let Some(step) = wf.step(index) else {
+            return Ok(());
+        };
         match step.kind {
             StepKind::Build => {
                 let build = match &step.build_id {
-                    Some(id) => self.store.repo::<m::Build>().get(&wf.org, id).await?.map(|v| v.value),
+                    Some(id) => self
+                        .store
+                        .repo::<m::Build>()
+                        .get(&wf.org, id)
+                        .await?
+                        .map(|v| v.value),
                     None => None,
                 };
                 match build.map(|b| b.status) {
                     Some(m::BuildStatus::Succeeded) => {
-                        self.complete_step(&wf.org, &wf.id, index, StepStatus::Succeeded, Some("artifact built".into()), Some("build".into())).await
+                        self.complete_step(
+                            &wf.org,
+                            &wf.id,
+                            index,
+                            StepStatus::Succeeded,
+                            Some("artifact built".into()),
+                            Some("build".into()),
+                        )
+                        .await
                     }
                     _ => self.start_step(wf, index).await,
                 }
             }
             StepKind::Sync | StepKind::Plan | StepKind::Apply => {
                 let job = match &step.job_id {
-                    Some(id) => self.store.repo::<m::Job>().get(&wf.org, id).await?.map(|v| v.value),
+                    Some(id) => self
+                        .store
+                        .repo::<m::Job>()
+                        .get(&wf.org, id)
+                        .await?
+                        .map(|v| v.value),
                     None => None,
                 };
                 match job {
@@ -67,15 +113,36 @@ impl Scheduler {
             }
             StepKind::Approve => {
                 let approval = match &step.approval_id {
-                    Some(id) => self.store.repo::<m::Approval>().get(&wf.org, id).await?.map(|v| v.value),
+                    Some(id) => self
+                        .store
+                        .repo::<m::Approval>()
+                        .get(&wf.org, id)
+                        .await?
+                        .map(|v| v.value),
                     None => None,
                 };
                 match approval {
                     Some(a) if a.status == m::ApprovalStatus::Approved => {
-                        self.complete_step(&wf.org, &wf.id, index, StepStatus::Succeeded, Some("plan approved".into()), a.decided_by).await
+                        self.complete_step(
+                            &wf.org,
+                            &wf.id,
+                            index,
+                            StepStatus::Succeeded,
+                            Some("plan approved".into()),
+                            a.decided_by,
+                        )
+                        .await
                     }
                     Some(a) if a.status == m::ApprovalStatus::Denied => {
-                        self.complete_step(&wf.org, &wf.id, index, StepStatus::Failed, Some("plan denied".into()), a.decided_by).await
+                        self.complete_step(
+                            &wf.org,
+                            &wf.id,
+                            index,
+                            StepStatus::Failed,
+                            Some("plan denied".into()),
+                            a.decided_by,
+                        )
+                        .await
                     }
                     _ => self.start_step(wf, index).await,
                 }
@@ -83,14 +150,31 @@ impl Scheduler {
         }
     }
 
-    async fn request_build(&self, wf: &Workflow, step: &m::Step) -> Result<Result<(), Permanent>, SchedulerError> {
+    async fn request_build(
+        &self,
+        wf: &Workflow,
+        step: &m::Step,
+    ) -> Result<Result<(), Permanent>, SchedulerError> {
         let cfg = self.config(&wf.org, &wf.app_config_id).await?;
         let Some(component) = cfg.component(&step.component) else {
-            return Ok(Err(Permanent(format!("component `{}` is not in app config {}", step.component, wf.app_config_id))));
+            return Ok(Err(Permanent(format!(
+                "component `{}` is not in app config {}",
+                step.component, wf.app_config_id
+            ))));
         };
-        let rec = self.store.repo::<m::AppConfigVersion>().require(&wf.org, &wf.app_config_id).await?.value;
+        let rec = self
+            .store
+            .repo::<m::AppConfigVersion>()
+            .require(&wf.org, &wf.app_config_id)
+            .await?
+            .value;
         let hash = component.content_hash.trim_start_matches("sha256:");
-        let build_id = format!("{}-{}-{}", rec.app, component.name, &hash[..hash.len().min(16)]);
+        let build_id = format!(
+            "{}-{}-{}",
+            rec.app,
+            component.name,
+            &hash[..hash.len().min(16)]
+        );
         let builds = self.store.repo::<m::Build>();
         let fresh = m::Build {
             id: build_id.clone(),
@@ -125,7 +209,15 @@ impl Scheduler {
         match existing.value.status {
             m::BuildStatus::Succeeded => {
                 info!(build = %build_id, "reusing existing build");
-                self.complete_step(&wf.org, &wf.id, index, StepStatus::Succeeded, Some(format!("reused build {build_id}")), Some("build".into())).await?;
+                self.complete_step(
+                    &wf.org,
+                    &wf.id,
+                    index,
+                    StepStatus::Succeeded,
+                    Some(format!("reused build {build_id}")),
+                    Some("build".into()),
+                )
+                .await?;
                 return Ok(Ok(()));
             }
             m::BuildStatus::Failed => {
@@ -142,45 +234,95 @@ impl Scheduler {
         }
         self.store
             .bus()
-            .control(&Control::BuildRequested { org: wf.org.clone(), build_id, workflow_id: wf.id.clone(), step: index })
+            .control(&Control::BuildRequested {
+                org: wf.org.clone(),
+                build_id,
+                workflow_id: wf.id.clone(),
+                step: index,
+            })
             .await?;
         Ok(Ok(()))
     }
 
     /// The built artifact of `component` in this workflow: `(repository, manifest digest)`.
-    async fn artifact_of(&self, wf: &Workflow, component: &str) -> Result<Result<(String, String), Permanent>, SchedulerError> {
-        let Some(build_id) = wf.find(component, StepKind::Build).and_then(|s| s.build_id.clone()) else {
-            return Ok(Err(Permanent(format!("no build recorded for `{component}`"))));
+    async fn artifact_of(
+        &self,
+        wf: &Workflow,
+        component: &str,
+    ) -> Result<Result<(String, String), Permanent>, SchedulerError> {
+        let Some(build_id) = wf
+            .find(component, StepKind::Build)
+            .and_then(|s| s.build_id.clone())
+        else {
+            return Ok(Err(Permanent(format!(
+                "no build recorded for `{component}`"
+            ))));
         };
-        let b = self.store.repo::<m::Build>().require(&wf.org, &build_id).await?.value;
+        let b = self
+            .store
+            .repo::<m::Build>()
+            .require(&wf.org, &build_id)
+            .await?
+            .value;
         match b.digest {
             Some(d) if b.status == m::BuildStatus::Succeeded => Ok(Ok((b.repository, d))),
             _ => Ok(Err(Permanent(format!("build {build_id} has no artifact")))),
         }
     }
 
-    async fn dispatch_sync(&self, wf: &Workflow, step: &m::Step) -> Result<Result<(), Permanent>, SchedulerError> {
+    async fn dispatch_sync(
+        &self,
+        wf: &Workflow,
+        step: &m::Step,
+    ) -> Result<Result<(), Permanent>, SchedulerError> {
         let (repository, digest) = match self.artifact_of(wf, &step.component).await? {
             Ok(a) => a,
             Err(p) => return Ok(Err(p)),
         };
-        let spec = JobSpec::SyncArtifact(SyncJob { component: step.component.clone(), repository, digest });
-        self.dispatch(wf, step, m::JobKind::Sync, spec, None).await.map(Ok)
+        let spec = JobSpec::SyncArtifact(SyncJob {
+            component: step.component.clone(),
+            repository,
+            digest,
+        });
+        self.dispatch(wf, step, m::JobKind::Sync, spec, None)
+            .await
+            .map(Ok)
     }
 
     /// The component job of a plan or apply, with its templates rendered against the install now.
-    async fn component_job(&self, wf: &Workflow, step: &m::Step) -> Result<Result<ComponentJob, Permanent>, SchedulerError> {
+    async fn component_job(
+        &self,
+        wf: &Workflow,
+        step: &m::Step,
+    ) -> Result<Result<ComponentJob, Permanent>, SchedulerError> {
         let cfg = self.config(&wf.org, &wf.app_config_id).await?;
         let Some(component) = cfg.component(&step.component) else {
-            return Ok(Err(Permanent(format!("component `{}` is not in the app config", step.component))));
+            return Ok(Err(Permanent(format!(
+                "component `{}` is not in the app config",
+                step.component
+            ))));
         };
         let (_, digest) = match self.artifact_of(wf, &step.component).await? {
             Ok(a) => a,
             Err(p) => return Ok(Err(p)),
         };
-        let install = self.store.repo::<m::Install>().require(&wf.org, &wf.install).await?.value;
-        let outputs = install.components.iter().map(|(k, v)| (k.clone(), v.outputs.clone())).collect();
-        let state = cfg.template_state(&install.name, &install.inputs, &install.sandbox.outputs, &outputs);
+        let install = self
+            .store
+            .repo::<m::Install>()
+            .require(&wf.org, &wf.install)
+            .await?
+            .value;
+        let outputs = install
+            .components
+            .iter()
+            .map(|(k, v)| (k.clone(), v.outputs.clone()))
+            .collect();
+        let state = cfg.template_state(
+            &install.name,
+            &install.inputs,
+            &install.sandbox.outputs,
+            &outputs,
+        );
         let rendered = match component.render(&state) {
             Ok(r) => r,
             Err(e) => return Ok(Err(Permanent(format!("cannot render templates: {e}")))),
@@ -194,28 +336,53 @@ impl Scheduler {
             artifact_digest: digest,
             vars: rendered.vars,
             env: rendered.env_vars,
-            applied_digest: install.component(&component.name).and_then(|c| c.applied_digest.clone()),
+            applied_digest: install
+                .component(&component.name)
+                .and_then(|c| c.applied_digest.clone()),
         }))
     }
 
-    async fn dispatch_plan(&self, wf: &Workflow, step: &m::Step) -> Result<Result<(), Permanent>, SchedulerError> {
+    async fn dispatch_plan(
+        &self,
+        wf: &Workflow,
+        step: &m::Step,
+    ) -> Result<Result<(), Permanent>, SchedulerError> {
         let job = match self.component_job(wf, step).await? {
             Ok(j) => j,
             Err(p) => return Ok(Err(p)),
         };
-        self.set_component_status(wf, &step.component, m::ComponentStatus::Deploying).await?;
-        self.dispatch(wf, step, m::JobKind::Plan, JobSpec::Plan(job), None).await.map(Ok)
+        self.set_component_status(wf, &step.component, m::ComponentStatus::Deploying)
+            .await?;
+        self.dispatch(wf, step, m::JobKind::Plan, JobSpec::Plan(job), None)
+            .await
+            .map(Ok)
     }
 
-    async fn request_approval(&self, wf: &Workflow, step: &m::Step) -> Result<Result<(), Permanent>, SchedulerError> {
-        let Some(plan_job) = wf.find(&step.component, StepKind::Plan).and_then(|s| s.job_id.clone()) else {
+    async fn request_approval(
+        &self,
+        wf: &Workflow,
+        step: &m::Step,
+    ) -> Result<Result<(), Permanent>, SchedulerError> {
+        let Some(plan_job) = wf
+            .find(&step.component, StepKind::Plan)
+            .and_then(|s| s.job_id.clone())
+        else {
             return Ok(Err(Permanent("no plan to approve".into())));
         };
-        let job = self.store.repo::<m::Job>().require(&wf.org, &plan_job).await?.value;
+        let job = self
+            .store
+            .repo::<m::Job>()
+            .require(&wf.org, &plan_job)
+            .await?
+            .value;
         let Some(digest) = job.plan_digest.clone() else {
-            return Ok(Err(Permanent(format!("plan job {plan_job} produced no plan"))));
+            return Ok(Err(Permanent(format!(
+                "plan job {plan_job} produced no plan"
+            ))));
         };
-        let Some(approval_id) = step.approval_id.clone() else { return Ok(Err(Permanent("step has no approval id".into()))) };
+        let Some(approval_id) = step.approval_id.clone() else {
+            return Ok(Err(Permanent("step has no approval id".into())));
+        };
         let approval = m::Approval {
             id: approval_id.clone(),
             org: wf.org.clone(),
@@ -235,38 +402,84 @@ impl Scheduler {
             Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
             Err(e) => return Err(e.into()),
         }
-        self.store.bus().control(&Control::ApprovalRequested { org: wf.org.clone(), approval_id }).await?;
+        self.store
+            .bus()
+            .control(&Control::ApprovalRequested {
+                org: wf.org.clone(),
+                approval_id,
+            })
+            .await?;
         Ok(Ok(()))
     }
 
-    async fn dispatch_apply(&self, wf: &Workflow, step: &m::Step) -> Result<Result<(), Permanent>, SchedulerError> {
-        let Some(approval_id) = wf.find(&step.component, StepKind::Approve).and_then(|s| s.approval_id.clone()) else {
+    async fn dispatch_apply(
+        &self,
+        wf: &Workflow,
+        step: &m::Step,
+    ) -> Result<Result<(), Permanent>, SchedulerError> {
+        let Some(approval_id) = wf
+            .find(&step.component, StepKind::Approve)
+            .and_then(|s| s.approval_id.clone())
+        else {
             return Ok(Err(Permanent("no approval recorded for this apply".into())));
         };
-        let approval = self.store.repo::<m::Approval>().require(&wf.org, &approval_id).await?.value;
+        let approval = self
+            .store
+            .repo::<m::Approval>()
+            .require(&wf.org, &approval_id)
+            .await?
+            .value;
         if approval.status != m::ApprovalStatus::Approved {
-            return Ok(Err(Permanent(format!("approval {approval_id} is {:?}, not approved", approval.status))));
+            return Ok(Err(Permanent(format!(
+                "approval {approval_id} is {:?}, not approved",
+                approval.status
+            ))));
         }
-        let Some(plan) = self.store.get_object(objects::PLANS, &plan_object(&wf.org, &approval.plan_job)).await? else {
-            return Ok(Err(Permanent(format!("the plan of job {} is missing", approval.plan_job))));
+        let Some(plan) = self
+            .store
+            .get_object(objects::PLANS, &plan_object(&wf.org, &approval.plan_job))
+            .await?
+        else {
+            return Ok(Err(Permanent(format!(
+                "the plan of job {} is missing",
+                approval.plan_job
+            ))));
         };
         let digest = format!("sha256:{}", hex::encode(Sha256::digest(&plan)));
         if digest != approval.plan_digest {
-            return Ok(Err(Permanent(format!("stored plan hashes to {digest}, but {} was approved", approval.plan_digest))));
+            return Ok(Err(Permanent(format!(
+                "stored plan hashes to {digest}, but {} was approved",
+                approval.plan_digest
+            ))));
         }
         let component = match self.component_job(wf, step).await? {
             Ok(j) => j,
             Err(p) => return Ok(Err(p)),
         };
         let digest = approval.plan_digest.clone();
-        let spec = JobSpec::Apply(ApplyJob { component, plan, plan_digest: approval.plan_digest });
-        self.dispatch(wf, step, m::JobKind::Apply, spec, Some(digest)).await.map(Ok)
+        let spec = JobSpec::Apply(ApplyJob {
+            component,
+            plan,
+            plan_digest: approval.plan_digest,
+        });
+        self.dispatch(wf, step, m::JobKind::Apply, spec, Some(digest))
+            .await
+            .map(Ok)
     }
 
     /// Records the job (once) and offers it to the install's runner, then rings its doorbell.
     /// `plan_digest` is the approved plan an apply carries.
-    async fn dispatch(&self, wf: &Workflow, step: &m::Step, kind: m::JobKind, spec: JobSpec, plan_digest: Option<String>) -> Result<(), SchedulerError> {
-        let Some(job_id) = step.job_id.clone() else { return Ok(()) };
+    async fn dispatch(
+        &self,
+        wf: &Workflow,
+        step: &m::Step,
+        kind: m::JobKind,
+        spec: JobSpec,
+        plan_digest: Option<String>,
+    ) -> Result<(), SchedulerError> {
+        let Some(job_id) = step.job_id.clone() else {
+            return Ok(());
+        };
         let jobs = self.store.repo::<m::Job>();
         let job = m::Job {
             id: job_id.clone(),
@@ -304,7 +517,14 @@ impl Scheduler {
             spec,
             timeouts: Timeouts::default(),
         };
-        self.store.bus().publish_msg(subjects::job(&wf.org, &wf.install, &job_id), &job_id, &offer).await?;
+        self.store
+            .bus()
+            .publish_msg(
+                subjects::job(&wf.org, &wf.install, &job_id),
+                &job_id,
+                &offer,
+            )
+            .await?;
         self.client
             .publish(subjects::wake(&wf.org, &wf.install), Default::default())
             .await
@@ -313,7 +533,12 @@ impl Scheduler {
         Ok(())
     }
 
-    pub(crate) async fn set_component_status(&self, wf: &Workflow, component: &str, status: m::ComponentStatus) -> Result<(), SchedulerError> {
+    pub(crate) async fn set_component_status(
+        &self,
+        wf: &Workflow,
+        component: &str,
+        status: m::ComponentStatus,
+    ) -> Result<(), SchedulerError> {
         let r = self
             .store
             .repo::<m::Install>()

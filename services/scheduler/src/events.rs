@@ -25,21 +25,36 @@ impl Scheduler {
                 debug!(org, install, job = %ev.job_id, execution = %ev.execution_id, "job started");
                 Handled::Done
             }
-            EventBody::Finished(result) => handled(self.job_finished(org, install, &ev.job_id, &ev.execution_id, result).await),
+            EventBody::Finished(result) => handled(
+                self.job_finished(org, install, &ev.job_id, &ev.execution_id, result)
+                    .await,
+            ),
         }
     }
 
-    async fn job_finished(&self, org: &str, install: &str, job_id: &str, execution_id: &str, result: JobResult) -> Result<(), SchedulerError> {
+    async fn job_finished(
+        &self,
+        org: &str,
+        install: &str,
+        job_id: &str,
+        execution_id: &str,
+        result: JobResult,
+    ) -> Result<(), SchedulerError> {
         let mut result = result;
         if let Some(plan) = &result.plan {
             let digest = format!("sha256:{}", hex::encode(Sha256::digest(&plan.bytes)));
             if digest != plan.digest {
                 result.status = Outcome::Failed;
-                result.error = Some(format!("the plan's bytes hash to {digest}, not the reported {}", plan.digest));
+                result.error = Some(format!(
+                    "the plan's bytes hash to {digest}, not the reported {}",
+                    plan.digest
+                ));
             } else {
                 // Stored before the job record says "planned", so an approval never points at a
                 // plan that is not there.
-                self.store.put_object(objects::PLANS, &plan_object(org, job_id), &plan.bytes).await?;
+                self.store
+                    .put_object(objects::PLANS, &plan_object(org, job_id), &plan.bytes)
+                    .await?;
             }
         }
         let outputs: m::Outputs = match serde_json::from_str(&result.outputs_json) {
@@ -56,7 +71,10 @@ impl Scheduler {
             .modify(org, job_id, |j| {
                 if j.install != install {
                     // A runner may only report on its own install's jobs.
-                    return Err(format!("job {job_id} belongs to install {}, not {install}", j.install));
+                    return Err(format!(
+                        "job {job_id} belongs to install {}, not {install}",
+                        j.install
+                    ));
                 }
                 if j.status.is_terminal() {
                     return Ok(false);
@@ -100,7 +118,10 @@ impl Scheduler {
         let outcome = format!("{:?}", job.status).to_lowercase();
         ferry_telemetry::metrics()
             .jobs_finished
-            .get_or_create(&ferry_telemetry::OutcomeLabels { kind: format!("{:?}", job.kind).to_lowercase(), outcome: outcome.clone() })
+            .get_or_create(&ferry_telemetry::OutcomeLabels {
+                kind: format!("{:?}", job.kind).to_lowercase(),
+                outcome: outcome.clone(),
+            })
             .inc();
         info!(org, install, workflow = %job.workflow_id, job = job_id, component = %job.component, kind = ?job.kind, status = %outcome, "job finished");
         let _ = self
@@ -123,15 +144,35 @@ impl Scheduler {
         let (org, wf_id) = (job.org.as_str(), job.workflow_id.as_str());
         if job.status != m::JobStatus::Succeeded {
             if matches!(job.kind, m::JobKind::Plan | m::JobKind::Apply) {
-                self.update_component(job, |c| c.status = m::ComponentStatus::Failed).await?;
+                self.update_component(job, |c| c.status = m::ComponentStatus::Failed)
+                    .await?;
             }
-            let msg = job.error.clone().unwrap_or_else(|| format!("job {}", format!("{:?}", job.status).to_lowercase()));
-            return self.complete_step(org, wf_id, job.step, StepStatus::Failed, Some(msg), Some("runner".into())).await;
+            let msg = job
+                .error
+                .clone()
+                .unwrap_or_else(|| format!("job {}", format!("{:?}", job.status).to_lowercase()));
+            return self
+                .complete_step(
+                    org,
+                    wf_id,
+                    job.step,
+                    StepStatus::Failed,
+                    Some(msg),
+                    Some("runner".into()),
+                )
+                .await;
         }
         match job.kind {
             m::JobKind::Sync => {
-                self.complete_step(org, wf_id, job.step, StepStatus::Succeeded, Some("artifact synced to the install".into()), Some("runner".into()))
-                    .await
+                self.complete_step(
+                    org,
+                    wf_id,
+                    job.step,
+                    StepStatus::Succeeded,
+                    Some("artifact synced to the install".into()),
+                    Some("runner".into()),
+                )
+                .await
             }
             m::JobKind::Plan => {
                 let changes = job.plan_changes.unwrap_or(true);
@@ -139,7 +180,9 @@ impl Scheduler {
                 let component = job.component.clone();
                 let step = job.step;
                 self.update_steps(org, wf_id, |wf| {
-                    let Some(s) = wf.step_mut(step) else { return false };
+                    let Some(s) = wf.step_mut(step) else {
+                        return false;
+                    };
                     if s.status != StepStatus::Running {
                         return false;
                     }
@@ -163,7 +206,8 @@ impl Scheduler {
                 })
                 .await?;
                 if !changes {
-                    self.update_component(job, |c| c.status = m::ComponentStatus::Active).await?;
+                    self.update_component(job, |c| c.status = m::ComponentStatus::Active)
+                        .await?;
                 }
                 self.advance(org, wf_id).await
             }
@@ -178,12 +222,24 @@ impl Scheduler {
                     }
                 })
                 .await?;
-                self.complete_step(org, wf_id, job.step, StepStatus::Succeeded, Some("applied".into()), Some("runner".into())).await
+                self.complete_step(
+                    org,
+                    wf_id,
+                    job.step,
+                    StepStatus::Succeeded,
+                    Some("applied".into()),
+                    Some("runner".into()),
+                )
+                .await
             }
         }
     }
 
-    async fn update_component(&self, job: &m::Job, f: impl Fn(&mut m::ComponentState)) -> Result<(), SchedulerError> {
+    async fn update_component(
+        &self,
+        job: &m::Job,
+        f: impl Fn(&mut m::ComponentState),
+    ) -> Result<(), SchedulerError> {
         let r = self
             .store
             .repo::<m::Install>()

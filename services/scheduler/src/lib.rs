@@ -40,7 +40,11 @@ pub enum SchedulerError {
 impl SchedulerError {
     /// Errors worth retrying (the store or NATS may come back); the rest fail the step.
     fn is_transient(&self) -> bool {
-        matches!(self, SchedulerError::Nats(_) | SchedulerError::Store(StoreError::Nats(_) | StoreError::Conflict { .. }))
+        matches!(
+            self,
+            SchedulerError::Nats(_)
+                | SchedulerError::Store(StoreError::Nats(_) | StoreError::Conflict { .. })
+        )
     }
 }
 
@@ -57,7 +61,11 @@ pub const RECONCILE_INTERVAL: Duration = Duration::from_secs(5);
 
 impl Scheduler {
     pub fn new(client: async_nats::Client, store: Store) -> Self {
-        Scheduler { store, client, configs: Arc::default() }
+        Scheduler {
+            store,
+            client,
+            configs: Arc::default(),
+        }
     }
 
     /// Runs the scheduler until an unrecoverable error.
@@ -74,7 +82,9 @@ impl Scheduler {
                 ],
             )
             .await?;
-        let events = bus.durable("JOB_EVENTS", consumers::SCHEDULER_EVENTS, vec![]).await?;
+        let events = bus
+            .durable("JOB_EVENTS", consumers::SCHEDULER_EVENTS, vec![])
+            .await?;
         info!("scheduler started");
 
         let s = self.clone();
@@ -109,23 +119,51 @@ impl Scheduler {
 
     async fn on_control(&self, c: Control) -> Result<(), SchedulerError> {
         match c {
-            Control::WorkflowRequested { org, workflow_id, .. } => self.advance(&org, &workflow_id).await,
-            Control::BuildFinished { org, build_id, workflow_id, step, ok, error } => {
+            Control::WorkflowRequested {
+                org, workflow_id, ..
+            } => self.advance(&org, &workflow_id).await,
+            Control::BuildFinished {
+                org,
+                build_id,
+                workflow_id,
+                step,
+                ok,
+                error,
+            } => {
                 let (status, msg) = if ok {
-                    (m::StepStatus::Succeeded, Some(format!("artifact built ({build_id})")))
+                    (
+                        m::StepStatus::Succeeded,
+                        Some(format!("artifact built ({build_id})")),
+                    )
                 } else {
-                    (m::StepStatus::Failed, Some(error.unwrap_or_else(|| "build failed".into())))
+                    (
+                        m::StepStatus::Failed,
+                        Some(error.unwrap_or_else(|| "build failed".into())),
+                    )
                 };
-                self.complete_step(&org, &workflow_id, step, status, msg, Some("build".into())).await
+                self.complete_step(&org, &workflow_id, step, status, msg, Some("build".into()))
+                    .await
             }
-            Control::ApprovalDecided { org, workflow_id, step, approved, approval_id } => {
-                let actor = self.store.repo::<m::Approval>().get(&org, &approval_id).await?.and_then(|a| a.value.decided_by);
+            Control::ApprovalDecided {
+                org,
+                workflow_id,
+                step,
+                approved,
+                approval_id,
+            } => {
+                let actor = self
+                    .store
+                    .repo::<m::Approval>()
+                    .get(&org, &approval_id)
+                    .await?
+                    .and_then(|a| a.value.decided_by);
                 let (status, msg) = if approved {
                     (m::StepStatus::Succeeded, Some("plan approved".to_string()))
                 } else {
                     (m::StepStatus::Failed, Some("plan denied".to_string()))
                 };
-                self.complete_step(&org, &workflow_id, step, status, msg, actor).await
+                self.complete_step(&org, &workflow_id, step, status, msg, actor)
+                    .await
             }
             // Not ours: the consumer's filter keeps these away; acknowledge if one slips through.
             Control::BuildRequested { .. } | Control::ApprovalRequested { .. } => Ok(()),
@@ -134,11 +172,19 @@ impl Scheduler {
 
     /// The parsed config of an app config version.
     async fn config(&self, org: &str, config_id: &str) -> Result<Arc<AppConfig>, SchedulerError> {
-        if let Some(c) = self.configs.lock().ok().and_then(|m| m.get(config_id).cloned()) {
+        if let Some(c) = self
+            .configs
+            .lock()
+            .ok()
+            .and_then(|m| m.get(config_id).cloned())
+        {
             return Ok(c);
         }
         let (_, pkg) = self.store.package(org, config_id).await?;
-        let cfg = Arc::new(ferry_appconfig::load(&pkg).map_err(|e| SchedulerError::Config(config_id.into(), e.to_string()))?);
+        let cfg = Arc::new(
+            ferry_appconfig::load(&pkg)
+                .map_err(|e| SchedulerError::Config(config_id.into(), e.to_string()))?,
+        );
         if let Ok(mut map) = self.configs.lock() {
             map.insert(config_id.to_string(), cfg.clone());
         }

@@ -16,7 +16,12 @@ impl Scheduler {
     /// Fills in the steps of a requested workflow (once), starts every step that is ready, and
     /// finishes the workflow when nothing is left. Safe to call any number of times.
     pub(crate) async fn advance(&self, org: &str, workflow_id: &str) -> Result<(), SchedulerError> {
-        let span = info_span!("advance", org, workflow = workflow_id, install = tracing::field::Empty);
+        let span = info_span!(
+            "advance",
+            org,
+            workflow = workflow_id,
+            install = tracing::field::Empty
+        );
         async move {
             let repo = self.store.repo::<Workflow>();
             loop {
@@ -113,18 +118,31 @@ impl Scheduler {
         let cfg = self.config(&wf.org, &wf.app_config_id).await?;
         let mut stages: Vec<Vec<m::Deployable>> = Vec::new();
         if cfg.sandbox.is_some() {
-            stages.push(vec![m::Deployable { name: m::SANDBOX.into(), dependencies: vec![] }]);
+            stages.push(vec![m::Deployable {
+                name: m::SANDBOX.into(),
+                dependencies: vec![],
+            }]);
         }
         for stage in &cfg.deploy_order {
             stages.push(
                 stage
                     .iter()
                     .filter_map(|name| cfg.component(name))
-                    .map(|c| m::Deployable { name: c.name.clone(), dependencies: c.dependencies.clone() })
+                    .map(|c| m::Deployable {
+                        name: c.name.clone(),
+                        dependencies: c.dependencies.clone(),
+                    })
                     .collect(),
             );
         }
-        let laid = Workflow::deploy(wf.id.clone(), wf.org.clone(), wf.install.clone(), wf.kind, wf.app_config_id.clone(), &stages);
+        let laid = Workflow::deploy(
+            wf.id.clone(),
+            wf.org.clone(),
+            wf.install.clone(),
+            wf.kind,
+            wf.app_config_id.clone(),
+            &stages,
+        );
         Ok(laid.steps)
     }
 
@@ -158,7 +176,12 @@ impl Scheduler {
     }
 
     /// CAS-modifies a workflow's steps; `f` returns false to leave it unchanged.
-    pub(crate) async fn update_steps(&self, org: &str, workflow_id: &str, mut f: impl FnMut(&mut Workflow) -> bool) -> Result<(), SchedulerError> {
+    pub(crate) async fn update_steps(
+        &self,
+        org: &str,
+        workflow_id: &str,
+        mut f: impl FnMut(&mut Workflow) -> bool,
+    ) -> Result<(), SchedulerError> {
         let r = self
             .store
             .repo::<Workflow>()
@@ -183,12 +206,17 @@ impl Scheduler {
     /// Records the install's status for a workflow about to be finished.
     async fn finish_install(&self, wf: &Workflow) -> Result<(), SchedulerError> {
         let ok = wf.status == WorkflowStatus::Succeeded;
-        let install_status = if ok { m::InstallStatus::Active } else { m::InstallStatus::Failed };
+        let install_status = if ok {
+            m::InstallStatus::Active
+        } else {
+            m::InstallStatus::Failed
+        };
         let r = self
             .store
             .repo::<m::Install>()
             .modify(&wf.org, &wf.install, |i| {
-                if i.last_workflow.as_deref() != Some(wf.id.as_str()) || i.status == install_status {
+                if i.last_workflow.as_deref() != Some(wf.id.as_str()) || i.status == install_status
+                {
                     return Ok::<bool, ()>(false);
                 }
                 i.status = install_status;
@@ -208,7 +236,10 @@ impl Scheduler {
         let outcome = if ok { "succeeded" } else { "failed" };
         ferry_telemetry::metrics()
             .workflows_finished
-            .get_or_create(&ferry_telemetry::OutcomeLabels { kind: wf.kind.label().into(), outcome: outcome.into() })
+            .get_or_create(&ferry_telemetry::OutcomeLabels {
+                kind: wf.kind.label().into(),
+                outcome: outcome.into(),
+            })
             .inc();
         info!(org = %wf.org, install = %wf.install, workflow = %wf.id, outcome, "workflow finished");
         let _ = self

@@ -16,7 +16,13 @@ pub enum Service {
 }
 
 impl Service {
-    pub const ALL: [Service; 5] = [Service::Api, Service::Scheduler, Service::Build, Service::LogIngest, Service::Approval];
+    pub const ALL: [Service; 5] = [
+        Service::Api,
+        Service::Scheduler,
+        Service::Build,
+        Service::LogIngest,
+        Service::Approval,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -70,8 +76,15 @@ mod tests {
     #[test]
     fn services_parse() {
         assert_eq!(parse_services("all").unwrap().len(), 5);
-        assert_eq!(parse_services("api, scheduler,api").unwrap(), vec![Service::Api, Service::Scheduler]);
-        assert!(parse_services("api,nope").unwrap_err().contains("unknown service `nope`"));
+        assert_eq!(
+            parse_services("api, scheduler,api").unwrap(),
+            vec![Service::Api, Service::Scheduler]
+        );
+        assert!(
+            parse_services("api,nope")
+                .unwrap_err()
+                .contains("unknown service `nope`")
+        );
         assert!(parse_services("").is_err());
     }
 }

@@ -42,7 +42,8 @@ async fn main() {
 }
 
 async fn run(args: Args) -> Result<()> {
-    let services = parse_services(&args.services).map_err(|e| anyhow::anyhow!("--services: {e}"))?;
+    let services =
+        parse_services(&args.services).map_err(|e| anyhow::anyhow!("--services: {e}"))?;
     let client = async_nats::ConnectOptions::new()
         .name("ferry-server")
         .retry_on_initial_connect()
@@ -59,35 +60,68 @@ async fn run(args: Args) -> Result<()> {
         match svc {
             Service::Api => {}
             Service::Scheduler => {
-                tasks.spawn(async move { (svc, ferry_scheduler::Scheduler::new(client, store).run().await.map_err(Into::into)) });
+                tasks.spawn(async move {
+                    (
+                        svc,
+                        ferry_scheduler::Scheduler::new(client, store)
+                            .run()
+                            .await
+                            .map_err(Into::into),
+                    )
+                });
             }
             Service::Build => {
                 tasks.spawn(async move {
-                    let r = async { ferry_build::BuildService::new(store).await?.run().await }.await;
+                    let r =
+                        async { ferry_build::BuildService::new(store).await?.run().await }.await;
                     (svc, r.map_err(Into::into))
                 });
             }
             Service::LogIngest => {
-                tasks.spawn(async move { (svc, ferry_log_ingest::LogIngest::new(store).run().await.map_err(Into::into)) });
+                tasks.spawn(async move {
+                    (
+                        svc,
+                        ferry_log_ingest::LogIngest::new(store)
+                            .run()
+                            .await
+                            .map_err(Into::into),
+                    )
+                });
             }
             Service::Approval => {
-                tasks.spawn(async move { (svc, ferry_approval::ApprovalService::new(store).run().await.map_err(Into::into)) });
+                tasks.spawn(async move {
+                    (
+                        svc,
+                        ferry_approval::ApprovalService::new(store)
+                            .run()
+                            .await
+                            .map_err(Into::into),
+                    )
+                });
             }
         }
     }
 
     let names: Vec<&str> = services.iter().map(|s| s.name()).collect();
     let mut app = Router::new()
-        .route("/healthz", get({
-            let client = client.clone();
-            let names = names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-            move || healthz(client.clone(), names.clone())
-        }))
-        .route("/metrics", get(|| async { ferry_telemetry::encode_metrics() }));
+        .route(
+            "/healthz",
+            get({
+                let client = client.clone();
+                let names = names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+                move || healthz(client.clone(), names.clone())
+            }),
+        )
+        .route(
+            "/metrics",
+            get(|| async { ferry_telemetry::encode_metrics() }),
+        );
     if services.contains(&Service::Api) {
         app = app.merge(ferry_api::router(store.clone()));
     }
-    let listener = tokio::net::TcpListener::bind(args.http_addr).await.with_context(|| format!("binding {}", args.http_addr))?;
+    let listener = tokio::net::TcpListener::bind(args.http_addr)
+        .await
+        .with_context(|| format!("binding {}", args.http_addr))?;
     info!(addr = %args.http_addr, services = ?names, "ferry-server listening");
     tasks.spawn(async move {
         let r = axum::serve(listener, app).await.context("HTTP server");
@@ -127,20 +161,33 @@ async fn ensure_store(js: async_nats::jetstream::Context, replicas: usize) -> Re
     unreachable!()
 }
 
-async fn healthz(client: async_nats::Client, services: Vec<String>) -> (axum::http::StatusCode, axum::Json<serde_json::Value>) {
+async fn healthz(
+    client: async_nats::Client,
+    services: Vec<String>,
+) -> (axum::http::StatusCode, axum::Json<serde_json::Value>) {
     let connected = client.connection_state() == async_nats::connection::State::Connected;
-    let status = if connected { axum::http::StatusCode::OK } else { axum::http::StatusCode::SERVICE_UNAVAILABLE };
-    (status, axum::Json(serde_json::json!({ "status": if connected { "ok" } else { "nats disconnected" }, "services": services })))
+    let status = if connected {
+        axum::http::StatusCode::OK
+    } else {
+        axum::http::StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        axum::Json(
+            serde_json::json!({ "status": if connected { "ok" } else { "nats disconnected" }, "services": services }),
+        ),
+    )
 }
 
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(t) => t,
-            Err(_) => return ctrl_c.await.unwrap_or(()),
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(t) => t,
+                Err(_) => return ctrl_c.await.unwrap_or(()),
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

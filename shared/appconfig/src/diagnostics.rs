@@ -26,7 +26,11 @@ impl fmt::Display for Diagnostic {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        write!(f, "{}:{}:{}: {}: {}", self.file, self.line, self.column, sev, self.message)
+        write!(
+            f,
+            "{}:{}:{}: {}: {}",
+            self.file, self.line, self.column, sev, self.message
+        )
     }
 }
 
@@ -51,13 +55,26 @@ impl Diagnostics {
         self.0.iter().any(|d| d.severity == Severity::Error)
     }
 
-    pub(crate) fn error_at(&mut self, file: &str, src: &str, offset: usize, message: impl Into<String>) {
+    pub(crate) fn error_at(
+        &mut self,
+        file: &str,
+        src: &str,
+        offset: usize,
+        message: impl Into<String>,
+    ) {
         let (line, column) = line_col(src, offset);
-        self.0.push(Diagnostic { file: file.to_string(), line, column, severity: Severity::Error, message: message.into() });
+        self.0.push(Diagnostic {
+            file: file.to_string(),
+            line,
+            column,
+            severity: Severity::Error,
+            message: message.into(),
+        });
     }
 
     pub(crate) fn sort(&mut self) {
-        self.0.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+        self.0
+            .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
     }
 }
 

@@ -12,7 +12,10 @@ pub struct Package {
 #[derive(Debug, thiserror::Error)]
 pub enum PackageError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{0} is not a directory")]
     NotADirectory(PathBuf),
     #[error("the package is larger than {limit} bytes")]
@@ -35,25 +38,46 @@ impl Package {
         let mut total = 0u64;
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
-            let entries = std::fs::read_dir(&d).map_err(|source| PackageError::Io { path: d.clone(), source })?;
+            let entries = std::fs::read_dir(&d).map_err(|source| PackageError::Io {
+                path: d.clone(),
+                source,
+            })?;
             for entry in entries {
-                let entry = entry.map_err(|source| PackageError::Io { path: d.clone(), source })?;
+                let entry = entry.map_err(|source| PackageError::Io {
+                    path: d.clone(),
+                    source,
+                })?;
                 let path = entry.path();
                 let name = entry.file_name().to_string_lossy().into_owned();
-                let ft = entry.file_type().map_err(|source| PackageError::Io { path: path.clone(), source })?;
+                let ft = entry.file_type().map_err(|source| PackageError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
                 if ft.is_dir() {
-                    if !matches!(name.as_str(), ".git" | ".terraform" | "node_modules" | ".idea" | ".vscode") {
+                    if !matches!(
+                        name.as_str(),
+                        ".git" | ".terraform" | "node_modules" | ".idea" | ".vscode"
+                    ) {
                         stack.push(path);
                     }
                     continue;
                 }
-                let bytes = std::fs::read(&path).map_err(|source| PackageError::Io { path: path.clone(), source })?;
+                let bytes = std::fs::read(&path).map_err(|source| PackageError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
                 total += bytes.len() as u64;
                 if total > MAX_PACKAGE_BYTES {
-                    return Err(PackageError::TooLarge { limit: MAX_PACKAGE_BYTES });
+                    return Err(PackageError::TooLarge {
+                        limit: MAX_PACKAGE_BYTES,
+                    });
                 }
                 let rel = path.strip_prefix(dir).unwrap_or(&path);
-                let rel = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+                let rel = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/");
                 pkg.files.insert(rel, bytes);
             }
         }
@@ -61,13 +85,20 @@ impl Package {
     }
 
     pub fn text(&self, path: &str) -> Option<&str> {
-        self.files.get(path).and_then(|b| std::str::from_utf8(b).ok())
+        self.files
+            .get(path)
+            .and_then(|b| std::str::from_utf8(b).ok())
     }
 
     /// Files whose path starts with `dir/` (a directory of the package).
-    pub fn under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = (&'a String, &'a Vec<u8>)> + 'a {
+    pub fn under<'a>(
+        &'a self,
+        dir: &'a str,
+    ) -> impl Iterator<Item = (&'a String, &'a Vec<u8>)> + 'a {
         let prefix = format!("{}/", dir.trim_end_matches('/'));
-        self.files.range(prefix.clone()..).take_while(move |(k, _)| k.starts_with(&prefix))
+        self.files
+            .range(prefix.clone()..)
+            .take_while(move |(k, _)| k.starts_with(&prefix))
     }
 
     pub fn has_dir(&self, dir: &str) -> bool {
@@ -81,9 +112,15 @@ impl Package {
     }
 
     pub fn from_bundle(bytes: &[u8]) -> Result<Package, PackageError> {
-        let files: BTreeMap<String, Vec<u8>> = postcard::from_bytes(bytes).map_err(|e| PackageError::Bundle(e.to_string()))?;
-        if files.keys().any(|k| k.starts_with('/') || k.split('/').any(|p| p == ".." || p.is_empty())) {
-            return Err(PackageError::Bundle("file paths must be relative and inside the package".into()));
+        let files: BTreeMap<String, Vec<u8>> =
+            postcard::from_bytes(bytes).map_err(|e| PackageError::Bundle(e.to_string()))?;
+        if files
+            .keys()
+            .any(|k| k.starts_with('/') || k.split('/').any(|p| p == ".." || p.is_empty()))
+        {
+            return Err(PackageError::Bundle(
+                "file paths must be relative and inside the package".into(),
+            ));
         }
         Ok(Package { files })
     }

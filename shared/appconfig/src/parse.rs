@@ -93,13 +93,20 @@ impl Component {
                 })
                 .collect()
         };
-        Ok(Rendered { vars: r(&self.vars)?, env_vars: r(&self.env_vars)? })
+        Ok(Rendered {
+            vars: r(&self.vars)?,
+            env_vars: r(&self.env_vars)?,
+        })
     }
 }
 
 impl AppConfig {
     pub fn component(&self, name: &str) -> Option<&Component> {
-        if name == "sandbox" { self.sandbox.as_ref() } else { self.components.iter().find(|c| c.name == name) }
+        if name == "sandbox" {
+            self.sandbox.as_ref()
+        } else {
+            self.components.iter().find(|c| c.name == name)
+        }
     }
 
     /// The template state of an install, in Nuon's shape, so `{{.nuon.*}}` paths resolve.
@@ -116,8 +123,10 @@ impl AppConfig {
                 ins.insert(i.name.clone(), Value::String(v.clone()));
             }
         }
-        let comps: serde_json::Map<String, Value> =
-            component_outputs.iter().map(|(k, v)| (k.clone(), json!({ "outputs": v }))).collect();
+        let comps: serde_json::Map<String, Value> = component_outputs
+            .iter()
+            .map(|(k, v)| (k.clone(), json!({ "outputs": v })))
+            .collect();
         json!({
             "nuon": {
                 "install": { "id": install_id, "name": install_id, "sandbox": { "outputs": sandbox_outputs } },
@@ -217,8 +226,18 @@ pub fn load(pkg: &Package) -> Result<AppConfig, Diagnostics> {
     let mut diags = Diagnostics::default();
 
     let metadata = match read::<MetadataFile>(pkg, "metadata.toml", &mut diags, true) {
-        Some(m) => Metadata { version: m.version, description: m.description, display_name: m.display_name, readme: m.readme },
-        None => Metadata { version: String::new(), description: None, display_name: None, readme: None },
+        Some(m) => Metadata {
+            version: m.version,
+            description: m.description,
+            display_name: m.display_name,
+            readme: m.readme,
+        },
+        None => Metadata {
+            version: String::new(),
+            description: None,
+            display_name: None,
+            readme: None,
+        },
     };
 
     let mut inputs = Vec::new();
@@ -227,7 +246,12 @@ pub fn load(pkg: &Package) -> Result<AppConfig, Diagnostics> {
         let mut seen = BTreeSet::new();
         for i in f.input {
             if !seen.insert(i.name.get_ref().clone()) {
-                diags.error_at("inputs.toml", src, i.name.span().start, format!("input `{}` is declared twice", i.name.get_ref()));
+                diags.error_at(
+                    "inputs.toml",
+                    src,
+                    i.name.span().start,
+                    format!("input `{}` is declared twice", i.name.get_ref()),
+                );
             }
             let _ = i.group;
             inputs.push(Input {
@@ -246,11 +270,20 @@ pub fn load(pkg: &Package) -> Result<AppConfig, Diagnostics> {
     let mut sandbox_draft = None;
     if let Some(s) = read::<SandboxFile>(pkg, "sandbox.toml", &mut diags, false) {
         let src = pkg.text("sandbox.toml").unwrap_or_default();
-        let kind = match s.kind.as_ref().map(|k| (k.get_ref().as_str(), k.span().start)) {
+        let kind = match s
+            .kind
+            .as_ref()
+            .map(|k| (k.get_ref().as_str(), k.span().start))
+        {
             None | Some(("terraform", _)) => Some(ComponentType::TerraformModule),
             Some(("script", _)) => Some(ComponentType::Script),
             Some((other, at)) => {
-                diags.error_at("sandbox.toml", src, at, format!("unknown sandbox type `{other}` (expected `terraform` or `script`)"));
+                diags.error_at(
+                    "sandbox.toml",
+                    src,
+                    at,
+                    format!("unknown sandbox type `{other}` (expected `terraform` or `script`)"),
+                );
                 None
             }
         };
@@ -280,7 +313,11 @@ pub fn load(pkg: &Package) -> Result<AppConfig, Diagnostics> {
     let mut unparsed: Vec<String> = Vec::new();
     for file in component_files {
         let Some(c) = read::<ComponentFile>(pkg, &file, &mut diags, true) else {
-            if let Some(name) = pkg.text(&file).and_then(|s| toml::from_str::<toml::Table>(s).ok()).and_then(|t| t.get("name")?.as_str().map(str::to_string)) {
+            if let Some(name) = pkg
+                .text(&file)
+                .and_then(|s| toml::from_str::<toml::Table>(s).ok())
+                .and_then(|t| t.get("name")?.as_str().map(str::to_string))
+            {
                 unparsed.push(name);
             }
             continue;
@@ -292,7 +329,12 @@ pub fn load(pkg: &Package) -> Result<AppConfig, Diagnostics> {
             continue;
         }
         if let Some(prev) = drafts.iter().find(|d| d.name == name) {
-            diags.error_at(&file, src, c.name.span().start, format!("component `{name}` is already declared in {}", prev.file));
+            diags.error_at(
+                &file,
+                src,
+                c.name.span().start,
+                format!("component `{name}` is already declared in {}", prev.file),
+            );
             continue;
         }
         let kind = match c.kind.get_ref().as_str() {
@@ -318,8 +360,11 @@ pub fn load(pkg: &Package) -> Result<AppConfig, Diagnostics> {
     }
 
     let input_names: BTreeSet<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
-    let component_names: BTreeSet<&str> =
-        drafts.iter().map(|d| d.name.as_str()).chain(unparsed.iter().map(String::as_str)).collect();
+    let component_names: BTreeSet<&str> = drafts
+        .iter()
+        .map(|d| d.name.as_str())
+        .chain(unparsed.iter().map(String::as_str))
+        .collect();
     let mut deps: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut built: Vec<(Component, usize)> = Vec::new();
     for d in drafts.iter().chain(sandbox_draft.iter()) {
@@ -328,22 +373,50 @@ pub fn load(pkg: &Package) -> Result<AppConfig, Diagnostics> {
         for dep in &d.explicit {
             let dn = dep.get_ref();
             if dn == &d.name {
-                diags.error_at(&d.file, src, dep.span().start, format!("component `{dn}` depends on itself"));
+                diags.error_at(
+                    &d.file,
+                    src,
+                    dep.span().start,
+                    format!("component `{dn}` depends on itself"),
+                );
             } else if component_names.contains(dn.as_str()) {
                 dset.insert(dn.clone());
             } else {
-                diags.error_at(&d.file, src, dep.span().start, format!("unknown component `{dn}` in dependencies{}", hint(dn, &component_names)));
+                diags.error_at(
+                    &d.file,
+                    src,
+                    dep.span().start,
+                    format!(
+                        "unknown component `{dn}` in dependencies{}",
+                        hint(dn, &component_names)
+                    ),
+                );
             }
         }
-        let ctx = RefCheck { file: &d.file, src, this: &d.name, inputs: &input_names, components: &component_names, has_sandbox: sandbox_draft.is_some() };
+        let ctx = RefCheck {
+            file: &d.file,
+            src,
+            this: &d.name,
+            inputs: &input_names,
+            components: &component_names,
+            has_sandbox: sandbox_draft.is_some(),
+        };
         for v in d.vars.values().chain(d.env_vars.values()) {
             ctx.check(v, &mut dset, &mut diags);
         }
         if d.name == "sandbox" && !dset.is_empty() {
-            diags.error_at(&d.file, src, 0, "the sandbox cannot depend on components: it is deployed before them");
+            diags.error_at(
+                &d.file,
+                src,
+                0,
+                "the sandbox cannot depend on components: it is deployed before them",
+            );
         }
         let mut files: Vec<(&String, &Vec<u8>)> = pkg.under(&d.directory).collect();
-        let decl = (d.file.clone(), pkg.files.get(&d.file).cloned().unwrap_or_default());
+        let decl = (
+            d.file.clone(),
+            pkg.files.get(&d.file).cloned().unwrap_or_default(),
+        );
         files.push((&decl.0, &decl.1));
         let content_hash = hash_files(files.into_iter());
         if d.name != "sandbox" {
@@ -356,8 +429,16 @@ pub fn load(pkg: &Package) -> Result<AppConfig, Diagnostics> {
                 file: d.file.clone(),
                 directory: d.directory.clone(),
                 dependencies: dset.into_iter().collect(),
-                vars: d.vars.iter().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect(),
-                env_vars: d.env_vars.iter().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect(),
+                vars: d
+                    .vars
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.get_ref().clone()))
+                    .collect(),
+                env_vars: d
+                    .env_vars
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.get_ref().clone()))
+                    .collect(),
                 content_hash,
             },
             d.name_offset,
@@ -367,9 +448,17 @@ pub fn load(pkg: &Package) -> Result<AppConfig, Diagnostics> {
     let deploy_order = match crate::graph::deploy_stages(&deps) {
         Ok(s) => s,
         Err(cycle) => {
-            if let Some((c, off)) = cycle.first().and_then(|n| built.iter().find(|(c, _)| &c.name == n)) {
+            if let Some((c, off)) = cycle
+                .first()
+                .and_then(|n| built.iter().find(|(c, _)| &c.name == n))
+            {
                 let src = pkg.text(&c.file).unwrap_or_default();
-                diags.error_at(&c.file, src, *off, format!("dependency cycle: {}", cycle.join(" -> ")));
+                diags.error_at(
+                    &c.file,
+                    src,
+                    *off,
+                    format!("dependency cycle: {}", cycle.join(" -> ")),
+                );
             }
             vec![]
         }
@@ -382,16 +471,27 @@ pub fn load(pkg: &Package) -> Result<AppConfig, Diagnostics> {
     let mut sandbox = None;
     let mut components = Vec::new();
     for (c, _) in built {
-        if c.name == "sandbox" { sandbox = Some(c) } else { components.push(c) }
+        if c.name == "sandbox" {
+            sandbox = Some(c)
+        } else {
+            components.push(c)
+        }
     }
     components.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(AppConfig { metadata, inputs, sandbox, components, deploy_order })
+    Ok(AppConfig {
+        metadata,
+        inputs,
+        sandbox,
+        components,
+        deploy_order,
+    })
 }
 
 fn is_name(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
         && s.as_bytes()[0].is_ascii_lowercase()
 }
 
@@ -405,7 +505,12 @@ fn hint(name: &str, known: &BTreeSet<&str>) -> String {
         .unwrap_or_default()
 }
 
-fn read<T: serde::de::DeserializeOwned>(pkg: &Package, file: &str, diags: &mut Diagnostics, required: bool) -> Option<T> {
+fn read<T: serde::de::DeserializeOwned>(
+    pkg: &Package,
+    file: &str,
+    diags: &mut Diagnostics,
+    required: bool,
+) -> Option<T> {
     let Some(bytes) = pkg.files.get(file) else {
         if required {
             diags.error_at(file, "", 0, format!("missing {file}"));
@@ -426,14 +531,31 @@ fn read<T: serde::de::DeserializeOwned>(pkg: &Package, file: &str, diags: &mut D
     }
 }
 
-fn check_directory(pkg: &Package, file: &str, src: &str, dir: &Spanned<String>, kind: ComponentType, diags: &mut Diagnostics) {
+fn check_directory(
+    pkg: &Package,
+    file: &str,
+    src: &str,
+    dir: &Spanned<String>,
+    kind: ComponentType,
+    diags: &mut Diagnostics,
+) {
     let d = dir.get_ref().trim_end_matches('/');
     if d.starts_with('/') || d.split('/').any(|p| p == "..") {
-        diags.error_at(file, src, dir.span().start, format!("directory `{d}` must be a relative path inside the package"));
+        diags.error_at(
+            file,
+            src,
+            dir.span().start,
+            format!("directory `{d}` must be a relative path inside the package"),
+        );
         return;
     }
     if !pkg.has_dir(d) {
-        diags.error_at(file, src, dir.span().start, format!("directory `{d}` not found in the package"));
+        diags.error_at(
+            file,
+            src,
+            dir.span().start,
+            format!("directory `{d}` not found in the package"),
+        );
         return;
     }
     let ok = match kind {
@@ -445,7 +567,12 @@ fn check_directory(pkg: &Package, file: &str, src: &str, dir: &Spanned<String>, 
             ComponentType::Script => "an apply.sh",
             ComponentType::TerraformModule => "at least one .tf file",
         };
-        diags.error_at(file, src, dir.span().start, format!("directory `{d}` has no {need}"));
+        diags.error_at(
+            file,
+            src,
+            dir.span().start,
+            format!("directory `{d}` has no {need}"),
+        );
     }
 }
 
@@ -476,7 +603,15 @@ impl RefCheck<'_> {
             let p = match p.split_first() {
                 Some((&"nuon" | &"ferry", rest)) => rest,
                 _ => {
-                    diags.error_at(self.file, self.src, at, format!("template path `.{}` must start with `.nuon`", path.join(".")));
+                    diags.error_at(
+                        self.file,
+                        self.src,
+                        at,
+                        format!(
+                            "template path `.{}` must start with `.nuon`",
+                            path.join(".")
+                        ),
+                    );
                     continue;
                 }
             };
@@ -484,24 +619,49 @@ impl RefCheck<'_> {
                 ["install", "id" | "name"] => {}
                 ["install", "sandbox", "outputs", _, ..] if self.has_sandbox => {}
                 ["install", "sandbox", "outputs", _, ..] => {
-                    diags.error_at(self.file, self.src, at, "the app has no sandbox.toml, so it has no sandbox outputs");
+                    diags.error_at(
+                        self.file,
+                        self.src,
+                        at,
+                        "the app has no sandbox.toml, so it has no sandbox outputs",
+                    );
                 }
                 ["install_stack", "outputs", _, ..] => {}
                 ["inputs", "inputs", name] => {
                     if !self.inputs.contains(name) {
-                        diags.error_at(self.file, self.src, at, format!("unknown input `{name}`{}", hint(name, self.inputs)));
+                        diags.error_at(
+                            self.file,
+                            self.src,
+                            at,
+                            format!("unknown input `{name}`{}", hint(name, self.inputs)),
+                        );
                     }
                 }
                 ["components", name, "outputs", _, ..] => {
                     if *name == self.this {
-                        diags.error_at(self.file, self.src, at, format!("component `{name}` cannot read its own outputs"));
+                        diags.error_at(
+                            self.file,
+                            self.src,
+                            at,
+                            format!("component `{name}` cannot read its own outputs"),
+                        );
                     } else if self.components.contains(name) {
                         deps.insert(name.to_string());
                     } else {
-                        diags.error_at(self.file, self.src, at, format!("unknown component `{name}`{}", hint(name, self.components)));
+                        diags.error_at(
+                            self.file,
+                            self.src,
+                            at,
+                            format!("unknown component `{name}`{}", hint(name, self.components)),
+                        );
                     }
                 }
-                _ => diags.error_at(self.file, self.src, at, format!("unknown template path `.{}`", path.join("."))),
+                _ => diags.error_at(
+                    self.file,
+                    self.src,
+                    at,
+                    format!("unknown template path `.{}`", path.join(".")),
+                ),
             }
         }
     }

@@ -13,14 +13,19 @@ pub enum Segment {
     Text(String),
     /// A field path such as `.nuon.install.id`, as its dot-separated names; `offset` is the byte
     /// position of the `{{` in the source.
-    Field { path: Vec<String>, offset: usize },
+    Field {
+        path: Vec<String>,
+        offset: usize,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TemplateError {
     #[error("unclosed action: `{{{{` without `}}}}`")]
     Unclosed { offset: usize },
-    #[error("unsupported template expression `{text}` (only field paths like `.nuon.install.id` are supported)")]
+    #[error(
+        "unsupported template expression `{text}` (only field paths like `.nuon.install.id` are supported)"
+    )]
     Unsupported { offset: usize, text: String },
     #[error("`{path}` is not set")]
     Missing { offset: usize, path: String },
@@ -61,12 +66,16 @@ impl Template {
                 text.truncate(text.trim_end().len());
                 inner = s;
             }
-            let trim_right = inner.ends_with('-') && inner[..inner.len() - 1].ends_with(char::is_whitespace);
+            let trim_right =
+                inner.ends_with('-') && inner[..inner.len() - 1].ends_with(char::is_whitespace);
             if trim_right {
                 inner = &inner[..inner.len() - 1];
             }
             let expr = inner.trim();
-            let path = parse_field_path(expr).ok_or_else(|| TemplateError::Unsupported { offset, text: expr.to_string() })?;
+            let path = parse_field_path(expr).ok_or_else(|| TemplateError::Unsupported {
+                offset,
+                text: expr.to_string(),
+            })?;
             if !text.is_empty() {
                 segments.push(Segment::Text(std::mem::take(&mut text)));
             }
@@ -129,14 +138,22 @@ pub fn render(src: &str, state: &Value) -> Result<String, TemplateError> {
 fn parse_field_path(expr: &str) -> Option<Vec<String>> {
     let rest = expr.strip_prefix('.')?;
     let parts: Vec<String> = rest.split('.').map(str::to_string).collect();
-    let ok = parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-'));
+    let ok = parts.iter().all(|p| {
+        !p.is_empty()
+            && p.chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+    });
     ok.then_some(parts)
 }
 
 fn lookup<'a>(state: &'a Value, path: &[String]) -> Option<&'a Value> {
     let mut cur = state;
     for (i, key) in path.iter().enumerate() {
-        let key = if i == 0 && key == "ferry" { "nuon" } else { key.as_str() };
+        let key = if i == 0 && key == "ferry" {
+            "nuon"
+        } else {
+            key.as_str()
+        };
         cur = cur.as_object()?.get(key)?;
     }
     Some(cur)
@@ -153,21 +170,51 @@ mod tests {
 
     #[test]
     fn renders_field_paths() {
-        assert_eq!(render("id={{.nuon.install.id}}", &state()).unwrap(), "id=inst1");
-        assert_eq!(render("{{ .nuon.components.db.outputs.port }}", &state()).unwrap(), "5432");
-        assert_eq!(render("{{.ferry.components.db.outputs.ok}}", &state()).unwrap(), "true");
+        assert_eq!(
+            render("id={{.nuon.install.id}}", &state()).unwrap(),
+            "id=inst1"
+        );
+        assert_eq!(
+            render("{{ .nuon.components.db.outputs.port }}", &state()).unwrap(),
+            "5432"
+        );
+        assert_eq!(
+            render("{{.ferry.components.db.outputs.ok}}", &state()).unwrap(),
+            "true"
+        );
         assert_eq!(render("no templates", &state()).unwrap(), "no templates");
-        assert_eq!(render("a  {{- .nuon.install.id -}}  b", &state()).unwrap(), "ainst1b");
+        assert_eq!(
+            render("a  {{- .nuon.install.id -}}  b", &state()).unwrap(),
+            "ainst1b"
+        );
         assert_eq!(render("", &state()).unwrap(), "");
     }
 
     #[test]
     fn errors_carry_offsets() {
-        assert_eq!(render("ab{{.nuon.nope}}", &state()), Err(TemplateError::Missing { offset: 2, path: ".nuon.nope".into() }));
-        assert_eq!(render("x {{ .nuon.install.id", &state()), Err(TemplateError::Unclosed { offset: 2 }));
-        assert!(matches!(render("{{ range .x }}", &state()), Err(TemplateError::Unsupported { offset: 0, .. })));
-        assert!(matches!(render("{{.}}", &state()), Err(TemplateError::Unsupported { .. })));
-        assert!(matches!(render("{{.a..b}}", &state()), Err(TemplateError::Unsupported { .. })));
+        assert_eq!(
+            render("ab{{.nuon.nope}}", &state()),
+            Err(TemplateError::Missing {
+                offset: 2,
+                path: ".nuon.nope".into()
+            })
+        );
+        assert_eq!(
+            render("x {{ .nuon.install.id", &state()),
+            Err(TemplateError::Unclosed { offset: 2 })
+        );
+        assert!(matches!(
+            render("{{ range .x }}", &state()),
+            Err(TemplateError::Unsupported { offset: 0, .. })
+        ));
+        assert!(matches!(
+            render("{{.}}", &state()),
+            Err(TemplateError::Unsupported { .. })
+        ));
+        assert!(matches!(
+            render("{{.a..b}}", &state()),
+            Err(TemplateError::Unsupported { .. })
+        ));
     }
 
     #[test]
@@ -179,7 +226,18 @@ mod tests {
 
     #[test]
     fn never_panics_on_odd_input() {
-        for s in ["{{", "}}", "{{}}", "{{-}}", "{{- -}}", "{{ - }}", "é{{.é}}", "{{{{.a}}}}", "{{.a-}}", "{{-.a}}"] {
+        for s in [
+            "{{",
+            "}}",
+            "{{}}",
+            "{{-}}",
+            "{{- -}}",
+            "{{ - }}",
+            "é{{.é}}",
+            "{{{{.a}}}}",
+            "{{.a-}}",
+            "{{-.a}}",
+        ] {
             let _ = render(s, &state());
         }
     }

@@ -12,11 +12,21 @@ fn hello() -> Package {
 fn example_hello_validates_with_its_deploy_order() {
     let cfg = load(&hello()).unwrap();
     assert_eq!(cfg.metadata.version, "v1");
-    assert_eq!(cfg.deploy_order, vec![vec!["greeter"], vec!["counter"], vec!["reporter"]]);
+    assert_eq!(
+        cfg.deploy_order,
+        vec![vec!["greeter"], vec!["counter"], vec!["reporter"]]
+    );
     let counter = cfg.component("counter").unwrap();
     assert_eq!(counter.kind, ComponentType::TerraformModule);
-    assert_eq!(counter.dependencies, vec!["greeter"], "implicit dependency from the template");
-    assert_eq!(cfg.component("reporter").unwrap().dependencies, vec!["counter", "greeter"]);
+    assert_eq!(
+        counter.dependencies,
+        vec!["greeter"],
+        "implicit dependency from the template"
+    );
+    assert_eq!(
+        cfg.component("reporter").unwrap().dependencies,
+        vec!["counter", "greeter"]
+    );
     assert_eq!(cfg.sandbox.as_ref().unwrap().kind, ComponentType::Script);
     assert_eq!(cfg.inputs[0].default.as_deref(), Some("hello"));
 }
@@ -37,16 +47,28 @@ fn errors_have_file_line_and_column() {
     let mut p = hello();
     p.files.insert("components/greeter.toml".into(), b"name = \"greeter\"\ntype = \"script\"\ndirectory = \"components/src/greeter\"\ncolour = 1\n".to_vec());
     let d = diag(&p);
-    assert!(d.starts_with("components/greeter.toml:4:1: error: unknown field `colour`"), "{d}");
+    assert!(
+        d.starts_with("components/greeter.toml:4:1: error: unknown field `colour`"),
+        "{d}"
+    );
 
     let mut p = hello();
     p.files.insert("components/greeter.toml".into(), b"name = \"greeter\"\ntype = \"script\"\ndirectory = \"components/src/greeter\"\ndependencies = [\"reporter\"]\n".to_vec());
     let d = diag(&p);
-    assert!(d.contains("error: dependency cycle: counter -> greeter -> reporter -> counter"), "{d}");
+    assert!(
+        d.contains("error: dependency cycle: counter -> greeter -> reporter -> counter"),
+        "{d}"
+    );
 
     let mut p = hello();
-    p.files.insert("sandbox.toml".into(), b"type = \"script\"\ndirectory = \"nowhere\"\n".to_vec());
-    assert_eq!(diag(&p), "sandbox.toml:2:13: error: directory `nowhere` not found in the package");
+    p.files.insert(
+        "sandbox.toml".into(),
+        b"type = \"script\"\ndirectory = \"nowhere\"\n".to_vec(),
+    );
+    assert_eq!(
+        diag(&p),
+        "sandbox.toml:2:13: error: directory `nowhere` not found in the package"
+    );
 
     let mut p = hello();
     p.files.remove("metadata.toml");
@@ -54,7 +76,10 @@ fn errors_have_file_line_and_column() {
 
     let mut p = hello();
     p.files.insert("components/greeter.toml".into(), b"name = \"greeter\"\ntype = \"script\"\ndirectory = \"components/src/greeter\"\n[env_vars]\nX = \"{{.nuon.inputs.inputs.greetin}}\"\n".to_vec());
-    assert_eq!(diag(&p), "components/greeter.toml:5:6: error: unknown input `greetin` (did you mean `greeting`?)");
+    assert_eq!(
+        diag(&p),
+        "components/greeter.toml:5:6: error: unknown input `greetin` (did you mean `greeting`?)"
+    );
 }
 
 #[test]
@@ -66,9 +91,19 @@ fn renders_against_install_state() {
     outs.insert("greeter".to_string(), g);
     let state = cfg.template_state("dev", &Default::default(), &Default::default(), &outs);
     let r = cfg.component("counter").unwrap().render(&state).unwrap();
-    assert_eq!(r.vars, vec![("message".to_string(), "hi, dev!".to_string())]);
-    let err = cfg.component("reporter").unwrap().render(&state).unwrap_err();
-    assert!(err.contains("`.nuon.components.counter.outputs.length` is not set"), "{err}");
+    assert_eq!(
+        r.vars,
+        vec![("message".to_string(), "hi, dev!".to_string())]
+    );
+    let err = cfg
+        .component("reporter")
+        .unwrap()
+        .render(&state)
+        .unwrap_err();
+    assert!(
+        err.contains("`.nuon.components.counter.outputs.length` is not set"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -32,8 +32,11 @@ impl Manifest {
     /// Parses a manifest after verifying it hashes to `digest`.
     pub fn parse(digest: &str, bytes: &[u8]) -> Result<Manifest, ArtifactError> {
         crate::verify(digest, bytes)?;
-        let m: Manifest = serde_json::from_slice(bytes)
-            .map_err(|e| ArtifactError::InvalidManifest { digest: digest.into(), reason: e.to_string() })?;
+        let m: Manifest =
+            serde_json::from_slice(bytes).map_err(|e| ArtifactError::InvalidManifest {
+                digest: digest.into(),
+                reason: e.to_string(),
+            })?;
         for d in std::iter::once(&m.config).chain(m.layers.iter()) {
             crate::digest_hex(&d.digest)?;
         }
@@ -62,7 +65,10 @@ pub struct BuiltArtifact {
 /// Packs files (path relative to the component's directory, content, executable) into an artifact.
 /// The layer is reproducible — sorted entries, zero timestamps and owners — so the same files always
 /// give the same digest.
-pub fn pack<'a>(config: &ArtifactConfig, files: impl IntoIterator<Item = (&'a str, &'a [u8], bool)>) -> Result<BuiltArtifact, ArtifactError> {
+pub fn pack<'a>(
+    config: &ArtifactConfig,
+    files: impl IntoIterator<Item = (&'a str, &'a [u8], bool)>,
+) -> Result<BuiltArtifact, ArtifactError> {
     let mut files: Vec<(&str, &[u8], bool)> = files.into_iter().collect();
     files.sort_by(|a, b| a.0.cmp(b.0));
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -79,20 +85,33 @@ pub fn pack<'a>(config: &ArtifactConfig, files: impl IntoIterator<Item = (&'a st
         tar.append_data(&mut h, path, bytes)?;
     }
     let layer = tar.into_inner()?.finish()?;
-    let config_bytes = serde_json::to_vec(config).map_err(|e| ArtifactError::Store(e.to_string()))?;
+    let config_bytes =
+        serde_json::to_vec(config).map_err(|e| ArtifactError::Store(e.to_string()))?;
     let manifest = Manifest {
         schema_version: 2,
         media_type: MANIFEST_MEDIA_TYPE.into(),
         artifact_type: Some(ARTIFACT_TYPE.into()),
-        config: Descriptor { media_type: CONFIG_MEDIA_TYPE.into(), digest: sha256_digest(&config_bytes), size: config_bytes.len() as u64 },
-        layers: vec![Descriptor { media_type: LAYER_MEDIA_TYPE.into(), digest: sha256_digest(&layer), size: layer.len() as u64 }],
+        config: Descriptor {
+            media_type: CONFIG_MEDIA_TYPE.into(),
+            digest: sha256_digest(&config_bytes),
+            size: config_bytes.len() as u64,
+        },
+        layers: vec![Descriptor {
+            media_type: LAYER_MEDIA_TYPE.into(),
+            digest: sha256_digest(&layer),
+            size: layer.len() as u64,
+        }],
     };
-    let manifest_bytes = serde_json::to_vec(&manifest).map_err(|e| ArtifactError::Store(e.to_string()))?;
+    let manifest_bytes =
+        serde_json::to_vec(&manifest).map_err(|e| ArtifactError::Store(e.to_string()))?;
     let size = (config_bytes.len() + layer.len() + manifest_bytes.len()) as u64;
     Ok(BuiltArtifact {
         manifest_digest: sha256_digest(&manifest_bytes),
         manifest_bytes,
-        blobs: vec![(manifest.config.digest.clone(), config_bytes), (manifest.layers[0].digest.clone(), layer)],
+        blobs: vec![
+            (manifest.config.digest.clone(), config_bytes),
+            (manifest.layers[0].digest.clone(), layer),
+        ],
         size,
     })
 }
@@ -105,8 +124,13 @@ pub fn unpack_layer(bytes: &[u8], dir: &Path) -> Result<(), ArtifactError> {
     for entry in archive.entries()? {
         let mut entry = entry?;
         if !entry.unpack_in(dir)? {
-            let path = entry.path().map(|p| p.display().to_string()).unwrap_or_default();
-            return Err(ArtifactError::Store(format!("layer entry `{path}` points outside the target directory")));
+            let path = entry
+                .path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            return Err(ArtifactError::Store(format!(
+                "layer entry `{path}` points outside the target directory"
+            )));
         }
     }
     Ok(())

@@ -43,8 +43,14 @@ pub fn sha256_digest(bytes: &[u8]) -> String {
 /// Checks the form of a digest (`sha256:` + 64 lowercase hex) and returns its hex part. Stores use
 /// the hex part in paths and names, so this is also what keeps a digest from naming a path elsewhere.
 pub fn digest_hex(digest: &str) -> Result<&str, ArtifactError> {
-    let hex = digest.strip_prefix("sha256:").ok_or_else(|| ArtifactError::InvalidDigest(digest.into()))?;
-    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    let hex = digest
+        .strip_prefix("sha256:")
+        .ok_or_else(|| ArtifactError::InvalidDigest(digest.into()))?;
+    if hex.len() == 64
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
         Ok(hex)
     } else {
         Err(ArtifactError::InvalidDigest(digest.into()))
@@ -53,7 +59,14 @@ pub fn digest_hex(digest: &str) -> Result<&str, ArtifactError> {
 
 pub fn verify(expected: &str, bytes: &[u8]) -> Result<(), ArtifactError> {
     let actual = sha256_digest(bytes);
-    if actual == expected { Ok(()) } else { Err(ArtifactError::DigestMismatch { expected: expected.into(), actual }) }
+    if actual == expected {
+        Ok(())
+    } else {
+        Err(ArtifactError::DigestMismatch {
+            expected: expected.into(),
+            actual,
+        })
+    }
 }
 
 /// Content-addressed blob storage. Manifests are blobs too.
@@ -77,7 +90,11 @@ pub struct CopyStats {
 /// Copies the artifact `manifest_digest` with all its blobs from `src` to `dst`, verifying every
 /// digest and skipping blobs `dst` already has. The manifest is written last, so a copy cut short
 /// never leaves a manifest whose blobs are missing.
-pub async fn copy<S: BlobStore, D: BlobStore>(src: &S, dst: &D, manifest_digest: &str) -> Result<CopyStats, ArtifactError> {
+pub async fn copy<S: BlobStore, D: BlobStore>(
+    src: &S,
+    dst: &D,
+    manifest_digest: &str,
+) -> Result<CopyStats, ArtifactError> {
     let mut stats = CopyStats::default();
     let manifest_bytes = src.get_blob(manifest_digest).await?;
     let manifest = Manifest::parse(manifest_digest, &manifest_bytes)?;
@@ -108,11 +125,16 @@ pub async fn push<D: BlobStore>(dst: &D, art: &BuiltArtifact) -> Result<(), Arti
             dst.put_blob(digest, bytes).await?;
         }
     }
-    dst.put_blob(&art.manifest_digest, &art.manifest_bytes).await
+    dst.put_blob(&art.manifest_digest, &art.manifest_bytes)
+        .await
 }
 
 /// Unpacks the artifact's files into `dir` (which must exist and should be empty).
-pub async fn unpack<S: BlobStore>(src: &S, manifest_digest: &str, dir: &std::path::Path) -> Result<(), ArtifactError> {
+pub async fn unpack<S: BlobStore>(
+    src: &S,
+    manifest_digest: &str,
+    dir: &std::path::Path,
+) -> Result<(), ArtifactError> {
     let manifest = Manifest::parse(manifest_digest, &src.get_blob(manifest_digest).await?)?;
     for layer in &manifest.layers {
         let bytes = src.get_blob(&layer.digest).await?;

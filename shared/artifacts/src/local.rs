@@ -17,7 +17,9 @@ impl LocalLayout {
         if !marker.exists() {
             std::fs::write(&marker, br#"{"imageLayoutVersion":"1.0.0"}"#)?;
         }
-        Ok(LocalLayout { root: root.to_path_buf() })
+        Ok(LocalLayout {
+            root: root.to_path_buf(),
+        })
     }
 
     fn path(&self, digest: &str) -> Result<PathBuf, ArtifactError> {
@@ -33,7 +35,9 @@ impl BlobStore for LocalLayout {
     async fn get_blob(&self, digest: &str) -> Result<Vec<u8>, ArtifactError> {
         let bytes = match tokio::fs::read(self.path(digest)?).await {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ArtifactError::NotFound(digest.into())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ArtifactError::NotFound(digest.into()));
+            }
             Err(e) => return Err(e.into()),
         };
         verify(digest, &bytes)?;

@@ -35,7 +35,9 @@ impl BlobStore for NatsObjectStore {
     async fn get_blob(&self, digest: &str) -> Result<Vec<u8>, ArtifactError> {
         let mut obj = match self.os.get(Self::name(digest)?).await {
             Ok(o) => o,
-            Err(e) if e.kind() == object_store::GetErrorKind::NotFound => return Err(ArtifactError::NotFound(digest.into())),
+            Err(e) if e.kind() == object_store::GetErrorKind::NotFound => {
+                return Err(ArtifactError::NotFound(digest.into()));
+            }
             Err(e) => return Err(store_err(e)),
         };
         let mut buf = Vec::new();
@@ -47,7 +49,10 @@ impl BlobStore for NatsObjectStore {
     async fn put_blob(&self, digest: &str, bytes: &[u8]) -> Result<(), ArtifactError> {
         verify(digest, bytes)?;
         let mut reader = bytes;
-        self.os.put(Self::name(digest)?.as_str(), &mut reader).await.map_err(store_err)?;
+        self.os
+            .put(Self::name(digest)?.as_str(), &mut reader)
+            .await
+            .map_err(store_err)?;
         Ok(())
     }
 }

@@ -1,14 +1,24 @@
 use std::os::unix::fs::PermissionsExt;
 
-use ferry_artifacts::{ArtifactConfig, ArtifactError, BlobStore, LocalLayout, NatsObjectStore, copy, pack, push, unpack};
+use ferry_artifacts::{
+    ArtifactConfig, ArtifactError, BlobStore, LocalLayout, NatsObjectStore, copy, pack, push,
+    unpack,
+};
 use ferry_tests::NatsServer;
 
 fn config() -> ArtifactConfig {
-    ArtifactConfig { component: "greeter".into(), kind: "script".into(), content_hash: "sha256:00".into() }
+    ArtifactConfig {
+        component: "greeter".into(),
+        kind: "script".into(),
+        content_hash: "sha256:00".into(),
+    }
 }
 
 fn files() -> Vec<(&'static str, &'static [u8], bool)> {
-    vec![("apply.sh", b"#!/bin/sh\necho hi\n", true), ("sub/data.txt", b"data", false)]
+    vec![
+        ("apply.sh", b"#!/bin/sh\necho hi\n", true),
+        ("sub/data.txt", b"data", false),
+    ]
 }
 
 #[test]
@@ -18,7 +28,11 @@ fn packing_is_reproducible() {
     reversed.reverse();
     let b = pack(&config(), reversed).unwrap();
     assert_eq!(a.manifest_digest, b.manifest_digest);
-    let c = pack(&config(), vec![("apply.sh", &b"#!/bin/sh\necho bye\n"[..], true)]).unwrap();
+    let c = pack(
+        &config(),
+        vec![("apply.sh", &b"#!/bin/sh\necho bye\n"[..], true)],
+    )
+    .unwrap();
     assert_ne!(a.manifest_digest, c.manifest_digest);
 }
 
@@ -26,7 +40,13 @@ fn packing_is_reproducible() {
 async fn copy_from_nats_to_a_local_layout_verifies_and_skips() {
     let nats = NatsServer::start();
     let js = async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap());
-    let os = js.create_object_store(async_nats::jetstream::object_store::Config { bucket: "artifacts".into(), ..Default::default() }).await.unwrap();
+    let os = js
+        .create_object_store(async_nats::jetstream::object_store::Config {
+            bucket: "artifacts".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     let vendor = NatsObjectStore::new(os);
     let art = pack(&config(), files()).unwrap();
     push(&vendor, &art).await.unwrap();
@@ -36,26 +56,48 @@ async fn copy_from_nats_to_a_local_layout_verifies_and_skips() {
     let first = copy(&vendor, &install, &art.manifest_digest).await.unwrap();
     assert_eq!((first.blobs_copied, first.blobs_skipped), (3, 0));
     let again = copy(&vendor, &install, &art.manifest_digest).await.unwrap();
-    assert_eq!((again.blobs_copied, again.blobs_skipped), (0, 3), "a second copy moves nothing");
+    assert_eq!(
+        (again.blobs_copied, again.blobs_skipped),
+        (0, 3),
+        "a second copy moves nothing"
+    );
 
     let out = dir.path().join("src");
     std::fs::create_dir_all(&out).unwrap();
     unpack(&install, &art.manifest_digest, &out).await.unwrap();
-    assert_eq!(std::fs::read_to_string(out.join("sub/data.txt")).unwrap(), "data");
-    let mode = std::fs::metadata(out.join("apply.sh")).unwrap().permissions().mode();
+    assert_eq!(
+        std::fs::read_to_string(out.join("sub/data.txt")).unwrap(),
+        "data"
+    );
+    let mode = std::fs::metadata(out.join("apply.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o111, 0o111, "executable bit survives");
 
     // A tampered blob in the install store is detected on read.
     let (layer_digest, _) = &art.blobs[1];
     let hex = layer_digest.strip_prefix("sha256:").unwrap();
     std::fs::write(dir.path().join("oci/blobs/sha256").join(hex), b"evil").unwrap();
-    assert!(matches!(install.get_blob(layer_digest).await, Err(ArtifactError::DigestMismatch { .. })));
+    assert!(matches!(
+        install.get_blob(layer_digest).await,
+        Err(ArtifactError::DigestMismatch { .. })
+    ));
 
     // Putting bytes under the wrong digest is refused.
-    assert!(matches!(vendor.put_blob(layer_digest, b"other").await, Err(ArtifactError::DigestMismatch { .. })));
+    assert!(matches!(
+        vendor.put_blob(layer_digest, b"other").await,
+        Err(ArtifactError::DigestMismatch { .. })
+    ));
     // A digest cannot name a path outside the layout.
-    assert!(matches!(install.get_blob("sha256:../../etc/passwd").await, Err(ArtifactError::InvalidDigest(_))));
+    assert!(matches!(
+        install.get_blob("sha256:../../etc/passwd").await,
+        Err(ArtifactError::InvalidDigest(_))
+    ));
     // An unknown artifact is NotFound, not a panic.
     let missing = format!("sha256:{}", "0".repeat(64));
-    assert!(matches!(copy(&vendor, &install, &missing).await, Err(ArtifactError::NotFound(_))));
+    assert!(matches!(
+        copy(&vendor, &install, &missing).await,
+        Err(ArtifactError::NotFound(_))
+    ));
 }

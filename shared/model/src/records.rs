@@ -130,7 +130,11 @@ impl Install {
     }
 
     pub fn component(&self, name: &str) -> Option<&ComponentState> {
-        if name == crate::SANDBOX { Some(&self.sandbox) } else { self.components.get(name) }
+        if name == crate::SANDBOX {
+            Some(&self.sandbox)
+        } else {
+            self.components.get(name)
+        }
     }
 }
 
@@ -158,7 +162,10 @@ pub enum JobStatus {
 
 impl JobStatus {
     pub fn is_terminal(self) -> bool {
-        matches!(self, JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled)
+        matches!(
+            self,
+            JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled
+        )
     }
 }
 

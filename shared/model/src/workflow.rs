@@ -76,7 +76,10 @@ impl StepStatus {
         matches!(self, StepStatus::Succeeded | StepStatus::Skipped)
     }
     pub fn is_terminal(self) -> bool {
-        matches!(self, StepStatus::Succeeded | StepStatus::Skipped | StepStatus::Failed)
+        matches!(
+            self,
+            StepStatus::Succeeded | StepStatus::Skipped | StepStatus::Failed
+        )
     }
 }
 
@@ -200,7 +203,13 @@ impl Workflow {
         self.steps
             .iter()
             .filter(|s| s.status == StepStatus::Pending)
-            .filter(|s| s.after.iter().all(|&i| self.steps.get(i as usize).is_some_and(|p| p.status.is_done())))
+            .filter(|s| {
+                s.after.iter().all(|&i| {
+                    self.steps
+                        .get(i as usize)
+                        .is_some_and(|p| p.status.is_done())
+                })
+            })
             .map(|s| s.index)
             .collect()
     }
@@ -208,7 +217,10 @@ impl Workflow {
     /// Derives the workflow's status from its steps. Returns true when it changed.
     pub fn refresh_status(&mut self) -> bool {
         let before = self.status;
-        let busy = self.steps.iter().any(|s| matches!(s.status, StepStatus::Running | StepStatus::Waiting));
+        let busy = self
+            .steps
+            .iter()
+            .any(|s| matches!(s.status, StepStatus::Running | StepStatus::Waiting));
         let failed = self.steps.iter().any(|s| s.status == StepStatus::Failed);
         self.status = if failed && !busy {
             WorkflowStatus::Failed
@@ -235,7 +247,9 @@ impl Workflow {
 
     /// The step of `component` of the given kind.
     pub fn find(&self, component: &str, kind: StepKind) -> Option<&Step> {
-        self.steps.iter().find(|s| s.component == component && s.kind == kind)
+        self.steps
+            .iter()
+            .find(|s| s.component == component && s.kind == kind)
     }
 }
 
@@ -244,7 +258,10 @@ mod tests {
     use super::*;
 
     fn d(name: &str, deps: &[&str]) -> Deployable {
-        Deployable { name: name.into(), dependencies: deps.iter().map(|s| s.to_string()).collect() }
+        Deployable {
+            name: name.into(),
+            dependencies: deps.iter().map(|s| s.to_string()).collect(),
+        }
     }
 
     fn wf() -> Workflow {
@@ -254,7 +271,11 @@ mod tests {
             "i".into(),
             WorkflowKind::Provision,
             "c".into(),
-            &[vec![d("sandbox", &[])], vec![d("a", &[]), d("b", &[])], vec![d("c", &["a", "b"])]],
+            &[
+                vec![d("sandbox", &[])],
+                vec![d("a", &[]), d("b", &[])],
+                vec![d("c", &["a", "b"])],
+            ],
         )
     }
 
@@ -266,7 +287,16 @@ mod tests {
     #[test]
     fn builds_start_at_once_and_plans_wait_for_dependencies() {
         let mut w = wf();
-        let ready: Vec<_> = w.ready_steps().iter().map(|&i| (w.steps[i as usize].component.clone(), w.steps[i as usize].kind)).collect();
+        let ready: Vec<_> = w
+            .ready_steps()
+            .iter()
+            .map(|&i| {
+                (
+                    w.steps[i as usize].component.clone(),
+                    w.steps[i as usize].kind,
+                )
+            })
+            .collect();
         assert_eq!(ready.len(), 4);
         assert!(ready.iter().all(|(_, k)| *k == StepKind::Build));
 
@@ -276,24 +306,37 @@ mod tests {
         }
         // Only the sandbox may plan: every component's plan waits for the sandbox apply.
         let ready = w.ready_steps();
-        assert_eq!(ready, vec![w.find("sandbox", StepKind::Plan).unwrap().index]);
+        assert_eq!(
+            ready,
+            vec![w.find("sandbox", StepKind::Plan).unwrap().index]
+        );
 
         for k in [StepKind::Plan, StepKind::Approve, StepKind::Apply] {
             finish(&mut w, "sandbox", k, StepStatus::Succeeded);
         }
         // a and b are independent: both plan in parallel; c waits for both applies.
-        let mut ready: Vec<_> = w.ready_steps().iter().map(|&i| w.steps[i as usize].component.clone()).collect();
+        let mut ready: Vec<_> = w
+            .ready_steps()
+            .iter()
+            .map(|&i| w.steps[i as usize].component.clone())
+            .collect();
         ready.sort();
         assert_eq!(ready, vec!["a", "b"]);
 
         for k in [StepKind::Plan, StepKind::Approve, StepKind::Apply] {
             finish(&mut w, "a", k, StepStatus::Succeeded);
         }
-        assert_eq!(w.ready_steps(), vec![w.find("b", StepKind::Plan).unwrap().index]);
+        assert_eq!(
+            w.ready_steps(),
+            vec![w.find("b", StepKind::Plan).unwrap().index]
+        );
         finish(&mut w, "b", StepKind::Plan, StepStatus::Succeeded);
         finish(&mut w, "b", StepKind::Approve, StepStatus::Skipped);
         finish(&mut w, "b", StepKind::Apply, StepStatus::Skipped);
-        assert_eq!(w.ready_steps(), vec![w.find("c", StepKind::Plan).unwrap().index]);
+        assert_eq!(
+            w.ready_steps(),
+            vec![w.find("c", StepKind::Plan).unwrap().index]
+        );
     }
 
     #[test]
@@ -304,8 +347,15 @@ mod tests {
         w.steps[0].status = StepStatus::Running;
         w.steps[5].status = StepStatus::Failed;
         w.refresh_status();
-        assert_eq!(w.status, WorkflowStatus::Running, "a running step keeps a failing workflow running");
-        assert!(w.ready_steps().is_empty(), "nothing new starts after a failure");
+        assert_eq!(
+            w.status,
+            WorkflowStatus::Running,
+            "a running step keeps a failing workflow running"
+        );
+        assert!(
+            w.ready_steps().is_empty(),
+            "nothing new starts after a failure"
+        );
         w.steps[0].status = StepStatus::Succeeded;
         w.refresh_status();
         assert_eq!(w.status, WorkflowStatus::Failed);

@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
-    IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName,
+    DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -32,9 +32,16 @@ pub const INSTALL_ORGANIZATION: &str = "ferry-install";
 
 impl InstallIdentity {
     pub fn new(org: &str, install: &str) -> Result<Self, PkiError> {
-        let ok = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        let ok = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        };
         if ok(org) && ok(install) {
-            Ok(InstallIdentity { org: org.into(), install: install.into() })
+            Ok(InstallIdentity {
+                org: org.into(),
+                install: install.into(),
+            })
         } else {
             Err(PkiError::InvalidIdentity(format!("{org}.{install}")))
         }
@@ -66,20 +73,32 @@ impl Ca {
         dn.push(DnType::OrganizationName, "ferry");
         params.distinguished_name = dn;
         params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
         let now = time::OffsetDateTime::now_utc();
         params.not_before = now - time::Duration::minutes(5);
         params.not_after = now + time::Duration::days(3650);
         let cert = params.self_signed(&key)?;
         let key_pem = key.serialize_pem();
-        Ok(Ca { cert_pem: cert.pem(), key_pem, issuer: Issuer::new(params, key) })
+        Ok(Ca {
+            cert_pem: cert.pem(),
+            key_pem,
+            issuer: Issuer::new(params, key),
+        })
     }
 
     /// Loads a CA from its certificate and key.
     pub fn load(cert_pem: &str, key_pem: &str) -> Result<Ca, PkiError> {
         let key = KeyPair::from_pem(key_pem)?;
         let issuer = Issuer::from_ca_cert_pem(cert_pem, key)?;
-        Ok(Ca { issuer, cert_pem: cert_pem.into(), key_pem: key_pem.into() })
+        Ok(Ca {
+            issuer,
+            cert_pem: cert_pem.into(),
+            key_pem: key_pem.into(),
+        })
     }
 
     pub fn cert_pem(&self) -> &str {
@@ -92,7 +111,12 @@ impl Ca {
 
     /// Issues a client certificate for `identity` over the public key of `csr_pem`, valid for
     /// `validity`. The CSR's own subject and extensions are ignored.
-    pub fn sign_install_csr(&self, csr_pem: &str, identity: &InstallIdentity, validity: Duration) -> Result<String, PkiError> {
+    pub fn sign_install_csr(
+        &self,
+        csr_pem: &str,
+        identity: &InstallIdentity,
+        validity: Duration,
+    ) -> Result<String, PkiError> {
         let csr = CertificateSigningRequestParams::from_pem(csr_pem)?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         let mut dn = DistinguishedName::new();
@@ -106,7 +130,11 @@ impl Ca {
         let now = time::OffsetDateTime::now_utc();
         params.not_before = now - time::Duration::minutes(5);
         params.not_after = now + time::Duration::seconds(validity.as_secs() as i64);
-        let signed = CertificateSigningRequestParams { params, public_key: csr.public_key }.signed_by(&self.issuer)?;
+        let signed = CertificateSigningRequestParams {
+            params,
+            public_key: csr.public_key,
+        }
+        .signed_by(&self.issuer)?;
         Ok(signed.pem())
     }
 }
@@ -132,22 +160,45 @@ mod tests {
         let ca = Ca::generate("ferry test ca").unwrap();
         let id = InstallIdentity::new("acme", "prod").unwrap();
         // The install asks as someone else; the CA issues for the identity it decided.
-        let (csr, _key) = generate_install_csr(&InstallIdentity::new("evil", "other").unwrap()).unwrap();
-        let cert = ca.sign_install_csr(&csr, &id, Duration::from_secs(3600)).unwrap();
+        let (csr, _key) =
+            generate_install_csr(&InstallIdentity::new("evil", "other").unwrap()).unwrap();
+        let cert = ca
+            .sign_install_csr(&csr, &id, Duration::from_secs(3600))
+            .unwrap();
 
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("ca.pem"), ca.cert_pem()).unwrap();
         std::fs::write(dir.path().join("cert.pem"), &cert).unwrap();
-        let verify = Command::new("openssl").args(["verify", "-purpose", "sslclient", "-CAfile"]).arg(dir.path().join("ca.pem")).arg(dir.path().join("cert.pem")).output().unwrap();
-        assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
-        let subject = Command::new("openssl").args(["x509", "-noout", "-subject", "-nameopt", "RFC2253", "-in"]).arg(dir.path().join("cert.pem")).output().unwrap();
+        let verify = Command::new("openssl")
+            .args(["verify", "-purpose", "sslclient", "-CAfile"])
+            .arg(dir.path().join("ca.pem"))
+            .arg(dir.path().join("cert.pem"))
+            .output()
+            .unwrap();
+        assert!(
+            verify.status.success(),
+            "{}",
+            String::from_utf8_lossy(&verify.stdout)
+        );
+        let subject = Command::new("openssl")
+            .args(["x509", "-noout", "-subject", "-nameopt", "RFC2253", "-in"])
+            .arg(dir.path().join("cert.pem"))
+            .output()
+            .unwrap();
         let subject = String::from_utf8_lossy(&subject.stdout);
         assert_eq!(subject.trim(), format!("subject={}", id.rfc2253_subject()));
 
         // A CA loaded from PEM signs too.
         let again = Ca::load(ca.cert_pem(), ca.key_pem()).unwrap();
-        assert!(again.sign_install_csr(&csr, &id, Duration::from_secs(60)).is_ok());
-        assert!(ca.sign_install_csr("not a csr", &id, Duration::from_secs(60)).is_err());
+        assert!(
+            again
+                .sign_install_csr(&csr, &id, Duration::from_secs(60))
+                .is_ok()
+        );
+        assert!(
+            ca.sign_install_csr("not a csr", &id, Duration::from_secs(60))
+                .is_err()
+        );
         assert!(InstallIdentity::new("Acme", "x").is_err());
     }
 }

@@ -25,7 +25,11 @@ pub enum CodecError {
     #[error("unsupported protocol version {got} (this build speaks version {supported})")]
     UnsupportedVersion { got: u8, supported: u8 },
     #[error("expected a {expected} message (kind {expected_kind}), got kind {got}")]
-    WrongKind { expected: &'static str, expected_kind: u8, got: u8 },
+    WrongKind {
+        expected: &'static str,
+        expected_kind: u8,
+        got: u8,
+    },
     #[error("malformed {kind} message: {reason}")]
     Malformed { kind: &'static str, reason: String },
 }
@@ -46,13 +50,23 @@ pub fn decode<M: Message>(bytes: &[u8]) -> Result<M, CodecError> {
         [_] => Err(CodecError::Truncated(1)),
         [version, kind, payload @ ..] => {
             if *version != PROTOCOL_VERSION {
-                return Err(CodecError::UnsupportedVersion { got: *version, supported: PROTOCOL_VERSION });
+                return Err(CodecError::UnsupportedVersion {
+                    got: *version,
+                    supported: PROTOCOL_VERSION,
+                });
             }
             if *kind != M::KIND {
-                return Err(CodecError::WrongKind { expected: M::NAME, expected_kind: M::KIND, got: *kind });
+                return Err(CodecError::WrongKind {
+                    expected: M::NAME,
+                    expected_kind: M::KIND,
+                    got: *kind,
+                });
             }
-            let (msg, rest) = postcard::take_from_bytes::<M>(payload)
-                .map_err(|e| CodecError::Malformed { kind: M::NAME, reason: e.to_string() })?;
+            let (msg, rest) =
+                postcard::take_from_bytes::<M>(payload).map_err(|e| CodecError::Malformed {
+                    kind: M::NAME,
+                    reason: e.to_string(),
+                })?;
             if !rest.is_empty() {
                 return Err(CodecError::Malformed {
                     kind: M::NAME,
@@ -103,7 +117,12 @@ mod tests {
             body: EventBody::Finished(JobResult {
                 status: Outcome::Succeeded,
                 outputs_json: r#"{"a":1}"#.into(),
-                plan: Some(PlanData { bytes: vec![1, 2, 3], digest: "sha256:x".into(), changes: true, summary: "1 to add".into() }),
+                plan: Some(PlanData {
+                    bytes: vec![1, 2, 3],
+                    digest: "sha256:x".into(),
+                    changes: true,
+                    summary: "1 to add".into(),
+                }),
                 error: None,
             }),
         };
@@ -116,29 +135,55 @@ mod tests {
         bytes[0] = 99;
         assert_eq!(
             decode::<JobOffer>(&bytes),
-            Err(CodecError::UnsupportedVersion { got: 99, supported: PROTOCOL_VERSION })
+            Err(CodecError::UnsupportedVersion {
+                got: 99,
+                supported: PROTOCOL_VERSION
+            })
         );
     }
 
     #[test]
     fn wrong_kind_is_a_typed_error() {
         let bytes = encode(&offer());
-        assert!(matches!(decode::<JobEvent>(&bytes), Err(CodecError::WrongKind { got, .. }) if got == JobOffer::KIND));
+        assert!(
+            matches!(decode::<JobEvent>(&bytes), Err(CodecError::WrongKind { got, .. }) if got == JobOffer::KIND)
+        );
     }
 
     #[test]
     fn garbage_and_truncation_are_typed_errors() {
         assert_eq!(decode::<JobOffer>(&[]), Err(CodecError::Empty));
-        assert_eq!(decode::<JobOffer>(&[PROTOCOL_VERSION]), Err(CodecError::Truncated(1)));
-        let garbage = [PROTOCOL_VERSION, JobOffer::KIND, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
-        assert!(matches!(decode::<JobOffer>(&garbage), Err(CodecError::Malformed { .. })));
+        assert_eq!(
+            decode::<JobOffer>(&[PROTOCOL_VERSION]),
+            Err(CodecError::Truncated(1))
+        );
+        let garbage = [
+            PROTOCOL_VERSION,
+            JobOffer::KIND,
+            0xff,
+            0xff,
+            0xff,
+            0xff,
+            0xff,
+            0xff,
+        ];
+        assert!(matches!(
+            decode::<JobOffer>(&garbage),
+            Err(CodecError::Malformed { .. })
+        ));
         let full = encode(&offer());
         for cut in 2..full.len() {
-            assert!(decode::<JobOffer>(&full[..cut]).is_err(), "prefix of {cut} bytes decoded");
+            assert!(
+                decode::<JobOffer>(&full[..cut]).is_err(),
+                "prefix of {cut} bytes decoded"
+            );
         }
         let mut trailing = full.clone();
         trailing.push(0);
-        assert!(matches!(decode::<JobOffer>(&trailing), Err(CodecError::Malformed { .. })));
+        assert!(matches!(
+            decode::<JobOffer>(&trailing),
+            Err(CodecError::Malformed { .. })
+        ));
     }
 
     #[test]

@@ -11,5 +11,5 @@ pub mod messages;
 pub mod resources;
 pub mod subjects;
 
-pub use messages::Control;
 pub use codec::{CodecError, Message, PROTOCOL_VERSION, decode, encode};
+pub use messages::Control;

@@ -37,7 +37,9 @@ pub struct Timeouts {
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Timeouts { execution_secs: 30 * 60 }
+        Timeouts {
+            execution_secs: 30 * 60,
+        }
     }
 }
 
@@ -116,9 +118,14 @@ message!(ClaimRequest, 2);
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClaimReply {
-    Granted { execution_id: String, attempt: u32 },
+    Granted {
+        execution_id: String,
+        attempt: u32,
+    },
     /// The job is not (or no longer) runnable: claimed by another runner, finished, cancelled, unknown.
-    Refused { reason: String },
+    Refused {
+        reason: String,
+    },
 }
 message!(ClaimReply, 3);
 
@@ -206,15 +213,37 @@ message!(Heartbeat, 6);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Control {
     /// api → scheduler: run the deploy workflow `workflow_id` (already recorded in KV by the api).
-    WorkflowRequested { org: String, install: String, workflow_id: String },
+    WorkflowRequested {
+        org: String,
+        install: String,
+        workflow_id: String,
+    },
     /// scheduler → build.
-    BuildRequested { org: String, build_id: String, workflow_id: String, step: u32 },
+    BuildRequested {
+        org: String,
+        build_id: String,
+        workflow_id: String,
+        step: u32,
+    },
     /// build → scheduler.
-    BuildFinished { org: String, build_id: String, workflow_id: String, step: u32, ok: bool, error: Option<String> },
+    BuildFinished {
+        org: String,
+        build_id: String,
+        workflow_id: String,
+        step: u32,
+        ok: bool,
+        error: Option<String>,
+    },
     /// scheduler → approval.
     ApprovalRequested { org: String, approval_id: String },
     /// approval → scheduler.
-    ApprovalDecided { org: String, approval_id: String, workflow_id: String, step: u32, approved: bool },
+    ApprovalDecided {
+        org: String,
+        approval_id: String,
+        workflow_id: String,
+        step: u32,
+        approved: bool,
+    },
 }
 message!(Control, 7);
 
@@ -245,8 +274,18 @@ impl Control {
     pub fn dedup_id(&self) -> String {
         match self {
             Control::WorkflowRequested { workflow_id, .. } => format!("wf-{workflow_id}"),
-            Control::BuildRequested { build_id, workflow_id, step, .. } => format!("b-{build_id}-{workflow_id}-{step}"),
-            Control::BuildFinished { build_id, workflow_id, step, .. } => format!("bd-{build_id}-{workflow_id}-{step}"),
+            Control::BuildRequested {
+                build_id,
+                workflow_id,
+                step,
+                ..
+            } => format!("b-{build_id}-{workflow_id}-{step}"),
+            Control::BuildFinished {
+                build_id,
+                workflow_id,
+                step,
+                ..
+            } => format!("bd-{build_id}-{workflow_id}-{step}"),
             Control::ApprovalRequested { approval_id, .. } => format!("a-{approval_id}"),
             Control::ApprovalDecided { approval_id, .. } => format!("ad-{approval_id}"),
         }

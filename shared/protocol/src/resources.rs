@@ -99,8 +99,19 @@ pub mod buckets {
     pub const RUNNERS: &str = "runners";
     pub const RELEASES: &str = "releases";
 
-    pub const ALL: &[&str] =
-        &[ORGS, TOKENS, APPS, APP_CONFIGS, BUILDS, INSTALLS, WORKFLOWS, JOBS, APPROVALS, RUNNERS, RELEASES];
+    pub const ALL: &[&str] = &[
+        ORGS,
+        TOKENS,
+        APPS,
+        APP_CONFIGS,
+        BUILDS,
+        INSTALLS,
+        WORKFLOWS,
+        JOBS,
+        APPROVALS,
+        RUNNERS,
+        RELEASES,
+    ];
     pub const HISTORY: i64 = 5;
 }
 

@@ -6,7 +6,9 @@
 pub fn is_valid_token(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
 }
 
@@ -88,8 +90,14 @@ mod tests {
 
     #[test]
     fn org_and_install_are_at_fixed_positions() {
-        assert_eq!(org_install(&job("acme", "prod", "j1")), Some(("acme", "prod")));
-        assert_eq!(org_install(&event("acme", "prod", "j1")), Some(("acme", "prod")));
+        assert_eq!(
+            org_install(&job("acme", "prod", "j1")),
+            Some(("acme", "prod"))
+        );
+        assert_eq!(
+            org_install(&event("acme", "prod", "j1")),
+            Some(("acme", "prod"))
+        );
         assert_eq!(org_install(&claim("acme", "prod")), Some(("acme", "prod")));
         assert_eq!(org_install("nope"), None);
     }

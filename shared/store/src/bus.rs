@@ -26,7 +26,12 @@ impl Bus {
 
     /// Publishes to a stream and waits for the stream's acknowledgement. `msg_id` makes a repeated
     /// publish (a retry after a crash) a no-op within the stream's duplicate window.
-    pub async fn publish(&self, subject: String, msg_id: &str, payload: Vec<u8>) -> Result<(), StoreError> {
+    pub async fn publish(
+        &self,
+        subject: String,
+        msg_id: &str,
+        payload: Vec<u8>,
+    ) -> Result<(), StoreError> {
         let mut headers = HeaderMap::new();
         headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id);
         self.js
@@ -38,24 +43,45 @@ impl Bus {
         Ok(())
     }
 
-    pub async fn publish_msg<M: Message>(&self, subject: String, msg_id: &str, msg: &M) -> Result<(), StoreError> {
+    pub async fn publish_msg<M: Message>(
+        &self,
+        subject: String,
+        msg_id: &str,
+        msg: &M,
+    ) -> Result<(), StoreError> {
         self.publish(subject, msg_id, encode(msg)).await
     }
 
     pub async fn control(&self, msg: &Control) -> Result<(), StoreError> {
-        self.publish_msg(subjects::control(msg.topic(), msg.org()), &msg.dedup_id(), msg).await
+        self.publish_msg(
+            subjects::control(msg.topic(), msg.org()),
+            &msg.dedup_id(),
+            msg,
+        )
+        .await
     }
 
     /// Appends to the `AUDIT` stream (which refuses delete and purge).
     pub async fn audit(&self, event: &AuditEvent) -> Result<(), StoreError> {
-        let kind = event.action.split('.').next().unwrap_or("other").to_string();
+        let kind = event
+            .action
+            .split('.')
+            .next()
+            .unwrap_or("other")
+            .to_string();
         let payload = serde_json::to_vec(event).map_err(nats)?;
         let id = format!("{}-{}-{}", event.action, event.target, event.at);
-        self.publish(subjects::audit(&event.org, &kind), &id, payload).await
+        self.publish(subjects::audit(&event.org, &kind), &id, payload)
+            .await
     }
 
     /// Opens (creating if needed) a durable pull consumer shared by every replica of a service.
-    pub async fn durable(&self, stream: &str, name: &str, filters: Vec<String>) -> Result<PullConsumer, StoreError> {
+    pub async fn durable(
+        &self,
+        stream: &str,
+        name: &str,
+        filters: Vec<String>,
+    ) -> Result<PullConsumer, StoreError> {
         let s = self.js.get_stream(stream).await.map_err(nats)?;
         s.get_or_create_consumer(
             name,
@@ -85,7 +111,11 @@ pub enum Handled {
 /// Runs `handler` over every message of a consumer, forever, acknowledging according to what it
 /// returns. Messages of one consumer are handled one at a time; replicas of a service share the
 /// consumer's messages.
-pub async fn consume<F, Fut>(consumer: PullConsumer, label: &'static str, mut handler: F) -> Result<(), StoreError>
+pub async fn consume<F, Fut>(
+    consumer: PullConsumer,
+    label: &'static str,
+    mut handler: F,
+) -> Result<(), StoreError>
 where
     F: FnMut(jetstream::Message) -> Fut,
     Fut: Future<Output = (jetstream::Message, Handled)>,
@@ -111,7 +141,8 @@ where
                 Handled::Retry(why) => {
                     debug!(consumer = label, subject = %msg.subject, %why, "retrying message");
                     metrics.messages_retried.get_or_create(&l).inc();
-                    msg.ack_with(AckKind::Nak(Some(Duration::from_millis(500)))).await
+                    msg.ack_with(AckKind::Nak(Some(Duration::from_millis(500))))
+                        .await
                 }
                 Handled::Reject(why) => {
                     warn!(consumer = label, subject = %msg.subject, %why, "rejected message");

@@ -29,9 +29,17 @@ pub enum StoreError {
     #[error("{bucket}/{key} not found")]
     NotFound { bucket: &'static str, key: String },
     #[error("{bucket}/{key} holds an unreadable record: {reason}")]
-    Corrupt { bucket: &'static str, key: String, reason: String },
+    Corrupt {
+        bucket: &'static str,
+        key: String,
+        reason: String,
+    },
     #[error("object {bucket}/{name}: {reason}")]
-    Object { bucket: &'static str, name: String, reason: String },
+    Object {
+        bucket: &'static str,
+        name: String,
+        reason: String,
+    },
 }
 
 pub(crate) fn nats<E: std::fmt::Display>(e: E) -> StoreError {
@@ -51,7 +59,9 @@ impl Store {
     /// service runs it at start-up, concurrently with its replicas.
     pub async fn ensure(js: jetstream::Context, replicas: usize) -> Result<Store, StoreError> {
         for def in resources::STREAMS {
-            js.create_or_update_stream(stream_config(def, replicas)).await.map_err(|e| StoreError::Nats(format!("stream {}: {e}", def.name)))?;
+            js.create_or_update_stream(stream_config(def, replicas))
+                .await
+                .map_err(|e| StoreError::Nats(format!("stream {}: {e}", def.name)))?;
         }
         let mut buckets = HashMap::new();
         for &name in resources::buckets::ALL {
@@ -74,18 +84,30 @@ impl Store {
             let os = match js.get_object_store(name).await {
                 Ok(os) => os,
                 Err(_) => js
-                    .create_object_store(object_store::Config { bucket: name.to_string(), num_replicas: replicas, ..Default::default() })
+                    .create_object_store(object_store::Config {
+                        bucket: name.to_string(),
+                        num_replicas: replicas,
+                        ..Default::default()
+                    })
                     .await
                     .map_err(|e| StoreError::Nats(format!("object store {name}: {e}")))?,
             };
             objects.insert(name, os);
         }
-        Ok(Store { js, buckets, objects })
+        Ok(Store {
+            js,
+            buckets,
+            objects,
+        })
     }
 
     pub fn repo<T: Record>(&self) -> Repo<T> {
         // Every Record's BUCKET is one of resources::buckets::ALL, all opened by ensure().
-        let kv = self.buckets.get(T::BUCKET).cloned().unwrap_or_else(|| unreachable!("bucket {} not opened", T::BUCKET));
+        let kv = self
+            .buckets
+            .get(T::BUCKET)
+            .cloned()
+            .unwrap_or_else(|| unreachable!("bucket {} not opened", T::BUCKET));
         Repo::new(kv)
     }
 
@@ -94,49 +116,104 @@ impl Store {
     }
 
     fn object_store(&self, bucket: &'static str) -> Result<&object_store::ObjectStore, StoreError> {
-        self.objects.get(bucket).ok_or_else(|| StoreError::Object { bucket, name: String::new(), reason: "object store not opened".into() })
+        self.objects.get(bucket).ok_or_else(|| StoreError::Object {
+            bucket,
+            name: String::new(),
+            reason: "object store not opened".into(),
+        })
     }
 
-    pub async fn put_object(&self, bucket: &'static str, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    pub async fn put_object(
+        &self,
+        bucket: &'static str,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<(), StoreError> {
         let os = self.object_store(bucket)?;
         let mut reader = bytes;
-        os.put(name, &mut reader).await.map_err(|e| StoreError::Object { bucket, name: name.into(), reason: e.to_string() })?;
+        os.put(name, &mut reader)
+            .await
+            .map_err(|e| StoreError::Object {
+                bucket,
+                name: name.into(),
+                reason: e.to_string(),
+            })?;
         Ok(())
     }
 
     /// The object's bytes, or `None` if there is no such object.
-    pub async fn get_object(&self, bucket: &'static str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    pub async fn get_object(
+        &self,
+        bucket: &'static str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
         use tokio::io::AsyncReadExt;
         let os = self.object_store(bucket)?;
         let mut obj = match os.get(name).await {
             Ok(o) => o,
             Err(e) if e.kind() == object_store::GetErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::Object { bucket, name: name.into(), reason: e.to_string() }),
+            Err(e) => {
+                return Err(StoreError::Object {
+                    bucket,
+                    name: name.into(),
+                    reason: e.to_string(),
+                });
+            }
         };
         let mut buf = Vec::new();
-        obj.read_to_end(&mut buf).await.map_err(|e| StoreError::Object { bucket, name: name.into(), reason: e.to_string() })?;
+        obj.read_to_end(&mut buf)
+            .await
+            .map_err(|e| StoreError::Object {
+                bucket,
+                name: name.into(),
+                reason: e.to_string(),
+            })?;
         Ok(Some(buf))
     }
 
     /// An app config version's record and its package files.
-    pub async fn package(&self, org: &str, config_id: &str) -> Result<(ferry_model::AppConfigVersion, ferry_appconfig::Package), StoreError> {
-        let rec = self.repo::<ferry_model::AppConfigVersion>().require(org, config_id).await?.value;
+    pub async fn package(
+        &self,
+        org: &str,
+        config_id: &str,
+    ) -> Result<(ferry_model::AppConfigVersion, ferry_appconfig::Package), StoreError> {
+        let rec = self
+            .repo::<ferry_model::AppConfigVersion>()
+            .require(org, config_id)
+            .await?
+            .value;
         let bucket = resources::objects::APP_SOURCES;
         let bytes = self
             .get_object(bucket, &rec.source_object)
             .await?
-            .ok_or_else(|| StoreError::Object { bucket, name: rec.source_object.clone(), reason: "package files missing".into() })?;
-        let pkg = ferry_appconfig::Package::from_bundle(&bytes)
-            .map_err(|e| StoreError::Object { bucket, name: rec.source_object.clone(), reason: e.to_string() })?;
+            .ok_or_else(|| StoreError::Object {
+                bucket,
+                name: rec.source_object.clone(),
+                reason: "package files missing".into(),
+            })?;
+        let pkg =
+            ferry_appconfig::Package::from_bundle(&bytes).map_err(|e| StoreError::Object {
+                bucket,
+                name: rec.source_object.clone(),
+                reason: e.to_string(),
+            })?;
         Ok((rec, pkg))
     }
 
-    pub async fn object_exists(&self, bucket: &'static str, name: &str) -> Result<bool, StoreError> {
+    pub async fn object_exists(
+        &self,
+        bucket: &'static str,
+        name: &str,
+    ) -> Result<bool, StoreError> {
         let os = self.object_store(bucket)?;
         match os.info(name).await {
             Ok(info) => Ok(!info.deleted),
             Err(e) if e.kind() == object_store::InfoErrorKind::NotFound => Ok(false),
-            Err(e) => Err(StoreError::Object { bucket, name: name.into(), reason: e.to_string() }),
+            Err(e) => Err(StoreError::Object {
+                bucket,
+                name: name.into(),
+                reason: e.to_string(),
+            }),
         }
     }
 }

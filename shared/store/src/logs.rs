@@ -3,15 +3,20 @@
 use std::time::Duration;
 
 use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
-use futures_util::{Stream, StreamExt};
 use ferry_model::LogEntry;
 use ferry_protocol::messages::{LogBatch, LogStream};
 use ferry_protocol::{decode, subjects};
+use futures_util::{Stream, StreamExt};
 
 use crate::{Store, StoreError, nats};
 
 fn entries(batch: LogBatch) -> impl Iterator<Item = LogEntry> {
-    let LogBatch { execution_id, first_seq, lines, .. } = batch;
+    let LogBatch {
+        execution_id,
+        first_seq,
+        lines,
+        ..
+    } = batch;
     lines.into_iter().enumerate().map(move |(i, l)| LogEntry {
         execution: execution_id.clone(),
         seq: first_seq + i as u64,
@@ -30,7 +35,12 @@ impl Store {
     /// Live log of a job from its first line: every line stored so far, then new ones as they come.
     /// The stream never ends by itself; the caller stops when the job is finished and it has caught
     /// up (see [`Store::job_log`]). Undecodable batches are skipped and counted.
-    pub async fn job_log_stream(&self, org: &str, install: &str, job: &str) -> Result<impl Stream<Item = LogEntry> + use<>, StoreError> {
+    pub async fn job_log_stream(
+        &self,
+        org: &str,
+        install: &str,
+        job: &str,
+    ) -> Result<impl Stream<Item = LogEntry> + use<>, StoreError> {
         let stream = self.js.get_stream("LOGS").await.map_err(nats)?;
         let consumer = stream
             .create_consumer(OrderedConfig {
@@ -47,7 +57,10 @@ impl Store {
                 match decode::<LogBatch>(&m.payload) {
                     Ok(b) => Some(futures_util::stream::iter(entries(b))),
                     Err(_) => {
-                        ferry_telemetry::metrics().messages_rejected.get_or_create(&ferry_telemetry::consumer_label("logs-reader")).inc();
+                        ferry_telemetry::metrics()
+                            .messages_rejected
+                            .get_or_create(&ferry_telemetry::consumer_label("logs-reader"))
+                            .inc();
                         None
                     }
                 }
@@ -56,11 +69,20 @@ impl Store {
     }
 
     /// Every line of a job's log stored so far.
-    pub async fn job_log(&self, org: &str, install: &str, job: &str) -> Result<Vec<LogEntry>, StoreError> {
+    pub async fn job_log(
+        &self,
+        org: &str,
+        install: &str,
+        job: &str,
+    ) -> Result<Vec<LogEntry>, StoreError> {
         let subject = subjects::log(org, install, job);
         let stream = self.js.get_stream("LOGS").await.map_err(nats)?;
         let mut consumer = stream
-            .create_consumer(OrderedConfig { filter_subject: subject, deliver_policy: DeliverPolicy::All, ..Default::default() })
+            .create_consumer(OrderedConfig {
+                filter_subject: subject,
+                deliver_policy: DeliverPolicy::All,
+                ..Default::default()
+            })
             .await
             .map_err(nats)?;
         let mut pending = consumer.info().await.map_err(nats)?.num_pending;
@@ -78,7 +100,10 @@ impl Store {
             match decode::<LogBatch>(&m.payload) {
                 Ok(b) => out.extend(entries(b)),
                 Err(_) => {
-                    ferry_telemetry::metrics().messages_rejected.get_or_create(&ferry_telemetry::consumer_label("logs-reader")).inc();
+                    ferry_telemetry::metrics()
+                        .messages_rejected
+                        .get_or_create(&ferry_telemetry::consumer_label("logs-reader"))
+                        .inc();
                 }
             }
         }
@@ -92,7 +117,12 @@ fn archive_name(org: &str, job: &str) -> String {
 
 impl Store {
     /// Archives a job's complete log as JSON lines in the `job_logs` object store.
-    pub async fn archive_job_log(&self, org: &str, job: &str, entries: &[LogEntry]) -> Result<(), StoreError> {
+    pub async fn archive_job_log(
+        &self,
+        org: &str,
+        job: &str,
+        entries: &[LogEntry],
+    ) -> Result<(), StoreError> {
         let mut out = Vec::new();
         for e in entries {
             // LogEntry is plain data: serializing it cannot fail.
@@ -101,12 +131,27 @@ impl Store {
                 out.push(b'\n');
             }
         }
-        self.put_object(ferry_protocol::resources::objects::JOB_LOGS, &archive_name(org, job), &out).await
+        self.put_object(
+            ferry_protocol::resources::objects::JOB_LOGS,
+            &archive_name(org, job),
+            &out,
+        )
+        .await
     }
 
     /// A job's archived log, if log-ingest has archived it.
-    pub async fn archived_job_log(&self, org: &str, job: &str) -> Result<Option<Vec<LogEntry>>, StoreError> {
-        let Some(bytes) = self.get_object(ferry_protocol::resources::objects::JOB_LOGS, &archive_name(org, job)).await? else {
+    pub async fn archived_job_log(
+        &self,
+        org: &str,
+        job: &str,
+    ) -> Result<Option<Vec<LogEntry>>, StoreError> {
+        let Some(bytes) = self
+            .get_object(
+                ferry_protocol::resources::objects::JOB_LOGS,
+                &archive_name(org, job),
+            )
+            .await?
+        else {
             return Ok(None);
         };
         let entries = bytes

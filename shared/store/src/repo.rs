@@ -52,7 +52,10 @@ pub struct Repo<T> {
 
 impl<T> Clone for Repo<T> {
     fn clone(&self) -> Self {
-        Repo { kv: self.kv.clone(), _t: PhantomData }
+        Repo {
+            kv: self.kv.clone(),
+            _t: PhantomData,
+        }
     }
 }
 
@@ -65,22 +68,38 @@ const MAX_CAS_RETRIES: usize = 50;
 
 impl<T: Record> Repo<T> {
     pub(crate) fn new(kv: kv::Store) -> Self {
-        Repo { kv, _t: PhantomData }
+        Repo {
+            kv,
+            _t: PhantomData,
+        }
     }
 
     pub async fn get(&self, org: &str, id: &str) -> Result<Option<Versioned<T>>, StoreError> {
         let k = key(org, id);
-        let Some(entry) = self.kv.entry(k.clone()).await.map_err(nats)? else { return Ok(None) };
+        let Some(entry) = self.kv.entry(k.clone()).await.map_err(nats)? else {
+            return Ok(None);
+        };
         if entry.operation != kv::Operation::Put {
             return Ok(None);
         }
-        let value = serde_json::from_slice(&entry.value)
-            .map_err(|e| StoreError::Corrupt { bucket: T::BUCKET, key: k, reason: e.to_string() })?;
-        Ok(Some(Versioned { value, revision: entry.revision }))
+        let value = serde_json::from_slice(&entry.value).map_err(|e| StoreError::Corrupt {
+            bucket: T::BUCKET,
+            key: k,
+            reason: e.to_string(),
+        })?;
+        Ok(Some(Versioned {
+            value,
+            revision: entry.revision,
+        }))
     }
 
     pub async fn require(&self, org: &str, id: &str) -> Result<Versioned<T>, StoreError> {
-        self.get(org, id).await?.ok_or_else(|| StoreError::NotFound { bucket: T::BUCKET, key: key(org, id) })
+        self.get(org, id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound {
+                bucket: T::BUCKET,
+                key: key(org, id),
+            })
     }
 
     /// Stores a new record; fails with `AlreadyExists` if the key is taken.
@@ -88,7 +107,12 @@ impl<T: Record> Repo<T> {
         let k = key(value.org(), value.id());
         match self.kv.create(&k, encode(value)).await {
             Ok(rev) => Ok(rev),
-            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Err(StoreError::AlreadyExists { bucket: T::BUCKET, key: k }),
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+                Err(StoreError::AlreadyExists {
+                    bucket: T::BUCKET,
+                    key: k,
+                })
+            }
             Err(e) => Err(nats(e)),
         }
     }
@@ -98,16 +122,29 @@ impl<T: Record> Repo<T> {
         let k = key(value.org(), value.id());
         match self.kv.update(&k, encode(value), revision).await {
             Ok(rev) => Ok(rev),
-            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => Err(StoreError::Conflict { bucket: T::BUCKET, key: k }),
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
+                Err(StoreError::Conflict {
+                    bucket: T::BUCKET,
+                    key: k,
+                })
+            }
             Err(e) => Err(nats(e)),
         }
     }
 
     /// Read-modify-write with compare-and-swap, retried on conflict. `f` returns `Ok(false)` to leave
     /// the record as it is (no write). Returns the record as stored (or as found, when unchanged).
-    pub async fn modify<E>(&self, org: &str, id: &str, mut f: impl FnMut(&mut T) -> Result<bool, E>) -> Result<Result<T, E>, StoreError> {
+    pub async fn modify<E>(
+        &self,
+        org: &str,
+        id: &str,
+        mut f: impl FnMut(&mut T) -> Result<bool, E>,
+    ) -> Result<Result<T, E>, StoreError> {
         for _ in 0..MAX_CAS_RETRIES {
-            let Versioned { mut value, revision } = self.require(org, id).await?;
+            let Versioned {
+                mut value,
+                revision,
+            } = self.require(org, id).await?;
             match f(&mut value) {
                 Err(e) => return Ok(Err(e)),
                 Ok(false) => return Ok(Ok(value)),
@@ -119,7 +156,10 @@ impl<T: Record> Repo<T> {
                 Err(e) => return Err(e),
             }
         }
-        Err(StoreError::Conflict { bucket: T::BUCKET, key: key(org, id) })
+        Err(StoreError::Conflict {
+            bucket: T::BUCKET,
+            key: key(org, id),
+        })
     }
 
     /// Every record of one org.
@@ -134,7 +174,11 @@ impl<T: Record> Repo<T> {
 
     async fn list_prefix(&self, prefix: &str) -> Result<Vec<T>, StoreError> {
         let keys: Vec<String> = match self.kv.keys().await {
-            Ok(k) => k.try_filter(|k| futures_util::future::ready(k.starts_with(prefix))).try_collect().await.map_err(nats)?,
+            Ok(k) => k
+                .try_filter(|k| futures_util::future::ready(k.starts_with(prefix)))
+                .try_collect()
+                .await
+                .map_err(nats)?,
             Err(e) => return Err(nats(e)),
         };
         let mut out = Vec::with_capacity(keys.len());
@@ -151,5 +195,8 @@ impl<T: Record> Repo<T> {
 
 fn encode<T: Serialize>(value: &T) -> Bytes {
     // Our records are plain data with string keys: serde_json cannot fail on them.
-    Bytes::from(serde_json::to_vec(value).unwrap_or_else(|e| unreachable!("record does not serialize: {e}")))
+    Bytes::from(
+        serde_json::to_vec(value)
+            .unwrap_or_else(|e| unreachable!("record does not serialize: {e}")),
+    )
 }

@@ -3,7 +3,14 @@ use ferry_store::{Store, StoreError};
 use ferry_tests::NatsServer;
 
 fn app(org: &str, name: &str) -> App {
-    App { org: org.into(), name: name.into(), created_at: "t".into(), updated_at: "t".into(), latest_config: None, config_count: 0 }
+    App {
+        org: org.into(),
+        name: name.into(),
+        created_at: "t".into(),
+        updated_at: "t".into(),
+        latest_config: None,
+        config_count: 0,
+    }
 }
 
 #[tokio::test]
@@ -17,7 +24,10 @@ async fn kv_records_are_compare_and_swap_and_org_scoped() {
     let apps = store.repo::<App>();
 
     let rev = apps.create(&app(DEFAULT_ORG, "hello")).await.unwrap();
-    assert!(matches!(apps.create(&app(DEFAULT_ORG, "hello")).await, Err(StoreError::AlreadyExists { .. })));
+    assert!(matches!(
+        apps.create(&app(DEFAULT_ORG, "hello")).await,
+        Err(StoreError::AlreadyExists { .. })
+    ));
 
     let mut a = apps.require(DEFAULT_ORG, "hello").await.unwrap();
     assert_eq!(a.revision, rev);
@@ -25,7 +35,10 @@ async fn kv_records_are_compare_and_swap_and_org_scoped() {
     apps.update(&a.value, a.revision).await.unwrap();
     // The same stale revision loses.
     a.value.config_count = 2;
-    assert!(matches!(apps.update(&a.value, a.revision).await, Err(StoreError::Conflict { .. })));
+    assert!(matches!(
+        apps.update(&a.value, a.revision).await,
+        Err(StoreError::Conflict { .. })
+    ));
 
     // modify re-reads and retries: concurrent increments all land.
     let mut tasks = Vec::new();
@@ -42,7 +55,14 @@ async fn kv_records_are_compare_and_swap_and_org_scoped() {
     for t in tasks {
         t.await.unwrap().unwrap().unwrap();
     }
-    assert_eq!(apps.require(DEFAULT_ORG, "hello").await.unwrap().value.config_count, 9);
+    assert_eq!(
+        apps.require(DEFAULT_ORG, "hello")
+            .await
+            .unwrap()
+            .value
+            .config_count,
+        9
+    );
 
     apps.create(&app("other", "hello")).await.unwrap();
     apps.create(&app("other", "second")).await.unwrap();
@@ -53,8 +73,17 @@ async fn kv_records_are_compare_and_swap_and_org_scoped() {
 
     let blob: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
     store.put_object("plans", "o.j1", &blob).await.unwrap();
-    assert_eq!(store.get_object("plans", "o.j1").await.unwrap().unwrap(), blob);
-    assert!(store.get_object("plans", "o.missing").await.unwrap().is_none());
+    assert_eq!(
+        store.get_object("plans", "o.j1").await.unwrap().unwrap(),
+        blob
+    );
+    assert!(
+        store
+            .get_object("plans", "o.missing")
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert!(store.object_exists("plans", "o.j1").await.unwrap());
 }
 
@@ -79,5 +108,8 @@ async fn audit_stream_refuses_purge() {
     let mut stream = js.get_stream("AUDIT").await.unwrap();
     assert_eq!(stream.info().await.unwrap().state.messages, 1);
     assert!(stream.purge().await.is_err(), "AUDIT must refuse purge");
-    assert!(stream.delete_message(1).await.is_err(), "AUDIT must refuse delete");
+    assert!(
+        stream.delete_message(1).await.is_err(),
+        "AUDIT must refuse delete"
+    );
 }

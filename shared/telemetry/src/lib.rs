@@ -16,7 +16,10 @@ pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,async_nats=warn"));
     // A second call (tests that start several components in one process) keeps the first subscriber.
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -60,12 +63,36 @@ pub fn metrics() -> &'static Metrics {
             workflows_finished: Family::default(),
             jobs_running: Gauge::default(),
         };
-        registry.register("messages_rejected", "Messages refused: undecodable or of an unknown protocol version", m.messages_rejected.clone());
-        registry.register("messages_handled", "Messages handled", m.messages_handled.clone());
-        registry.register("messages_retried", "Messages whose handling failed and will be redelivered", m.messages_retried.clone());
-        registry.register("jobs_finished", "Jobs finished by kind and outcome", m.jobs_finished.clone());
-        registry.register("workflows_finished", "Workflows finished by kind and outcome", m.workflows_finished.clone());
-        registry.register("jobs_running", "Jobs running in this process", m.jobs_running.clone());
+        registry.register(
+            "messages_rejected",
+            "Messages refused: undecodable or of an unknown protocol version",
+            m.messages_rejected.clone(),
+        );
+        registry.register(
+            "messages_handled",
+            "Messages handled",
+            m.messages_handled.clone(),
+        );
+        registry.register(
+            "messages_retried",
+            "Messages whose handling failed and will be redelivered",
+            m.messages_retried.clone(),
+        );
+        registry.register(
+            "jobs_finished",
+            "Jobs finished by kind and outcome",
+            m.jobs_finished.clone(),
+        );
+        registry.register(
+            "workflows_finished",
+            "Workflows finished by kind and outcome",
+            m.workflows_finished.clone(),
+        );
+        registry.register(
+            "jobs_running",
+            "Jobs running in this process",
+            m.jobs_running.clone(),
+        );
         if let Ok(mut r) = m.registry.lock() {
             *r = registry;
         }
@@ -85,7 +112,9 @@ pub fn encode_metrics() -> String {
 }
 
 pub fn consumer_label(consumer: &str) -> MessageLabels {
-    MessageLabels { consumer: consumer.to_string() }
+    MessageLabels {
+        consumer: consumer.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -94,8 +123,14 @@ mod tests {
 
     #[test]
     fn counters_show_up_in_the_text_format() {
-        metrics().messages_rejected.get_or_create(&consumer_label("t")).inc();
+        metrics()
+            .messages_rejected
+            .get_or_create(&consumer_label("t"))
+            .inc();
         let text = encode_metrics();
-        assert!(text.contains("ferry_messages_rejected_total{consumer=\"t\"} 1"), "{text}");
+        assert!(
+            text.contains("ferry_messages_rejected_total{consumer=\"t\"} 1"),
+            "{text}"
+        );
     }
 }

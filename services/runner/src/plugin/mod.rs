@@ -74,7 +74,10 @@ impl<E: std::fmt::Display> From<E> for PluginError {
 pub fn main(job_path: &Path, result_path: &Path) -> i32 {
     let outcome = std::fs::read(job_path)
         .map_err(|e| PluginError(format!("reading {}: {e}", job_path.display())))
-        .and_then(|b| serde_json::from_slice::<PluginJob>(&b).map_err(|e| PluginError(format!("job file: {e}"))))
+        .and_then(|b| {
+            serde_json::from_slice::<PluginJob>(&b)
+                .map_err(|e| PluginError(format!("job file: {e}")))
+        })
         .and_then(|job| match job.kind {
             ComponentKind::Script => script::execute(&job),
             ComponentKind::Terraform => terraform::execute(&job),
@@ -83,10 +86,19 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
         Ok(r) => (r, 0),
         Err(PluginError(e)) => {
             eprintln!("error: {e}");
-            (PluginResult { error: Some(e), ..Default::default() }, 1)
+            (
+                PluginResult {
+                    error: Some(e),
+                    ..Default::default()
+                },
+                1,
+            )
         }
     };
-    match serde_json::to_vec(&result).map_err(|e| e.to_string()).and_then(|b| std::fs::write(result_path, b).map_err(|e| e.to_string())) {
+    match serde_json::to_vec(&result)
+        .map_err(|e| e.to_string())
+        .and_then(|b| std::fs::write(result_path, b).map_err(|e| e.to_string()))
+    {
         Ok(()) => code,
         Err(e) => {
             eprintln!("error: writing the result: {e}");
@@ -107,14 +119,20 @@ pub(crate) fn approved_plan(job: &PluginJob) -> Result<Vec<u8>, PluginError> {
     let bytes = std::fs::read(file)?;
     let actual = sha256(&bytes);
     if &actual != digest {
-        return Err(PluginError(format!("refusing to apply: the plan hashes to {actual}, but {digest} was approved")));
+        return Err(PluginError(format!(
+            "refusing to apply: the plan hashes to {actual}, but {digest} was approved"
+        )));
     }
     Ok(bytes)
 }
 
 /// Runs a command with stdout passed through to ours (the job log) and also captured.
 pub(crate) fn run_tee(cmd: &mut Command) -> Result<(ExitStatus, String), PluginError> {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).stdin(Stdio::null()).spawn()?;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .stdin(Stdio::null())
+        .spawn()?;
     let mut captured = String::new();
     if let Some(out) = child.stdout.take() {
         let stdout = std::io::stdout();
@@ -132,5 +150,9 @@ pub(crate) fn run_tee(cmd: &mut Command) -> Result<(ExitStatus, String), PluginE
 
 /// Runs a command with stdout and stderr going to the job log.
 pub(crate) fn run(cmd: &mut Command) -> Result<ExitStatus, PluginError> {
-    Ok(cmd.stdin(Stdio::null()).stdout(Stdio::inherit()).stderr(Stdio::inherit()).status()?)
+    Ok(cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .status()?)
 }

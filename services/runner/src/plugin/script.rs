@@ -14,7 +14,9 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Phase, PluginError, PluginJob, PluginPlan, PluginResult, approved_plan, run, run_tee, sha256};
+use super::{
+    Phase, PluginError, PluginJob, PluginPlan, PluginResult, approved_plan, run, run_tee, sha256,
+};
 
 #[derive(Debug, Serialize, Deserialize)]
 struct ScriptPlan {
@@ -57,35 +59,66 @@ pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
                 }
                 plan_output = out;
             }
-            let plan = ScriptPlan { component: job.component.clone(), artifact_digest: job.artifact_digest.clone(), env, plan_output };
+            let plan = ScriptPlan {
+                component: job.component.clone(),
+                artifact_digest: job.artifact_digest.clone(),
+                env,
+                plan_output,
+            };
             let bytes = serde_json::to_vec_pretty(&plan)?;
             let digest = sha256(&bytes);
             let changes = job.applied_digest.as_deref() != Some(digest.as_str());
             let file = job.work_dir.join("plan.json");
             std::fs::write(&file, &bytes)?;
-            let summary = if changes { "apply.sh will run".to_string() } else { "no changes".to_string() };
+            let summary = if changes {
+                "apply.sh will run".to_string()
+            } else {
+                "no changes".to_string()
+            };
             println!("plan: {summary} ({digest})");
-            Ok(PluginResult { plan: Some(PluginPlan { file, changes, summary }), ..Default::default() })
+            Ok(PluginResult {
+                plan: Some(PluginPlan {
+                    file,
+                    changes,
+                    summary,
+                }),
+                ..Default::default()
+            })
         }
         Phase::Apply => {
             let plan: ScriptPlan = serde_json::from_slice(&approved_plan(job)?)?;
             if plan.artifact_digest != job.artifact_digest {
-                return Err(PluginError(format!("the approved plan is for artifact {}, not {}", plan.artifact_digest, job.artifact_digest)));
+                return Err(PluginError(format!(
+                    "the approved plan is for artifact {}, not {}",
+                    plan.artifact_digest, job.artifact_digest
+                )));
             }
             let outputs_file = job.work_dir.join("outputs.json");
-            let status = run(command(job, "apply.sh", &plan.env).env("FERRY_OUTPUTS", &outputs_file))?;
+            let status =
+                run(command(job, "apply.sh", &plan.env).env("FERRY_OUTPUTS", &outputs_file))?;
             if !status.success() {
                 return Err(PluginError(format!("apply.sh failed ({status})")));
             }
             let outputs = match std::fs::read(&outputs_file) {
                 Ok(bytes) => match serde_json::from_slice::<serde_json::Value>(&bytes) {
                     Ok(serde_json::Value::Object(m)) => m,
-                    Ok(_) => return Err(PluginError("apply.sh wrote outputs that are not a JSON object".into())),
-                    Err(e) => return Err(PluginError(format!("apply.sh wrote invalid JSON outputs: {e}"))),
+                    Ok(_) => {
+                        return Err(PluginError(
+                            "apply.sh wrote outputs that are not a JSON object".into(),
+                        ));
+                    }
+                    Err(e) => {
+                        return Err(PluginError(format!(
+                            "apply.sh wrote invalid JSON outputs: {e}"
+                        )));
+                    }
                 },
                 Err(_) => Default::default(),
             };
-            Ok(PluginResult { outputs, ..Default::default() })
+            Ok(PluginResult {
+                outputs,
+                ..Default::default()
+            })
         }
         Phase::Teardown => {
             if job.src_dir.join("teardown.sh").is_file() {
