@@ -229,3 +229,77 @@ pub fn copy_dir(from: &Path, to: &Path) {
 pub fn listening(port: u16) -> bool {
     std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
 }
+
+/// A Ferry process (`ferry-server`, `ferry-runner`) with its output in a log file; SIGKILLed on drop.
+pub struct Proc {
+    child: Child,
+    pub log: PathBuf,
+}
+
+impl Proc {
+    pub fn spawn(binary: &str, args: &[&str], log: PathBuf) -> Proc {
+        let out = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(bin(binary))
+            .current_dir(repo_root())
+            .args(args)
+            .stdout(out.try_clone().expect("clone"))
+            .stderr(out)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {binary}: {e}"));
+        Proc { child, log }
+    }
+
+    /// `ferry-server` with every service, on a free port; waits for /healthz. Returns it and its API URL.
+    pub fn server(nats_url: &str, log: PathBuf) -> (Proc, String) {
+        let port = free_port();
+        let p = Proc::spawn("ferry-server", &["--nats-url", nats_url, "--http-addr", &format!("127.0.0.1:{port}")], log);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !listening(port) {
+            assert!(Instant::now() < deadline, "ferry-server did not start:\n{}", std::fs::read_to_string(&p.log).unwrap_or_default());
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        (p, format!("http://127.0.0.1:{port}"))
+    }
+
+    pub fn runner(nats_url: &str, install: &str, data_dir: &Path, log: PathBuf) -> Proc {
+        let data = data_dir.to_string_lossy().to_string();
+        Proc::spawn("ferry-runner", &["--nats-url", nats_url, "--install", install, "--data-dir", &data], log)
+    }
+
+    /// SIGKILL: no chance to clean up, as in a crash.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `ferry workflows get` until `pred` holds, or panics after `secs`.
+pub fn wait_for(api: &str, workflow: &str, secs: u64, what: &str, pred: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let (code, out, _) = ferry(api, &["workflows", "get", workflow, "--json"]);
+        if code == 0
+            && let Ok(wf) = serde_json::from_str::<serde_json::Value>(&out)
+            && pred(&wf)
+        {
+            return wf;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}; last: {out}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The step of `component` of `kind` in a workflow JSON.
+pub fn step<'a>(wf: &'a serde_json::Value, component: &str, kind: &str) -> &'a serde_json::Value {
+    wf["steps"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["component"] == component && s["kind"] == kind))
+        .unwrap_or_else(|| panic!("no {kind} step for {component} in {wf}"))
+}
