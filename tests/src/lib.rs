@@ -252,10 +252,23 @@ impl Proc {
     /// `ferry-server` with every service, on a free port; waits for /healthz. Returns it and its API URL.
     pub fn server(nats_url: &str, log: PathBuf) -> (Proc, String) {
         let port = free_port();
-        let p = Proc::spawn("ferry-server", &["--nats-url", nats_url, "--http-addr", &format!("127.0.0.1:{port}")], log);
+        let p = Proc::spawn(
+            "ferry-server",
+            &[
+                "--nats-url",
+                nats_url,
+                "--http-addr",
+                &format!("127.0.0.1:{port}"),
+            ],
+            log,
+        );
         let deadline = Instant::now() + Duration::from_secs(60);
         while !listening(port) {
-            assert!(Instant::now() < deadline, "ferry-server did not start:\n{}", std::fs::read_to_string(&p.log).unwrap_or_default());
+            assert!(
+                Instant::now() < deadline,
+                "ferry-server did not start:\n{}",
+                std::fs::read_to_string(&p.log).unwrap_or_default()
+            );
             std::thread::sleep(Duration::from_millis(25));
         }
         (p, format!("http://127.0.0.1:{port}"))
@@ -263,7 +276,18 @@ impl Proc {
 
     pub fn runner(nats_url: &str, install: &str, data_dir: &Path, log: PathBuf) -> Proc {
         let data = data_dir.to_string_lossy().to_string();
-        Proc::spawn("ferry-runner", &["--nats-url", nats_url, "--install", install, "--data-dir", &data], log)
+        Proc::spawn(
+            "ferry-runner",
+            &[
+                "--nats-url",
+                nats_url,
+                "--install",
+                install,
+                "--data-dir",
+                &data,
+            ],
+            log,
+        )
     }
 
     /// SIGKILL: no chance to clean up, as in a crash.
@@ -281,7 +305,13 @@ impl Drop for Proc {
 }
 
 /// Polls `ferry workflows get` until `pred` holds, or panics after `secs`.
-pub fn wait_for(api: &str, workflow: &str, secs: u64, what: &str, pred: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+pub fn wait_for(
+    api: &str,
+    workflow: &str,
+    secs: u64,
+    what: &str,
+    pred: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         let (code, out, _) = ferry(api, &["workflows", "get", workflow, "--json"]);
@@ -291,7 +321,10 @@ pub fn wait_for(api: &str, workflow: &str, secs: u64, what: &str, pred: impl Fn(
         {
             return wf;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}; last: {out}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; last: {out}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -300,6 +333,9 @@ pub fn wait_for(api: &str, workflow: &str, secs: u64, what: &str, pred: impl Fn(
 pub fn step<'a>(wf: &'a serde_json::Value, component: &str, kind: &str) -> &'a serde_json::Value {
     wf["steps"]
         .as_array()
-        .and_then(|s| s.iter().find(|s| s["component"] == component && s["kind"] == kind))
+        .and_then(|s| {
+            s.iter()
+                .find(|s| s["component"] == component && s["kind"] == kind)
+        })
         .unwrap_or_else(|| panic!("no {kind} step for {component} in {wf}"))
 }

@@ -10,14 +10,33 @@ fn slow_example(dir: &std::path::Path) -> PathBuf {
     copy_dir(&repo_root().join("examples/hello"), &app);
     // Greeter's apply takes a while, so the control plane can be killed while it runs.
     let apply = std::fs::read_to_string(app.join("components/src/greeter/apply.sh")).unwrap();
-    std::fs::write(app.join("components/src/greeter/apply.sh"), apply.replace("set -eu\n", "set -eu\nsleep 2\n")).unwrap();
+    std::fs::write(
+        app.join("components/src/greeter/apply.sh"),
+        apply.replace("set -eu\n", "set -eu\nsleep 2\n"),
+    )
+    .unwrap();
     app
 }
 
 fn create(api: &str, app: &std::path::Path) -> String {
-    let (code, out, err) = ferry(api, &["apps", "sync", app.to_str().unwrap(), "--name", "hello"]);
+    let (code, out, err) = ferry(
+        api,
+        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
+    );
     assert_eq!(code, 0, "{out}{err}");
-    let created = ferry_json(api, &["installs", "create", "--app", "hello", "--name", "prod", "--approve-all", "--json"]);
+    let created = ferry_json(
+        api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--json",
+        ],
+    );
     created["workflow_id"].as_str().unwrap().to_string()
 }
 
@@ -27,20 +46,32 @@ fn control_plane_killed_mid_deploy_finishes_after_restart() {
     let dir = tempfile::tempdir().unwrap();
     let app = slow_example(dir.path());
     let (server, api) = Proc::server(&nats.url, dir.path().join("server-1.log"));
-    let _runner = Proc::runner(&nats.url, "prod", &dir.path().join("runner"), dir.path().join("runner.log"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
     let wf = create(&api, &app);
 
-    wait_for(&api, &wf, 60, "greeter's apply to run", |w| step(w, "greeter", "apply")["status"] == "running");
+    wait_for(&api, &wf, 60, "greeter's apply to run", |w| {
+        step(w, "greeter", "apply")["status"] == "running"
+    });
     server.kill();
 
     // The runner finishes greeter's apply with no control plane up; its result waits in JOB_EVENTS.
     std::thread::sleep(std::time::Duration::from_secs(3));
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server-2.log"));
-    let done = wait_for(&api, &wf, 90, "the workflow to finish", |w| w["status"] == "succeeded" || w["status"] == "failed");
+    let done = wait_for(&api, &wf, 90, "the workflow to finish", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
     assert_eq!(done["status"], "succeeded", "{done}");
     let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
     assert_eq!(install["status"], "active");
-    assert_eq!(install["components"]["reporter"]["outputs"]["summary"], "HELLO, PROD! has 12 characters");
+    assert_eq!(
+        install["components"]["reporter"]["outputs"]["summary"],
+        "HELLO, PROD! has 12 characters"
+    );
     // Exactly one execution per job: nothing ran twice.
     for s in done["steps"].as_array().unwrap() {
         if let Some(job) = s["job_id"].as_str() {
@@ -59,15 +90,25 @@ fn a_runner_started_late_or_replaced_picks_up_waiting_jobs() {
     let wf = create(&api, &app);
 
     // No runner yet: the first sync job is offered and waits, queued.
-    let w = wait_for(&api, &wf, 60, "the sandbox sync to be offered", |w| step(w, "sandbox", "sync")["status"] == "running");
-    let job = step(&w, "sandbox", "sync")["job_id"].as_str().unwrap().to_string();
-    assert_eq!(ferry_json(&api, &["jobs", "get", &job, "--json"])["status"], "queued");
+    let w = wait_for(&api, &wf, 60, "the sandbox sync to be offered", |w| {
+        step(w, "sandbox", "sync")["status"] == "running"
+    });
+    let job = step(&w, "sandbox", "sync")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        ferry_json(&api, &["jobs", "get", &job, "--json"])["status"],
+        "queued"
+    );
 
     // A runner that dies before doing anything (SIGKILL right away), then the real one.
     let data = dir.path().join("runner");
     Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-0.log")).kill();
     let _runner = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-1.log"));
-    let done = wait_for(&api, &wf, 90, "the workflow to finish", |w| w["status"] == "succeeded" || w["status"] == "failed");
+    let done = wait_for(&api, &wf, 90, "the workflow to finish", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
     assert_eq!(done["status"], "succeeded", "{done}");
 }
 
@@ -80,16 +121,34 @@ fn garbage_on_a_runner_subject_is_rejected_and_counted() {
     rt.block_on(async {
         let js = async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap());
         // An unknown protocol version, then bytes that are not a message at all.
-        js.publish("ferry.rx.default.prod.event.j1", vec![99u8, 4, 1, 2, 3].into()).await.unwrap().await.unwrap();
-        js.publish("ferry.rx.default.prod.event.j2", b"garbage".to_vec().into()).await.unwrap().await.unwrap();
+        js.publish(
+            "ferry.rx.default.prod.event.j1",
+            vec![99u8, 4, 1, 2, 3].into(),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+        js.publish("ferry.rx.default.prod.event.j2", b"garbage".to_vec().into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
     });
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let out = std::process::Command::new("curl").args(["-sf", &format!("{api}/metrics")]).output().unwrap();
+        let out = std::process::Command::new("curl")
+            .args(["-sf", &format!("{api}/metrics")])
+            .output()
+            .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         let count = |consumer: &str| {
             text.lines()
-                .find(|l| l.starts_with(&format!("ferry_messages_rejected_total{{consumer=\"{consumer}\"}}")))
+                .find(|l| {
+                    l.starts_with(&format!(
+                        "ferry_messages_rejected_total{{consumer=\"{consumer}\"}}"
+                    ))
+                })
                 .and_then(|l| l.rsplit(' ').next())
                 .and_then(|n| n.parse::<u64>().ok())
                 .unwrap_or(0)
@@ -97,7 +156,10 @@ fn garbage_on_a_runner_subject_is_rejected_and_counted() {
         if count("scheduler-events") == 2 && count("log-ingest-events") == 2 {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "rejections not counted:\n{text}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "rejections not counted:\n{text}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     // The services are still up and serving.

@@ -131,15 +131,7 @@ impl Runner {
     async fn offers_consumer(&self) -> Result<PullConsumer, RunnerError> {
         let stream = self.js.get_stream("JOBS").await.map_err(nats)?;
         stream
-            .create_consumer(pull::Config {
-                filter_subject: subjects::jobs_of_install(&self.cfg.org, &self.cfg.install),
-                ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                ack_wait: Duration::from_secs(30),
-                inactive_threshold: Duration::from_secs(120),
-                memory_storage: true,
-                num_replicas: 1,
-                ..Default::default()
-            })
+            .create_consumer(offers_consumer_config(&self.cfg.org, &self.cfg.install))
             .await
             .map_err(nats)
     }
@@ -250,6 +242,19 @@ impl Runner {
                     .await;
             }
         }
+    }
+}
+
+/// The runner's consumer of its install's offers (also used by the load test, to measure exactly it).
+pub fn offers_consumer_config(org: &str, install: &str) -> pull::Config {
+    pull::Config {
+        filter_subject: subjects::jobs_of_install(org, install),
+        ack_policy: jetstream::consumer::AckPolicy::Explicit,
+        ack_wait: Duration::from_secs(30),
+        inactive_threshold: Duration::from_secs(120),
+        memory_storage: true,
+        num_replicas: 1,
+        ..Default::default()
     }
 }
 
