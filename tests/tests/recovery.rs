@@ -163,6 +163,13 @@ fn garbage_on_a_runner_subject_is_rejected_and_counted() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     // The services are still up and serving.
+    let health = std::process::Command::new("curl")
+        .args(["-sf", &format!("{api}/healthz")])
+        .output()
+        .unwrap();
+    let health: serde_json::Value = serde_json::from_slice(&health.stdout).unwrap();
+    assert_eq!(health["status"], "ok");
+    assert_eq!(health["services"].as_array().unwrap().len(), 5);
     let (code, out, _) = ferry(&api, &["installs", "list", "--json"]);
     assert_eq!((code, out.trim()), (0, "[]"));
 }

@@ -8,7 +8,7 @@ use clap::Parser;
 use ferry_server::{Service, parse_services};
 use ferry_store::Store;
 use tokio::task::JoinSet;
-use tracing::{error, info, warn};
+use tracing::{info, warn};
 
 /// Ferry's control plane: runs any subset of its services (api, scheduler, build, log-ingest,
 /// approval) against a NATS JetStream hub. Run more processes with a narrower --services to scale one
@@ -35,7 +35,6 @@ async fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     ferry_telemetry::init_tracing();
     if let Err(e) = run(Args::parse()).await {
-        error!("{e:#}");
         eprintln!("ferry-server: {e:#}");
         std::process::exit(1);
     }
