@@ -216,7 +216,7 @@ fn invalid_input_and_invalid_packages_are_refused_with_clear_errors() {
     std::fs::write(app.join("components/counter.toml"), "name = \"counter\"\ntype = \"terraform_module\"\ndirectory = \"components/src/counter\"\n[vars]\nmessage = \"{{.nuon.components.greter.outputs.message}}\"\n").unwrap();
     let (code, _, err) = ferry(&dev.api, &["apps", "sync", app.to_str().unwrap()]);
     assert_eq!(code, 1);
-    assert!(err.contains("components/counter.toml:5:12: error: unknown component `greter` (did you mean `greeter`?)"), "{err}");
+    assert!(err.contains("components/counter.toml:5:14: error: unknown component `greter` (did you mean `greeter`?)"), "{err}");
     let (code, out, _) = ferry(&dev.api, &["apps", "validate", example().to_str().unwrap()]);
     assert_eq!(code, 0);
     assert!(

@@ -597,8 +597,8 @@ impl RefCheck<'_> {
                 return;
             }
         };
-        for (path, off) in t.fields() {
-            let at = base + off;
+        for r in t.references() {
+            let (path, at) = (&r.path, base + r.offset);
             let p: Vec<&str> = path.iter().map(String::as_str).collect();
             let p = match p.split_first() {
                 Some((&"nuon" | &"ferry", rest)) => rest,

@@ -41,7 +41,7 @@ fn errors_have_file_line_and_column() {
     p.files.insert("components/counter.toml".into(), b"name = \"counter\"\ntype = \"terraform_module\"\ndirectory = \"components/src/counter\"\n\n[vars]\nmessage = \"{{.nuon.components.greter.outputs.message}}\"\n".to_vec());
     assert_eq!(
         diag(&p),
-        "components/counter.toml:6:12: error: unknown component `greter` (did you mean `greeter`?)"
+        "components/counter.toml:6:14: error: unknown component `greter` (did you mean `greeter`?)"
     );
 
     let mut p = hello();
@@ -78,7 +78,7 @@ fn errors_have_file_line_and_column() {
     p.files.insert("components/greeter.toml".into(), b"name = \"greeter\"\ntype = \"script\"\ndirectory = \"components/src/greeter\"\n[env_vars]\nX = \"{{.nuon.inputs.inputs.greetin}}\"\n".to_vec());
     assert_eq!(
         diag(&p),
-        "components/greeter.toml:5:6: error: unknown input `greetin` (did you mean `greeting`?)"
+        "components/greeter.toml:5:8: error: unknown input `greetin` (did you mean `greeting`?)"
     );
 }
 
@@ -101,7 +101,7 @@ fn renders_against_install_state() {
         .render(&state)
         .unwrap_err();
     assert!(
-        err.contains("`.nuon.components.counter.outputs.length` is not set"),
+        err.contains("`.nuon.components.counter` is not set"),
         "{err}"
     );
 }

@@ -1,0 +1,420 @@
+//! Evaluating a parsed template against a state.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::parse::{Arg, Command, Node, Pipeline, Template};
+use super::{TemplateError, funcs};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A missing key is an error: what deploys use.
+    Strict,
+    /// A missing key is an unknown value every operation accepts, and every branch is evaluated:
+    /// what validation uses, before any install exists.
+    Lenient,
+}
+
+/// A template value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum V {
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(String),
+    List(Vec<V>),
+    Map(BTreeMap<String, V>),
+    Unknown,
+}
+
+impl V {
+    pub fn from_json(v: &Value) -> V {
+        match v {
+            Value::Null => V::Null,
+            Value::Bool(b) => V::Bool(*b),
+            Value::Number(n) => V::Num(n.as_f64().unwrap_or(0.0)),
+            Value::String(s) => V::Str(s.clone()),
+            Value::Array(a) => V::List(a.iter().map(V::from_json).collect()),
+            Value::Object(o) => V::Map(
+                o.iter()
+                    .map(|(k, v)| (k.clone(), V::from_json(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        match self {
+            V::Null | V::Unknown => Value::Null,
+            V::Bool(b) => Value::Bool(*b),
+            V::Num(n) => num_json(*n),
+            V::Str(s) => Value::String(s.clone()),
+            V::List(l) => Value::Array(l.iter().map(V::to_json).collect()),
+            V::Map(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+        }
+    }
+
+    /// Go's truth: false, 0, nil and empty strings, lists and maps are false.
+    pub fn truthy(&self) -> bool {
+        match self {
+            V::Null => false,
+            V::Bool(b) => *b,
+            V::Num(n) => *n != 0.0,
+            V::Str(s) => !s.is_empty(),
+            V::List(l) => !l.is_empty(),
+            V::Map(m) => !m.is_empty(),
+            V::Unknown => true,
+        }
+    }
+
+    /// How the value prints: strings as they are, numbers without a needless `.0`, lists and maps as
+    /// JSON (more useful in configs than Go's `map[k:v]`), nil as nothing.
+    pub fn print(&self) -> String {
+        match self {
+            V::Null => String::new(),
+            V::Bool(b) => b.to_string(),
+            V::Num(n) => num_json(*n).to_string(),
+            V::Str(s) => s.clone(),
+            V::List(_) | V::Map(_) => self.to_json().to_string(),
+            V::Unknown => "<unknown>".into(),
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            V::Null => "nil",
+            V::Bool(_) => "a bool",
+            V::Num(_) => "a number",
+            V::Str(_) => "a string",
+            V::List(_) => "a list",
+            V::Map(_) => "a map",
+            V::Unknown => "an unknown value",
+        }
+    }
+
+    pub fn equals(&self, other: &V) -> bool {
+        match (self, other) {
+            (V::Num(a), V::Num(b)) => a == b,
+            (a, b) => a == b,
+        }
+    }
+
+    pub fn compare(&self, other: &V) -> Option<Ordering> {
+        match (self, other) {
+            (V::Num(a), V::Num(b)) => a.partial_cmp(b),
+            (V::Str(a), V::Str(b)) => Some(a.cmp(b)),
+            _ => None,
+        }
+    }
+}
+
+fn num_json(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() < 9.0e15 {
+        Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n)
+            .map(Value::Number)
+            .unwrap_or(Value::Null)
+    }
+}
+
+struct Ctx<'a> {
+    root: &'a V,
+    vars: Vec<(String, V)>,
+    mode: Mode,
+    /// Nesting guard: a template is small; deep recursion means a pathological input.
+    depth: usize,
+}
+
+const MAX_DEPTH: usize = 64;
+/// Output cap: a config value is small; a template that renders megabytes is a mistake.
+const MAX_OUTPUT: usize = 4 * 1024 * 1024;
+
+impl Template {
+    pub fn render(&self, state: &Value, mode: Mode) -> Result<String, TemplateError> {
+        let root = V::from_json(state);
+        let mut ctx = Ctx {
+            root: &root,
+            vars: vec![(String::new(), root.clone())],
+            mode,
+            depth: 0,
+        };
+        let mut out = String::new();
+        ctx.nodes(&self.nodes, &root, &mut out)?;
+        Ok(out)
+    }
+}
+
+impl Ctx<'_> {
+    fn nodes(&mut self, nodes: &[Node], dot: &V, out: &mut String) -> Result<(), TemplateError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(TemplateError::Eval {
+                offset: 0,
+                message: "templates nested too deeply".into(),
+            });
+        }
+        let mark = self.vars.len();
+        for n in nodes {
+            self.node(n, dot, out)?;
+            if out.len() > MAX_OUTPUT {
+                return Err(TemplateError::Eval {
+                    offset: 0,
+                    message: "the template's output is too large".into(),
+                });
+            }
+        }
+        self.vars.truncate(mark);
+        self.depth -= 1;
+        Ok(())
+    }
+
+    fn node(&mut self, n: &Node, dot: &V, out: &mut String) -> Result<(), TemplateError> {
+        match n {
+            Node::Text(t) => out.push_str(t),
+            Node::Action(p) => {
+                let v = self.pipeline(p, dot)?;
+                if p.vars.is_empty() {
+                    out.push_str(&v.print());
+                }
+            }
+            Node::If {
+                branches,
+                otherwise,
+            } => {
+                let mut chosen = false;
+                for (p, body) in branches {
+                    let cond = self.pipeline(p, dot)?;
+                    if self.mode == Mode::Lenient {
+                        // Validate every branch; keep the output of the first true one.
+                        let mut scratch = String::new();
+                        self.nodes(body, dot, &mut scratch)?;
+                        if !chosen && cond.truthy() {
+                            out.push_str(&scratch);
+                            chosen = true;
+                        }
+                    } else if cond.truthy() {
+                        self.nodes(body, dot, out)?;
+                        chosen = true;
+                        break;
+                    }
+                }
+                if let Some(o) = otherwise {
+                    if self.mode == Mode::Lenient {
+                        let mut scratch = String::new();
+                        self.nodes(o, dot, &mut scratch)?;
+                        if !chosen {
+                            out.push_str(&scratch);
+                        }
+                    } else if !chosen {
+                        self.nodes(o, dot, out)?;
+                    }
+                }
+            }
+            Node::With {
+                pipe,
+                body,
+                otherwise,
+            } => {
+                let v = self.pipeline(pipe, dot)?;
+                if v.truthy() {
+                    self.nodes(body, &v, out)?;
+                } else if let Some(o) = otherwise {
+                    self.nodes(o, dot, out)?;
+                }
+                if self.mode == Mode::Lenient
+                    && v.truthy()
+                    && let Some(o) = otherwise
+                {
+                    self.nodes(o, dot, &mut String::new())?;
+                }
+            }
+            Node::Range {
+                pipe,
+                body,
+                otherwise,
+            } => {
+                let v = self.pipeline_value(pipe, dot)?;
+                let items: Vec<(V, V)> = match &v {
+                    V::List(l) => l
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| (V::Num(i as f64), x.clone()))
+                        .collect(),
+                    V::Map(m) => m
+                        .iter()
+                        .map(|(k, x)| (V::Str(k.clone()), x.clone()))
+                        .collect(),
+                    V::Num(n) if n.fract() == 0.0 && *n >= 0.0 => (0..(*n as u64).min(10_000))
+                        .map(|i| (V::Num(i as f64), V::Num(i as f64)))
+                        .collect(),
+                    V::Null => vec![],
+                    // Validation: run the body once with unknown values.
+                    V::Unknown => vec![(V::Unknown, V::Unknown)],
+                    other => {
+                        return Err(TemplateError::Eval {
+                            offset: pipe.offset,
+                            message: format!("`range` cannot iterate over {}", other.kind()),
+                        });
+                    }
+                };
+                if items.is_empty() {
+                    if let Some(o) = otherwise {
+                        self.nodes(o, dot, out)?;
+                    }
+                } else {
+                    for (k, x) in items {
+                        let mark = self.vars.len();
+                        match pipe.vars.as_slice() {
+                            [v] => self.vars.push((v.clone(), x.clone())),
+                            [i, v] => {
+                                self.vars.push((i.clone(), k));
+                                self.vars.push((v.clone(), x.clone()));
+                            }
+                            _ => {}
+                        }
+                        self.nodes(body, &x, out)?;
+                        self.vars.truncate(mark);
+                    }
+                    if self.mode == Mode::Lenient
+                        && let Some(o) = otherwise
+                    {
+                        self.nodes(o, dot, &mut String::new())?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Evaluates a pipeline and performs its declaration or assignment.
+    fn pipeline(&mut self, p: &Pipeline, dot: &V) -> Result<V, TemplateError> {
+        let v = self.pipeline_value(p, dot)?;
+        if p.vars.len() == 1 && !matches!(p.cmds.as_slice(), []) {
+            let name = &p.vars[0];
+            if p.assign {
+                match self.vars.iter_mut().rev().find(|(n, _)| n == name) {
+                    Some(slot) => slot.1 = v.clone(),
+                    None => {
+                        return Err(TemplateError::Eval {
+                            offset: p.offset,
+                            message: format!("undefined variable `${name}`"),
+                        });
+                    }
+                }
+            } else {
+                self.vars.push((name.clone(), v.clone()));
+            }
+        }
+        Ok(v)
+    }
+
+    fn pipeline_value(&mut self, p: &Pipeline, dot: &V) -> Result<V, TemplateError> {
+        let mut piped: Option<V> = None;
+        for c in &p.cmds {
+            piped = Some(self.command(c, dot, piped)?);
+        }
+        Ok(piped.unwrap_or(V::Null))
+    }
+
+    fn command(&mut self, c: &Command, dot: &V, piped: Option<V>) -> Result<V, TemplateError> {
+        let Some((first, at)) = c.args.first() else {
+            return Ok(V::Null);
+        };
+        if let Arg::Func(name) = first {
+            let mut args = Vec::with_capacity(c.args.len());
+            for (a, at) in &c.args[1..] {
+                args.push(self.arg(a, *at, dot)?);
+            }
+            if let Some(p) = piped {
+                args.push(p);
+            }
+            return funcs::call(name, args).map_err(|message| TemplateError::Eval {
+                offset: *at,
+                message,
+            });
+        }
+        self.arg(first, *at, dot)
+    }
+
+    fn arg(&mut self, a: &Arg, at: usize, dot: &V) -> Result<V, TemplateError> {
+        match a {
+            Arg::Field(path) => self.field(dot, path, at, ""),
+            Arg::Var(name, path) => {
+                let base = match self.vars.iter().rev().find(|(n, _)| n == name) {
+                    Some((_, v)) => v.clone(),
+                    None if name.is_empty() => self.root.clone(),
+                    None => {
+                        return Err(TemplateError::Eval {
+                            offset: at,
+                            message: format!("undefined variable `${name}`"),
+                        });
+                    }
+                };
+                self.field(&base, path, at, &format!("${name}"))
+            }
+            Arg::Func(name) => funcs::call(name, vec![]).map_err(|message| TemplateError::Eval {
+                offset: at,
+                message,
+            }),
+            Arg::Str(s) => Ok(V::Str(s.clone())),
+            Arg::Num(n) => Ok(V::Num(*n)),
+            Arg::Bool(b) => Ok(V::Bool(*b)),
+            Arg::Nil => Ok(V::Null),
+            Arg::Sub(p, chain) => {
+                let v = self.pipeline_value(p, dot)?;
+                self.field(&v, chain, at, "(...)")
+            }
+        }
+    }
+
+    fn field(
+        &self,
+        base: &V,
+        path: &[String],
+        at: usize,
+        prefix: &str,
+    ) -> Result<V, TemplateError> {
+        let mut cur = base.clone();
+        for (i, key) in path.iter().enumerate() {
+            // `ferry` is an alias of Nuon's `nuon` root.
+            let aliased = i == 0
+                && key == "ferry"
+                && matches!(&cur, V::Map(m) if m.contains_key("nuon") && !m.contains_key("ferry"));
+            let key = if aliased { "nuon" } else { key.as_str() };
+            cur = match cur {
+                V::Map(mut m) => match m.remove(key) {
+                    Some(v) => v,
+                    None if self.mode == Mode::Lenient => V::Unknown,
+                    None => {
+                        return Err(TemplateError::Missing {
+                            offset: at,
+                            path: format!("{prefix}.{}", path[..=i].join(".")),
+                        });
+                    }
+                },
+                V::Unknown => V::Unknown,
+                V::Null if self.mode == Mode::Lenient => V::Unknown,
+                V::Null => {
+                    return Err(TemplateError::Missing {
+                        offset: at,
+                        path: format!("{prefix}.{}", path[..=i].join(".")),
+                    });
+                }
+                other => {
+                    return Err(TemplateError::Eval {
+                        offset: at,
+                        message: format!(
+                            "cannot read field `{key}` of {} (at `{prefix}.{}`)",
+                            other.kind(),
+                            path[..=i].join(".")
+                        ),
+                    });
+                }
+            };
+        }
+        Ok(cur)
+    }
+}

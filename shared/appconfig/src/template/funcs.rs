@@ -1,0 +1,310 @@
+//! The template functions: Go's built-ins and the Sprig functions app configs use.
+
+use base64::Engine;
+
+use super::eval::V;
+
+/// Name, minimum and maximum argument count (`None`: any number), one-line description.
+pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
+    ("and", 1, None, "the first empty argument, or the last"),
+    ("b64dec", 1, Some(1), "base64-decodes a string"),
+    ("b64enc", 1, Some(1), "base64-encodes a string"),
+    (
+        "contains",
+        2,
+        Some(2),
+        "`contains SUBSTR S`: whether S contains SUBSTR",
+    ),
+    (
+        "default",
+        1,
+        Some(2),
+        "`default DEFAULT VALUE`: VALUE, or DEFAULT when VALUE is missing or empty",
+    ),
+    ("eq", 2, None, "`eq A B...`: whether A equals any of B..."),
+    ("ge", 2, Some(2), "A >= B"),
+    ("gt", 2, Some(2), "A > B"),
+    ("hasPrefix", 2, Some(2), "`hasPrefix PREFIX S`"),
+    ("hasSuffix", 2, Some(2), "`hasSuffix SUFFIX S`"),
+    (
+        "index",
+        1,
+        None,
+        "`index COLLECTION KEY...`: map value or list element",
+    ),
+    (
+        "join",
+        2,
+        Some(2),
+        "`join SEP LIST`: the list's items joined by SEP",
+    ),
+    ("le", 2, Some(2), "A <= B"),
+    ("len", 1, Some(1), "length of a string (bytes), list or map"),
+    ("lower", 1, Some(1), "lower-cases a string"),
+    ("lt", 2, Some(2), "A < B"),
+    ("ne", 2, Some(2), "A != B"),
+    (
+        "not",
+        1,
+        Some(1),
+        "boolean negation of the argument's truth",
+    ),
+    ("or", 1, None, "the first non-empty argument, or the last"),
+    (
+        "print",
+        0,
+        None,
+        "the arguments printed, spaces between non-strings (Go's fmt.Sprint)",
+    ),
+    (
+        "printf",
+        1,
+        None,
+        "`printf FORMAT ARGS...`: %s %d %f %v %q %%",
+    ),
+    (
+        "quote",
+        0,
+        None,
+        "each argument in double quotes, separated by spaces",
+    ),
+    ("replace", 3, Some(3), "`replace OLD NEW S`"),
+    (
+        "splitList",
+        2,
+        Some(2),
+        "`splitList SEP S`: a list of S's parts",
+    ),
+    (
+        "squote",
+        0,
+        None,
+        "each argument in single quotes, separated by spaces",
+    ),
+    ("toJson", 1, Some(1), "the argument as JSON"),
+    (
+        "trim",
+        1,
+        Some(1),
+        "removes leading and trailing white space",
+    ),
+    ("upper", 1, Some(1), "upper-cases a string"),
+];
+
+pub fn lookup(name: &str) -> Option<&'static (&'static str, usize, Option<usize>, &'static str)> {
+    FUNCTIONS.iter().find(|f| f.0 == name)
+}
+
+pub fn hint(name: &str) -> String {
+    FUNCTIONS
+        .iter()
+        .map(|f| (strsim::jaro_winkler(name, f.0), f.0))
+        .filter(|(s, _)| *s > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default()
+}
+
+pub fn check_arity(name: &str, given: usize) -> Result<(), String> {
+    let Some(&(_, min, max, _)) = lookup(name) else {
+        return Err(format!("unknown function `{name}`"));
+    };
+    let ok = given >= min && max.is_none_or(|m| given <= m);
+    if ok {
+        return Ok(());
+    }
+    let want = match max {
+        Some(m) if m == min => format!("{min}"),
+        Some(m) => format!("{min} to {m}"),
+        None => format!("at least {min}"),
+    };
+    Err(format!(
+        "`{name}` takes {want} argument{}, got {given}",
+        if want == "1" { "" } else { "s" }
+    ))
+}
+
+fn s(v: &V) -> String {
+    v.print()
+}
+
+/// Calls a function whose arity was checked at parse time.
+pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
+    // Unknown values (lenient validation) make every function's result unknown, except the ones
+    // that can tell without them.
+    let unknown = args.iter().any(|a| matches!(a, V::Unknown));
+    if unknown
+        && !matches!(
+            name,
+            "default" | "and" | "or" | "print" | "quote" | "squote"
+        )
+    {
+        return Ok(V::Unknown);
+    }
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
+    Ok(match name {
+        "and" => args
+            .iter()
+            .find(|a| !a.truthy())
+            .cloned()
+            .unwrap_or_else(|| arg(args.len() - 1)),
+        "or" => args
+            .iter()
+            .find(|a| a.truthy())
+            .cloned()
+            .unwrap_or_else(|| arg(args.len() - 1)),
+        "not" => V::Bool(!arg(0).truthy()),
+        "default" => {
+            let value = arg(1);
+            if args.len() < 2 || !value.truthy() {
+                arg(0)
+            } else {
+                value
+            }
+        }
+        "eq" => V::Bool(args[1..].iter().any(|b| args[0].equals(b))),
+        "ne" => V::Bool(!arg(0).equals(&arg(1))),
+        "lt" | "le" | "gt" | "ge" => {
+            let ord = arg(0).compare(&arg(1)).ok_or_else(|| {
+                format!(
+                    "`{name}`: cannot compare {} with {}",
+                    arg(0).kind(),
+                    arg(1).kind()
+                )
+            })?;
+            V::Bool(match name {
+                "lt" => ord.is_lt(),
+                "le" => ord.is_le(),
+                "gt" => ord.is_gt(),
+                _ => ord.is_ge(),
+            })
+        }
+        "len" => match arg(0) {
+            V::Str(x) => V::Num(x.len() as f64),
+            V::List(l) => V::Num(l.len() as f64),
+            V::Map(m) => V::Num(m.len() as f64),
+            V::Null => V::Num(0.0),
+            other => return Err(format!("`len` of {}", other.kind())),
+        },
+        "index" => {
+            let mut cur = arg(0);
+            for key in &args[1..] {
+                cur = match (&cur, key) {
+                    (V::Map(m), k) => m.get(&s(k)).cloned().unwrap_or(V::Null),
+                    (V::List(l), V::Num(n)) if *n >= 0.0 && n.fract() == 0.0 => {
+                        l.get(*n as usize).cloned().ok_or_else(|| {
+                            format!("`index`: index {n} out of range (length {})", l.len())
+                        })?
+                    }
+                    (V::Null, _) => V::Null,
+                    (c, k) => {
+                        return Err(format!(
+                            "`index`: cannot index {} with {}",
+                            c.kind(),
+                            k.kind()
+                        ));
+                    }
+                };
+            }
+            cur
+        }
+        "join" => match arg(1) {
+            V::List(l) => V::Str(l.iter().map(V::print).collect::<Vec<_>>().join(&s(&arg(0)))),
+            V::Null => V::Str(String::new()),
+            other => V::Str(other.print()),
+        },
+        "splitList" => V::List(
+            s(&arg(1))
+                .split(&s(&arg(0)))
+                .map(|p| V::Str(p.to_string()))
+                .collect(),
+        ),
+        "upper" => V::Str(s(&arg(0)).to_uppercase()),
+        "lower" => V::Str(s(&arg(0)).to_lowercase()),
+        "trim" => V::Str(s(&arg(0)).trim().to_string()),
+        "quote" => V::Str(
+            args.iter()
+                .map(|a| go_quote(&s(a)))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        "squote" => V::Str(
+            args.iter()
+                .map(|a| format!("'{}'", s(a)))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        "b64enc" => V::Str(base64::engine::general_purpose::STANDARD.encode(s(&arg(0)))),
+        "b64dec" => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(s(&arg(0)))
+                .map_err(|e| format!("`b64dec`: {e}"))?;
+            V::Str(
+                String::from_utf8(bytes)
+                    .map_err(|_| "`b64dec`: the decoded bytes are not UTF-8".to_string())?,
+            )
+        }
+        "toJson" => V::Str(arg(0).to_json().to_string()),
+        "replace" => V::Str(s(&arg(2)).replace(&s(&arg(0)), &s(&arg(1)))),
+        "contains" => V::Bool(s(&arg(1)).contains(&s(&arg(0)))),
+        "hasPrefix" => V::Bool(s(&arg(1)).starts_with(&s(&arg(0)))),
+        "hasSuffix" => V::Bool(s(&arg(1)).ends_with(&s(&arg(0)))),
+        "print" => V::Str(sprint(&args)),
+        "printf" => V::Str(printf(&s(&arg(0)), &args[1..])?),
+        _ => return Err(format!("unknown function `{name}`")),
+    })
+}
+
+/// Go's `%q` for the strings configs carry: JSON string escaping is the same for them.
+fn go_quote(x: &str) -> String {
+    serde_json::Value::String(x.to_string()).to_string()
+}
+
+/// Go's fmt.Sprint: a space between operands when neither side is a string.
+fn sprint(args: &[V]) -> String {
+    let mut out = String::new();
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 && !matches!(a, V::Str(_)) && !matches!(args[i - 1], V::Str(_)) {
+            out.push(' ');
+        }
+        out.push_str(&a.print());
+    }
+    out
+}
+
+fn printf(fmt: &str, args: &[V]) -> Result<String, String> {
+    let mut out = String::new();
+    let mut it = fmt.chars().peekable();
+    let mut n = 0;
+    while let Some(c) = it.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let Some(verb) = it.next() else {
+            return Err("`printf`: format ends with `%`".into());
+        };
+        if verb == '%' {
+            out.push('%');
+            continue;
+        }
+        let a = args
+            .get(n)
+            .ok_or_else(|| format!("`printf`: missing argument for %{verb}"))?;
+        n += 1;
+        match verb {
+            's' | 'v' => out.push_str(&a.print()),
+            'q' => out.push_str(&go_quote(&a.print())),
+            'd' => match a {
+                V::Num(x) => out.push_str(&format!("{}", x.trunc() as i64)),
+                other => return Err(format!("`printf`: %d needs a number, got {}", other.kind())),
+            },
+            'f' => match a {
+                V::Num(x) => out.push_str(&format!("{x:.6}")),
+                other => return Err(format!("`printf`: %f needs a number, got {}", other.kind())),
+            },
+            other => return Err(format!("`printf`: unsupported verb %{other}")),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,67 @@
+//! Templates in Go `text/template` syntax, as Nuon's configs use them.
+//!
+//! Written by hand because no maintained Rust crate speaks Go's template language: minijinja and tera
+//! speak Jinja, where `{{ .nuon.install.id }}` is a syntax error. This is the subset app configs use:
+//!
+//! * actions `{{ pipeline }}` with `{{-` / `-}}` trim markers and `{{/* comments */}}`;
+//! * field paths on the dot (`.nuon.install.id`), on variables (`$x.a`, `$.nuon`) and on
+//!   parenthesized pipelines (`(index .a 0).b`);
+//! * pipelines `a | f b` (the piped value is the last argument), string/raw/number/bool/nil literals;
+//! * `if` / `else if` / `else`, `range` (with `$i, $v :=`), `with`, all with `end`;
+//!   variables `$x := pipeline` and `$x = pipeline`;
+//! * functions: `index`, `join`, `default`, `quote`, `squote`, `upper`, `lower`, `trim`, `b64enc`,
+//!   `b64dec`, `toJson`, `eq`, `ne`, `lt`, `le`, `gt`, `ge`, `not`, `and`, `or`, `len`, `printf`,
+//!   `print`, `replace`, `contains`, `hasPrefix`, `hasSuffix`, `split`.
+//!
+//! Anything else (`define`, `template`, unknown functions) is an error with its position — never
+//! passed through. For validation, [`Mode::Lenient`] renders against a partial state: a missing key
+//! yields an unknown value that every operation accepts, so a template can be checked before any
+//! install exists.
+
+mod eval;
+mod funcs;
+mod lex;
+mod parse;
+
+use serde_json::Value;
+
+pub use eval::Mode;
+pub use funcs::FUNCTIONS;
+pub use parse::{Node, Template};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("{message}")]
+    Syntax { offset: usize, message: String },
+    #[error("`{path}` is not set")]
+    Missing { offset: usize, path: String },
+    #[error("{message}")]
+    Eval { offset: usize, message: String },
+}
+
+impl TemplateError {
+    /// Byte offset in the template source where the problem is.
+    pub fn offset(&self) -> usize {
+        match self {
+            TemplateError::Syntax { offset, .. }
+            | TemplateError::Missing { offset, .. }
+            | TemplateError::Eval { offset, .. } => *offset,
+        }
+    }
+}
+
+/// Parses and renders in one go, strictly: a missing key is an error.
+pub fn render(src: &str, state: &Value) -> Result<String, TemplateError> {
+    Template::parse(src)?.render(state, Mode::Strict)
+}
+
+/// A field path referenced from the root of the state (`.nuon.x` with the dot at the root, or
+/// `$.nuon.x`), with the byte offset of the action it appears in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    pub path: Vec<String>,
+    pub offset: usize,
+}
+
+#[cfg(test)]
+mod tests;

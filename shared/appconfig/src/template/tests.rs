@@ -1,0 +1,215 @@
+use serde_json::{Value, json};
+
+use super::*;
+
+fn state() -> Value {
+    json!({
+        "nuon": {
+            "install": { "id": "inst1", "sandbox": { "outputs": { "region": "eu-west-1" } } },
+            "components": {
+                "db": { "outputs": { "port": 5432, "ok": true, "hosts": ["a", "b"], "tags": { "env": "prod", "team": "core" }, "none": [] } }
+            },
+            "inputs": { "inputs": { "name": "acme", "empty": "" } }
+        }
+    })
+}
+
+fn r(src: &str) -> String {
+    render(src, &state()).unwrap_or_else(|e| panic!("{src}: {e}"))
+}
+
+fn err(src: &str) -> TemplateError {
+    render(src, &state()).expect_err(src)
+}
+
+#[test]
+fn fields_and_text() {
+    assert_eq!(r("id={{.nuon.install.id}}"), "id=inst1");
+    assert_eq!(r("{{ .nuon.components.db.outputs.port }}"), "5432");
+    assert_eq!(r("{{.ferry.components.db.outputs.ok}}"), "true");
+    assert_eq!(r("{{ $.ferry.install.id }}"), "inst1");
+    assert_eq!(r("no templates"), "no templates");
+    assert_eq!(r(""), "");
+    assert_eq!(r("{{.nuon.components.db.outputs.hosts}}"), r#"["a","b"]"#);
+}
+
+#[test]
+fn trim_markers_and_comments() {
+    assert_eq!(r("a  {{- .nuon.install.id -}}  b"), "ainst1b");
+    assert_eq!(r("a {{/* a comment with }} inside */}} b"), "a  b");
+    assert_eq!(r("a {{- /* gone */ -}} b"), "ab");
+    assert_eq!(r("x\n  {{- \"y\" }}"), "xy");
+}
+
+#[test]
+fn pipelines_and_functions() {
+    assert_eq!(r(r#"{{ .nuon.inputs.inputs.name | upper }}"#), "ACME");
+    assert_eq!(
+        r(r#"{{ .nuon.inputs.inputs.empty | default "fallback" }}"#),
+        "fallback"
+    );
+    assert_eq!(
+        r(r#"{{ .nuon.inputs.inputs.name | default "fallback" }}"#),
+        "acme"
+    );
+    assert_eq!(
+        r(r#"{{ .nuon.components.db.outputs.hosts | join "," }}"#),
+        "a,b"
+    );
+    assert_eq!(
+        r(r#"{{ index .nuon.components.db.outputs.tags "env" }}"#),
+        "prod"
+    );
+    assert_eq!(r(r#"{{ index .nuon.components.db.outputs.hosts 1 }}"#), "b");
+    assert_eq!(r(r#"{{ .nuon.install.id | quote }}"#), r#""inst1""#);
+    assert_eq!(r(r#"{{ "hi" | b64enc }}"#), "aGk=");
+    assert_eq!(r(r#"{{ "aGk=" | b64dec }}"#), "hi");
+    assert_eq!(
+        r(r#"{{ .nuon.components.db.outputs.tags | toJson }}"#),
+        r#"{"env":"prod","team":"core"}"#
+    );
+    assert_eq!(r(r#"{{ "MiXeD" | lower }}"#), "mixed");
+    assert_eq!(r(r#"{{ printf "%s-%d" .nuon.install.id 7 }}"#), "inst1-7");
+    assert_eq!(
+        r(r#"{{ (index .nuon.components.db.outputs.hosts 0) | upper }}"#),
+        "A"
+    );
+    assert_eq!(r(r#"{{ (.nuon.components.db.outputs).port }}"#), "5432");
+    assert_eq!(r(r#"{{ len .nuon.components.db.outputs.hosts }}"#), "2");
+    assert_eq!(r(r#"{{ replace "-" "_" "a-b-c" }}"#), "a_b_c");
+    assert_eq!(r(r#"{{ "a,b" | splitList "," | join "+" }}"#), "a+b");
+    assert_eq!(r(r#"{{ `raw \n` }}"#), r"raw \n");
+    assert_eq!(r(r#"{{ "esc\t\"q\"" }}"#), "esc\t\"q\"");
+}
+
+#[test]
+fn control_structures() {
+    assert_eq!(
+        r(r#"{{ if .nuon.components.db.outputs.ok }}yes{{ else }}no{{ end }}"#),
+        "yes"
+    );
+    assert_eq!(
+        r(
+            r#"{{ if eq .nuon.install.id "x" }}x{{ else if eq .nuon.install.id "inst1" }}one{{ else }}other{{ end }}"#
+        ),
+        "one"
+    );
+    assert_eq!(
+        r(r#"{{ if not .nuon.inputs.inputs.empty }}empty{{ end }}"#),
+        "empty"
+    );
+    assert_eq!(
+        r(
+            r#"{{ if and .nuon.components.db.outputs.ok (gt .nuon.components.db.outputs.port 1000) }}big{{ end }}"#
+        ),
+        "big"
+    );
+    assert_eq!(
+        r(r#"{{ range .nuon.components.db.outputs.hosts }}[{{ . }}]{{ end }}"#),
+        "[a][b]"
+    );
+    assert_eq!(
+        r(r#"{{ range $i, $h := .nuon.components.db.outputs.hosts }}{{ $i }}={{ $h }};{{ end }}"#),
+        "0=a;1=b;"
+    );
+    assert_eq!(
+        r(r#"{{ range $k, $v := .nuon.components.db.outputs.tags }}{{ $k }}:{{ $v }} {{ end }}"#),
+        "env:prod team:core "
+    );
+    assert_eq!(
+        r(r#"{{ range .nuon.components.db.outputs.none }}x{{ else }}none{{ end }}"#),
+        "none"
+    );
+    assert_eq!(
+        r(r#"{{ with .nuon.components.db.outputs }}{{ .port }}{{ end }}"#),
+        "5432"
+    );
+    assert_eq!(
+        r(r#"{{ with .nuon.inputs.inputs.empty }}set{{ else }}unset{{ end }}"#),
+        "unset"
+    );
+    assert_eq!(
+        r(r#"{{ $x := .nuon.install.id }}{{ $x }}-{{ $x = "y" }}{{ $x }}"#),
+        "inst1-y"
+    );
+    assert_eq!(
+        r(r#"{{ range .nuon.components.db.outputs.hosts }}{{ $.nuon.install.id }}{{ end }}"#),
+        "inst1inst1"
+    );
+}
+
+#[test]
+fn errors_carry_offsets() {
+    assert_eq!(
+        err("ab{{.nuon.nope}}"),
+        TemplateError::Missing {
+            offset: 4,
+            path: ".nuon.nope".into()
+        }
+    );
+    assert_eq!(err("x {{ .nuon.install.id").offset(), 2);
+    assert!(
+        matches!(err("{{ frobnicate .x }}"), TemplateError::Syntax { offset: 3, ref message } if message == "unknown function `frobnicate`")
+    );
+    assert!(
+        matches!(err("{{ uper .x }}"), TemplateError::Syntax { ref message, .. } if message.contains("did you mean `upper`"))
+    );
+    assert!(
+        matches!(err("{{ if .x }}"), TemplateError::Syntax { ref message, .. } if message.contains("without `end`"))
+    );
+    assert!(
+        matches!(err("{{ end }}"), TemplateError::Syntax { ref message, .. } if message.contains("`end` without"))
+    );
+    assert!(
+        matches!(err(r#"{{ join "," }}"#), TemplateError::Syntax { ref message, .. } if message == "`join` takes 2 arguments, got 1")
+    );
+    assert!(matches!(err("{{ .a | .b }}"), TemplateError::Syntax { .. }));
+    assert!(
+        matches!(err("{{ define \"x\" }}{{ end }}"), TemplateError::Syntax { ref message, .. } if message.contains("not supported"))
+    );
+    assert!(matches!(
+        err(r#"{{ index .nuon.install.id "k" }}"#),
+        TemplateError::Eval { .. }
+    ));
+    assert!(
+        matches!(err("{{ range .nuon.install.id }}{{ end }}"), TemplateError::Eval { ref message, .. } if message.contains("cannot iterate over a string"))
+    );
+    assert!(
+        matches!(err("{{ .nuon.install.id.deeper }}"), TemplateError::Eval { ref message, .. } if message.contains("cannot read field `deeper` of a string"))
+    );
+    assert!(
+        matches!(err("{{ $nope }}"), TemplateError::Eval { ref message, .. } if message.contains("undefined variable"))
+    );
+}
+
+#[test]
+fn references_are_the_root_paths() {
+    let t = Template::parse(
+        r#"{{ .nuon.a.b }}{{ with .nuon.components.db.outputs }}{{ .port }}{{ $.nuon.install.id }}{{ end }}{{ index .nuon.c "k" | upper }}"#,
+    )
+    .unwrap();
+    let refs: Vec<String> = t.references().iter().map(|r| r.path.join(".")).collect();
+    assert_eq!(
+        refs,
+        vec![
+            "nuon.a.b",
+            "nuon.components.db.outputs",
+            "nuon.install.id",
+            "nuon.c"
+        ]
+    );
+}
+
+#[test]
+fn lenient_mode_checks_every_branch_against_unknowns() {
+    let partial = json!({ "nuon": { "install": { "id": "fake" } } });
+    let t = Template::parse(r#"{{ if .nuon.components.x.outputs.on }}{{ .nuon.components.x.outputs.v | upper }}{{ else }}{{ .nuon.install.id }}{{ end }}"#).unwrap();
+    assert_eq!(t.render(&partial, Mode::Lenient).unwrap(), "<unknown>");
+    assert!(t.render(&partial, Mode::Strict).is_err());
+    // A misuse inside a branch that would not run is still found.
+    let t = Template::parse(r#"{{ if false }}{{ index .nuon.install.id 1 }}{{ end }}"#).unwrap();
+    assert!(t.render(&partial, Mode::Lenient).is_err());
+    let t = Template::parse(r#"{{ range .nuon.components.x.outputs.list }}{{ .name }}{{ end }}"#)
+        .unwrap();
+    assert!(t.render(&partial, Mode::Lenient).is_ok());
+}
