@@ -29,37 +29,55 @@ pub fn load_package(
 }
 
 pub fn apps_validate(dir: &Path, json_out: bool) -> Result<i32> {
-    let (_, cfg) = load_package(dir)?;
-    match cfg {
-        Ok(cfg) => {
-            if json_out {
-                print_json(
-                    &json!({ "valid": true, "diagnostics": [], "deploy_order": cfg.deploy_order, "sandbox": cfg.sandbox.is_some() }),
-                )?;
-            } else {
-                println!("{}: valid", dir.display());
-                println!(
-                    "{}",
-                    render::deploy_order(cfg.sandbox.is_some(), &cfg.deploy_order)
-                );
-            }
+    let pkg = Package::from_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    let report = ferry_appconfig::validate(&pkg);
+    let errors = report.diagnostics.errors().count();
+    let warnings = report.diagnostics.warnings().count();
+    if json_out {
+        let order = report.config.as_ref().map(|c| c.deploy_order.clone());
+        let sandbox = report.config.as_ref().is_some_and(|c| c.sandbox.is_some());
+        print_json(&json!({
+            "valid": errors == 0,
+            "errors": errors,
+            "warnings": warnings,
+            "diagnostics": report.diagnostics,
+            "sandbox": sandbox,
+            "deploy_order": order,
+        }))?;
+        return Ok(if errors == 0 { 0 } else { 1 });
+    }
+    for d in &report.diagnostics.0 {
+        eprintln!("{d}");
+    }
+    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    match &report.config {
+        Some(cfg) => {
+            println!("{}: valid ({})", dir.display(), plural(warnings, "warning"));
+            println!(
+                "{}",
+                render::deploy_order(cfg.sandbox.is_some(), &cfg.deploy_order)
+            );
             Ok(0)
         }
-        Err(diags) => {
-            if json_out {
-                print_json(&json!({ "valid": false, "diagnostics": diags }))?;
-            } else {
-                eprintln!("{diags}");
-                let n = diags.0.len();
-                eprintln!(
-                    "{} is invalid: {n} error{}",
-                    dir.display(),
-                    if n == 1 { "" } else { "s" }
-                );
-            }
+        None => {
+            eprintln!(
+                "{} is invalid: {}, {}",
+                dir.display(),
+                plural(errors, "error"),
+                plural(warnings, "warning")
+            );
             Ok(1)
         }
     }
+}
+
+pub fn apps_schema(markdown: bool) -> Result<i32> {
+    if markdown {
+        print!("{}", ferry_appconfig::markdown_reference());
+    } else {
+        print_json(&ferry_appconfig::json_schema())?;
+    }
+    Ok(0)
 }
 
 /// App name from `--name` or the directory's name.
@@ -90,6 +108,9 @@ pub async fn sync(api: &Api, dir: &Path, name: &str) -> Result<ferry_model::api:
     let (pkg, cfg) = load_package(dir)?;
     if let Err(diags) = cfg {
         bail!("{} is invalid:\n{diags}", dir.display());
+    }
+    for w in ferry_appconfig::validate(&pkg).diagnostics.warnings() {
+        eprintln!("{w}");
     }
     api.post_bytes(&format!("/v1/apps/{name}/configs"), pkg.to_bundle())
         .await

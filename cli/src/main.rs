@@ -60,7 +60,8 @@ enum Command {
 
 #[derive(Subcommand, Debug)]
 enum AppsCmd {
-    /// Check an app directory without uploading it; prints the deploy order.
+    /// Check an app directory without uploading it: every error and warning as
+    /// `file:line:col: severity: message`, then the deploy order. Exit 0 when valid, 1 when not.
     Validate {
         dir: PathBuf,
         #[arg(long)]
@@ -79,6 +80,12 @@ enum AppsCmd {
     List {
         #[arg(long)]
         json: bool,
+    },
+    /// Print the JSON Schema of the package format (for editors), or its Markdown reference.
+    Schema {
+        /// The Markdown reference (docs/app-config.md's generated part) instead of JSON Schema.
+        #[arg(long)]
+        markdown: bool,
     },
 }
 
@@ -166,6 +173,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             commands::apps_sync(&api, &dir, name, json).await
         }
         Command::Apps(AppsCmd::List { json }) => commands::apps_list(&api, json).await,
+        Command::Apps(AppsCmd::Schema { markdown }) => commands::apps_schema(markdown),
         Command::Installs(InstallsCmd::Create {
             app,
             name,

@@ -138,9 +138,15 @@ impl BuildService {
         let component = cfg
             .component(&build.component)
             .ok_or_else(|| format!("component `{}` not in config", build.component))?;
-        let prefix = format!("{}/", component.directory.trim_end_matches('/'));
+        let directory = component.directory.as_deref().ok_or_else(|| {
+            format!(
+                "component `{}` has no local `directory`: git sources are not fetched by this version of Ferry",
+                component.name
+            )
+        })?;
+        let prefix = format!("{}/", directory.trim_end_matches('/'));
         let files: Vec<(&str, &[u8], bool)> = pkg
-            .under(&component.directory)
+            .under(directory)
             .map(|(path, bytes)| {
                 (
                     &path[prefix.len()..],

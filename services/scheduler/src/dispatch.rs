@@ -332,6 +332,12 @@ impl Scheduler {
             kind: match component.kind {
                 ComponentType::Script => ComponentKind::Script,
                 ComponentType::TerraformModule => ComponentKind::Terraform,
+                other => {
+                    return Ok(Err(Permanent(format!(
+                        "`{}` components cannot be deployed by this version of Ferry yet",
+                        other.as_str()
+                    ))));
+                }
             },
             artifact_digest: digest,
             vars: rendered.vars,

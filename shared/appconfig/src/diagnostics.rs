@@ -55,11 +55,20 @@ impl Diagnostics {
         self.0.iter().any(|d| d.severity == Severity::Error)
     }
 
-    pub(crate) fn error_at(
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.0.iter().filter(|d| d.severity == Severity::Error)
+    }
+
+    pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.0.iter().filter(|d| d.severity == Severity::Warning)
+    }
+
+    pub(crate) fn push(
         &mut self,
         file: &str,
         src: &str,
         offset: usize,
+        severity: Severity,
         message: impl Into<String>,
     ) {
         let (line, column) = line_col(src, offset);
@@ -67,14 +76,22 @@ impl Diagnostics {
             file: file.to_string(),
             line,
             column,
-            severity: Severity::Error,
+            severity,
             message: message.into(),
         });
     }
 
+    /// File, line, column order; errors before warnings at the same place; no exact repeats.
     pub(crate) fn sort(&mut self) {
-        self.0
-            .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+        self.0.sort_by(|a, b| {
+            (&a.file, a.line, a.column, a.severity as u8).cmp(&(
+                &b.file,
+                b.line,
+                b.column,
+                b.severity as u8,
+            ))
+        });
+        self.0.dedup();
     }
 }
 

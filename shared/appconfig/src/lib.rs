@@ -6,13 +6,21 @@
 //! It works on a [`Package`] (the files in memory), not on a directory, so the CLI (before upload) and
 //! the control plane (after upload) run exactly the same validation over exactly the same bytes.
 
+mod check;
 mod diagnostics;
+mod generate;
 mod graph;
 mod package;
 mod parse;
+pub mod schema;
 pub mod template;
+mod tree;
 
 pub use diagnostics::{Diagnostic, Diagnostics, Severity};
+pub use generate::{json_schema, markdown_reference};
 pub use graph::deploy_stages;
 pub use package::{Package, PackageError};
-pub use parse::{AppConfig, Component, ComponentType, Input, Metadata, Rendered, load};
+pub use parse::{
+    Action, AppConfig, Component, ComponentType, Input, InstallDecl, Metadata, Policy, Rendered,
+    Report, Runbook, Trigger, load, validate,
+};

@@ -1,22 +1,29 @@
-//! Reading a package into an [`AppConfig`] and validating it.
+//! Reading a package into an [`AppConfig`]: find the blocks, check each file against its schema,
+//! extract what Ferry uses, check cross-references and templates, order the components.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
 use serde_json::{Value, json};
-use toml::Spanned;
 
-use crate::diagnostics::Diagnostics;
+use crate::check::{Checker, Site, did_you_mean, normalize, parse_duration};
+use crate::diagnostics::{Diagnostics, Severity};
 use crate::package::{Package, hash_files};
-use crate::template::Template;
+use crate::schema::{self, BLOCKS, Dir, Schema};
+use crate::template::{Mode, Template};
+use crate::tree::{self, Node, V};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppConfig {
     pub metadata: Metadata,
     pub inputs: Vec<Input>,
+    pub secrets: Vec<String>,
     /// The sandbox, deployed first, like a component named `sandbox`.
     pub sandbox: Option<Component>,
     pub components: Vec<Component>,
+    pub actions: Vec<Action>,
+    pub runbooks: Vec<Runbook>,
+    pub installs: Vec<InstallDecl>,
+    pub policies: Vec<Policy>,
     /// Deploy stages of the components (not the sandbox), from explicit and implicit dependencies.
     pub deploy_order: Vec<Vec<String>>,
 }
@@ -27,6 +34,8 @@ pub struct Metadata {
     pub description: Option<String>,
     pub display_name: Option<String>,
     pub readme: Option<String>,
+    /// Free-form tables (`[onboarding]`, ...), kept as they are.
+    pub extra: serde_json::Map<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -34,9 +43,11 @@ pub struct Input {
     pub name: String,
     pub display_name: Option<String>,
     pub description: Option<String>,
+    pub group: Option<String>,
     pub default: Option<String>,
     pub required: bool,
     pub sensitive: bool,
+    pub kind: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +55,12 @@ pub enum ComponentType {
     /// Ferry's own: `plan.sh` / `apply.sh` / `teardown.sh` from the component's directory.
     Script,
     TerraformModule,
+    HelmChart,
+    KubernetesManifest,
+    ContainerImage,
+    DockerBuild,
+    Job,
+    Pulumi,
 }
 
 impl ComponentType {
@@ -51,7 +68,32 @@ impl ComponentType {
         match self {
             ComponentType::Script => "script",
             ComponentType::TerraformModule => "terraform_module",
+            ComponentType::HelmChart => "helm_chart",
+            ComponentType::KubernetesManifest => "kubernetes_manifest",
+            ComponentType::ContainerImage => "container_image",
+            ComponentType::DockerBuild => "docker_build",
+            ComponentType::Job => "job",
+            ComponentType::Pulumi => "pulumi",
         }
+    }
+
+    fn from_name(s: &str) -> Option<ComponentType> {
+        Some(match s {
+            "script" => ComponentType::Script,
+            "terraform_module" | "terraform" => ComponentType::TerraformModule,
+            "helm_chart" => ComponentType::HelmChart,
+            "kubernetes_manifest" => ComponentType::KubernetesManifest,
+            "container_image" | "external_image" => ComponentType::ContainerImage,
+            "docker_build" => ComponentType::DockerBuild,
+            "job" => ComponentType::Job,
+            "pulumi" => ComponentType::Pulumi,
+            _ => return None,
+        })
+    }
+
+    /// Whether this version of Ferry has a plugin that deploys it.
+    pub fn deployable(self) -> bool {
+        matches!(self, ComponentType::Script | ComponentType::TerraformModule)
     }
 }
 
@@ -62,16 +104,59 @@ pub struct Component {
     pub kind: ComponentType,
     /// The file that declares it.
     pub file: String,
-    /// Directory of the package holding its source.
-    pub directory: String,
+    /// Directory of the package holding its source, if it has a local one.
+    pub directory: Option<String>,
     /// Explicit dependencies and the implicit ones from template references, sorted.
     pub dependencies: Vec<String>,
-    /// Template sources of Terraform variables.
+    /// Template sources of variables (Terraform vars; scripts get them as environment too).
     pub vars: BTreeMap<String, String>,
     /// Template sources of environment variables for the component's tools.
     pub env_vars: BTreeMap<String, String>,
-    /// Hash of its declaration and every file of its directory: equal hashes, equal builds.
+    /// Hash of its declaration, its directory and every file it references: equal hashes, equal builds.
     pub content_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Action {
+    pub name: String,
+    pub file: String,
+    pub triggers: Vec<Trigger>,
+    pub steps: Vec<String>,
+    pub timeout_secs: Option<f64>,
+    /// Components it reads outputs of, or names in `dependencies`.
+    pub dependencies: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trigger {
+    pub kind: String,
+    pub cron_schedule: Option<String>,
+    pub component: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Runbook {
+    pub name: String,
+    pub file: String,
+    /// `(step name, "component_deploy" | "action", target)`.
+    pub steps: Vec<(String, String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstallDecl {
+    pub name: String,
+    pub file: String,
+    pub inputs: BTreeMap<String, String>,
+    pub approve_all: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub file: String,
+    pub kind: String,
+    pub engine: String,
+    pub contents: String,
+    pub components: Vec<String>,
 }
 
 /// A rendered component: its variables with every template replaced by the install's values.
@@ -129,7 +214,8 @@ impl AppConfig {
             .collect();
         json!({
             "nuon": {
-                "install": { "id": install_id, "name": install_id, "sandbox": { "outputs": sandbox_outputs } },
+                "install": { "id": install_id, "name": install_id, "sandbox": { "outputs": sandbox_outputs }, "inputs": ins.clone() },
+                "sandbox": { "outputs": sandbox_outputs },
                 "inputs": { "inputs": ins },
                 "components": comps,
                 "install_stack": { "outputs": {} },
@@ -138,355 +224,1228 @@ impl AppConfig {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MetadataFile {
-    version: String,
-    description: Option<String>,
-    display_name: Option<String>,
-    readme: Option<String>,
+/// What validation found: the config when there is no error, and every error and warning.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub config: Option<AppConfig>,
+    pub diagnostics: Diagnostics,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct InputsFile {
-    #[serde(default)]
-    input: Vec<InputDef>,
-    #[serde(default)]
-    group: Vec<GroupDef>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct InputDef {
-    name: Spanned<String>,
-    display_name: Option<String>,
-    description: Option<String>,
-    group: Option<String>,
-    default: Option<String>,
-    #[serde(default)]
-    required: bool,
-    #[serde(default)]
-    sensitive: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)] // groups are presentation only; kept to accept Nuon's files
-struct GroupDef {
-    name: String,
-    display_name: Option<String>,
-    description: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SandboxFile {
-    #[serde(rename = "type")]
-    kind: Option<Spanned<String>>,
-    terraform_version: Option<String>,
-    directory: Spanned<String>,
-    #[serde(default)]
-    vars: BTreeMap<String, Spanned<String>>,
-    #[serde(default)]
-    env_vars: BTreeMap<String, Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ComponentFile {
-    name: Spanned<String>,
-    #[serde(rename = "type")]
-    kind: Spanned<String>,
-    #[serde(default)]
-    dependencies: Vec<Spanned<String>>,
-    var_name: Option<String>,
-    terraform_version: Option<String>,
-    directory: Spanned<String>,
-    #[serde(default)]
-    vars: BTreeMap<String, Spanned<String>>,
-    #[serde(default)]
-    env_vars: BTreeMap<String, Spanned<String>>,
-}
-
-/// A component as read, with the positions validation needs.
-struct Draft {
-    name: String,
-    name_offset: usize,
-    kind: ComponentType,
-    file: String,
-    directory: String,
-    explicit: Vec<Spanned<String>>,
-    vars: BTreeMap<String, Spanned<String>>,
-    env_vars: BTreeMap<String, Spanned<String>>,
-}
-
-/// Parses and validates a package. Errors come back as diagnostics with file, line and column.
+/// Parses and validates a package. `Err` carries every diagnostic (errors and warnings) when there is
+/// at least one error.
 pub fn load(pkg: &Package) -> Result<AppConfig, Diagnostics> {
-    let mut diags = Diagnostics::default();
+    let r = validate(pkg);
+    match r.config {
+        Some(c) => Ok(c),
+        None => Err(r.diagnostics),
+    }
+}
 
-    let metadata = match read::<MetadataFile>(pkg, "metadata.toml", &mut diags, true) {
-        Some(m) => Metadata {
-            version: m.version,
-            description: m.description,
-            display_name: m.display_name,
-            readme: m.readme,
-        },
-        None => Metadata {
-            version: String::new(),
-            description: None,
-            display_name: None,
-            readme: None,
-        },
+/// Parses and validates a package, keeping warnings next to the config.
+pub fn validate(pkg: &Package) -> Report {
+    let mut l = Loader {
+        pkg,
+        diags: Diagnostics::default(),
+        sites: Vec::new(),
+        refs: BTreeMap::new(),
     };
+    let config = l.run();
+    l.diags.sort();
+    let config = if l.diags.has_errors() { None } else { config };
+    Report {
+        config,
+        diagnostics: l.diags,
+    }
+}
 
-    let mut inputs = Vec::new();
-    if let Some(f) = read::<InputsFile>(pkg, "inputs.toml", &mut diags, false) {
-        let src = pkg.text("inputs.toml").unwrap_or_default();
-        let mut seen = BTreeSet::new();
-        for i in f.input {
-            if !seen.insert(i.name.get_ref().clone()) {
-                diags.error_at(
-                    "inputs.toml",
-                    src,
-                    i.name.span().start,
-                    format!("input `{}` is declared twice", i.name.get_ref()),
-                );
-            }
-            let _ = i.group;
-            inputs.push(Input {
-                name: i.name.into_inner(),
-                display_name: i.display_name,
-                description: i.description,
-                default: i.default,
-                required: i.required,
-                sensitive: i.sensitive,
-            });
-        }
-        let _ = f.group;
+struct Doc {
+    path: String,
+    src: String,
+    root: Node,
+}
+
+struct Loader<'a> {
+    pkg: &'a Package,
+    diags: Diagnostics,
+    sites: Vec<Site>,
+    /// Files referenced from each owner's values (`component:db` → files).
+    refs: BTreeMap<String, Vec<String>>,
+}
+
+/// A component as read, with what later checks need.
+struct Draft {
+    c: Component,
+    name_at: usize,
+    src: String,
+    explicit: Vec<(String, usize)>,
+}
+
+impl Loader<'_> {
+    fn text(&self, path: &str) -> String {
+        self.pkg.text(path).unwrap_or_default().to_string()
     }
 
-    let mut drafts: Vec<Draft> = Vec::new();
-    let mut sandbox_draft = None;
-    if let Some(s) = read::<SandboxFile>(pkg, "sandbox.toml", &mut diags, false) {
-        let src = pkg.text("sandbox.toml").unwrap_or_default();
-        let kind = match s
-            .kind
-            .as_ref()
-            .map(|k| (k.get_ref().as_str(), k.span().start))
-        {
-            None | Some(("terraform", _)) => Some(ComponentType::TerraformModule),
-            Some(("script", _)) => Some(ComponentType::Script),
-            Some((other, at)) => {
-                diags.error_at(
-                    "sandbox.toml",
-                    src,
-                    at,
-                    format!("unknown sandbox type `{other}` (expected `terraform` or `script`)"),
-                );
+    fn err(&mut self, file: &str, at: usize, msg: impl Into<String>) {
+        let src = self.text(file);
+        self.diags.push(file, &src, at, Severity::Error, msg);
+    }
+
+    fn warn(&mut self, file: &str, at: usize, msg: impl Into<String>) {
+        let src = self.text(file);
+        self.diags.push(file, &src, at, Severity::Warning, msg);
+    }
+
+    fn parse(&mut self, path: &str) -> Option<Doc> {
+        let Some(bytes) = self.pkg.files.get(path) else {
+            return None;
+        };
+        let Ok(src) = std::str::from_utf8(bytes) else {
+            self.err(path, 0, "file is not valid UTF-8");
+            return None;
+        };
+        match tree::parse(src) {
+            Ok(root) => Some(Doc {
+                path: path.to_string(),
+                src: src.to_string(),
+                root,
+            }),
+            Err((at, msg)) => {
+                self.diags.push(path, src, at, Severity::Error, msg);
                 None
             }
-        };
-        let _ = s.terraform_version;
-        if let Some(kind) = kind {
-            check_directory(pkg, "sandbox.toml", src, &s.directory, kind, &mut diags);
-            sandbox_draft = Some(Draft {
-                name: "sandbox".into(),
-                name_offset: 0,
-                kind,
-                file: "sandbox.toml".into(),
-                directory: s.directory.into_inner(),
-                explicit: vec![],
-                vars: s.vars,
-                env_vars: s.env_vars,
-            });
         }
     }
 
-    let component_files: Vec<String> = pkg
-        .under("components")
-        .map(|(p, _)| p.clone())
-        .filter(|p| p.ends_with(".toml") && p.matches('/').count() == 1)
-        .collect();
-    // Names of components whose file did not parse: still known, so references to them do not
-    // cascade into a second, misleading "unknown component" error.
-    let mut unparsed: Vec<String> = Vec::new();
-    for file in component_files {
-        let Some(c) = read::<ComponentFile>(pkg, &file, &mut diags, true) else {
-            if let Some(name) = pkg
-                .text(&file)
-                .and_then(|s| toml::from_str::<toml::Table>(s).ok())
-                .and_then(|t| t.get("name")?.as_str().map(str::to_string))
-            {
-                unparsed.push(name);
-            }
-            continue;
+    fn check(
+        &mut self,
+        doc: &Doc,
+        node: &Node,
+        schema: &'static Schema,
+        owner: &str,
+        warn_ignored: bool,
+    ) {
+        let mut files = Vec::new();
+        let mut c = Checker {
+            file: &doc.path,
+            src: &doc.src,
+            pkg: self.pkg,
+            diags: &mut self.diags,
+            sites: &mut self.sites,
+            files: &mut files,
+            owner: owner.to_string(),
+            warn_ignored,
         };
-        let src = pkg.text(&file).unwrap_or_default();
-        let name = c.name.get_ref().clone();
-        if !is_name(&name) || name == "sandbox" {
-            diags.error_at(&file, src, c.name.span().start, format!("invalid component name `{name}`: use lowercase letters, digits and `-` or `_` (and not `sandbox`)"));
-            continue;
-        }
-        if let Some(prev) = drafts.iter().find(|d| d.name == name) {
-            diags.error_at(
-                &file,
-                src,
-                c.name.span().start,
-                format!("component `{name}` is already declared in {}", prev.file),
-            );
-            continue;
-        }
-        let kind = match c.kind.get_ref().as_str() {
-            "script" => ComponentType::Script,
-            "terraform_module" => ComponentType::TerraformModule,
-            other => {
-                diags.error_at(&file, src, c.kind.span().start, format!("component type `{other}` is not supported yet (supported: script, terraform_module)"));
-                continue;
-            }
+        let at = if std::ptr::eq(node, &doc.root) {
+            0
+        } else {
+            node.span.start
         };
-        let _ = (c.var_name, c.terraform_version);
-        check_directory(pkg, &file, src, &c.directory, kind, &mut diags);
-        drafts.push(Draft {
-            name,
-            name_offset: c.name.span().start,
-            kind,
-            file,
-            directory: c.directory.into_inner(),
-            explicit: c.dependencies,
-            vars: c.vars,
-            env_vars: c.env_vars,
-        });
+        c.table(node, schema, at);
+        self.refs
+            .entry(owner.to_string())
+            .or_default()
+            .extend(files);
     }
 
-    let input_names: BTreeSet<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
-    let component_names: BTreeSet<&str> = drafts
-        .iter()
-        .map(|d| d.name.as_str())
-        .chain(unparsed.iter().map(String::as_str))
-        .collect();
-    let mut deps: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut built: Vec<(Component, usize)> = Vec::new();
-    for d in drafts.iter().chain(sandbox_draft.iter()) {
-        let src = pkg.text(&d.file).unwrap_or_default();
-        let mut dset: BTreeSet<String> = BTreeSet::new();
-        for dep in &d.explicit {
-            let dn = dep.get_ref();
-            if dn == &d.name {
-                diags.error_at(
-                    &d.file,
-                    src,
-                    dep.span().start,
-                    format!("component `{dn}` depends on itself"),
+    /// The `.toml` files of a block's directory form.
+    fn dir_files(&self, name: &str, recursive: bool) -> Vec<String> {
+        self.pkg
+            .under(name)
+            .map(|(p, _)| p.clone())
+            .filter(|p| p.ends_with(".toml") && (recursive || p.matches('/').count() == 1))
+            .collect()
+    }
+
+    fn run(&mut self) -> Option<AppConfig> {
+        self.unknown_files();
+        let block_file = |name: &str| format!("{name}.toml");
+        // Each block's documents: (doc, schema of the document, owner).
+        let mut docs: BTreeMap<&'static str, Vec<(Doc, &'static Schema)>> = BTreeMap::new();
+        for b in BLOCKS {
+            let file = block_file(b.name);
+            let has_file = self.pkg.files.contains_key(&file);
+            let dir_files: Vec<String> = match b.dir {
+                Dir::None => vec![],
+                Dir::Merged | Dir::Components => self.dir_files(b.name, false),
+                Dir::Items { recursive, .. } => self.dir_files(b.name, recursive),
+            };
+            if has_file && !dir_files.is_empty() {
+                self.err(
+                    &file,
+                    0,
+                    format!("both `{file}` and `{}/` exist: use one of them", b.name),
                 );
-            } else if component_names.contains(dn.as_str()) {
-                dset.insert(dn.clone());
-            } else {
-                diags.error_at(
-                    &d.file,
-                    src,
-                    dep.span().start,
+            }
+            let mut list = Vec::new();
+            if has_file && let (Some(schema), Some(doc)) = (b.file, self.parse(&file)) {
+                list.push((doc, schema));
+            }
+            let item_schema: Option<&'static Schema> = match b.dir {
+                Dir::Merged => b.file,
+                Dir::Items { item, .. } => Some(item),
+                Dir::None | Dir::Components => None,
+            };
+            for f in dir_files {
+                if let Some(doc) = self.parse(&f) {
+                    // Components pick their schema by type, below.
+                    list.push((doc, item_schema.unwrap_or(&schema::SCRIPT)));
+                }
+            }
+            docs.insert(b.name, list);
+        }
+        let take = |docs: &mut BTreeMap<&'static str, Vec<(Doc, &'static Schema)>>, name: &str| {
+            docs.remove(name).unwrap_or_default()
+        };
+
+        // metadata.toml (required)
+        let meta_docs = take(&mut docs, "metadata");
+        let metadata = match meta_docs.first() {
+            Some((doc, schema)) => {
+                self.check(doc, &doc.root, schema, "metadata", true);
+                let r = &doc.root;
+                let extra = r
+                    .entries()
+                    .iter()
+                    .filter(|e| schema.field(&e.key).is_none())
+                    .map(|e| (e.key.clone(), e.value.to_json()))
+                    .collect();
+                Metadata {
+                    version: r.str_of("version").unwrap_or_default().into(),
+                    description: r.str_of("description").map(String::from),
+                    display_name: r.str_of("display_name").map(String::from),
+                    readme: r.str_of("readme").map(String::from),
+                    extra,
+                }
+            }
+            None => {
+                if !self.pkg.files.contains_key("metadata.toml") {
+                    self.err("metadata.toml", 0, "missing metadata.toml");
+                }
+                Metadata {
+                    version: String::new(),
+                    description: None,
+                    display_name: None,
+                    readme: None,
+                    extra: Default::default(),
+                }
+            }
+        };
+
+        for name in [
+            "runner",
+            "stack",
+            "installer",
+            "operation_roles",
+            "kubernetes_contexts",
+            "break_glass",
+            "permissions",
+        ] {
+            for (doc, schema) in take(&mut docs, name) {
+                self.check(&doc, &doc.root, schema, name, true);
+                if name == "permissions" && doc.path.contains('/') {
+                    self.permission_role(&doc);
+                }
+            }
+        }
+
+        let (inputs, groups) =
+            self.inputs(take(&mut docs, "inputs"), take(&mut docs, "input_groups"));
+        let secrets = self.secrets(take(&mut docs, "secrets"));
+        let sandbox = take(&mut docs, "sandbox")
+            .into_iter()
+            .next()
+            .and_then(|(doc, _)| self.sandbox(doc));
+        let mut drafts = self.components(take(&mut docs, "components"));
+        let actions_docs = take(&mut docs, "actions");
+        let runbook_docs = take(&mut docs, "runbooks");
+        let install_docs = take(&mut docs, "installs");
+        let policy_docs = take(&mut docs, "policies");
+
+        let component_names: BTreeSet<String> = drafts.iter().map(|d| d.c.name.clone()).collect();
+        let mut actions = self.actions(actions_docs, &component_names);
+        let action_names: BTreeSet<String> = actions.iter().map(|a| a.name.clone()).collect();
+        let runbooks = self.runbooks(runbook_docs, &component_names, &action_names);
+        let input_names: BTreeSet<String> = inputs.iter().map(|i| i.name.clone()).collect();
+        let installs = self.installs(install_docs, &inputs);
+        let policies = self.policies(policy_docs, &component_names);
+        for g in inputs.iter().filter_map(|i| i.group.as_ref()) {
+            if !groups.is_empty() && !groups.contains(g) {
+                let (file, at) = self.find_value("inputs", g);
+                self.err(
+                    &file,
+                    at,
                     format!(
-                        "unknown component `{dn}` in dependencies{}",
-                        hint(dn, &component_names)
+                        "unknown input group `{g}`{}",
+                        did_you_mean(g, groups.iter().map(String::as_str))
                     ),
                 );
             }
         }
-        let ctx = RefCheck {
-            file: &d.file,
-            src,
-            this: &d.name,
+
+        // Templates: references (implicit dependencies) and a lenient render against a fake install.
+        let ctx = RefCtx {
             inputs: &input_names,
             components: &component_names,
-            has_sandbox: sandbox_draft.is_some(),
+            actions: &action_names,
+            secrets: &secrets.iter().cloned().collect(),
+            has_sandbox: sandbox.is_some(),
         };
-        for v in d.vars.values().chain(d.env_vars.values()) {
-            ctx.check(v, &mut dset, &mut diags);
+        let fake = fake_state(&inputs, &secrets);
+        let mut implicit: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for site in std::mem::take(&mut self.sites) {
+            self.template(&site, &ctx, &fake, &mut implicit);
         }
-        if d.name == "sandbox" && !dset.is_empty() {
-            diags.error_at(
-                &d.file,
-                src,
-                0,
-                "the sandbox cannot depend on components: it is deployed before them",
+
+        // Dependencies and the deploy order.
+        let mut sandbox = sandbox;
+        if let Some(s) = sandbox.as_mut()
+            && let Some(deps) = implicit.get("sandbox").filter(|d| !d.is_empty())
+        {
+            let list: Vec<&str> = deps.iter().map(String::as_str).collect();
+            self.err(&s.file, 0, format!("the sandbox cannot depend on components (it reads outputs of {}): it is deployed before them", list.join(", ")));
+        }
+        let mut graph: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for d in &mut drafts {
+            let mut deps: BTreeSet<String> = BTreeSet::new();
+            for (dep, at) in &d.explicit {
+                if dep == &d.c.name {
+                    self.diags.push(
+                        &d.c.file,
+                        &d.src,
+                        *at,
+                        Severity::Error,
+                        format!("component `{dep}` depends on itself"),
+                    );
+                } else if component_names.contains(dep) {
+                    deps.insert(dep.clone());
+                } else {
+                    let hint = did_you_mean(dep, component_names.iter().map(String::as_str));
+                    self.diags.push(
+                        &d.c.file,
+                        &d.src,
+                        *at,
+                        Severity::Error,
+                        format!("unknown component `{dep}` in dependencies{hint}"),
+                    );
+                }
+            }
+            deps.extend(
+                implicit
+                    .get(&format!("component:{}", d.c.name))
+                    .cloned()
+                    .unwrap_or_default(),
             );
+            d.c.dependencies = deps.iter().cloned().collect();
+            graph.insert(d.c.name.clone(), d.c.dependencies.clone());
         }
-        let mut files: Vec<(&String, &Vec<u8>)> = pkg.under(&d.directory).collect();
-        let decl = (
-            d.file.clone(),
-            pkg.files.get(&d.file).cloned().unwrap_or_default(),
-        );
-        files.push((&decl.0, &decl.1));
-        let content_hash = hash_files(files.into_iter());
-        if d.name != "sandbox" {
-            deps.insert(d.name.clone(), dset.iter().cloned().collect());
+        for a in &mut actions {
+            let mut deps: BTreeSet<String> = a.dependencies.iter().cloned().collect();
+            deps.extend(
+                implicit
+                    .get(&format!("action:{}", a.name))
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            a.dependencies = deps.into_iter().collect();
         }
-        built.push((
-            Component {
-                name: d.name.clone(),
-                kind: d.kind,
-                file: d.file.clone(),
-                directory: d.directory.clone(),
-                dependencies: dset.into_iter().collect(),
-                vars: d
-                    .vars
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.get_ref().clone()))
-                    .collect(),
-                env_vars: d
-                    .env_vars
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.get_ref().clone()))
-                    .collect(),
-                content_hash,
-            },
-            d.name_offset,
-        ));
+        let deploy_order = match crate::graph::deploy_stages(&graph) {
+            Ok(s) => s,
+            Err(cycle) => {
+                if let Some(d) = cycle
+                    .first()
+                    .and_then(|n| drafts.iter().find(|d| &d.c.name == n))
+                {
+                    self.diags.push(
+                        &d.c.file,
+                        &d.src,
+                        d.name_at,
+                        Severity::Error,
+                        format!("dependency cycle: {}", cycle.join(" -> ")),
+                    );
+                }
+                vec![]
+            }
+        };
+
+        // Content hashes: declaration + directory + referenced files.
+        let mut components: Vec<Component> = drafts.into_iter().map(|d| d.c).collect();
+        for c in components.iter_mut().chain(sandbox.iter_mut()) {
+            let owner = if c.name == "sandbox" && c.file == "sandbox.toml" {
+                "sandbox".to_string()
+            } else {
+                format!("component:{}", c.name)
+            };
+            c.content_hash =
+                self.content_hash(c, self.refs.get(&owner).cloned().unwrap_or_default());
+        }
+        components.sort_by(|a, b| a.name.cmp(&b.name));
+        Some(AppConfig {
+            metadata,
+            inputs,
+            secrets,
+            sandbox,
+            components,
+            actions,
+            runbooks,
+            installs,
+            policies,
+            deploy_order,
+        })
     }
 
-    let deploy_order = match crate::graph::deploy_stages(&deps) {
-        Ok(s) => s,
-        Err(cycle) => {
-            if let Some((c, off)) = cycle
-                .first()
-                .and_then(|n| built.iter().find(|(c, _)| &c.name == n))
+    fn content_hash(&self, c: &Component, referenced: Vec<String>) -> String {
+        let mut files: BTreeMap<&String, &Vec<u8>> = BTreeMap::new();
+        if let Some((k, v)) = self.pkg.files.get_key_value(&c.file) {
+            files.insert(k, v);
+        }
+        if let Some(d) = &c.directory {
+            files.extend(self.pkg.under(d));
+        }
+        for r in &referenced {
+            if let Some((k, v)) = self.pkg.files.get_key_value(r) {
+                files.insert(k, v);
+            }
+        }
+        hash_files(files.into_iter())
+    }
+
+    /// Top-level `.toml` files that are no block: almost always a typo.
+    fn unknown_files(&mut self) {
+        let tops: Vec<String> = self
+            .pkg
+            .files
+            .keys()
+            .filter(|p| !p.contains('/') && p.ends_with(".toml"))
+            .cloned()
+            .collect();
+        let known: Vec<String> = BLOCKS
+            .iter()
+            .filter(|b| b.file.is_some())
+            .map(|b| format!("{}.toml", b.name))
+            .collect();
+        for t in tops {
+            if !known.contains(&t) {
+                let hint = did_you_mean(&t, known.iter().map(String::as_str));
+                self.err(&t, 0, format!("unknown file `{t}`{hint}: app packages use metadata.toml, sandbox.toml, components/*.toml, ..."));
+            }
+        }
+        let known_dirs: Vec<&str> = BLOCKS
+            .iter()
+            .filter(|b| !matches!(b.dir, Dir::None))
+            .map(|b| b.name)
+            .collect();
+        let mut warned = BTreeSet::new();
+        for p in self
+            .pkg
+            .files
+            .keys()
+            .filter(|p| p.ends_with(".toml") && p.matches('/').count() == 1)
+        {
+            let dir = p.split('/').next().unwrap_or_default().to_string();
+            let hint = did_you_mean(&dir, known_dirs.iter().copied());
+            if !known_dirs.contains(&dir.as_str()) && !hint.is_empty() && warned.insert(dir.clone())
             {
-                let src = pkg.text(&c.file).unwrap_or_default();
-                diags.error_at(
-                    &c.file,
-                    src,
-                    *off,
-                    format!("dependency cycle: {}", cycle.join(" -> ")),
+                let p = p.clone();
+                self.warn(
+                    &p,
+                    0,
+                    format!("`{dir}/` is not a block of the package and is ignored{hint}"),
                 );
             }
-            vec![]
         }
-    };
+    }
 
-    diags.sort();
-    if diags.has_errors() {
-        return Err(diags);
+    /// The file and offset where a string value first appears in a block (for cross-file errors).
+    fn find_value(&self, block: &str, value: &str) -> (String, usize) {
+        let quoted = format!("\"{value}\"");
+        for (p, _) in self.pkg.files.iter().filter(|(p, _)| p.starts_with(block)) {
+            if let Some(src) = self.pkg.text(p)
+                && let Some(i) = src.find(&quoted)
+            {
+                return (p.clone(), i);
+            }
+        }
+        (format!("{block}.toml"), 0)
     }
-    let mut sandbox = None;
-    let mut components = Vec::new();
-    for (c, _) in built {
-        if c.name == "sandbox" {
-            sandbox = Some(c)
-        } else {
-            components.push(c)
+
+    fn permission_role(&mut self, doc: &Doc) {
+        if doc.root.get("type").is_none() {
+            self.err(&doc.path, 0, "missing required key `type` in a permissions/ role (provision, maintenance, deprovision or custom)");
         }
     }
-    components.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(AppConfig {
-        metadata,
-        inputs,
-        sandbox,
-        components,
-        deploy_order,
-    })
+
+    fn inputs(
+        &mut self,
+        docs: Vec<(Doc, &'static Schema)>,
+        group_docs: Vec<(Doc, &'static Schema)>,
+    ) -> (Vec<Input>, BTreeSet<String>) {
+        let mut inputs: Vec<Input> = Vec::new();
+        let mut groups = BTreeSet::new();
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for (doc, schema) in docs {
+            self.check(&doc, &doc.root, schema, "inputs", true);
+            for g in doc.root.get("group").map(Node::items).unwrap_or_default() {
+                if let Some(n) = g.str_of("name") {
+                    groups.insert(n.to_string());
+                }
+            }
+            for i in doc.root.get("input").map(Node::items).unwrap_or_default() {
+                let Some(name) = i.str_of("name") else {
+                    continue;
+                };
+                let at = i.get("name").map(|n| n.span.start).unwrap_or(0);
+                if let Some(prev) = seen.get(name) {
+                    let msg = format!("input `{name}` is already declared in {prev}");
+                    self.diags
+                        .push(&doc.path, &doc.src, at, Severity::Error, msg);
+                    continue;
+                }
+                seen.insert(name.to_string(), doc.path.clone());
+                if !is_name(name) {
+                    self.diags.push(
+                        &doc.path,
+                        &doc.src,
+                        at,
+                        Severity::Error,
+                        format!("invalid input name `{name}`: use letters, digits and `_`"),
+                    );
+                }
+                let kind = i.str_of("type").unwrap_or("string").to_string();
+                let default = i.get("default").map(|d| match &d.v {
+                    V::Str(s) => s.clone(),
+                    _ => d.to_json().to_string(),
+                });
+                if let (Some(d), Some(node)) = (&default, i.get("default")) {
+                    let bad = match kind.as_str() {
+                        "number" => {
+                            !matches!(node.v, V::Int(_) | V::Float(_)) && d.parse::<f64>().is_err()
+                        }
+                        "bool" => {
+                            !matches!(node.v, V::Bool(_)) && !matches!(d.as_str(), "true" | "false")
+                        }
+                        "json" | "list" => {
+                            serde_json::from_str::<Value>(d).is_err() && matches!(node.v, V::Str(_))
+                        }
+                        _ => false,
+                    };
+                    if bad {
+                        self.diags.push(
+                            &doc.path,
+                            &doc.src,
+                            node.span.start,
+                            Severity::Error,
+                            format!("the default of input `{name}` is not a valid {kind}"),
+                        );
+                    }
+                }
+                inputs.push(Input {
+                    name: name.to_string(),
+                    display_name: i.str_of("display_name").map(String::from),
+                    description: i.str_of("description").map(String::from),
+                    group: i.str_of("group").map(String::from),
+                    default,
+                    required: i.bool_of("required").unwrap_or(false),
+                    sensitive: i.bool_of("sensitive").unwrap_or(false),
+                    kind,
+                });
+            }
+        }
+        for (doc, schema) in group_docs {
+            self.check(&doc, &doc.root, schema, "inputs", true);
+            if let Some(n) = doc.root.str_of("name") {
+                groups.insert(n.to_string());
+            }
+            for g in doc.root.get("group").map(Node::items).unwrap_or_default() {
+                if let Some(n) = g.str_of("name") {
+                    groups.insert(n.to_string());
+                }
+            }
+        }
+        (inputs, groups)
+    }
+
+    fn secrets(&mut self, docs: Vec<(Doc, &'static Schema)>) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for (doc, schema) in docs {
+            self.check(&doc, &doc.root, schema, "secrets", true);
+            let items: Vec<&Node> = if doc.path.contains('/') {
+                vec![&doc.root]
+            } else {
+                doc.root
+                    .get("secret")
+                    .map(|s| s.items().iter().collect())
+                    .unwrap_or_default()
+            };
+            for s in items {
+                let Some(name) = s.str_of("name") else {
+                    continue;
+                };
+                if names.iter().any(|n| n == name) {
+                    let at = s.get("name").map(|n| n.span.start).unwrap_or(0);
+                    self.diags.push(
+                        &doc.path,
+                        &doc.src,
+                        at,
+                        Severity::Error,
+                        format!("secret `{name}` is declared twice"),
+                    );
+                }
+                names.push(name.to_string());
+            }
+        }
+        names
+    }
+
+    fn sandbox(&mut self, doc: Doc) -> Option<Component> {
+        self.check(&doc, &doc.root, &schema::SANDBOX, "sandbox", true);
+        let r = &doc.root;
+        let kind = match r.str_of("type").unwrap_or("terraform") {
+            "script" => ComponentType::Script,
+            "pulumi" => ComponentType::Pulumi,
+            _ => ComponentType::TerraformModule,
+        };
+        if kind == ComponentType::Pulumi {
+            let at = r.get("type").map(|n| n.span.start).unwrap_or(0);
+            self.warn(
+                &doc.path,
+                at,
+                "pulumi sandboxes are checked, but this version of Ferry cannot deploy them yet",
+            );
+        }
+        let directory = self.source(&doc, r, kind);
+        Some(Component {
+            name: "sandbox".into(),
+            kind,
+            file: doc.path.clone(),
+            directory,
+            dependencies: vec![],
+            vars: string_map(r.get("vars")),
+            env_vars: string_map(r.get("env_vars")),
+            content_hash: String::new(),
+        })
+    }
+
+    /// Checks a deployable's source (exactly one of `directory`, `public_repo`, `connected_repo`,
+    /// plus type-specific ones) and returns its local directory, if any.
+    fn source(&mut self, doc: &Doc, r: &Node, kind: ComponentType) -> Option<String> {
+        let mut present: Vec<(&str, usize)> = [
+            "directory",
+            "source",
+            "public_repo",
+            "connected_repo",
+            "helm_repo",
+        ]
+        .into_iter()
+        .filter_map(|k| r.entry(k).map(|e| (k, e.key_span.start)))
+        .collect();
+        if kind == ComponentType::KubernetesManifest && r.get("kustomize").is_none() {
+            // An inline or file manifest needs no source; one with a source is a mistake.
+            if r.get("manifest").is_none() {
+                self.diags.push(
+                    &doc.path,
+                    &doc.src,
+                    0,
+                    Severity::Error,
+                    "a kubernetes_manifest needs `manifest` or `kustomize`".to_string(),
+                );
+            } else if let Some((k, at)) = present.first() {
+                self.diags.push(
+                    &doc.path,
+                    &doc.src,
+                    *at,
+                    Severity::Error,
+                    format!("`{k}` is only used with `kustomize`, not with an inline `manifest`"),
+                );
+            }
+            return None;
+        }
+        if kind == ComponentType::KubernetesManifest
+            && let (Some(_), Some(e)) = (r.get("manifest"), r.entry("kustomize"))
+        {
+            self.diags.push(
+                &doc.path,
+                &doc.src,
+                e.key_span.start,
+                Severity::Error,
+                "`manifest` and `kustomize` are mutually exclusive".to_string(),
+            );
+        }
+        if matches!(kind, ComponentType::ContainerImage | ComponentType::Job) {
+            if kind == ComponentType::ContainerImage {
+                let sources: Vec<(&str, usize)> = ["public", "aws_ecr", "gcp_gar", "azure_acr"]
+                    .into_iter()
+                    .filter_map(|k| r.entry(k).map(|e| (k, e.key_span.start)))
+                    .collect();
+                match sources.as_slice() {
+                    [] => self.diags.push(&doc.path, &doc.src, 0, Severity::Error, "a container_image needs one of `public`, `aws_ecr`, `gcp_gar` or `azure_acr`".to_string()),
+                    [_] => {}
+                    [(a, _), (b, at), ..] => {
+                        self.diags.push(&doc.path, &doc.src, *at, Severity::Error, format!("`{a}` and `{b}` are mutually exclusive: an image has one source"))
+                    }
+                }
+            }
+            return None;
+        }
+        if kind != ComponentType::HelmChart {
+            present.retain(|(k, _)| *k != "helm_repo");
+        }
+        if kind != ComponentType::Pulumi {
+            present.retain(|(k, _)| *k != "source");
+        }
+        match present.as_slice() {
+            [] => {
+                let want = if kind == ComponentType::HelmChart {
+                    "`directory`, `helm_repo`, `public_repo` or `connected_repo`"
+                } else {
+                    "`directory`, `public_repo` or `connected_repo`"
+                };
+                self.diags.push(
+                    &doc.path,
+                    &doc.src,
+                    0,
+                    Severity::Error,
+                    format!("no source: set one of {want}"),
+                );
+                None
+            }
+            [(k, _)] if *k == "directory" || *k == "source" => {
+                let node = r.get(k)?;
+                let dir = node.as_str()?;
+                match normalize(dir) {
+                    Some(d) if self.pkg.has_dir(&d) => {
+                        let missing = match kind {
+                            ComponentType::Script
+                                if !self.pkg.files.contains_key(&format!("{d}/apply.sh")) =>
+                            {
+                                Some("an apply.sh")
+                            }
+                            ComponentType::TerraformModule
+                                if !self.pkg.under(&d).any(|(p, _)| p.ends_with(".tf")) =>
+                            {
+                                Some("any .tf file")
+                            }
+                            ComponentType::HelmChart
+                                if !self.pkg.files.contains_key(&format!("{d}/Chart.yaml")) =>
+                            {
+                                Some("a Chart.yaml")
+                            }
+                            ComponentType::DockerBuild => {
+                                let df = r.str_of("dockerfile").unwrap_or("Dockerfile");
+                                (!self.pkg.files.contains_key(&format!("{d}/{df}")))
+                                    .then_some("its Dockerfile")
+                            }
+                            _ => None,
+                        };
+                        if let Some(m) = missing {
+                            self.diags.push(
+                                &doc.path,
+                                &doc.src,
+                                node.span.start,
+                                Severity::Error,
+                                format!("directory `{dir}` has no {m}"),
+                            );
+                        }
+                        if let Some(k) = r.get("kustomize").and_then(|k| k.get("path")) {
+                            let p = k.as_str().unwrap_or_default();
+                            if normalize(&format!("{d}/{p}")).is_none_or(|full| {
+                                !self.pkg.has_dir(&full) && !self.pkg.files.contains_key(&full)
+                            }) {
+                                self.diags.push(
+                                    &doc.path,
+                                    &doc.src,
+                                    k.span.start,
+                                    Severity::Error,
+                                    format!("kustomize path `{p}` not found in `{dir}`"),
+                                );
+                            }
+                        }
+                        Some(d)
+                    }
+                    Some(_) => {
+                        self.diags.push(
+                            &doc.path,
+                            &doc.src,
+                            node.span.start,
+                            Severity::Error,
+                            format!("directory `{dir}` not found in the package"),
+                        );
+                        None
+                    }
+                    None => {
+                        self.diags.push(
+                            &doc.path,
+                            &doc.src,
+                            node.span.start,
+                            Severity::Error,
+                            format!("directory `{dir}` must be a relative path inside the package"),
+                        );
+                        None
+                    }
+                }
+            }
+            [_] => None,
+            [(a, _), (b, at), ..] => {
+                self.diags.push(
+                    &doc.path,
+                    &doc.src,
+                    *at,
+                    Severity::Error,
+                    format!("`{a}` and `{b}` are mutually exclusive: a component has one source"),
+                );
+                None
+            }
+        }
+    }
+
+    fn components(&mut self, docs: Vec<(Doc, &'static Schema)>) -> Vec<Draft> {
+        let mut drafts: Vec<Draft> = Vec::new();
+        for (doc, _) in docs {
+            let r = &doc.root;
+            let name = r.str_of("name").unwrap_or_default().to_string();
+            let kind_node = r.get("type");
+            let kind_name = kind_node.and_then(Node::as_str).unwrap_or_default();
+            let Some((schema, deployable)) = schema::component_schema(kind_name) else {
+                match kind_node {
+                    None => self.diags.push(
+                        &doc.path,
+                        &doc.src,
+                        0,
+                        Severity::Error,
+                        "missing required key `type` in component".to_string(),
+                    ),
+                    Some(n) => {
+                        let hint =
+                            did_you_mean(kind_name, schema::COMPONENT_TYPE_NAMES.iter().copied());
+                        let msg = format!(
+                            "unknown component type `{kind_name}`{hint} (expected one of: {})",
+                            schema::COMPONENT_TYPE_NAMES.join(", ")
+                        );
+                        self.diags
+                            .push(&doc.path, &doc.src, n.span.start, Severity::Error, msg);
+                    }
+                }
+                continue;
+            };
+            self.check(&doc, r, schema, &format!("component:{name}"), deployable);
+            if !deployable && let Some(n) = kind_node {
+                self.diags.push(&doc.path, &doc.src, n.span.start, Severity::Warning, format!("`{kind_name}` components are checked, but this version of Ferry cannot deploy them yet"));
+            }
+            let name_at = r.get("name").map(|n| n.span.start).unwrap_or(0);
+            if name.is_empty() {
+                continue;
+            }
+            if !is_name(&name) || name == "sandbox" {
+                self.diags.push(&doc.path, &doc.src, name_at, Severity::Error, format!("invalid component name `{name}`: use lowercase letters, digits, `-` and `_`, starting with a letter (and not `sandbox`)"));
+                continue;
+            }
+            if let Some(prev) = drafts.iter().find(|d| d.c.name == name) {
+                let msg = format!("component `{name}` is already declared in {}", prev.c.file);
+                self.diags
+                    .push(&doc.path, &doc.src, name_at, Severity::Error, msg);
+                continue;
+            }
+            let Some(kind) = ComponentType::from_name(kind_name) else {
+                continue;
+            };
+            let directory = self.source(&doc, r, kind);
+            let explicit = r
+                .get("dependencies")
+                .map(Node::items)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|d| d.as_str().map(|s| (s.to_string(), d.span.start)))
+                .collect();
+            drafts.push(Draft {
+                c: Component {
+                    name,
+                    kind,
+                    file: doc.path.clone(),
+                    directory,
+                    dependencies: vec![],
+                    vars: string_map(r.get("vars")),
+                    env_vars: string_map(r.get("env_vars")),
+                    content_hash: String::new(),
+                },
+                name_at,
+                src: doc.src.clone(),
+                explicit,
+            });
+        }
+        drafts
+    }
+
+    fn actions(
+        &mut self,
+        docs: Vec<(Doc, &'static Schema)>,
+        components: &BTreeSet<String>,
+    ) -> Vec<Action> {
+        let mut out: Vec<Action> = Vec::new();
+        for (doc, schema) in docs {
+            let r = &doc.root;
+            let name = r.str_of("name").unwrap_or_default().to_string();
+            self.check(&doc, r, schema, &format!("action:{name}"), true);
+            let name_at = r.get("name").map(|n| n.span.start).unwrap_or(0);
+            if out.iter().any(|a| a.name == name) && !name.is_empty() {
+                self.diags.push(
+                    &doc.path,
+                    &doc.src,
+                    name_at,
+                    Severity::Error,
+                    format!("action `{name}` is declared twice"),
+                );
+                continue;
+            }
+            let mut triggers = Vec::new();
+            for t in r.get("triggers").map(Node::items).unwrap_or_default() {
+                let kind = t.str_of("type").unwrap_or_default().to_string();
+                let at = t.get("type").map(|n| n.span.start).unwrap_or(t.span.start);
+                if kind == "cron" && t.get("cron_schedule").is_none() {
+                    self.diags.push(
+                        &doc.path,
+                        &doc.src,
+                        at,
+                        Severity::Error,
+                        "a `cron` trigger needs `cron_schedule`".to_string(),
+                    );
+                }
+                if kind != "cron"
+                    && let Some(n) = t.get("cron_schedule")
+                {
+                    self.diags.push(
+                        &doc.path,
+                        &doc.src,
+                        n.span.start,
+                        Severity::Error,
+                        format!("`cron_schedule` is only used by `cron` triggers, not `{kind}`"),
+                    );
+                }
+                let component = t.str_of("component_name").map(String::from);
+                if schema::COMPONENT_TRIGGERS.contains(&kind.as_str()) {
+                    match (&component, t.get("component_name")) {
+                        (None, _) => self.diags.push(
+                            &doc.path,
+                            &doc.src,
+                            at,
+                            Severity::Error,
+                            format!("a `{kind}` trigger needs `component_name`"),
+                        ),
+                        (Some(c), Some(n)) if !components.contains(c) => {
+                            let hint = did_you_mean(c, components.iter().map(String::as_str));
+                            self.diags.push(
+                                &doc.path,
+                                &doc.src,
+                                n.span.start,
+                                Severity::Error,
+                                format!("unknown component `{c}` in trigger{hint}"),
+                            );
+                        }
+                        _ => {}
+                    }
+                } else if let Some(n) = t.get("component_name") {
+                    self.diags.push(
+                        &doc.path,
+                        &doc.src,
+                        n.span.start,
+                        Severity::Error,
+                        format!(
+                            "`component_name` is only used by component triggers, not `{kind}`"
+                        ),
+                    );
+                }
+                triggers.push(Trigger {
+                    kind,
+                    cron_schedule: t.str_of("cron_schedule").map(String::from),
+                    component,
+                });
+            }
+            let mut steps = Vec::new();
+            for s in r.get("steps").map(Node::items).unwrap_or_default() {
+                let step_name = s.str_of("name").unwrap_or_default().to_string();
+                match (s.entry("command"), s.entry("inline_contents")) {
+                    (None, None) if s.get("public_repo").is_none() && s.get("connected_repo").is_none() => {
+                        self.diags.push(&doc.path, &doc.src, s.span.start, Severity::Error, format!("step `{step_name}` needs `command` or `inline_contents`"))
+                    }
+                    (Some(_), Some(e)) => self.diags.push(&doc.path, &doc.src, e.key_span.start, Severity::Error, format!("step `{step_name}`: `command` and `inline_contents` are mutually exclusive")),
+                    _ => {}
+                }
+                steps.push(step_name);
+            }
+            let mut deps = Vec::new();
+            for d in r.get("dependencies").map(Node::items).unwrap_or_default() {
+                let Some(dep) = d.as_str() else { continue };
+                if components.contains(dep) {
+                    deps.push(dep.to_string());
+                } else {
+                    let hint = did_you_mean(dep, components.iter().map(String::as_str));
+                    self.diags.push(
+                        &doc.path,
+                        &doc.src,
+                        d.span.start,
+                        Severity::Error,
+                        format!("unknown component `{dep}` in dependencies{hint}"),
+                    );
+                }
+            }
+            out.push(Action {
+                name,
+                file: doc.path.clone(),
+                triggers,
+                steps,
+                timeout_secs: r.str_of("timeout").and_then(parse_duration),
+                dependencies: deps,
+            });
+        }
+        out
+    }
+
+    fn runbooks(
+        &mut self,
+        docs: Vec<(Doc, &'static Schema)>,
+        components: &BTreeSet<String>,
+        actions: &BTreeSet<String>,
+    ) -> Vec<Runbook> {
+        let mut out = Vec::new();
+        for (doc, schema) in docs {
+            let r = &doc.root;
+            self.check(&doc, r, schema, "runbook", true);
+            let mut steps = Vec::new();
+            for s in r.get("steps").map(Node::items).unwrap_or_default() {
+                let name = s.str_of("name").unwrap_or_default().to_string();
+                let kind = s.str_of("type").unwrap_or_default().to_string();
+                let (key, known): (&str, &BTreeSet<String>) = if kind == "action" {
+                    ("action_name", actions)
+                } else {
+                    ("component_name", components)
+                };
+                let what = if kind == "action" {
+                    "action"
+                } else {
+                    "component"
+                };
+                match s.get(key) {
+                    None if !kind.is_empty() => self.diags.push(
+                        &doc.path,
+                        &doc.src,
+                        s.span.start,
+                        Severity::Error,
+                        format!("a `{kind}` step needs `{key}`"),
+                    ),
+                    None => {}
+                    Some(n) => {
+                        let target = n.as_str().unwrap_or_default().to_string();
+                        if !known.contains(&target) {
+                            let hint = did_you_mean(&target, known.iter().map(String::as_str));
+                            self.diags.push(
+                                &doc.path,
+                                &doc.src,
+                                n.span.start,
+                                Severity::Error,
+                                format!("unknown {what} `{target}`{hint}"),
+                            );
+                        }
+                        steps.push((name, kind.clone(), target));
+                    }
+                }
+            }
+            out.push(Runbook {
+                name: r.str_of("name").unwrap_or_default().into(),
+                file: doc.path.clone(),
+                steps,
+            });
+        }
+        out
+    }
+
+    fn installs(
+        &mut self,
+        docs: Vec<(Doc, &'static Schema)>,
+        inputs: &[Input],
+    ) -> Vec<InstallDecl> {
+        let mut out: Vec<InstallDecl> = Vec::new();
+        for (doc, schema) in docs {
+            let r = &doc.root;
+            self.check(&doc, r, schema, "install", true);
+            let name = r.str_of("name").unwrap_or_default().to_string();
+            if out.iter().any(|i| i.name == name) {
+                let at = r.get("name").map(|n| n.span.start).unwrap_or(0);
+                self.diags.push(
+                    &doc.path,
+                    &doc.src,
+                    at,
+                    Severity::Error,
+                    format!("install `{name}` is declared twice"),
+                );
+            }
+            let accounts: Vec<usize> = ["aws_account", "azure_account", "gcp_account"]
+                .iter()
+                .filter_map(|k| r.entry(k).map(|e| e.key_span.start))
+                .collect();
+            if accounts.len() > 1 {
+                self.diags.push(&doc.path, &doc.src, accounts[1], Severity::Error, "an install has one cloud account: `aws_account`, `azure_account` or `gcp_account`".to_string());
+            }
+            let mut values = BTreeMap::new();
+            for table in r.get("inputs").map(Node::items).unwrap_or_default() {
+                for e in table.entries() {
+                    if !inputs.iter().any(|i| i.name == e.key) {
+                        let hint = did_you_mean(&e.key, inputs.iter().map(|i| i.name.as_str()));
+                        self.diags.push(
+                            &doc.path,
+                            &doc.src,
+                            e.key_span.start,
+                            Severity::Error,
+                            format!("unknown input `{}`{hint}", e.key),
+                        );
+                    }
+                    let v = match &e.value.v {
+                        V::Str(s) => s.clone(),
+                        _ => e.value.to_json().to_string(),
+                    };
+                    values.insert(e.key.clone(), v);
+                }
+            }
+            for i in inputs.iter().filter(|i| i.required && i.default.is_none()) {
+                if !values.contains_key(&i.name) {
+                    self.diags.push(
+                        &doc.path,
+                        &doc.src,
+                        0,
+                        Severity::Warning,
+                        format!(
+                            "install `{name}` does not set the required input `{}`",
+                            i.name
+                        ),
+                    );
+                }
+            }
+            out.push(InstallDecl {
+                name,
+                file: doc.path.clone(),
+                inputs: values,
+                approve_all: r.bool_of("approve_all").unwrap_or(false),
+            });
+        }
+        out
+    }
+
+    fn policies(
+        &mut self,
+        docs: Vec<(Doc, &'static Schema)>,
+        components: &BTreeSet<String>,
+    ) -> Vec<Policy> {
+        let mut out = Vec::new();
+        for (doc, schema) in docs {
+            self.check(&doc, &doc.root, schema, "policies", true);
+            for p in doc.root.get("policy").map(Node::items).unwrap_or_default() {
+                let contents = p.str_of("contents").unwrap_or_default().to_string();
+                let is_rego = contents.ends_with(".rego");
+                let is_yaml = contents.ends_with(".yaml") || contents.ends_with(".yml");
+                let engine = p.str_of("engine").map(String::from).unwrap_or_else(|| {
+                    if is_yaml {
+                        "kyverno".into()
+                    } else {
+                        "opa".into()
+                    }
+                });
+                let at = p
+                    .get("contents")
+                    .map(|n| n.span.start)
+                    .unwrap_or(p.span.start);
+                if (engine == "opa" && !is_rego) || (engine == "kyverno" && !is_yaml) {
+                    let want = if engine == "opa" {
+                        "a .rego file"
+                    } else {
+                        "a .yaml file"
+                    };
+                    self.diags.push(
+                        &doc.path,
+                        &doc.src,
+                        at,
+                        Severity::Error,
+                        format!("an `{engine}` policy needs {want}, got `{contents}`"),
+                    );
+                }
+                let mut names = Vec::new();
+                for c in p.get("components").map(Node::items).unwrap_or_default() {
+                    let Some(cn) = c.as_str() else { continue };
+                    if !components.contains(cn) {
+                        let hint = did_you_mean(cn, components.iter().map(String::as_str));
+                        self.diags.push(
+                            &doc.path,
+                            &doc.src,
+                            c.span.start,
+                            Severity::Error,
+                            format!("unknown component `{cn}` in policy{hint}"),
+                        );
+                    }
+                    names.push(cn.to_string());
+                }
+                out.push(Policy {
+                    file: doc.path.clone(),
+                    kind: p.str_of("type").unwrap_or_default().into(),
+                    engine,
+                    contents,
+                    components: names,
+                });
+            }
+        }
+        out
+    }
+
+    fn template(
+        &mut self,
+        site: &Site,
+        ctx: &RefCtx,
+        fake: &Value,
+        implicit: &mut BTreeMap<String, BTreeSet<String>>,
+    ) {
+        let src = self.text(&site.file);
+        let at = |off: usize| {
+            if site.exact {
+                site.start + off
+            } else {
+                site.start
+            }
+        };
+        let t = match Template::parse(&site.text) {
+            Ok(t) => t,
+            Err(e) => {
+                self.diags.push(
+                    &site.file,
+                    &src,
+                    at(e.offset()),
+                    Severity::Error,
+                    format!("template: {e}"),
+                );
+                return;
+            }
+        };
+        let mut ok = true;
+        for r in t.references() {
+            match ctx.check(&r.path, &site.owner) {
+                Ok(Some(dep)) => {
+                    implicit.entry(site.owner.clone()).or_default().insert(dep);
+                }
+                Ok(None) => {}
+                Err(msg) => {
+                    ok = false;
+                    self.diags
+                        .push(&site.file, &src, at(r.offset), Severity::Error, msg);
+                }
+            }
+        }
+        if ok && let Err(e) = t.render(fake, Mode::Lenient) {
+            self.diags.push(
+                &site.file,
+                &src,
+                at(e.offset()),
+                Severity::Error,
+                format!("template: {e}"),
+            );
+        }
+    }
 }
 
+/// A component, input or input group name.
 fn is_name(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
@@ -495,174 +1454,162 @@ fn is_name(s: &str) -> bool {
         && s.as_bytes()[0].is_ascii_lowercase()
 }
 
-fn hint(name: &str, known: &BTreeSet<&str>) -> String {
-    known
+fn string_map(node: Option<&Node>) -> BTreeMap<String, String> {
+    node.map(|n| {
+        n.entries()
+            .iter()
+            .filter_map(|e| e.value.as_str().map(|v| (e.key.clone(), v.to_string())))
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// The state templates are checked against: what is known before an install exists.
+fn fake_state(inputs: &[Input], secrets: &[String]) -> Value {
+    let ins: serde_json::Map<String, Value> = inputs
         .iter()
-        .map(|k| (strsim::jaro_winkler(name, k), *k))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, k)| format!(" (did you mean `{k}`?)"))
-        .unwrap_or_default()
-}
-
-fn read<T: serde::de::DeserializeOwned>(
-    pkg: &Package,
-    file: &str,
-    diags: &mut Diagnostics,
-    required: bool,
-) -> Option<T> {
-    let Some(bytes) = pkg.files.get(file) else {
-        if required {
-            diags.error_at(file, "", 0, format!("missing {file}"));
+        .map(|i| {
+            (
+                i.name.clone(),
+                Value::String(i.default.clone().unwrap_or_default()),
+            )
+        })
+        .collect();
+    let secs: serde_json::Map<String, Value> = secrets
+        .iter()
+        .map(|s| (s.clone(), Value::String(format!("<secret {s}>"))))
+        .collect();
+    json!({
+        "nuon": {
+            "install": { "id": "validate", "name": "validate", "inputs": ins.clone() },
+            "inputs": { "inputs": ins },
+            "secrets": secs,
+            "app": { "id": "app", "name": "app" },
+            "org": { "id": "org", "name": "org" },
         }
-        return None;
-    };
-    let Ok(src) = std::str::from_utf8(bytes) else {
-        diags.error_at(file, "", 0, "file is not valid UTF-8");
-        return None;
-    };
-    match toml::from_str::<T>(src) {
-        Ok(v) => Some(v),
-        Err(e) => {
-            let at = e.span().map(|s| s.start).unwrap_or(0);
-            diags.error_at(file, src, at, e.message().trim().to_string());
-            None
-        }
-    }
+    })
 }
 
-fn check_directory(
-    pkg: &Package,
-    file: &str,
-    src: &str,
-    dir: &Spanned<String>,
-    kind: ComponentType,
-    diags: &mut Diagnostics,
-) {
-    let d = dir.get_ref().trim_end_matches('/');
-    if d.starts_with('/') || d.split('/').any(|p| p == "..") {
-        diags.error_at(
-            file,
-            src,
-            dir.span().start,
-            format!("directory `{d}` must be a relative path inside the package"),
-        );
-        return;
-    }
-    if !pkg.has_dir(d) {
-        diags.error_at(
-            file,
-            src,
-            dir.span().start,
-            format!("directory `{d}` not found in the package"),
-        );
-        return;
-    }
-    let ok = match kind {
-        ComponentType::Script => pkg.files.contains_key(&format!("{d}/apply.sh")),
-        ComponentType::TerraformModule => pkg.under(d).any(|(p, _)| p.ends_with(".tf")),
-    };
-    if !ok {
-        let need = match kind {
-            ComponentType::Script => "an apply.sh",
-            ComponentType::TerraformModule => "at least one .tf file",
-        };
-        diags.error_at(
-            file,
-            src,
-            dir.span().start,
-            format!("directory `{d}` has no {need}"),
-        );
-    }
-}
-
-struct RefCheck<'a> {
-    file: &'a str,
-    src: &'a str,
-    this: &'a str,
-    inputs: &'a BTreeSet<&'a str>,
-    components: &'a BTreeSet<&'a str>,
+struct RefCtx<'a> {
+    inputs: &'a BTreeSet<String>,
+    components: &'a BTreeSet<String>,
+    actions: &'a BTreeSet<String>,
+    secrets: &'a BTreeSet<String>,
     has_sandbox: bool,
 }
 
-impl RefCheck<'_> {
-    /// Checks every template reference in one value, collecting component dependencies.
-    fn check(&self, value: &Spanned<String>, deps: &mut BTreeSet<String>, diags: &mut Diagnostics) {
-        // +1 skips the opening quote; exact for basic strings without escapes, which templates are.
-        let base = value.span().start + 1;
-        let t = match Template::parse(value.get_ref()) {
-            Ok(t) => t,
-            Err(e) => {
-                diags.error_at(self.file, self.src, base + e.offset(), e.to_string());
-                return;
-            }
+const INSTALL_FIELDS: &[&str] = &[
+    "id",
+    "name",
+    "display_name",
+    "public_domain",
+    "internal_domain",
+    "region",
+    "cloud_platform",
+    "sandbox",
+    "inputs",
+];
+const ROOTS: &[&str] = &[
+    "install",
+    "sandbox",
+    "inputs",
+    "components",
+    "actions",
+    "secrets",
+    "install_stack",
+    "app",
+    "org",
+    "cloud_account",
+    "runner",
+];
+
+impl RefCtx<'_> {
+    /// Checks one root reference; `Ok(Some(c))` when it reads component `c`'s outputs.
+    fn check(&self, path: &[String], owner: &str) -> Result<Option<String>, String> {
+        let p: Vec<&str> = path.iter().map(String::as_str).collect();
+        let shown = format!(".{}", p.join("."));
+        let rest = match p.split_first() {
+            Some((&"nuon" | &"ferry", rest)) => rest,
+            _ => return Err(format!("template path `{shown}` must start with `.nuon`")),
         };
-        for r in t.references() {
-            let (path, at) = (&r.path, base + r.offset);
-            let p: Vec<&str> = path.iter().map(String::as_str).collect();
-            let p = match p.split_first() {
-                Some((&"nuon" | &"ferry", rest)) => rest,
-                _ => {
-                    diags.error_at(
-                        self.file,
-                        self.src,
-                        at,
-                        format!(
-                            "template path `.{}` must start with `.nuon`",
-                            path.join(".")
-                        ),
-                    );
-                    continue;
-                }
-            };
-            match p {
-                ["install", "id" | "name"] => {}
-                ["install", "sandbox", "outputs", _, ..] if self.has_sandbox => {}
-                ["install", "sandbox", "outputs", _, ..] => {
-                    diags.error_at(
-                        self.file,
-                        self.src,
-                        at,
-                        "the app has no sandbox.toml, so it has no sandbox outputs",
-                    );
-                }
-                ["install_stack", "outputs", _, ..] => {}
-                ["inputs", "inputs", name] => {
-                    if !self.inputs.contains(name) {
-                        diags.error_at(
-                            self.file,
-                            self.src,
-                            at,
-                            format!("unknown input `{name}`{}", hint(name, self.inputs)),
-                        );
-                    }
-                }
-                ["components", name, "outputs", _, ..] => {
-                    if *name == self.this {
-                        diags.error_at(
-                            self.file,
-                            self.src,
-                            at,
-                            format!("component `{name}` cannot read its own outputs"),
-                        );
-                    } else if self.components.contains(name) {
-                        deps.insert(name.to_string());
-                    } else {
-                        diags.error_at(
-                            self.file,
-                            self.src,
-                            at,
-                            format!("unknown component `{name}`{}", hint(name, self.components)),
-                        );
-                    }
-                }
-                _ => diags.error_at(
-                    self.file,
-                    self.src,
-                    at,
-                    format!("unknown template path `.{}`", path.join(".")),
-                ),
+        let hint = |name: &str, known: &BTreeSet<String>| {
+            did_you_mean(name, known.iter().map(String::as_str))
+        };
+        match rest {
+            [] => Ok(None),
+            ["install"] => Ok(None),
+            ["install", "sandbox", "outputs", ..] | ["sandbox", "outputs", ..]
+                if !self.has_sandbox =>
+            {
+                Err("the app has no sandbox.toml, so it has no sandbox outputs".into())
             }
+            ["install", "sandbox", ..] | ["sandbox", ..] => Ok(None),
+            ["install", "inputs", name, ..] => {
+                if self.inputs.contains(*name) {
+                    Ok(None)
+                } else {
+                    Err(format!("unknown input `{name}`{}", hint(name, self.inputs)))
+                }
+            }
+            ["install", field, ..] => {
+                if INSTALL_FIELDS.contains(field) {
+                    Ok(None)
+                } else {
+                    Err(format!(
+                        "unknown install field `{shown}`{}",
+                        did_you_mean(field, INSTALL_FIELDS.iter().copied())
+                    ))
+                }
+            }
+            ["inputs", "inputs", name, ..] => {
+                if self.inputs.contains(*name) {
+                    Ok(None)
+                } else {
+                    Err(format!("unknown input `{name}`{}", hint(name, self.inputs)))
+                }
+            }
+            ["inputs", "inputs"] => Ok(None),
+            ["inputs", name, ..] => Err(format!(
+                "inputs are read as `.nuon.inputs.inputs.{name}`, not `{shown}`"
+            )),
+            ["components", name, ..] => {
+                let name = *name;
+                if owner == format!("component:{name}") {
+                    Err(format!("component `{name}` cannot read its own outputs"))
+                } else if self.components.contains(name) {
+                    Ok(Some(name.to_string()))
+                } else {
+                    Err(format!(
+                        "unknown component `{name}`{}",
+                        hint(name, self.components)
+                    ))
+                }
+            }
+            ["actions", "workflows", name, ..] | ["actions", name, ..] => {
+                if self.actions.contains(*name) {
+                    Ok(None)
+                } else {
+                    Err(format!(
+                        "unknown action `{name}`{}",
+                        hint(name, self.actions)
+                    ))
+                }
+            }
+            ["secrets", name, ..] => {
+                if self.secrets.contains(*name) {
+                    Ok(None)
+                } else {
+                    Err(format!(
+                        "unknown secret `{name}`{}",
+                        hint(name, self.secrets)
+                    ))
+                }
+            }
+            [root, ..] if ROOTS.contains(root) => Ok(None),
+            [root, ..] => Err(format!(
+                "unknown template root `.nuon.{root}`{}",
+                did_you_mean(root, ROOTS.iter().copied())
+            )),
         }
     }
 }

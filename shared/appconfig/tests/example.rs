@@ -48,7 +48,9 @@ fn errors_have_file_line_and_column() {
     p.files.insert("components/greeter.toml".into(), b"name = \"greeter\"\ntype = \"script\"\ndirectory = \"components/src/greeter\"\ncolour = 1\n".to_vec());
     let d = diag(&p);
     assert!(
-        d.starts_with("components/greeter.toml:4:1: error: unknown field `colour`"),
+        d.starts_with(
+            "components/greeter.toml:4:1: error: unknown key `colour` in script component"
+        ),
         "{d}"
     );
 

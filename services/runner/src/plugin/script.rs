@@ -48,7 +48,8 @@ fn command(job: &PluginJob, script: &str, env: &BTreeMap<String, String>) -> Com
 }
 
 pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
-    let env: BTreeMap<String, String> = job.env.iter().cloned().collect();
+    // `vars` reach scripts as environment too; `env_vars` win where both name the same variable.
+    let env: BTreeMap<String, String> = job.vars.iter().chain(job.env.iter()).cloned().collect();
     match job.phase {
         Phase::Plan => {
             let mut plan_output = String::new();

@@ -1,0 +1,436 @@
+//! Checks a parsed TOML file against its schema: unknown keys (with "did you mean"), types, required
+//! keys, enum values, durations, cron schedules, referenced files; warns about keys Ferry accepts but
+//! does not act on yet. Collects every templated string and every referenced file on the way.
+
+use crate::diagnostics::{Diagnostics, Severity};
+use crate::package::Package;
+use crate::schema::{Schema, Ty};
+use crate::tree::{Node, V};
+
+/// A string value holding a template, and where its text starts in the file.
+#[derive(Debug, Clone)]
+pub struct Site {
+    pub file: String,
+    /// Byte offset in the file of the string's first character (exact for strings without escapes;
+    /// otherwise the position of the value).
+    pub start: usize,
+    /// False when offsets inside the string cannot be mapped exactly (escapes, line continuations).
+    pub exact: bool,
+    pub text: String,
+    /// The component, action or block that owns it (`component:db`, `action:migrate`, `sandbox`, ...).
+    pub owner: String,
+}
+
+pub struct Checker<'a> {
+    pub file: &'a str,
+    pub src: &'a str,
+    pub pkg: &'a Package,
+    pub diags: &'a mut Diagnostics,
+    pub sites: &'a mut Vec<Site>,
+    /// Files of the package the checked values point at (for content hashes).
+    pub files: &'a mut Vec<String>,
+    pub owner: String,
+    /// Warn about keys Ferry does not act on (off for component types it cannot deploy at all, which
+    /// get one warning for the whole component instead).
+    pub warn_ignored: bool,
+}
+
+pub fn did_you_mean<'k>(name: &str, known: impl IntoIterator<Item = &'k str>) -> String {
+    known
+        .into_iter()
+        .map(|k| (strsim::jaro_winkler(name, k), k))
+        .filter(|(s, _)| *s > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| format!(" (did you mean `{k}`?)"))
+        .unwrap_or_default()
+}
+
+impl Checker<'_> {
+    pub fn error(&mut self, at: usize, msg: impl Into<String>) {
+        self.diags
+            .push(self.file, self.src, at, Severity::Error, msg);
+    }
+
+    pub fn warning(&mut self, at: usize, msg: impl Into<String>) {
+        self.diags
+            .push(self.file, self.src, at, Severity::Warning, msg);
+    }
+
+    /// Checks a table against a schema. `at` is where to report a missing required key.
+    pub fn table(&mut self, node: &Node, schema: &'static Schema, at: usize) {
+        let V::Table(entries) = &node.v else {
+            self.error(
+                node.span.start,
+                format!("expected a table ({}), found {}", schema.name, node.kind()),
+            );
+            return;
+        };
+        for e in entries {
+            match schema.field(&e.key) {
+                Some(field) => {
+                    if !field.acted && self.warn_ignored {
+                        self.warning(
+                            e.key_span.start,
+                            format!(
+                                "`{}` is accepted but not acted on by this version of Ferry",
+                                e.key
+                            ),
+                        );
+                    }
+                    self.value(&e.value, field.ty, &e.key);
+                }
+                None if schema.free_tables && matches!(e.value.v, V::Table(_)) => {
+                    self.any(&e.value)
+                }
+                None => {
+                    let hint = did_you_mean(&e.key, schema.fields().map(|f| f.name));
+                    self.error(
+                        e.key_span.start,
+                        format!("unknown key `{}` in {}{hint}", e.key, schema.name),
+                    );
+                }
+            }
+        }
+        for field in schema.fields().filter(|f| f.required) {
+            if !entries.iter().any(|e| e.key == field.name) {
+                self.error(
+                    at,
+                    format!("missing required key `{}` in {}", field.name, schema.name),
+                );
+            }
+        }
+    }
+
+    fn type_error(&mut self, node: &Node, key: &str, want: &str) {
+        self.error(
+            node.span.start,
+            format!("`{key}` must be {want}, found {}", node.kind()),
+        );
+    }
+
+    pub fn value(&mut self, node: &Node, ty: Ty, key: &str) {
+        match ty {
+            Ty::Str => match &node.v {
+                V::Str(s) => self.site(node, s),
+                _ => self.type_error(node, key, "a string"),
+            },
+            Ty::Int => {
+                if !matches!(node.v, V::Int(_)) {
+                    self.type_error(node, key, "an integer");
+                }
+            }
+            Ty::Bool => {
+                if !matches!(node.v, V::Bool(_)) {
+                    self.type_error(node, key, "a boolean (true or false)");
+                }
+            }
+            Ty::Scalar => match &node.v {
+                V::Str(s) => self.site(node, s),
+                V::Int(_) | V::Float(_) | V::Bool(_) => {}
+                _ => self.type_error(node, key, "a string, number or boolean"),
+            },
+            Ty::Duration => match &node.v {
+                V::Str(s) if parse_duration(s).is_some() => {}
+                V::Str(s) => self.error(
+                    node.span.start,
+                    format!(
+                        "invalid duration `{s}` for `{key}` (expected e.g. `30s`, `5m`, `1h30m`)"
+                    ),
+                ),
+                _ => self.type_error(node, key, "a duration string"),
+            },
+            Ty::Cron => match &node.v {
+                V::Str(s) => {
+                    if let Err(why) = check_cron(s) {
+                        self.error(
+                            node.span.start,
+                            format!("invalid cron schedule `{s}` for `{key}`: {why}"),
+                        );
+                    }
+                }
+                _ => self.type_error(node, key, "a cron schedule string"),
+            },
+            Ty::File => match &node.v {
+                V::Str(s) => self.file_ref(node, s, key),
+                _ => self.type_error(node, key, "a file path"),
+            },
+            Ty::Contents => match &node.v {
+                V::Str(s) if s.starts_with("./") || s.starts_with("../") => {
+                    self.file_ref(node, s, key)
+                }
+                V::Str(s) => self.site(node, s),
+                _ => self.type_error(node, key, "a `./path` or inline text"),
+            },
+            Ty::Enum(values) => match &node.v {
+                V::Str(s) if values.contains(&s.as_str()) => {}
+                V::Str(s) => {
+                    let hint = did_you_mean(s, values.iter().copied());
+                    let expected = if values.len() <= 12 {
+                        format!(" (expected one of: {})", values.join(", "))
+                    } else {
+                        String::new()
+                    };
+                    self.error(
+                        node.span.start,
+                        format!("unknown value `{s}` for `{key}`{hint}{expected}"),
+                    );
+                }
+                _ => self.type_error(node, key, "a string"),
+            },
+            Ty::List(item) => match &node.v {
+                V::Array(items) => {
+                    for i in items {
+                        self.value(i, *item, key);
+                    }
+                }
+                _ => self.type_error(node, key, "an array"),
+            },
+            Ty::Map(item) => match &node.v {
+                V::Table(entries) => {
+                    for e in entries {
+                        self.value(&e.value, *item, &e.key);
+                    }
+                }
+                _ => self.type_error(node, key, "a table"),
+            },
+            Ty::Any => self.any(node),
+            Ty::Table(schema) => match &node.v {
+                V::Table(_) => self.table(node, schema, node.span.start),
+                V::Array(_) => self.error(
+                    node.span.start,
+                    format!("`{key}` must be a single table: write `[{key}]`, not `[[{key}]]`"),
+                ),
+                _ => self.type_error(node, key, "a table"),
+            },
+            Ty::Tables(schema) => match &node.v {
+                V::Array(items) => {
+                    for i in items {
+                        self.table(i, schema, i.span.start);
+                    }
+                }
+                V::Table(_) => self.error(
+                    node.span.start,
+                    format!("`{key}` must be an array of tables: write `[[{key}]]`"),
+                ),
+                _ => self.type_error(node, key, "an array of tables"),
+            },
+        }
+    }
+
+    /// Free-form values: every string in them may still be a template.
+    fn any(&mut self, node: &Node) {
+        match &node.v {
+            V::Str(s) => self.site(node, s),
+            V::Array(items) => items.iter().for_each(|i| self.any(i)),
+            V::Table(entries) => entries.iter().for_each(|e| self.any(&e.value)),
+            _ => {}
+        }
+    }
+
+    fn file_ref(&mut self, node: &Node, path: &str, key: &str) {
+        match normalize(path) {
+            Some(p) if self.pkg.files.contains_key(&p) => self.files.push(p),
+            Some(p) if self.pkg.has_dir(&p) => self.error(
+                node.span.start,
+                format!("`{key}` names the directory `{path}`; it must name a file"),
+            ),
+            Some(_) => self.error(
+                node.span.start,
+                format!("file `{path}` (from `{key}`) not found in the package"),
+            ),
+            None => self.error(
+                node.span.start,
+                format!("`{key}`: `{path}` must be a relative path inside the package"),
+            ),
+        }
+    }
+
+    fn site(&mut self, node: &Node, s: &str) {
+        if !s.contains("{{") {
+            return;
+        }
+        let (start, exact) = string_start(self.src, node, s);
+        self.sites.push(Site {
+            file: self.file.to_string(),
+            start,
+            exact,
+            text: s.to_string(),
+            owner: self.owner.clone(),
+        });
+    }
+}
+
+/// `./a/b` or `a/b` → `a/b`; `None` for absolute paths or paths leaving the package.
+pub fn normalize(path: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => return None,
+            p => parts.push(p),
+        }
+    }
+    if path.starts_with('/') || parts.is_empty() {
+        None
+    } else {
+        Some(parts.join("/"))
+    }
+}
+
+/// Where a string value's text starts in the source, and whether offsets inside it map exactly
+/// (they do when the source between the quotes is the value itself: no escapes).
+fn string_start(src: &str, node: &Node, value: &str) -> (usize, bool) {
+    let raw = src.get(node.span.clone()).unwrap_or("");
+    let (q, skip_newline) = if raw.starts_with("\"\"\"") || raw.starts_with("'''") {
+        (3, true)
+    } else {
+        (1, false)
+    };
+    let mut start = node.span.start + q;
+    let mut body = raw.get(q..raw.len().saturating_sub(q)).unwrap_or("");
+    if skip_newline && body.starts_with('\n') {
+        body = &body[1..];
+        start += 1;
+    }
+    (start, body == value)
+}
+
+/// Go's duration syntax: one or more `<number><unit>` with units ns, us, µs, ms, s, m, h.
+pub fn parse_duration(s: &str) -> Option<f64> {
+    if s.is_empty() {
+        return None;
+    }
+    let mut rest = s;
+    let mut total = 0.0;
+    while !rest.is_empty() {
+        let n = rest
+            .bytes()
+            .take_while(|c| c.is_ascii_digit() || *c == b'.')
+            .count();
+        if n == 0 {
+            return None;
+        }
+        let value: f64 = rest[..n].parse().ok()?;
+        rest = &rest[n..];
+        let unit_len = rest
+            .char_indices()
+            .take_while(|(_, c)| c.is_alphabetic())
+            .map(|(i, c)| i + c.len_utf8())
+            .last()
+            .unwrap_or(0);
+        let unit = &rest[..unit_len];
+        let secs = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += value * secs;
+        rest = &rest[unit_len..];
+    }
+    Some(total)
+}
+
+/// A five-field cron expression (or a `@daily`-style macro).
+pub fn check_cron(s: &str) -> Result<(), String> {
+    if s.starts_with('@') {
+        return if matches!(
+            s,
+            "@yearly" | "@annually" | "@monthly" | "@weekly" | "@daily" | "@midnight" | "@hourly"
+        ) || s.starts_with("@every ")
+        {
+            Ok(())
+        } else {
+            Err(format!("unknown macro `{s}`"))
+        };
+    }
+    let fields: Vec<&str> = s.split_whitespace().collect();
+    if fields.len() != 5 {
+        return Err(format!(
+            "expected 5 fields (minute hour day month weekday), found {}",
+            fields.len()
+        ));
+    }
+    let ranges = [
+        (0, 59, "minute"),
+        (0, 23, "hour"),
+        (1, 31, "day of month"),
+        (1, 12, "month"),
+        (0, 7, "day of week"),
+    ];
+    for (f, (lo, hi, what)) in fields.iter().zip(ranges) {
+        for part in f.split(',') {
+            let (range, step) = match part.split_once('/') {
+                Some((r, st)) => (r, Some(st)),
+                None => (part, None),
+            };
+            if let Some(st) = step
+                && st.parse::<u32>().map_or(true, |n| n == 0)
+            {
+                return Err(format!("bad step `{st}` in the {what} field"));
+            }
+            if range == "*" {
+                continue;
+            }
+            let bounds: Vec<&str> = range.split('-').collect();
+            for b in &bounds {
+                let ok = match b.parse::<u32>() {
+                    Ok(n) => n >= lo && n <= hi,
+                    // Names: JAN-DEC, SUN-SAT.
+                    Err(_) => {
+                        b.len() == 3
+                            && b.chars().all(|c| c.is_ascii_alphabetic())
+                            && (what == "month" || what == "day of week")
+                    }
+                };
+                if !ok {
+                    return Err(format!(
+                        "`{b}` is out of range for the {what} field ({lo}-{hi})"
+                    ));
+                }
+            }
+            if bounds.len() > 2 {
+                return Err(format!("bad range `{range}` in the {what} field"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Some(30.0));
+        assert_eq!(parse_duration("1h30m"), Some(5400.0));
+        assert_eq!(parse_duration("1.5m"), Some(90.0));
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("5 minutes"), None);
+        assert_eq!(parse_duration(""), None);
+    }
+
+    #[test]
+    fn crons() {
+        assert!(check_cron("*/5 * * * *").is_ok());
+        assert!(check_cron("0 2 * * MON-FRI").is_ok());
+        assert!(check_cron("0 0 1,15 * *").is_ok());
+        assert!(check_cron("@daily").is_ok());
+        assert!(check_cron("* * * *").is_err());
+        assert!(check_cron("61 * * * *").is_err());
+        assert!(check_cron("*/0 * * * *").is_err());
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(normalize("./a/b.rego").as_deref(), Some("a/b.rego"));
+        assert_eq!(normalize("a//b").as_deref(), Some("a/b"));
+        assert_eq!(normalize("../x"), None);
+        assert_eq!(normalize("/etc/passwd"), None);
+        assert_eq!(normalize("."), None);
+    }
+}
