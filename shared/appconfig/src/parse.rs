@@ -248,6 +248,7 @@ pub fn validate(pkg: &Package) -> Report {
         diags: Diagnostics::default(),
         sites: Vec::new(),
         refs: BTreeMap::new(),
+        broken: BTreeSet::new(),
     };
     let config = l.run();
     l.diags.sort();
@@ -270,6 +271,9 @@ struct Loader<'a> {
     sites: Vec<Site>,
     /// Files referenced from each owner's values (`component:db` → files).
     refs: BTreeMap<String, Vec<String>>,
+    /// Names of components whose file could not be read: still known to references, so one broken
+    /// file gives one error, not a cascade of "unknown component".
+    broken: BTreeSet<String>,
 }
 
 /// A component as read, with what later checks need.
@@ -296,9 +300,7 @@ impl Loader<'_> {
     }
 
     fn parse(&mut self, path: &str) -> Option<Doc> {
-        let Some(bytes) = self.pkg.files.get(path) else {
-            return None;
-        };
+        let bytes = self.pkg.files.get(path)?;
         let Ok(src) = std::str::from_utf8(bytes) else {
             self.err(path, 0, "file is not valid UTF-8");
             return None;
@@ -386,9 +388,15 @@ impl Loader<'_> {
                 Dir::None | Dir::Components => None,
             };
             for f in dir_files {
-                if let Some(doc) = self.parse(&f) {
+                match self.parse(&f) {
                     // Components pick their schema by type, below.
-                    list.push((doc, item_schema.unwrap_or(&schema::SCRIPT)));
+                    Some(doc) => list.push((doc, item_schema.unwrap_or(&schema::SCRIPT))),
+                    None if matches!(b.dir, Dir::Components) => {
+                        if let Some(name) = name_line(&self.text(&f)) {
+                            self.broken.insert(name);
+                        }
+                    }
+                    None => {}
                 }
             }
             docs.insert(b.name, list);
@@ -461,7 +469,11 @@ impl Loader<'_> {
         let install_docs = take(&mut docs, "installs");
         let policy_docs = take(&mut docs, "policies");
 
-        let component_names: BTreeSet<String> = drafts.iter().map(|d| d.c.name.clone()).collect();
+        let component_names: BTreeSet<String> = drafts
+            .iter()
+            .map(|d| d.c.name.clone())
+            .chain(self.broken.iter().cloned())
+            .collect();
         let mut actions = self.actions(actions_docs, &component_names);
         let action_names: BTreeSet<String> = actions.iter().map(|a| a.name.clone()).collect();
         let runbooks = self.runbooks(runbook_docs, &component_names, &action_names);
@@ -1005,6 +1017,9 @@ impl Loader<'_> {
             let kind_node = r.get("type");
             let kind_name = kind_node.and_then(Node::as_str).unwrap_or_default();
             let Some((schema, deployable)) = schema::component_schema(kind_name) else {
+                if !name.is_empty() {
+                    self.broken.insert(name.clone());
+                }
                 match kind_node {
                     None => self.diags.push(
                         &doc.path,
@@ -1443,6 +1458,16 @@ impl Loader<'_> {
             );
         }
     }
+}
+
+/// The `name = "..."` of a file TOML could not parse (best effort, for error recovery only).
+fn name_line(src: &str) -> Option<String> {
+    src.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "name")
+            .then(|| v.trim().trim_matches('"').to_string())
+            .filter(|n| !n.is_empty() && !n.contains('"'))
+    })
 }
 
 /// A component, input or input group name.

@@ -1,0 +1,589 @@
+//! The fixture corpus: app directories shaped like real vendor apps must validate with the expected
+//! deploy order, and each invalid variant must give exactly the expected first diagnostic.
+
+use std::path::{Path, PathBuf};
+
+use ferry_appconfig::{Package, Severity, validate};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/apps")
+}
+
+fn app(name: &str) -> Package {
+    Package::from_dir(&fixtures().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn order(name: &str) -> (bool, Vec<Vec<String>>) {
+    let r = validate(&app(name));
+    let errors: Vec<String> = r.diagnostics.errors().map(|d| d.to_string()).collect();
+    assert!(
+        errors.is_empty(),
+        "{name} should be valid:\n{}",
+        errors.join("\n")
+    );
+    let cfg = r.config.unwrap();
+    (cfg.sandbox.is_some(), cfg.deploy_order)
+}
+
+fn stages(s: &[&[&str]]) -> Vec<Vec<String>> {
+    s.iter()
+        .map(|st| st.iter().map(|x| x.to_string()).collect())
+        .collect()
+}
+
+#[test]
+fn every_fixture_validates_with_its_deploy_order() {
+    let expected: &[(&str, bool, &[&[&str]])] = &[
+        ("aks-web", true, &[&["namespace"], &["web"], &["dns"]]),
+        ("byoc-db", false, &[&["db"]]),
+        (
+            "data-pipeline",
+            true,
+            &[&["etl-image", "warehouse"], &["etl"]],
+        ),
+        (
+            "ecs-service",
+            false,
+            &[&["network"], &["cluster", "storage"], &["service"]],
+        ),
+        (
+            "eks-platform",
+            true,
+            &[
+                &["api_image", "certificate", "database"],
+                &["ingress"],
+                &["api"],
+            ],
+        ),
+        ("gke-pulumi", true, &[&["bucket"], &["reader"]]),
+        (
+            "kustomize-ops",
+            false,
+            &[&["base", "configmap"], &["local-overlay"]],
+        ),
+        (
+            "lambda-api",
+            true,
+            &[&["image", "table"], &["function"], &["gateway"]],
+        ),
+        (
+            "local-scripts",
+            true,
+            &[&["cache", "config"], &["server"], &["monitor"]],
+        ),
+        (
+            "multi-cluster",
+            false,
+            &[&["compute-cluster", "data-cluster"], &["analytics"]],
+        ),
+        ("nuon-compat", true, &[&["whoami"], &["whoami_chart"]]),
+        ("tf-only", false, &[&["vpc"], &["peering"]]),
+    ];
+    let on_disk: Vec<String> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        on_disk.len(),
+        expected.len(),
+        "every fixture has an expected deploy order"
+    );
+    for (name, sandbox, want) in expected {
+        let (has_sandbox, got) = order(name);
+        assert_eq!(has_sandbox, *sandbox, "{name}: sandbox");
+        assert_eq!(got, stages(want), "{name}: deploy order");
+    }
+}
+
+#[test]
+fn fixtures_carry_what_ferry_reads() {
+    let cfg = validate(&app("eks-platform")).config.unwrap();
+    assert_eq!(
+        cfg.metadata.extra["onboarding"]["steps"][0],
+        "create the stack"
+    );
+    assert_eq!(
+        cfg.component("api").unwrap().dependencies,
+        vec!["api_image", "database", "ingress"]
+    );
+    assert_eq!(
+        cfg.actions
+            .iter()
+            .find(|a| a.name == "migrate")
+            .unwrap()
+            .dependencies,
+        vec!["database"]
+    );
+    assert_eq!(
+        cfg.actions
+            .iter()
+            .find(|a| a.name == "healthcheck")
+            .unwrap()
+            .triggers[0]
+            .cron_schedule
+            .as_deref(),
+        Some("*/5 * * * *")
+    );
+    assert_eq!(
+        cfg.runbooks[0].steps[1],
+        (
+            "verify".to_string(),
+            "action".to_string(),
+            "healthcheck".to_string()
+        )
+    );
+    assert_eq!(cfg.installs[0].inputs["domain"], "dev.acme.example");
+    assert_eq!(cfg.installs[0].inputs["replicas"], "1");
+    assert_eq!(cfg.policies.len(), 3);
+    assert_eq!(cfg.policies[1].engine, "kyverno");
+    assert_eq!(cfg.secrets, vec!["license_key"]);
+    // Referenced files are part of the component's content hash: editing a values file rebuilds it.
+    let before = cfg.component("ingress").unwrap().content_hash.clone();
+    let mut pkg = app("eks-platform");
+    pkg.files.insert(
+        "values/ingress.yaml".into(),
+        b"controller:\n  replicaCount: 3\n".to_vec(),
+    );
+    let after = validate(&pkg).config.unwrap();
+    assert_ne!(after.component("ingress").unwrap().content_hash, before);
+    assert_eq!(
+        after.component("certificate").unwrap().content_hash,
+        cfg.component("certificate").unwrap().content_hash
+    );
+
+    let byoc = validate(&app("byoc-db")).config.unwrap();
+    assert_eq!(byoc.secrets, vec!["admin_password", "tls_cert"]);
+    assert_eq!(byoc.inputs.len(), 3);
+}
+
+#[test]
+fn keys_ferry_does_not_act_on_are_warnings_that_say_so() {
+    let r = validate(&app("multi-cluster"));
+    let warnings: Vec<String> = r.diagnostics.warnings().map(|d| d.to_string()).collect();
+    assert!(warnings.contains(&"components/compute-cluster.toml:5:1: warning: `timeout` is accepted but not acted on by this version of Ferry".to_string()), "{warnings:#?}");
+    assert!(warnings.contains(&"components/analytics.toml:2:8: warning: `helm_chart` components are checked, but this version of Ferry cannot deploy them yet".to_string()), "{warnings:#?}");
+    assert!(
+        r.diagnostics
+            .0
+            .iter()
+            .all(|d| d.severity == Severity::Warning)
+    );
+}
+
+/// One invalid variant: start from a fixture, replace (or delete) files; returns its errors.
+fn errors(base: &str, changes: &[(&str, Option<&str>)]) -> Vec<String> {
+    let mut pkg = app(base);
+    for (path, content) in changes {
+        match content {
+            Some(c) => {
+                pkg.files.insert(path.to_string(), c.as_bytes().to_vec());
+            }
+            None => {
+                pkg.files.remove(*path);
+            }
+        }
+    }
+    let r = validate(&pkg);
+    assert!(
+        r.config.is_none(),
+        "expected {base} with {changes:?} to be invalid"
+    );
+    r.diagnostics.errors().map(|d| d.to_string()).collect()
+}
+
+/// Test-only: a formatted case body that lives as long as the test.
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// (base fixture, file changes — `None` deletes —, the diagnostic expected among the errors)
+type Case = (
+    &'static str,
+    Vec<(&'static str, Option<&'static str>)>,
+    &'static str,
+);
+
+const SERVER: &str = "name = \"server\"\ntype = \"script\"\ndirectory = \"scripts/server\"\n";
+
+#[test]
+fn invalid_packages_give_exact_diagnostics() {
+    let cases: Vec<Case> = vec![
+        (
+            "local-scripts",
+            vec![(
+                "components/server.toml",
+                Some("name = \"server\"\ntype = \"script\"\ndirectry = \"scripts/server\"\n"),
+            )],
+            "components/server.toml:3:1: error: unknown key `directry` in script component (did you mean `directory`?)",
+        ),
+        (
+            "local-scripts",
+            vec![("sanbox.toml", Some("type = \"script\"\n"))],
+            "sanbox.toml:1:1: error: unknown file `sanbox.toml` (did you mean `sandbox.toml`?): app packages use metadata.toml, sandbox.toml, components/*.toml, ...",
+        ),
+        (
+            "local-scripts",
+            vec![("metadata.toml", None)],
+            "metadata.toml:1:1: error: missing metadata.toml",
+        ),
+        (
+            "local-scripts",
+            vec![("metadata.toml", Some("description = \"x\"\n"))],
+            "metadata.toml:1:1: error: missing required key `version` in metadata.toml",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/server.toml",
+                Some("name = \"server\"\ntype = \"script\ndirectory = \"x\"\n"),
+            )],
+            "components/server.toml:2:15: error: invalid basic string, expected `\"`",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/server.toml",
+                Some("name = \"server\"\ntype = \"scrpt\"\n"),
+            )],
+            "components/server.toml:2:8: error: unknown component type `scrpt` (did you mean `script`?) (expected one of: terraform_module, script, helm_chart, kubernetes_manifest, container_image, external_image, docker_build, job, pulumi)",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/monitor.toml",
+                Some(
+                    "name = \"monitor\"\ntype = \"script\"\ndirectory = \"scripts/monitor\"\ndependencies = \"server\"\n",
+                ),
+            )],
+            "components/monitor.toml:4:16: error: `dependencies` must be an array, found a string",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/monitor.toml",
+                Some(
+                    "name = \"monitor\"\ntype = \"script\"\ndirectory = \"scripts/monitor\"\ndependencies = [\"servr\"]\n",
+                ),
+            )],
+            "components/monitor.toml:4:17: error: unknown component `servr` in dependencies (did you mean `server`?)",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/server.toml",
+                Some(leak(format!(
+                    "{SERVER}[env_vars]\nCONFIG = \"{{{{.nuon.components.confg.outputs.path}}}}\"\n"
+                ))),
+            )],
+            "components/server.toml:5:13: error: unknown component `confg` (did you mean `config`?)",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/server.toml",
+                Some(leak(format!(
+                    "{SERVER}[env_vars]\nPORT = \"{{{{ .nuon.inputs.inputs.prot }}}}\"\n"
+                ))),
+            )],
+            "components/server.toml:5:12: error: unknown input `prot` (did you mean `port`?)",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/server.toml",
+                Some(leak(format!(
+                    "{SERVER}[env_vars]\nID = \"{{{{ .nuon.install.id | uper }}}}\"\n"
+                ))),
+            )],
+            "components/server.toml:5:29: error: template: unknown function `uper` (did you mean `upper`?)",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/server.toml",
+                Some(leak(format!(
+                    "{SERVER}[env_vars]\nID = \"x {{{{ .nuon.install.id\"\n"
+                ))),
+            )],
+            "components/server.toml:5:9: error: template: unclosed action: `{{` without `}}`",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/server.toml",
+                Some(leak(format!(
+                    "{SERVER}[env_vars]\nPORT = \"{{{{.nuon.inputs.port}}}}\"\n"
+                ))),
+            )],
+            "components/server.toml:5:11: error: inputs are read as `.nuon.inputs.inputs.port`, not `.nuon.inputs.port`",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/config.toml",
+                Some(
+                    "name = \"config\"\ntype = \"script\"\ndirectory = \"scripts/config\"\ndependencies = [\"monitor\"]\n",
+                ),
+            )],
+            "components/config.toml:1:8: error: dependency cycle: config -> monitor -> server -> config",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/cache.toml",
+                Some(
+                    "name = \"cache\"\ntype = \"script\"\ndirectory = \"scripts/cache\"\ndependencies = [\"cache\"]\n",
+                ),
+            )],
+            "components/cache.toml:4:17: error: component `cache` depends on itself",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/cache2.toml",
+                Some("name = \"cache\"\ntype = \"script\"\ndirectory = \"scripts/cache\"\n"),
+            )],
+            "components/cache2.toml:1:8: error: component `cache` is already declared in components/cache.toml",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/cache.toml",
+                Some("name = \"Cache\"\ntype = \"script\"\ndirectory = \"scripts/cache\"\n"),
+            )],
+            "components/cache.toml:1:8: error: invalid component name `Cache`: use lowercase letters, digits, `-` and `_`, starting with a letter (and not `sandbox`)",
+        ),
+        (
+            "local-scripts",
+            vec![
+                ("scripts/cache/apply.sh", None),
+                ("scripts/cache/run.sh", Some("#!/bin/sh\n")),
+            ],
+            "components/cache.toml:3:13: error: directory `scripts/cache` has no an apply.sh",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/cache.toml",
+                Some("name = \"cache\"\ntype = \"script\"\ndirectory = \"scripts/nowhere\"\n"),
+            )],
+            "components/cache.toml:3:13: error: directory `scripts/nowhere` not found in the package",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "components/0-certificate.toml",
+                Some(
+                    "name = \"certificate\"\ntype = \"terraform_module\"\ndirectory = \"src/certificate\"\n\n[public_repo]\nrepo = \"acme/x\"\n",
+                ),
+            )],
+            "components/0-certificate.toml:5:2: error: `directory` and `public_repo` are mutually exclusive: a component has one source",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "actions/healthcheck.toml",
+                Some(
+                    "name = \"healthcheck\"\n\n[[triggers]]\ntype = \"cron\"\n\n[[steps]]\nname = \"probe\"\ncommand = \"true\"\n",
+                ),
+            )],
+            "actions/healthcheck.toml:4:8: error: a `cron` trigger needs `cron_schedule`",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "actions/healthcheck.toml",
+                Some(
+                    "name = \"healthcheck\"\n\n[[triggers]]\ntype = \"cron\"\ncron_schedule = \"*/5 * * *\"\n\n[[steps]]\nname = \"probe\"\ncommand = \"true\"\n",
+                ),
+            )],
+            "actions/healthcheck.toml:5:17: error: invalid cron schedule `*/5 * * *` for `cron_schedule`: expected 5 fields (minute hour day month weekday), found 4",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "actions/healthcheck.toml",
+                Some(
+                    "name = \"healthcheck\"\ntimeout = \"5 minutes\"\n\n[[triggers]]\ntype = \"manual\"\n\n[[steps]]\nname = \"probe\"\ncommand = \"true\"\n",
+                ),
+            )],
+            "actions/healthcheck.toml:2:11: error: invalid duration `5 minutes` for `timeout` (expected e.g. `30s`, `5m`, `1h30m`)",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "actions/migrate.toml",
+                Some(
+                    "name = \"migrate\"\n\n[[triggers]]\ntype = \"post-deploy-component\"\ncomponent_name = \"databse\"\n\n[[steps]]\nname = \"m\"\ncommand = \"true\"\n",
+                ),
+            )],
+            "actions/migrate.toml:5:18: error: unknown component `databse` in trigger (did you mean `database`?)",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "actions/migrate.toml",
+                Some(
+                    "name = \"migrate\"\n\n[[triggers]]\ntype = \"post-deploy-components\"\n\n[[steps]]\nname = \"m\"\ncommand = \"true\"\n",
+                ),
+            )],
+            "actions/migrate.toml:4:8: error: unknown value `post-deploy-components` for `type` (did you mean `post-deploy-component`?)",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "runbooks/upgrade.toml",
+                Some(
+                    "name = \"upgrade\"\n\n[[steps]]\nname = \"verify\"\ntype = \"action\"\naction_name = \"healthchek\"\n",
+                ),
+            )],
+            "runbooks/upgrade.toml:6:15: error: unknown action `healthchek` (did you mean `healthcheck`?)",
+        ),
+        (
+            "eks-platform",
+            vec![("policies/vpc-cidr.rego", None)],
+            "policies.toml:4:12: error: file `./policies/vpc-cidr.rego` (from `contents`) not found in the package",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "policies.toml",
+                Some(
+                    "[[policy]]\ntype = \"sandbox\"\nengine = \"opa\"\ncontents = \"./policies/no-privileged.yaml\"\n",
+                ),
+            )],
+            "policies.toml:4:12: error: an `opa` policy needs a .rego file, got `./policies/no-privileged.yaml`",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "components/1-ingress.toml",
+                Some(
+                    "name = \"ingress\"\ntype = \"helm_chart\"\nchart_name = \"x\"\nstorage_driver = \"configmaps\"\n\n[helm_repo]\nrepo_url = \"https://x\"\nchart = \"x\"\n",
+                ),
+            )],
+            "components/1-ingress.toml:4:18: error: unknown value `configmaps` for `storage_driver` (did you mean `configmap`?) (expected one of: configmap, secret)",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "installs/acme-dev.toml",
+                Some("name = \"acme-dev\"\n\n[[inputs]]\ndomian = \"x\"\n"),
+            )],
+            "installs/acme-dev.toml:4:1: error: unknown input `domian` (did you mean `domain`?)",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "inputs.toml",
+                Some("[[input]]\nname = \"port\"\ntype = \"number\"\ndefault = \"eighty\"\n"),
+            )],
+            "inputs.toml:4:11: error: the default of input `port` is not a valid number",
+        ),
+        (
+            "eks-platform",
+            vec![("secrets.toml", Some("[[secret]]\nname = \"other\"\n"))],
+            "secrets.toml:1:1: error: both `secrets.toml` and `secrets/` exist: use one of them",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "components/2-database.toml",
+                Some(
+                    "name = \"database\"\ntype = \"terraform_module\"\n\n[[connected_repo]]\nrepo = \"acme/infra\"\n",
+                ),
+            )],
+            "components/2-database.toml:4:1: error: `connected_repo` must be a single table: write `[connected_repo]`, not `[[connected_repo]]`",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "actions/healthcheck.toml",
+                Some(
+                    "name = \"healthcheck\"\n\n[[triggers]]\ntype = \"manual\"\n\n[[steps]]\nname = \"probe\"\ncommand = \"true\"\ninline_contents = \"echo\"\n",
+                ),
+            )],
+            "actions/healthcheck.toml:9:1: error: step `probe`: `command` and `inline_contents` are mutually exclusive",
+        ),
+        (
+            "kustomize-ops",
+            vec![(
+                "components/configmap.toml",
+                Some("name = \"configmap\"\ntype = \"kubernetes_manifest\"\nnamespace = \"ops\"\n"),
+            )],
+            "components/configmap.toml:1:1: error: a kubernetes_manifest needs `manifest` or `kustomize`",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/server.toml",
+                Some(leak(format!(
+                    "{SERVER}[env_vars]\nID = \"{{{{ .install.id }}}}\"\n"
+                ))),
+            )],
+            "components/server.toml:5:10: error: template path `.install.id` must start with `.nuon`",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/server.toml",
+                Some(leak(format!(
+                    "{SERVER}[env_vars]\nME = \"{{{{ .nuon.components.server.outputs.x }}}}\"\n"
+                ))),
+            )],
+            "components/server.toml:5:10: error: component `server` cannot read its own outputs",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "sandbox.toml",
+                Some(
+                    "type = \"script\"\ndirectory = \"sandbox\"\n\n[env_vars]\nX = \"{{.nuon.components.cache.outputs.url}}\"\n",
+                ),
+            )],
+            "sandbox.toml:1:1: error: the sandbox cannot depend on components (it reads outputs of cache): it is deployed before them",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/server.toml",
+                Some(leak(format!(
+                    "{SERVER}[env_vars]\nID = \"{{{{ .nuon.install.idd }}}}\"\n"
+                ))),
+            )],
+            "components/server.toml:5:10: error: unknown install field `.nuon.install.idd` (did you mean `id`?)",
+        ),
+        (
+            "local-scripts",
+            vec![(
+                "components/server.toml",
+                Some(leak(format!(
+                    "{SERVER}[env_vars]\nID = \"{{{{ index .nuon.install.id 0 }}}}\"\n"
+                ))),
+            )],
+            "components/server.toml:5:10: error: template: `index`: cannot index a string with a number",
+        ),
+        (
+            "eks-platform",
+            vec![(
+                "components/2-database.toml",
+                Some(
+                    "name = \"database\"\ntype = \"terraform_module\"\n\n[connected_repo]\nrepo = \"acme/infra\"\nbranchh = \"main\"\n",
+                ),
+            )],
+            "components/2-database.toml:6:1: error: unknown key `branchh` in public_repo / connected_repo (did you mean `branch`?)",
+        ),
+    ];
+    assert!(cases.len() >= 25);
+    let mut failures = Vec::new();
+    for (i, (base, changes, want)) in cases.iter().enumerate() {
+        let got = errors(base, changes);
+        if !got.iter().any(|g| g == want) {
+            failures.push(format!(
+                "case {i}:\n  want: {want}\n  got:  {}",
+                got.join("\n        ")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
