@@ -587,3 +587,71 @@ fn invalid_packages_give_exact_diagnostics() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// docs/app-config.md's reference is the schema's; regenerate it with
+/// `ferry apps schema --markdown` (or run this test with FERRY_UPDATE_DOCS=1).
+#[test]
+fn the_docs_reference_matches_the_schema() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/app-config.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (head, rest) = doc
+        .split_once("<!-- generated: begin -->\n")
+        .expect("begin marker");
+    let (current, tail) = rest
+        .split_once("<!-- generated: end -->")
+        .expect("end marker");
+    let generated = ferry_appconfig::markdown_reference();
+    if std::env::var_os("FERRY_UPDATE_DOCS").is_some() {
+        std::fs::write(
+            &path,
+            format!("{head}<!-- generated: begin -->\n{generated}<!-- generated: end -->{tail}"),
+        )
+        .unwrap();
+        return;
+    }
+    assert!(
+        current == generated,
+        "docs/app-config.md is out of date: run `FERRY_UPDATE_DOCS=1 cargo test -p ferry-appconfig --test corpus`"
+    );
+    // Every block and every component type is documented.
+    for b in ferry_appconfig::schema::BLOCKS {
+        assert!(
+            doc.contains(&format!("`{}", b.name)),
+            "{} is not documented",
+            b.name
+        );
+    }
+    for (t, _, _) in ferry_appconfig::schema::COMPONENT_TYPES {
+        assert!(
+            doc.contains(&format!("type = \"{t}\"")) || *t == "external_image",
+            "{t} is not documented"
+        );
+    }
+}
+
+/// The JSON Schema is valid JSON Schema shape and covers every file kind.
+#[test]
+fn the_json_schema_covers_every_file() {
+    let s = ferry_appconfig::json_schema();
+    let defs = s["$defs"].as_object().unwrap();
+    for key in [
+        "metadata.toml",
+        "sandbox.toml",
+        "components/*.toml",
+        "actions/*.toml",
+        "runbooks/*.toml",
+        "installs/*.toml",
+        "secrets/*.toml",
+        "permissions/*.toml",
+    ] {
+        assert!(defs.contains_key(key), "{key}");
+    }
+    assert_eq!(
+        defs["components/*.toml"]["oneOf"].as_array().unwrap().len(),
+        ferry_appconfig::schema::COMPONENT_TYPES.len()
+    );
+    assert_eq!(
+        defs["metadata.toml"]["required"],
+        serde_json::json!(["version"])
+    );
+}

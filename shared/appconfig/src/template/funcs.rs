@@ -120,7 +120,11 @@ pub fn check_arity(name: &str, given: usize) -> Result<(), String> {
     };
     Err(format!(
         "`{name}` takes {want} argument{}, got {given}",
-        if want == "1" { "" } else { "s" }
+        if max == Some(1) || (max.is_none() && min == 1) {
+            ""
+        } else {
+            "s"
+        }
     ))
 }
 
@@ -128,8 +132,11 @@ fn s(v: &V) -> String {
     v.print()
 }
 
-/// Calls a function whose arity was checked at parse time.
+/// Calls a function.
 pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
+    // Checked here too, not only at parse time: a function named as an argument of another
+    // (`{{ print index }}`) is called with no arguments.
+    check_arity(name, args.len())?;
     // Unknown values (lenient validation) make every function's result unknown, except the ones
     // that can tell without them.
     let unknown = args.iter().any(|a| matches!(a, V::Unknown));

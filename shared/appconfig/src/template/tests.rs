@@ -183,6 +183,19 @@ fn errors_carry_offsets() {
 }
 
 #[test]
+fn functions_named_as_arguments_are_checked_too() {
+    // Found by the fuzzer: a function named as an argument is called with no arguments.
+    assert_eq!(
+        err("{{ print index }}"),
+        TemplateError::Eval {
+            offset: 9,
+            message: "`index` takes at least 1 argument, got 0".into()
+        }
+    );
+    assert_eq!(r("{{ print true }}"), "true");
+}
+
+#[test]
 fn references_are_the_root_paths() {
     let t = Template::parse(
         r#"{{ .nuon.a.b }}{{ with .nuon.components.db.outputs }}{{ .port }}{{ $.nuon.install.id }}{{ end }}{{ index .nuon.c "k" | upper }}"#,
