@@ -1,0 +1,119 @@
+//! The `ferry` CLI's offline commands, through the built binary.
+
+use std::process::Command;
+
+use ferry_tests::{bin, copy_dir, repo_root};
+
+fn ferry(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin("ferry"))
+        .current_dir(repo_root())
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn validate_prints_the_deploy_order_with_parallel_stages() {
+    let (code, out, err) = ferry(&["apps", "validate", "tests/fixtures/apps/ecs-service"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("valid (5 warnings)"), "{out}");
+    assert!(
+        out.contains("1. network\n  2. cluster, storage   (in parallel)\n  3. service"),
+        "{out}"
+    );
+    assert!(err.contains("operation_roles.toml:1:3: warning: `rules` is accepted but not acted on by this version of Ferry"), "{err}");
+}
+
+#[test]
+fn validate_reports_every_error_with_position_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app");
+    copy_dir(&repo_root().join("tests/fixtures/apps/local-scripts"), &app);
+    std::fs::write(app.join("components/server.toml"), "name = \"server\"\ntype = \"script\"\ndirectory = \"scripts/server\"\ncolour = 1\n\n[env_vars]\nX = \"{{ .nuon.components.cach.outputs.url }}\"\n").unwrap();
+    let (code, out, err) = ferry(&["apps", "validate", app.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    // No hint: nothing known is close to `colour`.
+    assert!(
+        err.contains(
+            "components/server.toml:4:1: error: unknown key `colour` in script component\n"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "components/server.toml:7:9: error: unknown component `cach` (did you mean `cache`?)"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("is invalid: 2 errors"), "{err}");
+
+    let (code, out, _) = ferry(&["apps", "validate", app.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["valid"], false);
+    assert_eq!(v["errors"], 2);
+    let d = &v["diagnostics"][0];
+    assert_eq!(
+        (
+            d["file"].as_str(),
+            d["line"].as_u64(),
+            d["column"].as_u64(),
+            d["severity"].as_str()
+        ),
+        (
+            Some("components/server.toml"),
+            Some(4),
+            Some(1),
+            Some("error")
+        )
+    );
+}
+
+#[test]
+fn validate_json_on_a_valid_app() {
+    let (code, out, _) = ferry(&[
+        "apps",
+        "validate",
+        "tests/fixtures/apps/local-scripts",
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["sandbox"], true);
+    assert_eq!(
+        v["deploy_order"],
+        serde_json::json!([["cache", "config"], ["server"], ["monitor"]])
+    );
+}
+
+#[test]
+fn schema_is_json_schema_and_markdown() {
+    let (code, out, _) = ferry(&["apps", "schema"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert!(v["$defs"]["components/*.toml"]["oneOf"].is_array());
+    let (code, md, _) = ferry(&["apps", "schema", "--markdown"]);
+    assert_eq!(code, 0);
+    let docs = std::fs::read_to_string(repo_root().join("docs/app-config.md")).unwrap();
+    assert!(
+        docs.contains(&md),
+        "docs/app-config.md embeds `ferry apps schema --markdown`"
+    );
+}
+
+#[test]
+fn a_missing_directory_is_a_clear_error() {
+    let (code, _, err) = ferry(&["apps", "validate", "no/such/dir"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("error: reading no/such/dir: no/such/dir is not a directory"),
+        "{err}"
+    );
+}
