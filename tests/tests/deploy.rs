@@ -231,6 +231,36 @@ fn invalid_input_and_invalid_packages_are_refused_with_clear_errors() {
     );
     assert_eq!(r["changed"], false);
     assert_eq!(r["version"], 1);
+
+    // Editing one component's file stores version 2 and only that component needs a new build.
+    let edited = dir.path().join("hello");
+    copy_dir(&example(), &edited);
+    let apply = edited.join("components/src/reporter/apply.sh");
+    let script = std::fs::read_to_string(&apply).unwrap();
+    std::fs::write(&apply, script.replace("reporter: ", "report: ")).unwrap();
+    let r = ferry_json(
+        &dev.api,
+        &[
+            "apps",
+            "sync",
+            edited.to_str().unwrap(),
+            "--name",
+            "hello",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        (r["changed"].as_bool(), r["version"].as_u64()),
+        (Some(true), Some(2))
+    );
+    let changed: Vec<&str> = r["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["changed"] == true)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(changed, vec!["reporter"]);
 }
 
 fn wait_workflow(api: &str, id: &str) -> Value {
