@@ -7,8 +7,8 @@
 
 use ferry_model as m;
 use ferry_protocol::resources::consumers;
-use ferry_protocol::{Control, decode, subjects};
-use ferry_store::{Handled, Store, StoreError, consume};
+use ferry_protocol::{Control, subjects};
+use ferry_store::{Handled, Store, StoreError, consume_messages};
 use tracing::{info, warn};
 
 #[derive(Debug, thiserror::Error)]
@@ -40,22 +40,22 @@ impl ApprovalService {
             )
             .await?;
         info!("approval service started");
-        consume(consumer, consumers::APPROVAL_CONTROL, move |msg| {
-            let s = self.clone();
-            async move {
-                let outcome = match decode::<Control>(&msg.payload) {
-                    Err(e) => Handled::Reject(e.to_string()),
-                    Ok(Control::ApprovalRequested { org, approval_id }) => {
-                        match s.handle(&org, &approval_id).await {
-                            Ok(()) => Handled::Done,
-                            Err(e) => Handled::Retry(e.to_string()),
-                        }
+        consume_messages(
+            consumer,
+            consumers::APPROVAL_CONTROL,
+            move |_, c: Control| {
+                let s = self.clone();
+                async move {
+                    let Control::ApprovalRequested { org, approval_id } = c else {
+                        return Handled::Done;
+                    };
+                    match s.handle(&org, &approval_id).await {
+                        Ok(()) => Handled::Done,
+                        Err(e) => Handled::Retry(e.to_string()),
                     }
-                    Ok(_) => Handled::Done,
-                };
-                (msg, outcome)
-            }
-        })
+                }
+            },
+        )
         .await?;
         Ok(())
     }

@@ -8,8 +8,8 @@
 use ferry_artifacts::{ArtifactConfig, NatsObjectStore, pack, push};
 use ferry_model as m;
 use ferry_protocol::resources::{consumers, objects};
-use ferry_protocol::{Control, decode, subjects};
-use ferry_store::{Handled, Store, StoreError, consume};
+use ferry_protocol::{Control, subjects};
+use ferry_store::{Handled, Store, StoreError, consume_messages};
 use tracing::{Instrument, info, info_span, warn};
 
 #[derive(Debug, thiserror::Error)]
@@ -50,21 +50,28 @@ impl BuildService {
             )
             .await?;
         info!("build service started");
-        consume(consumer, consumers::BUILD_CONTROL, move |msg| {
+        consume_messages(consumer, consumers::BUILD_CONTROL, move |_, c: Control| {
             let s = self.clone();
             async move {
-                let outcome = match decode::<Control>(&msg.payload) {
-                    Err(e) => Handled::Reject(e.to_string()),
-                    Ok(Control::BuildRequested { org, build_id, workflow_id, step }) => {
-                        let span = info_span!("build", org = %org, build = %build_id, workflow = %workflow_id);
-                        match s.handle(&org, &build_id, &workflow_id, step).instrument(span).await {
-                            Ok(()) => Handled::Done,
-                            Err(e) => Handled::Retry(e.to_string()),
-                        }
-                    }
-                    Ok(_) => Handled::Done,
+                let Control::BuildRequested {
+                    org,
+                    build_id,
+                    workflow_id,
+                    step,
+                } = c
+                else {
+                    return Handled::Done;
                 };
-                (msg, outcome)
+                let span =
+                    info_span!("build", org = %org, build = %build_id, workflow = %workflow_id);
+                match s
+                    .handle(&org, &build_id, &workflow_id, step)
+                    .instrument(span)
+                    .await
+                {
+                    Ok(()) => Handled::Done,
+                    Err(e) => Handled::Retry(e.to_string()),
+                }
             }
         })
         .await?;

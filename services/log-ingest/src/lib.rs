@@ -5,8 +5,8 @@
 
 use ferry_protocol::messages::{EventBody, JobEvent};
 use ferry_protocol::resources::consumers;
-use ferry_protocol::{decode, subjects};
-use ferry_store::{Handled, Store, StoreError, consume};
+use ferry_protocol::subjects;
+use ferry_store::{Handled, Store, StoreError, consume_messages};
 use tracing::{debug, info};
 
 #[derive(Debug, thiserror::Error)]
@@ -32,26 +32,25 @@ impl LogIngest {
             .durable("JOB_EVENTS", consumers::LOG_INGEST_EVENTS, vec![])
             .await?;
         info!("log-ingest started");
-        consume(consumer, consumers::LOG_INGEST_EVENTS, move |msg| {
-            let s = self.clone();
-            async move {
-                let outcome = match (
-                    decode::<JobEvent>(&msg.payload),
-                    subjects::org_install(&msg.subject),
-                ) {
-                    (Err(e), _) => Handled::Reject(e.to_string()),
-                    (_, None) => Handled::Reject(format!("unexpected subject {}", msg.subject)),
-                    (Ok(ev), Some((org, install))) => match ev.body {
-                        EventBody::Finished(_) => match s.archive(org, install, &ev.job_id).await {
-                            Ok(()) => Handled::Done,
-                            Err(e) => Handled::Retry(e.to_string()),
-                        },
-                        EventBody::Started => Handled::Done,
-                    },
-                };
-                (msg, outcome)
-            }
-        })
+        consume_messages(
+            consumer,
+            consumers::LOG_INGEST_EVENTS,
+            move |subject, ev: JobEvent| {
+                let s = self.clone();
+                async move {
+                    let EventBody::Finished(_) = ev.body else {
+                        return Handled::Done;
+                    };
+                    let Some((org, install)) = subjects::org_install(&subject) else {
+                        return Handled::Reject(format!("unexpected subject {subject}"));
+                    };
+                    match s.archive(org, install, &ev.job_id).await {
+                        Ok(()) => Handled::Done,
+                        Err(e) => Handled::Retry(e.to_string()),
+                    }
+                }
+            },
+        )
         .await?;
         Ok(())
     }

@@ -3,7 +3,7 @@
 use ferry_model::{self as m, StepKind, StepStatus};
 use ferry_protocol::messages::{EventBody, JobEvent, JobResult, Outcome};
 use ferry_protocol::resources::objects;
-use ferry_protocol::{decode, subjects};
+use ferry_protocol::subjects;
 use ferry_store::{Handled, StoreError};
 use sha2::{Digest, Sha256};
 use tracing::{debug, info, warn};
@@ -12,11 +12,7 @@ use crate::dispatch::plan_object;
 use crate::{Scheduler, SchedulerError, handled};
 
 impl Scheduler {
-    pub(crate) async fn on_job_event(&self, subject: &str, payload: &[u8]) -> Handled {
-        let ev = match decode::<JobEvent>(payload) {
-            Ok(ev) => ev,
-            Err(e) => return Handled::Reject(format!("{subject}: {e}")),
-        };
+    pub(crate) async fn on_job_event(&self, subject: &str, ev: JobEvent) -> Handled {
         let Some((org, install)) = subjects::org_install(subject) else {
             return Handled::Reject(format!("unexpected subject {subject}"));
         };

@@ -22,9 +22,10 @@ use std::time::Duration;
 
 use ferry_appconfig::AppConfig;
 use ferry_model as m;
+use ferry_protocol::messages::JobEvent;
 use ferry_protocol::resources::consumers;
-use ferry_protocol::{Control, decode, subjects};
-use ferry_store::{Handled, Store, StoreError, consume};
+use ferry_protocol::{Control, subjects};
+use ferry_store::{Handled, Store, StoreError, consume_messages};
 use tracing::{info, warn};
 
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +72,7 @@ impl Scheduler {
     /// Runs the scheduler until an unrecoverable error.
     pub async fn run(self) -> Result<(), SchedulerError> {
         let bus = self.store.bus();
-        let control = bus
+        let consumer_control = bus
             .durable(
                 "CONTROL",
                 consumers::SCHEDULER_CONTROL,
@@ -88,24 +89,23 @@ impl Scheduler {
         info!("scheduler started");
 
         let s = self.clone();
-        let control_loop = consume(control, consumers::SCHEDULER_CONTROL, move |msg| {
-            let s = s.clone();
-            async move {
-                let outcome = match decode::<Control>(&msg.payload) {
-                    Err(e) => Handled::Reject(e.to_string()),
-                    Ok(c) => handled(s.on_control(c).await),
-                };
-                (msg, outcome)
-            }
-        });
+        let control_loop = consume_messages(
+            consumer_control,
+            consumers::SCHEDULER_CONTROL,
+            move |_, c: Control| {
+                let s = s.clone();
+                async move { handled(s.on_control(c).await) }
+            },
+        );
         let s = self.clone();
-        let event_loop = consume(events, consumers::SCHEDULER_EVENTS, move |msg| {
-            let s = s.clone();
-            async move {
-                let outcome = s.on_job_event(&msg.subject, &msg.payload).await;
-                (msg, outcome)
-            }
-        });
+        let event_loop = consume_messages(
+            events,
+            consumers::SCHEDULER_EVENTS,
+            move |subject, ev: JobEvent| {
+                let s = s.clone();
+                async move { s.on_job_event(&subject, ev).await }
+            },
+        );
         let claims = self.clone().serve_claims();
         let reconcile = self.clone().reconcile_loop();
         tokio::try_join!(

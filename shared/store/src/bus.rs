@@ -12,7 +12,7 @@ use tracing::{debug, warn};
 use crate::{StoreError, nats};
 use ferry_model::AuditEvent;
 use ferry_protocol::messages::Control;
-use ferry_protocol::{Message, encode, subjects};
+use ferry_protocol::{Message, decode, encode, subjects};
 
 #[derive(Clone)]
 pub struct Bus {
@@ -156,4 +156,30 @@ where
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// [`consume`] for messages of one protocol type: each message is decoded before `handler` sees it
+/// (with its subject); one that does not decode, or has an unknown protocol version, is rejected and
+/// counted without reaching the handler.
+pub async fn consume_messages<M, F, Fut>(
+    consumer: PullConsumer,
+    label: &'static str,
+    mut handler: F,
+) -> Result<(), StoreError>
+where
+    M: Message,
+    F: FnMut(String, M) -> Fut,
+    Fut: Future<Output = Handled>,
+{
+    consume(consumer, label, move |msg| {
+        let work = decode::<M>(&msg.payload).map(|m| handler(msg.subject.to_string(), m));
+        async move {
+            let outcome = match work {
+                Ok(f) => f.await,
+                Err(e) => Handled::Reject(e.to_string()),
+            };
+            (msg, outcome)
+        }
+    })
+    .await
 }

@@ -9,7 +9,7 @@ mod bus;
 mod logs;
 mod repo;
 
-pub use bus::{Bus, Handled, consume};
+pub use bus::{Bus, Handled, consume, consume_messages};
 pub use repo::{Record, Repo, Versioned};
 
 use std::collections::HashMap;
