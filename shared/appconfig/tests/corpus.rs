@@ -53,6 +53,7 @@ fn every_fixture_validates_with_its_deploy_order() {
                 &["api_image", "certificate", "database"],
                 &["ingress"],
                 &["api"],
+                &["network_policy"],
             ],
         ),
         ("gke-pulumi", true, &[&["bucket"], &["reader"]]),
