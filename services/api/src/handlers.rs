@@ -217,14 +217,8 @@ async fn check_inputs(
     let cfg = ferry_appconfig::load(&pkg).map_err(ApiError::InvalidPackage)?;
     for name in inputs.keys() {
         if !cfg.inputs.iter().any(|i| &i.name == name) {
-            let hint = cfg
-                .inputs
-                .iter()
-                .map(|i| (strsim::jaro_winkler(name, &i.name), &i.name))
-                .filter(|(score, _)| *score > 0.8)
-                .max_by(|a, b| a.0.total_cmp(&b.0))
-                .map(|(_, n)| format!(" (did you mean `{n}`?)"))
-                .unwrap_or_default();
+            let hint =
+                ferry_appconfig::did_you_mean(name, cfg.inputs.iter().map(|i| i.name.as_str()));
             return Err(ApiError::BadRequest(format!(
                 "unknown input `{name}`{hint}"
             )));

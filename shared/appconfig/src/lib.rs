@@ -16,6 +16,7 @@ pub mod schema;
 pub mod template;
 mod tree;
 
+pub use check::did_you_mean;
 pub use diagnostics::{Diagnostic, Diagnostics, Severity};
 pub use generate::{json_schema, markdown_reference};
 pub use graph::deploy_stages;

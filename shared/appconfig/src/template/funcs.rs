@@ -96,13 +96,7 @@ pub fn lookup(name: &str) -> Option<&'static (&'static str, usize, Option<usize>
 }
 
 pub fn hint(name: &str) -> String {
-    FUNCTIONS
-        .iter()
-        .map(|f| (strsim::jaro_winkler(name, f.0), f.0))
-        .filter(|(s, _)| *s > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, n)| format!(" (did you mean `{n}`?)"))
-        .unwrap_or_default()
+    crate::check::did_you_mean(name, FUNCTIONS.iter().map(|f| f.0))
 }
 
 pub fn check_arity(name: &str, given: usize) -> Result<(), String> {
