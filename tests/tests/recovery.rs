@@ -173,3 +173,30 @@ fn garbage_on_a_runner_subject_is_rejected_and_counted() {
     let (code, out, _) = ferry(&api, &["installs", "list", "--json"]);
     assert_eq!((code, out.trim()), (0, "[]"));
 }
+
+#[test]
+fn a_runner_replaced_after_doing_work_takes_over_at_once() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = repo_root().join("examples/hello");
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let data = dir.path().join("runner");
+    let first = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-1.log"));
+    let wf = create(&api, &app);
+    let done = wait_for(&api, &wf, 90, "the first deploy", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+
+    // The first runner dies with its consumer of offers still registered on the hub; a new runner
+    // (and a second one beside it) must pick up the next deploy without waiting for that to expire.
+    first.kill();
+    let _second = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-2.log"));
+    let _third = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-3.log"));
+    let redeploy = ferry_json(&api, &["installs", "deploy", "prod", "--json"]);
+    let wf2 = redeploy["workflow_id"].as_str().unwrap().to_string();
+    let done = wait_for(&api, &wf2, 30, "the redeploy", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+}

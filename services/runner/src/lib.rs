@@ -4,8 +4,9 @@
 //! leaf server, or directly to the hub), and:
 //!
 //! 1. waits for its install's doorbell (`ferry.wake.<org>.<install>`) or a slow timer, then pulls job
-//!    offers from an ephemeral consumer filtered to its install (`ferry.jobs.<org>.<install>.*`) — no
-//!    durable consumer per install, so the hub's cost stays flat in the number of installs;
+//!    offers from its install's consumer (`ferry.jobs.<org>.<install>.*`; memory-backed, expiring
+//!    when idle, shared by all of the install's runners) — no durable consumer per install, so the
+//!    hub's cost stays flat in the number of installs;
 //! 2. claims each offer from the scheduler (`ferry.rx.<org>.<install>.claim`): exactly one runner
 //!    process wins a job;
 //! 3. runs the job — artifact syncs itself, everything else as a child process `ferry-runner plugin`

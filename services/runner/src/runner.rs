@@ -106,7 +106,8 @@ impl Runner {
                     Ok(more) if more => continue,
                     Ok(_) => {}
                     Err(e) => {
-                        // The ephemeral consumer goes away if we were disconnected for too long.
+                        // The consumer expires if no runner pulled from it for a while (all were
+                        // disconnected); attach to it again, or create it anew.
                         warn!(error = %e, "pulling offers failed; recreating the consumer");
                         tokio::time::sleep(Duration::from_secs(1)).await;
                         match self.offers_consumer().await {
@@ -126,12 +127,16 @@ impl Runner {
         .await
     }
 
-    /// An ephemeral, memory-backed, single-replica consumer of this install's offers: cheap, and gone
-    /// by itself when the runner is.
+    /// The install's consumer of offers: named after the install, memory-backed, single-replica,
+    /// and gone by itself once no runner has pulled from it for a while. Every runner of the install
+    /// attaches to the same one — a replacement for a killed runner, or a second replica — because a
+    /// work-queue stream allows only one consumer per filter. No durable state per install.
     async fn offers_consumer(&self) -> Result<PullConsumer, RunnerError> {
         let stream = self.js.get_stream("JOBS").await.map_err(nats)?;
+        let config = offers_consumer_config(&self.cfg.org, &self.cfg.install);
+        let name = config.name.clone().unwrap_or_default();
         stream
-            .create_consumer(offers_consumer_config(&self.cfg.org, &self.cfg.install))
+            .get_or_create_consumer(&name, config)
             .await
             .map_err(nats)
     }
@@ -248,6 +253,7 @@ impl Runner {
 /// The runner's consumer of its install's offers (also used by the load test, to measure exactly it).
 pub fn offers_consumer_config(org: &str, install: &str) -> pull::Config {
     pull::Config {
+        name: Some(format!("offers-{org}-{install}")),
         filter_subject: subjects::jobs_of_install(org, install),
         ack_policy: jetstream::consumer::AckPolicy::Explicit,
         ack_wait: Duration::from_secs(30),
