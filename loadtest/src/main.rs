@@ -2,8 +2,8 @@
 //! the same run, on the same server. Never a pass/fail timing assertion: a report.
 //!
 //! `dispatch`: job offers for N installs, published the way the scheduler publishes them (postcard,
-//! dedup id, awaited ack, doorbell) and pulled the way each runner pulls them (its install's
-//! memory, R1 consumer filtered to its install). The baseline publishes the same number of same-size
+//! dedup id, awaited ack, doorbell) and pulled the way each runner pulls them (from its install's
+//! memory-backed, single-replica consumer). The baseline publishes the same number of same-size
 //! messages with 256 acks in flight and drains them with one pull consumer. Run it at several install
 //! counts to see whether dispatch cost stays flat as installs grow.
 //!
