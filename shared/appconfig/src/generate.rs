@@ -163,7 +163,13 @@ pub fn markdown_reference() -> String {
                 ));
                 (None, f)
             }
-            (None, Dir::Items { item, .. }) => (Some(format!("### `{}/*.toml`\n\n", b.name)), item),
+            (None, Dir::Items { item, .. }) => (
+                Some(format!(
+                    "### `{0}/*.toml` or `{0}.toml`\n\nOne {1} per file, or all of them as `[[{0}]]` tables of `{0}.toml`.\n\n",
+                    b.name, item.name
+                )),
+                item,
+            ),
             (Some(f), Dir::Merged) => (
                 Some(format!("### `{}.toml` or `{}/*.toml`\n\n", b.name, b.name)),
                 f,
@@ -176,7 +182,7 @@ pub fn markdown_reference() -> String {
         }
         table_doc(&mut out, schema, &mut seen);
     }
-    out.push_str("### `components/*.toml`\n\nOne component per file; `type` selects the keys it takes. Every type takes the common keys (`name`, `type`, `dependencies`, ...).\n\n");
+    out.push_str("### `components/*.toml` or `components.toml`\n\nOne component per file (or `[[components]]` tables of `components.toml`); `type` selects the keys it takes. Every type takes the common keys (`name`, `type`, `dependencies`, ...).\n\n");
     for (name, s, deployable) in schema::COMPONENT_TYPES {
         if *name == "external_image" {
             out.push_str("`external_image` is accepted as another name of `container_image`.\n\n");

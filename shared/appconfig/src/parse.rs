@@ -263,6 +263,9 @@ struct Doc {
     path: String,
     src: String,
     root: Node,
+    /// Where a missing required key of `root` is reported: the file's start, or the start of the
+    /// `[[table]]` when `root` is one item of a single-file block (`components.toml`).
+    at: usize,
 }
 
 struct Loader<'a> {
@@ -310,12 +313,47 @@ impl Loader<'_> {
                 path: path.to_string(),
                 src: src.to_string(),
                 root,
+                at: 0,
             }),
             Err((at, msg)) => {
                 self.diags.push(path, src, at, Severity::Error, msg);
                 None
             }
         }
+    }
+
+    /// The items of a single-file form of a directory block: `NAME.toml` holding `[[NAME]]` tables.
+    fn items_of(&mut self, doc: Doc, name: &str) -> Vec<Doc> {
+        let mut out = Vec::new();
+        for e in doc.root.entries() {
+            match (&e.key == name, &e.value.v) {
+                (true, V::Array(items)) if items.iter().all(|i| matches!(i.v, V::Table(_))) => {
+                    out.extend(items.iter().map(|i| Doc {
+                        path: doc.path.clone(),
+                        src: doc.src.clone(),
+                        root: i.clone(),
+                        at: i.span.start,
+                    }));
+                }
+                (true, _) => self.diags.push(
+                    &doc.path,
+                    &doc.src,
+                    e.key_span.start,
+                    Severity::Error,
+                    format!("`{name}` must be an array of tables: write `[[{name}]]`"),
+                ),
+                (false, _) => {
+                    let msg = format!(
+                        "unknown key `{}` in {name}.toml: it holds `[[{name}]]` tables{}",
+                        e.key,
+                        did_you_mean(&e.key, [name])
+                    );
+                    self.diags
+                        .push(&doc.path, &doc.src, e.key_span.start, Severity::Error, msg);
+                }
+            }
+        }
+        out
     }
 
     fn check(
@@ -338,7 +376,7 @@ impl Loader<'_> {
             warn_ignored,
         };
         let at = if std::ptr::eq(node, &doc.root) {
-            0
+            doc.at
         } else {
             node.span.start
         };
@@ -379,8 +417,16 @@ impl Loader<'_> {
                 );
             }
             let mut list = Vec::new();
-            if has_file && let (Some(schema), Some(doc)) = (b.file, self.parse(&file)) {
-                list.push((doc, schema));
+            if has_file && let Some(doc) = self.parse(&file) {
+                match b.file {
+                    Some(schema) => list.push((doc, schema)),
+                    // `components.toml` and friends: `[[components]]` tables, each one item.
+                    None => list.extend(
+                        self.items_of(doc, b.name)
+                            .into_iter()
+                            .map(|d| (d, items_schema(b.dir))),
+                    ),
+                }
             }
             let item_schema: Option<&'static Schema> = match b.dir {
                 Dir::Merged => b.file,
@@ -630,11 +676,7 @@ impl Loader<'_> {
             .filter(|p| !p.contains('/') && p.ends_with(".toml"))
             .cloned()
             .collect();
-        let known: Vec<String> = BLOCKS
-            .iter()
-            .filter(|b| b.file.is_some())
-            .map(|b| format!("{}.toml", b.name))
-            .collect();
+        let known: Vec<String> = BLOCKS.iter().map(|b| format!("{}.toml", b.name)).collect();
         for t in tops {
             if !known.contains(&t) {
                 let hint = did_you_mean(&t, known.iter().map(String::as_str));
@@ -856,7 +898,7 @@ impl Loader<'_> {
                 self.diags.push(
                     &doc.path,
                     &doc.src,
-                    0,
+                    doc.at,
                     Severity::Error,
                     "a kubernetes_manifest needs `manifest` or `kustomize`".to_string(),
                 );
@@ -889,7 +931,7 @@ impl Loader<'_> {
                     .filter_map(|k| r.entry(k).map(|e| (k, e.key_span.start)))
                     .collect();
                 match sources.as_slice() {
-                    [] => self.diags.push(&doc.path, &doc.src, 0, Severity::Error, "a container_image needs one of `public`, `aws_ecr`, `gcp_gar` or `azure_acr`".to_string()),
+                    [] => self.diags.push(&doc.path, &doc.src, doc.at, Severity::Error, "a container_image needs one of `public`, `aws_ecr`, `gcp_gar` or `azure_acr`".to_string()),
                     [_] => {}
                     [(a, _), (b, at), ..] => {
                         self.diags.push(&doc.path, &doc.src, *at, Severity::Error, format!("`{a}` and `{b}` are mutually exclusive: an image has one source"))
@@ -905,6 +947,8 @@ impl Loader<'_> {
             present.retain(|(k, _)| *k != "source");
         }
         match present.as_slice() {
+            // A script's `directory` is a required key: the schema check has said so already.
+            [] if kind == ComponentType::Script => None,
             [] => {
                 let want = if kind == ComponentType::HelmChart {
                     "`directory`, `helm_repo`, `public_repo` or `connected_repo`"
@@ -914,7 +958,7 @@ impl Loader<'_> {
                 self.diags.push(
                     &doc.path,
                     &doc.src,
-                    0,
+                    doc.at,
                     Severity::Error,
                     format!("no source: set one of {want}"),
                 );
@@ -1024,7 +1068,7 @@ impl Loader<'_> {
                     None => self.diags.push(
                         &doc.path,
                         &doc.src,
-                        0,
+                        doc.at,
                         Severity::Error,
                         "missing required key `type` in component".to_string(),
                     ),
@@ -1323,7 +1367,7 @@ impl Loader<'_> {
                     self.diags.push(
                         &doc.path,
                         &doc.src,
-                        0,
+                        doc.at,
                         Severity::Warning,
                         format!(
                             "install `{name}` does not set the required input `{}`",
@@ -1457,6 +1501,14 @@ impl Loader<'_> {
                 format!("template: {e}"),
             );
         }
+    }
+}
+
+/// The schema of one item of a directory block (components pick theirs by type later).
+fn items_schema(dir: Dir) -> &'static Schema {
+    match dir {
+        Dir::Items { item, .. } => item,
+        _ => &schema::SCRIPT,
     }
 }
 

@@ -1318,7 +1318,8 @@ pub static INPUT_GROUPS: Schema = Schema {
 /// A top-level block of the package: `NAME.toml`, and/or a directory `NAME/`.
 pub struct Block {
     pub name: &'static str,
-    /// Schema of `NAME.toml`; `None` when only the directory form exists.
+    /// Schema of `NAME.toml`; `None` when `NAME.toml` holds `[[NAME]]` tables, each like one file of
+    /// the directory form (`components.toml` with `[[components]]`).
     pub file: Option<&'static Schema>,
     pub dir: Dir,
 }

@@ -656,3 +656,64 @@ fn the_json_schema_covers_every_file() {
         serde_json::json!(["version"])
     );
 }
+
+/// Every block may be one file instead of a directory: `components.toml` with `[[components]]`.
+#[test]
+fn directory_blocks_have_a_single_file_form() {
+    let mut pkg = app("local-scripts");
+    let mut joined = String::new();
+    for name in ["cache", "config", "monitor", "server"] {
+        let path = format!("components/{name}.toml");
+        let text = String::from_utf8(pkg.files.remove(&path).unwrap()).unwrap();
+        // Each file's keys become one `[[components]]` table (its `[env_vars]` a sub-table).
+        joined.push_str("[[components]]\n");
+        joined.push_str(&text.replace("[env_vars]", "[components.env_vars]"));
+        joined.push('\n');
+    }
+    pkg.files
+        .insert("components.toml".into(), joined.into_bytes());
+    pkg.files.insert(
+        "actions.toml".into(),
+        b"[[actions]]\nname = \"restart\"\n\n[[actions.triggers]]\ntype = \"manual\"\n\n[[actions.steps]]\nname = \"restart\"\ncommand = \"echo {{.nuon.components.server.outputs.pid}}\"\n".to_vec(),
+    );
+    let r = validate(&pkg);
+    let errors: Vec<String> = r.diagnostics.errors().map(|d| d.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let cfg = r.config.unwrap();
+    assert_eq!(
+        cfg.deploy_order,
+        stages(&[&["cache", "config"], &["server"], &["monitor"]])
+    );
+    assert_eq!(cfg.actions[0].dependencies, vec!["server"]);
+
+    // Errors inside point into components.toml, at the item's table.
+    let text = String::from_utf8(pkg.files["components.toml"].clone()).unwrap();
+    pkg.files.insert(
+        "components.toml".into(),
+        text.replacen("directory = \"scripts/cache\"\n", "", 1)
+            .into_bytes(),
+    );
+    let errors: Vec<String> = validate(&pkg)
+        .diagnostics
+        .errors()
+        .map(|d| d.to_string())
+        .collect();
+    assert_eq!(
+        errors,
+        vec![
+            "components.toml:1:1: error: missing required key `directory` in script component"
+                .to_string()
+        ]
+    );
+
+    pkg.files.insert(
+        "components.toml".into(),
+        b"[components]\nname = \"x\"\n".to_vec(),
+    );
+    let errors: Vec<String> = validate(&pkg)
+        .diagnostics
+        .errors()
+        .map(|d| d.to_string())
+        .collect();
+    assert!(errors.contains(&"components.toml:1:2: error: `components` must be an array of tables: write `[[components]]`".to_string()), "{errors:#?}");
+}
