@@ -326,7 +326,7 @@ impl Loader<'_> {
     fn items_of(&mut self, doc: Doc, name: &str) -> Vec<Doc> {
         let mut out = Vec::new();
         for e in doc.root.entries() {
-            match (&e.key == name, &e.value.v) {
+            match (e.key == name, &e.value.v) {
                 (true, V::Array(items)) if items.iter().all(|i| matches!(i.v, V::Table(_))) => {
                     out.extend(items.iter().map(|i| Doc {
                         path: doc.path.clone(),
