@@ -19,6 +19,8 @@ pub struct StreamDef {
     pub duplicate_window_secs: u64,
     pub deny_delete: bool,
     pub deny_purge: bool,
+    /// Consumers the stream allows; 0 = the server's default (1000 per stream since nats-server 2.15).
+    pub max_consumers: i32,
 }
 
 const DAY: u64 = 24 * 3600;
@@ -31,6 +33,10 @@ pub const JOBS: StreamDef = StreamDef {
     duplicate_window_secs: 600,
     deny_delete: false,
     deny_purge: false,
+    // One consumer per install with a runner connected (they expire when idle). nats-server 2.15
+    // caps streams at 1000 consumers unless the stream says otherwise, which would stop the
+    // 1001st install; this sets the ceiling explicitly.
+    max_consumers: 1_000_000,
 };
 
 pub const JOB_EVENTS: StreamDef = StreamDef {
@@ -41,6 +47,7 @@ pub const JOB_EVENTS: StreamDef = StreamDef {
     duplicate_window_secs: 600,
     deny_delete: false,
     deny_purge: false,
+    max_consumers: 0,
 };
 
 pub const LOGS: StreamDef = StreamDef {
@@ -51,6 +58,7 @@ pub const LOGS: StreamDef = StreamDef {
     duplicate_window_secs: 120,
     deny_delete: false,
     deny_purge: false,
+    max_consumers: 0,
 };
 
 pub const METRICS: StreamDef = StreamDef {
@@ -61,6 +69,7 @@ pub const METRICS: StreamDef = StreamDef {
     duplicate_window_secs: 60,
     deny_delete: false,
     deny_purge: false,
+    max_consumers: 0,
 };
 
 pub const CONTROL: StreamDef = StreamDef {
@@ -71,6 +80,7 @@ pub const CONTROL: StreamDef = StreamDef {
     duplicate_window_secs: 600,
     deny_delete: false,
     deny_purge: false,
+    max_consumers: 0,
 };
 
 pub const AUDIT: StreamDef = StreamDef {
@@ -81,6 +91,7 @@ pub const AUDIT: StreamDef = StreamDef {
     duplicate_window_secs: 120,
     deny_delete: true,
     deny_purge: true,
+    max_consumers: 0,
 };
 
 pub const STREAMS: &[StreamDef] = &[JOBS, JOB_EVENTS, LOGS, METRICS, CONTROL, AUDIT];

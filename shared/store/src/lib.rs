@@ -231,6 +231,7 @@ fn stream_config(def: &StreamDef, replicas: usize) -> stream::Config {
         deny_delete: def.deny_delete,
         deny_purge: def.deny_purge,
         num_replicas: replicas,
+        max_consumers: def.max_consumers,
         storage: stream::StorageType::File,
         ..Default::default()
     }

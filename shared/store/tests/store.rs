@@ -105,6 +105,10 @@ async fn audit_stream_refuses_purge() {
         })
         .await
         .unwrap();
+    // nats-server 2.15 caps a stream at 1000 consumers by default; JOBS needs one per install.
+    let mut jobs = js.get_stream("JOBS").await.unwrap();
+    assert_eq!(jobs.info().await.unwrap().config.max_consumers, 1_000_000);
+
     let mut stream = js.get_stream("AUDIT").await.unwrap();
     assert_eq!(stream.info().await.unwrap().state.messages, 1);
     assert!(stream.purge().await.is_err(), "AUDIT must refuse purge");
