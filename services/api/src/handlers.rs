@@ -143,11 +143,9 @@ pub async fn sync_app(
                 latest_config: Some(rec.id.clone()),
                 config_count: 1,
             };
-            match apps.create(&a).await {
-                Ok(_) => {}
-                // Created concurrently: fall through to the update below.
-                Err(StoreError::AlreadyExists { .. }) => set_latest(&s, &app, &rec).await?,
-                Err(e) => return Err(e.into()),
+            // Created concurrently by another sync: record this version as the latest instead.
+            if !apps.create_if_absent(&a).await? {
+                set_latest(&s, &app, &rec).await?;
             }
         }
         Some(_) => set_latest(&s, &app, &rec).await?,

@@ -191,10 +191,7 @@ impl Scheduler {
             created_at: m::now(),
             finished_at: None,
         };
-        match builds.create(&fresh).await {
-            Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
+        builds.create_if_absent(&fresh).await?;
         let index = step.index;
         let id = build_id.clone();
         self.update_steps(&wf.org, &wf.id, |w| match w.step_mut(index) {
@@ -404,10 +401,10 @@ impl Scheduler {
             decided_at: None,
             created_at: m::now(),
         };
-        match self.store.repo::<m::Approval>().create(&approval).await {
-            Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
+        self.store
+            .repo::<m::Approval>()
+            .create_if_absent(&approval)
+            .await?;
         self.store
             .bus()
             .control(&Control::ApprovalRequested {
@@ -506,14 +503,11 @@ impl Scheduler {
             created_at: m::now(),
             finished_at: None,
         };
-        match jobs.create(&job).await {
-            Ok(_) => {}
-            Err(StoreError::AlreadyExists { .. }) => {
-                if jobs.require(&wf.org, &job_id).await?.value.status != m::JobStatus::Queued {
-                    return Ok(());
-                }
-            }
-            Err(e) => return Err(e.into()),
+        // Re-offer only a job nobody has claimed yet (a retried dispatch after a crash).
+        if !jobs.create_if_absent(&job).await?
+            && jobs.require(&wf.org, &job_id).await?.value.status != m::JobStatus::Queued
+        {
+            return Ok(());
         }
         let offer = JobOffer {
             job_id: job_id.clone(),

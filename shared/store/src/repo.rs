@@ -117,6 +117,16 @@ impl<T: Record> Repo<T> {
         }
     }
 
+    /// Stores a new record unless the key is taken; returns whether it stored it. This is the
+    /// idempotent create every retried side effect relies on.
+    pub async fn create_if_absent(&self, value: &T) -> Result<bool, StoreError> {
+        match self.create(value).await {
+            Ok(_) => Ok(true),
+            Err(StoreError::AlreadyExists { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Replaces the record if it is still at `revision`; fails with `Conflict` otherwise.
     pub async fn update(&self, value: &T, revision: u64) -> Result<u64, StoreError> {
         let k = key(value.org(), value.id());

@@ -28,6 +28,22 @@ async fn kv_records_are_compare_and_swap_and_org_scoped() {
         apps.create(&app(DEFAULT_ORG, "hello")).await,
         Err(StoreError::AlreadyExists { .. })
     ));
+    // The idempotent create: a second attempt reports "already there" and changes nothing.
+    assert!(
+        !apps
+            .create_if_absent(&app(DEFAULT_ORG, "hello"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        apps.create_if_absent(&app(DEFAULT_ORG, "fresh"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        apps.require(DEFAULT_ORG, "hello").await.unwrap().revision,
+        rev
+    );
 
     let mut a = apps.require(DEFAULT_ORG, "hello").await.unwrap();
     assert_eq!(a.revision, rev);
@@ -67,7 +83,7 @@ async fn kv_records_are_compare_and_swap_and_org_scoped() {
     apps.create(&app("other", "hello")).await.unwrap();
     apps.create(&app("other", "second")).await.unwrap();
     let mine = apps.list(DEFAULT_ORG).await.unwrap();
-    assert_eq!(mine.len(), 1);
+    assert_eq!(mine.len(), 2);
     assert_eq!(apps.list("other").await.unwrap().len(), 2);
     assert!(apps.get("nobody", "hello").await.unwrap().is_none());
 
