@@ -82,6 +82,9 @@ impl Checker<'_> {
                 None if schema.free_tables && matches!(e.value.v, V::Table(_)) => {
                     self.any(&e.value)
                 }
+                None if self.diags.full(self.file) => {
+                    self.error(e.key_span.start, String::new());
+                }
                 None => {
                     let hint = did_you_mean(&e.key, schema.fields().map(|f| f.name));
                     self.error(

@@ -261,7 +261,8 @@ pub fn validate(pkg: &Package) -> Report {
 
 struct Doc {
     path: String,
-    src: String,
+    /// Shared by the items of a single-file block (`components.toml`): one copy per file.
+    src: std::rc::Rc<str>,
     root: Node,
     /// Where a missing required key of `root` is reported: the file's start, or the start of the
     /// `[[table]]` when `root` is one item of a single-file block (`components.toml`).
@@ -283,13 +284,13 @@ struct Loader<'a> {
 struct Draft {
     c: Component,
     name_at: usize,
-    src: String,
+    src: std::rc::Rc<str>,
     explicit: Vec<(String, usize)>,
 }
 
-impl Loader<'_> {
-    fn text(&self, path: &str) -> String {
-        self.pkg.text(path).unwrap_or_default().to_string()
+impl<'a> Loader<'a> {
+    fn text(&self, path: &str) -> &'a str {
+        self.pkg.text(path).unwrap_or_default()
     }
 
     fn err(&mut self, file: &str, at: usize, msg: impl Into<String>) {
@@ -311,7 +312,7 @@ impl Loader<'_> {
         match tree::parse(src) {
             Ok(root) => Some(Doc {
                 path: path.to_string(),
-                src: src.to_string(),
+                src: src.into(),
                 root,
                 at: 0,
             }),
@@ -438,7 +439,7 @@ impl Loader<'_> {
                     // Components pick their schema by type, below.
                     Some(doc) => list.push((doc, item_schema.unwrap_or(&schema::SCRIPT))),
                     None if matches!(b.dir, Dir::Components) => {
-                        if let Some(name) = name_line(&self.text(&f)) {
+                        if let Some(name) = name_line(self.text(&f)) {
                             self.broken.insert(name);
                         }
                     }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::parse::{Arg, Command, Node, Pipeline, Template};
-use super::{TemplateError, funcs};
+use super::{MAX_OUTPUT, MAX_STEPS, TemplateError, funcs};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -82,6 +82,35 @@ impl V {
         }
     }
 
+    /// Approximate size in bytes (strings' lengths, 8 per item), counted only up to `cap`: checking
+    /// a value never costs more than the cap.
+    pub fn weight(&self, cap: usize) -> usize {
+        match self {
+            V::Str(s) => s.len(),
+            V::List(l) => {
+                let mut w = 0;
+                for x in l {
+                    w += 8 + x.weight(cap);
+                    if w > cap {
+                        break;
+                    }
+                }
+                w
+            }
+            V::Map(m) => {
+                let mut w = 0;
+                for (k, x) in m {
+                    w += 8 + k.len() + x.weight(cap);
+                    if w > cap {
+                        break;
+                    }
+                }
+                w
+            }
+            _ => 8,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             V::Null => "nil",
@@ -124,13 +153,9 @@ struct Ctx<'a> {
     root: &'a V,
     vars: Vec<(String, V)>,
     mode: Mode,
-    /// Nesting guard: a template is small; deep recursion means a pathological input.
-    depth: usize,
+    /// Steps taken: every node, loop iteration and function call counts one.
+    steps: u64,
 }
-
-const MAX_DEPTH: usize = 64;
-/// Output cap: a config value is small; a template that renders megabytes is a mistake.
-const MAX_OUTPUT: usize = 4 * 1024 * 1024;
 
 impl Template {
     pub fn render(&self, state: &Value, mode: Mode) -> Result<String, TemplateError> {
@@ -139,7 +164,7 @@ impl Template {
             root: &root,
             vars: vec![(String::new(), root.clone())],
             mode,
-            depth: 0,
+            steps: 0,
         };
         let mut out = String::new();
         ctx.nodes(&self.nodes, &root, &mut out)?;
@@ -148,26 +173,33 @@ impl Template {
 }
 
 impl Ctx<'_> {
-    fn nodes(&mut self, nodes: &[Node], dot: &V, out: &mut String) -> Result<(), TemplateError> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
+    /// Counts one step; past the budget, evaluation stops with an error at `offset`.
+    fn step(&mut self, offset: usize) -> Result<(), TemplateError> {
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
             return Err(TemplateError::Eval {
-                offset: 0,
-                message: "templates nested too deeply".into(),
+                offset,
+                message: format!(
+                    "evaluation takes more than {MAX_STEPS} steps (a loop over too many items?)"
+                ),
             });
         }
+        Ok(())
+    }
+
+    fn nodes(&mut self, nodes: &[Node], dot: &V, out: &mut String) -> Result<(), TemplateError> {
         let mark = self.vars.len();
         for n in nodes {
+            self.step(n.offset())?;
             self.node(n, dot, out)?;
             if out.len() > MAX_OUTPUT {
                 return Err(TemplateError::Eval {
-                    offset: 0,
-                    message: "the template's output is too large".into(),
+                    offset: n.offset(),
+                    message: format!("the output is larger than {MAX_OUTPUT} bytes"),
                 });
             }
         }
         self.vars.truncate(mark);
-        self.depth -= 1;
         Ok(())
     }
 
@@ -235,56 +267,66 @@ impl Ctx<'_> {
                 pipe,
                 body,
                 otherwise,
-            } => {
-                let v = self.pipeline_value(pipe, dot)?;
-                let items: Vec<(V, V)> = match &v {
-                    V::List(l) => l
-                        .iter()
-                        .enumerate()
-                        .map(|(i, x)| (V::Num(i as f64), x.clone()))
-                        .collect(),
-                    V::Map(m) => m
-                        .iter()
-                        .map(|(k, x)| (V::Str(k.clone()), x.clone()))
-                        .collect(),
-                    V::Num(n) if n.fract() == 0.0 && *n >= 0.0 => (0..(*n as u64).min(10_000))
-                        .map(|i| (V::Num(i as f64), V::Num(i as f64)))
-                        .collect(),
-                    V::Null => vec![],
-                    // Validation: run the body once with unknown values.
-                    V::Unknown => vec![(V::Unknown, V::Unknown)],
-                    other => {
-                        return Err(TemplateError::Eval {
-                            offset: pipe.offset,
-                            message: format!("`range` cannot iterate over {}", other.kind()),
-                        });
-                    }
-                };
-                if items.is_empty() {
-                    if let Some(o) = otherwise {
-                        self.nodes(o, dot, out)?;
-                    }
-                } else {
-                    for (k, x) in items {
-                        let mark = self.vars.len();
-                        match pipe.vars.as_slice() {
-                            [v] => self.vars.push((v.clone(), x.clone())),
-                            [i, v] => {
-                                self.vars.push((i.clone(), k));
-                                self.vars.push((v.clone(), x.clone()));
-                            }
-                            _ => {}
-                        }
-                        self.nodes(body, &x, out)?;
-                        self.vars.truncate(mark);
-                    }
-                    if self.mode == Mode::Lenient
-                        && let Some(o) = otherwise
-                    {
-                        self.nodes(o, dot, &mut String::new())?;
-                    }
-                }
+            } => self.range(pipe, body, otherwise.as_deref(), dot, out)?,
+        }
+        Ok(())
+    }
+
+    fn range(
+        &mut self,
+        pipe: &Pipeline,
+        body: &[Node],
+        otherwise: Option<&[Node]>,
+        dot: &V,
+        out: &mut String,
+    ) -> Result<(), TemplateError> {
+        let v = self.pipeline_value(pipe, dot)?;
+        // Items are produced one at a time: `range 1000000000` costs steps, not memory.
+        let count = match &v {
+            V::List(l) => l.len() as u64,
+            V::Map(m) => m.len() as u64,
+            V::Num(n) if n.fract() == 0.0 && *n >= 0.0 => *n as u64,
+            V::Null => 0,
+            // Validation: run the body once with unknown values.
+            V::Unknown => 1,
+            other => {
+                return Err(TemplateError::Eval {
+                    offset: pipe.offset,
+                    message: format!("`range` cannot iterate over {}", other.kind()),
+                });
             }
+        };
+        let mut keys = match &v {
+            V::Map(m) => Some(m.iter()),
+            _ => None,
+        };
+        for i in 0..count {
+            self.step(pipe.offset)?;
+            let (k, x) = match &v {
+                V::List(l) => (V::Num(i as f64), l[i as usize].clone()),
+                V::Map(_) => match keys.as_mut().and_then(Iterator::next) {
+                    Some((k, x)) => (V::Str(k.clone()), x.clone()),
+                    None => break,
+                },
+                V::Num(_) => (V::Num(i as f64), V::Num(i as f64)),
+                _ => (V::Unknown, V::Unknown),
+            };
+            let mark = self.vars.len();
+            match pipe.vars.as_slice() {
+                [v] => self.vars.push((v.clone(), x.clone())),
+                [i, v] => {
+                    self.vars.push((i.clone(), k));
+                    self.vars.push((v.clone(), x.clone()));
+                }
+                _ => {}
+            }
+            self.nodes(body, &x, out)?;
+            self.vars.truncate(mark);
+        }
+        match otherwise {
+            Some(o) if count == 0 => self.nodes(o, dot, out)?,
+            Some(o) if self.mode == Mode::Lenient => self.nodes(o, dot, &mut String::new())?,
+            _ => {}
         }
         Ok(())
     }
@@ -331,10 +373,18 @@ impl Ctx<'_> {
             if let Some(p) = piped {
                 args.push(p);
             }
-            return funcs::call(name, args).map_err(|message| TemplateError::Eval {
+            self.step(*at)?;
+            let v = funcs::call(name, args).map_err(|message| TemplateError::Eval {
                 offset: *at,
                 message,
-            });
+            })?;
+            if v.weight(MAX_OUTPUT) > MAX_OUTPUT {
+                return Err(TemplateError::Eval {
+                    offset: *at,
+                    message: format!("`{name}` builds a value larger than {MAX_OUTPUT} bytes"),
+                });
+            }
+            return Ok(v);
         }
         self.arg(first, *at, dot)
     }

@@ -153,6 +153,7 @@ pub fn tokens(body: &str, base: usize) -> Result<Vec<(Tok, usize)>, TemplateErro
     let b = body.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
+    let mut parens = 0usize;
     let err = |at: usize, message: String| TemplateError::Syntax {
         offset: base + at,
         message,
@@ -170,10 +171,18 @@ pub fn tokens(body: &str, base: usize) -> Result<Vec<(Tok, usize)>, TemplateErro
                 i += 1;
             }
             b'(' => {
+                parens += 1;
+                if parens > super::MAX_NESTING {
+                    return Err(err(
+                        i,
+                        format!("parentheses nested more than {} deep", super::MAX_NESTING),
+                    ));
+                }
                 out.push((Tok::LParen, base + start));
                 i += 1;
             }
             b')' => {
+                parens = parens.saturating_sub(1);
                 out.push((Tok::RParen, base + start));
                 i += 1;
                 if b.get(i) == Some(&b'.') {

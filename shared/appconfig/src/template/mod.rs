@@ -29,6 +29,14 @@ pub use eval::Mode;
 pub use funcs::FUNCTIONS;
 pub use parse::{Node, Template};
 
+/// Deepest nesting of blocks (`if`, `with`, `range`, `else if`) or parentheses a template may have.
+pub const MAX_NESTING: usize = 100;
+/// Evaluation steps (nodes, loop iterations, function calls) one render may take: a config value
+/// needs hundreds; three nested `range`s over large numbers would take for ever.
+pub const MAX_STEPS: u64 = 200_000;
+/// Largest output (and largest value a function may build) of one render, in bytes.
+pub const MAX_OUTPUT: usize = 1024 * 1024;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TemplateError {
     #[error("{message}")]

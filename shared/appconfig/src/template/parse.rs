@@ -53,6 +53,18 @@ pub enum Node {
     },
 }
 
+impl Node {
+    /// Where the node's action starts in the source (text: 0, errors there are rare and global).
+    pub fn offset(&self) -> usize {
+        match self {
+            Node::Text(_) => 0,
+            Node::Action(p) => p.offset,
+            Node::If { branches, .. } => branches.first().map_or(0, |(p, _)| p.offset),
+            Node::Range { pipe, .. } | Node::With { pipe, .. } => pipe.offset,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Template {
     pub nodes: Vec<Node>,
@@ -67,6 +79,9 @@ enum Terminator {
 struct Parser {
     pieces: Vec<Piece>,
     pos: usize,
+    /// Open `if` / `with` / `range` blocks (and `else if` links): bounded, so a hostile template
+    /// cannot overflow the stack of the parser, the evaluator or the tree's drop.
+    depth: usize,
 }
 
 impl Template {
@@ -74,6 +89,7 @@ impl Template {
         let mut p = Parser {
             pieces: pieces(src)?,
             pos: 0,
+            depth: 0,
         };
         let (nodes, end) = p.list()?;
         match end {
@@ -161,7 +177,9 @@ impl Parser {
                 }
                 "range" => {
                     let pipe = pipeline(&toks[1..], offset, true)?;
+                    self.enter(offset)?;
                     let (body, end) = self.list()?;
+                    self.depth -= 1;
                     let otherwise = match end {
                         Terminator::Close(_) => None,
                         Terminator::Else(at, None) => {
@@ -207,6 +225,32 @@ impl Parser {
 
     /// `if` / `with` with their `else if` / `else with` / `else` chains, up to the shared `end`.
     fn conditional(
+        &mut self,
+        keyword: &str,
+        pipe: Pipeline,
+        offset: usize,
+    ) -> Result<Node, TemplateError> {
+        self.enter(offset)?;
+        let node = self.conditional_body(keyword, pipe, offset);
+        self.depth -= 1;
+        node
+    }
+
+    fn enter(&mut self, offset: usize) -> Result<(), TemplateError> {
+        self.depth += 1;
+        if self.depth > super::MAX_NESTING {
+            return Err(syntax(
+                offset,
+                format!(
+                    "blocks nested more than {} deep (`if`, `with`, `range`, `else if`)",
+                    super::MAX_NESTING
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn conditional_body(
         &mut self,
         keyword: &str,
         pipe: Pipeline,
