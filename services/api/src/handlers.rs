@@ -51,7 +51,12 @@ pub async fn sync_app(
 ) -> Result<(StatusCode, Json<SyncResponse>), ApiError> {
     check_name("app", &app)?;
     let pkg = Package::from_bundle(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    let cfg = ferry_appconfig::load(&pkg).map_err(ApiError::InvalidPackage)?;
+    let (pkg, report) = ferry_store::validate_package(pkg)
+        .await
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let cfg = report
+        .config
+        .ok_or(ApiError::InvalidPackage(report.diagnostics))?;
     let content_hash = pkg.content_hash();
 
     let apps = s.store.repo::<App>();
@@ -211,8 +216,7 @@ async fn check_inputs(
     config_id: &str,
     inputs: &BTreeMap<String, String>,
 ) -> Result<(), ApiError> {
-    let (_, pkg) = s.store.package(&s.org, config_id).await?;
-    let cfg = ferry_appconfig::load(&pkg).map_err(ApiError::InvalidPackage)?;
+    let (_, _, cfg) = s.store.config(&s.org, config_id).await?;
     for name in inputs.keys() {
         if !cfg.inputs.iter().any(|i| &i.name == name) {
             let hint =

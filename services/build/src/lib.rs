@@ -136,15 +136,23 @@ impl BuildService {
 
     /// Packs and pushes the artifact; the error is the user-facing reason the build failed.
     async fn build(&self, build: &m::Build) -> Result<(String, u64), String> {
-        let (_, pkg) = self
+        let (_, pkg, cfg) = self
             .store
-            .package(&build.org, &build.config_id)
+            .config(&build.org, &build.config_id)
             .await
             .map_err(|e| e.to_string())?;
-        let cfg = ferry_appconfig::load(&pkg).map_err(|e| e.to_string())?;
         let component = cfg
             .component(&build.component)
             .ok_or_else(|| format!("component `{}` not in config", build.component))?;
+        if !component.kind.deployable() {
+            return Err(format!(
+                "`{}` components cannot be deployed by this version of Ferry (component `{}`): \
+                 it deploys {}",
+                component.kind.as_str(),
+                component.name,
+                ferry_appconfig::ComponentType::deployable_names().join(" and ")
+            ));
+        }
         let directory = component.directory.as_deref().ok_or_else(|| {
             format!(
                 "component `{}` has no local `directory`: git sources are not fetched by this version of Ferry",

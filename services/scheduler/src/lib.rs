@@ -180,11 +180,17 @@ impl Scheduler {
         {
             return Ok(c);
         }
-        let (_, pkg) = self.store.package(org, config_id).await?;
-        let cfg = Arc::new(
-            ferry_appconfig::load(&pkg)
-                .map_err(|e| SchedulerError::Config(config_id.into(), e.to_string()))?,
-        );
+        let (_, _, cfg) = self
+            .store
+            .config(org, config_id)
+            .await
+            .map_err(|e| match e {
+                StoreError::Package { config_id, reason } => {
+                    SchedulerError::Config(config_id, reason)
+                }
+                other => other.into(),
+            })?;
+        let cfg = Arc::new(cfg);
         if let Ok(mut map) = self.configs.lock() {
             map.insert(config_id.to_string(), cfg.clone());
         }

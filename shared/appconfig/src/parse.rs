@@ -91,9 +91,19 @@ impl ComponentType {
         })
     }
 
-    /// Whether this version of Ferry has a plugin that deploys it.
+    /// Whether this version of Ferry has a plugin that deploys it (the schema's component table
+    /// says which).
     pub fn deployable(self) -> bool {
-        matches!(self, ComponentType::Script | ComponentType::TerraformModule)
+        schema::component_schema(self.as_str()).is_some_and(|(_, deployable)| deployable)
+    }
+
+    /// The type names this version deploys, for messages.
+    pub fn deployable_names() -> Vec<&'static str> {
+        schema::COMPONENT_TYPES
+            .iter()
+            .filter(|(_, _, d)| *d)
+            .map(|(n, _, _)| *n)
+            .collect()
     }
 }
 

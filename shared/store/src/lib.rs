@@ -7,9 +7,11 @@
 
 mod bus;
 mod logs;
+mod packages;
 mod repo;
 
 pub use bus::{Bus, Handled, consume, consume_messages};
+pub use packages::{VALIDATE_DEADLINE, ValidateError, validate_package};
 pub use repo::{Record, Repo, Versioned};
 
 use std::collections::HashMap;
@@ -34,6 +36,9 @@ pub enum StoreError {
         key: String,
         reason: String,
     },
+    /// A stored package that cannot be used (no longer validates, or validation did not finish).
+    #[error("app config {config_id}: {reason}")]
+    Package { config_id: String, reason: String },
     #[error("object {bucket}/{name}: {reason}")]
     Object {
         bucket: &'static str,

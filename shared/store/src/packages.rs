@@ -1,0 +1,61 @@
+//! Validating app packages without stalling the services.
+//!
+//! A package is untrusted input and validating one is CPU work: parsing every TOML file, checking
+//! every template. The template engine bounds its own work (nesting, steps, output), but even
+//! bounded work must not run on the async runtime, where it would stop every other request of the
+//! process (`/healthz` included) while it runs. So validation runs on tokio's blocking pool, and the
+//! caller stops waiting after a deadline.
+
+use std::time::Duration;
+
+use ferry_appconfig::{AppConfig, Package, Report};
+
+use crate::{Store, StoreError};
+
+/// Longest a caller waits for one package's validation.
+pub const VALIDATE_DEADLINE: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ValidateError {
+    #[error("validating the package took longer than {0:?}")]
+    Deadline(Duration),
+    #[error("the validation worker failed: {0}")]
+    Worker(#[from] tokio::task::JoinError),
+}
+
+/// Validates `pkg` on the blocking pool; gives the package back with the report.
+pub async fn validate_package(pkg: Package) -> Result<(Package, Report), ValidateError> {
+    let work = tokio::task::spawn_blocking(move || {
+        let report = ferry_appconfig::validate(&pkg);
+        (pkg, report)
+    });
+    match tokio::time::timeout(VALIDATE_DEADLINE, work).await {
+        Ok(done) => Ok(done?),
+        Err(_) => Err(ValidateError::Deadline(VALIDATE_DEADLINE)),
+    }
+}
+
+impl Store {
+    /// An app config version's package and its parsed config, validated off the runtime.
+    pub async fn config(
+        &self,
+        org: &str,
+        config_id: &str,
+    ) -> Result<(ferry_model::AppConfigVersion, Package, AppConfig), StoreError> {
+        let (rec, pkg) = self.package(org, config_id).await?;
+        let unreadable = |reason: String| StoreError::Package {
+            config_id: config_id.to_string(),
+            reason,
+        };
+        let (pkg, report) = validate_package(pkg)
+            .await
+            .map_err(|e| unreadable(e.to_string()))?;
+        match report.config {
+            Some(cfg) => Ok((rec, pkg, cfg)),
+            None => Err(unreadable(format!(
+                "the stored package no longer validates:\n{}",
+                report.diagnostics
+            ))),
+        }
+    }
+}
