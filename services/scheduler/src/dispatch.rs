@@ -314,12 +314,14 @@ impl Scheduler {
             .iter()
             .map(|(k, v)| (k.clone(), v.outputs.clone()))
             .collect();
-        let state = cfg.template_state(
-            &install.name,
-            &install.inputs,
-            &install.sandbox.outputs,
-            &outputs,
-        );
+        let state = cfg.template_state(&ferry_appconfig::state::Facts {
+            org: &wf.org,
+            app: &install.app,
+            install: &install.name,
+            inputs: Some(&install.inputs),
+            sandbox_outputs: Some(&install.sandbox.outputs),
+            component_outputs: Some(&outputs),
+        });
         let rendered = match component.render(&state) {
             Ok(r) => r,
             Err(e) => return Ok(Err(Permanent(format!("cannot render templates: {e}")))),

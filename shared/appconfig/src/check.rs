@@ -1,6 +1,15 @@
 //! Checks a parsed TOML file against its schema: unknown keys (with "did you mean"), types, required
 //! keys, enum values, durations, cron schedules, referenced files; warns about keys Ferry accepts but
 //! does not act on yet. Collects every templated string and every referenced file on the way.
+//!
+//! Unknown keys are warnings, not errors: Nuon drops them silently (nuon-format.md R1), and Ferry
+//! accepts every package Nuon accepts. `--strict` turns every warning into an error.
+//!
+//! File references follow Nuon's rule (R2): a value starting with `./` or `../` is a path relative to
+//! the block's base directory (`components/` for components, `permissions/` for permissions and
+//! break glass, ...), and must stay inside the package; one starting with `http`, `git` or `file` is a
+//! remote reference, fetched by `ferry apps sync` into the package (see [`remote_path`]); anything
+//! else is inline text.
 
 use crate::diagnostics::{Diagnostics, Severity};
 use crate::package::Package;
@@ -25,6 +34,10 @@ pub struct Checker<'a> {
     pub file: &'a str,
     pub src: &'a str,
     pub pkg: &'a Package,
+    /// Directory relative references of this block are resolved against (`""`: the package root).
+    pub base: &'a str,
+    /// Remote references met (URLs), for `ferry apps sync` to fetch.
+    pub remote: &'a mut Vec<String>,
     pub diags: &'a mut Diagnostics,
     pub sites: &'a mut Vec<Site>,
     /// Files of the package the checked values point at (for content hashes).
@@ -83,13 +96,16 @@ impl Checker<'_> {
                     self.any(&e.value)
                 }
                 None if self.diags.full(self.file) => {
-                    self.error(e.key_span.start, String::new());
+                    self.warning(e.key_span.start, String::new());
                 }
                 None => {
                     let hint = did_you_mean(&e.key, schema.fields().map(|f| f.name));
-                    self.error(
+                    self.warning(
                         e.key_span.start,
-                        format!("unknown key `{}` in {}{hint}", e.key, schema.name),
+                        format!(
+                            "unknown key `{}` in {}{hint}: it is ignored",
+                            e.key, schema.name
+                        ),
                     );
                 }
             }
@@ -154,15 +170,17 @@ impl Checker<'_> {
                 _ => self.type_error(node, key, "a cron schedule string"),
             },
             Ty::File => match &node.v {
+                V::Str(s) if reference(s) == Reference::Inline => {
+                    // Ferry's own path keys (`values_file.path`): a bare path is a local one.
+                    self.file_ref(node, &format!("./{s}"), key)
+                }
                 V::Str(s) => self.file_ref(node, s, key),
                 _ => self.type_error(node, key, "a file path"),
             },
             Ty::Contents => match &node.v {
-                V::Str(s) if s.starts_with("./") || s.starts_with("../") => {
-                    self.file_ref(node, s, key)
-                }
-                V::Str(s) => self.site(node, s),
-                _ => self.type_error(node, key, "a `./path` or inline text"),
+                V::Str(s) if reference(s) == Reference::Inline => self.site(node, s),
+                V::Str(s) => self.file_ref(node, s, key),
+                _ => self.type_error(node, key, "a `./path`, a URL or inline text"),
             },
             Ty::Enum(values) => match &node.v {
                 V::Str(s) if values.contains(&s.as_str()) => {}
@@ -230,22 +248,62 @@ impl Checker<'_> {
         }
     }
 
-    fn file_ref(&mut self, node: &Node, path: &str, key: &str) {
-        match normalize(path) {
-            Some(p) if self.pkg.files.contains_key(&p) => self.files.push(p),
-            Some(p) if self.pkg.has_dir(&p) => self.error(
-                node.span.start,
-                format!("`{key}` names the directory `{path}`; it must name a file"),
-            ),
-            Some(_) => self.error(
-                node.span.start,
-                format!("file `{path}` (from `{key}`) not found in the package"),
-            ),
-            None => self.error(
-                node.span.start,
-                format!("`{key}`: `{path}` must be a relative path inside the package"),
-            ),
+    fn file_ref(&mut self, node: &Node, value: &str, key: &str) {
+        let at = node.span.start;
+        if reference(value) == Reference::Remote {
+            let fetched = remote_path(value);
+            if self.pkg.files.contains_key(&fetched) {
+                self.files.push(fetched);
+            } else {
+                self.remote.push(value.to_string());
+                self.warning(
+                    at,
+                    format!("`{key}`: `{value}` is fetched by `ferry apps sync`; it was not checked here"),
+                );
+            }
+            return;
         }
+        let base_shown = if self.base.is_empty() {
+            "the package root".to_string()
+        } else {
+            format!("`{}/`", self.base)
+        };
+        let Some(path) = resolve(self.base, value) else {
+            self.error(
+                at,
+                format!("`{key}`: `{value}` leaves the package (resolved against {base_shown})"),
+            );
+            return;
+        };
+        if self.pkg.files.contains_key(&path) {
+            self.files.push(path);
+            return;
+        }
+        if self.pkg.has_dir(&path) {
+            self.error(
+                at,
+                format!("`{key}` names the directory `{value}`; it must name a file"),
+            );
+            return;
+        }
+        // Ferry once resolved every path against the package root: keep such packages working, and
+        // say how to write the path so Nuon finds it too.
+        if let Some(root) = resolve("", value).filter(|p| self.pkg.files.contains_key(p)) {
+            let nuon = relative_to(self.base, &root);
+            self.warning(
+                at,
+                format!(
+                    "`{value}` (from `{key}`) is resolved against {base_shown}, where it does not exist; \
+                     it was found at the package root: write `{nuon}`"
+                ),
+            );
+            self.files.push(root);
+            return;
+        }
+        self.error(
+            at,
+            format!("file `{value}` (from `{key}`, resolved against {base_shown}) not found in the package"),
+        );
     }
 
     fn site(&mut self, node: &Node, s: &str) {
@@ -263,21 +321,65 @@ impl Checker<'_> {
     }
 }
 
-/// `./a/b` or `a/b` → `a/b`; `None` for absolute paths or paths leaving the package.
-pub fn normalize(path: &str) -> Option<String> {
-    let mut parts: Vec<&str> = Vec::new();
+/// What a file-reference value is, by Nuon's rule: `./`, `../` → local; `http`, `git`, `file` →
+/// remote; anything else → the content itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reference {
+    Local,
+    Remote,
+    Inline,
+}
+
+pub fn reference(value: &str) -> Reference {
+    if value.starts_with("./") || value.starts_with("../") {
+        Reference::Local
+    } else if value.starts_with("http") || value.starts_with("git") || value.starts_with("file") {
+        Reference::Remote
+    } else {
+        Reference::Inline
+    }
+}
+
+/// Where `ferry apps sync` stores the fetched content of a remote reference inside the package, so
+/// the control plane validates and deploys the fetched bytes, never the URL as text.
+pub fn remote_path(url: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = hex::encode(Sha256::digest(url.as_bytes()));
+    format!(".ferry/fetched/{}", &digest[..32])
+}
+
+/// `path` relative to `base` (a directory of the package, `""` for the root) → a package path;
+/// `None` for absolute paths, empty ones, or ones that leave the package.
+pub fn resolve(base: &str, path: &str) -> Option<String> {
+    if path.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
     for p in path.split('/') {
         match p {
             "" | "." => {}
-            ".." => return None,
+            ".." => {
+                parts.pop()?;
+            }
             p => parts.push(p),
         }
     }
-    if path.starts_with('/') || parts.is_empty() {
-        None
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// The root-relative `path` written relative to `base`, as a Nuon reference (`./x`, `../x`).
+fn relative_to(base: &str, path: &str) -> String {
+    let depth = base.split('/').filter(|p| !p.is_empty()).count();
+    if depth == 0 {
+        format!("./{path}")
     } else {
-        Some(parts.join("/"))
+        format!("{}{path}", "../".repeat(depth))
     }
+}
+
+/// `./a/b` or `a/b` → `a/b`; `None` for absolute paths or paths leaving the package.
+pub fn normalize(path: &str) -> Option<String> {
+    resolve("", path)
 }
 
 /// Where a string value's text starts in the source, and whether offsets inside it map exactly
@@ -435,5 +537,34 @@ mod tests {
         assert_eq!(normalize("../x"), None);
         assert_eq!(normalize("/etc/passwd"), None);
         assert_eq!(normalize("."), None);
+        assert_eq!(
+            resolve("components", "./v.yaml").as_deref(),
+            Some("components/v.yaml")
+        );
+        assert_eq!(
+            resolve("components", "../values/v.yaml").as_deref(),
+            Some("values/v.yaml")
+        );
+        assert_eq!(resolve("components/a", "../../x").as_deref(), Some("x"));
+        assert_eq!(resolve("components", "../../x"), None, "leaves the package");
+        assert_eq!(
+            relative_to("components", "values/v.yaml"),
+            "../values/v.yaml"
+        );
+        assert_eq!(relative_to("", "README.md"), "./README.md");
+    }
+
+    #[test]
+    fn references_by_nuons_rule() {
+        assert_eq!(reference("./x.yaml"), Reference::Local);
+        assert_eq!(reference("../x.yaml"), Reference::Local);
+        assert_eq!(reference("https://example.com/p.json"), Reference::Remote);
+        assert_eq!(
+            reference("git::https://github.com/o/r//p.json"),
+            Reference::Remote
+        );
+        assert_eq!(reference("file:///tmp/p.json"), Reference::Remote);
+        assert_eq!(reference("apiVersion: v1"), Reference::Inline);
+        assert!(remote_path("https://x").starts_with(".ferry/fetched/"));
     }
 }

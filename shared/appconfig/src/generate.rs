@@ -61,7 +61,7 @@ pub fn json_schema() -> Value {
         if let Some(f) = b.file {
             defs.insert(format!("{}.toml", b.name), schema_json(f));
         }
-        if let Dir::Items { item, .. } = b.dir {
+        if let Dir::Items(item) = b.dir {
             defs.insert(format!("{}/*.toml", b.name), schema_json(item));
         }
     }
@@ -155,24 +155,20 @@ pub fn markdown_reference() -> String {
     for b in BLOCKS {
         let (title, schema) = match (b.file, b.dir) {
             (_, Dir::Components) => continue,
-            (Some(f), Dir::Items { item, .. }) => {
+            (Some(f), Dir::Items(item)) => {
                 out.push_str(&format!("### `{}.toml` or `{}/`\n\n", b.name, b.name));
                 out.push_str(&format!(
-                    "In the directory form, each file holds one {}.\n\n",
+                    "In the directory form (read recursively), each file holds one {} with its keys at the top level.\n\n",
                     item.name
                 ));
                 (None, f)
             }
-            (None, Dir::Items { item, .. }) => (
+            (None, Dir::Items(item)) => (
                 Some(format!(
-                    "### `{0}/*.toml` or `{0}.toml`\n\nOne {1} per file, or all of them as `[[{0}]]` tables of `{0}.toml`.\n\n",
+                    "### `{0}/**/*.toml` or `{0}.toml`\n\nOne {1} per file (folders are read recursively), or all of them as `[[{0}]]` tables of `{0}.toml`.\n\n",
                     b.name, item.name
                 )),
                 item,
-            ),
-            (Some(f), Dir::Merged) => (
-                Some(format!("### `{}.toml` or `{}/*.toml`\n\n", b.name, b.name)),
-                f,
             ),
             (Some(f), _) => (Some(format!("### `{}.toml`\n\n", b.name)), f),
             (None, _) => continue,

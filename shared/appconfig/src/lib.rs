@@ -13,10 +13,11 @@ mod graph;
 mod package;
 mod parse;
 pub mod schema;
+pub mod state;
 pub mod template;
 mod tree;
 
-pub use check::did_you_mean;
+pub use check::{Reference, did_you_mean, reference, remote_path};
 pub use diagnostics::{Diagnostic, Diagnostics, Severity};
 pub use generate::{json_schema, markdown_reference};
 pub use graph::deploy_stages;

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::check::{Checker, Site, did_you_mean, normalize, parse_duration};
 use crate::diagnostics::{Diagnostics, Severity};
@@ -204,33 +204,10 @@ impl AppConfig {
         }
     }
 
-    /// The template state of an install, in Nuon's shape, so `{{.nuon.*}}` paths resolve.
-    pub fn template_state(
-        &self,
-        install_id: &str,
-        inputs: &BTreeMap<String, String>,
-        sandbox_outputs: &serde_json::Map<String, Value>,
-        component_outputs: &BTreeMap<String, serde_json::Map<String, Value>>,
-    ) -> Value {
-        let mut ins = serde_json::Map::new();
-        for i in &self.inputs {
-            if let Some(v) = inputs.get(&i.name).or(i.default.as_ref()) {
-                ins.insert(i.name.clone(), Value::String(v.clone()));
-            }
-        }
-        let comps: serde_json::Map<String, Value> = component_outputs
-            .iter()
-            .map(|(k, v)| (k.clone(), json!({ "outputs": v })))
-            .collect();
-        json!({
-            "nuon": {
-                "install": { "id": install_id, "name": install_id, "sandbox": { "outputs": sandbox_outputs }, "inputs": ins.clone() },
-                "sandbox": { "outputs": sandbox_outputs },
-                "inputs": { "inputs": ins },
-                "components": comps,
-                "install_stack": { "outputs": {} },
-            }
-        })
+    /// The template state of an install, in Nuon's shape, so `{{.nuon.*}}` paths resolve. Built by
+    /// [`crate::state::build`], the same definition validation checks templates against.
+    pub fn template_state(&self, facts: &crate::state::Facts) -> Value {
+        crate::state::build(self, facts)
     }
 }
 
@@ -257,6 +234,7 @@ pub fn validate(pkg: &Package) -> Report {
         pkg,
         diags: Diagnostics::default(),
         sites: Vec::new(),
+        remote: Vec::new(),
         refs: BTreeMap::new(),
         broken: BTreeSet::new(),
     };
@@ -283,6 +261,8 @@ struct Loader<'a> {
     pkg: &'a Package,
     diags: Diagnostics,
     sites: Vec<Site>,
+    /// Remote references (URLs) not fetched into the package yet.
+    remote: Vec<String>,
     /// Files referenced from each owner's values (`component:db` → files).
     refs: BTreeMap<String, Vec<String>>,
     /// Names of components whose file could not be read: still known to references, so one broken
@@ -376,10 +356,13 @@ impl<'a> Loader<'a> {
         warn_ignored: bool,
     ) {
         let mut files = Vec::new();
+        let base = base_dir(owner, &doc.path);
         let mut c = Checker {
             file: &doc.path,
             src: &doc.src,
             pkg: self.pkg,
+            base: &base,
+            remote: &mut self.remote,
             diags: &mut self.diags,
             sites: &mut self.sites,
             files: &mut files,
@@ -398,12 +381,14 @@ impl<'a> Loader<'a> {
             .extend(files);
     }
 
-    /// The `.toml` files of a block's directory form.
-    fn dir_files(&self, name: &str, recursive: bool) -> Vec<String> {
+    /// The `.toml` files of a block's directory form, in every subfolder (Nuon reads them
+    /// recursively). `permissions/policies/` holds named IAM policies, not roles.
+    fn dir_files(&self, name: &str) -> Vec<String> {
         self.pkg
             .under(name)
             .map(|(p, _)| p.clone())
-            .filter(|p| p.ends_with(".toml") && (recursive || p.matches('/').count() == 1))
+            .filter(|p| p.ends_with(".toml"))
+            .filter(|p| !(name == "permissions" && p.starts_with("permissions/policies/")))
             .collect()
     }
 
@@ -414,23 +399,16 @@ impl<'a> Loader<'a> {
         let mut docs: BTreeMap<&'static str, Vec<(Doc, &'static Schema)>> = BTreeMap::new();
         for b in BLOCKS {
             let file = block_file(b.name);
-            let has_file = self.pkg.files.contains_key(&file);
-            let dir_files: Vec<String> = match b.dir {
-                Dir::None => vec![],
-                Dir::Merged | Dir::Components => self.dir_files(b.name, false),
-                Dir::Items { recursive, .. } => self.dir_files(b.name, recursive),
-            };
-            if has_file && !dir_files.is_empty() {
-                self.err(
-                    &file,
-                    0,
-                    format!("both `{file}` and `{}/` exist: use one of them", b.name),
-                );
-            }
             let mut list = Vec::new();
+            let mut has_file = self.pkg.files.contains_key(&file);
             if has_file && let Some(doc) = self.parse(&file) {
                 match b.file {
                     Some(schema) => list.push((doc, schema)),
+                    // Nuon's `installs.toml` says where installs are kept: no install in it.
+                    None if b.name == "installs" && doc.root.get("installs").is_none() => {
+                        self.check(&doc, &doc.root, &schema::INSTALLS_CONFIG, "installs", true);
+                        has_file = false;
+                    }
                     // `components.toml` and friends: `[[components]]` tables, each one item.
                     None => list.extend(
                         self.items_of(doc, b.name)
@@ -439,25 +417,41 @@ impl<'a> Loader<'a> {
                     ),
                 }
             }
-            let item_schema: Option<&'static Schema> = match b.dir {
-                Dir::Merged => b.file,
-                Dir::Items { item, .. } => Some(item),
-                Dir::None | Dir::Components => None,
+            let dir_files: Vec<String> = match b.dir {
+                Dir::None => vec![],
+                Dir::Items(_) | Dir::Components => self.dir_files(b.name),
             };
+            if has_file && !dir_files.is_empty() {
+                self.err(
+                    &file,
+                    0,
+                    format!("both `{file}` and `{}/` exist: use one of them", b.name),
+                );
+            }
             for f in dir_files {
-                match self.parse(&f) {
+                match (self.parse(&f), b.dir) {
+                    (Some(doc), Dir::Items(item)) => {
+                        let schema = match b.file {
+                            Some(file_schema) if holds_file_keys(&doc.root, file_schema, item) => {
+                                file_schema
+                            }
+                            _ => item,
+                        };
+                        list.push((doc, schema));
+                    }
                     // Components pick their schema by type, below.
-                    Some(doc) => list.push((doc, item_schema.unwrap_or(&schema::SCRIPT))),
-                    None if matches!(b.dir, Dir::Components) => {
+                    (Some(doc), _) => list.push((doc, &schema::SCRIPT)),
+                    (None, Dir::Components) => {
                         if let Some(name) = name_line(self.text(&f)) {
                             self.broken.insert(name);
                         }
                     }
-                    None => {}
+                    (None, _) => {}
                 }
             }
             docs.insert(b.name, list);
         }
+        self.named_policies();
         let take = |docs: &mut BTreeMap<&'static str, Vec<(Doc, &'static Schema)>>, name: &str| {
             docs.remove(name).unwrap_or_default()
         };
@@ -507,7 +501,7 @@ impl<'a> Loader<'a> {
         ] {
             for (doc, schema) in take(&mut docs, name) {
                 self.check(&doc, &doc.root, schema, name, true);
-                if name == "permissions" && doc.path.contains('/') {
+                if std::ptr::eq(schema, &schema::ROLE) && name == "permissions" {
                     self.permission_role(&doc);
                 }
             }
@@ -534,7 +528,6 @@ impl<'a> Loader<'a> {
         let mut actions = self.actions(actions_docs, &component_names);
         let action_names: BTreeSet<String> = actions.iter().map(|a| a.name.clone()).collect();
         let runbooks = self.runbooks(runbook_docs, &component_names, &action_names);
-        let input_names: BTreeSet<String> = inputs.iter().map(|i| i.name.clone()).collect();
         let installs = self.installs(install_docs, &inputs);
         let policies = self.policies(policy_docs, &component_names);
         for g in inputs.iter().filter_map(|i| i.group.as_ref()) {
@@ -551,18 +544,39 @@ impl<'a> Loader<'a> {
             }
         }
 
-        // Templates: references (implicit dependencies) and a lenient render against a fake install.
+        // Templates: references (implicit dependencies), checked against the state a deploy renders
+        // with (built for a stand-in install), and rendered leniently against it.
+        let shape = AppConfig {
+            metadata: metadata.clone(),
+            inputs: inputs.clone(),
+            secrets: secrets.clone(),
+            sandbox: sandbox.clone(),
+            components: component_names
+                .iter()
+                .map(|n| stand_in_component(n))
+                .collect(),
+            actions: actions.clone(),
+            runbooks: vec![],
+            installs: vec![],
+            policies: vec![],
+            deploy_order: vec![],
+        };
+        let stand_in = crate::state::build(
+            &shape,
+            &crate::state::Facts {
+                org: "validate",
+                app: "validate",
+                install: "validate",
+                ..Default::default()
+            },
+        );
         let ctx = RefCtx {
-            inputs: &input_names,
-            components: &component_names,
-            actions: &action_names,
-            secrets: &secrets.iter().cloned().collect(),
+            state: &stand_in,
             has_sandbox: sandbox.is_some(),
         };
-        let fake = fake_state(&inputs, &secrets);
         let mut implicit: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for site in std::mem::take(&mut self.sites) {
-            self.template(&site, &ctx, &fake, &mut implicit);
+            self.template(&site, &ctx, &mut implicit);
         }
 
         // Dependencies and the deploy order.
@@ -688,10 +702,21 @@ impl<'a> Loader<'a> {
             .cloned()
             .collect();
         let known: Vec<String> = BLOCKS.iter().map(|b| format!("{}.toml", b.name)).collect();
+        let nuon_only = |name: &str| {
+            schema::IGNORED_NUON_FILES
+                .iter()
+                .find(|(f, _)| name == *f || name.starts_with(&format!("{f}/")))
+        };
         for t in tops {
-            if !known.contains(&t) {
+            if let Some((_, what)) = nuon_only(&t) {
+                self.warn(
+                    &t,
+                    0,
+                    format!("`{t}` holds {what}, which Ferry does not use"),
+                );
+            } else if !known.contains(&t) {
                 let hint = did_you_mean(&t, known.iter().map(String::as_str));
-                self.err(&t, 0, format!("unknown file `{t}`{hint}: app packages use metadata.toml, sandbox.toml, components/*.toml, ..."));
+                self.warn(&t, 0, format!("unknown file `{t}`{hint} is ignored: app packages use metadata.toml, sandbox.toml, components/*.toml, ..."));
             }
         }
         let known_dirs: Vec<&str> = BLOCKS
@@ -733,6 +758,21 @@ impl<'a> Loader<'a> {
         (format!("{block}.toml"), 0)
     }
 
+    /// `permissions/policies/**/*.toml`: named IAM policies roles refer to.
+    fn named_policies(&mut self) {
+        let files: Vec<String> = self
+            .pkg
+            .under("permissions/policies")
+            .map(|(p, _)| p.clone())
+            .filter(|p| p.ends_with(".toml"))
+            .collect();
+        for f in files {
+            if let Some(doc) = self.parse(&f) {
+                self.check(&doc, &doc.root, &schema::IAM_POLICY, "permissions", true);
+            }
+        }
+    }
+
     fn permission_role(&mut self, doc: &Doc) {
         if doc.root.get("type").is_none() {
             self.err(&doc.path, 0, "missing required key `type` in a permissions/ role (provision, maintenance, deprovision or custom)");
@@ -754,7 +794,7 @@ impl<'a> Loader<'a> {
                     groups.insert(n.to_string());
                 }
             }
-            for i in doc.root.get("input").map(Node::items).unwrap_or_default() {
+            for i in doc_items(&doc, schema, &schema::INPUT, "input") {
                 let Some(name) = i.str_of("name") else {
                     continue;
                 };
@@ -817,10 +857,7 @@ impl<'a> Loader<'a> {
         }
         for (doc, schema) in group_docs {
             self.check(&doc, &doc.root, schema, "inputs", true);
-            if let Some(n) = doc.root.str_of("name") {
-                groups.insert(n.to_string());
-            }
-            for g in doc.root.get("group").map(Node::items).unwrap_or_default() {
+            for g in doc_items(&doc, schema, &schema::INPUT_GROUP, "group") {
                 if let Some(n) = g.str_of("name") {
                     groups.insert(n.to_string());
                 }
@@ -833,15 +870,7 @@ impl<'a> Loader<'a> {
         let mut names: Vec<String> = Vec::new();
         for (doc, schema) in docs {
             self.check(&doc, &doc.root, schema, "secrets", true);
-            let items: Vec<&Node> = if doc.path.contains('/') {
-                vec![&doc.root]
-            } else {
-                doc.root
-                    .get("secret")
-                    .map(|s| s.items().iter().collect())
-                    .unwrap_or_default()
-            };
-            for s in items {
+            for s in doc_items(&doc, schema, &schema::SECRET, "secret") {
                 let Some(name) = s.str_of("name") else {
                     continue;
                 };
@@ -1405,7 +1434,7 @@ impl<'a> Loader<'a> {
         let mut out = Vec::new();
         for (doc, schema) in docs {
             self.check(&doc, &doc.root, schema, "policies", true);
-            for p in doc.root.get("policy").map(Node::items).unwrap_or_default() {
+            for p in doc_items(&doc, schema, &schema::POLICY, "policy") {
                 let contents = p.str_of("contents").unwrap_or_default().to_string();
                 let is_rego = contents.ends_with(".rego");
                 let is_yaml = contents.ends_with(".yaml") || contents.ends_with(".yml");
@@ -1465,7 +1494,6 @@ impl<'a> Loader<'a> {
         &mut self,
         site: &Site,
         ctx: &RefCtx,
-        fake: &Value,
         implicit: &mut BTreeMap<String, BTreeSet<String>>,
     ) {
         let src = self.text(&site.file);
@@ -1476,50 +1504,117 @@ impl<'a> Loader<'a> {
                 site.start
             }
         };
+        if !crate::template::is_template(&site.text) {
+            self.diags.push(
+                &site.file,
+                src,
+                site.start,
+                Severity::Warning,
+                "not a template: a string without `.nuon` is never rendered (Nuon passes it through), so its `{{ }}` appear literally",
+            );
+            return;
+        }
+        let deploy_fails = "Nuon accepts it, but rendering it at deploy fails";
         let t = match Template::parse(&site.text) {
             Ok(t) => t,
             Err(e) => {
                 self.diags.push(
                     &site.file,
-                    &src,
+                    src,
                     at(e.offset()),
-                    Severity::Error,
-                    format!("template: {e}"),
+                    Severity::Warning,
+                    format!("template: {e} ({deploy_fails})"),
                 );
                 return;
             }
         };
-        let mut ok = true;
+        let mut failed = false;
         for r in t.references() {
-            match ctx.check(&r.path, &site.owner) {
-                Ok(Some(dep)) => {
-                    implicit.entry(site.owner.clone()).or_default().insert(dep);
-                }
-                Ok(None) => {}
-                Err(msg) => {
-                    ok = false;
-                    self.diags
-                        .push(&site.file, &src, at(r.offset), Severity::Error, msg);
-                }
+            let (dep, finding) = ctx.check(&r.path, &site.owner);
+            if let Some(dep) = dep {
+                implicit.entry(site.owner.clone()).or_default().insert(dep);
+            }
+            if let Some((severity, msg)) = finding {
+                failed = true;
+                self.diags
+                    .push(&site.file, src, at(r.offset), severity, msg);
+            }
+            if let Some(seg) = r.path.iter().find(|s| s.contains('-')) {
+                self.diags.push(&site.file, src, at(r.offset), Severity::Warning, format!(
+                    "`{seg}` in a field path is not valid Go template syntax ({deploy_fails}): write `index .nuon.components \"{seg}\"`"
+                ));
             }
         }
-        if ok && let Err(e) = t.render(fake, Mode::Lenient) {
+        if !failed && let Err(e) = t.render(ctx.state, Mode::Lenient) {
             self.diags.push(
                 &site.file,
-                &src,
+                src,
                 at(e.offset()),
-                Severity::Error,
-                format!("template: {e}"),
+                Severity::Warning,
+                format!("template: {e} ({deploy_fails})"),
             );
         }
+    }
+}
+
+/// A component known only by name, for the stand-in state (its outputs are open there anyway).
+fn stand_in_component(name: &str) -> Component {
+    Component {
+        name: name.to_string(),
+        kind: ComponentType::Script,
+        file: String::new(),
+        directory: None,
+        dependencies: vec![],
+        vars: BTreeMap::new(),
+        env_vars: BTreeMap::new(),
+        content_hash: String::new(),
     }
 }
 
 /// The schema of one item of a directory block (components pick theirs by type later).
 fn items_schema(dir: Dir) -> &'static Schema {
     match dir {
-        Dir::Items { item, .. } => item,
+        Dir::Items(item) => item,
         _ => &schema::SCRIPT,
+    }
+}
+
+/// Whether a file of a block's folder has the block file's shape (`[[input]]` tables in
+/// `inputs/a.toml`, Ferry's older form) rather than one item's keys (Nuon's form).
+fn holds_file_keys(root: &Node, file: &Schema, item: &Schema) -> bool {
+    root.entries()
+        .iter()
+        .any(|e| file.field(&e.key).is_some() && item.field(&e.key).is_none())
+}
+
+/// The items a document holds: itself when read as one item, else its `[[key]]` tables.
+fn doc_items<'d>(doc: &'d Doc, schema: &Schema, item: &Schema, key: &str) -> Vec<&'d Node> {
+    if std::ptr::eq(schema, item) {
+        vec![&doc.root]
+    } else {
+        doc.root
+            .get(key)
+            .map(Node::items)
+            .unwrap_or_default()
+            .iter()
+            .collect()
+    }
+}
+
+/// The directory relative file references of a block are resolved against (nuon-format.md R2).
+fn base_dir(owner: &str, doc_path: &str) -> String {
+    let block = owner.split(':').next().unwrap_or_default();
+    match block {
+        "component" => "components".into(),
+        "action" => "actions".into(),
+        "permissions" | "break_glass" => "permissions".into(),
+        "install" | "installs" => "installs".into(),
+        // A policy's files sit beside the file that defines it.
+        "policies" => doc_path
+            .rsplit_once('/')
+            .map(|(dir, _)| dir.to_string())
+            .unwrap_or_default(),
+        _ => String::new(),
     }
 }
 
@@ -1552,152 +1647,164 @@ fn string_map(node: Option<&Node>) -> BTreeMap<String, String> {
     .unwrap_or_default()
 }
 
-/// The state templates are checked against: what is known before an install exists.
-fn fake_state(inputs: &[Input], secrets: &[String]) -> Value {
-    let ins: serde_json::Map<String, Value> = inputs
-        .iter()
-        .map(|i| {
-            (
-                i.name.clone(),
-                Value::String(i.default.clone().unwrap_or_default()),
-            )
-        })
-        .collect();
-    let secs: serde_json::Map<String, Value> = secrets
-        .iter()
-        .map(|s| (s.clone(), Value::String(format!("<secret {s}>"))))
-        .collect();
-    json!({
-        "nuon": {
-            "install": { "id": "validate", "name": "validate", "inputs": ins.clone() },
-            "inputs": { "inputs": ins },
-            "secrets": secs,
-            "app": { "id": "app", "name": "app" },
-            "org": { "id": "org", "name": "org" },
-        }
-    })
-}
-
 struct RefCtx<'a> {
-    inputs: &'a BTreeSet<String>,
-    components: &'a BTreeSet<String>,
-    actions: &'a BTreeSet<String>,
-    secrets: &'a BTreeSet<String>,
+    /// The state of a stand-in install, from the same builder deploys use.
+    state: &'a Value,
     has_sandbox: bool,
 }
 
-const INSTALL_FIELDS: &[&str] = &[
-    "id",
-    "name",
-    "display_name",
-    "public_domain",
-    "internal_domain",
-    "region",
-    "cloud_platform",
-    "sandbox",
-    "inputs",
-];
-const ROOTS: &[&str] = &[
-    "install",
-    "sandbox",
-    "inputs",
-    "components",
-    "actions",
-    "secrets",
-    "install_stack",
-    "app",
-    "org",
-    "cloud_account",
-    "runner",
-];
-
 impl RefCtx<'_> {
-    /// Checks one root reference; `Ok(Some(c))` when it reads component `c`'s outputs.
-    fn check(&self, path: &[String], owner: &str) -> Result<Option<String>, String> {
+    /// Checks one reference from the root. Returns the component it reads (an implicit dependency)
+    /// and what is wrong with it, if anything. Errors are only what Nuon itself refuses at sync
+    /// (nuon-format.md R3): references to components or actions that do not exist, and references
+    /// the owner may not make. Everything else fails only when rendered, so it is a warning.
+    fn check(&self, path: &[String], owner: &str) -> (Option<String>, Option<(Severity, String)>) {
         let p: Vec<&str> = path.iter().map(String::as_str).collect();
         let shown = format!(".{}", p.join("."));
+        let warn = |m: String| Some((Severity::Warning, m));
         let rest = match p.split_first() {
             Some((&"nuon" | &"ferry", rest)) => rest,
-            _ => return Err(format!("template path `{shown}` must start with `.nuon`")),
+            _ => {
+                return (
+                    None,
+                    warn(format!(
+                        "template path `{shown}` does not start with `.nuon`: it fails when rendered at deploy"
+                    )),
+                );
+            }
         };
-        let hint = |name: &str, known: &BTreeSet<String>| {
-            did_you_mean(name, known.iter().map(String::as_str))
+        // Nuon checks references in these blocks when the app is synced.
+        let checked = owner.starts_with("component:")
+            || owner.starts_with("action:")
+            || owner == "sandbox"
+            || owner == "stack";
+        let refuse = |m: String| {
+            Some((
+                if checked {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
+                m,
+            ))
         };
+        let known = |at: &[&str]| -> Vec<String> {
+            at.iter()
+                .fold(&self.state["nuon"], |v, k| &v[*k])
+                .as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        let hint =
+            |name: &str, known: &[String]| did_you_mean(name, known.iter().map(String::as_str));
         match rest {
-            [] => Ok(None),
-            ["install"] => Ok(None),
-            ["install", "sandbox", "outputs", ..] | ["sandbox", "outputs", ..]
-                if !self.has_sandbox =>
-            {
-                Err("the app has no sandbox.toml, so it has no sandbox outputs".into())
-            }
-            ["install", "sandbox", ..] | ["sandbox", ..] => Ok(None),
-            ["install", "inputs", name, ..] => {
-                if self.inputs.contains(*name) {
-                    Ok(None)
-                } else {
-                    Err(format!("unknown input `{name}`{}", hint(name, self.inputs)))
-                }
-            }
-            ["install", field, ..] => {
-                if INSTALL_FIELDS.contains(field) {
-                    Ok(None)
-                } else {
-                    Err(format!(
-                        "unknown install field `{shown}`{}",
-                        did_you_mean(field, INSTALL_FIELDS.iter().copied())
-                    ))
-                }
-            }
-            ["inputs", "inputs", name, ..] => {
-                if self.inputs.contains(*name) {
-                    Ok(None)
-                } else {
-                    Err(format!("unknown input `{name}`{}", hint(name, self.inputs)))
-                }
-            }
-            ["inputs", "inputs"] => Ok(None),
-            ["inputs", name, ..] => Err(format!(
-                "inputs are read as `.nuon.inputs.inputs.{name}`, not `{shown}`"
-            )),
             ["components", name, ..] => {
-                let name = *name;
-                if owner == format!("component:{name}") {
-                    Err(format!("component `{name}` cannot read its own outputs"))
-                } else if self.components.contains(name) {
-                    Ok(Some(name.to_string()))
-                } else {
-                    Err(format!(
-                        "unknown component `{name}`{}",
-                        hint(name, self.components)
-                    ))
+                let names = known(&["components"]);
+                if owner == "stack" {
+                    return (
+                        None,
+                        refuse(
+                            "stack fields cannot read components: the stack is created before them"
+                                .into(),
+                        ),
+                    );
                 }
+                if owner == format!("component:{name}") {
+                    return (
+                        None,
+                        refuse(format!("component `{name}` cannot read its own outputs")),
+                    );
+                }
+                if !names.iter().any(|n| n == name) {
+                    return (
+                        None,
+                        refuse(format!("unknown component `{name}`{}", hint(name, &names))),
+                    );
+                }
+                let found = self.walk(rest, &shown);
+                return (Some(name.to_string()), found);
             }
             ["actions", "workflows", name, ..] | ["actions", name, ..] => {
-                if self.actions.contains(*name) {
-                    Ok(None)
-                } else {
-                    Err(format!(
-                        "unknown action `{name}`{}",
-                        hint(name, self.actions)
-                    ))
+                let names = known(&["actions", "workflows"]);
+                if owner == "stack" || owner == "sandbox" {
+                    return (
+                        None,
+                        refuse(format!("{owner} fields cannot read action outputs")),
+                    );
+                }
+                if !names.iter().any(|n| n == name) {
+                    return (
+                        None,
+                        refuse(format!("unknown action `{name}`{}", hint(name, &names))),
+                    );
+                }
+                if rest[1] != "workflows" {
+                    return (
+                        None,
+                        warn(format!(
+                            "`{shown}` fails when rendered at deploy: action state is read as `.nuon.actions.workflows.{name}`"
+                        )),
+                    );
                 }
             }
-            ["secrets", name, ..] => {
-                if self.secrets.contains(*name) {
-                    Ok(None)
-                } else {
-                    Err(format!(
-                        "unknown secret `{name}`{}",
-                        hint(name, self.secrets)
-                    ))
-                }
+            ["sandbox", ..] | ["install", "sandbox", ..] if owner == "stack" => {
+                return (
+                    None,
+                    refuse(
+                        "stack fields cannot read the sandbox: the stack is created before it"
+                            .into(),
+                    ),
+                );
             }
-            [root, ..] if ROOTS.contains(root) => Ok(None),
-            [root, ..] => Err(format!(
-                "unknown template root `.nuon.{root}`{}",
-                did_you_mean(root, ROOTS.iter().copied())
-            )),
+            ["sandbox", "outputs", ..] | ["install", "sandbox", "outputs", ..]
+                if !self.has_sandbox =>
+            {
+                return (
+                    None,
+                    warn("the app has no sandbox.toml, so it has no sandbox outputs".into()),
+                );
+            }
+            ["inputs", name, ..] if *name != "inputs" => {
+                return (
+                    None,
+                    warn(format!(
+                        "inputs are read as `.nuon.inputs.inputs.{name}`, not `{shown}` (it fails when rendered at deploy)"
+                    )),
+                );
+            }
+            _ => {}
         }
+        (None, self.walk(rest, &shown))
+    }
+
+    /// The path against the stand-in state: a missing key fails at deploy.
+    fn walk(&self, rest: &[&str], shown: &str) -> Option<(Severity, String)> {
+        use crate::state::{Lookup, lookup};
+        let msg = match lookup(self.state, rest) {
+            Lookup::Found => return None,
+            Lookup::Missing { at, known } => {
+                let key = rest[at];
+                let hint = did_you_mean(key, known.iter().map(String::as_str));
+                match rest {
+                    ["inputs", "inputs", ..] | ["install", "inputs", ..] if at == 2 => {
+                        format!("unknown input `{key}`{hint}")
+                    }
+                    ["secrets", ..] if at == 1 => format!("unknown secret `{key}`{hint}"),
+                    [..] if at == 0 => format!("unknown template root `.nuon.{key}`{hint}"),
+                    _ => format!(
+                        "`{shown}`: `.nuon.{}` has no field `{key}`{hint}",
+                        rest[..at].join(".")
+                    ),
+                }
+            }
+            Lookup::NotAMap { at } => format!(
+                "`{shown}`: `.nuon.{}` is a value, not a map",
+                rest[..at].join(".")
+            ),
+        };
+        Some((
+            Severity::Warning,
+            format!("{msg}: it fails when rendered at deploy"),
+        ))
     }
 }

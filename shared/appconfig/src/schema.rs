@@ -88,6 +88,26 @@ const fn ign(name: &'static str, ty: Ty, doc: &'static str) -> Field {
 }
 
 const STR: Ty = Ty::Str;
+/// Operations a role can be bound to (`operation_roles`).
+pub const OPERATIONS: &[&str] = &[
+    "provision",
+    "deprovision",
+    "reprovision",
+    "deploy",
+    "teardown",
+    "trigger",
+];
+
+pub static OPERATION_ROLE: Schema = Schema {
+    name: "operation_role",
+    doc: "The role a component (or the sandbox) uses for one operation.",
+    groups: &[&[
+        req("operation", Ty::Enum(OPERATIONS), "the operation"),
+        req("role", Ty::Str, "name of a permissions or break-glass role"),
+    ]],
+    free_tables: false,
+};
+
 const STRS: Ty = Ty::List(&STR);
 const STR_MAP: Ty = Ty::Map(&STR);
 const ANY: Ty = Ty::Any;
@@ -211,11 +231,15 @@ pub static RUNNER: Schema = Schema {
     name: "runner.toml",
     doc: "How the install's runner is set up.",
     groups: &[&[
-        ign(
-            "runner_type",
-            Ty::Str,
-            "where the runner runs (`aws`, `azure`, `gcp`, `kubernetes`, `local`)",
-        ),
+        Field {
+            required: true,
+            ..ign(
+                "runner_type",
+                Ty::Str,
+                "where the runner runs (`aws`, `azure`, `gcp`, `kubernetes`, `local`)",
+            )
+        },
+        ign("instance_type", Ty::Str, "machine type of the runner host"),
         ign(
             "helm_driver",
             Ty::Enum(&["configmap", "secret"]),
@@ -227,6 +251,21 @@ pub static RUNNER: Schema = Schema {
             "script that sets the runner host up",
         ),
         ign("env_vars", STR_MAP, "environment of the runner"),
+        ign(
+            "env_var",
+            Ty::Tables(&NAME_VALUE),
+            "environment of the runner, older form (`[[env_var]]` with `name`, `value`)",
+        ),
+    ]],
+    free_tables: false,
+};
+
+pub static NAME_VALUE: Schema = Schema {
+    name: "env_var",
+    doc: "One environment variable.",
+    groups: &[&[
+        req("name", Ty::Str, "variable name"),
+        req("value", Ty::Str, "value"),
     ]],
     free_tables: false,
 };
@@ -282,10 +321,25 @@ pub static SANDBOX: Schema = Schema {
             ),
             ign(
                 "operation_roles",
-                STR_MAP,
-                "role to use per operation (`provision = \"...\"`)",
+                Ty::Tables(&OPERATION_ROLE),
+                "role to use per operation (`[[operation_roles]]` with `operation`, `role`)",
             ),
             ign("drift_schedule", Ty::Cron, "cron schedule of drift checks"),
+            f(
+                "skip_noops",
+                Ty::Bool,
+                "skip the apply when the plan has no changes (Ferry always does)",
+            ),
+            ign(
+                "max_auto_retries",
+                Ty::Int,
+                "automatic retries of a failed deploy",
+            ),
+            ign(
+                "auto_approve_on_policies_passing",
+                Ty::Bool,
+                "approve plans whose policies all pass",
+            ),
             ign("runtime", Ty::Str, "Pulumi runtime (pulumi sandboxes)"),
             ign("pulumi_config", ANY, "Pulumi config (pulumi sandboxes)"),
         ],
@@ -355,9 +409,13 @@ pub static SYNC_TARGET: Schema = Schema {
     name: "kubernetes_sync_target",
     doc: "Where a secret is copied in the install's cluster.",
     groups: &[&[
-        req("namespace", Ty::Str, "namespace of the Kubernetes secret"),
+        req(
+            "namespaces",
+            STRS,
+            "namespaces the Kubernetes secret is created in (at least one)",
+        ),
         req("name", Ty::Str, "name of the Kubernetes secret"),
-        f("key", Ty::Str, "key inside the secret (default: `value`)"),
+        req("key", Ty::Str, "key inside the secret"),
     ]],
     free_tables: false,
 };
@@ -382,8 +440,8 @@ pub static SECRET: Schema = Schema {
         ),
         ign(
             "format",
-            Ty::Enum(&["base64", "json", "string"]),
-            "value format",
+            Ty::Enum(&["base64", ""]),
+            "`base64` when the value is base64-encoded",
         ),
         ign("user_configurable", Ty::Bool, "the customer may change it"),
         ign(
@@ -457,21 +515,26 @@ pub static POLICY: Schema = Schema {
             ]),
             "what the policy checks",
         ),
-        f("name", Ty::Str, "policy name"),
+        f("name", Ty::Str, "policy name (default: the file's name)"),
         f(
             "engine",
             Ty::Enum(&["opa", "kyverno"]),
-            "policy engine (default: opa for `.rego`, kyverno for `.yaml`)",
+            "policy engine (default: opa for `.rego`, kyverno for `.yaml`, else by type)",
         ),
         f(
             "components",
             STRS,
-            "components it applies to (default: all of its type)",
+            "components it applies to (default, or `[\"*\"]`: every component of its type)",
+        ),
+        ign(
+            "sandbox",
+            Ty::Bool,
+            "evaluate only during sandbox operations",
         ),
         req(
             "contents",
-            Ty::File,
-            "`./path` of the `.rego` or `.yaml` policy file",
+            Ty::Contents,
+            "`./path` of the `.rego` or `.yaml` policy (relative to the file that defines it), a URL, or the policy inline",
         ),
     ]],
     free_tables: false,
@@ -564,21 +627,27 @@ pub static OPERATION_RULE: Schema = Schema {
     name: "rule",
     doc: "Which role a principal uses for an operation.",
     groups: &[&[
-        f("principal", Ty::Str, "who (a user, a group, `*`)"),
         req(
-            "operation",
+            "principal",
             Ty::Str,
-            "which operation (`provision`, `deploy`, `teardown`, an action name)",
+            "who: `nuon::component:NAME`, `nuon::sandbox` or `nuon::action:NAME` (NAME may be `*`)",
         ),
-        req("role", Ty::Str, "the role to use"),
+        req("operation", Ty::Enum(OPERATIONS), "which operation"),
+        req("role", Ty::Str, "name of a permissions or break-glass role"),
     ]],
     free_tables: false,
 };
 
 pub static OPERATION_ROLES: Schema = Schema {
     name: "operation_roles.toml",
-    doc: "Rules mapping operations to roles.",
-    groups: &[&[ign("rules", Ty::Tables(&OPERATION_RULE), "rules")]],
+    doc: "Rules mapping (principal, operation) to the role it runs with.",
+    groups: &[&[
+        Field {
+            required: true,
+            ..ign("type", Ty::Enum(&["matrix"]), "the rule format: `matrix`")
+        },
+        ign("rules", Ty::Tables(&OPERATION_RULE), "rules"),
+    ]],
     free_tables: false,
 };
 
@@ -642,7 +711,12 @@ const COMPONENT_COMMON: &[Field] = &[
         "automatic retries of a failed deploy",
     ),
     ign("drift_schedule", Ty::Cron, "cron schedule of drift checks"),
-    ign("operation_roles", STR_MAP, "role to use per operation"),
+    ign(
+        "operation_roles",
+        Ty::Tables(&OPERATION_ROLE),
+        "role to use per operation (`[[operation_roles]]` with `operation`, `role`)",
+    ),
+    f("labels", STR_MAP, "labels"),
     f(
         "skip_noops",
         Ty::Bool,
@@ -1089,6 +1163,8 @@ pub const TRIGGER_TYPES: &[&str] = &[
     "post-reprovision-sandbox",
     "pre-update-inputs",
     "post-update-inputs",
+    "pre-component-deploy",
+    "post-component-deploy",
     "pre-secrets-sync",
     "post-secrets-sync",
     "role-enabled",
@@ -1097,6 +1173,8 @@ pub const TRIGGER_TYPES: &[&str] = &[
 
 /// Triggers that name the component they follow.
 pub const COMPONENT_TRIGGERS: &[&str] = &[
+    "pre-component-deploy",
+    "post-component-deploy",
     "pre-deploy-component",
     "post-deploy-component",
     "pre-teardown-component",
@@ -1116,7 +1194,11 @@ pub static TRIGGER: Schema = Schema {
             Ty::Enum(TRIGGER_TYPES),
             "manual, cron, or a lifecycle hook",
         ),
-        f("cron_schedule", Ty::Cron, "schedule of a `cron` trigger"),
+        f(
+            "cron_schedule",
+            Ty::Cron,
+            "schedule of a `cron` trigger (an empty one never fires)",
+        ),
         f(
             "component_name",
             Ty::Str,
@@ -1189,7 +1271,11 @@ pub static ACTION: Schema = Schema {
     groups: &[&[
         req("name", Ty::Str, "action name"),
         f("description", Ty::Str, "what it does"),
-        f("timeout", Ty::Duration, "longest run (`30s`, `5m`)"),
+        req(
+            "timeout",
+            Ty::Duration,
+            "longest run (`30s`, `5m`; at most `1h`)",
+        ),
         f("labels", STR_MAP, "labels"),
         req("triggers", Ty::Tables(&TRIGGER), "when it runs"),
         req("steps", Ty::Tables(&STEP), "what it runs, in order"),
@@ -1219,15 +1305,37 @@ pub static RUNBOOK_STEP: Schema = Schema {
         req("name", Ty::Str, "step name"),
         req(
             "type",
-            Ty::Enum(&["component_deploy", "action"]),
-            "deploy a component, or run an action",
+            Ty::Enum(&["deploy", "component_deploy", "action"]),
+            "deploy a component (`deploy`, also written `component_deploy`), or run an action",
+        ),
+        f("component_name", Ty::Str, "the component (`deploy`)"),
+        f(
+            "deploy_dependencies",
+            Ty::Bool,
+            "also deploy the component's dependencies (`deploy`)",
         ),
         f(
-            "component_name",
+            "action_name",
             Ty::Str,
-            "the component (`component_deploy`)",
+            "a declared action (`action`; or give the action inline)",
         ),
-        f("action_name", Ty::Str, "the action (`action`)"),
+        f(
+            "command",
+            Ty::Str,
+            "inline action: command line (templates allowed)",
+        ),
+        f(
+            "inline_contents",
+            Ty::Contents,
+            "inline action: `./path` of a script (relative to the package root), or the script inline",
+        ),
+        f(
+            "env_vars",
+            STR_MAP,
+            "inline action: environment (templates allowed)",
+        ),
+        f("timeout", Ty::Duration, "inline action: longest run"),
+        ign("role", Ty::Str, "inline action: role to run with"),
         f("description", Ty::Str, "what it does"),
     ]],
     free_tables: false,
@@ -1288,9 +1396,14 @@ pub static INSTALL: Schema = Schema {
         req("name", Ty::Str, "install name"),
         f("description", Ty::Str, "what it is for"),
         f(
+            "approval_option",
+            Ty::Str,
+            "`approve-all` approves every plan without review; `prompt` (or anything else) waits for a person",
+        ),
+        f(
             "approve_all",
             Ty::Bool,
-            "Ferry: approve every plan of this install without review",
+            "Ferry's older spelling of `approval_option = \"approve-all\"`",
         ),
         ign("aws_account", Ty::Table(&AWS_ACCOUNT), "AWS account"),
         ign(
@@ -1328,16 +1441,30 @@ pub struct Block {
 pub enum Dir {
     /// No directory form.
     None,
-    /// `NAME/*.toml`, each with the file's shape; merged.
-    Merged,
-    /// `NAME/*.toml` (or `NAME/**/*.toml` when `recursive`), one item per file.
-    Items {
-        item: &'static Schema,
-        recursive: bool,
-    },
-    /// `components/*.toml`: one component per file, its schema chosen by its `type`.
+    /// `NAME/**/*.toml`, read recursively, one item per file with the item's keys at the top level
+    /// (Nuon's form). A file holding the keys of `NAME.toml` instead (`[[input]]`, `[[policy]]`) is
+    /// read like `NAME.toml` (Ferry's older form).
+    Items(&'static Schema),
+    /// `components/**/*.toml`: one component per file, its schema chosen by its `type`.
     Components,
 }
+
+/// Nuon files and folders Ferry knows but does not use: not warned about as unknown.
+pub const IGNORED_NUON_FILES: &[(&str, &str)] = &[
+    ("branch.toml", "Nuon's app-branch settings"),
+    ("branches", "Nuon's app-branch settings"),
+];
+
+pub static INSTALLS_CONFIG: Schema = Schema {
+    name: "installs.toml",
+    doc: "Where installs are kept (Nuon's form: `[connected_repo]`); or `[[installs]]` tables, one per install.",
+    groups: &[&[ign(
+        "connected_repo",
+        Ty::Table(&REPO),
+        "a repository holding the installs",
+    )]],
+    free_tables: false,
+};
 
 pub const BLOCKS: &[Block] = &[
     Block {
@@ -1358,41 +1485,32 @@ pub const BLOCKS: &[Block] = &[
     Block {
         name: "inputs",
         file: Some(&INPUTS),
-        dir: Dir::Merged,
+        dir: Dir::Items(&INPUT),
     },
     Block {
         name: "input_groups",
         file: Some(&INPUT_GROUPS),
-        dir: Dir::Items {
-            item: &INPUT_GROUP,
-            recursive: false,
-        },
+        dir: Dir::Items(&INPUT_GROUP),
     },
     Block {
         name: "secrets",
         file: Some(&SECRETS),
-        dir: Dir::Items {
-            item: &SECRET,
-            recursive: true,
-        },
+        dir: Dir::Items(&SECRET),
     },
     Block {
         name: "permissions",
         file: Some(&PERMISSIONS),
-        dir: Dir::Items {
-            item: &ROLE,
-            recursive: false,
-        },
+        dir: Dir::Items(&ROLE),
     },
     Block {
         name: "policies",
         file: Some(&POLICIES),
-        dir: Dir::Merged,
+        dir: Dir::Items(&POLICY),
     },
     Block {
         name: "break_glass",
         file: Some(&BREAK_GLASS),
-        dir: Dir::Merged,
+        dir: Dir::Items(&ROLE),
     },
     Block {
         name: "stack",
@@ -1407,12 +1525,12 @@ pub const BLOCKS: &[Block] = &[
     Block {
         name: "operation_roles",
         file: Some(&OPERATION_ROLES),
-        dir: Dir::Merged,
+        dir: Dir::None,
     },
     Block {
         name: "kubernetes_contexts",
         file: Some(&KUBERNETES_CONTEXTS),
-        dir: Dir::Merged,
+        dir: Dir::Items(&KUBERNETES_CONTEXT),
     },
     Block {
         name: "components",
@@ -1422,25 +1540,16 @@ pub const BLOCKS: &[Block] = &[
     Block {
         name: "actions",
         file: None,
-        dir: Dir::Items {
-            item: &ACTION,
-            recursive: false,
-        },
+        dir: Dir::Items(&ACTION),
     },
     Block {
         name: "runbooks",
         file: None,
-        dir: Dir::Items {
-            item: &RUNBOOK,
-            recursive: false,
-        },
+        dir: Dir::Items(&RUNBOOK),
     },
     Block {
         name: "installs",
         file: None,
-        dir: Dir::Items {
-            item: &INSTALL,
-            recursive: false,
-        },
+        dir: Dir::Items(&INSTALL),
     },
 ];

@@ -91,7 +91,11 @@ fn renders_against_install_state() {
     let mut g = serde_json::Map::new();
     g.insert("message".into(), "hi, dev!".into());
     outs.insert("greeter".to_string(), g);
-    let state = cfg.template_state("dev", &Default::default(), &Default::default(), &outs);
+    let state = cfg.template_state(&ferry_appconfig::state::Facts {
+        install: "dev",
+        component_outputs: Some(&outs),
+        ..Default::default()
+    });
     let r = cfg.component("counter").unwrap().render(&state).unwrap();
     assert_eq!(
         r.vars,

@@ -58,8 +58,17 @@ impl TemplateError {
     }
 }
 
-/// Parses and renders in one go, strictly: a missing key is an error.
+/// Whether a string is a template at all. Nuon renders only strings that contain `.nuon` and passes
+/// every other one through verbatim (nuon-format.md R3); Ferry also renders its `.ferry` alias.
+pub fn is_template(src: &str) -> bool {
+    src.contains(".nuon") || src.contains(".ferry")
+}
+
+/// Renders strictly (a missing key is an error); a string that is not a template comes back as it is.
 pub fn render(src: &str, state: &Value) -> Result<String, TemplateError> {
+    if !is_template(src) {
+        return Ok(src.to_string());
+    }
     Template::parse(src)?.render(state, Mode::Strict)
 }
 

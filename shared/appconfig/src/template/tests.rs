@@ -14,12 +14,57 @@ fn state() -> Value {
     })
 }
 
+/// Parses and renders, whether or not the text names `.nuon` (the engine itself; `render` skips
+/// strings that are not templates).
+fn engine(src: &str) -> Result<String, TemplateError> {
+    Template::parse(src)?.render(&state(), Mode::Strict)
+}
+
 fn r(src: &str) -> String {
-    render(src, &state()).unwrap_or_else(|e| panic!("{src}: {e}"))
+    engine(src).unwrap_or_else(|e| panic!("{src}: {e}"))
 }
 
 fn err(src: &str) -> TemplateError {
-    render(src, &state()).expect_err(src)
+    engine(src).expect_err(src)
+}
+
+#[test]
+fn strings_without_nuon_pass_through_unparsed() {
+    assert_eq!(
+        render("role for {{nuon.install.id}}", &state()).unwrap(),
+        "role for {{nuon.install.id}}"
+    );
+    assert_eq!(render("{{ nonsense", &state()).unwrap(), "{{ nonsense");
+    assert_eq!(render("{{.nuon.install.id}}", &state()).unwrap(), "inst1");
+    assert!(!is_template("{{ .install.id }}"));
+}
+
+#[test]
+fn hostile_templates_stop_with_located_errors() {
+    let nested = format!("{}x{}", "{{if .nuon}}".repeat(300), "{{end}}".repeat(300));
+    let e = Template::parse(&nested).unwrap_err();
+    assert!(e.to_string().contains("nested more than 100 deep"), "{e}");
+    assert_eq!(e.offset(), 100 * "{{if .nuon}}".len());
+    let parens = format!("{{{{ {}1{} }}}}", "(".repeat(200), ")".repeat(200));
+    assert!(
+        Template::parse(&parens)
+            .unwrap_err()
+            .to_string()
+            .contains("parentheses nested")
+    );
+    let loops = "{{range 100000}}{{range 100000}}{{range 100000}}x{{end}}{{end}}{{end}}";
+    let e = err(loops);
+    assert!(e.to_string().contains("more than 200000 steps"), "{e}");
+    // Lenient mode (validation) is bounded the same way.
+    let e = Template::parse(loops)
+        .unwrap()
+        .render(&state(), Mode::Lenient)
+        .unwrap_err();
+    assert!(e.to_string().contains("steps"), "{e}");
+    let doubling = "{{$x := \"0123456789abcdef\"}}{{range 40}}{{$x = print $x $x}}{{end}}";
+    let e = err(doubling);
+    assert!(e.to_string().contains("larger than 1048576 bytes"), "{e}");
+    assert!(e.offset() > 0);
 }
 
 #[test]
