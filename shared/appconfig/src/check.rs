@@ -159,6 +159,8 @@ impl Checker<'_> {
                 _ => self.type_error(node, key, "a duration string"),
             },
             Ty::Cron => match &node.v {
+                // Nuon checks a schedule only when it is set; an empty one never fires.
+                V::Str(s) if s.is_empty() => {}
                 V::Str(s) => {
                     if let Err(why) = check_cron(s) {
                         self.error(

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::schema::{self, BLOCKS, Dir, Field, Schema, Ty};
-use crate::template::FUNCTIONS;
+use crate::template::functions;
 
 fn ty_json(ty: Ty) -> Value {
     match ty {
@@ -203,7 +203,9 @@ pub fn markdown_reference() -> String {
             .join(", "),
     );
     out.push_str("\n\n### Template functions\n\n| function | what it does |\n|---|---|\n");
-    for (name, _, _, doc) in FUNCTIONS {
+    let mut all: Vec<_> = functions().collect();
+    all.sort_by_key(|f| f.0);
+    for (name, _, _, doc) in all {
         out.push_str(&format!("| `{name}` | {} |\n", doc.replace('|', "\\|")));
     }
     out

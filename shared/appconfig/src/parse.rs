@@ -163,9 +163,12 @@ pub struct InstallDecl {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     pub file: String,
+    /// `name`, or the defining file's name.
+    pub name: String,
     pub kind: String,
     pub engine: String,
     pub contents: String,
+    /// The components it applies to; empty: every component of its type (also `["*"]`).
     pub components: Vec<String>,
 }
 
@@ -490,19 +493,26 @@ impl<'a> Loader<'a> {
             }
         };
 
+        let mut roles = BTreeSet::new();
         for name in [
+            "permissions",
+            "break_glass",
             "runner",
             "stack",
             "installer",
-            "operation_roles",
             "kubernetes_contexts",
-            "break_glass",
-            "permissions",
+            "operation_roles",
         ] {
             for (doc, schema) in take(&mut docs, name) {
                 self.check(&doc, &doc.root, schema, name, true);
                 if std::ptr::eq(schema, &schema::ROLE) && name == "permissions" {
                     self.permission_role(&doc);
+                }
+                if name == "permissions" || name == "break_glass" {
+                    roles.extend(role_names(&doc.root, schema));
+                }
+                if name == "operation_roles" {
+                    self.operation_rules(&doc, &roles);
                 }
             }
         }
@@ -866,14 +876,64 @@ impl<'a> Loader<'a> {
         (inputs, groups)
     }
 
+    /// `operation_roles.toml` (R6): principals name a component, the sandbox or an action; each
+    /// (principal, operation) once; roles are declared in permissions or break glass.
+    fn operation_rules(&mut self, doc: &Doc, roles: &BTreeSet<String>) {
+        let mut seen = BTreeSet::new();
+        for rule in doc.root.get("rules").map(Node::items).unwrap_or_default() {
+            let (Some(principal), Some(op)) = (rule.get("principal"), rule.str_of("operation"))
+            else {
+                continue;
+            };
+            let p = principal.as_str().unwrap_or_default();
+            let ok = p == "nuon::sandbox"
+                || ["nuon::component:", "nuon::action:"]
+                    .iter()
+                    .any(|pre| p.strip_prefix(pre).is_some_and(|n| !n.is_empty()));
+            let mut push =
+                |at, sev, msg: String| self.diags.push(&doc.path, &doc.src, at, sev, msg);
+            if !ok {
+                push(
+                    principal.span.start,
+                    Severity::Error,
+                    format!(
+                        "unknown principal `{p}`: write `nuon::component:NAME`, `nuon::sandbox` or `nuon::action:NAME` (NAME may be `*`)"
+                    ),
+                );
+            }
+            if !seen.insert((p.to_string(), op.to_string())) {
+                push(
+                    principal.span.start,
+                    Severity::Error,
+                    format!("`{p}` has two rules for `{op}`"),
+                );
+            }
+            if let Some(role) = rule.get("role")
+                && let Some(name) = role.as_str()
+                && !roles.contains(name)
+            {
+                let hint = did_you_mean(name, roles.iter().map(String::as_str));
+                push(
+                    role.span.start,
+                    Severity::Error,
+                    format!(
+                        "unknown role `{name}`{hint}: roles are declared in permissions or break_glass.toml"
+                    ),
+                );
+            }
+        }
+    }
+
     fn secrets(&mut self, docs: Vec<(Doc, &'static Schema)>) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
+        let mut targets: BTreeSet<(String, String, String)> = BTreeSet::new();
         for (doc, schema) in docs {
             self.check(&doc, &doc.root, schema, "secrets", true);
             for s in doc_items(&doc, schema, &schema::SECRET, "secret") {
                 let Some(name) = s.str_of("name") else {
                     continue;
                 };
+                self.secret_rules(&doc, s, &mut targets);
                 if names.iter().any(|n| n == name) {
                     let at = s.get("name").map(|n| n.span.start).unwrap_or(0);
                     self.diags.push(
@@ -888,6 +948,84 @@ impl<'a> Loader<'a> {
             }
         }
         names
+    }
+
+    /// A secret's exclusive keys and its Kubernetes sync targets (R6).
+    fn secret_rules(
+        &mut self,
+        doc: &Doc,
+        s: &Node,
+        targets: &mut BTreeSet<(String, String, String)>,
+    ) {
+        let mut push = |at, msg: String| {
+            self.diags
+                .push(&doc.path, &doc.src, at, Severity::Error, msg)
+        };
+        let on = |k: &str| s.bool_of(k).unwrap_or(false);
+        for (a, b, set) in [
+            (
+                "auto_generate",
+                "required",
+                on("auto_generate") && on("required"),
+            ),
+            (
+                "default",
+                "required",
+                s.get("default").is_some() && on("required"),
+            ),
+            (
+                "default",
+                "auto_generate",
+                s.get("default").is_some() && on("auto_generate"),
+            ),
+        ] {
+            if set {
+                let at = s.entry(b).map_or(s.span.start, |e| e.key_span.start);
+                push(at, format!("`{a}` and `{b}` are mutually exclusive"));
+            }
+        }
+        for t in s
+            .get("kubernetes_sync_targets")
+            .map(Node::items)
+            .unwrap_or_default()
+        {
+            let (Some(ns), Some(name), Some(key)) =
+                (t.get("namespaces"), t.str_of("name"), t.str_of("key"))
+            else {
+                continue;
+            };
+            if matches!(&ns.v, V::Array(a) if a.is_empty()) {
+                push(
+                    ns.span.start,
+                    "`namespaces` needs at least one namespace".into(),
+                );
+            }
+            let templated = |v: &str| v.contains("{{");
+            for n in ns.items().iter().filter_map(|n| n.as_str().map(|v| (n, v))) {
+                if !templated(n.1) && !is_rfc1123(n.1) {
+                    push(
+                        n.0.span.start,
+                        format!(
+                            "namespace `{}` is not a valid Kubernetes name (RFC 1123)",
+                            n.1
+                        ),
+                    );
+                }
+                if !targets.insert((n.1.to_string(), name.to_string(), key.to_string())) {
+                    push(
+                        n.0.span.start,
+                        format!("two secrets are synced to `{}/{name}` key `{key}`", n.1),
+                    );
+                }
+            }
+            if !templated(name) && !is_rfc1123(name) {
+                let at = t.get("name").map_or(t.span.start, |n| n.span.start);
+                push(
+                    at,
+                    format!("`{name}` is not a valid Kubernetes secret name (RFC 1123)"),
+                );
+            }
+        }
     }
 
     fn sandbox(&mut self, doc: Doc) -> Option<Component> {
@@ -1195,17 +1333,38 @@ impl<'a> Loader<'a> {
                 continue;
             }
             let mut triggers = Vec::new();
+            let mut crons = 0;
             for t in r.get("triggers").map(Node::items).unwrap_or_default() {
-                let kind = t.str_of("type").unwrap_or_default().to_string();
+                let written = t.str_of("type").unwrap_or_default();
+                // Nuon rewrites its legacy spellings.
+                let kind = match written {
+                    "pre-component-deploy" => "pre-deploy-component",
+                    "post-component-deploy" => "post-deploy-component",
+                    k => k,
+                }
+                .to_string();
                 let at = t.get("type").map(|n| n.span.start).unwrap_or(t.span.start);
-                if kind == "cron" && t.get("cron_schedule").is_none() {
-                    self.diags.push(
-                        &doc.path,
-                        &doc.src,
-                        at,
-                        Severity::Error,
-                        "a `cron` trigger needs `cron_schedule`".to_string(),
-                    );
+                if kind == "cron" {
+                    crons += 1;
+                    if crons == 2 {
+                        self.diags.push(
+                            &doc.path,
+                            &doc.src,
+                            at,
+                            Severity::Error,
+                            "an action has at most one `cron` trigger".to_string(),
+                        );
+                    }
+                    if t.str_of("cron_schedule").is_none_or(str::is_empty) {
+                        self.diags.push(
+                            &doc.path,
+                            &doc.src,
+                            at,
+                            Severity::Warning,
+                            "this `cron` trigger has no `cron_schedule`: it never fires"
+                                .to_string(),
+                        );
+                    }
                 }
                 if kind != "cron"
                     && let Some(n) = t.get("cron_schedule")
@@ -1253,7 +1412,10 @@ impl<'a> Loader<'a> {
                 }
                 triggers.push(Trigger {
                     kind,
-                    cron_schedule: t.str_of("cron_schedule").map(String::from),
+                    cron_schedule: t
+                        .str_of("cron_schedule")
+                        .filter(|c| !c.is_empty())
+                        .map(String::from),
                     component,
                 });
             }
@@ -1285,12 +1447,24 @@ impl<'a> Loader<'a> {
                     );
                 }
             }
+            let timeout_secs = r.str_of("timeout").and_then(parse_duration);
+            if let (Some(t), Some(n)) = (timeout_secs, r.get("timeout"))
+                && t > MAX_ACTION_TIMEOUT_SECS
+            {
+                self.diags.push(
+                    &doc.path,
+                    &doc.src,
+                    n.span.start,
+                    Severity::Error,
+                    "an action's `timeout` is at most `1h`".to_string(),
+                );
+            }
             out.push(Action {
                 name,
                 file: doc.path.clone(),
                 triggers,
                 steps,
-                timeout_secs: r.str_of("timeout").and_then(parse_duration),
+                timeout_secs,
                 dependencies: deps,
             });
         }
@@ -1309,41 +1483,8 @@ impl<'a> Loader<'a> {
             self.check(&doc, r, schema, "runbook", true);
             let mut steps = Vec::new();
             for s in r.get("steps").map(Node::items).unwrap_or_default() {
-                let name = s.str_of("name").unwrap_or_default().to_string();
-                let kind = s.str_of("type").unwrap_or_default().to_string();
-                let (key, known): (&str, &BTreeSet<String>) = if kind == "action" {
-                    ("action_name", actions)
-                } else {
-                    ("component_name", components)
-                };
-                let what = if kind == "action" {
-                    "action"
-                } else {
-                    "component"
-                };
-                match s.get(key) {
-                    None if !kind.is_empty() => self.diags.push(
-                        &doc.path,
-                        &doc.src,
-                        s.span.start,
-                        Severity::Error,
-                        format!("a `{kind}` step needs `{key}`"),
-                    ),
-                    None => {}
-                    Some(n) => {
-                        let target = n.as_str().unwrap_or_default().to_string();
-                        if !known.contains(&target) {
-                            let hint = did_you_mean(&target, known.iter().map(String::as_str));
-                            self.diags.push(
-                                &doc.path,
-                                &doc.src,
-                                n.span.start,
-                                Severity::Error,
-                                format!("unknown {what} `{target}`{hint}"),
-                            );
-                        }
-                        steps.push((name, kind.clone(), target));
-                    }
+                if let Some(step) = self.runbook_step(&doc, s, components, actions) {
+                    steps.push(step);
                 }
             }
             out.push(Runbook {
@@ -1353,6 +1494,92 @@ impl<'a> Loader<'a> {
             });
         }
         out
+    }
+
+    /// One runbook step: `deploy` (or `component_deploy`) a component, or run an `action` — a
+    /// declared one (`action_name`) or one given inline (`command` / `inline_contents`).
+    fn runbook_step(
+        &mut self,
+        doc: &Doc,
+        s: &Node,
+        components: &BTreeSet<String>,
+        actions: &BTreeSet<String>,
+    ) -> Option<(String, String, String)> {
+        let name = s.str_of("name").unwrap_or_default().to_string();
+        let kind = match s.str_of("type")? {
+            "component_deploy" | "deploy" => "deploy",
+            "action" => "action",
+            _ => return None,
+        };
+        let mut push = |at: usize, severity, msg: String| {
+            self.diags.push(&doc.path, &doc.src, at, severity, msg)
+        };
+        let inline = s.entry("command").or(s.entry("inline_contents"));
+        let (key, known, what) = match kind {
+            "action" => ("action_name", actions, "action"),
+            _ => ("component_name", components, "component"),
+        };
+        if kind == "deploy" {
+            for k in [
+                "command",
+                "inline_contents",
+                "env_vars",
+                "timeout",
+                "action_name",
+            ] {
+                if let Some(e) = s.entry(k) {
+                    push(
+                        e.key_span.start,
+                        Severity::Error,
+                        format!("`{k}` belongs to `action` steps, not `deploy`"),
+                    );
+                }
+            }
+        } else if let (Some(_), Some(i)) = (s.entry("action_name"), inline) {
+            push(
+                i.key_span.start,
+                Severity::Error,
+                format!(
+                    "step `{name}`: an `action` step runs `action_name` or an inline action (`{}`), not both",
+                    i.key
+                ),
+            );
+            return None;
+        } else if inline.is_some() {
+            if let (Some(_), Some(e)) = (s.entry("command"), s.entry("inline_contents")) {
+                push(
+                    e.key_span.start,
+                    Severity::Error,
+                    format!(
+                        "step `{name}`: `command` and `inline_contents` are mutually exclusive"
+                    ),
+                );
+            }
+            return Some((name, kind.into(), String::new()));
+        }
+        let Some(n) = s.get(key) else {
+            let want = if kind == "action" {
+                "`action_name`, or an inline `command` or `inline_contents`"
+            } else {
+                "`component_name`"
+            };
+            push(
+                s.span.start,
+                Severity::Error,
+                format!("a `{kind}` step needs {want}"),
+            );
+            return None;
+        };
+        let target = n.as_str().unwrap_or_default().to_string();
+        if !known.contains(&target) {
+            let hint = did_you_mean(&target, known.iter().map(String::as_str));
+            push(
+                n.span.start,
+                Severity::Error,
+                format!("unknown {what} `{target}`{hint}"),
+            );
+        }
+        Some((name, kind.into(), target))
     }
 
     fn installs(
@@ -1416,11 +1643,26 @@ impl<'a> Loader<'a> {
                     );
                 }
             }
+            let approve_all = match r.get("approval_option") {
+                Some(n) => match n.as_str() {
+                    Some("approve-all") => true,
+                    Some("prompt") => false,
+                    other => {
+                        // Nuon reads anything else as `prompt`.
+                        self.diags.push(&doc.path, &doc.src, n.span.start, Severity::Warning, format!(
+                            "`approval_option` {} means `prompt`: write `approve-all` or `prompt`",
+                            other.map_or("that is not a string".to_string(), |o| format!("`{o}`"))
+                        ));
+                        false
+                    }
+                },
+                None => r.bool_of("approve_all").unwrap_or(false),
+            };
             out.push(InstallDecl {
                 name,
                 file: doc.path.clone(),
                 inputs: values,
-                approve_all: r.bool_of("approve_all").unwrap_or(false),
+                approve_all,
             });
         }
         out
@@ -1435,59 +1677,110 @@ impl<'a> Loader<'a> {
         for (doc, schema) in docs {
             self.check(&doc, &doc.root, schema, "policies", true);
             for p in doc_items(&doc, schema, &schema::POLICY, "policy") {
-                let contents = p.str_of("contents").unwrap_or_default().to_string();
-                let is_rego = contents.ends_with(".rego");
-                let is_yaml = contents.ends_with(".yaml") || contents.ends_with(".yml");
-                let engine = p.str_of("engine").map(String::from).unwrap_or_else(|| {
-                    if is_yaml {
-                        "kyverno".into()
-                    } else {
-                        "opa".into()
-                    }
-                });
-                let at = p
-                    .get("contents")
-                    .map(|n| n.span.start)
-                    .unwrap_or(p.span.start);
-                if (engine == "opa" && !is_rego) || (engine == "kyverno" && !is_yaml) {
-                    let want = if engine == "opa" {
-                        "a .rego file"
-                    } else {
-                        "a .yaml file"
-                    };
-                    self.diags.push(
-                        &doc.path,
-                        &doc.src,
-                        at,
-                        Severity::Error,
-                        format!("an `{engine}` policy needs {want}, got `{contents}`"),
-                    );
+                if let Some(policy) = self.policy(&doc, p, components) {
+                    out.push(policy);
                 }
-                let mut names = Vec::new();
-                for c in p.get("components").map(Node::items).unwrap_or_default() {
-                    let Some(cn) = c.as_str() else { continue };
-                    if !components.contains(cn) {
-                        let hint = did_you_mean(cn, components.iter().map(String::as_str));
-                        self.diags.push(
-                            &doc.path,
-                            &doc.src,
-                            c.span.start,
-                            Severity::Error,
-                            format!("unknown component `{cn}` in policy{hint}"),
-                        );
-                    }
-                    names.push(cn.to_string());
-                }
-                out.push(Policy {
-                    file: doc.path.clone(),
-                    kind: p.str_of("type").unwrap_or_default().into(),
-                    engine,
-                    contents,
-                    components: names,
-                });
             }
         }
         out
+    }
+
+    /// One policy. Nuon's rules (R6): `kubernetes_cluster` policies need kyverno, the others opa;
+    /// `components = ["*"]` means every component of the type, and names are not checked (Ferry
+    /// warns about unknown ones). The engine defaults by the file's extension, else by the type.
+    fn policy(&mut self, doc: &Doc, p: &Node, components: &BTreeSet<String>) -> Option<Policy> {
+        let kind = p.str_of("type")?.to_string();
+        let contents = p.str_of("contents").unwrap_or_default().to_string();
+        let local = crate::check::reference(&contents) == crate::check::Reference::Local;
+        let ext_engine = if !local {
+            None
+        } else if contents.ends_with(".rego") {
+            Some("opa")
+        } else if contents.ends_with(".yaml") || contents.ends_with(".yml") {
+            Some("kyverno")
+        } else {
+            None
+        };
+        let by_type = if kind == "kubernetes_cluster" {
+            "kyverno"
+        } else {
+            "opa"
+        };
+        let engine = p
+            .str_of("engine")
+            .or(ext_engine)
+            .unwrap_or(by_type)
+            .to_string();
+        let engine_at = p
+            .get("engine")
+            .or(p.get("contents"))
+            .map_or(p.span.start, |n| n.span.start);
+        if engine != by_type
+            && kind != "action"
+            && kind != "script"
+            && kind != "job"
+            && kind != "pulumi"
+        {
+            self.diags.push(
+                &doc.path,
+                &doc.src,
+                engine_at,
+                Severity::Error,
+                format!("`{kind}` policies are evaluated by {by_type}, not {engine}"),
+            );
+        }
+        if let Some(want) = ext_engine.filter(|e| *e != engine) {
+            self.diags.push(
+                &doc.path,
+                &doc.src,
+                engine_at,
+                Severity::Warning,
+                format!(
+                    "`{contents}` looks like a {want} policy, but the policy's engine is {engine}"
+                ),
+            );
+        }
+        let mut names = Vec::new();
+        let list = p.get("components").map(Node::items).unwrap_or_default();
+        for c in list {
+            let Some(cn) = c.as_str() else { continue };
+            if cn == "*" {
+                if list.len() > 1 {
+                    self.diags.push(&doc.path, &doc.src, c.span.start, Severity::Error,
+                        "`*` stands alone in `components`: it already means every component of the type".to_string());
+                }
+            } else if !components.contains(cn) {
+                let hint = did_you_mean(cn, components.iter().map(String::as_str));
+                self.diags.push(
+                    &doc.path,
+                    &doc.src,
+                    c.span.start,
+                    Severity::Warning,
+                    format!(
+                        "unknown component `{cn}` in policy{hint}: the policy never applies to it"
+                    ),
+                );
+            }
+            names.push(cn.to_string());
+        }
+        if names.iter().any(|n| n == "*") {
+            names.clear();
+        }
+        Some(Policy {
+            file: doc.path.clone(),
+            name: p.str_of("name").map(String::from).unwrap_or_else(|| {
+                doc.path
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default()
+                    .trim_end_matches(".toml")
+                    .to_string()
+            }),
+            kind,
+            engine,
+            contents,
+            components: names,
+        })
     }
 
     fn template(
@@ -1571,6 +1864,9 @@ fn stand_in_component(name: &str) -> Component {
     }
 }
 
+/// Longest action timeout Nuon accepts.
+const MAX_ACTION_TIMEOUT_SECS: f64 = 3600.0;
+
 /// The schema of one item of a directory block (components pick theirs by type later).
 fn items_schema(dir: Dir) -> &'static Schema {
     match dir {
@@ -1626,6 +1922,37 @@ fn name_line(src: &str) -> Option<String> {
             .then(|| v.trim().trim_matches('"').to_string())
             .filter(|n| !n.is_empty() && !n.contains('"'))
     })
+}
+
+/// A Kubernetes name: lowercase letters, digits, `-` and `.`, starting and ending alphanumeric.
+fn is_rfc1123(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && s.as_bytes()[0].is_ascii_alphanumeric()
+        && s.as_bytes()[s.len() - 1].is_ascii_alphanumeric()
+}
+
+/// Names of the roles a permissions or break-glass document declares.
+fn role_names(root: &Node, schema: &Schema) -> Vec<String> {
+    if std::ptr::eq(schema, &schema::ROLE) {
+        return root.str_of("name").map(String::from).into_iter().collect();
+    }
+    let mut out = Vec::new();
+    for e in root.entries() {
+        let items: Vec<&Node> = match &e.value.v {
+            V::Table(_) => vec![&e.value],
+            V::Array(a) => a.iter().collect(),
+            _ => vec![],
+        };
+        out.extend(
+            items
+                .iter()
+                .filter_map(|i| i.str_of("name").map(String::from)),
+        );
+    }
+    out
 }
 
 /// A component, input or input group name.

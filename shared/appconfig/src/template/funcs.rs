@@ -91,12 +91,17 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
     ("upper", 1, Some(1), "upper-cases a string"),
 ];
 
+/// Every function: Go's built-ins and the ones above, then Sprig's.
+pub fn all() -> impl Iterator<Item = &'static (&'static str, usize, Option<usize>, &'static str)> {
+    FUNCTIONS.iter().chain(super::sprig::FUNCTIONS.iter())
+}
+
 pub fn lookup(name: &str) -> Option<&'static (&'static str, usize, Option<usize>, &'static str)> {
-    FUNCTIONS.iter().find(|f| f.0 == name)
+    all().find(|f| f.0 == name)
 }
 
 pub fn hint(name: &str) -> String {
-    crate::check::did_you_mean(name, FUNCTIONS.iter().map(|f| f.0))
+    crate::check::did_you_mean(name, all().map(|f| f.0))
 }
 
 pub fn check_arity(name: &str, given: usize) -> Result<(), String> {
@@ -137,7 +142,7 @@ pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
     if unknown
         && !matches!(
             name,
-            "default" | "and" | "or" | "print" | "quote" | "squote"
+            "default" | "and" | "or" | "print" | "quote" | "squote" | "list" | "dict" | "coalesce"
         )
     {
         return Ok(V::Unknown);
@@ -223,14 +228,17 @@ pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
         "upper" => V::Str(s(&arg(0)).to_uppercase()),
         "lower" => V::Str(s(&arg(0)).to_lowercase()),
         "trim" => V::Str(s(&arg(0)).trim().to_string()),
+        // Sprig skips nil arguments.
         "quote" => V::Str(
             args.iter()
+                .filter(|a| !matches!(a, V::Null))
                 .map(|a| go_quote(&s(a)))
                 .collect::<Vec<_>>()
                 .join(" "),
         ),
         "squote" => V::Str(
             args.iter()
+                .filter(|a| !matches!(a, V::Null))
                 .map(|a| format!("'{}'", s(a)))
                 .collect::<Vec<_>>()
                 .join(" "),
@@ -252,7 +260,10 @@ pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
         "hasSuffix" => V::Bool(s(&arg(1)).ends_with(&s(&arg(0)))),
         "print" => V::Str(sprint(&args)),
         "printf" => V::Str(printf(&s(&arg(0)), &args[1..])?),
-        _ => return Err(format!("unknown function `{name}`")),
+        _ => match super::sprig::call(name, &args) {
+            Some(r) => r?,
+            None => return Err(format!("unknown function `{name}`")),
+        },
     })
 }
 

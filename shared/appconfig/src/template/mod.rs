@@ -22,11 +22,12 @@ mod eval;
 mod funcs;
 mod lex;
 mod parse;
+mod sprig;
 
 use serde_json::Value;
 
 pub use eval::Mode;
-pub use funcs::FUNCTIONS;
+pub use funcs::{FUNCTIONS, all as functions};
 pub use parse::{Node, Template};
 
 /// Deepest nesting of blocks (`if`, `with`, `range`, `else if`) or parentheses a template may have.

@@ -271,3 +271,148 @@ fn lenient_mode_checks_every_branch_against_unknowns() {
         .unwrap();
     assert!(t.render(&partial, Mode::Lenient).is_ok());
 }
+
+/// Sprig's functions, each with the output Go + Sprig give (Sprig's documentation and source).
+#[test]
+fn sprig_functions_match_go() {
+    let cases: &[(&str, &str)] = &[
+        (r#"{{ default "foo" "" }}"#, "foo"),
+        (r#"{{ "" | default "foo" }}"#, "foo"),
+        (r#"{{ default "foo" .nuon.inputs.inputs.name }}"#, "acme"),
+        (
+            r#"{{ required "x is required" .nuon.inputs.inputs.name }}"#,
+            "acme",
+        ),
+        (
+            r#"{{ empty "" }} {{ empty 0 }} {{ empty (list) }} {{ empty "a" }}"#,
+            "true true true false",
+        ),
+        (r#"{{ coalesce "" .nuon.inputs.inputs.empty "c" }}"#, "c"),
+        (
+            r#"{{ ternary "yes" "no" true }} {{ true | ternary "yes" "no" }}"#,
+            "yes yes",
+        ),
+        (r#"{{ toString 42 }} {{ toString nil }}"#, "42 <nil>"),
+        (r#"{{ list 1 "a" true | toJson }}"#, r#"[1,"a",true]"#),
+        (r#"{{ (fromJson "{\"a\": [1, 2]}").a | toJson }}"#, "[1,2]"),
+        (r#"{{ fromJson "not json" | toJson }}"#, "{}"),
+        (r#"{{ dict "a" 1 | toPrettyJson }}"#, "{\n  \"a\": 1\n}"),
+        (
+            r#"{{ dict "name" "web" "ports" (list 80 443) | toYaml }}"#,
+            "name: web\nports:\n- 80\n- 443",
+        ),
+        (
+            r#"{{ dict "v" "true" "e" "" | toYaml }}"#,
+            "e: ''\nv: 'true'",
+        ),
+        (r#"{{ "a\nb" | indent 2 }}"#, "  a\n  b"),
+        (r#"{{ "a\nb" | nindent 2 }}"#, "\n  a\n  b"),
+        (r#"{{ trim "  x  " }}|{{ trimAll "$" "$5.00$" }}"#, "x|5.00"),
+        (
+            r#"{{ trimPrefix "-" "-hello" }} {{ trimSuffix "-" "hello-" }}"#,
+            "hello hello",
+        ),
+        (
+            r#"{{ $p := split "$" "foo$bar$baz" }}{{ $p._0 }} {{ $p._2 }}"#,
+            "foo baz",
+        ),
+        (r#"{{ splitList "," "a,b,c" | join "+" }}"#, "a+b+c"),
+        (
+            r#"{{ substr 0 5 "hello world" }}|{{ substr 6 -1 "hello world" }}"#,
+            "hello|world",
+        ),
+        (
+            r#"{{ title "hello world" }} {{ upper "ab" }} {{ lower "AB" }}"#,
+            "Hello World AB ab",
+        ),
+        (r#"{{ replace " " "-" "a b c" }}"#, "a-b-c"),
+        (
+            r#"{{ contains "cat" "catch" }} {{ hasPrefix "cat" "catch" }} {{ hasSuffix "ch" "catch" }}"#,
+            "true true true",
+        ),
+        (
+            r#"{{ regexMatch "^[a-z]+@example\\.com$" "me@example.com" }}"#,
+            "true",
+        ),
+        (
+            r#"{{ regexReplaceAll "a(x*)b" "-ab-axxb-" "${1}W" }}"#,
+            "-W-xxW-",
+        ),
+        (
+            r#"{{ $d := dict "a" 1 "b" 2 }}{{ get $d "a" }} {{ hasKey $d "b" }} {{ hasKey $d "c" }}"#,
+            "1 true false",
+        ),
+        (
+            r#"{{ $d := dict "a" 1 }}{{ $_ := set $d "b" 2 }}{{ $d = set $d "c" 3 }}{{ keys $d | sortAlpha | join "," }}"#,
+            "a,c",
+        ),
+        (r#"{{ values (dict "a" "x" "b" "y") | join "," }}"#, "x,y"),
+        (r#"{{ first (list 1 2 3) }} {{ last (list 1 2 3) }}"#, "1 3"),
+        (
+            r#"{{ has 4 (list 1 2 3 4) }} {{ has "x" (list "y") }}"#,
+            "true false",
+        ),
+        (r#"{{ list 1 1 2 3 3 | uniq | toJson }}"#, "[1,2,3]"),
+        (
+            r#"{{ list "b" "a" "c" | sortAlpha | toJson }}"#,
+            r#"["a","b","c"]"#,
+        ),
+        (
+            r#"{{ int "42" }} {{ int 4.9 }} {{ int "abc" }} {{ atoi "12" }} {{ atoi "1.5" }}"#,
+            "42 4 0 12 0",
+        ),
+        (
+            r#"{{ float64 "1.5" }} {{ add 1 2 3 }} {{ sub 10 3 }} {{ mul 2 3 4 }}"#,
+            "1.5 6 7 24",
+        ),
+        (
+            r#"{{ div 7 2 }} {{ mod 7 2 }} {{ max 1 9 3 }} {{ min 4 2 8 }} {{ add 1 2.7 }}"#,
+            "3 1 9 2 3",
+        ),
+        (
+            r#"{{ b64enc "hello" }} {{ b64dec "aGVsbG8=" }}"#,
+            "aGVsbG8= hello",
+        ),
+        (
+            r#"{{ sha256sum "hello" }}"#,
+            "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824",
+        ),
+        (r#"{{ quote "a" 1 }} {{ squote "b" }}"#, r#""a" "1" 'b'"#),
+        (r#"{{ printf "%s-%d" "web" 3 }}"#, "web-3"),
+        (
+            r#"{{ date "2006-01-02 15:04:05" 0 }}"#,
+            "1970-01-01 00:00:00",
+        ),
+        (
+            r#"{{ date "Jan 2, 2006 at 3:04pm (MST)" "2024-03-05T14:07:09Z" }}"#,
+            "Mar 5, 2024 at 2:07pm (UTC)",
+        ),
+        (
+            r#"{{ semverCompare ">=1.2.0" "1.4.3" }} {{ semverCompare "^1.2" "2.0.0" }}"#,
+            "true false",
+        ),
+        (
+            r#"{{ semverCompare ">= 1.2, < 2" "v1.9" }} {{ semverCompare "~1.2 || ^3" "3.1.0" }}"#,
+            "true true",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (src, want) in cases {
+        match engine(src) {
+            Ok(got) if got == *want => {}
+            Ok(got) => failures.push(format!("{src}\n  want {want:?}\n  got  {got:?}")),
+            Err(e) => failures.push(format!("{src}\n  error: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(
+        err(r#"{{ required "replicas is required" .nuon.inputs.inputs.empty }}"#).to_string(),
+        "replicas is required"
+    );
+    assert!(err("{{ div 1 0 }}").to_string().contains("divide by zero"));
+    assert!(
+        engine("{{ now | date \"2006\" }}")
+            .unwrap()
+            .starts_with("20")
+    );
+}

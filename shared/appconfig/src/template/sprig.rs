@@ -1,0 +1,516 @@
+//! The Sprig v3 functions app configs use (Nuon renders with all of Sprig plus `now`).
+//!
+//! Each follows Sprig's documented behaviour (masterminds.github.io/sprig): argument order (the
+//! piped value comes last), Sprig's lenient conversions (`int "x"` is 0, `fromJson` of bad JSON is
+//! empty), and Go's output. Numbers are one type here; the integer functions (`int`, `add`, `div`,
+//! ...) truncate toward zero as Sprig's int64 conversions do. Differences from Go: `now` is a Unix
+//! time in seconds (it prints as a number, and `date` accepts it, as Sprig's `date` accepts Unix
+//! times); `keys` comes back sorted; `toYaml` quotes with yaml.v2's rules for common scalars.
+
+use sha2::{Digest, Sha256};
+
+use super::eval::V;
+
+/// Name, minimum and maximum argument count (`None`: any number), one-line description.
+pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
+    ("add", 1, None, "sum of integers"),
+    (
+        "atoi",
+        1,
+        Some(1),
+        "a string as an integer (0 if it is not one)",
+    ),
+    ("coalesce", 1, None, "the first non-empty argument"),
+    (
+        "date",
+        2,
+        Some(2),
+        "`date LAYOUT TIME`: a time in Go's layout (`2006-01-02`)",
+    ),
+    ("dict", 0, None, "`dict K1 V1 K2 V2...`: a map"),
+    ("div", 2, Some(2), "integer division"),
+    (
+        "empty",
+        1,
+        Some(1),
+        "whether the value is empty (nil, \"\", 0, false, [], {})",
+    ),
+    ("first", 1, Some(1), "first item of a list"),
+    ("float64", 1, Some(1), "the value as a number"),
+    ("fromJson", 1, Some(1), "parses JSON (empty when invalid)"),
+    ("get", 2, Some(2), "`get MAP KEY`: the value, or \"\""),
+    (
+        "has",
+        2,
+        Some(2),
+        "`has NEEDLE LIST`: whether LIST holds NEEDLE",
+    ),
+    ("hasKey", 2, Some(2), "`hasKey MAP KEY`"),
+    (
+        "indent",
+        2,
+        Some(2),
+        "`indent N S`: every line of S indented by N spaces",
+    ),
+    (
+        "int",
+        1,
+        Some(1),
+        "the value as an integer (0 if it is not one)",
+    ),
+    ("keys", 1, None, "the keys of maps, as a list"),
+    ("last", 1, Some(1), "last item of a list"),
+    ("list", 0, None, "its arguments as a list"),
+    ("max", 1, None, "largest integer"),
+    ("min", 1, None, "smallest integer"),
+    ("mod", 2, Some(2), "integer remainder"),
+    ("mul", 1, None, "product of integers"),
+    (
+        "nindent",
+        2,
+        Some(2),
+        "`nindent N S`: a newline, then S indented",
+    ),
+    ("now", 0, Some(0), "the current time (Unix seconds)"),
+    (
+        "regexMatch",
+        2,
+        Some(2),
+        "`regexMatch REGEX S`: whether S matches",
+    ),
+    (
+        "regexReplaceAll",
+        3,
+        Some(3),
+        "`regexReplaceAll REGEX S REPL`: `$1` expands groups",
+    ),
+    (
+        "required",
+        2,
+        Some(2),
+        "`required MSG V`: V, or an error with MSG when V is empty",
+    ),
+    (
+        "semverCompare",
+        2,
+        Some(2),
+        "`semverCompare CONSTRAINT VERSION`",
+    ),
+    (
+        "set",
+        3,
+        Some(3),
+        "`set MAP KEY VALUE`: the map with KEY set",
+    ),
+    ("sha256sum", 1, Some(1), "hex SHA-256 of a string"),
+    ("sortAlpha", 1, Some(1), "a list's items as strings, sorted"),
+    (
+        "split",
+        2,
+        Some(2),
+        "`split SEP S`: a map `_0`, `_1`, ... of S's parts",
+    ),
+    ("sub", 2, Some(2), "difference of integers"),
+    ("substr", 3, Some(3), "`substr START END S`"),
+    (
+        "ternary",
+        3,
+        Some(3),
+        "`ternary A B COND`: A when COND is true, else B",
+    ),
+    ("title", 1, Some(1), "Title Cases Words"),
+    ("toPrettyJson", 1, Some(1), "the value as indented JSON"),
+    ("toString", 1, Some(1), "the value as a string"),
+    ("toYaml", 1, Some(1), "the value as YAML"),
+    (
+        "trimAll",
+        2,
+        Some(2),
+        "`trimAll CHARS S`: S without leading and trailing CHARS",
+    ),
+    ("trimPrefix", 2, Some(2), "`trimPrefix PREFIX S`"),
+    ("trimSuffix", 2, Some(2), "`trimSuffix SUFFIX S`"),
+    ("uniq", 1, Some(1), "a list without repeated items"),
+    ("values", 1, Some(1), "the values of a map, as a list"),
+];
+
+fn s(v: &V) -> String {
+    v.print()
+}
+
+/// Sprig's `toInt64` (spf13/cast): numbers truncate, numeric strings parse, true is 1, else 0.
+fn int(v: &V) -> i64 {
+    match v {
+        V::Num(n) => n.trunc() as i64,
+        V::Bool(b) => i64::from(*b),
+        V::Str(x) => x.trim().parse::<i64>().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn float(v: &V) -> f64 {
+    match v {
+        V::Num(n) => *n,
+        V::Bool(b) => f64::from(u8::from(*b)),
+        V::Str(x) => x.trim().parse::<f64>().unwrap_or(0.0),
+        _ => 0.0,
+    }
+}
+
+fn num(n: i64) -> V {
+    V::Num(n as f64)
+}
+
+fn list(v: &V) -> Vec<V> {
+    match v {
+        V::List(l) => l.clone(),
+        _ => vec![],
+    }
+}
+
+/// Calls a Sprig function; `None` when `name` is not one.
+pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
+    let last = || args.last().cloned().unwrap_or(V::Null);
+    Some(Ok(match name {
+        "required" => {
+            if matches!(arg(1), V::Null) || arg(1) == V::Str(String::new()) {
+                return Some(Err(s(&arg(0))));
+            }
+            arg(1)
+        }
+        "empty" => V::Bool(!arg(0).truthy()),
+        "coalesce" => args.iter().find(|a| a.truthy()).cloned().unwrap_or(V::Null),
+        "ternary" => {
+            if arg(2).truthy() {
+                arg(0)
+            } else {
+                arg(1)
+            }
+        }
+        "toString" => V::Str(match arg(0) {
+            V::Null => "<nil>".into(),
+            v => s(&v),
+        }),
+        "fromJson" => serde_json::from_str(&s(&arg(0)))
+            .map(|v| V::from_json(&v))
+            .unwrap_or(V::Map(Default::default())),
+        "toPrettyJson" => {
+            V::Str(serde_json::to_string_pretty(&arg(0).to_json()).unwrap_or_default())
+        }
+        "toYaml" => V::Str(
+            yaml(&arg(0).to_json(), 0)
+                .trim_end_matches('\n')
+                .to_string(),
+        ),
+        "indent" | "nindent" => {
+            let pad = " ".repeat(int(&arg(0)).clamp(0, 1024) as usize);
+            let body = format!("{pad}{}", s(&arg(1)).replace('\n', &format!("\n{pad}")));
+            V::Str(if name == "nindent" {
+                format!("\n{body}")
+            } else {
+                body
+            })
+        }
+        "trimAll" => {
+            let cut = s(&arg(0));
+            V::Str(s(&arg(1)).trim_matches(|c| cut.contains(c)).to_string())
+        }
+        "trimPrefix" => {
+            let (p, x) = (s(&arg(0)), s(&arg(1)));
+            V::Str(x.strip_prefix(p.as_str()).unwrap_or(&x).to_string())
+        }
+        "trimSuffix" => {
+            let (p, x) = (s(&arg(0)), s(&arg(1)));
+            V::Str(x.strip_suffix(p.as_str()).unwrap_or(&x).to_string())
+        }
+        "split" => V::Map(
+            s(&arg(1))
+                .split(s(&arg(0)).as_str())
+                .enumerate()
+                .map(|(i, p)| (format!("_{i}"), V::Str(p.to_string())))
+                .collect(),
+        ),
+        "substr" => V::Str(substr(int(&arg(0)), int(&arg(1)), &s(&arg(2)))),
+        "title" => V::Str(title(&s(&arg(0)))),
+        "regexMatch" => {
+            V::Bool(regex::Regex::new(&s(&arg(0))).is_ok_and(|r| r.is_match(&s(&arg(1)))))
+        }
+        "regexReplaceAll" => match regex::Regex::new(&s(&arg(0))) {
+            Ok(r) => V::Str(r.replace_all(&s(&arg(1)), s(&arg(2)).as_str()).into_owned()),
+            Err(e) => return Some(Err(format!("`regexReplaceAll`: {e}"))),
+        },
+        "list" => V::List(args.to_vec()),
+        "dict" => V::Map(
+            args.chunks(2)
+                .map(|kv| {
+                    (
+                        s(&kv[0]),
+                        kv.get(1).cloned().unwrap_or(V::Str(String::new())),
+                    )
+                })
+                .collect(),
+        ),
+        "get" => match arg(0) {
+            V::Map(m) => m.get(&s(&arg(1))).cloned().unwrap_or(V::Str(String::new())),
+            _ => V::Str(String::new()),
+        },
+        "set" => match arg(0) {
+            V::Map(mut m) => {
+                m.insert(s(&arg(1)), arg(2));
+                V::Map(m)
+            }
+            other => return Some(Err(format!("`set` needs a map, got {}", other.kind()))),
+        },
+        "hasKey" => V::Bool(matches!(arg(0), V::Map(m) if m.contains_key(&s(&arg(1))))),
+        "keys" => V::List(
+            args.iter()
+                .flat_map(|a| match a {
+                    V::Map(m) => m.keys().map(|k| V::Str(k.clone())).collect(),
+                    _ => vec![],
+                })
+                .collect(),
+        ),
+        "values" => match arg(0) {
+            V::Map(m) => V::List(m.into_values().collect()),
+            _ => V::List(vec![]),
+        },
+        "first" => list(&arg(0)).first().cloned().unwrap_or(V::Null),
+        "last" => list(&arg(0)).last().cloned().unwrap_or(V::Null),
+        "has" => V::Bool(list(&arg(1)).iter().any(|x| x.equals(&arg(0)))),
+        "uniq" => {
+            let mut out: Vec<V> = Vec::new();
+            for x in list(&arg(0)) {
+                if !out.iter().any(|y| y.equals(&x)) {
+                    out.push(x);
+                }
+            }
+            V::List(out)
+        }
+        "sortAlpha" => {
+            let mut items: Vec<String> = match arg(0) {
+                V::List(l) => l.iter().map(s).collect(),
+                other => vec![s(&other)],
+            };
+            items.sort();
+            V::List(items.into_iter().map(V::Str).collect())
+        }
+        "int" | "atoi" => num(if name == "atoi" {
+            s(&arg(0)).parse::<i64>().unwrap_or(0)
+        } else {
+            int(&arg(0))
+        }),
+        "float64" => V::Num(float(&arg(0))),
+        "add" => num(args.iter().map(int).fold(0i64, i64::wrapping_add)),
+        "mul" => num(args.iter().map(int).fold(1i64, i64::wrapping_mul)),
+        "sub" => num(int(&arg(0)).wrapping_sub(int(&arg(1)))),
+        "div" | "mod" => {
+            let (a, b) = (int(&arg(0)), int(&arg(1)));
+            if b == 0 {
+                return Some(Err(format!("`{name}`: integer divide by zero")));
+            }
+            num(if name == "div" {
+                a.wrapping_div(b)
+            } else {
+                a.wrapping_rem(b)
+            })
+        }
+        "max" => num(args.iter().map(int).max().unwrap_or(0)),
+        "min" => num(args.iter().map(int).min().unwrap_or(0)),
+        "sha256sum" => V::Str(hex::encode(Sha256::digest(s(&arg(0)).as_bytes()))),
+        "semverCompare" => match semver_compare(&s(&arg(0)), &s(&arg(1))) {
+            Ok(b) => V::Bool(b),
+            Err(e) => return Some(Err(format!("`semverCompare`: {e}"))),
+        },
+        "now" => V::Num(time::OffsetDateTime::now_utc().unix_timestamp_nanos() as f64 / 1e9),
+        "date" => match date(&s(&arg(0)), &last()) {
+            Ok(d) => V::Str(d),
+            Err(e) => return Some(Err(format!("`date`: {e}"))),
+        },
+        _ => return None,
+    }))
+}
+
+/// Sprig's `substr`: byte offsets; a negative start means 0, a negative or too large end the end.
+fn substr(start: i64, end: i64, x: &str) -> String {
+    let len = x.len() as i64;
+    let start = start.clamp(0, len) as usize;
+    let end = if end < 0 || end > len { len } else { end } as usize;
+    x.get(start..end.max(start)).unwrap_or_default().to_string()
+}
+
+/// Go's `strings.Title`: the first letter of every word upper-cased.
+fn title(x: &str) -> String {
+    let mut out = String::with_capacity(x.len());
+    let mut prev_letter = false;
+    for c in x.chars() {
+        if !prev_letter && c.is_alphabetic() {
+            out.extend(c.to_uppercase());
+        } else {
+            out.push(c);
+        }
+        prev_letter = c.is_alphanumeric() || c == '_' || c == '\'';
+    }
+    out
+}
+
+/// Masterminds' constraints (`>= 1.2, < 2`, `^1.2`, `~1.2.3`, `1.2.x`, `a || b`) against a version
+/// (`v` prefix and missing minor or patch allowed).
+fn semver_compare(constraint: &str, version: &str) -> Result<bool, String> {
+    let v = version.trim().trim_start_matches('v');
+    // `1.2` and `1` are versions to Masterminds: pad the missing parts.
+    let (core, tail) = v.split_at(v.find(['-', '+']).unwrap_or(v.len()));
+    let padded = format!(
+        "{core}{}{tail}",
+        ".0".repeat(2usize.saturating_sub(core.matches('.').count()))
+    );
+    let version =
+        semver::Version::parse(&padded).map_err(|e| format!("version `{version}`: {e}"))?;
+    for alt in constraint.split("||") {
+        // Masterminds separates comparators by commas or spaces; the semver crate by commas.
+        let mut comparators: Vec<String> = Vec::new();
+        for tok in alt.replace(',', " ").split_whitespace() {
+            match comparators.last_mut() {
+                Some(prev) if prev.chars().all(|c| "<>=~^!".contains(c)) => prev.push_str(tok),
+                _ => comparators.push(tok.trim_start_matches('v').to_string()),
+            }
+        }
+        let req = semver::VersionReq::parse(&comparators.join(", "))
+            .map_err(|e| format!("constraint `{constraint}`: {e}"))?;
+        if req.matches(&version) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Go's time layouts (`Mon Jan 2 15:04:05 MST 2006`) for a Unix time or an RFC 3339 string, in UTC.
+fn date(layout: &str, t: &V) -> Result<String, String> {
+    let at = match t {
+        V::Num(n) => time::OffsetDateTime::from_unix_timestamp(n.trunc() as i64)
+            .map_err(|e| e.to_string())?,
+        V::Str(x) => time::OffsetDateTime::parse(x, &time::format_description::well_known::Rfc3339)
+            .map_err(|e| format!("`{x}` is not an RFC 3339 time: {e}"))?,
+        other => return Err(format!("cannot format {} as a time", other.kind())),
+    };
+    let at = at.to_offset(time::UtcOffset::UTC);
+    let month = u8::from(at.month());
+    let hour12 = match at.hour() % 12 {
+        0 => 12,
+        h => h,
+    };
+    // Longest tokens first, so `2006` is not read as `2` and `006`.
+    let tokens: [(&str, String); 25] = [
+        ("January", at.month().to_string()),
+        ("Monday", at.weekday().to_string()),
+        ("2006", format!("{:04}", at.year())),
+        ("Jan", at.month().to_string()[..3].to_string()),
+        ("Mon", at.weekday().to_string()[..3].to_string()),
+        ("MST", "UTC".into()),
+        ("-07:00", "+00:00".into()),
+        ("-0700", "+0000".into()),
+        ("Z07:00", "Z".into()),
+        (".000", format!(".{:03}", at.millisecond())),
+        ("06", format!("{:02}", at.year() % 100)),
+        ("01", format!("{month:02}")),
+        ("02", format!("{:02}", at.day())),
+        ("_2", format!("{:>2}", at.day())),
+        ("15", format!("{:02}", at.hour())),
+        ("03", format!("{hour12:02}")),
+        ("04", format!("{:02}", at.minute())),
+        ("05", format!("{:02}", at.second())),
+        ("PM", if at.hour() >= 12 { "PM" } else { "AM" }.into()),
+        ("pm", if at.hour() >= 12 { "pm" } else { "am" }.into()),
+        ("1", month.to_string()),
+        ("2", at.day().to_string()),
+        ("3", hour12.to_string()),
+        ("4", at.minute().to_string()),
+        ("5", at.second().to_string()),
+    ];
+    let mut out = String::new();
+    let mut rest = layout;
+    'outer: while !rest.is_empty() {
+        for (tok, val) in &tokens {
+            if let Some(r) = rest.strip_prefix(tok) {
+                out.push_str(val);
+                rest = r;
+                continue 'outer;
+            }
+        }
+        let c = rest.chars().next().unwrap_or_default();
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    Ok(out)
+}
+
+/// YAML as sigs.k8s.io/yaml (yaml.v2) writes it: block style, list items at the parent's indent,
+/// strings single-quoted when they would read as something else.
+fn yaml(v: &serde_json::Value, indent: usize) -> String {
+    use serde_json::Value;
+    let pad = " ".repeat(indent);
+    match v {
+        Value::Object(m) if m.is_empty() => "{}\n".into(),
+        Value::Array(a) if a.is_empty() => "[]\n".into(),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, x)| match x {
+                Value::Object(o) if !o.is_empty() => {
+                    format!("{pad}{}:\n{}", scalar(k), yaml(x, indent + 2))
+                }
+                Value::Array(a) if !a.is_empty() => {
+                    format!("{pad}{}:\n{}", scalar(k), yaml(x, indent))
+                }
+                _ => format!("{pad}{}: {}", scalar(k), yaml(x, indent + 2)),
+            })
+            .collect(),
+        Value::Array(a) => a
+            .iter()
+            .map(|x| match x {
+                Value::Object(o) if !o.is_empty() => {
+                    let body = yaml(x, indent + 2);
+                    format!("{pad}- {}", &body[indent + 2..])
+                }
+                _ => format!("{pad}- {}", yaml(x, indent + 2)),
+            })
+            .collect(),
+        Value::String(x) if x.contains('\n') => {
+            let inner = " ".repeat(indent);
+            let chomp = if x.ends_with('\n') { "" } else { "-" };
+            let body: String = x
+                .trim_end_matches('\n')
+                .lines()
+                .map(|l| format!("{inner}{l}\n"))
+                .collect();
+            format!("|{chomp}\n{body}")
+        }
+        other => format!("{}\n", scalar_value(other)),
+    }
+}
+
+fn scalar_value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(x) => scalar(x),
+        serde_json::Value::Null => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+/// A string scalar, quoted (yaml.v2's single quotes) when plain would read differently.
+fn scalar(x: &str) -> String {
+    let special = x.is_empty()
+        || x.parse::<f64>().is_ok()
+        || matches!(
+            x.to_ascii_lowercase().as_str(),
+            "true" | "false" | "yes" | "no" | "on" | "off" | "y" | "n" | "null" | "~"
+        )
+        || x.starts_with(|c: char| "-?:,[]{}#&*!|>'\"%@` ".contains(c))
+        || x.ends_with(' ')
+        || x.contains(": ")
+        || x.contains(" #");
+    if special {
+        format!("'{}'", x.replace('\'', "''"))
+    } else {
+        x.to_string()
+    }
+}
