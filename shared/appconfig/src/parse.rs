@@ -1614,12 +1614,13 @@ impl<'a> Loader<'a> {
                 for e in table.entries() {
                     if !inputs.iter().any(|i| i.name == e.key) {
                         let hint = did_you_mean(&e.key, inputs.iter().map(|i| i.name.as_str()));
+                        // Nuon syncs installs on their own (`installs sync`): a warning here.
                         self.diags.push(
                             &doc.path,
                             &doc.src,
                             e.key_span.start,
-                            Severity::Error,
-                            format!("unknown input `{}`{hint}", e.key),
+                            Severity::Warning,
+                            format!("unknown input `{}`{hint}: the install cannot set it", e.key),
                         );
                     }
                     let v = match &e.value.v {

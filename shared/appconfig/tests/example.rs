@@ -46,13 +46,18 @@ fn errors_have_file_line_and_column() {
 
     let mut p = hello();
     p.files.insert("components/greeter.toml".into(), b"name = \"greeter\"\ntype = \"script\"\ndirectory = \"components/src/greeter\"\ncolour = 1\n".to_vec());
-    let d = diag(&p);
+    let r = ferry_appconfig::validate(&p);
     assert!(
-        d.starts_with(
-            "components/greeter.toml:4:1: error: unknown key `colour` in script component"
-        ),
-        "{d}"
+        r.config.is_some(),
+        "unknown keys are warnings: Nuon ignores them"
     );
+    assert_eq!(
+        r.diagnostics.to_string(),
+        "components/greeter.toml:4:1: warning: unknown key `colour` in script component: it is ignored"
+    );
+    let mut strict = r.diagnostics.clone();
+    strict.strict();
+    assert!(strict.has_errors(), "--strict makes warnings errors");
 
     let mut p = hello();
     p.files.insert("components/greeter.toml".into(), b"name = \"greeter\"\ntype = \"script\"\ndirectory = \"components/src/greeter\"\ndependencies = [\"reporter\"]\n".to_vec());
@@ -78,9 +83,14 @@ fn errors_have_file_line_and_column() {
 
     let mut p = hello();
     p.files.insert("components/greeter.toml".into(), b"name = \"greeter\"\ntype = \"script\"\ndirectory = \"components/src/greeter\"\n[env_vars]\nX = \"{{.nuon.inputs.inputs.greetin}}\"\n".to_vec());
+    let r = ferry_appconfig::validate(&p);
+    assert!(
+        r.config.is_some(),
+        "an unknown input fails at deploy: Nuon syncs it"
+    );
     assert_eq!(
-        diag(&p),
-        "components/greeter.toml:5:8: error: unknown input `greetin` (did you mean `greeting`?)"
+        r.diagnostics.to_string(),
+        "components/greeter.toml:5:8: warning: unknown input `greetin` (did you mean `greeting`?): it fails when rendered at deploy"
     );
 }
 
@@ -107,7 +117,7 @@ fn renders_against_install_state() {
         .render(&state)
         .unwrap_err();
     assert!(
-        err.contains("`.nuon.components.counter` is not set"),
+        err.contains("`.nuon.components.counter.outputs.length` is not set"),
         "{err}"
     );
 }
