@@ -28,9 +28,13 @@ pub fn load_package(
     Ok((pkg, cfg))
 }
 
-pub fn apps_validate(dir: &Path, json_out: bool) -> Result<i32> {
+pub fn apps_validate(dir: &Path, json_out: bool, strict: bool) -> Result<i32> {
     let pkg = Package::from_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
-    let report = ferry_appconfig::validate(&pkg);
+    let mut report = ferry_appconfig::validate(&pkg);
+    if strict && !report.diagnostics.0.is_empty() {
+        report.diagnostics.strict();
+        report.config = None;
+    }
     let errors = report.diagnostics.errors().count();
     let warnings = report.diagnostics.warnings().count();
     if json_out {

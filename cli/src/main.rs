@@ -62,10 +62,17 @@ enum Command {
 enum AppsCmd {
     /// Check an app directory without uploading it: every error and warning as
     /// `file:line:col: severity: message`, then the deploy order. Exit 0 when valid, 1 when not.
+    ///
+    /// Ferry accepts every package Nuon accepts: what Nuon accepts but Ferry doubts (unknown keys,
+    /// templates that would fail at deploy, ...) is a warning, and a package with only warnings is
+    /// valid.
     Validate {
         dir: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Treat every warning as an error (exit 1 when there is any).
+        #[arg(long)]
+        strict: bool,
     },
     /// Upload an app directory as a new config version (only if something changed).
     Sync {
@@ -168,7 +175,9 @@ async fn main() {
 async fn run(cli: Cli) -> anyhow::Result<i32> {
     let api = client::Api::new(&cli.api)?;
     match cli.command {
-        Command::Apps(AppsCmd::Validate { dir, json }) => commands::apps_validate(&dir, json),
+        Command::Apps(AppsCmd::Validate { dir, json, strict }) => {
+            commands::apps_validate(&dir, json, strict)
+        }
         Command::Apps(AppsCmd::Sync { dir, name, json }) => {
             commands::apps_sync(&api, &dir, name, json).await
         }

@@ -21,12 +21,12 @@ fn ferry(args: &[&str]) -> (i32, String, String) {
 fn validate_prints_the_deploy_order_with_parallel_stages() {
     let (code, out, err) = ferry(&["apps", "validate", "tests/fixtures/apps/ecs-service"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("valid (5 warnings)"), "{out}");
+    assert!(out.contains("valid (6 warnings)"), "{out}");
     assert!(
         out.contains("1. network\n  2. cluster, storage   (in parallel)\n  3. service"),
         "{out}"
     );
-    assert!(err.contains("operation_roles.toml:1:3: warning: `rules` is accepted but not acted on by this version of Ferry"), "{err}");
+    assert!(err.contains("operation_roles.toml:3:3: warning: `rules` is accepted but not acted on by this version of Ferry"), "{err}");
 }
 
 #[test]
@@ -40,7 +40,7 @@ fn validate_reports_every_error_with_position_and_exits_1() {
     // No hint: nothing known is close to `colour`.
     assert!(
         err.contains(
-            "components/server.toml:4:1: error: unknown key `colour` in script component\n"
+            "components/server.toml:4:1: warning: unknown key `colour` in script component: it is ignored\n"
         ),
         "{err}"
     );
@@ -50,13 +50,14 @@ fn validate_reports_every_error_with_position_and_exits_1() {
         ),
         "{err}"
     );
-    assert!(err.contains("is invalid: 2 errors"), "{err}");
+    assert!(err.contains("is invalid: 1 error, 1 warning"), "{err}");
 
     let (code, out, _) = ferry(&["apps", "validate", app.to_str().unwrap(), "--json"]);
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["valid"], false);
-    assert_eq!(v["errors"], 2);
+    assert_eq!(v["errors"], 1);
+    assert_eq!(v["warnings"], 1);
     let d = &v["diagnostics"][0];
     assert_eq!(
         (
@@ -69,9 +70,91 @@ fn validate_reports_every_error_with_position_and_exits_1() {
             Some("components/server.toml"),
             Some(4),
             Some(1),
-            Some("error")
+            Some("warning")
         )
     );
+}
+
+#[test]
+fn warnings_pass_unless_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app");
+    copy_dir(&repo_root().join("tests/fixtures/apps/local-scripts"), &app);
+    std::fs::write(
+        app.join("components/server.toml"),
+        "name = \"server\"\ntype = \"script\"\ndirectory = \"scripts/server\"\ncolour = 1\n",
+    )
+    .unwrap();
+    let (code, out, err) = ferry(&["apps", "validate", app.to_str().unwrap()]);
+    assert_eq!(code, 0, "a package with only warnings is valid: {out}{err}");
+    assert!(out.contains("valid (1 warning)"), "{out}");
+    let (code, _, err) = ferry(&["apps", "validate", "--strict", app.to_str().unwrap()]);
+    assert_eq!(code, 1, "--strict: warnings are errors");
+    assert!(
+        err.contains("components/server.toml:4:1: error: unknown key `colour`"),
+        "{err}"
+    );
+}
+
+/// Hostile packages: nothing outside the package is read, nothing blocks, every refusal names the
+/// file, and a pathological template stops with a located error.
+#[test]
+fn hostile_packages_are_refused_with_located_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "TOP SECRET").unwrap();
+    let app = dir.path().join("app");
+    copy_dir(&repo_root().join("tests/fixtures/apps/local-scripts"), &app);
+    let run = |app: &std::path::Path| ferry(&["apps", "validate", app.to_str().unwrap()]);
+
+    std::os::unix::fs::symlink(&secret, app.join("scripts/leak.txt")).unwrap();
+    let (code, out, err) = run(&app);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("scripts/leak.txt: a link to"), "{err}");
+    assert!(err.contains("outside the repository"), "{err}");
+    assert!(!format!("{out}{err}").contains("TOP SECRET"));
+    std::fs::remove_file(app.join("scripts/leak.txt")).unwrap();
+
+    std::os::unix::fs::symlink("/dev/zero", app.join("scripts/zero")).unwrap();
+    let (code, _, err) = run(&app);
+    assert_eq!(code, 1);
+    assert!(err.contains("scripts/zero: a link to /dev/zero"), "{err}");
+    std::fs::remove_file(app.join("scripts/zero")).unwrap();
+
+    let fifo = app.join("scripts/pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let (code, _, err) = run(&app);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("scripts/pipe: not a regular file or directory (a FIFO)"),
+        "{err}"
+    );
+    std::fs::remove_file(&fifo).unwrap();
+
+    // A link that stays inside the package is followed (monorepos link shared folders).
+    std::os::unix::fs::symlink("../scripts/cache", app.join("sandbox/linked")).unwrap();
+    let (code, out, err) = run(&app);
+    assert_eq!(code, 0, "{out}{err}");
+
+    let loops = "{{range 100000}}{{range 100000}}{{range 100000}}x{{end}}{{end}}{{end}}";
+    let nested = format!(
+        "{}x{}",
+        "{{if .nuon.install.id}}".repeat(300),
+        "{{end}}".repeat(300)
+    );
+    for (name, template) in [("loops", loops.to_string()), ("nested", nested)] {
+        std::fs::write(
+            app.join("components/server.toml"),
+            format!("name = \"server\"\ntype = \"script\"\ndirectory = \"scripts/server\"\n[env_vars]\nX = '{{{{.nuon.install.id}}}}{template}'\n"),
+        )
+        .unwrap();
+        let (_, _, err) = ferry(&["apps", "validate", "--strict", app.to_str().unwrap()]);
+        let located = err
+            .lines()
+            .find(|l| l.starts_with("components/server.toml:5:"));
+        assert!(located.is_some(), "{name}: {err}");
+    }
 }
 
 #[test]

@@ -2052,7 +2052,7 @@ impl RefCtx<'_> {
                 let found = self.walk(rest, &shown);
                 return (Some(name.to_string()), found);
             }
-            ["actions", "workflows", name, ..] | ["actions", name, ..] => {
+            ["actions", "workflows", name, ..] | ["actions", name, ..] if *name != "workflows" => {
                 let names = known(&["actions", "workflows"]);
                 if owner == "stack" || owner == "sandbox" {
                     return (

@@ -720,3 +720,58 @@ fn directory_blocks_have_a_single_file_form() {
         .collect();
     assert!(errors.contains(&"components.toml:1:2: error: `components` must be an array of tables: write `[[components]]`".to_string()), "{errors:#?}");
 }
+
+/// Validation and deploys share one definition of the template state: every path of it that
+/// validation accepts without a word renders strictly against a minimal real install.
+#[test]
+fn every_path_validation_accepts_renders_at_deploy() {
+    use ferry_appconfig::state::{self, Facts};
+    let mut pkg = app("local-scripts");
+    let cfg = validate(&pkg).config.unwrap();
+    let stand_in = state::build(
+        &cfg,
+        &Facts {
+            install: "validate",
+            ..Default::default()
+        },
+    );
+    let paths = state::paths(&stand_in);
+    assert!(paths.len() > 40, "{paths:?}");
+    // A component nothing depends on reads every path (other components' state included).
+    let mut probe = String::from(
+        "name = \"probe\"\ntype = \"script\"\ndirectory = \"scripts/server\"\n[env_vars]\n",
+    );
+    for (i, p) in paths.iter().enumerate() {
+        probe.push_str(&format!("P{i} = \"{{{{ .nuon.{} }}}}\"\n", p.join(".")));
+    }
+    pkg.files
+        .insert("components/probe.toml".into(), probe.into_bytes());
+    let r = validate(&pkg);
+    let said: Vec<String> = r.diagnostics.0.iter().map(|d| d.to_string()).collect();
+    assert!(said.is_empty(), "validation accepts every path: {said:#?}");
+    let cfg = r.config.unwrap();
+    let inputs = Default::default();
+    let deploy = cfg.template_state(&Facts {
+        org: "acme",
+        app: "local-scripts",
+        install: "acme-dev",
+        inputs: Some(&inputs),
+        ..Default::default()
+    });
+    let rendered = cfg.component("probe").unwrap().render(&deploy);
+    assert!(rendered.is_ok(), "{rendered:?}");
+    // And the legacy spellings Nuon still renders.
+    for legacy in [
+        "install.id",
+        "install.inputs.port",
+        "install.sandbox.outputs",
+        "app.id",
+        "org.name",
+        "secrets",
+    ] {
+        assert!(
+            paths.iter().any(|p| p.join(".").starts_with(legacy)),
+            "{legacy}"
+        );
+    }
+}
