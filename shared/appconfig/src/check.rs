@@ -8,7 +8,7 @@
 //! File references follow Nuon's rule (R2): a value starting with `./` or `../` is a path relative to
 //! the block's base directory (`components/` for components, `permissions/` for permissions and
 //! break glass, ...), and must stay inside the package; one starting with `http`, `git` or `file` is a
-//! remote reference, fetched by `ferry apps sync` into the package (see [`remote_path`]); anything
+//! remote reference, read from the package at [`remote_path`] (fetching at sync is not built yet); anything
 //! else is inline text.
 
 use crate::diagnostics::{Diagnostics, Severity};
@@ -260,7 +260,7 @@ impl Checker<'_> {
                 self.remote.push(value.to_string());
                 self.warning(
                     at,
-                    format!("`{key}`: `{value}` is fetched by `ferry apps sync`; it was not checked here"),
+                    format!("`{key}`: `{value}` is a remote reference; this version does not fetch it, so it was not checked"),
                 );
             }
             return;
@@ -342,7 +342,7 @@ pub fn reference(value: &str) -> Reference {
     }
 }
 
-/// Where `ferry apps sync` stores the fetched content of a remote reference inside the package, so
+/// Where the fetched content of a remote reference sits inside the package (a later `apps sync` fills it), so
 /// the control plane validates and deploys the fetched bytes, never the URL as text.
 pub fn remote_path(url: &str) -> String {
     use sha2::{Digest, Sha256};

@@ -288,12 +288,12 @@ impl<'a> Loader<'a> {
 
     fn err(&mut self, file: &str, at: usize, msg: impl Into<String>) {
         let src = self.text(file);
-        self.diags.push(file, &src, at, Severity::Error, msg);
+        self.diags.push(file, src, at, Severity::Error, msg);
     }
 
     fn warn(&mut self, file: &str, at: usize, msg: impl Into<String>) {
         let src = self.text(file);
-        self.diags.push(file, &src, at, Severity::Warning, msg);
+        self.diags.push(file, src, at, Severity::Warning, msg);
     }
 
     fn parse(&mut self, path: &str) -> Option<Doc> {
