@@ -139,10 +139,6 @@ impl Diagnostics {
         });
     }
 
-    pub fn new(list: Vec<Diagnostic>) -> Diagnostics {
-        Diagnostics(list, LineIndex::default())
-    }
-
     /// `--strict`: every warning becomes an error.
     pub fn strict(&mut self) {
         for d in &mut self.0 {
