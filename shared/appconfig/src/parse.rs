@@ -148,7 +148,8 @@ pub struct Trigger {
 pub struct Runbook {
     pub name: String,
     pub file: String,
-    /// `(step name, "component_deploy" | "action", target)`.
+    /// `(step name, "deploy" | "action", target)`: `component_deploy` is read as `deploy`; an inline
+    /// action has an empty target.
     pub steps: Vec<(String, String, String)>,
 }
 

@@ -78,6 +78,11 @@ fn every_fixture_validates_with_its_deploy_order() {
             &[&["compute-cluster", "data-cluster"], &["analytics"]],
         ),
         ("nuon-compat", true, &[&["whoami"], &["whoami_chart"]]),
+        (
+            "nuon-shapes",
+            true,
+            &[&["queue"], &["app"], &["network_policy"]],
+        ),
         ("tf-only", false, &[&["vpc"], &["peering"]]),
     ];
     let on_disk: Vec<String> = std::fs::read_dir(fixtures())
@@ -94,6 +99,57 @@ fn every_fixture_validates_with_its_deploy_order() {
         assert_eq!(has_sandbox, *sandbox, "{name}: sandbox");
         assert_eq!(got, stages(want), "{name}: deploy order");
     }
+}
+
+/// `nuon-shapes` is written in every shape nuon-format.md R2-R6 lists, as Nuon's own examples write
+/// them: it is valid, and its warnings are exactly these (keys Ferry reads but does not act on yet
+/// are counted, not listed: that list shrinks as features land).
+#[test]
+fn nuon_shapes_validate_with_exact_warnings_and_carry_their_values() {
+    let r = validate(&app("nuon-shapes"));
+    let cfg = r.config.clone().expect("nuon-shapes is valid");
+    let (pending, warnings): (Vec<String>, Vec<String>) = r
+        .diagnostics
+        .warnings()
+        .map(|d| d.to_string())
+        .partition(|w| w.contains("not acted on") || w.contains("cannot deploy them yet"));
+    assert_eq!(
+        warnings,
+        [
+            "actions/smoke.toml:9:8: warning: this `cron` trigger has no `cron_schedule`: it never fires",
+            "components/app.toml:4:1: warning: unknown key `namspace` in helm_chart component (did you mean `namespace`?): it is ignored",
+            "components/app.toml:13:12: warning: `./components/values/app.yaml` (from `contents`) is resolved against `components/`, where it does not exist; it was found at the package root: write `../components/values/app.yaml`",
+            "components/queue.toml:15:22: warning: template: unknown function `ferry` (Nuon accepts it, but rendering it at deploy fails)",
+            "secrets/license.toml:3:16: warning: not a template: a string without `.nuon` is never rendered (Nuon passes it through), so its `{{ }}` appear literally",
+        ]
+    );
+    assert_eq!(pending.len(), 20, "{pending:#?}");
+    // R2: `./boundary.json` (permissions, break glass), `./values/..` (components),
+    // `./scripts/..` (actions), `./no-privileged.yaml` (a policy in `policies/k8s/`) only exist under
+    // their block's base directory: had any been resolved from the root, it would be an error above.
+    // R5/R6 values Ferry acts on.
+    assert!(cfg.installs[0].approve_all, "approval_option = approve-all");
+    assert_eq!(
+        cfg.policies[0].components,
+        Vec::<String>::new(),
+        "`*` is every component"
+    );
+    assert_eq!(cfg.policies[0].name, "policies");
+    assert_eq!(
+        cfg.runbooks[0].steps,
+        [
+            (
+                "redeploy".to_string(),
+                "deploy".to_string(),
+                "app".to_string()
+            ),
+            ("check".to_string(), "action".to_string(), String::new()),
+        ]
+    );
+    assert_eq!(
+        cfg.component("network_policy").unwrap().dependencies,
+        vec!["app"]
+    );
 }
 
 #[test]
