@@ -108,12 +108,18 @@ fn app_name(dir: &Path, name: Option<String>) -> Result<String> {
     Ok(cleaned)
 }
 
+/// Reads the package, fetches its remote references into it, validates it and uploads it.
 pub async fn sync(api: &Api, dir: &Path, name: &str) -> Result<ferry_model::api::SyncResponse> {
-    let (pkg, cfg) = load_package(dir)?;
-    if let Err(diags) = cfg {
-        bail!("{} is invalid:\n{diags}", dir.display());
+    let mut pkg = Package::from_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    let fetched = crate::fetch::fetch_remote(&mut pkg, dir, Default::default()).await?;
+    if fetched > 0 {
+        eprintln!("fetched {fetched} remote reference(s)");
     }
-    for w in ferry_appconfig::validate(&pkg).diagnostics.warnings() {
+    let report = ferry_appconfig::validate(&pkg);
+    if report.config.is_none() {
+        bail!("{} is invalid:\n{}", dir.display(), report.diagnostics);
+    }
+    for w in report.diagnostics.warnings() {
         eprintln!("{w}");
     }
     api.post_bytes(&format!("/v1/apps/{name}/configs"), pkg.to_bundle())

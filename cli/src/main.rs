@@ -3,6 +3,7 @@
 mod client;
 mod commands;
 mod dev;
+mod fetch;
 mod render;
 
 use std::path::PathBuf;

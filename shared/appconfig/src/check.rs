@@ -8,8 +8,8 @@
 //! File references follow Nuon's rule (R2): a value starting with `./` or `../` is a path relative to
 //! the block's base directory (`components/` for components, `permissions/` for permissions and
 //! break glass, ...), and must stay inside the package; one starting with `http`, `git` or `file` is a
-//! remote reference, read from the package at [`remote_path`] (fetching at sync is not built yet); anything
-//! else is inline text.
+//! remote reference: `ferry apps sync` fetches it into the package at [`remote_path`], and the
+//! control plane reads it from there, never from the network; anything else is inline text.
 
 use crate::diagnostics::{Diagnostics, Severity};
 use crate::package::Package;
@@ -36,8 +36,8 @@ pub struct Checker<'a> {
     pub pkg: &'a Package,
     /// Directory relative references of this block are resolved against (`""`: the package root).
     pub base: &'a str,
-    /// Remote references met (URLs), for `ferry apps sync` to fetch.
-    pub remote: &'a mut Vec<String>,
+    /// Remote references met and not fetched into the package yet, for `ferry apps sync` to fetch.
+    pub remote: &'a mut Vec<Remote>,
     pub diags: &'a mut Diagnostics,
     pub sites: &'a mut Vec<Site>,
     /// Files of the package the checked values point at (for content hashes).
@@ -257,10 +257,13 @@ impl Checker<'_> {
             if self.pkg.files.contains_key(&fetched) {
                 self.files.push(fetched);
             } else {
-                self.remote.push(value.to_string());
+                self.remote.push(Remote {
+                    url: value.to_string(),
+                    file: self.file.to_string(),
+                });
                 self.warning(
                     at,
-                    format!("`{key}`: `{value}` is a remote reference; this version does not fetch it, so it was not checked"),
+                    format!("`{key}`: `{value}` is a remote reference, fetched by `ferry apps sync`; not checked here"),
                 );
             }
             return;
@@ -323,6 +326,13 @@ impl Checker<'_> {
     }
 }
 
+/// A remote reference not fetched into the package yet, and the file that holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    pub url: String,
+    pub file: String,
+}
+
 /// What a file-reference value is, by Nuon's rule: `./`, `../` → local; `http`, `git`, `file` →
 /// remote; anything else → the content itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,7 +352,7 @@ pub fn reference(value: &str) -> Reference {
     }
 }
 
-/// Where the fetched content of a remote reference sits inside the package (a later `apps sync` fills it), so
+/// Where the fetched content of a remote reference sits inside the package (`ferry apps sync` fills it), so
 /// the control plane validates and deploys the fetched bytes, never the URL as text.
 pub fn remote_path(url: &str) -> String {
     use sha2::{Digest, Sha256};

@@ -17,11 +17,11 @@ pub mod state;
 pub mod template;
 mod tree;
 
-pub use check::{Reference, did_you_mean, reference, remote_path};
+pub use check::{Reference, Remote, did_you_mean, reference, remote_path};
 pub use diagnostics::{Diagnostic, Diagnostics, Severity};
 pub use generate::{json_schema, markdown_reference};
 pub use graph::deploy_stages;
-pub use package::{Package, PackageError};
+pub use package::{MAX_FILE_BYTES, Package, PackageError, repository_root};
 pub use parse::{
     Action, AppConfig, Component, ComponentType, Input, InstallDecl, Metadata, Policy, Rendered,
     Report, Runbook, Trigger, load, validate,

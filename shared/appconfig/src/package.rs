@@ -154,8 +154,9 @@ impl Package {
     }
 }
 
-/// The nearest directory at or above `dir` holding `.git` (a work tree), or `dir` itself.
-fn repository_root(dir: &Path) -> PathBuf {
+/// The nearest directory at or above `dir` holding `.git` (a work tree), or `dir` itself: the
+/// boundary that links and `file://` references of a package must stay inside.
+pub fn repository_root(dir: &Path) -> PathBuf {
     dir.ancestors()
         .find(|d| d.join(".git").exists())
         .unwrap_or(dir)

@@ -220,6 +220,8 @@ impl AppConfig {
 pub struct Report {
     pub config: Option<AppConfig>,
     pub diagnostics: Diagnostics,
+    /// Remote references whose content is not in the package yet (each URL once).
+    pub remote: Vec<crate::check::Remote>,
 }
 
 /// Parses and validates a package. `Err` carries every diagnostic (errors and warnings) when there is
@@ -245,9 +247,13 @@ pub fn validate(pkg: &Package) -> Report {
     let config = l.run();
     l.diags.sort();
     let config = if l.diags.has_errors() { None } else { config };
+    let mut remote = std::mem::take(&mut l.remote);
+    let mut seen = BTreeSet::new();
+    remote.retain(|r| seen.insert(r.url.clone()));
     Report {
         config,
         diagnostics: l.diags,
+        remote,
     }
 }
 
@@ -266,7 +272,7 @@ struct Loader<'a> {
     diags: Diagnostics,
     sites: Vec<Site>,
     /// Remote references (URLs) not fetched into the package yet.
-    remote: Vec<String>,
+    remote: Vec<crate::check::Remote>,
     /// Files referenced from each owner's values (`component:db` → files).
     refs: BTreeMap<String, Vec<String>>,
     /// Names of components whose file could not be read: still known to references, so one broken
