@@ -65,7 +65,9 @@ async fn fetch_one(url: &str, boundary: &Path, limits: Limits) -> Result<Vec<u8>
         // go-getter reads `github.com/owner/repo//path` as a git repository on GitHub.
         git(&GitRef::parse(&format!("https://{url}"))?, limits).await
     } else {
-        bail!("not a reference this version can fetch: use `https://`, `git::URL//path` or `file://`")
+        bail!(
+            "not a reference this version can fetch: use `https://`, `git::URL//path` or `file://`"
+        )
     }
 }
 
@@ -111,7 +113,11 @@ fn read_regular(path: &Path, limits: Limits) -> Result<Vec<u8>> {
         bail!("{} is not a regular file", path.display());
     }
     if meta.len() > limits.max_bytes {
-        bail!("{} is larger than {} bytes", path.display(), limits.max_bytes);
+        bail!(
+            "{} is larger than {} bytes",
+            path.display(),
+            limits.max_bytes
+        );
     }
     std::fs::read(path).with_context(|| path.display().to_string())
 }

@@ -54,13 +54,19 @@ fn write(dir: &Path, path: &str, text: &str) {
 fn repo_with_app(refs: &[(&str, &str)]) -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join(".git")).unwrap();
-    write(root.path(), "shared/cm.yaml", "kind: ConfigMap # from file\n");
+    write(
+        root.path(),
+        "shared/cm.yaml",
+        "kind: ConfigMap # from file\n",
+    );
     write(root.path(), "app/metadata.toml", "version = \"v2\"\n");
     for (name, url) in refs {
         write(
             root.path(),
             &format!("app/components/{name}.toml"),
-            &format!("name = \"{name}\"\ntype = \"kubernetes_manifest\"\nnamespace = \"x\"\nmanifest = \"{url}\"\n"),
+            &format!(
+                "name = \"{name}\"\ntype = \"kubernetes_manifest\"\nnamespace = \"x\"\nmanifest = \"{url}\"\n"
+            ),
         );
     }
     root
@@ -71,7 +77,14 @@ fn git_repo() -> tempfile::TempDir {
     write(dir.path(), "k8s/cm.yaml", "kind: ConfigMap # from git\n");
     let git = |args: &[&str]| {
         let out = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@x", "-c", "init.defaultBranch=main"])
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@x",
+                "-c",
+                "init.defaultBranch=main",
+            ])
             .args(args)
             .current_dir(dir.path())
             .output()
@@ -112,7 +125,9 @@ async fn http_git_and_file_references_are_fetched_into_the_package() {
     write(
         repo.path(),
         "app/components/c.toml",
-        &format!("name = \"c\"\ntype = \"kubernetes_manifest\"\nnamespace = \"x\"\nmanifest = \"{file_url}\"\n"),
+        &format!(
+            "name = \"c\"\ntype = \"kubernetes_manifest\"\nnamespace = \"x\"\nmanifest = \"{file_url}\"\n"
+        ),
     );
     let app = repo.path().join("app");
     let mut pkg = Package::from_dir(&app).unwrap();
@@ -132,7 +147,10 @@ async fn http_git_and_file_references_are_fetched_into_the_package() {
     assert!(after.remote.is_empty());
     assert!(after.config.is_some());
     assert!(
-        !after.diagnostics.warnings().any(|w| w.to_string().contains("remote reference")),
+        !after
+            .diagnostics
+            .warnings()
+            .any(|w| w.to_string().contains("remote reference")),
         "{}",
         after.diagnostics
     );
@@ -149,10 +167,22 @@ async fn a_failed_fetch_fails_the_sync_naming_the_file_and_the_reason() {
         (format!("{base}/missing.yaml"), "404"),
         (format!("{base}/slow"), "timed out after 500ms"),
         (outside_url, "outside the repository that holds the package"),
-        ("git::file:///nonexistent/repo.git//a.yaml".into(), "git clone failed"),
-        ("git::https://example.invalid/repo.git".into(), "`git::URL//path/to/file`"),
-        ("git::file:///x//../etc/passwd".into(), "not a path inside the repository"),
-        ("gitlab.com/a/b".into(), "not a reference this version can fetch"),
+        (
+            "git::file:///nonexistent/repo.git//a.yaml".into(),
+            "git clone failed",
+        ),
+        (
+            "git::https://example.invalid/repo.git".into(),
+            "`git::URL//path/to/file`",
+        ),
+        (
+            "git::file:///x//../etc/passwd".into(),
+            "not a path inside the repository",
+        ),
+        (
+            "gitlab.com/a/b".into(),
+            "not a reference this version can fetch",
+        ),
     ];
     for (url, want) in cases {
         let (r, _) = sync(&[("m", &url)], quick()).await;
@@ -187,12 +217,16 @@ fn git_references_split_repository_path_and_ref() {
         }
     );
     assert_eq!(
-        GitRef::parse("git@github.com:acme/app.git//a.yaml").unwrap().repo,
+        GitRef::parse("git@github.com:acme/app.git//a.yaml")
+            .unwrap()
+            .repo,
         "git@github.com:acme/app.git"
     );
     // A ref that git would read as an option is dropped.
     assert_eq!(
-        GitRef::parse("https://h/r//a?ref=--upload-pack=x").unwrap().reference,
+        GitRef::parse("https://h/r//a?ref=--upload-pack=x")
+            .unwrap()
+            .reference,
         None
     );
 }

@@ -1,7 +1,7 @@
 //! Reading a package into an [`AppConfig`]: find the blocks, check each file against its schema,
 //! extract what Ferry uses, check cross-references and templates, order the components.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
@@ -238,6 +238,11 @@ pub fn load(pkg: &Package) -> Result<AppConfig, Diagnostics> {
 pub fn validate(pkg: &Package) -> Report {
     let mut l = Loader {
         pkg,
+        texts: pkg
+            .files
+            .iter()
+            .filter_map(|(p, b)| Some((p.as_str(), std::str::from_utf8(b).ok()?)))
+            .collect(),
         diags: Diagnostics::default(),
         sites: Vec::new(),
         remote: Vec::new(),
@@ -269,6 +274,9 @@ struct Doc {
 
 struct Loader<'a> {
     pkg: &'a Package,
+    /// The package's UTF-8 files, each checked once: every diagnostic reads its file's text, and
+    /// checking it again each time made a file with many findings quadratic.
+    texts: HashMap<&'a str, &'a str>,
     diags: Diagnostics,
     sites: Vec<Site>,
     /// Remote references (URLs) not fetched into the package yet.
@@ -290,7 +298,7 @@ struct Draft {
 
 impl<'a> Loader<'a> {
     fn text(&self, path: &str) -> &'a str {
-        self.pkg.text(path).unwrap_or_default()
+        self.texts.get(path).copied().unwrap_or_default()
     }
 
     fn err(&mut self, file: &str, at: usize, msg: impl Into<String>) {
@@ -766,9 +774,7 @@ impl<'a> Loader<'a> {
     fn find_value(&self, block: &str, value: &str) -> (String, usize) {
         let quoted = format!("\"{value}\"");
         for (p, _) in self.pkg.files.iter().filter(|(p, _)| p.starts_with(block)) {
-            if let Some(src) = self.pkg.text(p)
-                && let Some(i) = src.find(&quoted)
-            {
+            if let Some(i) = self.text(p).find(&quoted) {
                 return (p.clone(), i);
             }
         }

@@ -5,6 +5,10 @@
 //! bounded work must not run on the async runtime, where it would stop every other request of the
 //! process (`/healthz` included) while it runs. So validation runs on tokio's blocking pool, and the
 //! caller stops waiting after a deadline.
+//!
+//! A validation that passed its deadline still runs to its end (a thread cannot be stopped), so
+//! at most one validation per core runs at a time: a burst of hostile uploads queues (and times
+//! out) instead of taking every core from the rest of the process.
 
 use std::time::Duration;
 
@@ -25,11 +29,23 @@ pub enum ValidateError {
 
 /// Validates `pkg` on the blocking pool; gives the package back with the report.
 pub async fn validate_package(pkg: Package) -> Result<(Package, Report), ValidateError> {
-    let work = tokio::task::spawn_blocking(move || {
-        let report = ferry_appconfig::validate(&pkg);
-        (pkg, report)
+    static SLOTS: std::sync::OnceLock<std::sync::Arc<tokio::sync::Semaphore>> =
+        std::sync::OnceLock::new();
+    let slots = SLOTS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        std::sync::Arc::new(tokio::sync::Semaphore::new(cores))
     });
-    match tokio::time::timeout(VALIDATE_DEADLINE, work).await {
+    let run = async {
+        // The semaphore is never closed, so acquiring only waits.
+        let slot = slots.clone().acquire_owned().await;
+        let work = tokio::task::spawn_blocking(move || {
+            let report = ferry_appconfig::validate(&pkg);
+            drop(slot);
+            (pkg, report)
+        });
+        work.await
+    };
+    match tokio::time::timeout(VALIDATE_DEADLINE, run).await {
         Ok(done) => Ok(done?),
         Err(_) => Err(ValidateError::Deadline(VALIDATE_DEADLINE)),
     }
