@@ -113,3 +113,88 @@ fn expensive_packages_are_validated_while_healthz_keeps_answering() {
         );
     }
 }
+
+/// The small packages that once froze or crashed the server: each is refused with a located error,
+/// and the server answers `/healthz` after each. (The component's `directory` is missing, an error,
+/// so that the response lists every diagnostic: template problems alone are warnings, as in Nuon.)
+#[test]
+fn hostile_uploads_are_refused_with_located_errors() {
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server(&nats.url, nats.dir.path().join("server.log"));
+    let dir = tempfile::tempdir().unwrap();
+    let component = |value: &str| {
+        format!(
+            "name = \"c\"\ntype = \"script\"\ndirectory = \"missing\"\n[vars]\nv = \"{value}\"\n"
+        )
+        .into_bytes()
+    };
+    let loops = "{{range 100000}}{{range 100000}}{{range 100000}}{{$.nuon.install.id}}{{end}}{{end}}{{end}}";
+    let nested = format!("{}x{}", "{{if .nuon}}".repeat(300), "{{end}}".repeat(300));
+    let doubling = "{{$x := .nuon.install.id}}{{range 40}}{{$x = print $x $x $x $x}}{{end}}{{$x}}";
+    let cases: Vec<(&str, Vec<(&str, Vec<u8>)>, &str, &str)> = vec![
+        (
+            "three nested ranges",
+            vec![("components/c.toml", component(loops))],
+            "422",
+            "evaluation takes more than 200000 steps",
+        ),
+        (
+            "300 nested ifs",
+            vec![("components/c.toml", component(&nested))],
+            "422",
+            "nested more than 100 deep",
+        ),
+        (
+            "output doubling",
+            vec![("components/c.toml", component(doubling))],
+            "422",
+            "larger than 1048576 bytes",
+        ),
+        (
+            "a file over the cap",
+            vec![("components/c.toml", vec![b'#'; 9 << 20])],
+            "400",
+            "components/c.toml: the file is larger than 8388608 bytes",
+        ),
+        (
+            "a path out of the package",
+            vec![("../../etc/passwd", b"x".to_vec())],
+            "400",
+            "file paths must be relative and inside the package",
+        ),
+    ];
+    for (what, files, want_code, want) in cases {
+        let mut files = files;
+        files.push(("metadata.toml", b"version = \"v2\"\n".to_vec()));
+        files.sort_by(|a, b| a.0.cmp(b.0));
+        let body = dir.path().join("bundle");
+        std::fs::write(&body, bundle(&files)).unwrap();
+        let out = Command::new("curl")
+            .args(["-s", "-w", "\n%{http_code}", "--data-binary"])
+            .arg(format!("@{}", body.display()))
+            .args(["-H", "content-type: application/octet-stream"])
+            .arg(format!("{api}/v1/apps/hostile/configs"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (response, code) = text.rsplit_once('\n').unwrap_or_default();
+        assert_eq!(code, want_code, "{what}: {response:.500}");
+        assert!(
+            response.contains(want),
+            "{what}: want {want:?} in {response:.1000}"
+        );
+        if code == "422" {
+            // Located: the diagnostic names the file and the value's line.
+            let located = format!("\"file\":\"components/c.toml\",\"line\":5");
+            assert!(response.contains(&located), "{what}: {response:.1000}");
+        }
+        let health = Command::new("curl")
+            .args(["-sf", "-m", "2", &format!("{api}/healthz")])
+            .output()
+            .unwrap();
+        assert!(
+            health.status.success(),
+            "{what}: /healthz stopped answering"
+        );
+    }
+}

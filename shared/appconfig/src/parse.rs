@@ -1164,22 +1164,22 @@ impl<'a> Loader<'a> {
                             ComponentType::Script
                                 if !self.pkg.files.contains_key(&format!("{d}/apply.sh")) =>
                             {
-                                Some("an apply.sh")
+                                Some("apply.sh")
                             }
                             ComponentType::TerraformModule
                                 if !self.pkg.under(&d).any(|(p, _)| p.ends_with(".tf")) =>
                             {
-                                Some("any .tf file")
+                                Some(".tf file")
                             }
                             ComponentType::HelmChart
                                 if !self.pkg.files.contains_key(&format!("{d}/Chart.yaml")) =>
                             {
-                                Some("a Chart.yaml")
+                                Some("Chart.yaml")
                             }
                             ComponentType::DockerBuild => {
                                 let df = r.str_of("dockerfile").unwrap_or("Dockerfile");
                                 (!self.pkg.files.contains_key(&format!("{d}/{df}")))
-                                    .then_some("its Dockerfile")
+                                    .then_some("Dockerfile")
                             }
                             _ => None,
                         };

@@ -117,9 +117,11 @@ fn nuon_shapes_validate_with_exact_warnings_and_carry_their_values() {
         warnings,
         [
             "actions/smoke.toml:9:8: warning: this `cron` trigger has no `cron_schedule`: it never fires",
+            "actions/smoke.toml:17:22: warning: template: unknown function `ferry` (Nuon accepts it, but rendering it at deploy fails)",
             "components/app.toml:4:1: warning: unknown key `namspace` in helm_chart component (did you mean `namespace`?): it is ignored",
             "components/app.toml:13:12: warning: `./components/values/app.yaml` (from `contents`) is resolved against `components/`, where it does not exist; it was found at the package root: write `../components/values/app.yaml`",
-            "components/queue.toml:15:22: warning: template: unknown function `ferry` (Nuon accepts it, but rendering it at deploy fails)",
+            "components/app.toml:20:12: warning: `contents`: `https://charts.example.com/acme/values.yaml` is a remote reference, fetched by `ferry apps sync`; not checked here",
+            "components/queue.toml:17:10: warning: not a template: a string without `.nuon` is never rendered (Nuon passes it through), so its `{{ }}` appear literally",
             "secrets/license.toml:3:16: warning: not a template: a string without `.nuon` is never rendered (Nuon passes it through), so its `{{ }}` appear literally",
         ]
     );
@@ -150,6 +152,29 @@ fn nuon_shapes_validate_with_exact_warnings_and_carry_their_values() {
         cfg.component("network_policy").unwrap().dependencies,
         vec!["app"]
     );
+    assert_eq!(
+        r.remote.len(),
+        1,
+        "the remote values file, for sync to fetch"
+    );
+    // Sprig-heavy values render at deploy; `{{nuon.install.id}}` (no dot) stays as written.
+    let inputs = [("domain".to_string(), "Acme.Example.".to_string())].into();
+    let state = cfg.template_state(&ferry_appconfig::state::Facts {
+        org: "acme",
+        app: "nuon-shapes",
+        install: "prod-eu",
+        inputs: Some(&inputs),
+        ..Default::default()
+    });
+    let vars = cfg.component("queue").unwrap().render(&state).unwrap().vars;
+    let var = |k: &str| vars.iter().find(|(n, _)| n == k).unwrap().1.clone();
+    assert_eq!(
+        var("tags"),
+        r#"{"domain":"acme.example","install":"prod-eu"}"#
+    );
+    assert_eq!(var("retention"), "168h");
+    assert_eq!(var("label"), "{{nuon.install.id}}");
+    assert_eq!(var("name"), "prod-eu-queue");
 }
 
 #[test]
@@ -414,7 +439,7 @@ fn variants_give_exact_diagnostics() {
                 ("scripts/cache/apply.sh", None),
                 ("scripts/cache/run.sh", Some("#!/bin/sh\n")),
             ],
-            "components/cache.toml:3:13: error: directory `scripts/cache` has no an apply.sh",
+            "components/cache.toml:3:13: error: directory `scripts/cache` has no apply.sh",
         ),
         (
             "local-scripts",
