@@ -131,7 +131,8 @@ fn hostile_uploads_are_refused_with_located_errors() {
     let loops = "{{range 100000}}{{range 100000}}{{range 100000}}{{$.nuon.install.id}}{{end}}{{end}}{{end}}";
     let nested = format!("{}x{}", "{{if .nuon}}".repeat(300), "{{end}}".repeat(300));
     let doubling = "{{$x := .nuon.install.id}}{{range 40}}{{$x = print $x $x $x $x}}{{end}}{{$x}}";
-    let cases: Vec<(&str, Vec<(&str, Vec<u8>)>, &str, &str)> = vec![
+    type Files = Vec<(&'static str, Vec<u8>)>;
+    let cases: Vec<(&str, Files, &str, &str)> = vec![
         (
             "three nested ranges",
             vec![("components/c.toml", component(loops))],
@@ -185,8 +186,8 @@ fn hostile_uploads_are_refused_with_located_errors() {
         );
         if code == "422" {
             // Located: the diagnostic names the file and the value's line.
-            let located = format!("\"file\":\"components/c.toml\",\"line\":5");
-            assert!(response.contains(&located), "{what}: {response:.1000}");
+            let located = "\"file\":\"components/c.toml\",\"line\":5";
+            assert!(response.contains(located), "{what}: {response:.1000}");
         }
         let health = Command::new("curl")
             .args(["-sf", "-m", "2", &format!("{api}/healthz")])
