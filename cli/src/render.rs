@@ -129,6 +129,7 @@ pub fn step_mark(s: StepStatus) -> &'static str {
         StepStatus::Succeeded => "✓",
         StepStatus::Failed => "✗",
         StepStatus::Skipped => "-",
+        StepStatus::Cancelled => "⊘",
     }
 }
 
@@ -140,6 +141,9 @@ pub fn workflow(w: &Workflow) -> String {
         w.install,
         status_word(w.status)
     );
+    if let Some(e) = &w.error {
+        out.push_str(&format!("\n  error: {e}"));
+    }
     let rows: Vec<Vec<String>> = w
         .steps
         .iter()

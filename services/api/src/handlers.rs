@@ -251,10 +251,12 @@ async fn start_workflow(
         kind,
         app_config_id: config_id.into(),
         status: m::WorkflowStatus::Pending,
+        cancel_requested: false,
         steps: vec![],
         created_at: now.clone(),
         updated_at: now,
         finished_at: None,
+        error: None,
     };
     s.store.repo::<Workflow>().create(&wf).await?;
     s.store

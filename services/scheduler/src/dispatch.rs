@@ -3,7 +3,7 @@
 //! reconcile pass may perform them again after a crash.
 
 use ferry_appconfig::ComponentType;
-use ferry_model::{self as m, StepKind, StepStatus, Workflow};
+use ferry_model::{self as m, StepKind, StepOutcome, Workflow};
 use ferry_protocol::messages::{
     ApplyJob, ComponentJob, ComponentKind, JobOffer, JobSpec, SyncJob, Timeouts,
 };
@@ -30,32 +30,20 @@ impl Scheduler {
             StepKind::Approve => self.request_approval(wf, step).await,
             StepKind::Apply => self.dispatch_apply(wf, step).await,
         };
-        match r {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(Permanent(msg))) => {
-                self.complete_step(
-                    &wf.org,
-                    &wf.id,
-                    index,
-                    StepStatus::Failed,
-                    Some(msg),
-                    Some("scheduler".into()),
-                )
-                .await
-            }
-            Err(e) if e.is_transient() => Err(e),
-            Err(e) => {
-                self.complete_step(
-                    &wf.org,
-                    &wf.id,
-                    index,
-                    StepStatus::Failed,
-                    Some(e.to_string()),
-                    Some("scheduler".into()),
-                )
-                .await
-            }
-        }
+        let failed = match r {
+            Ok(Ok(())) => return Ok(()),
+            Err(e) if e.is_transient() => return Err(e),
+            Ok(Err(Permanent(msg))) => msg,
+            Err(e) => e.to_string(),
+        };
+        self.complete_step(
+            &wf.org,
+            &wf.id,
+            index,
+            StepOutcome::Failed(failed),
+            Some("scheduler".into()),
+        )
+        .await
     }
 
     /// Re-performs or completes a started step from the records (see `reconcile`).
@@ -84,8 +72,7 @@ impl Scheduler {
                             &wf.org,
                             &wf.id,
                             index,
-                            StepStatus::Succeeded,
-                            Some("artifact built".into()),
+                            StepOutcome::Succeeded("artifact built".into()),
                             Some("build".into()),
                         )
                         .await
@@ -127,8 +114,7 @@ impl Scheduler {
                             &wf.org,
                             &wf.id,
                             index,
-                            StepStatus::Succeeded,
-                            Some("plan approved".into()),
+                            StepOutcome::Succeeded("plan approved".into()),
                             a.decided_by,
                         )
                         .await
@@ -138,8 +124,7 @@ impl Scheduler {
                             &wf.org,
                             &wf.id,
                             index,
-                            StepStatus::Failed,
-                            Some("plan denied".into()),
+                            StepOutcome::Failed("plan denied".into()),
                             a.decided_by,
                         )
                         .await
@@ -210,8 +195,7 @@ impl Scheduler {
                     &wf.org,
                     &wf.id,
                     index,
-                    StepStatus::Succeeded,
-                    Some(format!("reused build {build_id}")),
+                    StepOutcome::Succeeded(format!("reused build {build_id}")),
                     Some("build".into()),
                 )
                 .await?;
@@ -532,6 +516,67 @@ impl Scheduler {
             .await
             .map_err(|e| SchedulerError::Nats(e.to_string()))?;
         debug!(org = %wf.org, install = %wf.install, job = %job_id, kind = ?kind, "job offered");
+        Ok(())
+    }
+
+    /// Stops a step's job: a job no runner has claimed is cancelled here; a running one is asked
+    /// to stop by a message to its install's runners (core NATS: a runner that misses it gets it
+    /// again from the reconcile pass), and its step ends when the runner reports.
+    pub(crate) async fn cancel_job(
+        &self,
+        wf: &Workflow,
+        job_id: &str,
+    ) -> Result<(), SchedulerError> {
+        let mut was_queued = false;
+        let r = self
+            .store
+            .repo::<m::Job>()
+            .modify(&wf.org, job_id, |j| {
+                if j.status != m::JobStatus::Queued {
+                    return Ok::<bool, ()>(false);
+                }
+                j.status = m::JobStatus::Cancelled;
+                j.error = Some("cancelled before a runner took it".into());
+                j.finished_at = Some(m::now());
+                was_queued = true;
+                Ok(true)
+            })
+            .await;
+        let job = match r {
+            Ok(Ok(j)) => j,
+            Ok(Err(())) => return Ok(()),
+            // Never dispatched: the step can end now.
+            Err(StoreError::NotFound { .. }) => {
+                let step = wf
+                    .steps
+                    .iter()
+                    .find(|s| s.job_id.as_deref() == Some(job_id));
+                if let Some(s) = step {
+                    return self
+                        .complete_step(
+                            &wf.org,
+                            &wf.id,
+                            s.index,
+                            StepOutcome::Cancelled("cancelled before it was dispatched".into()),
+                            Some("scheduler".into()),
+                        )
+                        .await;
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if was_queued || job.status.is_terminal() {
+            return self.apply_job_result(&job).await;
+        }
+        self.client
+            .publish(
+                subjects::cancel(&wf.org, &wf.install, job_id),
+                job_id.to_string().into(),
+            )
+            .await
+            .map_err(|e| SchedulerError::Nats(e.to_string()))?;
+        info!(org = %wf.org, install = %wf.install, job = %job_id, "cancel sent to the runner");
         Ok(())
     }
 

@@ -1,6 +1,6 @@
 //! Results coming back from runners on `JOB_EVENTS`.
 
-use ferry_model::{self as m, StepKind, StepStatus};
+use ferry_model::{self as m, StepOutcome};
 use ferry_protocol::messages::{EventBody, JobEvent, JobResult, Outcome};
 use ferry_protocol::resources::objects;
 use ferry_protocol::subjects;
@@ -143,69 +143,28 @@ impl Scheduler {
                 self.update_component(job, |c| c.status = m::ComponentStatus::Failed)
                     .await?;
             }
-            let msg = job
-                .error
-                .clone()
-                .unwrap_or_else(|| format!("job {}", format!("{:?}", job.status).to_lowercase()));
+            let status = format!("{:?}", job.status).to_lowercase();
+            let msg = job.error.clone().unwrap_or_else(|| format!("job {status}"));
+            let outcome = if job.status == m::JobStatus::Cancelled {
+                StepOutcome::Cancelled(msg)
+            } else {
+                StepOutcome::Failed(msg)
+            };
             return self
-                .complete_step(
-                    org,
-                    wf_id,
-                    job.step,
-                    StepStatus::Failed,
-                    Some(msg),
-                    Some("runner".into()),
-                )
+                .complete_step(org, wf_id, job.step, outcome, Some("runner".into()))
                 .await;
         }
-        match job.kind {
-            m::JobKind::Sync => {
-                self.complete_step(
-                    org,
-                    wf_id,
-                    job.step,
-                    StepStatus::Succeeded,
-                    Some("artifact synced to the install".into()),
-                    Some("runner".into()),
-                )
-                .await
-            }
+        let outcome = match job.kind {
+            m::JobKind::Sync => StepOutcome::Succeeded("artifact synced to the install".into()),
             m::JobKind::Plan => {
-                let changes = job.plan_changes.unwrap_or(true);
                 let summary = job.plan_summary.clone().unwrap_or_default();
-                let component = job.component.clone();
-                let step = job.step;
-                self.update_steps(org, wf_id, |wf| {
-                    let Some(s) = wf.step_mut(step) else {
-                        return false;
-                    };
-                    if s.status != StepStatus::Running {
-                        return false;
-                    }
-                    s.status = StepStatus::Succeeded;
-                    s.finished_at = Some(m::now());
-                    s.message = Some(summary.clone());
-                    if !changes {
-                        // A plan with no changes skips its approval and its apply.
-                        for kind in [StepKind::Approve, StepKind::Apply] {
-                            if let Some(i) = wf.find(&component, kind).map(|s| s.index)
-                                && let Some(s) = wf.step_mut(i)
-                                && s.status == StepStatus::Pending
-                            {
-                                s.status = StepStatus::Skipped;
-                                s.message = Some("no changes".into());
-                                s.finished_at = Some(m::now());
-                            }
-                        }
-                    }
-                    true
-                })
-                .await?;
-                if !changes {
+                if job.plan_changes.unwrap_or(true) {
+                    StepOutcome::Succeeded(summary)
+                } else {
                     self.update_component(job, |c| c.status = m::ComponentStatus::Active)
                         .await?;
+                    StepOutcome::NoChanges(summary)
                 }
-                self.advance(org, wf_id).await
             }
             m::JobKind::Apply | m::JobKind::Teardown => {
                 let outputs = job.outputs.clone();
@@ -218,17 +177,11 @@ impl Scheduler {
                     }
                 })
                 .await?;
-                self.complete_step(
-                    org,
-                    wf_id,
-                    job.step,
-                    StepStatus::Succeeded,
-                    Some("applied".into()),
-                    Some("runner".into()),
-                )
-                .await
+                StepOutcome::Succeeded("applied".into())
             }
-        }
+        };
+        self.complete_step(org, wf_id, job.step, outcome, Some("runner".into()))
+            .await
     }
 
     async fn update_component(

@@ -130,18 +130,12 @@ impl Scheduler {
                 ok,
                 error,
             } => {
-                let (status, msg) = if ok {
-                    (
-                        m::StepStatus::Succeeded,
-                        Some(format!("artifact built ({build_id})")),
-                    )
+                let outcome = if ok {
+                    m::StepOutcome::Succeeded(format!("artifact built ({build_id})"))
                 } else {
-                    (
-                        m::StepStatus::Failed,
-                        Some(error.unwrap_or_else(|| "build failed".into())),
-                    )
+                    m::StepOutcome::Failed(error.unwrap_or_else(|| "build failed".into()))
                 };
-                self.complete_step(&org, &workflow_id, step, status, msg, Some("build".into()))
+                self.complete_step(&org, &workflow_id, step, outcome, Some("build".into()))
                     .await
             }
             Control::ApprovalDecided {
@@ -157,12 +151,12 @@ impl Scheduler {
                     .get(&org, &approval_id)
                     .await?
                     .and_then(|a| a.value.decided_by);
-                let (status, msg) = if approved {
-                    (m::StepStatus::Succeeded, Some("plan approved".to_string()))
+                let outcome = if approved {
+                    m::StepOutcome::Succeeded("plan approved".into())
                 } else {
-                    (m::StepStatus::Failed, Some("plan denied".to_string()))
+                    m::StepOutcome::Failed("plan denied".into())
                 };
-                self.complete_step(&org, &workflow_id, step, status, msg, actor)
+                self.complete_step(&org, &workflow_id, step, outcome, actor)
                     .await
             }
             // Not ours: the consumer's filter keeps these away; acknowledge if one slips through.

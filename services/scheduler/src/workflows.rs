@@ -1,23 +1,47 @@
-//! Workflow state transitions: laying out steps, advancing the graph, completing steps, finishing.
+//! Executing the workflow state machine (`ferry_model::steps`): load the record, apply one
+//! transition, save it by compare-and-swap, then perform the effects the transition returned.
 
-use ferry_model::{self as m, StepKind, StepStatus, Workflow, WorkflowStatus};
+use ferry_model::{self as m, Effect, Illegal, StepOutcome, Workflow, WorkflowStatus};
 use ferry_store::StoreError;
-use tracing::{Instrument, info, info_span, warn};
+use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::{Scheduler, SchedulerError};
 
-/// A step the scheduler has just marked as started and whose side effect (build request, job offer,
-/// approval request) must now happen.
-pub(crate) struct Started {
-    pub index: u32,
-}
-
 impl Scheduler {
-    /// Fills in the steps of a requested workflow (once), starts every step that is ready, and
-    /// finishes the workflow when nothing is left. Safe to call any number of times.
+    /// Lays out a requested workflow (once), starts every step that is ready, and finishes the
+    /// workflow when nothing is left. Safe to call any number of times.
     pub(crate) async fn advance(&self, org: &str, workflow_id: &str) -> Result<(), SchedulerError> {
+        self.transition(org, workflow_id, |_| Ok(vec![])).await
+    }
+
+    /// Records how a started step ended and advances the workflow.
+    pub(crate) async fn complete_step(
+        &self,
+        org: &str,
+        workflow_id: &str,
+        index: u32,
+        outcome: StepOutcome,
+        actor: Option<String>,
+    ) -> Result<(), SchedulerError> {
+        let now = m::now();
+        self.transition(org, workflow_id, |wf| {
+            wf.finish_step(index, outcome.clone(), actor.clone(), &now)
+                .map(|()| vec![])
+        })
+        .await
+    }
+
+    /// The executor: applies `f` to the workflow (laying it out first if needed), advances it,
+    /// saves the record if anything changed, then performs the effects. An [`Illegal`]
+    /// transition (a duplicate or late message) leaves the record as it is.
+    pub(crate) async fn transition(
+        &self,
+        org: &str,
+        workflow_id: &str,
+        mut f: impl FnMut(&mut Workflow) -> Result<Vec<Effect>, Illegal>,
+    ) -> Result<(), SchedulerError> {
         let span = info_span!(
-            "advance",
+            "workflow",
             org,
             workflow = workflow_id,
             install = tracing::field::Empty
@@ -29,89 +53,67 @@ impl Scheduler {
                     warn!("workflow not found");
                     return Ok(());
                 };
-                let mut wf = v.value;
+                let mut wf = v.value.clone();
                 tracing::Span::current().record("install", wf.install.as_str());
-                if wf.status.is_terminal() {
-                    return Ok(());
-                }
-                let mut laid_out = false;
-                if wf.steps.is_empty() {
-                    match self.lay_out(&wf).await {
-                        Ok(steps) => {
-                            wf.steps = steps;
-                            laid_out = true;
-                        }
-                        Err(e @ SchedulerError::Config(..)) => {
-                            // The config cannot be deployed: fail the workflow visibly.
-                            wf.status = WorkflowStatus::Failed;
-                            wf.finished_at = Some(m::now());
-                            wf.updated_at = m::now();
-                            warn!(error = %e, "workflow cannot be laid out");
-                            self.finish_install(&wf).await?;
-                            match repo.update(&wf, v.revision).await {
-                                Ok(_) => {
-                                    self.finished(&wf).await;
-                                    return Ok(());
-                                }
-                                Err(StoreError::Conflict { .. }) => continue,
-                                Err(e) => return Err(e.into()),
-                            }
+                let now = m::now();
+                let mut effects = Vec::new();
+                if wf.steps.is_empty() && !wf.status.is_terminal() {
+                    let steps = match self.lay_out(&wf).await {
+                        Ok(steps) => Ok(steps),
+                        Err(SchedulerError::Config(id, reason)) => {
+                            warn!(config = %id, %reason, "workflow cannot be laid out");
+                            Err(format!("app config {id}: {reason}"))
                         }
                         Err(e) => return Err(e),
-                    }
+                    };
+                    effects.extend(wf.lay_out(steps, &now).unwrap_or_default());
                 }
-                let ready = wf.ready_steps();
-                let mut started = Vec::new();
-                for i in ready {
-                    let id = format!("{}-{}", wf.id, i);
-                    let Some(step) = wf.step_mut(i) else { continue };
-                    step.started_at = Some(m::now());
-                    match step.kind {
-                        StepKind::Approve => {
-                            step.status = StepStatus::Waiting;
-                            step.approval_id = Some(id);
-                        }
-                        StepKind::Build => step.status = StepStatus::Running,
-                        StepKind::Sync | StepKind::Plan | StepKind::Apply => {
-                            step.status = StepStatus::Running;
-                            step.job_id = Some(id);
-                        }
-                    }
-                    started.push(Started { index: i });
+                match f(&mut wf) {
+                    Ok(e) => effects.extend(e),
+                    Err(illegal) => debug!(%illegal, "transition refused; the record stands"),
                 }
-                let changed = wf.refresh_status();
-                if started.is_empty() && !changed && !laid_out {
+                effects.extend(wf.advance(&now));
+                if wf == v.value {
                     return Ok(());
                 }
-                if wf.status.is_terminal() {
+                let finished = effects.iter().any(|e| matches!(e, Effect::Finished { .. }));
+                if finished {
                     // The install's status first: whoever sees the workflow finished sees the
                     // install's final status too. (Idempotent if this CAS loop goes round again.)
                     self.finish_install(&wf).await?;
                 }
-                wf.updated_at = m::now();
                 match repo.update(&wf, v.revision).await {
                     Ok(_) => {}
                     Err(StoreError::Conflict { .. }) => continue,
                     Err(e) => return Err(e.into()),
                 }
-                for s in &started {
-                    if let Some(step) = wf.step(s.index) {
-                        info!(component = %step.component, step = step.kind.label(), "step started");
-                    }
-                }
-                // Side effects after the record says the step started: if we crash in between, the
+                // Effects after the record says what happened: if we crash in between, the
                 // reconcile pass sees a started step without its effect and performs it.
-                for s in started {
-                    self.start_step(&wf, s.index).await?;
-                }
-                if wf.status.is_terminal() {
-                    self.finished(&wf).await;
+                for effect in effects {
+                    self.perform(&wf, effect).await?;
                 }
                 return Ok(());
             }
         }
         .instrument(span)
         .await
+    }
+
+    async fn perform(&self, wf: &Workflow, effect: Effect) -> Result<(), SchedulerError> {
+        match effect {
+            Effect::Start { step } => {
+                if let Some(s) = wf.step(step) {
+                    info!(component = %s.component, step = s.kind.label(), "step started");
+                }
+                // Boxed: starting a step can complete one (a reused build), which transitions again.
+                Box::pin(self.start_step(wf, step)).await
+            }
+            Effect::CancelJob { job_id, .. } => Box::pin(self.cancel_job(wf, &job_id)).await,
+            Effect::Finished { .. } => {
+                self.finished(wf).await;
+                Ok(())
+            }
+        }
     }
 
     async fn lay_out(&self, wf: &Workflow) -> Result<Vec<m::Step>, SchedulerError> {
@@ -146,36 +148,8 @@ impl Scheduler {
         Ok(laid.steps)
     }
 
-    /// Records the end of a step (if it has not ended yet) and advances the workflow.
-    pub(crate) async fn complete_step(
-        &self,
-        org: &str,
-        workflow_id: &str,
-        index: u32,
-        status: StepStatus,
-        message: Option<String>,
-        actor: Option<String>,
-    ) -> Result<(), SchedulerError> {
-        self.update_steps(org, workflow_id, |wf| {
-            let Some(step) = wf.step_mut(index) else { return false };
-            if step.status.is_terminal() || step.status == StepStatus::Pending {
-                return false;
-            }
-            step.status = status;
-            step.finished_at = Some(m::now());
-            step.message = message.clone();
-            if actor.is_some() {
-                step.actor = actor.clone();
-            }
-            info!(org, workflow = workflow_id, component = %step.component, step = step.kind.label(), status = ?status, "step finished");
-            true
-        })
-        .await?;
-        // Boxed: advancing starts steps, and starting a step can complete one (a reused build).
-        Box::pin(self.advance(org, workflow_id)).await
-    }
-
-    /// CAS-modifies a workflow's steps; `f` returns false to leave it unchanged.
+    /// CAS-modifies fields of a workflow's steps that are not its state (a build id); `f` returns
+    /// false to leave it unchanged. Status changes go through [`Self::transition`].
     pub(crate) async fn update_steps(
         &self,
         org: &str,
@@ -187,12 +161,6 @@ impl Scheduler {
             .modify(org, workflow_id, |wf| {
                 if !f(wf) {
                     return Ok::<bool, ()>(false);
-                }
-                wf.refresh_status();
-                if wf.status.is_terminal() {
-                    // Only `advance` finishes a workflow, after recording the install's status.
-                    wf.status = WorkflowStatus::Running;
-                    wf.finished_at = None;
                 }
                 wf.updated_at = m::now();
                 Ok(true)
@@ -232,8 +200,11 @@ impl Scheduler {
 
     /// A workflow has just been finished: count and audit it.
     async fn finished(&self, wf: &Workflow) {
-        let ok = wf.status == WorkflowStatus::Succeeded;
-        let outcome = if ok { "succeeded" } else { "failed" };
+        let outcome = match wf.status {
+            WorkflowStatus::Succeeded => "succeeded",
+            WorkflowStatus::Cancelled => "cancelled",
+            _ => "failed",
+        };
         ferry_telemetry::metrics()
             .workflows_finished
             .get_or_create(&ferry_telemetry::OutcomeLabels {
@@ -265,7 +236,7 @@ impl Scheduler {
                 continue;
             }
             for step in &wf.steps {
-                if matches!(step.status, StepStatus::Running | StepStatus::Waiting)
+                if matches!(step.status, m::StepStatus::Running | m::StepStatus::Waiting)
                     && let Err(e) = self.resume_step(&wf, step.index).await
                 {
                     warn!(org = %wf.org, workflow = %wf.id, step = step.index, error = %e, "resuming step failed");

@@ -8,9 +8,11 @@
 
 pub mod api;
 mod records;
+mod steps;
 mod workflow;
 
 pub use records::*;
+pub use steps::*;
 pub use workflow::*;
 
 /// A new, time-sortable, subject-token-safe id (lowercase ULID).

@@ -29,11 +29,15 @@ pub enum WorkflowStatus {
     Running,
     Succeeded,
     Failed,
+    Cancelled,
 }
 
 impl WorkflowStatus {
     pub fn is_terminal(self) -> bool {
-        matches!(self, WorkflowStatus::Succeeded | WorkflowStatus::Failed)
+        matches!(
+            self,
+            WorkflowStatus::Succeeded | WorkflowStatus::Failed | WorkflowStatus::Cancelled
+        )
     }
 }
 
@@ -69,6 +73,8 @@ pub enum StepStatus {
     Succeeded,
     Failed,
     Skipped,
+    /// Stopped by a cancel, or never attempted because the workflow was cancelled.
+    Cancelled,
 }
 
 impl StepStatus {
@@ -78,9 +84,16 @@ impl StepStatus {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            StepStatus::Succeeded | StepStatus::Skipped | StepStatus::Failed
+            StepStatus::Succeeded
+                | StepStatus::Skipped
+                | StepStatus::Failed
+                | StepStatus::Cancelled
         )
     }
+}
+
+fn first_attempt() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,6 +104,9 @@ pub struct Step {
     pub component: String,
     pub kind: StepKind,
     pub status: StepStatus,
+    /// 1, then one more each time the step is retried (see [`Workflow::job_id`]).
+    #[serde(default = "first_attempt")]
+    pub attempt: u32,
     /// Indices of the steps that must be done (succeeded or skipped) before this one starts.
     pub after: Vec<u32>,
     pub job_id: Option<String>,
@@ -111,10 +127,16 @@ pub struct Workflow {
     pub kind: WorkflowKind,
     pub app_config_id: String,
     pub status: WorkflowStatus,
+    /// A cancel was asked for: nothing new starts, and the workflow ends cancelled once no step runs.
+    #[serde(default)]
+    pub cancel_requested: bool,
     pub steps: Vec<Step>,
     pub created_at: String,
     pub updated_at: String,
     pub finished_at: Option<String>,
+    /// Why the workflow failed before any step could start (its app config cannot be laid out).
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 /// One thing to deploy (the sandbox or a component) and what it depends on.
@@ -150,6 +172,7 @@ impl Workflow {
                         component: d.name.clone(),
                         kind,
                         status: StepStatus::Pending,
+                        attempt: 1,
                         after,
                         job_id: None,
                         build_id: None,
@@ -188,16 +211,22 @@ impl Workflow {
             kind,
             app_config_id,
             status: WorkflowStatus::Pending,
+            cancel_requested: false,
             steps,
             created_at: now.clone(),
             updated_at: now,
             finished_at: None,
+            error: None,
         }
     }
 
-    /// Steps that may start now. None while any step has failed: a failed workflow starts nothing new.
+    /// Steps that may start now. None while any step has failed or a cancel was asked for: such a
+    /// workflow starts nothing new.
     pub fn ready_steps(&self) -> Vec<u32> {
-        if self.status.is_terminal() || self.steps.iter().any(|s| s.status == StepStatus::Failed) {
+        if self.status.is_terminal()
+            || self.cancel_requested
+            || self.steps.iter().any(|s| s.status == StepStatus::Failed)
+        {
             return vec![];
         }
         self.steps
@@ -214,8 +243,9 @@ impl Workflow {
             .collect()
     }
 
-    /// Derives the workflow's status from its steps. Returns true when it changed.
-    pub fn refresh_status(&mut self) -> bool {
+    /// Derives the workflow's status from its steps. Returns true when it changed. Called by the
+    /// transitions in `steps.rs`; nothing else sets a status.
+    pub(crate) fn refresh_status(&mut self) -> bool {
         let before = self.status;
         let busy = self
             .steps
@@ -226,6 +256,8 @@ impl Workflow {
             WorkflowStatus::Failed
         } else if self.steps.iter().all(|s| s.status.is_done()) {
             WorkflowStatus::Succeeded
+        } else if self.cancel_requested && !busy {
+            WorkflowStatus::Cancelled
         } else if self.steps.iter().any(|s| s.status != StepStatus::Pending) {
             WorkflowStatus::Running
         } else {

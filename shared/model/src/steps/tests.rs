@@ -1,0 +1,364 @@
+//! Every transition of the step state machine, legal and illegal.
+
+use super::*;
+use crate::{Deployable, WorkflowKind};
+
+const NOW: &str = "2026-11-22T12:00:00.000Z";
+
+fn d(name: &str, deps: &[&str]) -> Deployable {
+    Deployable {
+        name: name.into(),
+        dependencies: deps.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// `a` alone: build 0, sync 1, plan 2, approve 3, apply 4.
+fn one() -> Workflow {
+    Workflow::deploy(
+        "w".into(),
+        "o".into(),
+        "i".into(),
+        WorkflowKind::DeployComponents,
+        "c".into(),
+        &[vec![d("a", &[])]],
+    )
+}
+
+fn ok(w: &mut Workflow, i: u32) {
+    w.finish_step(i, StepOutcome::Succeeded("ok".into()), None, NOW)
+        .unwrap();
+}
+
+fn statuses(w: &Workflow) -> Vec<StepStatus> {
+    w.steps.iter().map(|s| s.status).collect()
+}
+
+use StepStatus::{Cancelled, Failed, Pending, Running, Skipped, Succeeded, Waiting};
+
+#[test]
+fn advance_starts_ready_steps_once_with_their_ids() {
+    let mut w = one();
+    assert_eq!(w.advance(NOW), vec![Effect::Start { step: 0 }]);
+    assert_eq!(w.status, WorkflowStatus::Running);
+    assert_eq!(w.steps[0].started_at.as_deref(), Some(NOW));
+    assert!(w.advance(NOW).is_empty(), "nothing new on the saved record");
+
+    ok(&mut w, 0);
+    assert_eq!(w.advance(NOW), vec![Effect::Start { step: 1 }]);
+    assert_eq!(w.steps[1].job_id.as_deref(), Some("w-1"));
+    ok(&mut w, 1);
+    w.advance(NOW);
+    ok(&mut w, 2);
+    assert_eq!(w.advance(NOW), vec![Effect::Start { step: 3 }]);
+    assert_eq!(
+        w.steps[3].status, Waiting,
+        "an approval waits for a decision"
+    );
+    assert_eq!(w.steps[3].approval_id.as_deref(), Some("w-3"));
+    ok(&mut w, 3);
+    w.advance(NOW);
+    ok(&mut w, 4);
+    assert_eq!(
+        w.advance(NOW),
+        vec![Effect::Finished {
+            status: WorkflowStatus::Succeeded
+        }]
+    );
+    assert!(w.finished_at.is_some());
+    assert!(w.advance(NOW).is_empty(), "finished once");
+}
+
+#[test]
+fn finishing_a_step_does_not_end_the_workflow_until_advance() {
+    let mut w = one();
+    w.advance(NOW);
+    w.finish_step(
+        0,
+        StepOutcome::Failed("boom".into()),
+        Some("build".into()),
+        NOW,
+    )
+    .unwrap();
+    assert_eq!(w.status, WorkflowStatus::Running);
+    assert_eq!(w.steps[0].message.as_deref(), Some("boom"));
+    assert_eq!(w.steps[0].actor.as_deref(), Some("build"));
+    assert_eq!(
+        w.advance(NOW),
+        vec![Effect::Finished {
+            status: WorkflowStatus::Failed
+        }]
+    );
+    assert_eq!(statuses(&w), [Failed, Pending, Pending, Pending, Pending]);
+}
+
+#[test]
+fn a_failure_starts_nothing_new_and_ends_when_the_parallel_steps_end() {
+    let mut w = Workflow::deploy(
+        "w".into(),
+        "o".into(),
+        "i".into(),
+        WorkflowKind::DeployComponents,
+        "c".into(),
+        &[vec![d("a", &[]), d("b", &[])]],
+    );
+    assert_eq!(w.advance(NOW).len(), 2, "both builds");
+    w.finish_step(0, StepOutcome::Failed("a broke".into()), None, NOW)
+        .unwrap();
+    assert!(w.advance(NOW).is_empty(), "b's build still runs");
+    assert_eq!(w.status, WorkflowStatus::Running);
+    ok(&mut w, 5);
+    assert_eq!(
+        w.advance(NOW),
+        vec![Effect::Finished {
+            status: WorkflowStatus::Failed
+        }],
+        "b's sync does not start after a's failure"
+    );
+}
+
+#[test]
+fn a_plan_without_changes_skips_its_approval_and_apply() {
+    let mut w = one();
+    for i in 0..2 {
+        w.advance(NOW);
+        ok(&mut w, i);
+    }
+    w.advance(NOW);
+    w.finish_step(2, StepOutcome::NoChanges("no changes".into()), None, NOW)
+        .unwrap();
+    assert_eq!(
+        statuses(&w),
+        [Succeeded, Succeeded, Succeeded, Skipped, Skipped]
+    );
+    assert_eq!(
+        w.advance(NOW),
+        vec![Effect::Finished {
+            status: WorkflowStatus::Succeeded
+        }]
+    );
+}
+
+#[test]
+fn illegal_finishes_are_refused_and_change_nothing() {
+    let mut w = one();
+    w.advance(NOW);
+    let before = w.clone();
+    let out = |m: &str| StepOutcome::Succeeded(m.into());
+    assert_eq!(
+        w.finish_step(1, out("x"), None, NOW),
+        Err(Illegal::NotStarted {
+            step: 1,
+            status: Pending
+        })
+    );
+    assert_eq!(
+        w.finish_step(9, out("x"), None, NOW),
+        Err(Illegal::NoSuchStep(9))
+    );
+    assert_eq!(
+        w.finish_step(0, StepOutcome::NoChanges("x".into()), None, NOW),
+        Err(Illegal::NotAPlan {
+            step: 0,
+            kind: StepKind::Build
+        })
+    );
+    assert_eq!(w, before);
+    ok(&mut w, 0);
+    assert_eq!(
+        w.finish_step(0, StepOutcome::Failed("late".into()), None, NOW),
+        Err(Illegal::AlreadyEnded {
+            step: 0,
+            status: Succeeded
+        }),
+        "a duplicate result does not overwrite the first"
+    );
+    w.steps.iter_mut().for_each(|s| s.status = Succeeded);
+    w.advance(NOW);
+    w.steps[4].status = Running;
+    assert_eq!(
+        w.finish_step(4, out("x"), None, NOW),
+        Err(Illegal::WorkflowEnded(WorkflowStatus::Succeeded))
+    );
+}
+
+#[test]
+fn cancel_stops_what_has_not_started_and_asks_running_jobs_to_stop() {
+    let mut w = Workflow::deploy(
+        "w".into(),
+        "o".into(),
+        "i".into(),
+        WorkflowKind::DeployComponents,
+        "c".into(),
+        &[vec![d("a", &[]), d("b", &[])]],
+    );
+    w.advance(NOW);
+    for i in [0, 5] {
+        ok(&mut w, i);
+    }
+    w.advance(NOW);
+    ok(&mut w, 1);
+    w.advance(NOW); // a plans (2) while b syncs (6)
+    ok(&mut w, 2);
+    w.advance(NOW); // a's approval waits (3)
+    assert_eq!(w.steps[3].status, Waiting);
+    assert_eq!(w.steps[6].status, Running);
+
+    let effects = w.cancel("alice", NOW).unwrap();
+    assert_eq!(
+        effects,
+        vec![Effect::CancelJob {
+            step: 6,
+            job_id: "w-6".into()
+        }]
+    );
+    assert_eq!(w.steps[3].status, Cancelled, "the approval is withdrawn");
+    assert_eq!(w.steps[4].status, Cancelled);
+    assert_eq!(
+        w.steps[4].message.as_deref(),
+        Some("not attempted: the workflow was cancelled")
+    );
+    assert_eq!(w.steps[4].actor.as_deref(), Some("alice"));
+    assert_eq!(
+        w.status,
+        WorkflowStatus::Running,
+        "until the job has stopped"
+    );
+    assert!(w.advance(NOW).is_empty());
+
+    w.finish_step(6, StepOutcome::Cancelled("cancelled".into()), None, NOW)
+        .unwrap();
+    assert_eq!(
+        w.advance(NOW),
+        vec![Effect::Finished {
+            status: WorkflowStatus::Cancelled
+        }]
+    );
+    assert_eq!(
+        w.cancel("alice", NOW),
+        Err(Illegal::WorkflowEnded(WorkflowStatus::Cancelled))
+    );
+}
+
+#[test]
+fn cancel_with_nothing_running_ends_at_once_and_a_build_is_abandoned() {
+    let mut w = one();
+    w.advance(NOW);
+    assert_eq!(
+        w.cancel("bob", NOW).unwrap(),
+        vec![Effect::Finished {
+            status: WorkflowStatus::Cancelled
+        }]
+    );
+    assert_eq!(statuses(&w), [Cancelled; 5]);
+    // The build's late result is refused.
+    assert!(
+        w.finish_step(0, StepOutcome::Succeeded("x".into()), None, NOW)
+            .is_err()
+    );
+}
+
+#[test]
+fn a_job_that_succeeds_after_cancel_ends_the_workflow_without_starting_more() {
+    let mut w = one();
+    w.advance(NOW);
+    ok(&mut w, 0);
+    w.advance(NOW);
+    w.cancel("bob", NOW).unwrap();
+    ok(&mut w, 1);
+    assert_eq!(
+        w.advance(NOW),
+        vec![Effect::Finished {
+            status: WorkflowStatus::Cancelled
+        }]
+    );
+    assert_eq!(
+        statuses(&w),
+        [Succeeded, Succeeded, Cancelled, Cancelled, Cancelled]
+    );
+}
+
+#[test]
+fn retry_runs_a_failed_step_again_under_a_new_id() {
+    let mut w = one();
+    w.advance(NOW);
+    ok(&mut w, 0);
+    w.advance(NOW);
+    assert_eq!(
+        w.retry(1, NOW),
+        Err(Illegal::StillRunning(WorkflowStatus::Running))
+    );
+    w.finish_step(1, StepOutcome::Failed("lost".into()), None, NOW)
+        .unwrap();
+    w.advance(NOW);
+    assert_eq!(w.status, WorkflowStatus::Failed);
+    assert_eq!(
+        w.retry(0, NOW),
+        Err(Illegal::NotRetryable {
+            step: 0,
+            status: Succeeded
+        })
+    );
+    assert_eq!(w.retry(7, NOW), Err(Illegal::NoSuchStep(7)));
+
+    assert_eq!(w.retry(1, NOW).unwrap(), vec![Effect::Start { step: 1 }]);
+    assert_eq!(w.status, WorkflowStatus::Running);
+    assert!(w.finished_at.is_none());
+    assert_eq!(w.steps[1].attempt, 2);
+    assert_eq!(w.steps[1].job_id.as_deref(), Some("w-1-2"));
+    assert_eq!(w.steps[1].status, Running);
+    assert_eq!(w.steps[1].message, None);
+}
+
+#[test]
+fn retry_after_cancel_picks_up_the_steps_not_attempted() {
+    let mut w = one();
+    w.advance(NOW);
+    ok(&mut w, 0);
+    w.advance(NOW);
+    w.cancel("bob", NOW).unwrap();
+    w.finish_step(1, StepOutcome::Cancelled("stopped".into()), None, NOW)
+        .unwrap();
+    w.advance(NOW);
+    assert_eq!(w.status, WorkflowStatus::Cancelled);
+    assert_eq!(w.retry(1, NOW).unwrap(), vec![Effect::Start { step: 1 }]);
+    assert!(!w.cancel_requested);
+    assert_eq!(
+        statuses(&w),
+        [Succeeded, Running, Pending, Pending, Pending]
+    );
+}
+
+#[test]
+fn a_workflow_is_laid_out_once_or_fails_with_the_reason() {
+    let laid = one();
+    let mut w = one();
+    w.steps.clear();
+    assert!(
+        w.advance(NOW).is_empty(),
+        "no steps: neither started nor finished"
+    );
+    assert_eq!(w.status, WorkflowStatus::Pending);
+    assert_eq!(
+        w.lay_out(Ok(laid.steps.clone()), NOW).unwrap(),
+        vec![Effect::Start { step: 0 }]
+    );
+    assert_eq!(
+        w.lay_out(Ok(laid.steps.clone()), NOW),
+        Err(Illegal::AlreadyLaidOut)
+    );
+
+    let mut w = one();
+    w.steps.clear();
+    assert_eq!(
+        w.lay_out(Err("component `x` cannot be deployed".into()), NOW)
+            .unwrap(),
+        vec![Effect::Finished {
+            status: WorkflowStatus::Failed
+        }]
+    );
+    assert_eq!(w.error.as_deref(), Some("component `x` cannot be deployed"));
+    assert_eq!(
+        w.lay_out(Ok(laid.steps), NOW),
+        Err(Illegal::WorkflowEnded(WorkflowStatus::Failed))
+    );
+}
