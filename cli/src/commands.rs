@@ -263,6 +263,57 @@ pub async fn workflows_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
     Ok(0)
 }
 
+pub async fn workflows_list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {
+    let path = match install {
+        Some(i) => format!("/v1/workflows?install={i}"),
+        None => "/v1/workflows".to_string(),
+    };
+    let all: Vec<Workflow> = api.get(&path).await?;
+    if json_out {
+        print_json(&all)?;
+    } else {
+        let rows: Vec<Vec<String>> = all
+            .iter()
+            .map(|w| {
+                vec![
+                    w.id.clone(),
+                    w.install.clone(),
+                    w.kind.label().to_string(),
+                    render::status_word(w.status),
+                    w.created_at.clone(),
+                ]
+            })
+            .collect();
+        println!(
+            "{}",
+            render::table(&["WORKFLOW", "INSTALL", "KIND", "STATUS", "CREATED"], &rows)
+        );
+    }
+    Ok(0)
+}
+
+pub async fn workflows_cancel(api: &Api, id: &str, wait: bool, json_out: bool) -> Result<i32> {
+    let mut w: Workflow = api
+        .post(
+            &format!("/v1/workflows/{id}/cancel"),
+            &serde_json::json!({}),
+        )
+        .await?;
+    if wait {
+        eprintln!("cancelling workflow {id}: waiting for its jobs to stop");
+        while !w.status.is_terminal() {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            w = api.get(&format!("/v1/workflows/{id}")).await?;
+        }
+    }
+    if json_out {
+        print_json(&w)?;
+    } else {
+        println!("{}", render::workflow(&w));
+    }
+    Ok(0)
+}
+
 pub async fn jobs_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
     let j: ferry_model::Job = api.get(&format!("/v1/jobs/{id}")).await?;
     if json_out {

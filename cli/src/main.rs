@@ -141,6 +141,24 @@ enum WorkflowsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// List workflows, newest first.
+    List {
+        /// Only this install's.
+        #[arg(long)]
+        install: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a workflow: steps not started are cancelled, running jobs are stopped on the runner
+    /// (SIGTERM to the job's processes, SIGKILL after a grace period). Waits until it has ended.
+    Cancel {
+        id: String,
+        /// Return at once instead of waiting for the workflow to end.
+        #[arg(long)]
+        no_wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -200,6 +218,12 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Workflows(WorkflowsCmd::Get { id, json }) => {
             commands::workflows_get(&api, &id, json).await
+        }
+        Command::Workflows(WorkflowsCmd::List { install, json }) => {
+            commands::workflows_list(&api, install.as_deref(), json).await
+        }
+        Command::Workflows(WorkflowsCmd::Cancel { id, no_wait, json }) => {
+            commands::workflows_cancel(&api, &id, !no_wait, json).await
         }
         Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
         Command::Logs { job, follow, json } => commands::logs(&api, &job, follow, json).await,

@@ -77,7 +77,7 @@ pub fn sync(r: &SyncResponse) -> String {
     out
 }
 
-fn status_word<T: std::fmt::Debug>(s: T) -> String {
+pub fn status_word<T: std::fmt::Debug>(s: T) -> String {
     format!("{s:?}").to_lowercase()
 }
 

@@ -237,12 +237,16 @@ async fn check_inputs(
     Ok(())
 }
 
-async fn start_workflow(
+/// Records a new workflow and its open mark, without starting it: the caller reserves the install
+/// for it first, then [`request_workflow`] starts it. A workflow that loses the reservation is
+/// [`discard_workflow`]ed and never runs (the scheduler also refuses to start a workflow its
+/// install does not point to).
+async fn new_workflow(
     s: &ApiState,
     install: &str,
     kind: m::WorkflowKind,
     config_id: &str,
-) -> Result<String, ApiError> {
+) -> Result<Workflow, ApiError> {
     let now = m::now();
     let wf = Workflow {
         id: m::new_id(),
@@ -258,16 +262,33 @@ async fn start_workflow(
         finished_at: None,
         error: None,
     };
+    s.store
+        .repo::<m::OpenWorkflow>()
+        .create(&wf.open_mark())
+        .await?;
     s.store.repo::<Workflow>().create(&wf).await?;
+    Ok(wf)
+}
+
+async fn request_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
     s.store
         .bus()
         .control(&Control::WorkflowRequested {
             org: s.org.clone(),
-            install: install.into(),
+            install: wf.install.clone(),
             workflow_id: wf.id.clone(),
         })
         .await?;
-    Ok(wf.id)
+    Ok(())
+}
+
+async fn discard_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
+    s.store.repo::<Workflow>().delete(&wf.org, &wf.id).await?;
+    s.store
+        .repo::<m::OpenWorkflow>()
+        .delete(&wf.org, &wf.id)
+        .await?;
+    Ok(())
 }
 
 pub async fn create_install(
@@ -287,8 +308,9 @@ pub async fn create_install(
         .latest_config
         .ok_or_else(|| ApiError::Conflict(format!("app `{}` has no config yet", req.app)))?;
     check_inputs(&s, &config_id, &req.inputs).await?;
+    let wf = new_workflow(&s, &req.name, m::WorkflowKind::Provision, &config_id).await?;
     let now = m::now();
-    let mut install = Install {
+    let install = Install {
         org: s.org.clone(),
         name: req.name.clone(),
         app: req.app.clone(),
@@ -298,25 +320,24 @@ pub async fn create_install(
         status: m::InstallStatus::Provisioning,
         sandbox: Default::default(),
         components: Default::default(),
-        last_workflow: None,
+        last_workflow: Some(wf.id.clone()),
         created_at: now.clone(),
         updated_at: now,
     };
-    let installs = s.store.repo::<Install>();
-    let rev = match installs.create(&install).await {
-        Ok(rev) => rev,
+    // The install is created already reserved for its first workflow, in one write.
+    match s.store.repo::<Install>().create(&install).await {
+        Ok(_) => {}
         Err(StoreError::AlreadyExists { .. }) => {
+            discard_workflow(&s, &wf).await?;
             return Err(ApiError::Conflict(format!(
                 "install `{}` already exists",
                 req.name
             )));
         }
         Err(e) => return Err(e.into()),
-    };
-    let workflow_id =
-        start_workflow(&s, &install.name, m::WorkflowKind::Provision, &config_id).await?;
-    install.last_workflow = Some(workflow_id.clone());
-    installs.update(&install, rev).await?;
+    }
+    request_workflow(&s, &wf).await?;
+    let workflow_id = wf.id;
     audit(
         &s,
         "install.created",
@@ -382,22 +403,27 @@ pub async fn deploy_install(
     let config_id = app
         .latest_config
         .ok_or_else(|| ApiError::Conflict("the app has no config".into()))?;
-    let workflow_id =
-        start_workflow(&s, &name, m::WorkflowKind::DeployComponents, &config_id).await?;
+    // Reserve, then start: the workflow runs only if the install now points to it. Of concurrent
+    // deploys one wins the compare-and-swap; the others are refused and their workflows discarded
+    // before anything was requested.
+    let wf = new_workflow(&s, &name, m::WorkflowKind::DeployComponents, &config_id).await?;
     let mut install = cur.value;
     install.app_config_id = config_id.clone();
-    install.last_workflow = Some(workflow_id.clone());
+    install.last_workflow = Some(wf.id.clone());
     install.status = m::InstallStatus::Provisioning;
     install.updated_at = m::now();
     match installs.update(&install, cur.revision).await {
         Ok(_) => {}
         Err(StoreError::Conflict { .. }) => {
+            discard_workflow(&s, &wf).await?;
             return Err(ApiError::Conflict(format!(
-                "install `{name}` changed meanwhile; try again"
+                "install `{name}` is busy: another deploy was just started"
             )));
         }
         Err(e) => return Err(e.into()),
     }
+    request_workflow(&s, &wf).await?;
+    let workflow_id = wf.id;
     audit(
         &s,
         "install.deploy",
@@ -426,6 +452,64 @@ pub async fn get_workflow(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?;
     Ok(Json(w.value))
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct WorkflowFilter {
+    pub install: Option<String>,
+}
+
+/// Workflows, newest first; `?install=NAME` keeps one install's.
+pub async fn list_workflows(
+    State(s): State<ApiState>,
+    axum::extract::Query(f): axum::extract::Query<WorkflowFilter>,
+) -> Result<Json<Vec<Workflow>>, ApiError> {
+    if let Some(i) = &f.install {
+        check_name("install", i)?;
+    }
+    let mut all = s.store.repo::<Workflow>().list(&s.org).await?;
+    all.retain(|w| f.install.as_ref().is_none_or(|i| &w.install == i));
+    // Ids are ULIDs: their order is creation order.
+    all.sort_by(|a, b| b.id.cmp(&a.id));
+    Ok(Json(all))
+}
+
+/// Asks the scheduler to stop a workflow: steps not started are cancelled, running jobs are
+/// stopped on their runners. 202: the workflow shows `cancelled` once its jobs have stopped.
+pub async fn cancel_workflow(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Workflow>), ApiError> {
+    check_name("workflow", &id)?;
+    let w = s
+        .store
+        .repo::<Workflow>()
+        .get(&s.org, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?
+        .value;
+    if w.status.is_terminal() {
+        return Err(ApiError::Conflict(format!(
+            "workflow {id} has already ended ({})",
+            format!("{:?}", w.status).to_lowercase()
+        )));
+    }
+    s.store
+        .bus()
+        .control(&Control::CancelRequested {
+            org: s.org.clone(),
+            workflow_id: id.clone(),
+            actor: "api".into(),
+        })
+        .await?;
+    audit(
+        &s,
+        "workflow.cancel",
+        &id,
+        serde_json::json!({ "install": w.install }),
+    )
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(w)))
 }
 
 pub async fn get_job(

@@ -45,7 +45,9 @@ pub fn router(store: Store) -> Router {
         )
         .route("/v1/installs/{name}", get(handlers::get_install))
         .route("/v1/installs/{name}/deploy", post(handlers::deploy_install))
+        .route("/v1/workflows", get(handlers::list_workflows))
         .route("/v1/workflows/{id}", get(handlers::get_workflow))
+        .route("/v1/workflows/{id}/cancel", post(handlers::cancel_workflow))
         .route("/v1/jobs/{id}", get(handlers::get_job))
         .route("/v1/jobs/{id}/logs", get(logs::job_logs))
         // Packages are capped at 32 MiB by the CLI; leave room for the bundle's framing.

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream;
@@ -14,6 +15,7 @@ use ferry_protocol::resources::objects;
 use ferry_protocol::{encode, subjects};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::Notify;
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::logsink::{self, LogHandle, publish_until_acked};
@@ -27,6 +29,23 @@ pub struct Executor {
     data_dir: PathBuf,
     /// The install's own artifact store; deployments only ever read from it.
     registry: LocalLayout,
+    cancel_grace: Duration,
+}
+
+/// Whether any process of the group led by `pid` is still there (signal 0 checks without sending).
+fn group_alive(pid: Option<u32>) -> bool {
+    pid.is_some_and(|p| {
+        nix::sys::signal::killpg(nix::unistd::Pid::from_raw(p as i32), None).is_ok()
+    })
+}
+
+fn cancelled(why: impl Into<String>) -> JobResult {
+    JobResult {
+        status: Outcome::Cancelled,
+        outputs_json: "{}".into(),
+        plan: None,
+        error: Some(why.into()),
+    }
 }
 
 fn failed(error: impl Into<String>) -> JobResult {
@@ -51,10 +70,12 @@ impl Executor {
             install: cfg.install.clone(),
             data_dir: cfg.data_dir.clone(),
             registry,
+            cancel_grace: cfg.cancel_grace,
         })
     }
 
-    pub async fn run(&self, offer: JobOffer, execution_id: String) {
+    /// Runs one job to its end; `cancel` stops it (see [`Self::plugin_in`] for how a process stops).
+    pub async fn run(&self, offer: JobOffer, execution_id: String, cancel: Arc<Notify>) {
         let span = info_span!("job", org = %self.org, install = %self.install, workflow = %offer.workflow_id, job = %offer.job_id, execution = %execution_id);
         async {
             let metrics = ferry_telemetry::metrics();
@@ -89,10 +110,14 @@ impl Executor {
             ))
             .await;
             let result = match &offer.spec {
-                JobSpec::SyncArtifact(s) => self.sync(s, &log).await,
+                JobSpec::SyncArtifact(s) => tokio::select! {
+                    r = self.sync(s, &log) => r,
+                    _ = cancel.notified() => cancelled("cancelled"),
+                },
                 _ => {
                     let limit = Duration::from_secs(u64::from(offer.timeouts.execution_secs));
-                    self.plugin(&offer, &execution_id, limit, &log).await
+                    self.plugin(&offer, &execution_id, limit, &log, &cancel)
+                        .await
                 }
             };
             match (&result.status, &result.error) {
@@ -164,21 +189,25 @@ impl Executor {
         execution_id: &str,
         limit: Duration,
         log: &LogHandle,
+        cancel: &Notify,
     ) -> JobResult {
         let work = self.data_dir.join("work").join(execution_id);
-        let r = self.plugin_in(offer, &work, limit, log).await;
+        let r = self.plugin_in(offer, &work, limit, log, cancel).await;
         if let Err(e) = tokio::fs::remove_dir_all(&work).await {
             warn!(dir = %work.display(), error = %e, "could not remove the job's work directory");
         }
         r
     }
 
+    /// Runs the plugin process in its own process group. A timeout kills the group; a cancel sends
+    /// it SIGTERM, then SIGKILL after the grace period, so a job that traps SIGTERM stops too.
     async fn plugin_in(
         &self,
         offer: &JobOffer,
         work: &Path,
         limit: Duration,
         log: &LogHandle,
+        cancel: &Notify,
     ) -> JobResult {
         let (phase, c, plan) = match &offer.spec {
             JobSpec::Plan(c) => (Phase::Plan, c, None),
@@ -270,18 +299,39 @@ impl Executor {
             .stderr
             .take()
             .map(|s| forward(s, LogStream::Stderr, log.clone()));
-        let status = match tokio::time::timeout(limit, child.wait()).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return failed(format!("waiting for the plugin: {e}")),
-            Err(_) => {
-                if let Some(pid) = pid {
-                    let _ = nix::sys::signal::killpg(
-                        nix::unistd::Pid::from_raw(pid as i32),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
+        let signal = |sig| {
+            if let Some(pid) = pid {
+                let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), sig);
+            }
+        };
+        use nix::sys::signal::Signal::{SIGKILL, SIGTERM};
+        let status = tokio::select! {
+            r = tokio::time::timeout(limit, child.wait()) => match r {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => return failed(format!("waiting for the plugin: {e}")),
+                Err(_) => {
+                    signal(SIGKILL);
+                    let _ = child.wait().await;
+                    return failed(format!("timed out after {}s", limit.as_secs()));
                 }
+            },
+            _ = cancel.notified() => {
+                log.system(format!(
+                    "cancel requested: SIGTERM to the job's processes, SIGKILL after {}s",
+                    self.cancel_grace.as_secs()
+                ))
+                .await;
+                signal(SIGTERM);
+                // The grace period is the whole group's: a tool that traps SIGTERM to clean up
+                // (Terraform releasing its state lock) may outlive the plugin that started it.
+                let deadline = tokio::time::Instant::now() + self.cancel_grace;
+                let _ = tokio::time::timeout_at(deadline, child.wait()).await;
+                while tokio::time::Instant::now() < deadline && group_alive(pid) {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                signal(SIGKILL);
                 let _ = child.wait().await;
-                return failed(format!("timed out after {}s", limit.as_secs()));
+                return cancelled("cancelled");
             }
         };
         for t in [out, err].into_iter().flatten() {

@@ -26,6 +26,9 @@ struct Args {
     /// How many jobs run at once.
     #[arg(long, env = "FERRY_MAX_JOBS", default_value_t = 4)]
     max_jobs: usize,
+    /// How long a cancelled job's processes get between SIGTERM and SIGKILL.
+    #[arg(long, env = "FERRY_CANCEL_GRACE_SECS", default_value_t = 10)]
+    cancel_grace_secs: u64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -59,6 +62,7 @@ async fn main() {
         data_dir: args.data_dir,
         max_jobs: args.max_jobs,
         idle_poll: Duration::from_secs(30),
+        cancel_grace: Duration::from_secs(args.cancel_grace_secs),
     };
     let runner = match Runner::connect(cfg).await {
         Ok(r) => r,

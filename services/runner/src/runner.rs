@@ -24,7 +24,12 @@ pub struct RunnerConfig {
     pub max_jobs: usize,
     /// How long to wait for a doorbell before looking for work anyway.
     pub idle_poll: Duration,
+    /// How long a cancelled job's processes get between SIGTERM and SIGKILL.
+    pub cancel_grace: Duration,
 }
+
+/// The jobs this runner is executing, each with the signal that cancels it.
+type Running = Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Notify>>>>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
@@ -45,6 +50,7 @@ pub struct Runner {
     js: jetstream::Context,
     executor: Arc<Executor>,
     slots: Arc<Semaphore>,
+    running: Running,
 }
 
 impl Runner {
@@ -74,6 +80,7 @@ impl Runner {
             js,
             executor,
             slots,
+            running: Running::default(),
         })
     }
 
@@ -99,6 +106,12 @@ impl Runner {
                 self.slots.clone(),
                 self.cfg.max_jobs,
             ));
+            let cancels = self
+                .client
+                .subscribe(subjects::cancel(&org, &install, "*"))
+                .await
+                .map_err(nats)?;
+            tokio::spawn(relay_cancels(cancels, self.running.clone()));
             info!(nats = %self.cfg.nats_url, "runner started");
             let mut consumer = self.offers_consumer().await?;
             loop {
@@ -231,8 +244,17 @@ impl Runner {
                 };
                 let exec = self.executor.clone();
                 info!(job = %offer.job_id, execution = %execution_id, attempt, kind = offer.spec.label(), component = offer.spec.component(), "job claimed");
+                let cancel = Arc::new(tokio::sync::Notify::new());
+                if let Ok(mut r) = self.running.lock() {
+                    r.insert(offer.job_id.clone(), cancel.clone());
+                }
+                let running = self.running.clone();
                 tokio::spawn(async move {
-                    exec.run(offer, execution_id).await;
+                    let job_id = offer.job_id.clone();
+                    exec.run(offer, execution_id, cancel).await;
+                    if let Ok(mut r) = running.lock() {
+                        r.remove(&job_id);
+                    }
                     drop(permit);
                 });
             }
@@ -261,6 +283,23 @@ pub fn offers_consumer_config(org: &str, install: &str) -> pull::Config {
         memory_storage: true,
         num_replicas: 1,
         ..Default::default()
+    }
+}
+
+/// Cancel requests for this install's jobs (`ferry.cancel.<org>.<install>.<job>`), pushed by the
+/// scheduler: each reaches the job it names, if this runner executes it. A request for a job not
+/// (or no longer) here is ignored; the scheduler sends it again while the job is still running.
+async fn relay_cancels(mut sub: async_nats::Subscriber, running: Running) {
+    while let Some(msg) = sub.next().await {
+        let Some(job) = msg.subject.rsplit('.').next() else {
+            continue;
+        };
+        let signal = running.lock().ok().and_then(|r| r.get(job).cloned());
+        if let Some(signal) = signal {
+            info!(job, "cancel requested");
+            // A stored permit: the job sees it even if it is between two waits.
+            signal.notify_one();
+        }
     }
 }
 

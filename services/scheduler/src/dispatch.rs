@@ -92,8 +92,15 @@ impl Scheduler {
                 };
                 match job {
                     None => self.start_step(wf, index).await,
-                    Some(j) if j.status == m::JobStatus::Queued => self.start_step(wf, index).await,
+                    Some(j) if j.status == m::JobStatus::Queued && j.offered_at.is_none() => {
+                        self.start_step(wf, index).await
+                    }
+                    // Offered: the offer waits in the JOBS stream until a runner claims it.
+                    Some(j) if j.status == m::JobStatus::Queued => Ok(()),
                     Some(j) if j.status.is_terminal() => self.apply_job_result(&j).await,
+                    // Running, and the workflow is being cancelled: ask again (a cancel is a core
+                    // NATS message; a runner that missed it hears it now).
+                    Some(j) if wf.cancel_requested => self.cancel_job(wf, &j.id).await,
                     // Running: the runner holds it. Leases and their expiry are a later issue.
                     Some(_) => Ok(()),
                 }
@@ -129,6 +136,7 @@ impl Scheduler {
                         )
                         .await
                     }
+                    Some(a) if a.requested_at.is_some() => Ok(()),
                     _ => self.start_step(wf, index).await,
                 }
             }
@@ -386,6 +394,7 @@ impl Scheduler {
             decided_by: None,
             decided_at: None,
             created_at: m::now(),
+            requested_at: None,
         };
         self.store
             .repo::<m::Approval>()
@@ -395,9 +404,20 @@ impl Scheduler {
             .bus()
             .control(&Control::ApprovalRequested {
                 org: wf.org.clone(),
-                approval_id,
+                approval_id: approval_id.clone(),
             })
             .await?;
+        self.store
+            .repo::<m::Approval>()
+            .modify(&wf.org, &approval_id, |a| {
+                if a.requested_at.is_some() {
+                    return Ok::<bool, ()>(false);
+                }
+                a.requested_at = Some(m::now());
+                Ok(true)
+            })
+            .await?
+            .ok();
         Ok(Ok(()))
     }
 
@@ -488,6 +508,7 @@ impl Scheduler {
             error: None,
             created_at: m::now(),
             finished_at: None,
+            offered_at: None,
         };
         // Re-offer only a job nobody has claimed yet (a retried dispatch after a crash).
         if !jobs.create_if_absent(&job).await?
@@ -515,6 +536,15 @@ impl Scheduler {
             .publish(subjects::wake(&wf.org, &wf.install), Default::default())
             .await
             .map_err(|e| SchedulerError::Nats(e.to_string()))?;
+        jobs.modify(&wf.org, &job_id, |j| {
+            if j.offered_at.is_some() {
+                return Ok::<bool, ()>(false);
+            }
+            j.offered_at = Some(m::now());
+            Ok(true)
+        })
+        .await?
+        .ok();
         debug!(org = %wf.org, install = %wf.install, job = %job_id, kind = ?kind, "job offered");
         Ok(())
     }

@@ -159,6 +159,15 @@ impl Scheduler {
                 self.complete_step(&org, &workflow_id, step, outcome, actor)
                     .await
             }
+            Control::CancelRequested {
+                org,
+                workflow_id,
+                actor,
+            } => {
+                let now = m::now();
+                self.transition(&org, &workflow_id, |wf| wf.cancel(&actor, &now))
+                    .await
+            }
             // Not ours: the consumer's filter keeps these away; acknowledge if one slips through.
             Control::BuildRequested { .. } | Control::ApprovalRequested { .. } => Ok(()),
         }

@@ -58,14 +58,7 @@ impl Scheduler {
                 let now = m::now();
                 let mut effects = Vec::new();
                 if wf.steps.is_empty() && !wf.status.is_terminal() {
-                    let steps = match self.lay_out(&wf).await {
-                        Ok(steps) => Ok(steps),
-                        Err(SchedulerError::Config(id, reason)) => {
-                            warn!(config = %id, %reason, "workflow cannot be laid out");
-                            Err(format!("app config {id}: {reason}"))
-                        }
-                        Err(e) => return Err(e),
-                    };
+                    let steps = self.lay_out(&wf).await?;
                     effects.extend(wf.lay_out(steps, &now).unwrap_or_default());
                 }
                 match f(&mut wf) {
@@ -111,13 +104,43 @@ impl Scheduler {
             Effect::CancelJob { job_id, .. } => Box::pin(self.cancel_job(wf, &job_id)).await,
             Effect::Finished { .. } => {
                 self.finished(wf).await;
+                // Last: until it is gone, reconcile finishes what a crash here interrupted.
+                self.store
+                    .repo::<m::OpenWorkflow>()
+                    .delete(&wf.org, &wf.id)
+                    .await?;
                 Ok(())
             }
         }
     }
 
-    async fn lay_out(&self, wf: &Workflow) -> Result<Vec<m::Step>, SchedulerError> {
-        let cfg = self.config(&wf.org, &wf.app_config_id).await?;
+    /// The steps of a requested workflow, or the reason it cannot run: its install is reserved by
+    /// another workflow (it lost the race, or was left behind by a crash), or its app config cannot
+    /// be deployed.
+    async fn lay_out(&self, wf: &Workflow) -> Result<Result<Vec<m::Step>, String>, SchedulerError> {
+        let install = self
+            .store
+            .repo::<m::Install>()
+            .get(&wf.org, &wf.install)
+            .await?;
+        let holder = install.and_then(|i| i.value.last_workflow);
+        if holder.as_deref() != Some(wf.id.as_str()) {
+            let reason = format!(
+                "not started: install `{}` is reserved by workflow {}",
+                wf.install,
+                holder.as_deref().unwrap_or("(none)")
+            );
+            warn!(%reason, "workflow not laid out");
+            return Ok(Err(reason));
+        }
+        let cfg = match self.config(&wf.org, &wf.app_config_id).await {
+            Ok(c) => c,
+            Err(SchedulerError::Config(id, reason)) => {
+                warn!(config = %id, %reason, "workflow cannot be laid out");
+                return Ok(Err(format!("app config {id}: {reason}")));
+            }
+            Err(e) => return Err(e),
+        };
         let mut stages: Vec<Vec<m::Deployable>> = Vec::new();
         if cfg.sandbox.is_some() {
             stages.push(vec![m::Deployable {
@@ -145,7 +168,7 @@ impl Scheduler {
             wf.app_config_id.clone(),
             &stages,
         );
-        Ok(laid.steps)
+        Ok(Ok(laid.steps))
     }
 
     /// CAS-modifies fields of a workflow's steps that are not its state (a build id); `f` returns
@@ -228,11 +251,27 @@ impl Scheduler {
     }
 
     /// Re-drives every unfinished workflow from its records: performs the side effects of started
-    /// steps (again — they are idempotent), picks up results that arrived while no scheduler ran, and
-    /// advances.
+    /// steps that have not happened (a crash between the record and the effect), picks up results
+    /// that arrived while no scheduler ran, and advances. Reads only the open workflows.
     pub(crate) async fn reconcile(&self) -> Result<(), SchedulerError> {
-        for wf in self.store.repo::<Workflow>().list_all().await? {
+        let open = self.store.repo::<m::OpenWorkflow>();
+        for mark in open.list_all().await? {
+            let wf = match self
+                .store
+                .repo::<Workflow>()
+                .get(&mark.org, &mark.id)
+                .await?
+            {
+                Some(v) => v.value,
+                // Discarded by the API after losing a reservation, or never written.
+                None => {
+                    open.delete(&mark.org, &mark.id).await?;
+                    continue;
+                }
+            };
             if wf.status.is_terminal() {
+                // Finished, but the scheduler stopped before it removed the mark.
+                self.finished_install_and_mark(&wf).await?;
                 continue;
             }
             for step in &wf.steps {
@@ -244,6 +283,15 @@ impl Scheduler {
             }
             self.advance(&wf.org, &wf.id).await?;
         }
+        Ok(())
+    }
+
+    async fn finished_install_and_mark(&self, wf: &Workflow) -> Result<(), SchedulerError> {
+        self.finish_install(wf).await?;
+        self.store
+            .repo::<m::OpenWorkflow>()
+            .delete(&wf.org, &wf.id)
+            .await?;
         Ok(())
     }
 }

@@ -210,6 +210,10 @@ pub struct Job {
     pub error: Option<String>,
     pub created_at: String,
     pub finished_at: Option<String>,
+    /// When its offer was published: the reconcile pass offers only a job that has none (a crash
+    /// between the record and the offer), never one again.
+    #[serde(default)]
+    pub offered_at: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -236,6 +240,9 @@ pub struct Approval {
     pub decided_by: Option<String>,
     pub decided_at: Option<String>,
     pub created_at: String,
+    /// When the approval service was asked to decide (see `Job::offered_at`).
+    #[serde(default)]
+    pub requested_at: Option<String>,
 }
 
 /// One audit record, appended to the `AUDIT` stream as JSON.

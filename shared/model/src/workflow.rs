@@ -139,6 +139,25 @@ pub struct Workflow {
     pub error: Option<String>,
 }
 
+/// The mark of a workflow that has not finished: written with the workflow, removed once it has
+/// finished. The scheduler's reconcile pass lists these, never the whole history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenWorkflow {
+    pub org: String,
+    pub id: String,
+    pub install: String,
+}
+
+impl Workflow {
+    pub fn open_mark(&self) -> OpenWorkflow {
+        OpenWorkflow {
+            org: self.org.clone(),
+            id: self.id.clone(),
+            install: self.install.clone(),
+        }
+    }
+}
+
 /// One thing to deploy (the sandbox or a component) and what it depends on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deployable {

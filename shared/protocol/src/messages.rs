@@ -244,6 +244,12 @@ pub enum Control {
         step: u32,
         approved: bool,
     },
+    /// api → scheduler: stop the workflow (on the `workflow` topic, beside its request).
+    CancelRequested {
+        org: String,
+        workflow_id: String,
+        actor: String,
+    },
 }
 message!(Control, 7);
 
@@ -254,14 +260,17 @@ impl Control {
             | Control::BuildRequested { org, .. }
             | Control::BuildFinished { org, .. }
             | Control::ApprovalRequested { org, .. }
-            | Control::ApprovalDecided { org, .. } => org,
+            | Control::ApprovalDecided { org, .. }
+            | Control::CancelRequested { org, .. } => org,
         }
     }
 
     /// The topic token of the subject this message is published on.
     pub fn topic(&self) -> &'static str {
         match self {
-            Control::WorkflowRequested { .. } => crate::subjects::topic::WORKFLOW,
+            Control::WorkflowRequested { .. } | Control::CancelRequested { .. } => {
+                crate::subjects::topic::WORKFLOW
+            }
             Control::BuildRequested { .. } => crate::subjects::topic::BUILD,
             Control::BuildFinished { .. } => crate::subjects::topic::BUILD_DONE,
             Control::ApprovalRequested { .. } => crate::subjects::topic::APPROVAL,
@@ -288,6 +297,7 @@ impl Control {
             } => format!("bd-{build_id}-{workflow_id}-{step}"),
             Control::ApprovalRequested { approval_id, .. } => format!("a-{approval_id}"),
             Control::ApprovalDecided { approval_id, .. } => format!("ad-{approval_id}"),
+            Control::CancelRequested { workflow_id, .. } => format!("cancel-{workflow_id}"),
         }
     }
 }

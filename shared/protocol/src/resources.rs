@@ -105,6 +105,9 @@ pub mod buckets {
     pub const BUILDS: &str = "builds";
     pub const INSTALLS: &str = "installs";
     pub const WORKFLOWS: &str = "workflows";
+    /// One small record per workflow not finished yet: what the reconcile pass reads, so that its
+    /// cost follows the unfinished work, not the history.
+    pub const OPEN_WORKFLOWS: &str = "open_workflows";
     pub const JOBS: &str = "jobs";
     pub const APPROVALS: &str = "approvals";
     pub const RUNNERS: &str = "runners";
@@ -118,6 +121,7 @@ pub mod buckets {
         BUILDS,
         INSTALLS,
         WORKFLOWS,
+        OPEN_WORKFLOWS,
         JOBS,
         APPROVALS,
         RUNNERS,

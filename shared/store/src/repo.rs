@@ -35,6 +35,7 @@ record!(m::AppConfigVersion, buckets::APP_CONFIGS, id);
 record!(m::Build, buckets::BUILDS, id);
 record!(m::Install, buckets::INSTALLS, name);
 record!(m::Workflow, buckets::WORKFLOWS, id);
+record!(m::OpenWorkflow, buckets::OPEN_WORKFLOWS, id);
 record!(m::Job, buckets::JOBS, id);
 record!(m::Approval, buckets::APPROVALS, id);
 
@@ -170,6 +171,11 @@ impl<T: Record> Repo<T> {
             bucket: T::BUCKET,
             key: key(org, id),
         })
+    }
+
+    /// Removes a record (idempotent: removing one that is gone is not an error).
+    pub async fn delete(&self, org: &str, id: &str) -> Result<(), StoreError> {
+        self.kv.delete(key(org, id)).await.map_err(nats)
     }
 
     /// Every record of one org.

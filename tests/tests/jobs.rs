@@ -1,0 +1,206 @@
+//! Jobs end the way users ask: cancelled on the runner (also when they trap SIGTERM), cancelled
+//! while nobody runs them, and one workflow per install at a time however many deploys race.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ferry_tests::{NatsServer, Proc, copy_dir, ferry, ferry_json, repo_root, step, wait_for};
+
+/// The example app, with greeter's apply trapping SIGTERM and sleeping; it writes its pid first.
+fn stubborn_example(dir: &Path) -> (PathBuf, PathBuf) {
+    let app = dir.join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    let pid_file = dir.join("greeter.pid");
+    let path = app.join("components/src/greeter/apply.sh");
+    let apply = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        apply.replace(
+            "set -eu\n",
+            &format!(
+                "set -eu\necho $$ > {}\ntrap 'echo ignoring SIGTERM' TERM\nwhile true; do sleep 0.1; done\n",
+                pid_file.display()
+            ),
+        ),
+    )
+    .unwrap();
+    (app, pid_file)
+}
+
+fn sync_and_create(api: &str, app: &Path, install: &str) -> String {
+    let (code, out, err) = ferry(
+        api,
+        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let created = ferry_json(
+        api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            install,
+            "--approve-all",
+            "--json",
+        ],
+    );
+    created["workflow_id"].as_str().unwrap().to_string()
+}
+
+fn alive(pid: &str) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+#[test]
+fn cancel_stops_a_job_that_traps_sigterm() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (app, pid_file) = stubborn_example(dir.path());
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &nats.url,
+            "--install",
+            "prod",
+            "--data-dir",
+            dir.path().join("runner").to_str().unwrap(),
+            "--cancel-grace-secs",
+            "1",
+        ],
+        dir.path().join("runner.log"),
+    );
+    let wf = sync_and_create(&api, &app, "prod");
+    let running = wait_for(&api, &wf, 90, "greeter's apply to run", |w| {
+        step(w, "greeter", "apply")["status"] == "running"
+    });
+    let job = step(&running, "greeter", "apply")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !pid_file.exists() {
+        assert!(Instant::now() < deadline, "the apply script never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(alive(&pid));
+
+    let asked = Instant::now();
+    let (code, out, err) = ferry(&api, &["workflows", "cancel", &wf, "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let took = asked.elapsed();
+    let done: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert_eq!(step(&done, "greeter", "apply")["status"], "cancelled");
+    // Steps after it were never attempted.
+    assert_eq!(step(&done, "reporter", "plan")["status"], "cancelled");
+    assert_eq!(
+        step(&done, "reporter", "plan")["message"],
+        "not attempted: the workflow was cancelled"
+    );
+    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(j["status"], "cancelled", "{j}");
+    assert!(!alive(&pid), "the script that trapped SIGTERM still runs");
+    // Reported for the record, not asserted as a speed target.
+    eprintln!("cancel took {took:?} (grace 1 s)");
+    let (_, log, log_err) = ferry(&api, &["logs", "--job", &job]);
+    let log = format!("{log}{log_err}");
+    assert!(log.contains("cancel requested: SIGTERM"), "{log}");
+    assert!(log.contains("ignoring SIGTERM"), "{log}");
+
+    // Cancelling it again is refused: it has ended.
+    let (code, _, err) = ferry(&api, &["workflows", "cancel", &wf]);
+    assert_eq!(code, 1);
+    assert!(err.contains("has already ended (cancelled)"), "{err}");
+}
+
+#[test]
+fn cancel_a_workflow_waiting_for_a_runner_that_is_not_connected() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = repo_root().join("examples/hello");
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let wf = sync_and_create(&api, &app, "prod");
+    let w = wait_for(&api, &wf, 60, "the sandbox sync to be offered", |w| {
+        step(w, "sandbox", "sync")["status"] == "running"
+    });
+    let job = step(&w, "sandbox", "sync")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let done = ferry_json(&api, &["workflows", "cancel", &wf, "--json"]);
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert_eq!(step(&done, "sandbox", "sync")["status"], "cancelled");
+    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(j["status"], "cancelled");
+    assert_eq!(j["error"], "cancelled before a runner took it");
+
+    // A runner connecting later does not run the cancelled job.
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(j["executions"].as_array().unwrap().len(), 0, "{j}");
+}
+
+#[test]
+fn concurrent_deploys_of_one_install_start_one_workflow() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = repo_root().join("examples/hello");
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let first = sync_and_create(&api, &app, "prod");
+    wait_for(&api, &first, 120, "the install to be provisioned", |w| {
+        w["status"] == "succeeded"
+    });
+
+    let deploys: Vec<_> = (0..20)
+        .map(|_| {
+            let api = api.clone();
+            std::thread::spawn(move || ferry(&api, &["installs", "deploy", "prod", "--json"]))
+        })
+        .collect();
+    let results: Vec<(i32, String, String)> =
+        deploys.into_iter().map(|t| t.join().unwrap()).collect();
+    let accepted: Vec<&(i32, String, String)> = results.iter().filter(|r| r.0 == 0).collect();
+    assert_eq!(accepted.len(), 1, "{results:#?}");
+    for (code, _, err) in results.iter().filter(|r| r.0 != 0) {
+        assert_eq!(*code, 1);
+        assert!(err.contains("busy"), "{err}");
+    }
+    let winner: serde_json::Value = serde_json::from_str(&accepted[0].1).unwrap();
+    let deployed = winner["workflow_id"].as_str().unwrap();
+    let done = wait_for(&api, deployed, 120, "the deploy to finish", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    // The losers left nothing behind: two workflows in all, the provision and the one deploy.
+    let all = ferry_json(&api, &["workflows", "list", "--install", "prod", "--json"]);
+    let ids: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [deployed, first.as_str()]);
+}
