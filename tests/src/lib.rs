@@ -251,17 +251,16 @@ impl Proc {
 
     /// `ferry-server` with every service, on a free port; waits for /healthz. Returns it and its API URL.
     pub fn server(nats_url: &str, log: PathBuf) -> (Proc, String) {
+        Proc::server_with(nats_url, log, &[])
+    }
+
+    /// [`Proc::server`] with more arguments (`--job-lease-secs 3`, `--services scheduler`).
+    pub fn server_with(nats_url: &str, log: PathBuf, extra: &[&str]) -> (Proc, String) {
         let port = free_port();
-        let p = Proc::spawn(
-            "ferry-server",
-            &[
-                "--nats-url",
-                nats_url,
-                "--http-addr",
-                &format!("127.0.0.1:{port}"),
-            ],
-            log,
-        );
+        let addr = format!("127.0.0.1:{port}");
+        let mut args = vec!["--nats-url", nats_url, "--http-addr", &addr];
+        args.extend_from_slice(extra);
+        let p = Proc::spawn("ferry-server", &args, log);
         let deadline = Instant::now() + Duration::from_secs(60);
         while !listening(port) {
             assert!(

@@ -204,3 +204,94 @@ fn concurrent_deploys_of_one_install_start_one_workflow() {
         .collect();
     assert_eq!(ids, [deployed, first.as_str()]);
 }
+
+/// The example app, with greeter's apply ticking into `record` for a few seconds.
+fn ticking_example(dir: &Path, record: &Path) -> PathBuf {
+    let app = dir.join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    let path = app.join("components/src/greeter/apply.sh");
+    let apply = std::fs::read_to_string(&path).unwrap();
+    let r = record.display();
+    std::fs::write(
+        &path,
+        apply.replace(
+            "set -eu\n",
+            &format!(
+                "set -eu\necho \"start $$ $(date +%s%3N)\" >> {r}\nfor i in $(seq 30); do echo \"tick $$ $(date +%s%3N)\" >> {r}; sleep 0.2; done\necho \"end $$ $(date +%s%3N)\" >> {r}\n"
+            ),
+        ),
+    )
+    .unwrap();
+    app
+}
+
+#[test]
+fn a_runner_killed_mid_job_loses_the_execution_and_the_job_runs_again_once() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("record");
+    let app = ticking_example(dir.path(), &record);
+    let (_server, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &["--job-lease-secs", "3"],
+    );
+    let data = dir.path().join("runner");
+    let first = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-1.log"));
+    let wf = sync_and_create(&api, &app, "prod");
+    let w = wait_for(&api, &wf, 90, "greeter's apply to run", |w| {
+        step(w, "greeter", "apply")["status"] == "running"
+    });
+    let job = step(&w, "greeter", "apply")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&record)
+        .unwrap_or_default()
+        .contains("tick")
+    {
+        assert!(Instant::now() < deadline, "the apply never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    first.kill();
+    let _second = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-2.log"));
+
+    let done = wait_for(&api, &wf, 120, "the workflow to finish", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
+    let statuses: Vec<&str> = j["executions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["lost", "succeeded"], "{j}");
+    let (_, log, _) = ferry(&api, &["logs", "--job", &job]);
+    assert!(log.contains("stopped renewing its lease"), "{log}");
+
+    // Two runs of the script, one after the other: the first was killed (no `end`), and none of
+    // its ticks is later than the second's start.
+    let text = std::fs::read_to_string(&record).unwrap();
+    let lines: Vec<(&str, &str, u64)> = text
+        .lines()
+        .map(|l| {
+            let mut it = l.split(' ');
+            let (kind, pid, at) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+            (kind, pid, at.parse().unwrap())
+        })
+        .collect();
+    let starts: Vec<_> = lines.iter().filter(|l| l.0 == "start").collect();
+    assert_eq!(starts.len(), 2, "{text}");
+    let (first_pid, second_start) = (starts[0].1, starts[1].2);
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l.1 == first_pid)
+            .all(|l| l.0 != "end" && l.2 < second_start),
+        "the first run went on after the second started:\n{text}"
+    );
+    assert_eq!(lines.iter().filter(|l| l.0 == "end").count(), 1, "{text}");
+}

@@ -32,6 +32,18 @@ pub struct Executor {
     cancel_grace: Duration,
 }
 
+/// What ends a running job early. Each is a stored permit: a job sees it even if it comes between
+/// two waits.
+#[derive(Default)]
+pub struct Stop {
+    /// The user cancelled it: SIGTERM, grace, SIGKILL.
+    pub cancel: Notify,
+    /// Its lease could not be renewed: it may be running elsewhere soon, so SIGKILL now.
+    pub lost: Notify,
+}
+
+const LEASE_LOST: &str = "the lease could not be renewed; stopped so it cannot run twice";
+
 /// Whether any process of the group led by `pid` is still there (signal 0 checks without sending).
 fn group_alive(pid: Option<u32>) -> bool {
     pid.is_some_and(|p| {
@@ -74,8 +86,9 @@ impl Executor {
         })
     }
 
-    /// Runs one job to its end; `cancel` stops it (see [`Self::plugin_in`] for how a process stops).
-    pub async fn run(&self, offer: JobOffer, execution_id: String, cancel: Arc<Notify>) {
+    /// Runs one job to its end; `stop` ends it early (see [`Self::plugin_in`] for how a process
+    /// stops).
+    pub async fn run(&self, offer: JobOffer, execution_id: String, stop: Arc<Stop>) {
         let span = info_span!("job", org = %self.org, install = %self.install, workflow = %offer.workflow_id, job = %offer.job_id, execution = %execution_id);
         async {
             let metrics = ferry_telemetry::metrics();
@@ -112,12 +125,12 @@ impl Executor {
             let result = match &offer.spec {
                 JobSpec::SyncArtifact(s) => tokio::select! {
                     r = self.sync(s, &log) => r,
-                    _ = cancel.notified() => cancelled("cancelled"),
+                    _ = stop.cancel.notified() => cancelled("cancelled"),
+                    _ = stop.lost.notified() => failed(LEASE_LOST),
                 },
                 _ => {
                     let limit = Duration::from_secs(u64::from(offer.timeouts.execution_secs));
-                    self.plugin(&offer, &execution_id, limit, &log, &cancel)
-                        .await
+                    self.plugin(&offer, &execution_id, limit, &log, &stop).await
                 }
             };
             match (&result.status, &result.error) {
@@ -189,10 +202,10 @@ impl Executor {
         execution_id: &str,
         limit: Duration,
         log: &LogHandle,
-        cancel: &Notify,
+        stop: &Stop,
     ) -> JobResult {
         let work = self.data_dir.join("work").join(execution_id);
-        let r = self.plugin_in(offer, &work, limit, log, cancel).await;
+        let r = self.plugin_in(offer, &work, limit, log, stop).await;
         if let Err(e) = tokio::fs::remove_dir_all(&work).await {
             warn!(dir = %work.display(), error = %e, "could not remove the job's work directory");
         }
@@ -200,14 +213,15 @@ impl Executor {
     }
 
     /// Runs the plugin process in its own process group. A timeout kills the group; a cancel sends
-    /// it SIGTERM, then SIGKILL after the grace period, so a job that traps SIGTERM stops too.
+    /// it SIGTERM, then SIGKILL after the grace period, so a job that traps SIGTERM stops too; a
+    /// lost lease kills it at once, before another runner may start the job.
     async fn plugin_in(
         &self,
         offer: &JobOffer,
         work: &Path,
         limit: Duration,
         log: &LogHandle,
-        cancel: &Notify,
+        stop: &Stop,
     ) -> JobResult {
         let (phase, c, plan) = match &offer.spec {
             JobSpec::Plan(c) => (Phase::Plan, c, None),
@@ -291,6 +305,9 @@ impl Executor {
             Err(e) => return failed(format!("starting the plugin: {e}")),
         };
         let pid = child.id();
+        // Recorded until it has ended: if this runner process dies (SIGKILL, a crash), the next
+        // one for the install kills the group it left behind before taking any work.
+        let _marker = pid.and_then(|p| crate::orphans::record(&self.data_dir, work, p));
         let out = child
             .stdout
             .take()
@@ -315,7 +332,12 @@ impl Executor {
                     return failed(format!("timed out after {}s", limit.as_secs()));
                 }
             },
-            _ = cancel.notified() => {
+            _ = stop.lost.notified() => {
+                signal(SIGKILL);
+                let _ = child.wait().await;
+                return failed(LEASE_LOST);
+            }
+            _ = stop.cancel.notified() => {
                 log.system(format!(
                     "cancel requested: SIGTERM to the job's processes, SIGKILL after {}s",
                     self.cancel_grace.as_secs()

@@ -5,13 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, AckKind, consumer::PullConsumer, consumer::pull};
-use ferry_protocol::messages::{ClaimReply, ClaimRequest, Heartbeat, JobOffer};
+use ferry_protocol::messages::{
+    ClaimReply, ClaimRequest, Heartbeat, JobOffer, LeaseRenewal, LeaseReply,
+};
 use ferry_protocol::{decode, encode, subjects};
 use futures_util::StreamExt;
 use tokio::sync::Semaphore;
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use crate::exec::Executor;
+use crate::exec::{Executor, Stop};
 
 #[derive(Debug, Clone)]
 pub struct RunnerConfig {
@@ -29,7 +31,7 @@ pub struct RunnerConfig {
 }
 
 /// The jobs this runner is executing, each with the signal that cancels it.
-type Running = Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Notify>>>>;
+type Running = Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<Stop>>>>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
@@ -60,6 +62,16 @@ impl Runner {
                 "invalid org or install name: {}/{}",
                 cfg.org, cfg.install
             )));
+        }
+        let data = cfg.data_dir.clone();
+        let killed = tokio::task::spawn_blocking(move || crate::orphans::kill_left_behind(&data))
+            .await
+            .unwrap_or(0);
+        if killed > 0 {
+            info!(
+                killed,
+                "killed the process groups of jobs an earlier runner process left"
+            );
         }
         let id = format!("runner-{}", ulid::Ulid::new().to_string().to_lowercase());
         let client = async_nats::ConnectOptions::new()
@@ -207,6 +219,9 @@ impl Runner {
             job_id: offer.job_id.clone(),
             runner_id: self.id.clone(),
         };
+        // The lease the scheduler grants starts after this, by its clock: counting from here errs
+        // on the safe side.
+        let asked = tokio::time::Instant::now();
         let subject = subjects::claim(&self.cfg.org, &self.cfg.install);
         let reply = tokio::time::timeout(
             Duration::from_secs(10),
@@ -233,6 +248,7 @@ impl Runner {
             Ok(ClaimReply::Granted {
                 execution_id,
                 attempt,
+                lease_ms,
             }) => {
                 if let Err(e) = msg.double_ack().await {
                     // The claim is ours whatever happens to the offer; a redelivered offer is refused.
@@ -244,14 +260,26 @@ impl Runner {
                 };
                 let exec = self.executor.clone();
                 info!(job = %offer.job_id, execution = %execution_id, attempt, kind = offer.spec.label(), component = offer.spec.component(), "job claimed");
-                let cancel = Arc::new(tokio::sync::Notify::new());
+                let stop = Arc::new(Stop::default());
                 if let Ok(mut r) = self.running.lock() {
-                    r.insert(offer.job_id.clone(), cancel.clone());
+                    r.insert(offer.job_id.clone(), stop.clone());
                 }
+                let keeper = tokio::spawn(keep_lease(
+                    self.client.clone(),
+                    subjects::lease(&self.cfg.org, &self.cfg.install),
+                    LeaseRenewal {
+                        job_id: offer.job_id.clone(),
+                        execution_id: execution_id.clone(),
+                    },
+                    asked,
+                    Duration::from_millis(u64::from(lease_ms.max(300))),
+                    stop.clone(),
+                ));
                 let running = self.running.clone();
                 tokio::spawn(async move {
                     let job_id = offer.job_id.clone();
-                    exec.run(offer, execution_id, cancel).await;
+                    exec.run(offer, execution_id, stop).await;
+                    keeper.abort();
                     if let Ok(mut r) = running.lock() {
                         r.remove(&job_id);
                     }
@@ -286,6 +314,48 @@ pub fn offers_consumer_config(org: &str, install: &str) -> pull::Config {
     }
 }
 
+/// Keeps an execution's lease: renews it every third of its length. When the scheduler answers
+/// that the execution is lost, or no renewal has succeeded for two thirds of the lease, the job is
+/// killed: before the lease ends by the scheduler's count, so another runner never starts it while
+/// this one still runs it.
+async fn keep_lease(
+    client: async_nats::Client,
+    subject: String,
+    renewal: LeaseRenewal,
+    granted: tokio::time::Instant,
+    lease: Duration,
+    stop: Arc<Stop>,
+) {
+    let every = lease / 3;
+    let mut held_until = granted + lease - every;
+    loop {
+        tokio::time::sleep(every).await;
+        let sent = tokio::time::Instant::now();
+        let reply = tokio::time::timeout(
+            every,
+            client.request(subject.clone(), encode(&renewal).into()),
+        )
+        .await;
+        match reply.map(|r| r.map(|m| decode::<LeaseReply>(&m.payload))) {
+            Ok(Ok(Ok(LeaseReply::Renewed { lease_ms }))) => {
+                let lease = Duration::from_millis(u64::from(lease_ms));
+                held_until = sent + lease - lease / 3;
+            }
+            Ok(Ok(Ok(LeaseReply::Lost { reason }))) => {
+                warn!(job = %renewal.job_id, execution = %renewal.execution_id, %reason, "lease lost; stopping the job");
+                stop.lost.notify_one();
+                return;
+            }
+            _ => debug!(job = %renewal.job_id, "lease renewal not answered"),
+        }
+        if tokio::time::Instant::now() >= held_until {
+            warn!(job = %renewal.job_id, execution = %renewal.execution_id, "lease not renewed in time; stopping the job");
+            stop.lost.notify_one();
+            return;
+        }
+    }
+}
+
 /// Cancel requests for this install's jobs (`ferry.cancel.<org>.<install>.<job>`), pushed by the
 /// scheduler: each reaches the job it names, if this runner executes it. A request for a job not
 /// (or no longer) here is ignored; the scheduler sends it again while the job is still running.
@@ -294,11 +364,10 @@ async fn relay_cancels(mut sub: async_nats::Subscriber, running: Running) {
         let Some(job) = msg.subject.rsplit('.').next() else {
             continue;
         };
-        let signal = running.lock().ok().and_then(|r| r.get(job).cloned());
-        if let Some(signal) = signal {
+        let stop = running.lock().ok().and_then(|r| r.get(job).cloned());
+        if let Some(stop) = stop {
             info!(job, "cancel requested");
-            // A stored permit: the job sees it even if it is between two waits.
-            signal.notify_one();
+            stop.cancel.notify_one();
         }
     }
 }

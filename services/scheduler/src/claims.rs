@@ -3,8 +3,9 @@
 //! subject it asked on names its install, and only that install's jobs are granted.
 
 use ferry_model as m;
-use ferry_protocol::messages::{ClaimReply, ClaimRequest};
+use ferry_protocol::messages::{ClaimReply, ClaimRequest, LeaseRenewal, LeaseReply};
 use ferry_protocol::{decode, encode, subjects};
+use ferry_store::StoreError;
 use futures_util::StreamExt;
 use tracing::{info, warn};
 
@@ -32,6 +33,73 @@ impl Scheduler {
         Err(SchedulerError::Nats("claim subscription ended".into()))
     }
 
+    /// Lease renewals: a runner extends the lease of an execution it runs. Anything else (a lost
+    /// or finished execution, another install's job) is answered `Lost`, and the runner stops it.
+    pub(crate) async fn serve_leases(self) -> Result<(), SchedulerError> {
+        let mut sub = self
+            .client
+            .queue_subscribe(subjects::LEASE_ALL, "scheduler".into())
+            .await
+            .map_err(|e| SchedulerError::Nats(e.to_string()))?;
+        while let Some(msg) = sub.next().await {
+            let s = self.clone();
+            tokio::spawn(async move {
+                let Some(reply) = msg.reply.clone() else {
+                    return;
+                };
+                // No answer on a store error: the runner asks again, and only its own deadline
+                // (the lease's end) stops the job.
+                let Some(answer) = s.renew(&msg.subject, &msg.payload).await else {
+                    return;
+                };
+                if let Err(e) = s.client.publish(reply, encode(&answer).into()).await {
+                    warn!(error = %e, "could not answer a lease renewal");
+                }
+            });
+        }
+        Err(SchedulerError::Nats("lease subscription ended".into()))
+    }
+
+    async fn renew(&self, subject: &str, payload: &[u8]) -> Option<LeaseReply> {
+        let lost = |reason: String| LeaseReply::Lost { reason };
+        let req = match decode::<LeaseRenewal>(payload) {
+            Ok(r) => r,
+            Err(e) => return Some(lost(e.to_string())),
+        };
+        let Some((org, install)) = subjects::org_install(subject) else {
+            return Some(lost("bad subject".into()));
+        };
+        let lease_ms = self.lease.as_millis() as u64;
+        let r = self
+            .store
+            .repo::<m::Job>()
+            .modify(org, &req.job_id, |j| {
+                if j.install != install {
+                    return Err(format!(
+                        "job {} is not a job of install {install}",
+                        req.job_id
+                    ));
+                }
+                j.renew(&req.execution_id, m::now_ms(), lease_ms)?;
+                Ok(true)
+            })
+            .await;
+        match r {
+            Ok(Ok(_)) => Some(LeaseReply::Renewed {
+                lease_ms: lease_ms as u32,
+            }),
+            Ok(Err(reason)) => {
+                warn!(org, install, job = %req.job_id, execution = %req.execution_id, %reason, "lease not renewed");
+                Some(lost(reason))
+            }
+            Err(StoreError::NotFound { .. }) => Some(lost(format!("no job {}", req.job_id))),
+            Err(e) => {
+                warn!(org, install, job = %req.job_id, error = %e, "lease renewal failed");
+                None
+            }
+        }
+    }
+
     async fn claim(&self, subject: &str, payload: &[u8]) -> ClaimReply {
         let refuse = |reason: String| ClaimReply::Refused { reason };
         let req = match decode::<ClaimRequest>(payload) {
@@ -48,47 +116,24 @@ impl Scheduler {
             return refuse("bad subject".into());
         };
         let mut granted = None;
+        let lease_ms = self.lease.as_millis() as u64;
         let r = self
             .store
             .repo::<m::Job>()
             .modify(org, &req.job_id, |j| {
-                if j.install != install {
-                    return Err(format!(
-                        "job {} is not a job of install {install}",
-                        req.job_id
-                    ));
-                }
-                if j.status != m::JobStatus::Queued {
-                    return Err(format!("job {} is {:?}", req.job_id, j.status));
-                }
-                if j.executions.len() as u32 >= j.max_executions {
-                    return Err(format!(
-                        "job {} has used all {} executions",
-                        req.job_id, j.max_executions
-                    ));
-                }
-                let attempt = j.executions.len() as u32 + 1;
-                let id = format!("{}-{attempt}", j.id);
-                j.executions.push(m::Execution {
-                    id: id.clone(),
-                    attempt,
-                    runner: req.runner_id.clone(),
-                    status: m::ExecutionStatus::Running,
-                    started_at: m::now(),
-                    finished_at: None,
-                });
-                j.status = m::JobStatus::Running;
-                granted = Some((id, attempt));
+                granted =
+                    Some(j.claim(install, &req.runner_id, &m::now(), m::now_ms(), lease_ms)?);
                 Ok(true)
             })
             .await;
         match r {
             Ok(Ok(_)) => match granted {
-                Some((execution_id, attempt)) => {
-                    info!(org, install, job = %req.job_id, execution = %execution_id, runner = %req.runner_id, "job claimed");
+                Some(g) => {
+                    info!(org, install, job = %req.job_id, execution = %g.execution_id, runner = %req.runner_id, "job claimed");
                     ClaimReply::Granted {
-                        execution_id,
-                        attempt,
+                        execution_id: g.execution_id,
+                        attempt: g.attempt,
+                        lease_ms: lease_ms as u32,
                     }
                 }
                 None => refuse("not granted".into()),

@@ -11,7 +11,7 @@ use ferry_protocol::resources::objects;
 use ferry_protocol::{Control, subjects};
 use ferry_store::StoreError;
 use sha2::{Digest, Sha256};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use crate::{Scheduler, SchedulerError};
 
@@ -98,6 +98,8 @@ impl Scheduler {
                     // Offered: the offer waits in the JOBS stream until a runner claims it.
                     Some(j) if j.status == m::JobStatus::Queued => Ok(()),
                     Some(j) if j.status.is_terminal() => self.apply_job_result(&j).await,
+                    // Its runner stopped renewing the lease: lost; run it again or fail it.
+                    Some(j) if j.lease_expired(m::now_ms()) => self.expire_lease(wf, &j.id).await,
                     // Running, and the workflow is being cancelled: ask again (a cancel is a core
                     // NATS message; a runner that missed it hears it now).
                     Some(j) if wf.cancel_requested => self.cancel_job(wf, &j.id).await,
@@ -509,12 +511,17 @@ impl Scheduler {
             created_at: m::now(),
             finished_at: None,
             offered_at: None,
+            lease_expires_ms: None,
         };
-        // Re-offer only a job nobody has claimed yet (a retried dispatch after a crash).
-        if !jobs.create_if_absent(&job).await?
-            && jobs.require(&wf.org, &job_id).await?.value.status != m::JobStatus::Queued
-        {
-            return Ok(());
+        // Re-offer only a job nobody has claimed yet (a retried dispatch after a crash, or a job
+        // queued again after its execution was lost).
+        let mut attempt = 1;
+        if !jobs.create_if_absent(&job).await? {
+            let current = jobs.require(&wf.org, &job_id).await?.value;
+            if current.status != m::JobStatus::Queued {
+                return Ok(());
+            }
+            attempt = current.executions.len() + 1;
         }
         let offer = JobOffer {
             job_id: job_id.clone(),
@@ -528,7 +535,8 @@ impl Scheduler {
             .bus()
             .publish_msg(
                 subjects::job(&wf.org, &wf.install, &job_id),
-                &job_id,
+                // One offer per attempt: a re-offer after a lost execution is not a duplicate.
+                &format!("{job_id}-{attempt}"),
                 &offer,
             )
             .await?;
@@ -547,6 +555,41 @@ impl Scheduler {
         .ok();
         debug!(org = %wf.org, install = %wf.install, job = %job_id, kind = ?kind, "job offered");
         Ok(())
+    }
+
+    /// Ends an execution whose lease expired (`lost`, said in the job's log too), then offers the
+    /// job again or, with no executions left, fails its step.
+    async fn expire_lease(&self, wf: &Workflow, job_id: &str) -> Result<(), SchedulerError> {
+        let mut expired = None;
+        let job = self
+            .store
+            .repo::<m::Job>()
+            .modify(&wf.org, job_id, |j| {
+                expired = j.expire(&m::now(), m::now_ms());
+                Ok::<bool, ()>(expired.is_some())
+            })
+            .await?
+            .ok();
+        let (Some(job), Some(expired)) = (job, expired) else {
+            return Ok(());
+        };
+        let (m::Expired::Requeued { lost } | m::Expired::Exhausted { lost }) = &expired;
+        warn!(org = %wf.org, install = %wf.install, job = %job_id, "{lost}");
+        let execution = job
+            .executions
+            .last()
+            .map(|e| e.id.clone())
+            .unwrap_or_default();
+        self.store
+            .append_system_line(&wf.org, &wf.install, job_id, &execution, lost)
+            .await?;
+        match expired {
+            m::Expired::Requeued { .. } => match wf.step(job.step) {
+                Some(step) => self.start_step(wf, step.index).await,
+                None => Ok(()),
+            },
+            m::Expired::Exhausted { .. } => self.apply_job_result(&job).await,
+        }
     }
 
     /// Stops a step's job: a job no runner has claimed is cancelled here; a running one is asked

@@ -75,6 +75,12 @@ impl Scheduler {
                 if j.status.is_terminal() {
                     return Ok(false);
                 }
+                if j.current_execution().is_none_or(|e| e.id != execution_id) {
+                    // A lost execution's late result: the job has moved on without it.
+                    return Err(format!(
+                        "result of execution {execution_id}, which is not the job's current one"
+                    ));
+                }
                 j.status = match result.status {
                     Outcome::Succeeded => m::JobStatus::Succeeded,
                     Outcome::Failed => m::JobStatus::Failed,

@@ -55,7 +55,12 @@ pub struct Scheduler {
     client: async_nats::Client,
     /// Parsed app configs by id. Config versions are immutable, so the cache never goes stale.
     configs: Arc<Mutex<HashMap<String, Arc<AppConfig>>>>,
+    /// How long a runner holds a job without renewing it.
+    lease: Duration,
 }
+
+/// The default lease: a runner that stops renewing (killed, cut off) loses its job after this.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// How often every unfinished workflow is re-driven from its records.
 pub const RECONCILE_INTERVAL: Duration = Duration::from_secs(5);
@@ -66,7 +71,13 @@ impl Scheduler {
             store,
             client,
             configs: Arc::default(),
+            lease: DEFAULT_LEASE,
         }
+    }
+
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
     }
 
     /// Runs the scheduler until an unrecoverable error.
@@ -107,11 +118,13 @@ impl Scheduler {
             },
         );
         let claims = self.clone().serve_claims();
+        let leases = self.clone().serve_leases();
         let reconcile = self.clone().reconcile_loop();
         tokio::try_join!(
             async { control_loop.await.map_err(SchedulerError::from) },
             async { event_loop.await.map_err(SchedulerError::from) },
             claims,
+            leases,
             reconcile,
         )?;
         Ok(())

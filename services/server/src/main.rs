@@ -28,6 +28,10 @@ struct Args {
     /// Replicas for streams, buckets and object stores created at start-up (3 in a cluster).
     #[arg(long, env = "FERRY_REPLICAS", default_value_t = 1)]
     replicas: usize,
+    /// Seconds a runner holds a job without renewing it; past it the execution is `lost` and the
+    /// job runs again (scheduler).
+    #[arg(long, env = "FERRY_JOB_LEASE_SECS", default_value_t = 30)]
+    job_lease_secs: u64,
 }
 
 #[tokio::main]
@@ -56,6 +60,7 @@ async fn run(args: Args) -> Result<()> {
     for &svc in &services {
         let store = store.clone();
         let client = client.clone();
+        let lease = std::time::Duration::from_secs(args.job_lease_secs.max(1));
         match svc {
             Service::Api => {}
             Service::Scheduler => {
@@ -63,6 +68,7 @@ async fn run(args: Args) -> Result<()> {
                     (
                         svc,
                         ferry_scheduler::Scheduler::new(client, store)
+                            .with_lease(lease)
                             .run()
                             .await
                             .map_err(Into::into),

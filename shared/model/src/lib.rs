@@ -7,10 +7,12 @@
 //! This crate imports no other workspace crate.
 
 pub mod api;
+mod leases;
 mod records;
 mod steps;
 mod workflow;
 
+pub use leases::*;
 pub use records::*;
 pub use steps::*;
 pub use workflow::*;

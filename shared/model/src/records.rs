@@ -214,6 +214,10 @@ pub struct Job {
     /// between the record and the offer), never one again.
     #[serde(default)]
     pub offered_at: Option<String>,
+    /// While running: when the current execution's lease ends (ms since the epoch, the
+    /// scheduler's clock) unless its runner renews it. See `leases.rs`.
+    #[serde(default)]
+    pub lease_expires_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -121,13 +121,34 @@ pub enum ClaimReply {
     Granted {
         execution_id: String,
         attempt: u32,
+        /// How long the lease lasts unless renewed (see [`LeaseRenewal`]).
+        lease_ms: u32,
     },
     /// The job is not (or no longer) runnable: claimed by another runner, finished, cancelled, unknown.
-    Refused {
+    Refused { reason: String },
+}
+message!(ClaimReply, 3);
+
+/// Runner → control plane on `ferry.rx.<org>.<install>.lease` (core request/reply): extend the
+/// lease of an execution this runner is running.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseRenewal {
+    pub job_id: String,
+    pub execution_id: String,
+}
+message!(LeaseRenewal, 8);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LeaseReply {
+    Renewed {
+        lease_ms: u32,
+    },
+    /// The execution may not run any more (lost, cancelled, finished): stop it now.
+    Lost {
         reason: String,
     },
 }
-message!(ClaimReply, 3);
+message!(LeaseReply, 9);
 
 /// Runner → control plane on `ferry.rx.<org>.<install>.event.<job>` (stream `JOB_EVENTS`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -49,8 +49,14 @@ pub fn claim(org: &str, install: &str) -> String {
     format!("ferry.rx.{org}.{install}.claim")
 }
 
+pub fn lease(org: &str, install: &str) -> String {
+    format!("ferry.rx.{org}.{install}.lease")
+}
+
 /// Every install's claim requests: the scheduler's queue-group subscription.
 pub const CLAIM_ALL: &str = "ferry.rx.*.*.claim";
+/// Every install's lease renewals.
+pub const LEASE_ALL: &str = "ferry.rx.*.*.lease";
 /// Every install's heartbeats.
 pub const HEARTBEAT_ALL: &str = "ferry.rx.*.*.hb";
 

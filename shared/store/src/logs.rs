@@ -111,6 +111,38 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Adds a line of the control plane's own to an execution's log (a lost lease): the log tells
+    /// everything that happened to the job, not only what its runner saw.
+    pub async fn append_system_line(
+        &self,
+        org: &str,
+        install: &str,
+        job: &str,
+        execution: &str,
+        text: &str,
+    ) -> Result<(), StoreError> {
+        let batch = LogBatch {
+            job_id: job.to_string(),
+            execution_id: execution.to_string(),
+            // After anything the runner could have written for this execution.
+            first_seq: u64::from(u32::MAX),
+            lines: vec![ferry_protocol::messages::LogLine {
+                at_ms: ferry_model::now_ms(),
+                stream: LogStream::System,
+                text: text.to_string(),
+            }],
+        };
+        self.bus()
+            .publish_msg(
+                subjects::log(org, install, job),
+                &format!("{execution}-control"),
+                &batch,
+            )
+            .await
+    }
+}
+
 fn archive_name(org: &str, job: &str) -> String {
     format!("{org}.{job}")
 }

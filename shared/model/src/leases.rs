@@ -1,0 +1,232 @@
+//! Job executions and their leases, as pure functions of the job record.
+//!
+//! A runner runs a job only while it holds the lease of the job's current execution: granted with
+//! the claim, renewed by the runner while the job runs, and expiring when the runner stops renewing
+//! (it was killed, or lost its connection). An expired lease makes the execution `lost`; the job
+//! is queued again while executions remain, and fails when none do. The runner kills its job before
+//! its own view of the lease ends, so a second execution never overlaps the first.
+
+use crate::{Execution, ExecutionStatus, Job, JobStatus};
+
+/// An execution granted by [`Job::claim`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Granted {
+    pub execution_id: String,
+    pub attempt: u32,
+}
+
+/// What [`Job::expire`] did to a job whose lease ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expired {
+    /// Queued again for another runner: offer it again.
+    Requeued { lost: String },
+    /// No executions left: the job failed.
+    Exhausted { lost: String },
+}
+
+impl Job {
+    /// Grants a queued job to `runner`: a new execution holding a lease until `now_ms + lease_ms`.
+    pub fn claim(
+        &mut self,
+        install: &str,
+        runner: &str,
+        now: &str,
+        now_ms: u64,
+        lease_ms: u64,
+    ) -> Result<Granted, String> {
+        if self.install != install {
+            return Err(format!("job {} is not a job of install {install}", self.id));
+        }
+        if self.status != JobStatus::Queued {
+            return Err(format!("job {} is {:?}", self.id, self.status));
+        }
+        if self.executions.len() as u32 >= self.max_executions {
+            return Err(format!(
+                "job {} has used all {} executions",
+                self.id, self.max_executions
+            ));
+        }
+        let attempt = self.executions.len() as u32 + 1;
+        let execution_id = format!("{}-{attempt}", self.id);
+        self.executions.push(Execution {
+            id: execution_id.clone(),
+            attempt,
+            runner: runner.to_string(),
+            status: ExecutionStatus::Running,
+            started_at: now.to_string(),
+            finished_at: None,
+        });
+        self.status = JobStatus::Running;
+        self.lease_expires_ms = Some(now_ms + lease_ms);
+        Ok(Granted {
+            execution_id,
+            attempt,
+        })
+    }
+
+    /// The execution that may report on the job: its latest, while it runs.
+    pub fn current_execution(&self) -> Option<&Execution> {
+        self.executions
+            .last()
+            .filter(|e| e.status == ExecutionStatus::Running && self.status == JobStatus::Running)
+    }
+
+    /// Extends the lease of `execution_id`, if it is still the current execution and its lease
+    /// has not ended.
+    pub fn renew(&mut self, execution_id: &str, now_ms: u64, lease_ms: u64) -> Result<(), String> {
+        match self.current_execution() {
+            Some(e) if e.id == execution_id => {}
+            _ => return Err(format!("execution {execution_id} is not running any more")),
+        }
+        if self.lease_expires_ms.is_some_and(|t| t <= now_ms) {
+            return Err(format!("the lease of execution {execution_id} has ended"));
+        }
+        self.lease_expires_ms = Some(now_ms + lease_ms);
+        Ok(())
+    }
+
+    /// Whether the current execution's lease has ended.
+    pub fn lease_expired(&self, now_ms: u64) -> bool {
+        self.status == JobStatus::Running && self.lease_expires_ms.is_some_and(|t| t <= now_ms)
+    }
+
+    /// Ends an execution whose lease ended: `lost`, then the job is queued again (and must be
+    /// offered again) or, with no executions left, fails with the reason.
+    pub fn expire(&mut self, now: &str, now_ms: u64) -> Option<Expired> {
+        if !self.lease_expired(now_ms) {
+            return None;
+        }
+        let lost = self.executions.last_mut().map(|e| {
+            e.status = ExecutionStatus::Lost;
+            e.finished_at = Some(now.to_string());
+            format!(
+                "execution {} lost: runner {} stopped renewing its lease",
+                e.id, e.runner
+            )
+        })?;
+        self.lease_expires_ms = None;
+        if (self.executions.len() as u32) < self.max_executions {
+            self.status = JobStatus::Queued;
+            self.offered_at = None;
+            Some(Expired::Requeued { lost })
+        } else {
+            self.status = JobStatus::Failed;
+            self.error = Some(format!(
+                "{lost}; all {} executions used",
+                self.max_executions
+            ));
+            self.finished_at = Some(now.to_string());
+            Some(Expired::Exhausted { lost })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::JobKind;
+
+    fn job(max: u32) -> Job {
+        Job {
+            id: "j".into(),
+            org: "o".into(),
+            install: "i".into(),
+            workflow_id: "w".into(),
+            step: 1,
+            kind: JobKind::Apply,
+            component: "c".into(),
+            status: JobStatus::Queued,
+            executions: vec![],
+            max_executions: max,
+            outputs: Default::default(),
+            plan_digest: None,
+            plan_changes: None,
+            plan_summary: None,
+            error: None,
+            created_at: "t0".into(),
+            finished_at: None,
+            offered_at: Some("t0".into()),
+            lease_expires_ms: None,
+        }
+    }
+
+    #[test]
+    fn a_claim_grants_one_execution_with_a_lease() {
+        let mut j = job(2);
+        let g = j.claim("i", "r1", "t1", 1_000, 500).unwrap();
+        assert_eq!(g.execution_id, "j-1");
+        assert_eq!(g.attempt, 1);
+        assert_eq!(j.status, JobStatus::Running);
+        assert_eq!(j.lease_expires_ms, Some(1_500));
+        assert_eq!(j.current_execution().unwrap().runner, "r1");
+        // A second claim (another runner, the same offer delivered twice) is refused.
+        assert_eq!(
+            j.claim("i", "r2", "t1", 1_000, 500).unwrap_err(),
+            "job j is Running"
+        );
+        // Another install's runner cannot claim it.
+        let mut other = job(2);
+        assert!(
+            other
+                .claim("x", "r", "t", 0, 1)
+                .unwrap_err()
+                .contains("install x")
+        );
+    }
+
+    #[test]
+    fn renewals_extend_only_the_current_unexpired_lease() {
+        let mut j = job(2);
+        j.claim("i", "r1", "t1", 1_000, 500).unwrap();
+        j.renew("j-1", 1_400, 500).unwrap();
+        assert_eq!(j.lease_expires_ms, Some(1_900));
+        assert!(
+            j.renew("j-0", 1_400, 500).is_err(),
+            "not the current execution"
+        );
+        assert!(
+            j.renew("j-1", 1_900, 500)
+                .unwrap_err()
+                .contains("has ended")
+        );
+        assert!(!j.lease_expired(1_899));
+        assert!(j.lease_expired(1_900));
+    }
+
+    #[test]
+    fn an_expired_lease_loses_the_execution_and_requeues_until_none_are_left() {
+        let mut j = job(2);
+        j.claim("i", "r1", "t1", 1_000, 500).unwrap();
+        assert_eq!(j.expire("t2", 1_499), None, "still leased");
+        assert_eq!(
+            j.expire("t2", 1_500),
+            Some(Expired::Requeued {
+                lost: "execution j-1 lost: runner r1 stopped renewing its lease".into()
+            })
+        );
+        assert_eq!(j.status, JobStatus::Queued);
+        assert_eq!(j.offered_at, None, "to be offered again");
+        assert_eq!(j.executions[0].status, ExecutionStatus::Lost);
+        assert!(j.current_execution().is_none());
+        assert!(
+            j.renew("j-1", 1_600, 500).is_err(),
+            "the lost runner cannot renew"
+        );
+
+        let g = j.claim("i", "r2", "t3", 2_000, 500).unwrap();
+        assert_eq!((g.execution_id.as_str(), g.attempt), ("j-2", 2));
+        assert!(matches!(
+            j.expire("t4", 2_500),
+            Some(Expired::Exhausted { .. })
+        ));
+        assert_eq!(j.status, JobStatus::Failed);
+        assert!(
+            j.error
+                .as_deref()
+                .unwrap()
+                .ends_with("all 2 executions used")
+        );
+        assert_eq!(j.expire("t5", 9_999), None, "a failed job has no lease");
+        assert!(j.claim("i", "r3", "t", 3_000, 500).is_err());
+    }
+}
