@@ -295,3 +295,46 @@ fn a_runner_killed_mid_job_loses_the_execution_and_the_job_runs_again_once() {
     );
     assert_eq!(lines.iter().filter(|l| l.0 == "end").count(), 1, "{text}");
 }
+
+#[test]
+fn a_job_past_its_timeout_is_killed_and_timed_out() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (app, pid_file) = stubborn_example(dir.path());
+    let toml = app.join("components/greeter.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text.replace(
+            "type = \"script\"\n",
+            "type = \"script\"\ntimeout = \"2s\"\n",
+        ),
+    )
+    .unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let wf = sync_and_create(&api, &app, "prod");
+    let done = wait_for(&api, &wf, 120, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    assert_eq!(done["status"], "failed", "{done}");
+    let apply = step(&done, "greeter", "apply");
+    assert_eq!(apply["status"], "failed");
+    assert_eq!(apply["message"], "timed out after 2s");
+    let j = ferry_json(
+        &api,
+        &["jobs", "get", apply["job_id"].as_str().unwrap(), "--json"],
+    );
+    assert_eq!(j["status"], "timed_out", "{j}");
+    assert_eq!(j["executions"][0]["status"], "timed_out");
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(!alive(&pid), "the script still runs after its timeout");
+}

@@ -329,7 +329,9 @@ impl Executor {
                 Err(_) => {
                     signal(SIGKILL);
                     let _ = child.wait().await;
-                    return failed(format!("timed out after {}s", limit.as_secs()));
+                    let mut r = failed(format!("timed out after {}s", limit.as_secs()));
+                    r.status = Outcome::TimedOut;
+                    return r;
                 }
             },
             _ = stop.lost.notified() => {

@@ -523,13 +523,22 @@ impl Scheduler {
             }
             attempt = current.executions.len() + 1;
         }
+        let mut timeouts = Timeouts::default();
+        if let Some(secs) = self
+            .config(&wf.org, &wf.app_config_id)
+            .await?
+            .component(&step.component)
+            .and_then(|c| c.timeout_secs)
+        {
+            timeouts.execution_secs = u32::try_from(secs).unwrap_or(u32::MAX);
+        }
         let offer = JobOffer {
             job_id: job_id.clone(),
             org: wf.org.clone(),
             install: wf.install.clone(),
             workflow_id: wf.id.clone(),
             spec,
-            timeouts: Timeouts::default(),
+            timeouts,
         };
         self.store
             .bus()

@@ -85,6 +85,7 @@ impl Scheduler {
                     Outcome::Succeeded => m::JobStatus::Succeeded,
                     Outcome::Failed => m::JobStatus::Failed,
                     Outcome::Cancelled => m::JobStatus::Cancelled,
+                    Outcome::TimedOut => m::JobStatus::TimedOut,
                 };
                 j.outputs = outputs.clone();
                 j.error = result.error.clone();
@@ -99,6 +100,7 @@ impl Scheduler {
                         Outcome::Succeeded => m::ExecutionStatus::Succeeded,
                         Outcome::Failed => m::ExecutionStatus::Failed,
                         Outcome::Cancelled => m::ExecutionStatus::Cancelled,
+                        Outcome::TimedOut => m::ExecutionStatus::TimedOut,
                     };
                     e.finished_at = Some(m::now());
                 }

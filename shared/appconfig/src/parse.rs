@@ -124,6 +124,8 @@ pub struct Component {
     pub env_vars: BTreeMap<String, String>,
     /// Hash of its declaration, its directory and every file it references: equal hashes, equal builds.
     pub content_hash: String,
+    /// Longest a plan or an apply of it may run (`deploy_timeout`, or `timeout`), in seconds.
+    pub timeout_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -1067,6 +1069,7 @@ impl<'a> Loader<'a> {
             vars: string_map(r.get("vars")),
             env_vars: string_map(r.get("env_vars")),
             content_hash: String::new(),
+            timeout_secs: deploy_timeout(r),
         })
     }
 
@@ -1315,6 +1318,7 @@ impl<'a> Loader<'a> {
                     vars: string_map(r.get("vars")),
                     env_vars: string_map(r.get("env_vars")),
                     content_hash: String::new(),
+                    timeout_secs: deploy_timeout(r),
                 },
                 name_at,
                 src: doc.src.clone(),
@@ -1875,7 +1879,17 @@ fn stand_in_component(name: &str) -> Component {
         vars: BTreeMap::new(),
         env_vars: BTreeMap::new(),
         content_hash: String::new(),
+        timeout_secs: None,
     }
+}
+
+/// A deployable's `deploy_timeout` (or `timeout`), whole seconds, at least 1. The schema has
+/// already checked that it is a duration.
+fn deploy_timeout(r: &Node) -> Option<u64> {
+    r.str_of("deploy_timeout")
+        .or_else(|| r.str_of("timeout"))
+        .and_then(parse_duration)
+        .map(|s| s.ceil().max(1.0) as u64)
 }
 
 /// Longest action timeout Nuon accepts.

@@ -722,9 +722,17 @@ const COMPONENT_COMMON: &[Field] = &[
         Ty::Bool,
         "skip the apply when the plan has no changes (Ferry always does)",
     ),
-    ign("timeout", Ty::Duration, "deploy timeout"),
+    f(
+        "timeout",
+        Ty::Duration,
+        "longest a plan or apply may run (default 30m); past it the job is killed and timed out",
+    ),
     ign("build_timeout", Ty::Duration, "build timeout"),
-    ign("deploy_timeout", Ty::Duration, "deploy timeout"),
+    f(
+        "deploy_timeout",
+        Ty::Duration,
+        "the same as `timeout` (wins over it)",
+    ),
     ign(
         "toggleable",
         Ty::Bool,

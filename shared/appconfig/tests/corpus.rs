@@ -242,7 +242,7 @@ fn fixtures_carry_what_ferry_reads() {
 fn keys_ferry_does_not_act_on_are_warnings_that_say_so() {
     let r = validate(&app("multi-cluster"));
     let warnings: Vec<String> = r.diagnostics.warnings().map(|d| d.to_string()).collect();
-    assert!(warnings.contains(&"components/compute-cluster.toml:5:1: warning: `timeout` is accepted but not acted on by this version of Ferry".to_string()), "{warnings:#?}");
+    assert!(warnings.contains(&"components/compute-cluster.toml:6:1: warning: `drift_schedule` is accepted but not acted on by this version of Ferry".to_string()), "{warnings:#?}");
     assert!(warnings.contains(&"components/analytics.toml:2:8: warning: `helm_chart` components are checked, but this version of Ferry cannot deploy them yet".to_string()), "{warnings:#?}");
     assert!(
         r.diagnostics

@@ -158,13 +158,15 @@ pub enum JobStatus {
     Succeeded,
     Failed,
     Cancelled,
+    /// Its execution ran past the execution timeout and was killed.
+    TimedOut,
 }
 
 impl JobStatus {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled
+            JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled | JobStatus::TimedOut
         )
     }
 }
@@ -178,6 +180,7 @@ pub enum ExecutionStatus {
     Cancelled,
     /// The runner holding the lease went away.
     Lost,
+    TimedOut,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -173,6 +173,8 @@ pub enum Outcome {
     Succeeded,
     Failed,
     Cancelled,
+    /// Killed by the runner when it ran past its execution timeout.
+    TimedOut,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
