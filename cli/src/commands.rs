@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use ferry_appconfig::Package;
+use ferry_model::api::RunnerInfo;
 use ferry_model::{App, Install, LogEntry, Workflow};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -205,7 +206,49 @@ pub async fn installs_get(api: &Api, name: &str, json_out: bool) -> Result<i32> 
     if json_out {
         print_json(&i)?;
     } else {
+        let runners: Vec<RunnerInfo> = api.get(&format!("/v1/runners?install={name}")).await?;
         println!("{}", render::install(&i));
+        println!("{}", render::install_runner(&runners));
+    }
+    Ok(0)
+}
+
+pub async fn runners_list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {
+    let path = match install {
+        Some(i) => format!("/v1/runners?install={i}"),
+        None => "/v1/runners".to_string(),
+    };
+    let runners: Vec<RunnerInfo> = api.get(&path).await?;
+    if json_out {
+        print_json(&runners)?;
+    } else {
+        let rows: Vec<Vec<String>> = runners
+            .iter()
+            .map(|r| {
+                vec![
+                    r.runner.install.clone(),
+                    r.runner.id.clone(),
+                    render::status_word(r.health),
+                    r.runner.running_jobs.to_string(),
+                    r.runner.version.clone(),
+                    r.last_seen.clone(),
+                ]
+            })
+            .collect();
+        println!(
+            "{}",
+            render::table(
+                &[
+                    "INSTALL",
+                    "RUNNER",
+                    "HEALTH",
+                    "JOBS",
+                    "VERSION",
+                    "LAST SEEN"
+                ],
+                &rows
+            )
+        );
     }
     Ok(0)
 }

@@ -43,6 +43,9 @@ enum Command {
     /// Jobs: one unit of work for one install (sync, plan, apply) and its executions.
     #[command(subcommand)]
     Jobs(JobsCmd),
+    /// Runners: the processes in each install's account that run its jobs, and their health.
+    #[command(subcommand)]
+    Runners(RunnersCmd),
     /// Print (or follow) a job's log.
     Logs {
         /// The job id (shown by `ferry workflows get`).
@@ -162,6 +165,18 @@ enum WorkflowsCmd {
 }
 
 #[derive(Subcommand, Debug)]
+enum RunnersCmd {
+    /// List runners heard from: active (heartbeats arrive), unhealthy (a few missed), offline.
+    List {
+        /// Only this install's.
+        #[arg(long)]
+        install: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum JobsCmd {
     /// Show a job: its status, executions, outputs and plan.
     Get {
@@ -226,6 +241,9 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             commands::workflows_cancel(&api, &id, !no_wait, json).await
         }
         Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
+        Command::Runners(RunnersCmd::List { install, json }) => {
+            commands::runners_list(&api, install.as_deref(), json).await
+        }
         Command::Logs { job, follow, json } => commands::logs(&api, &job, follow, json).await,
         Command::Dev(args) => dev::run(args).await,
     }

@@ -121,6 +121,20 @@ pub fn install(i: &Install) -> String {
     out
 }
 
+/// The line `ferry installs get` shows about the install's runner.
+pub fn install_runner(runners: &[ferry_model::api::RunnerInfo]) -> String {
+    match runners.first() {
+        None => "runner: none has connected yet".to_string(),
+        Some(r) => format!(
+            "runner: {} {} (last seen {}, {} job(s) running)",
+            r.runner.id,
+            status_word(r.health),
+            r.last_seen,
+            r.runner.running_jobs
+        ),
+    }
+}
+
 pub fn step_mark(s: StepStatus) -> &'static str {
     match s {
         StepStatus::Pending => "·",

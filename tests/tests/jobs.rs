@@ -138,6 +138,19 @@ fn cancel_a_workflow_waiting_for_a_runner_that_is_not_connected() {
         .as_str()
         .unwrap()
         .to_string();
+    // The step says what it waits for.
+    let shown = ferry_json(&api, &["workflows", "get", &wf, "--json"]);
+    let message = step(&shown, "sandbox", "sync")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message.starts_with("queued: no runner has connected for install prod (waiting since "),
+        "{message}"
+    );
+    let (_, out, _) = ferry(&api, &["installs", "get", "prod"]);
+    assert!(out.contains("runner: none has connected yet"), "{out}");
+
     let done = ferry_json(&api, &["workflows", "cancel", &wf, "--json"]);
     assert_eq!(done["status"], "cancelled", "{done}");
     assert_eq!(step(&done, "sandbox", "sync")["status"], "cancelled");
@@ -155,6 +168,13 @@ fn cancel_a_workflow_waiting_for_a_runner_that_is_not_connected() {
     std::thread::sleep(Duration::from_secs(2));
     let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
     assert_eq!(j["executions"].as_array().unwrap().len(), 0, "{j}");
+    // Its heartbeat makes it known, and active.
+    let runners = ferry_json(&api, &["runners", "list", "--install", "prod", "--json"]);
+    assert_eq!(runners.as_array().unwrap().len(), 1, "{runners}");
+    assert_eq!(runners[0]["health"], "active");
+    assert_eq!(runners[0]["install"], "prod");
+    let (_, out, _) = ferry(&api, &["installs", "get", "prod"]);
+    assert!(out.contains("active (last seen"), "{out}");
 }
 
 #[test]

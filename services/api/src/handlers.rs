@@ -451,7 +451,9 @@ pub async fn get_workflow(
         .get(&s.org, &id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?;
-    Ok(Json(w.value))
+    let mut wf = w.value;
+    explain_queued_steps(&s, &mut wf).await?;
+    Ok(Json(wf))
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -510,6 +512,77 @@ pub async fn cancel_workflow(
     )
     .await?;
     Ok((StatusCode::ACCEPTED, Json(w)))
+}
+
+/// A running step whose job no runner has taken says why: no runner of its install is connected.
+async fn explain_queued_steps(s: &ApiState, wf: &mut Workflow) -> Result<(), ApiError> {
+    let mut known = None;
+    for step in wf
+        .steps
+        .iter_mut()
+        .filter(|s| s.status == m::StepStatus::Running)
+    {
+        let Some(job_id) = &step.job_id else { continue };
+        let Some(job) = s.store.repo::<m::Job>().get(&s.org, job_id).await? else {
+            continue;
+        };
+        if job.value.status != m::JobStatus::Queued {
+            continue;
+        }
+        if known.is_none() {
+            known = Some(s.store.repo::<m::RunnerRecord>().list(&s.org).await?);
+        }
+        let since = job
+            .value
+            .offered_at
+            .as_deref()
+            .unwrap_or(&job.value.created_at);
+        if let Some(why) = m::waiting_for_runner(
+            &wf.install,
+            known.as_deref().unwrap_or_default(),
+            since,
+            m::now_ms(),
+        ) {
+            step.message = Some(why);
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct RunnerFilter {
+    pub install: Option<String>,
+}
+
+/// Runners heard from, with their health now; `?install=NAME` keeps one install's. Offline
+/// runners stay listed for a day, then are forgotten.
+pub async fn list_runners(
+    State(s): State<ApiState>,
+    axum::extract::Query(f): axum::extract::Query<RunnerFilter>,
+) -> Result<Json<Vec<m::api::RunnerInfo>>, ApiError> {
+    if let Some(i) = &f.install {
+        check_name("install", i)?;
+    }
+    Ok(Json(runners(&s, f.install.as_deref()).await?))
+}
+
+async fn runners(s: &ApiState, install: Option<&str>) -> Result<Vec<m::api::RunnerInfo>, ApiError> {
+    const FORGET_AFTER_MS: u64 = 24 * 3600 * 1000;
+    let now = m::now_ms();
+    let mut all = s.store.repo::<m::RunnerRecord>().list(&s.org).await?;
+    all.retain(|r| {
+        install.is_none_or(|i| r.install == i)
+            && now.saturating_sub(r.last_seen_ms) < FORGET_AFTER_MS
+    });
+    all.sort_by(|a, b| (&a.install, b.last_seen_ms).cmp(&(&b.install, a.last_seen_ms)));
+    Ok(all
+        .into_iter()
+        .map(|r| m::api::RunnerInfo {
+            health: r.health(now),
+            last_seen: m::format_ms(r.last_seen_ms),
+            runner: r,
+        })
+        .collect())
 }
 
 pub async fn get_job(

@@ -372,6 +372,9 @@ async fn relay_cancels(mut sub: async_nats::Subscriber, running: Running) {
     }
 }
 
+/// How often a runner says it is there (the first at once, on start).
+const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
+
 async fn heartbeats(
     client: async_nats::Client,
     org: String,
@@ -380,7 +383,7 @@ async fn heartbeats(
     slots: Arc<Semaphore>,
     max: usize,
 ) {
-    let mut tick = tokio::time::interval(Duration::from_secs(10));
+    let mut tick = tokio::time::interval(HEARTBEAT_INTERVAL);
     loop {
         tick.tick().await;
         let hb = Heartbeat {
@@ -391,6 +394,7 @@ async fn heartbeats(
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_millis() as u64)
                 .unwrap_or(0),
+            interval_ms: HEARTBEAT_INTERVAL.as_millis() as u32,
         };
         let _ = client
             .publish(subjects::heartbeat(&org, &install), encode(&hb).into())

@@ -3,7 +3,7 @@
 //! subject it asked on names its install, and only that install's jobs are granted.
 
 use ferry_model as m;
-use ferry_protocol::messages::{ClaimReply, ClaimRequest, LeaseRenewal, LeaseReply};
+use ferry_protocol::messages::{ClaimReply, ClaimRequest, Heartbeat, LeaseRenewal, LeaseReply};
 use ferry_protocol::{decode, encode, subjects};
 use ferry_store::StoreError;
 use futures_util::StreamExt;
@@ -31,6 +31,74 @@ impl Scheduler {
             });
         }
         Err(SchedulerError::Nats("claim subscription ended".into()))
+    }
+
+    /// Heartbeats: the last of each runner is kept in the `runners` bucket, where the API reads
+    /// each runner's health. One scheduler replica takes each (queue group).
+    pub(crate) async fn serve_heartbeats(self) -> Result<(), SchedulerError> {
+        let mut sub = self
+            .client
+            .queue_subscribe(subjects::HEARTBEAT_ALL, "scheduler".into())
+            .await
+            .map_err(|e| SchedulerError::Nats(e.to_string()))?;
+        while let Some(msg) = sub.next().await {
+            let Some((org, install)) = subjects::org_install(&msg.subject) else {
+                continue;
+            };
+            let hb = match decode::<Heartbeat>(&msg.payload) {
+                Ok(hb) => hb,
+                Err(e) => {
+                    ferry_telemetry::metrics()
+                        .messages_rejected
+                        .get_or_create(&ferry_telemetry::consumer_label("heartbeats"))
+                        .inc();
+                    warn!(org, install, error = %e, "undecodable heartbeat");
+                    continue;
+                }
+            };
+            if let Err(e) = self.record_heartbeat(org, install, hb).await {
+                warn!(org, install, error = %e, "could not record a heartbeat");
+            }
+        }
+        Err(SchedulerError::Nats("heartbeat subscription ended".into()))
+    }
+
+    async fn record_heartbeat(
+        &self,
+        org: &str,
+        install: &str,
+        hb: Heartbeat,
+    ) -> Result<(), SchedulerError> {
+        if !subjects::is_valid_token(&hb.runner_id) {
+            return Ok(());
+        }
+        let runners = self.store.repo::<m::RunnerRecord>();
+        let now = m::now_ms();
+        let mut rec = m::RunnerRecord {
+            org: org.to_string(),
+            id: hb.runner_id.clone(),
+            install: install.to_string(),
+            version: hb.version,
+            running_jobs: hb.running_jobs,
+            interval_ms: u64::from(hb.interval_ms),
+            first_seen_ms: now,
+            last_seen_ms: now,
+        };
+        match runners.get(org, &hb.runner_id).await? {
+            // A runner id belongs to the install it first spoke for.
+            Some(v) if v.value.install != install => Ok(()),
+            Some(v) => {
+                rec.first_seen_ms = v.value.first_seen_ms;
+                match runners.update(&rec, v.revision).await {
+                    Ok(_) | Err(StoreError::Conflict { .. }) => Ok(()),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            None => match runners.create(&rec).await {
+                Ok(_) | Err(StoreError::AlreadyExists { .. }) => Ok(()),
+                Err(e) => Err(e.into()),
+            },
+        }
     }
 
     /// Lease renewals: a runner extends the lease of an execution it runs. Anything else (a lost

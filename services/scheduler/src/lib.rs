@@ -119,12 +119,14 @@ impl Scheduler {
         );
         let claims = self.clone().serve_claims();
         let leases = self.clone().serve_leases();
+        let heartbeats = self.clone().serve_heartbeats();
         let reconcile = self.clone().reconcile_loop();
         tokio::try_join!(
             async { control_loop.await.map_err(SchedulerError::from) },
             async { event_loop.await.map_err(SchedulerError::from) },
             claims,
             leases,
+            heartbeats,
             reconcile,
         )?;
         Ok(())

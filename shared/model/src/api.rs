@@ -50,3 +50,13 @@ pub struct Deployed {
     pub workflow_id: String,
     pub app_config_id: String,
 }
+
+/// A runner with its health as of the request (`GET /v1/runners`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunnerInfo {
+    #[serde(flatten)]
+    pub runner: crate::RunnerRecord,
+    pub health: crate::RunnerHealth,
+    /// When it was last heard from (RFC 3339).
+    pub last_seen: String,
+}

@@ -9,11 +9,13 @@
 pub mod api;
 mod leases;
 mod records;
+mod runners;
 mod steps;
 mod workflow;
 
 pub use leases::*;
 pub use records::*;
+pub use runners::*;
 pub use steps::*;
 pub use workflow::*;
 
@@ -25,6 +27,12 @@ pub fn new_id() -> String {
 /// Now, as RFC 3339 with milliseconds (UTC).
 pub fn now() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+/// A time in ms since the epoch, as RFC 3339 with milliseconds (UTC), like [`now`].
+pub fn format_ms(ms: u64) -> String {
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+        .to_string()
 }
 
 pub fn now_ms() -> u64 {

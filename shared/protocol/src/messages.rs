@@ -229,6 +229,8 @@ pub struct Heartbeat {
     pub version: String,
     pub running_jobs: u32,
     pub at_ms: u64,
+    /// How often this runner sends them: the control plane judges its health by it.
+    pub interval_ms: u32,
 }
 message!(Heartbeat, 6);
 

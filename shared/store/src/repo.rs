@@ -37,6 +37,7 @@ record!(m::Install, buckets::INSTALLS, name);
 record!(m::Workflow, buckets::WORKFLOWS, id);
 record!(m::OpenWorkflow, buckets::OPEN_WORKFLOWS, id);
 record!(m::Job, buckets::JOBS, id);
+record!(m::RunnerRecord, buckets::RUNNERS, id);
 record!(m::Approval, buckets::APPROVALS, id);
 
 /// A record with the revision it was read at: the revision a compare-and-swap must name.
