@@ -16,8 +16,9 @@ use tracing::{Instrument, info, info_span, warn};
 pub enum BuildError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Opening the vendor artifact store failed; the source keeps its kind.
     #[error("NATS: {0}")]
-    Nats(String),
+    Nats(#[source] async_nats::Error),
 }
 
 #[derive(Clone)]
@@ -32,7 +33,7 @@ impl BuildService {
             .js
             .get_object_store(objects::ARTIFACTS)
             .await
-            .map_err(|e| BuildError::Nats(e.to_string()))?;
+            .map_err(|e| BuildError::Nats(Box::new(e)))?;
         Ok(BuildService {
             store,
             vendor: NatsObjectStore::new(os),

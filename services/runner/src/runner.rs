@@ -35,14 +35,15 @@ type Running = Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<Stop>>
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
+    /// A NATS or JetStream operation failed; the source keeps its kind.
     #[error("NATS: {0}")]
-    Nats(String),
+    Nats(#[source] async_nats::Error),
     #[error("{0}")]
     Setup(String),
 }
 
-fn nats<E: std::fmt::Display>(e: E) -> RunnerError {
-    RunnerError::Nats(e.to_string())
+fn nats<E: std::error::Error + Send + Sync + 'static>(e: E) -> RunnerError {
+    RunnerError::Nats(Box::new(e))
 }
 
 pub struct Runner {
@@ -190,7 +191,7 @@ impl Runner {
             .map_err(nats)?;
         let mut taken = 0;
         while let Some(msg) = batch.next().await {
-            let msg = msg.map_err(nats)?;
+            let msg = msg.map_err(RunnerError::Nats)?;
             taken += 1;
             self.take_offer(msg).await;
         }

@@ -17,7 +17,7 @@ impl Scheduler {
             .client
             .queue_subscribe(subjects::CLAIM_ALL, "scheduler".into())
             .await
-            .map_err(|e| SchedulerError::Nats(e.to_string()))?;
+            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
         while let Some(msg) = sub.next().await {
             let s = self.clone();
             tokio::spawn(async move {
@@ -30,7 +30,7 @@ impl Scheduler {
                 }
             });
         }
-        Err(SchedulerError::Nats("claim subscription ended".into()))
+        Err(SchedulerError::SubscriptionEnded("claim"))
     }
 
     /// Heartbeats: the last of each runner is kept in the `runners` bucket, where the API reads
@@ -40,7 +40,7 @@ impl Scheduler {
             .client
             .queue_subscribe(subjects::HEARTBEAT_ALL, "scheduler".into())
             .await
-            .map_err(|e| SchedulerError::Nats(e.to_string()))?;
+            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
         while let Some(msg) = sub.next().await {
             let Some((org, install)) = subjects::org_install(&msg.subject) else {
                 continue;
@@ -60,7 +60,7 @@ impl Scheduler {
                 warn!(org, install, error = %e, "could not record a heartbeat");
             }
         }
-        Err(SchedulerError::Nats("heartbeat subscription ended".into()))
+        Err(SchedulerError::SubscriptionEnded("heartbeat"))
     }
 
     async fn record_heartbeat(
@@ -108,7 +108,7 @@ impl Scheduler {
             .client
             .queue_subscribe(subjects::LEASE_ALL, "scheduler".into())
             .await
-            .map_err(|e| SchedulerError::Nats(e.to_string()))?;
+            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
         while let Some(msg) = sub.next().await {
             let s = self.clone();
             tokio::spawn(async move {
@@ -125,7 +125,7 @@ impl Scheduler {
                 }
             });
         }
-        Err(SchedulerError::Nats("lease subscription ended".into()))
+        Err(SchedulerError::SubscriptionEnded("lease"))
     }
 
     async fn renew(&self, subject: &str, payload: &[u8]) -> Option<LeaseReply> {

@@ -552,7 +552,7 @@ impl Scheduler {
         self.client
             .publish(subjects::wake(&wf.org, &wf.install), Default::default())
             .await
-            .map_err(|e| SchedulerError::Nats(e.to_string()))?;
+            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
         jobs.modify(&wf.org, &job_id, |j| {
             if j.offered_at.is_some() {
                 return Ok::<bool, ()>(false);
@@ -657,7 +657,7 @@ impl Scheduler {
                 job_id.to_string().into(),
             )
             .await
-            .map_err(|e| SchedulerError::Nats(e.to_string()))?;
+            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
         info!(org = %wf.org, install = %wf.install, job = %job_id, "cancel sent to the runner");
         Ok(())
     }

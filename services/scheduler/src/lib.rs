@@ -32,8 +32,11 @@ use tracing::{info, warn};
 pub enum SchedulerError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Publishing or subscribing failed; the source keeps its kind.
     #[error("NATS: {0}")]
-    Nats(String),
+    Nats(#[source] async_nats::Error),
+    #[error("the {0} subscription ended")]
+    SubscriptionEnded(&'static str),
     #[error("app config {0}: {1}")]
     Config(String, String),
 }
@@ -44,7 +47,9 @@ impl SchedulerError {
         matches!(
             self,
             SchedulerError::Nats(_)
-                | SchedulerError::Store(StoreError::Nats(_) | StoreError::Conflict { .. })
+                | SchedulerError::Store(
+                    StoreError::Nats(_) | StoreError::Timeout(_) | StoreError::Conflict { .. }
+                )
         )
     }
 }

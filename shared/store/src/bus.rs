@@ -91,12 +91,25 @@ impl Bus {
                 ack_policy: jetstream::consumer::AckPolicy::Explicit,
                 ack_wait: Duration::from_secs(60),
                 max_ack_pending: 1000,
+                max_deliver: MAX_DELIVER,
                 ..Default::default()
             },
         )
         .await
         .map_err(nats)
     }
+}
+
+/// Deliveries of one message before a service gives up on it. With [`retry_delay`] they span
+/// about ten minutes: long enough to outlast a restarting dependency, short enough that a message
+/// that can never succeed does not loop for ever.
+pub const MAX_DELIVER: i64 = 20;
+
+/// How long to wait before the next delivery of a message delivered `delivered` times: doubling
+/// from half a second, at most 60 s.
+pub fn retry_delay(delivered: i64) -> Duration {
+    let exp = u32::try_from(delivered.clamp(1, 8) - 1).unwrap_or(0);
+    Duration::from_millis(500 * 2u64.pow(exp)).min(Duration::from_secs(60))
 }
 
 /// What a handler made of one message.
@@ -139,10 +152,18 @@ where
                     msg.ack().await
                 }
                 Handled::Retry(why) => {
-                    debug!(consumer = label, subject = %msg.subject, %why, "retrying message");
-                    metrics.messages_retried.get_or_create(&l).inc();
-                    msg.ack_with(AckKind::Nak(Some(Duration::from_millis(500))))
-                        .await
+                    let delivered = msg.info().map(|i| i.delivered).unwrap_or(1);
+                    if delivered >= MAX_DELIVER {
+                        // Retrying has not helped: drop it, counted and logged with its reason.
+                        warn!(consumer = label, subject = %msg.subject, delivered, %why, "dropping a message that kept failing");
+                        metrics.messages_rejected.get_or_create(&l).inc();
+                        msg.ack_with(AckKind::Term).await
+                    } else {
+                        debug!(consumer = label, subject = %msg.subject, delivered, %why, "retrying message");
+                        metrics.messages_retried.get_or_create(&l).inc();
+                        msg.ack_with(AckKind::Nak(Some(retry_delay(delivered))))
+                            .await
+                    }
                 }
                 Handled::Reject(why) => {
                     warn!(consumer = label, subject = %msg.subject, %why, "rejected message");
@@ -182,4 +203,22 @@ where
         }
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_and_give_up_after_about_ten_minutes() {
+        assert_eq!(retry_delay(1), Duration::from_millis(500));
+        assert_eq!(retry_delay(2), Duration::from_secs(1));
+        assert_eq!(retry_delay(8), Duration::from_secs(60));
+        assert_eq!(retry_delay(40), Duration::from_secs(60));
+        let total: Duration = (1..MAX_DELIVER).map(retry_delay).sum();
+        assert!(
+            total > Duration::from_secs(9 * 60) && total < Duration::from_secs(15 * 60),
+            "{total:?}"
+        );
+    }
 }

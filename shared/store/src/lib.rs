@@ -22,8 +22,18 @@ use ferry_protocol::resources::{self, Retention, StreamDef};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// A NATS or JetStream operation failed; the source keeps its kind (retries depend on it).
     #[error("NATS: {0}")]
-    Nats(String),
+    Nats(#[source] async_nats::Error),
+    /// Creating or opening a stream, bucket or object store failed.
+    #[error("setting up {what}: {source}")]
+    Setup {
+        what: String,
+        #[source]
+        source: async_nats::Error,
+    },
+    #[error("timed out {0}")]
+    Timeout(&'static str),
     #[error("{bucket}/{key} was changed by someone else (stale revision)")]
     Conflict { bucket: &'static str, key: String },
     #[error("{bucket}/{key} already exists")]
@@ -47,8 +57,17 @@ pub enum StoreError {
     },
 }
 
-pub(crate) fn nats<E: std::fmt::Display>(e: E) -> StoreError {
-    StoreError::Nats(e.to_string())
+pub(crate) fn nats<E: std::error::Error + Send + Sync + 'static>(e: E) -> StoreError {
+    StoreError::Nats(Box::new(e))
+}
+
+fn setup<E: std::error::Error + Send + Sync + 'static>(
+    what: String,
+) -> impl FnOnce(E) -> StoreError {
+    move |e| StoreError::Setup {
+        what,
+        source: Box::new(e),
+    }
 }
 
 /// Handles on every bucket and object store; cheap to clone.
@@ -66,7 +85,7 @@ impl Store {
         for def in resources::STREAMS {
             js.create_or_update_stream(stream_config(def, replicas))
                 .await
-                .map_err(|e| StoreError::Nats(format!("stream {}: {e}", def.name)))?;
+                .map_err(setup(format!("stream {}", def.name)))?;
         }
         let mut buckets = HashMap::new();
         for &name in resources::buckets::ALL {
@@ -80,7 +99,7 @@ impl Store {
                         ..Default::default()
                     })
                     .await
-                    .map_err(|e| StoreError::Nats(format!("KV bucket {name}: {e}")))?,
+                    .map_err(setup(format!("KV bucket {name}")))?,
             };
             buckets.insert(name, kv);
         }
@@ -95,7 +114,7 @@ impl Store {
                         ..Default::default()
                     })
                     .await
-                    .map_err(|e| StoreError::Nats(format!("object store {name}: {e}")))?,
+                    .map_err(setup(format!("object store {name}")))?,
             };
             objects.insert(name, os);
         }

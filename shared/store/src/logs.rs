@@ -94,7 +94,7 @@ impl Store {
         while pending > 0 {
             let next = tokio::time::timeout(Duration::from_secs(10), messages.next()).await;
             let Ok(Some(Ok(m))) = next else {
-                return Err(StoreError::Nats("timed out reading a job log".into()));
+                return Err(StoreError::Timeout("reading a job log"));
             };
             pending = m.info().map(|i| i.pending).unwrap_or(0);
             match decode::<LogBatch>(&m.payload) {
