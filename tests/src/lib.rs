@@ -69,13 +69,18 @@ impl NatsServer {
     /// Starts a single JetStream server (domain `hub`) on a free loopback port and waits until it
     /// accepts connections.
     pub fn start() -> NatsServer {
+        NatsServer::start_with_max_payload("8MB")
+    }
+
+    /// [`NatsServer::start`] with another message size limit (`"1MB"`), to test what does not fit.
+    pub fn start_with_max_payload(max_payload: &str) -> NatsServer {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let conf = dir.path().join("nats.conf");
         std::fs::write(
             &conf,
             format!(
-                "listen: \"127.0.0.1:{port}\"\nmax_payload: 8MB\njetstream {{\n  domain: hub\n  store_dir: \"{}\"\n}}\n",
+                "listen: \"127.0.0.1:{port}\"\nmax_payload: {max_payload}\njetstream {{\n  domain: hub\n  store_dir: \"{}\"\n}}\n",
                 dir.path().join("js").display()
             ),
         )

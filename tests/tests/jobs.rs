@@ -358,3 +358,46 @@ fn a_job_past_its_timeout_is_killed_and_timed_out() {
         .to_string();
     assert!(!alive(&pid), "the script still runs after its timeout");
 }
+
+#[test]
+fn a_plan_larger_than_a_message_goes_through_the_object_store() {
+    let nats = NatsServer::start_with_max_payload("1MB");
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    // 1,500 lines of 1,000 characters: the plan (which holds plan.sh's output) is 1.5 MB.
+    std::fs::write(
+        app.join("components/src/greeter/plan.sh"),
+        "#!/bin/sh\nset -eu\ni=0\nline=$(printf '%01000d' 0)\nwhile [ $i -lt 1500 ]; do echo \"$line\"; i=$((i+1)); done\n",
+    )
+    .unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let wf = sync_and_create(&api, &app, "prod");
+    let done = wait_for(&api, &wf, 120, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let plan = step(&done, "greeter", "plan");
+    let j = ferry_json(
+        &api,
+        &["jobs", "get", plan["job_id"].as_str().unwrap(), "--json"],
+    );
+    assert!(
+        j["plan_digest"].as_str().unwrap().starts_with("sha256:"),
+        "{j}"
+    );
+    let (_, log, _) = ferry(&api, &["logs", "--job", plan["job_id"].as_str().unwrap()]);
+    assert!(log.lines().filter(|l| l.contains("0000000000")).count() >= 1500);
+    assert_eq!(step(&done, "greeter", "apply")["status"], "succeeded");
+    let runner_log = std::fs::read_to_string(dir.path().join("runner.log")).unwrap();
+    assert!(
+        runner_log.contains("result too large for a message: stored"),
+        "the plan was not offloaded:\n{runner_log}"
+    );
+}

@@ -30,7 +30,12 @@ pub struct Executor {
     /// The install's own artifact store; deployments only ever read from it.
     registry: LocalLayout,
     cancel_grace: Duration,
+    /// The largest message the hub accepts; a larger result goes to the `job_results` store.
+    max_payload: usize,
 }
+
+/// Room left in a message for headers and framing.
+const RESULT_HEADROOM: usize = 4096;
 
 /// What ends a running job early. Each is a stored permit: a job sees it even if it comes between
 /// two waits.
@@ -57,6 +62,7 @@ fn cancelled(why: impl Into<String>) -> JobResult {
         outputs_json: "{}".into(),
         plan: None,
         error: Some(why.into()),
+        offloaded: None,
     }
 }
 
@@ -66,11 +72,16 @@ fn failed(error: impl Into<String>) -> JobResult {
         outputs_json: "{}".into(),
         plan: None,
         error: Some(error.into()),
+        offloaded: None,
     }
 }
 
 impl Executor {
-    pub fn new(js: jetstream::Context, cfg: &RunnerConfig) -> std::io::Result<Executor> {
+    pub fn new(
+        js: jetstream::Context,
+        cfg: &RunnerConfig,
+        max_payload: usize,
+    ) -> std::io::Result<Executor> {
         for d in ["state", "work"] {
             std::fs::create_dir_all(cfg.data_dir.join(d))?;
         }
@@ -83,6 +94,7 @@ impl Executor {
             data_dir: cfg.data_dir.clone(),
             registry,
             cancel_grace: cfg.cancel_grace,
+            max_payload,
         })
     }
 
@@ -146,24 +158,75 @@ impl Executor {
             // the complete log.
             let lines = log_task.await.unwrap_or(0);
             info!(status = ?result.status, lines, "job finished");
-            let finished = JobEvent {
+            let mut finished = JobEvent {
                 job_id: offer.job_id.clone(),
                 execution_id: execution_id.clone(),
                 seq: 1,
                 at_ms: now_ms(),
                 body: EventBody::Finished(result),
             };
+            let mut payload = encode(&finished);
+            if payload.len() + RESULT_HEADROOM > self.max_payload
+                && let EventBody::Finished(result) = &finished.body
+            {
+                let small = self.offload(&execution_id, result, payload.len()).await;
+                finished.body = EventBody::Finished(small);
+                payload = encode(&finished);
+            }
             publish_until_acked(
                 &self.js,
                 &event_subject,
                 &format!("{execution_id}-1"),
-                encode(&finished),
+                payload,
             )
             .await;
             metrics.jobs_running.dec();
         }
         .instrument(span)
         .await
+    }
+
+    /// An approved plan too large for its offer, from the `plans` store (the plugin still checks
+    /// it against the approved digest).
+    async fn fetch_plan(&self, name: &str) -> Result<Vec<u8>, async_nats::Error> {
+        use tokio::io::AsyncReadExt;
+        let os = self.js.get_object_store(objects::PLANS).await?;
+        let mut obj = os.get(name).await?;
+        let mut bytes = Vec::new();
+        obj.read_to_end(&mut bytes).await?;
+        Ok(bytes)
+    }
+
+    /// A result too large for a message, stored in `job_results`; returns the small result that
+    /// names it, or a failure saying why it could not be delivered.
+    async fn offload(&self, execution_id: &str, result: &JobResult, size: usize) -> JobResult {
+        let name = JobResult::offload_name(&self.org, &self.install, execution_id);
+        let bytes = encode(result);
+        let stored = async {
+            let os = self.js.get_object_store(objects::JOB_RESULTS).await?;
+            os.put(name.as_str(), &mut bytes.as_slice()).await?;
+            Ok::<(), async_nats::Error>(())
+        };
+        match tokio::time::timeout(Duration::from_secs(60), stored).await {
+            Ok(Ok(())) => {
+                info!(bytes = size, object = %name, "result too large for a message: stored");
+                JobResult {
+                    status: result.status,
+                    outputs_json: "{}".into(),
+                    plan: None,
+                    error: None,
+                    offloaded: Some(name),
+                }
+            }
+            Ok(Err(e)) => failed(format!(
+                "the result ({size} bytes, over the {} byte message limit) could not be delivered: {e}",
+                self.max_payload
+            )),
+            Err(_) => failed(format!(
+                "the result ({size} bytes, over the {} byte message limit) could not be stored within 60 s",
+                self.max_payload
+            )),
+        }
     }
 
     /// Copies the artifact from the vendor store into the install's own store, verifying digests.
@@ -190,6 +253,7 @@ impl Executor {
                     outputs_json: outputs.to_string(),
                     plan: None,
                     error: None,
+                    offloaded: None,
                 }
             }
             Err(e) => failed(format!("artifact sync failed: {e}")),
@@ -245,6 +309,22 @@ impl Executor {
         }
         let plan_file = match plan {
             Some((bytes, _)) => {
+                let fetched;
+                let bytes = match &offer.spec {
+                    JobSpec::Apply(a) if a.plan_object.is_some() => {
+                        match self
+                            .fetch_plan(a.plan_object.as_deref().unwrap_or_default())
+                            .await
+                        {
+                            Ok(b) => {
+                                fetched = b;
+                                &fetched
+                            }
+                            Err(e) => return failed(format!("fetching the approved plan: {e}")),
+                        }
+                    }
+                    _ => bytes,
+                };
                 let p = work.join("plan.in");
                 if let Err(e) = tokio::fs::write(&p, bytes).await {
                     return failed(format!("writing the plan: {e}"));
@@ -397,6 +477,7 @@ impl Executor {
             outputs_json: serde_json::Value::Object(result.outputs).to_string(),
             plan,
             error: None,
+            offloaded: None,
         }
     }
 }

@@ -17,6 +17,8 @@ pub const MAX_LINES: usize = 200;
 /// Longest line kept; longer lines are cut (with a marker) so one runaway line cannot exceed the
 /// server's message size.
 pub const MAX_LINE_BYTES: usize = 16 * 1024;
+/// A batch stays well under NATS's default 1 MB message limit, however long its lines.
+pub const MAX_BATCH_BYTES: usize = 256 * 1024;
 
 #[derive(Clone)]
 pub struct LogHandle {
@@ -71,17 +73,24 @@ pub fn start(
     let task = tokio::spawn(async move {
         let mut seq: u64 = 0;
         let mut buf: Vec<LogLine> = Vec::new();
+        let mut bytes = 0;
         let mut open = true;
         while open {
             // Wait for the first line, then gather until the batch is full or old enough.
             match rx.recv().await {
-                Some(l) => buf.push(l),
+                Some(l) => {
+                    bytes = l.text.len();
+                    buf.push(l);
+                }
                 None => open = false,
             }
             let deadline = tokio::time::Instant::now() + FLUSH_EVERY;
-            while open && buf.len() < MAX_LINES {
+            while open && buf.len() < MAX_LINES && bytes < MAX_BATCH_BYTES {
                 match tokio::time::timeout_at(deadline, rx.recv()).await {
-                    Ok(Some(l)) => buf.push(l),
+                    Ok(Some(l)) => {
+                        bytes += l.text.len();
+                        buf.push(l);
+                    }
                     Ok(None) => open = false,
                     Err(_) => break,
                 }

@@ -83,7 +83,8 @@ impl Runner {
             .map_err(nats)?;
         let js = jetstream::new(client.clone());
         let executor = Arc::new(
-            Executor::new(js.clone(), &cfg).map_err(|e| RunnerError::Setup(e.to_string()))?,
+            Executor::new(js.clone(), &cfg, client.server_info().max_payload)
+                .map_err(|e| RunnerError::Setup(e.to_string()))?,
         );
         let slots = Arc::new(Semaphore::new(cfg.max_jobs.max(1)));
         Ok(Runner {

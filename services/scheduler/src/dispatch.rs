@@ -468,10 +468,18 @@ impl Scheduler {
             Err(p) => return Ok(Err(p)),
         };
         let digest = approval.plan_digest.clone();
+        // A plan that would not fit in the offer is read by the runner from the plans store.
+        let max_plan = self.client.server_info().max_payload / 2;
+        let (plan, plan_object) = if plan.len() > max_plan {
+            (vec![], Some(plan_object(&wf.org, &approval.plan_job)))
+        } else {
+            (plan, None)
+        };
         let spec = JobSpec::Apply(ApplyJob {
             component,
             plan,
             plan_digest: approval.plan_digest,
+            plan_object,
         });
         self.dispatch(wf, step, m::JobKind::Apply, spec, Some(digest))
             .await

@@ -36,7 +36,14 @@ impl Scheduler {
         execution_id: &str,
         result: JobResult,
     ) -> Result<(), SchedulerError> {
-        let mut result = result;
+        let offloaded = result.offloaded.clone();
+        let mut result = match &offloaded {
+            Some(name) => {
+                self.offloaded_result(org, install, execution_id, name)
+                    .await?
+            }
+            None => result,
+        };
         if let Some(plan) = &result.plan {
             let digest = format!("sha256:{}", hex::encode(Sha256::digest(&plan.bytes)));
             if digest != plan.digest {
@@ -140,7 +147,41 @@ impl Scheduler {
                 detail: serde_json::json!({ "kind": job.kind, "component": job.component, "workflow": job.workflow_id }),
             })
             .await;
+        if let Some(name) = &offloaded {
+            self.store.delete_object(objects::JOB_RESULTS, name).await?;
+        }
         self.apply_job_result(&job).await
+    }
+
+    /// The result a runner stored because it did not fit in a message. Only the name derived from
+    /// the reporting install and execution is read: a runner cannot point at another's result.
+    async fn offloaded_result(
+        &self,
+        org: &str,
+        install: &str,
+        execution_id: &str,
+        name: &str,
+    ) -> Result<JobResult, SchedulerError> {
+        let failed = |why: String| JobResult {
+            status: Outcome::Failed,
+            outputs_json: "{}".into(),
+            plan: None,
+            error: Some(why),
+            offloaded: None,
+        };
+        if name != JobResult::offload_name(org, install, execution_id) {
+            return Ok(failed(format!(
+                "the result names object {name}, which is not this execution's"
+            )));
+        }
+        let Some(bytes) = self.store.get_object(objects::JOB_RESULTS, name).await? else {
+            return Ok(failed(format!("the stored result {name} is missing")));
+        };
+        Ok(match ferry_protocol::decode::<JobResult>(&bytes) {
+            Ok(r) if r.offloaded.is_none() => r,
+            Ok(_) => failed(format!("the stored result {name} points further")),
+            Err(e) => failed(format!("the stored result {name} is unreadable: {e}")),
+        })
     }
 
     /// Carries a finished job's result into the install and the workflow. Idempotent.

@@ -124,6 +124,7 @@ mod tests {
                     summary: "1 to add".into(),
                 }),
                 error: None,
+                offloaded: None,
             }),
         };
         assert_eq!(decode::<JobEvent>(&encode(&ev)).unwrap(), ev);

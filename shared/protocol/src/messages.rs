@@ -106,6 +106,9 @@ pub struct ApplyJob {
     /// Exactly the approved plan's bytes; the plugin refuses them if they do not hash to `plan_digest`.
     pub plan: Vec<u8>,
     pub plan_digest: String,
+    /// A plan too large for the offer: `plan` is empty and the plan is this object of the `plans`
+    /// store.
+    pub plan_object: Option<String>,
 }
 
 /// Runner → control plane (request/reply on `ferry.rx.<org>.<install>.claim`): "may I run this job?"
@@ -184,6 +187,17 @@ pub struct JobResult {
     pub outputs_json: String,
     pub plan: Option<PlanData>,
     pub error: Option<String>,
+    /// The real result did not fit in a message: it is this object of `job_results`
+    /// (`<org>.<install>.<execution>`, the encoded `JobResult`), and the fields above are empty.
+    pub offloaded: Option<String>,
+}
+message!(JobResult, 10);
+
+impl JobResult {
+    /// The name a runner stores an offloaded result under; the scheduler accepts no other.
+    pub fn offload_name(org: &str, install: &str, execution_id: &str) -> String {
+        format!("{org}.{install}.{execution_id}")
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

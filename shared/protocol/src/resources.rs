@@ -141,7 +141,11 @@ pub mod objects {
     /// Complete job logs archived by log-ingest, by `<org>.<job>`.
     pub const JOB_LOGS: &str = "job_logs";
 
-    pub const ALL: &[&str] = &[APP_SOURCES, ARTIFACTS, PLANS, JOB_LOGS];
+    /// Job results too large for one message, by `<org>.<install>.<execution>`: the runner puts
+    /// the encoded result here and sends its name; the scheduler reads and removes it.
+    pub const JOB_RESULTS: &str = "job_results";
+
+    pub const ALL: &[&str] = &[APP_SOURCES, ARTIFACTS, PLANS, JOB_LOGS, JOB_RESULTS];
 }
 
 /// Durable consumer names. One per service and purpose, shared by all replicas of that service.

@@ -165,6 +165,20 @@ impl Store {
         Ok(())
     }
 
+    /// Removes an object (idempotent).
+    pub async fn delete_object(&self, bucket: &'static str, name: &str) -> Result<(), StoreError> {
+        let os = self.object_store(bucket)?;
+        match os.delete(name).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == object_store::DeleteErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::Object {
+                bucket,
+                name: name.into(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+
     /// The object's bytes, or `None` if there is no such object.
     pub async fn get_object(
         &self,
