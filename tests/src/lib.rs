@@ -294,6 +294,23 @@ impl Proc {
         )
     }
 
+    /// SIGTERM, then waits up to `within` for the process to exit by itself; its exit status, or
+    /// `None` if it was still running.
+    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// SIGKILL: no chance to clean up, as in a crash.
     pub fn kill(mut self) {
         let _ = self.child.kill();

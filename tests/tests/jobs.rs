@@ -401,3 +401,49 @@ fn a_plan_larger_than_a_message_goes_through_the_object_store() {
         "the plan was not offloaded:\n{runner_log}"
     );
 }
+
+#[test]
+fn a_runner_stopped_with_sigterm_lets_its_running_job_finish() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("record");
+    let app = ticking_example(dir.path(), &record);
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let data = dir.path().join("runner");
+    let mut first = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-1.log"));
+    let wf = sync_and_create(&api, &app, "prod");
+    let w = wait_for(&api, &wf, 90, "greeter's apply to run", |w| {
+        step(w, "greeter", "apply")["status"] == "running"
+    });
+    let job = step(&w, "greeter", "apply")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&record)
+        .unwrap_or_default()
+        .contains("tick")
+    {
+        assert!(Instant::now() < deadline, "the apply never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let exit = first.terminate(Duration::from_secs(30));
+    assert!(
+        exit.is_some_and(|s| s.success()),
+        "the runner did not drain and exit: {exit:?}"
+    );
+    // The job it was running finished before it exited, once.
+    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(j["status"], "succeeded", "{j}");
+    assert_eq!(j["executions"].as_array().unwrap().len(), 1);
+    assert!(std::fs::read_to_string(&record).unwrap().contains("end "));
+    let log = std::fs::read_to_string(dir.path().join("runner-1.log")).unwrap();
+    assert!(log.contains("stopping: no new jobs"), "{log}");
+
+    // The rest of the workflow waits for the next runner, which finishes it.
+    let _second = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-2.log"));
+    let done = wait_for(&api, &wf, 120, "the workflow to finish", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+}

@@ -26,6 +26,10 @@ struct Args {
     /// How many jobs run at once.
     #[arg(long, env = "FERRY_MAX_JOBS", default_value_t = 4)]
     max_jobs: usize,
+    /// On SIGTERM, how long running jobs may go on (no new ones are taken) before they are
+    /// cancelled.
+    #[arg(long, env = "FERRY_DRAIN_SECS", default_value_t = 60)]
+    drain_secs: u64,
     /// How long a cancelled job's processes get between SIGTERM and SIGKILL.
     #[arg(long, env = "FERRY_CANCEL_GRACE_SECS", default_value_t = 10)]
     cancel_grace_secs: u64,
@@ -63,6 +67,7 @@ async fn main() {
         max_jobs: args.max_jobs,
         idle_poll: Duration::from_secs(30),
         cancel_grace: Duration::from_secs(args.cancel_grace_secs),
+        drain: Duration::from_secs(args.drain_secs),
     };
     let runner = match Runner::connect(cfg).await {
         Ok(r) => r,
@@ -71,15 +76,15 @@ async fn main() {
             std::process::exit(1);
         }
     };
-    tokio::select! {
-        r = runner.run() => {
-            if let Err(e) = r {
-                eprintln!("ferry-runner: {e}");
-                std::process::exit(1);
-            }
+    let stop = async {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate() => {}
         }
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate() => {}
+    };
+    if let Err(e) = runner.run_until(stop).await {
+        eprintln!("ferry-runner: {e}");
+        std::process::exit(1);
     }
 }
 

@@ -28,6 +28,8 @@ pub struct RunnerConfig {
     pub idle_poll: Duration,
     /// How long a cancelled job's processes get between SIGTERM and SIGKILL.
     pub cancel_grace: Duration,
+    /// When stopping: how long running jobs may finish before they are cancelled.
+    pub drain: Duration,
 }
 
 /// The jobs this runner is executing, each with the signal that cancels it.
@@ -102,8 +104,49 @@ impl Runner {
         &self.id
     }
 
+    /// Runs until `stop` completes, then drains: takes no new job, lets running ones finish for
+    /// up to the drain period, cancels what is left (reporting it), and returns once every
+    /// result is published.
+    pub async fn run_until(
+        self,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Result<(), RunnerError> {
+        let this = Arc::new(self);
+        tokio::select! {
+            r = this.clone().run() => return r,
+            _ = stop => {}
+        }
+        let all = this.cfg.max_jobs.max(1) as u32;
+        let running = all as usize - this.slots.available_permits();
+        info!(running, drain = ?this.cfg.drain, "stopping: no new jobs; waiting for running ones");
+        if tokio::time::timeout(this.cfg.drain, this.slots.acquire_many(all))
+            .await
+            .is_err()
+        {
+            let stops: Vec<Arc<Stop>> = this
+                .running
+                .lock()
+                .map(|r| r.values().cloned().collect())
+                .unwrap_or_default();
+            warn!(
+                jobs = stops.len(),
+                "drain period over: cancelling the jobs still running"
+            );
+            for s in stops {
+                s.cancel.notify_one();
+            }
+            let _ = tokio::time::timeout(
+                this.cfg.cancel_grace + Duration::from_secs(30),
+                this.slots.acquire_many(all),
+            )
+            .await;
+        }
+        info!("stopped");
+        Ok(())
+    }
+
     /// Runs until the process is stopped.
-    pub async fn run(self) -> Result<(), RunnerError> {
+    pub async fn run(self: Arc<Self>) -> Result<(), RunnerError> {
         let (org, install) = (self.cfg.org.clone(), self.cfg.install.clone());
         let span = info_span!("runner", org = %org, install = %install, runner = %self.id);
         async move {
