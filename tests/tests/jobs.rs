@@ -447,3 +447,106 @@ fn a_runner_stopped_with_sigterm_lets_its_running_job_finish() {
     });
     assert_eq!(done["status"], "succeeded", "{done}");
 }
+
+#[test]
+fn a_plugin_that_crashes_fails_its_step_and_leaves_nothing_running() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (app, pid_file) = stubborn_example(dir.path());
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let wf = sync_and_create(&api, &app, "prod");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !pid_file.exists() {
+        assert!(Instant::now() < deadline, "the apply script never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let script = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    // The plugin process (the script's parent) dies as in a crash.
+    let stat = std::fs::read_to_string(format!("/proc/{script}/stat")).unwrap();
+    let plugin = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let cmdline = std::fs::read_to_string(format!("/proc/{plugin}/cmdline")).unwrap_or_default();
+    assert!(cmdline.contains("plugin"), "{cmdline}");
+    std::process::Command::new("kill")
+        .args(["-KILL", &plugin])
+        .status()
+        .unwrap();
+
+    let done = wait_for(&api, &wf, 60, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    assert_eq!(done["status"], "failed", "{done}");
+    let apply = step(&done, "greeter", "apply");
+    assert!(
+        apply["message"].as_str().unwrap().contains("plugin exited"),
+        "{apply}"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!alive(&script), "the crashed plugin's script still runs");
+}
+
+#[test]
+fn garbage_output_is_logged_safely() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    let path = app.join("components/src/greeter/apply.sh");
+    let apply = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        apply.replace(
+            "set -eu\n",
+            "set -eu\nhead -c 4000 /dev/urandom\nprintf '%0100000d' 0\nprintf '\\033[2J\\r\\0no newline at the end' >&2\necho\n",
+        ),
+    )
+    .unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let wf = sync_and_create(&api, &app, "prod");
+    let done = wait_for(&api, &wf, 90, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let job = step(&done, "greeter", "apply")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let log = ferry_json_lines(&api, &job);
+    assert!(
+        log.iter()
+            .all(|l| l["text"].as_str().unwrap().len() <= 16 * 1024 + 64)
+    );
+    assert!(
+        log.iter()
+            .any(|l| l["text"].as_str().unwrap().contains("greeter wrote"))
+    );
+}
+
+fn ferry_json_lines(api: &str, job: &str) -> Vec<serde_json::Value> {
+    let (code, out, err) = ferry(api, &["logs", "--job", job, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}

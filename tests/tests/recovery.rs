@@ -200,3 +200,54 @@ fn a_runner_replaced_after_doing_work_takes_over_at_once() {
     });
     assert_eq!(done["status"], "succeeded", "{done}");
 }
+
+#[test]
+fn one_of_two_scheduler_replicas_killed_mid_deploy_loses_and_repeats_nothing() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = slow_example(dir.path());
+    let (_rest, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &["--services", "api,build,log-ingest,approval"],
+    );
+    let scheduler = |n: u32| {
+        Proc::server_with(
+            &nats.url,
+            dir.path().join(format!("scheduler-{n}.log")),
+            &["--services", "scheduler"],
+        )
+        .0
+    };
+    let (a, _b) = (scheduler(1), scheduler(2));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let wf = create(&api, &app);
+    wait_for(&api, &wf, 60, "greeter's apply to run", |w| {
+        step(w, "greeter", "apply")["status"] == "running"
+    });
+    a.kill();
+
+    let done = wait_for(&api, &wf, 120, "the workflow to finish", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    for s in done["steps"].as_array().unwrap() {
+        assert!(
+            s["status"] == "succeeded" || s["status"] == "skipped",
+            "{s}"
+        );
+        if let Some(job) = s["job_id"].as_str() {
+            let j = ferry_json(&api, &["jobs", "get", job, "--json"]);
+            assert_eq!(
+                j["executions"].as_array().unwrap().len(),
+                1,
+                "ran twice: {j}"
+            );
+        }
+    }
+}

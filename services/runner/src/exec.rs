@@ -14,7 +14,7 @@ use ferry_protocol::messages::{
 use ferry_protocol::resources::objects;
 use ferry_protocol::{encode, subjects};
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::sync::Notify;
 use tracing::{Instrument, info, info_span, warn};
 
@@ -438,6 +438,9 @@ impl Executor {
                 return cancelled("cancelled");
             }
         };
+        // The plugin has exited; whatever it started and left behind (it crashed, or forgot a
+        // background process) must not run on unaccounted for, nor hold the output pipes open.
+        signal(SIGKILL);
         for t in [out, err].into_iter().flatten() {
             let _ = t.await;
         }
@@ -488,13 +491,25 @@ fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
     log: LogHandle,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut lines = BufReader::new(r).lines();
+        let mut reader = BufReader::new(r);
+        let mut raw = Vec::new();
         loop {
-            match lines.next_line().await {
-                Ok(Some(l)) => log.line(stream, l).await,
-                Ok(None) => break,
+            // Bytes up to a newline, at most a log line's worth: output that is not UTF-8 or has
+            // no newline is logged (lossily, split) and never stops the reading, which would
+            // kill the writer with SIGPIPE.
+            raw.clear();
+            let read = (&mut reader)
+                .take(crate::logsink::MAX_LINE_BYTES as u64)
+                .read_until(b'\n', &mut raw)
+                .await;
+            match read {
+                Ok(0) => break,
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&raw);
+                    log.line(stream, text.trim_end_matches(['\n', '\r']).to_string())
+                        .await
+                }
                 Err(e) => {
-                    // Not UTF-8 or a read error: say so in the log rather than dropping silently.
                     log.system(format!("(unreadable {stream:?} output: {e})"))
                         .await;
                     break;

@@ -8,7 +8,7 @@
 mod script;
 mod terraform;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
@@ -136,16 +136,51 @@ pub(crate) fn run_tee(cmd: &mut Command) -> Result<(ExitStatus, String), PluginE
     let mut captured = String::new();
     if let Some(out) = child.stdout.take() {
         let stdout = std::io::stdout();
-        for line in BufReader::new(out).lines() {
-            let line = line?;
+        let mut reader = BufReader::new(out);
+        let mut raw = Vec::new();
+        // Bytes, not `lines()`: output that is not UTF-8 must not stop the reading (the tool
+        // would die of SIGPIPE); it is kept, lossily.
+        while read_line_capped(&mut reader, &mut raw, MAX_LINE)? {
+            let line = String::from_utf8_lossy(&raw);
+            let line = line.trim_end_matches(['\n', '\r']);
             let mut lock = stdout.lock();
             let _ = writeln!(lock, "{line}");
             let _ = lock.flush();
-            captured.push_str(&line);
+            captured.push_str(line);
             captured.push('\n');
         }
     }
     Ok((child.wait()?, captured))
+}
+
+/// The longest line kept whole; a longer one is split (the log caps lines lower still).
+const MAX_LINE: usize = 64 * 1024;
+
+/// Reads one line (up to and with its `\n`, or `cap` bytes, or the rest) into `buf`; false at
+/// the end of the input.
+pub fn read_line_capped(
+    r: &mut impl std::io::BufRead,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<bool> {
+    buf.clear();
+    while buf.len() < cap {
+        let available = r.fill_buf()?;
+        if available.is_empty() {
+            break;
+        }
+        let room = cap - buf.len();
+        let (take, done) = match available.iter().take(room).position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (available.len().min(room), false),
+        };
+        buf.extend_from_slice(&available[..take]);
+        r.consume(take);
+        if done {
+            break;
+        }
+    }
+    Ok(!buf.is_empty())
 }
 
 /// Runs a command with stdout and stderr going to the job log.
