@@ -1,29 +1,36 @@
-//! `ferry-loadtest`: benchmarks that print Ferry's figures next to a raw-NATS baseline measured in
+//! `ferry-loadtest`: benchmarks that print Ferry's figures next to raw-NATS baselines measured in
 //! the same run, on the same server. Never a pass/fail timing assertion: a report.
 //!
-//! `dispatch`: job offers for N installs, published the way the scheduler publishes them (postcard,
-//! dedup id, awaited ack, doorbell) and pulled the way each runner pulls them (from its install's
-//! memory-backed, single-replica consumer). The baseline publishes the same number of same-size
-//! messages with 256 acks in flight and drains them with one pull consumer. Run it at several install
-//! counts to see whether dispatch cost stays flat as installs grow.
+//! `dispatch`: N simulated installs, each with a lightweight runner in this process (a doorbell
+//! subscription; on a ring it walks its install's offers by direct get and claims them, exactly as
+//! `ferry-runner` does, through `ferry_runner::offers`). The real scheduler runs in this process
+//! and grants the claims. A fixed sample of noop jobs is dispatched the way the scheduler does it
+//! (job record, offer, doorbell); the time from the offer to its granted claim is the
+//! dispatch-to-start latency. Baselines: a core NATS request-reply round trip, and JetStream
+//! publish + pull of same-size messages.
 //!
 //! ```text
-//! cargo run --release -p ferry-loadtest -- dispatch --installs 10,100,1000 --jobs-per-install 10
+//! cargo run --release -p ferry-loadtest -- dispatch --installs 10,100,1000,5000 --jobs 300
 //! ```
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use async_nats::jetstream::{self, consumer::pull, stream};
 use clap::{Parser, Subcommand};
-use ferry_protocol::messages::{ComponentJob, ComponentKind, JobOffer, JobSpec, Timeouts};
-use ferry_protocol::{encode, subjects};
+use ferry_model as m;
+use ferry_protocol::messages::{
+    ClaimReply, ClaimRequest, ComponentJob, ComponentKind, JobOffer, JobSpec, Timeouts,
+};
+use ferry_protocol::{decode, encode, subjects};
 use futures_util::StreamExt;
 
 #[derive(Parser)]
 #[command(
     name = "ferry-loadtest",
-    about = "Ferry benchmarks against a raw-NATS baseline"
+    about = "Ferry benchmarks against raw-NATS baselines"
 )]
 struct Args {
     /// NATS URL; by default a nats-server is started on a free port (from .tools/bin or PATH).
@@ -35,15 +42,21 @@ struct Args {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Offer dispatch to many installs vs raw JetStream publish + pull.
+    /// Job dispatch to many installs vs raw request-reply and raw JetStream publish + pull.
     Dispatch {
         /// Install counts to measure, comma-separated.
-        #[arg(long, default_value = "10,100,1000", value_delimiter = ',')]
+        #[arg(long, default_value = "10,100,1000,5000", value_delimiter = ',')]
         installs: Vec<usize>,
-        #[arg(long, default_value_t = 10)]
-        jobs_per_install: usize,
+        /// Noop jobs dispatched at each install count, spread over the installs.
+        #[arg(long, default_value_t = 300)]
+        jobs: usize,
+        /// Jobs dispatched at once (the scheduler's concurrent handlers).
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
     },
 }
+
+const ORG: &str = "bench";
 
 #[tokio::main]
 async fn main() -> Result<()> {
@@ -64,22 +77,45 @@ async fn main() -> Result<()> {
         .with_context(|| format!("connecting to {url}"))?;
     let js = jetstream::new(client.clone());
     let store = ferry_store::Store::ensure(js.clone(), 1).await?;
+    // The real scheduler grants the claims.
+    let scheduler = ferry_scheduler::Scheduler::new(client.clone(), store.clone());
+    tokio::spawn(scheduler.run());
     match args.cmd {
         Cmd::Dispatch {
             installs,
-            jobs_per_install,
+            jobs,
+            concurrency,
         } => {
             println!(
-                "{:>9} {:>8} {:>16} {:>16} {:>7}",
-                "installs", "offers", "ferry offers/s", "raw msgs/s", "ratio"
+                "{:>8} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9}",
+                "installs",
+                "jobs",
+                "offers/s",
+                "p50 ms",
+                "p99 ms",
+                "consumers",
+                "rr p99 ms",
+                "js msgs/s",
+                "p99/rr",
+                "tput/js",
+                "vs first"
             );
+            let mut first_ratio = None;
             for n in installs {
-                let (ferry_rate, size) = dispatch(&client, &store, n, jobs_per_install).await?;
-                let raw_rate = baseline(&js, n * jobs_per_install, size).await?;
+                let d = dispatch(&client, &store, n, jobs, concurrency).await?;
+                let rr = request_reply(&client, jobs).await?;
+                let raw = baseline(&js, jobs, d.offer_size).await?;
+                let ratio = d.rate / raw;
+                let first = *first_ratio.get_or_insert(ratio);
                 println!(
-                    "{n:>9} {:>8} {ferry_rate:>16.0} {raw_rate:>16.0} {:>7.2}",
-                    n * jobs_per_install,
-                    ferry_rate / raw_rate
+                    "{n:>8} {jobs:>6} {:>10.0} {:>10.2} {:>10.2} {:>9} {:>9.3} {raw:>10.0} {:>9.1} {ratio:>9.3} {:>9.2}",
+                    d.rate,
+                    d.p50.as_secs_f64() * 1e3,
+                    d.p99.as_secs_f64() * 1e3,
+                    d.consumers,
+                    rr.as_secs_f64() * 1e3,
+                    d.p99.as_secs_f64() / rr.as_secs_f64(),
+                    ratio / first,
                 );
             }
         }
@@ -87,10 +123,10 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-fn offer(install: &str, i: usize) -> JobOffer {
+fn offer(install: &str, job_id: &str) -> JobOffer {
     JobOffer {
-        job_id: format!("j{i}"),
-        org: "bench".into(),
+        job_id: job_id.into(),
+        org: ORG.into(),
         install: install.into(),
         workflow_id: "wf".into(),
         spec: JobSpec::Plan(ComponentJob {
@@ -105,92 +141,201 @@ fn offer(install: &str, i: usize) -> JobOffer {
     }
 }
 
-/// Ferry's path: scheduler-style publishes, then every install's runner-style consumer drains its own
-/// offers concurrently. Returns offers per second (publish to last ack) and the offer size.
+fn job(install: &str, id: &str) -> m::Job {
+    m::Job {
+        id: id.into(),
+        org: ORG.into(),
+        install: install.into(),
+        workflow_id: "wf".into(),
+        step: 0,
+        kind: m::JobKind::Plan,
+        component: "web".into(),
+        status: m::JobStatus::Queued,
+        executions: vec![],
+        max_executions: 3,
+        outputs: Default::default(),
+        plan_digest: None,
+        plan_changes: None,
+        plan_summary: None,
+        error: None,
+        created_at: m::now(),
+        finished_at: None,
+        offered_at: None,
+        lease_expires_ms: None,
+    }
+}
+
+struct Dispatched {
+    rate: f64,
+    p50: Duration,
+    p99: Duration,
+    consumers: usize,
+    offer_size: usize,
+}
+
+type Started = Arc<Mutex<HashMap<String, Instant>>>;
+
+/// Starts the lightweight runners of `names`; each reports the job ids it was granted.
+async fn runners(
+    client: &async_nats::Client,
+    js: &jetstream::Context,
+    names: &[String],
+    granted: tokio::sync::mpsc::UnboundedSender<(String, Instant)>,
+) -> Result<Vec<tokio::task::JoinHandle<()>>> {
+    let mut tasks = Vec::with_capacity(names.len());
+    for name in names {
+        let mut wake = client.subscribe(subjects::wake(ORG, name)).await?;
+        let (client, granted, name) = (client.clone(), granted.clone(), name.clone());
+        let offers = ferry_runner::offers::Offers::new(js, ORG, &name);
+        tasks.push(tokio::spawn(async move {
+            while wake.next().await.is_some() {
+                let mut after = 0;
+                while let Ok(Some(next)) = offers.next(after).await {
+                    after = next.seq;
+                    let Ok(o) = next.offer else { continue };
+                    let req = ClaimRequest {
+                        job_id: o.job_id.clone(),
+                        runner_id: format!("runner-{name}"),
+                        offer_seq: next.seq,
+                    };
+                    let reply = client
+                        .request(subjects::claim(ORG, &name), encode(&req).into())
+                        .await;
+                    if let Ok(r) = reply
+                        && let Ok(ClaimReply::Granted { .. }) = decode::<ClaimReply>(&r.payload)
+                    {
+                        let _ = granted.send((o.job_id, Instant::now()));
+                    }
+                }
+            }
+        }));
+    }
+    Ok(tasks)
+}
+
+/// Dispatches `jobs` noop jobs over `installs` installs, the way the scheduler does (job record,
+/// offer, doorbell), `concurrency` at a time, and waits until every one was claimed.
 async fn dispatch(
     client: &async_nats::Client,
     store: &ferry_store::Store,
     installs: usize,
-    per: usize,
-) -> Result<(f64, usize)> {
-    let bus = store.bus();
-    let run = format!(
-        "r{}",
-        Instant::now().elapsed().as_nanos() % 1_000_000 + installs as u128
-    );
-    let names: Vec<String> = (0..installs).map(|i| format!("{run}-i{i}")).collect();
-    let size = encode(&offer(&names[0], 0)).len();
+    jobs: usize,
+    concurrency: usize,
+) -> Result<Dispatched> {
+    let run = m::new_id();
+    let names: Vec<String> = (0..installs)
+        .map(|i| format!("i{i}-{}", &run[20..]))
+        .collect();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let tasks = runners(client, &store.js, &names, tx).await?;
+    let offered: Started = Arc::default();
+    let size = encode(&offer(&names[0], "x")).len();
     let start = Instant::now();
-    // Publishes: 64 concurrent publishers, each awaiting its acks, like the scheduler's handlers.
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut pubs = Vec::new();
-    for chunk in names.chunks(names.len().div_ceil(64)) {
-        let bus = bus.clone();
-        let client = client.clone();
-        let chunk = chunk.to_vec();
+    for _ in 0..concurrency.max(1) {
+        let (store, client, names, offered, next, run) = (
+            store.clone(),
+            client.clone(),
+            names.clone(),
+            offered.clone(),
+            next.clone(),
+            run.clone(),
+        );
         pubs.push(tokio::spawn(async move {
-            for name in &chunk {
-                for j in 0..per {
-                    let o = offer(name, j);
-                    bus.publish_msg(
-                        subjects::job("bench", name, &o.job_id),
-                        &format!("{name}-{j}"),
-                        &o,
-                    )
-                    .await?;
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= jobs {
+                    return anyhow::Ok(());
                 }
+                // Spread over the installs: a fixed sample, the same at every install count.
+                let install = &names[(i * 7919) % names.len()];
+                let id = format!("{run}-j{i}");
+                store.repo::<m::Job>().create(&job(install, &id)).await?;
+                if let Ok(mut o) = offered.lock() {
+                    o.insert(id.clone(), Instant::now());
+                }
+                store
+                    .bus()
+                    .publish_msg(subjects::job(ORG, install, &id), &id, &offer(install, &id))
+                    .await?;
                 client
-                    .publish(subjects::wake("bench", name), Default::default())
+                    .publish(subjects::wake(ORG, install), Default::default())
                     .await?;
             }
-            anyhow::Ok(())
-        }));
-    }
-    // Runners: one consumer per install, each fetching and acknowledging its own offers.
-    let stream = store.js.get_stream("JOBS").await?;
-    let mut runners = Vec::new();
-    for name in &names {
-        let consumer = stream
-            .create_consumer(ferry_runner::runner::offers_consumer_config("bench", name))
-            .await?;
-        runners.push(tokio::spawn(async move {
-            let mut got = 0;
-            while got < per {
-                let mut batch = consumer
-                    .fetch()
-                    .max_messages(per - got)
-                    .expires(Duration::from_millis(500))
-                    .messages()
-                    .await?;
-                while let Some(m) = batch.next().await {
-                    let m = m.map_err(|e| anyhow::anyhow!("{e}"))?;
-                    m.double_ack().await.map_err(|e| anyhow::anyhow!("{e}"))?;
-                    got += 1;
-                }
-            }
-            anyhow::Ok(())
         }));
     }
     for p in pubs {
         p.await??;
     }
-    for r in runners {
-        r.await??;
+    let mut latencies = Vec::with_capacity(jobs);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while latencies.len() < jobs {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(Some((id, at))) = tokio::time::timeout(left, rx.recv()).await else {
+            anyhow::bail!("only {} of {jobs} jobs were claimed", latencies.len());
+        };
+        if let Some(t0) = offered.lock().ok().and_then(|o| o.get(&id).copied()) {
+            latencies.push(at.saturating_duration_since(t0));
+        }
     }
-    Ok((
-        (installs * per) as f64 / start.elapsed().as_secs_f64(),
-        size,
-    ))
+    let rate = jobs as f64 / start.elapsed().as_secs_f64();
+    let consumers = consumer_count(&store.js).await?;
+    for t in tasks {
+        t.abort();
+    }
+    latencies.sort();
+    Ok(Dispatched {
+        rate,
+        p50: latencies[latencies.len() / 2],
+        p99: latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)],
+        consumers,
+        offer_size: size,
+    })
 }
 
-/// Raw NATS: the same number of same-size messages, published with 256 acks in flight, drained by
-/// one pull consumer with acks.
+/// Every consumer on the hub, over all streams.
+async fn consumer_count(js: &jetstream::Context) -> Result<usize> {
+    let mut names = js.stream_names();
+    let mut total = 0;
+    while let Some(name) = names.next().await {
+        let mut s = js.get_stream(name?).await?;
+        total += s.info().await?.state.consumer_count;
+    }
+    Ok(total)
+}
+
+/// p99 of `count` core NATS request-reply round trips to a responder on the same server.
+async fn request_reply(client: &async_nats::Client, count: usize) -> Result<Duration> {
+    let subject = format!("bench.rr.{}", m::new_id());
+    let mut sub = client.subscribe(subject.clone()).await?;
+    let responder_client = client.clone();
+    let responder = tokio::spawn(async move {
+        while let Some(msg) = sub.next().await {
+            if let Some(reply) = msg.reply {
+                let _ = responder_client.publish(reply, msg.payload).await;
+            }
+        }
+    });
+    let mut times = Vec::with_capacity(count);
+    for _ in 0..count {
+        let t = Instant::now();
+        client.request(subject.clone(), "ping".into()).await?;
+        times.push(t.elapsed());
+    }
+    responder.abort();
+    times.sort();
+    Ok(times[(times.len() * 99 / 100).min(times.len() - 1)])
+}
+
+/// Raw JetStream: the same number of same-size messages, published with 256 acks in flight,
+/// drained by one pull consumer with acks; messages per second.
 async fn baseline(js: &jetstream::Context, count: usize, size: usize) -> Result<f64> {
-    let name = format!("BASELINE{count}");
-    let _ = js.delete_stream(&name).await;
+    let name = format!("BASELINE{}", &m::new_id()[20..]).to_uppercase();
     let s = js
         .create_stream(stream::Config {
             name: name.clone(),
-            subjects: vec![format!("baseline.{count}.>")],
+            subjects: vec![format!("baseline.{name}.>")],
             ..Default::default()
         })
         .await?;
@@ -200,7 +345,7 @@ async fn baseline(js: &jetstream::Context, count: usize, size: usize) -> Result<
     for i in 0..count {
         inflight.push_back(
             js.publish(
-                format!("baseline.{count}.{}", i % 1000),
+                format!("baseline.{name}.{}", i % 1000),
                 payload.clone().into(),
             )
             .await?,

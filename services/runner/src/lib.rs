@@ -17,6 +17,7 @@
 
 pub mod exec;
 pub mod logsink;
+pub mod offers;
 pub mod orphans;
 pub mod plugin;
 pub mod runner;

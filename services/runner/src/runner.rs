@@ -4,10 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_nats::jetstream::{self, AckKind, consumer::PullConsumer, consumer::pull};
-use ferry_protocol::messages::{
-    ClaimReply, ClaimRequest, Heartbeat, JobOffer, LeaseRenewal, LeaseReply,
-};
+use async_nats::jetstream;
+use ferry_protocol::messages::{ClaimReply, ClaimRequest, Heartbeat, LeaseRenewal, LeaseReply};
 use ferry_protocol::{decode, encode, subjects};
 use futures_util::StreamExt;
 use tokio::sync::Semaphore;
@@ -170,22 +168,12 @@ impl Runner {
                 .map_err(nats)?;
             tokio::spawn(relay_cancels(cancels, self.running.clone()));
             info!(nats = %self.cfg.nats_url, "runner started");
-            let mut consumer = self.offers_consumer().await?;
+            let offers = crate::offers::Offers::new(&self.js, &org, &install);
             loop {
-                match self.pull(&consumer).await {
-                    Ok(more) if more => continue,
-                    Ok(_) => {}
-                    Err(e) => {
-                        // The consumer expires if no runner pulled from it for a while (all were
-                        // disconnected); attach to it again, or create it anew.
-                        warn!(error = %e, "pulling offers failed; recreating the consumer");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                        match self.offers_consumer().await {
-                            Ok(c) => consumer = c,
-                            Err(e) => warn!(error = %e, "cannot create the offers consumer yet"),
-                        }
-                        continue;
-                    }
+                if let Err(e) = self.take_offers(&offers).await {
+                    warn!(error = %e, "reading offers failed; trying again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
                 }
                 tokio::select! {
                     _ = wake.next() => debug!("doorbell"),
@@ -197,72 +185,50 @@ impl Runner {
         .await
     }
 
-    /// The install's consumer of offers: named after the install, memory-backed, single-replica,
-    /// and gone by itself once no runner has pulled from it for a while. Every runner of the install
-    /// attaches to the same one — a replacement for a killed runner, or a second replica — because a
-    /// work-queue stream allows only one consumer per filter. No durable state per install.
-    async fn offers_consumer(&self) -> Result<PullConsumer, RunnerError> {
-        let stream = self.js.get_stream("JOBS").await.map_err(nats)?;
-        let config = offers_consumer_config(&self.cfg.org, &self.cfg.install);
-        let name = config.name.clone().unwrap_or_default();
-        stream
-            .get_or_create_consumer(&name, config)
-            .await
-            .map_err(nats)
+    /// Walks the install's offers from the first, claiming each while a slot is free. Offers are
+    /// read by direct get (no consumer: the hub keeps nothing per install for dispatch); the
+    /// scheduler deletes an offer once its claim is decided, so what is left is what is still open.
+    async fn take_offers(&self, offers: &crate::offers::Offers) -> Result<(), RunnerError> {
+        let mut after = 0;
+        loop {
+            if self.slots.available_permits() == 0 {
+                // Wait for a running job to finish rather than spin; then walk again.
+                let permit = self
+                    .slots
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|e| RunnerError::Setup(e.to_string()))?;
+                drop(permit);
+            }
+            let Some(next) = offers.next(after).await.map_err(RunnerError::Nats)? else {
+                return Ok(());
+            };
+            after = next.seq;
+            self.take_offer(next).await;
+        }
     }
 
-    /// Takes as many offers as there are free slots. Returns true if it took a full batch (there may
-    /// be more waiting).
-    async fn pull(&self, consumer: &PullConsumer) -> Result<bool, RunnerError> {
-        let free = self.slots.available_permits();
-        if free == 0 {
-            // Wait for a running job to finish rather than spin.
-            let permit = self
-                .slots
-                .clone()
-                .acquire_owned()
-                .await
-                .map_err(|e| RunnerError::Setup(e.to_string()))?;
-            drop(permit);
-            return Ok(true);
-        }
-        let mut batch = consumer
-            .fetch()
-            .max_messages(free)
-            .expires(Duration::from_millis(500))
-            .messages()
-            .await
-            .map_err(nats)?;
-        let mut taken = 0;
-        while let Some(msg) = batch.next().await {
-            let msg = msg.map_err(RunnerError::Nats)?;
-            taken += 1;
-            self.take_offer(msg).await;
-        }
-        Ok(taken == free)
-    }
-
-    async fn take_offer(&self, msg: jetstream::Message) {
-        let offer = match decode::<JobOffer>(&msg.payload) {
+    async fn take_offer(&self, next: crate::offers::Next) {
+        let offer = match next.offer {
             Ok(o) => o,
             Err(e) => {
-                warn!(subject = %msg.subject, error = %e, "rejecting an undecodable job offer");
+                warn!(seq = next.seq, error = %e, "skipping an undecodable job offer");
                 ferry_telemetry::metrics()
                     .messages_rejected
                     .get_or_create(&ferry_telemetry::consumer_label("runner-offers"))
                     .inc();
-                let _ = msg.ack_with(AckKind::Term).await;
                 return;
             }
         };
         if offer.org != self.cfg.org || offer.install != self.cfg.install {
             warn!(job = %offer.job_id, "offer for another install; ignoring");
-            let _ = msg.ack_with(AckKind::Term).await;
             return;
         }
         let req = ClaimRequest {
             job_id: offer.job_id.clone(),
             runner_id: self.id.clone(),
+            offer_seq: next.seq,
         };
         // The lease the scheduler grants starts after this, by its clock: counting from here errs
         // on the safe side.
@@ -275,17 +241,13 @@ impl Runner {
         .await;
         let reply = match reply {
             Ok(Ok(r)) => decode::<ClaimReply>(&r.payload),
+            // Not answered: the offer stays, and the next walk asks again.
             Ok(Err(e)) => {
-                debug!(job = %offer.job_id, error = %e, "claim not answered; offer will come back");
-                let _ = msg
-                    .ack_with(AckKind::Nak(Some(Duration::from_secs(2))))
-                    .await;
+                debug!(job = %offer.job_id, error = %e, "claim not answered");
                 return;
             }
             Err(_) => {
-                let _ = msg
-                    .ack_with(AckKind::Nak(Some(Duration::from_secs(2))))
-                    .await;
+                debug!(job = %offer.job_id, "claim not answered in time");
                 return;
             }
         };
@@ -295,10 +257,6 @@ impl Runner {
                 attempt,
                 lease_ms,
             }) => {
-                if let Err(e) = msg.double_ack().await {
-                    // The claim is ours whatever happens to the offer; a redelivered offer is refused.
-                    warn!(job = %offer.job_id, error = %e, "could not acknowledge the offer");
-                }
                 let permit = match self.slots.clone().acquire_owned().await {
                     Ok(p) => p,
                     Err(_) => return,
@@ -333,29 +291,11 @@ impl Runner {
             }
             Ok(ClaimReply::Refused { reason }) => {
                 debug!(job = %offer.job_id, %reason, "claim refused");
-                let _ = msg.ack().await;
             }
             Err(e) => {
                 warn!(job = %offer.job_id, error = %e, "undecodable claim reply");
-                let _ = msg
-                    .ack_with(AckKind::Nak(Some(Duration::from_secs(2))))
-                    .await;
             }
         }
-    }
-}
-
-/// The runner's consumer of its install's offers (also used by the load test, to measure exactly it).
-pub fn offers_consumer_config(org: &str, install: &str) -> pull::Config {
-    pull::Config {
-        name: Some(format!("offers-{org}-{install}")),
-        filter_subject: subjects::jobs_of_install(org, install),
-        ack_policy: jetstream::consumer::AckPolicy::Explicit,
-        ack_wait: Duration::from_secs(30),
-        inactive_threshold: Duration::from_secs(120),
-        memory_storage: true,
-        num_replicas: 1,
-        ..Default::default()
     }
 }
 

@@ -194,6 +194,13 @@ impl Scheduler {
                 Ok(true)
             })
             .await;
+        let decided = matches!(r, Ok(_) | Err(StoreError::NotFound { .. }));
+        if decided {
+            // Granted or refused for good: the offer has served. (Not on a store error: the runner
+            // asks again.)
+            self.retire_offer(org, install, &req.job_id, req.offer_seq)
+                .await;
+        }
         match r {
             Ok(Ok(_)) => match granted {
                 Some(g) => {
@@ -208,6 +215,26 @@ impl Scheduler {
             },
             Ok(Err(reason)) => refuse(reason),
             Err(e) => refuse(e.to_string()),
+        }
+    }
+
+    /// Deletes the offer at `seq` from `JOBS`, if it is this install's offer of this job (a runner
+    /// names the sequence; it cannot make the scheduler delete another install's offers).
+    async fn retire_offer(&self, org: &str, install: &str, job_id: &str, seq: u64) {
+        let stream = self.store.js.get_stream_no_info("JOBS").await;
+        let Ok(stream) = stream else { return };
+        let expected = subjects::job(org, install, job_id);
+        match stream.direct_get(seq).await {
+            Ok(msg) if msg.subject.as_str() == expected => {
+                if let Err(e) = stream.delete_message(seq).await {
+                    warn!(org, install, job = job_id, seq, error = %e, "could not delete a decided offer");
+                }
+            }
+            Ok(msg) => {
+                warn!(org, install, job = job_id, seq, subject = %msg.subject, "a claim named another offer's sequence");
+            }
+            // Already gone (an earlier claim of the same offer).
+            Err(_) => {}
         }
     }
 }

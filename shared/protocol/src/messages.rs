@@ -116,6 +116,8 @@ pub struct ApplyJob {
 pub struct ClaimRequest {
     pub job_id: String,
     pub runner_id: String,
+    /// Sequence of the offer in `JOBS`: the scheduler deletes it once the claim is decided.
+    pub offer_seq: u64,
 }
 message!(ClaimRequest, 2);
 

@@ -4,8 +4,9 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Retention {
     Limits,
-    /// A message is removed once acknowledged. Job offers use it: each install's runner has its own
-    /// filtered consumer, the filters never overlap, and an acknowledged offer is gone for good.
+    /// A message is removed once acknowledged, or deleted. Job offers use it: no consumer reads
+    /// them; runners read their install's offers by direct get, and the scheduler deletes an offer
+    /// once its claim is decided.
     WorkQueue,
 }
 
@@ -21,6 +22,8 @@ pub struct StreamDef {
     pub deny_purge: bool,
     /// Consumers the stream allows; 0 = the server's default (1000 per stream since nats-server 2.15).
     pub max_consumers: i32,
+    /// Messages can be read by sequence or subject without a consumer (direct get).
+    pub allow_direct: bool,
 }
 
 const DAY: u64 = 24 * 3600;
@@ -33,10 +36,11 @@ pub const JOBS: StreamDef = StreamDef {
     duplicate_window_secs: 600,
     deny_delete: false,
     deny_purge: false,
-    // One consumer per install with a runner connected (they expire when idle). nats-server 2.15
-    // caps streams at 1000 consumers unless the stream says otherwise, which would stop the
-    // 1001st install; this sets the ceiling explicitly.
+    // No consumers read it any more: runners read offers by direct get (`allow_direct`), so the
+    // hub holds no per-install state for dispatch. The ceiling set for the earlier one consumer per
+    // install stays (a stream's consumer limit cannot be changed once set).
     max_consumers: 1_000_000,
+    allow_direct: true,
 };
 
 pub const JOB_EVENTS: StreamDef = StreamDef {
@@ -48,6 +52,7 @@ pub const JOB_EVENTS: StreamDef = StreamDef {
     deny_delete: false,
     deny_purge: false,
     max_consumers: 0,
+    allow_direct: false,
 };
 
 pub const LOGS: StreamDef = StreamDef {
@@ -59,6 +64,7 @@ pub const LOGS: StreamDef = StreamDef {
     deny_delete: false,
     deny_purge: false,
     max_consumers: 0,
+    allow_direct: false,
 };
 
 pub const METRICS: StreamDef = StreamDef {
@@ -70,6 +76,7 @@ pub const METRICS: StreamDef = StreamDef {
     deny_delete: false,
     deny_purge: false,
     max_consumers: 0,
+    allow_direct: false,
 };
 
 pub const CONTROL: StreamDef = StreamDef {
@@ -81,6 +88,7 @@ pub const CONTROL: StreamDef = StreamDef {
     deny_delete: false,
     deny_purge: false,
     max_consumers: 0,
+    allow_direct: false,
 };
 
 pub const AUDIT: StreamDef = StreamDef {
@@ -92,6 +100,7 @@ pub const AUDIT: StreamDef = StreamDef {
     deny_delete: true,
     deny_purge: true,
     max_consumers: 0,
+    allow_direct: false,
 };
 
 pub const STREAMS: &[StreamDef] = &[JOBS, JOB_EVENTS, LOGS, METRICS, CONTROL, AUDIT];

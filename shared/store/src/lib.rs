@@ -270,6 +270,7 @@ fn stream_config(def: &StreamDef, replicas: usize) -> stream::Config {
         deny_purge: def.deny_purge,
         num_replicas: replicas,
         max_consumers: def.max_consumers,
+        allow_direct: def.allow_direct,
         storage: stream::StorageType::File,
         ..Default::default()
     }
