@@ -11,6 +11,9 @@ use tracing::{info, warn};
 
 use crate::{Scheduler, SchedulerError};
 
+/// An offer to delete once its claim is answered: org, install, job, sequence.
+type Retire = (String, String, String, u64);
+
 impl Scheduler {
     pub(crate) async fn serve_claims(self) -> Result<(), SchedulerError> {
         let mut sub = self
@@ -24,9 +27,13 @@ impl Scheduler {
                 let Some(reply) = msg.reply.clone() else {
                     return;
                 };
-                let answer = s.claim(&msg.subject, &msg.payload).await;
+                let (answer, retire) = s.claim(&msg.subject, &msg.payload).await;
                 if let Err(e) = s.client.publish(reply, encode(&answer).into()).await {
                     warn!(error = %e, "could not answer a claim");
+                }
+                // After the answer: deleting the decided offer is off the runner's critical path.
+                if let Some((org, install, job, seq)) = retire {
+                    s.retire_offer(&org, &install, &job, seq).await;
                 }
             });
         }
@@ -168,7 +175,8 @@ impl Scheduler {
         }
     }
 
-    async fn claim(&self, subject: &str, payload: &[u8]) -> ClaimReply {
+    /// Decides a claim; also returns the offer to delete once the answer is sent (when decided).
+    async fn claim(&self, subject: &str, payload: &[u8]) -> (ClaimReply, Option<Retire>) {
         let refuse = |reason: String| ClaimReply::Refused { reason };
         let req = match decode::<ClaimRequest>(payload) {
             Ok(r) => r,
@@ -177,11 +185,11 @@ impl Scheduler {
                     .messages_rejected
                     .get_or_create(&ferry_telemetry::consumer_label("claims"))
                     .inc();
-                return refuse(e.to_string());
+                return (refuse(e.to_string()), None);
             }
         };
         let Some((org, install)) = subjects::org_install(subject) else {
-            return refuse("bad subject".into());
+            return (refuse("bad subject".into()), None);
         };
         let mut granted = None;
         let lease_ms = self.lease.as_millis() as u64;
@@ -194,14 +202,17 @@ impl Scheduler {
                 Ok(true)
             })
             .await;
-        let decided = matches!(r, Ok(_) | Err(StoreError::NotFound { .. }));
-        if decided {
-            // Granted or refused for good: the offer has served. (Not on a store error: the runner
-            // asks again.)
-            self.retire_offer(org, install, &req.job_id, req.offer_seq)
-                .await;
-        }
-        match r {
+        // Granted or refused for good: the offer has served. (Not on a store error: the runner asks
+        // again.)
+        let retire = matches!(r, Ok(_) | Err(StoreError::NotFound { .. })).then(|| {
+            (
+                org.to_string(),
+                install.to_string(),
+                req.job_id.clone(),
+                req.offer_seq,
+            )
+        });
+        let answer = match r {
             Ok(Ok(_)) => match granted {
                 Some(g) => {
                     info!(org, install, job = %req.job_id, execution = %g.execution_id, runner = %req.runner_id, "job claimed");
@@ -215,7 +226,8 @@ impl Scheduler {
             },
             Ok(Err(reason)) => refuse(reason),
             Err(e) => refuse(e.to_string()),
-        }
+        };
+        (answer, retire)
     }
 
     /// Deletes the offer at `seq` from `JOBS`, if it is this install's offer of this job (a runner
