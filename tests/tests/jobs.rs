@@ -550,3 +550,30 @@ fn ferry_json_lines(api: &str, job: &str) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
 }
+
+#[test]
+fn a_job_no_runner_takes_times_out_after_its_available_time() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = repo_root().join("examples/hello");
+    let (_server, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &["--job-available-secs", "2"],
+    );
+    let wf = sync_and_create(&api, &app, "prod");
+    let done = wait_for(&api, &wf, 60, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    assert_eq!(done["status"], "failed", "{done}");
+    let sync = step(&done, "sandbox", "sync");
+    assert_eq!(
+        sync["message"],
+        "no runner of install prod took it within 2s of its offer"
+    );
+    let j = ferry_json(
+        &api,
+        &["jobs", "get", sync["job_id"].as_str().unwrap(), "--json"],
+    );
+    assert_eq!(j["status"], "timed_out");
+}

@@ -95,8 +95,9 @@ impl Scheduler {
                     Some(j) if j.status == m::JobStatus::Queued && j.offered_at.is_none() => {
                         self.start_step(wf, index).await
                     }
-                    // Offered: the offer waits in the JOBS stream until a runner claims it.
-                    Some(j) if j.status == m::JobStatus::Queued => Ok(()),
+                    // Offered: the offer waits in the JOBS stream until a runner claims it, or
+                    // until its available time is over.
+                    Some(j) if j.status == m::JobStatus::Queued => self.expire_offer(&j).await,
                     Some(j) if j.status.is_terminal() => self.apply_job_result(&j).await,
                     // Its runner stopped renewing the lease: lost; run it again or fail it.
                     Some(j) if j.lease_expired(m::now_ms()) => self.expire_lease(wf, &j.id).await,
@@ -572,6 +573,28 @@ impl Scheduler {
         .ok();
         debug!(org = %wf.org, install = %wf.install, job = %job_id, kind = ?kind, "job offered");
         Ok(())
+    }
+
+    /// Times out a job no runner took within the available time, and fails its step.
+    async fn expire_offer(&self, job: &m::Job) -> Result<(), SchedulerError> {
+        let limit = self.available.as_millis() as u64;
+        let mut expired = false;
+        let job = self
+            .store
+            .repo::<m::Job>()
+            .modify(&job.org, &job.id, |j| {
+                expired = j.expire_offer(&m::now(), m::now_ms(), limit);
+                Ok::<bool, ()>(expired)
+            })
+            .await?
+            .ok();
+        match job {
+            Some(j) if expired => {
+                warn!(org = %j.org, install = %j.install, job = %j.id, "offer timed out: no runner took it");
+                self.apply_job_result(&j).await
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Ends an execution whose lease expired (`lost`, said in the job's log too), then offers the

@@ -62,7 +62,12 @@ pub struct Scheduler {
     configs: Arc<Mutex<HashMap<String, Arc<AppConfig>>>>,
     /// How long a runner holds a job without renewing it.
     lease: Duration,
+    /// How long an offer waits for a runner before its job times out.
+    available: Duration,
 }
+
+/// The default time an offer waits for a runner (its install's runner may be down for a while).
+pub const DEFAULT_AVAILABLE: Duration = Duration::from_secs(24 * 3600);
 
 /// The default lease: a runner that stops renewing (killed, cut off) loses its job after this.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -77,7 +82,13 @@ impl Scheduler {
             client,
             configs: Arc::default(),
             lease: DEFAULT_LEASE,
+            available: DEFAULT_AVAILABLE,
         }
+    }
+
+    pub fn with_available(mut self, available: Duration) -> Self {
+        self.available = available;
+        self
     }
 
     pub fn with_lease(mut self, lease: Duration) -> Self {

@@ -32,6 +32,9 @@ struct Args {
     /// job runs again (scheduler).
     #[arg(long, env = "FERRY_JOB_LEASE_SECS", default_value_t = 30)]
     job_lease_secs: u64,
+    /// Seconds an offered job waits for its install's runner before it times out (scheduler).
+    #[arg(long, env = "FERRY_JOB_AVAILABLE_SECS", default_value_t = 86_400)]
+    job_available_secs: u64,
 }
 
 #[tokio::main]
@@ -61,6 +64,7 @@ async fn run(args: Args) -> Result<()> {
         let store = store.clone();
         let client = client.clone();
         let lease = std::time::Duration::from_secs(args.job_lease_secs.max(1));
+        let available = std::time::Duration::from_secs(args.job_available_secs.max(1));
         match svc {
             Service::Api => {}
             Service::Scheduler => {
@@ -69,6 +73,7 @@ async fn run(args: Args) -> Result<()> {
                         svc,
                         ferry_scheduler::Scheduler::new(client, store)
                             .with_lease(lease)
+                            .with_available(available)
                             .run()
                             .await
                             .map_err(Into::into),

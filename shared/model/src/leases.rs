@@ -85,6 +85,31 @@ impl Job {
         Ok(())
     }
 
+    /// Times out a job that was offered more than `limit` ago and that no runner has taken
+    /// (its install's runner is gone): `timed_out`, with the reason. Returns whether it did.
+    pub fn expire_offer(&mut self, now: &str, now_ms: u64, limit_ms: u64) -> bool {
+        let offered_ms = self
+            .offered_at
+            .as_deref()
+            .and_then(|t| humantime::parse_rfc3339(t).ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as u64);
+        let Some(offered_ms) = offered_ms else {
+            return false;
+        };
+        if self.status != JobStatus::Queued || now_ms.saturating_sub(offered_ms) < limit_ms {
+            return false;
+        }
+        self.status = JobStatus::TimedOut;
+        self.error = Some(format!(
+            "no runner of install {} took it within {}s of its offer",
+            self.install,
+            limit_ms / 1000
+        ));
+        self.finished_at = Some(now.to_string());
+        true
+    }
+
     /// Whether the current execution's lease has ended.
     pub fn lease_expired(&self, now_ms: u64) -> bool {
         self.status == JobStatus::Running && self.lease_expires_ms.is_some_and(|t| t <= now_ms)
@@ -172,6 +197,24 @@ mod tests {
                 .unwrap_err()
                 .contains("install x")
         );
+    }
+
+    #[test]
+    fn an_offer_nobody_takes_times_out_after_its_available_time() {
+        let mut j = job(2);
+        j.offered_at = Some("1970-01-01T00:00:01.000Z".into());
+        assert!(!j.expire_offer("t", 60_999, 60_000), "not yet");
+        assert!(j.expire_offer("t", 61_000, 60_000));
+        assert_eq!(j.status, JobStatus::TimedOut);
+        assert_eq!(
+            j.error.as_deref(),
+            Some("no runner of install i took it within 60s of its offer")
+        );
+        // A running job is not timed out by this.
+        let mut r = job(2);
+        r.offered_at = Some("1970-01-01T00:00:01.000Z".into());
+        r.claim("i", "r", "t", 2_000, 1_000).unwrap();
+        assert!(!r.expire_offer("t", 999_999, 60_000));
     }
 
     #[test]
