@@ -357,6 +357,23 @@ pub async fn workflows_cancel(api: &Api, id: &str, wait: bool, json_out: bool) -
     Ok(0)
 }
 
+pub async fn jobs_cancel(api: &Api, id: &str, json_out: bool) -> Result<i32> {
+    let mut j: ferry_model::Job = api
+        .post(&format!("/v1/jobs/{id}/cancel"), &serde_json::json!({}))
+        .await?;
+    eprintln!("cancelling job {id}");
+    while !j.status.is_terminal() {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        j = api.get(&format!("/v1/jobs/{id}")).await?;
+    }
+    if json_out {
+        print_json(&j)?;
+    } else {
+        println!("{}", render::job(&j));
+    }
+    Ok(0)
+}
+
 pub async fn jobs_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
     let j: ferry_model::Job = api.get(&format!("/v1/jobs/{id}")).await?;
     if json_out {

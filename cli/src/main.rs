@@ -184,6 +184,13 @@ enum JobsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Stop one job: queued, it is cancelled at once; running, its runner stops it (SIGTERM, then
+    /// SIGKILL after the grace period). Its step ends cancelled. Waits until the job has ended.
+    Cancel {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[tokio::main]
@@ -241,6 +248,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             commands::workflows_cancel(&api, &id, !no_wait, json).await
         }
         Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
+        Command::Jobs(JobsCmd::Cancel { id, json }) => commands::jobs_cancel(&api, &id, json).await,
         Command::Runners(RunnersCmd::List { install, json }) => {
             commands::runners_list(&api, install.as_deref(), json).await
         }

@@ -577,3 +577,42 @@ fn a_job_no_runner_takes_times_out_after_its_available_time() {
     );
     assert_eq!(j["status"], "timed_out");
 }
+
+#[test]
+fn cancelling_one_job_ends_its_step_and_its_workflow_cancelled() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = repo_root().join("examples/hello");
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let wf = sync_and_create(&api, &app, "prod");
+    let w = wait_for(&api, &wf, 60, "the sandbox sync to be offered", |w| {
+        step(w, "sandbox", "sync")["status"] == "running"
+    });
+    let job = step(&w, "sandbox", "sync")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let j = ferry_json(&api, &["jobs", "cancel", &job, "--json"]);
+    assert_eq!(j["status"], "cancelled", "{j}");
+    // The other syncs already offered run once a runner comes; nothing after them starts.
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let done = wait_for(&api, &wf, 60, "the workflow to end", |w| {
+        w["status"] != "running" && w["status"] != "pending"
+    });
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert_eq!(step(&done, "sandbox", "sync")["status"], "cancelled");
+    assert_eq!(step(&done, "greeter", "sync")["status"], "succeeded");
+    assert_eq!(step(&done, "greeter", "plan")["status"], "cancelled");
+    assert_eq!(
+        step(&done, "greeter", "plan")["message"],
+        "not attempted: the workflow was cancelled"
+    );
+    let (code, _, err) = ferry(&api, &["jobs", "cancel", &job]);
+    assert_eq!(code, 1);
+    assert!(err.contains("has already ended (cancelled)"), "{err}");
+}

@@ -50,6 +50,7 @@ pub fn router(store: Store) -> Router {
         .route("/v1/workflows/{id}/cancel", post(handlers::cancel_workflow))
         .route("/v1/runners", get(handlers::list_runners))
         .route("/v1/jobs/{id}", get(handlers::get_job))
+        .route("/v1/jobs/{id}/cancel", post(handlers::cancel_job))
         .route("/v1/jobs/{id}/logs", get(logs::job_logs))
         // Packages are capped at 32 MiB by the CLI; leave room for the bundle's framing.
         .layer(axum::extract::DefaultBodyLimit::max(40 * 1024 * 1024))

@@ -199,6 +199,21 @@ impl Scheduler {
                 self.transition(&org, &workflow_id, |wf| wf.cancel(&actor, &now))
                     .await
             }
+            Control::JobCancelRequested { org, job_id, actor } => {
+                let Some(job) = self.store.repo::<m::Job>().get(&org, &job_id).await? else {
+                    return Ok(());
+                };
+                let Some(wf) = self
+                    .store
+                    .repo::<m::Workflow>()
+                    .get(&org, &job.value.workflow_id)
+                    .await?
+                else {
+                    return Ok(());
+                };
+                info!(org, job = %job_id, %actor, "job cancel requested");
+                self.cancel_job(&wf.value, &job_id).await
+            }
             // Not ours: the consumer's filter keeps these away; acknowledge if one slips through.
             Control::BuildRequested { .. } | Control::ApprovalRequested { .. } => Ok(()),
         }

@@ -93,6 +93,20 @@ impl Workflow {
             effects.push(Effect::Start { step: i });
         }
         if self.refresh_status() && self.status.is_terminal() {
+            // What never started says so, rather than staying `pending` for ever.
+            let why = match self.status {
+                WorkflowStatus::Failed => "not attempted: the workflow failed",
+                _ => "not attempted: the workflow was cancelled",
+            };
+            for step in self
+                .steps
+                .iter_mut()
+                .filter(|s| s.status == StepStatus::Pending)
+            {
+                step.status = StepStatus::Cancelled;
+                step.message = Some(why.to_string());
+                step.finished_at = Some(now.to_string());
+            }
             effects.push(Effect::Finished {
                 status: self.status,
             });

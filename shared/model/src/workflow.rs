@@ -239,12 +239,16 @@ impl Workflow {
         }
     }
 
-    /// Steps that may start now. None while any step has failed or a cancel was asked for: such a
-    /// workflow starts nothing new.
+    /// Steps that may start now. None while any step has failed or was cancelled (its job was
+    /// cancelled alone, or the whole workflow is being cancelled): such a workflow starts nothing
+    /// new.
     pub fn ready_steps(&self) -> Vec<u32> {
         if self.status.is_terminal()
             || self.cancel_requested
-            || self.steps.iter().any(|s| s.status == StepStatus::Failed)
+            || self
+                .steps
+                .iter()
+                .any(|s| matches!(s.status, StepStatus::Failed | StepStatus::Cancelled))
         {
             return vec![];
         }
@@ -275,7 +279,10 @@ impl Workflow {
             WorkflowStatus::Failed
         } else if self.steps.iter().all(|s| s.status.is_done()) {
             WorkflowStatus::Succeeded
-        } else if self.cancel_requested && !busy {
+        } else if (self.cancel_requested
+            || self.steps.iter().any(|s| s.status == StepStatus::Cancelled))
+            && !busy
+        {
             WorkflowStatus::Cancelled
         } else if self.steps.iter().any(|s| s.status != StepStatus::Pending) {
             WorkflowStatus::Running

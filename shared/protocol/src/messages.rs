@@ -291,6 +291,12 @@ pub enum Control {
         workflow_id: String,
         actor: String,
     },
+    /// api → scheduler: stop one job; its step ends cancelled, and its workflow starts nothing new.
+    JobCancelRequested {
+        org: String,
+        job_id: String,
+        actor: String,
+    },
 }
 message!(Control, 7);
 
@@ -302,16 +308,17 @@ impl Control {
             | Control::BuildFinished { org, .. }
             | Control::ApprovalRequested { org, .. }
             | Control::ApprovalDecided { org, .. }
-            | Control::CancelRequested { org, .. } => org,
+            | Control::CancelRequested { org, .. }
+            | Control::JobCancelRequested { org, .. } => org,
         }
     }
 
     /// The topic token of the subject this message is published on.
     pub fn topic(&self) -> &'static str {
         match self {
-            Control::WorkflowRequested { .. } | Control::CancelRequested { .. } => {
-                crate::subjects::topic::WORKFLOW
-            }
+            Control::WorkflowRequested { .. }
+            | Control::CancelRequested { .. }
+            | Control::JobCancelRequested { .. } => crate::subjects::topic::WORKFLOW,
             Control::BuildRequested { .. } => crate::subjects::topic::BUILD,
             Control::BuildFinished { .. } => crate::subjects::topic::BUILD_DONE,
             Control::ApprovalRequested { .. } => crate::subjects::topic::APPROVAL,
@@ -339,6 +346,7 @@ impl Control {
             Control::ApprovalRequested { approval_id, .. } => format!("a-{approval_id}"),
             Control::ApprovalDecided { approval_id, .. } => format!("ad-{approval_id}"),
             Control::CancelRequested { workflow_id, .. } => format!("cancel-{workflow_id}"),
+            Control::JobCancelRequested { job_id, .. } => format!("cancel-job-{job_id}"),
         }
     }
 }

@@ -88,7 +88,14 @@ fn finishing_a_step_does_not_end_the_workflow_until_advance() {
             status: WorkflowStatus::Failed
         }]
     );
-    assert_eq!(statuses(&w), [Failed, Pending, Pending, Pending, Pending]);
+    assert_eq!(
+        statuses(&w),
+        [Failed, Cancelled, Cancelled, Cancelled, Cancelled]
+    );
+    assert_eq!(
+        w.steps[1].message.as_deref(),
+        Some("not attempted: the workflow failed")
+    );
 }
 
 #[test]
@@ -274,6 +281,32 @@ fn a_job_that_succeeds_after_cancel_ends_the_workflow_without_starting_more() {
     assert_eq!(
         statuses(&w),
         [Succeeded, Succeeded, Cancelled, Cancelled, Cancelled]
+    );
+}
+
+#[test]
+fn a_step_cancelled_alone_stops_the_workflow_once_the_others_end() {
+    let mut w = Workflow::deploy(
+        "w".into(),
+        "o".into(),
+        "i".into(),
+        WorkflowKind::DeployComponents,
+        "c".into(),
+        &[vec![d("a", &[]), d("b", &[])]],
+    );
+    w.advance(NOW);
+    w.finish_step(0, StepOutcome::Cancelled("job cancelled".into()), None, NOW)
+        .unwrap();
+    assert!(
+        w.advance(NOW).is_empty(),
+        "b's build still runs; nothing new starts"
+    );
+    ok(&mut w, 5);
+    assert_eq!(
+        w.advance(NOW),
+        vec![Effect::Finished {
+            status: WorkflowStatus::Cancelled
+        }]
     );
 }
 
