@@ -360,3 +360,49 @@ pub fn step<'a>(wf: &'a serde_json::Value, component: &str, kind: &str) -> &'a s
         })
         .unwrap_or_else(|| panic!("no {kind} step for {component} in {wf}"))
 }
+
+/// Syncs `app` as app `hello` and creates install `install` (approve-all); returns its first
+/// workflow's id.
+pub fn sync_and_create(api: &str, app: &Path, install: &str) -> String {
+    let (code, out, err) = ferry(
+        api,
+        &[
+            "apps",
+            "sync",
+            app.to_str().unwrap_or_default(),
+            "--name",
+            "hello",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let created = ferry_json(
+        api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            install,
+            "--approve-all",
+            "--json",
+        ],
+    );
+    created["workflow_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no workflow id in {created}"))
+        .to_string()
+}
+
+/// A `ferry-server` with every service and a runner for install `prod` (data and logs in `dir`);
+/// returns both and the API URL.
+pub fn server_and_runner(nats: &NatsServer, dir: &Path) -> (Proc, Proc, String) {
+    let (server, api) = Proc::server(&nats.url, dir.join("server.log"));
+    let runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.join("runner"),
+        dir.join("runner.log"),
+    );
+    (server, runner, api)
+}

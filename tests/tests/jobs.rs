@@ -4,7 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ferry_tests::{NatsServer, Proc, copy_dir, ferry, ferry_json, repo_root, step, wait_for};
+use ferry_tests::{
+    NatsServer, Proc, copy_dir, ferry, ferry_json, repo_root, server_and_runner, step,
+    sync_and_create, wait_for,
+};
 
 /// The example app, with greeter's apply trapping SIGTERM and sleeping; it writes its pid first.
 fn stubborn_example(dir: &Path) -> (PathBuf, PathBuf) {
@@ -25,28 +28,6 @@ fn stubborn_example(dir: &Path) -> (PathBuf, PathBuf) {
     )
     .unwrap();
     (app, pid_file)
-}
-
-fn sync_and_create(api: &str, app: &Path, install: &str) -> String {
-    let (code, out, err) = ferry(
-        api,
-        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
-    );
-    assert_eq!(code, 0, "{out}{err}");
-    let created = ferry_json(
-        api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "hello",
-            "--name",
-            install,
-            "--approve-all",
-            "--json",
-        ],
-    );
-    created["workflow_id"].as_str().unwrap().to_string()
 }
 
 fn alive(pid: &str) -> bool {
@@ -182,13 +163,7 @@ fn concurrent_deploys_of_one_install_start_one_workflow() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
     let app = repo_root().join("examples/hello");
-    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let _runner = Proc::runner(
-        &nats.url,
-        "prod",
-        &dir.path().join("runner"),
-        dir.path().join("runner.log"),
-    );
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let first = sync_and_create(&api, &app, "prod");
     wait_for(&api, &first, 120, "the install to be provisioned", |w| {
         w["status"] == "succeeded"
@@ -331,13 +306,7 @@ fn a_job_past_its_timeout_is_killed_and_timed_out() {
         ),
     )
     .unwrap();
-    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let _runner = Proc::runner(
-        &nats.url,
-        "prod",
-        &dir.path().join("runner"),
-        dir.path().join("runner.log"),
-    );
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let wf = sync_and_create(&api, &app, "prod");
     let done = wait_for(&api, &wf, 120, "the workflow to end", |w| {
         w["status"] == "failed" || w["status"] == "succeeded"
@@ -371,13 +340,7 @@ fn a_plan_larger_than_a_message_goes_through_the_object_store() {
         "#!/bin/sh\nset -eu\ni=0\nline=$(printf '%01000d' 0)\nwhile [ $i -lt 1500 ]; do echo \"$line\"; i=$((i+1)); done\n",
     )
     .unwrap();
-    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let _runner = Proc::runner(
-        &nats.url,
-        "prod",
-        &dir.path().join("runner"),
-        dir.path().join("runner.log"),
-    );
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let wf = sync_and_create(&api, &app, "prod");
     let done = wait_for(&api, &wf, 120, "the workflow to end", |w| {
         w["status"] == "failed" || w["status"] == "succeeded"
@@ -453,13 +416,7 @@ fn a_plugin_that_crashes_fails_its_step_and_leaves_nothing_running() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (app, pid_file) = stubborn_example(dir.path());
-    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let _runner = Proc::runner(
-        &nats.url,
-        "prod",
-        &dir.path().join("runner"),
-        dir.path().join("runner.log"),
-    );
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let wf = sync_and_create(&api, &app, "prod");
     let deadline = Instant::now() + Duration::from_secs(60);
     while !pid_file.exists() {
@@ -516,13 +473,7 @@ fn garbage_output_is_logged_safely() {
         ),
     )
     .unwrap();
-    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let _runner = Proc::runner(
-        &nats.url,
-        "prod",
-        &dir.path().join("runner"),
-        dir.path().join("runner.log"),
-    );
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let wf = sync_and_create(&api, &app, "prod");
     let done = wait_for(&api, &wf, 90, "the workflow to end", |w| {
         w["status"] == "failed" || w["status"] == "succeeded"

@@ -19,25 +19,7 @@ fn slow_example(dir: &std::path::Path) -> PathBuf {
 }
 
 fn create(api: &str, app: &std::path::Path) -> String {
-    let (code, out, err) = ferry(
-        api,
-        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
-    );
-    assert_eq!(code, 0, "{out}{err}");
-    let created = ferry_json(
-        api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "hello",
-            "--name",
-            "prod",
-            "--approve-all",
-            "--json",
-        ],
-    );
-    created["workflow_id"].as_str().unwrap().to_string()
+    ferry_tests::sync_and_create(api, app, "prod")
 }
 
 #[test]

@@ -15,12 +15,25 @@ use crate::{Scheduler, SchedulerError};
 type Retire = (String, String, String, u64);
 
 impl Scheduler {
-    pub(crate) async fn serve_claims(self) -> Result<(), SchedulerError> {
-        let mut sub = self
-            .client
-            .queue_subscribe(subjects::CLAIM_ALL, "scheduler".into())
+    /// A subscription shared by the scheduler replicas: each message reaches one of them.
+    async fn shared(
+        &self,
+        subject: &'static str,
+    ) -> Result<async_nats::Subscriber, SchedulerError> {
+        self.client
+            .queue_subscribe(subject, "scheduler".into())
             .await
-            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
+            .map_err(|e| SchedulerError::Nats(Box::new(e)))
+    }
+
+    async fn answer<M: ferry_protocol::Message>(&self, reply: async_nats::Subject, answer: &M) {
+        if let Err(e) = self.client.publish(reply, encode(answer).into()).await {
+            warn!(error = %e, what = M::NAME, "could not answer a request");
+        }
+    }
+
+    pub(crate) async fn serve_claims(self) -> Result<(), SchedulerError> {
+        let mut sub = self.shared(subjects::CLAIM_ALL).await?;
         while let Some(msg) = sub.next().await {
             let s = self.clone();
             tokio::spawn(async move {
@@ -28,9 +41,7 @@ impl Scheduler {
                     return;
                 };
                 let (answer, retire) = s.claim(&msg.subject, &msg.payload).await;
-                if let Err(e) = s.client.publish(reply, encode(&answer).into()).await {
-                    warn!(error = %e, "could not answer a claim");
-                }
+                s.answer(reply, &answer).await;
                 // After the answer: deleting the decided offer is off the runner's critical path.
                 if let Some((org, install, job, seq)) = retire {
                     s.retire_offer(&org, &install, &job, seq).await;
@@ -43,11 +54,7 @@ impl Scheduler {
     /// Heartbeats: the last of each runner is kept in the `runners` bucket, where the API reads
     /// each runner's health. One scheduler replica takes each (queue group).
     pub(crate) async fn serve_heartbeats(self) -> Result<(), SchedulerError> {
-        let mut sub = self
-            .client
-            .queue_subscribe(subjects::HEARTBEAT_ALL, "scheduler".into())
-            .await
-            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
+        let mut sub = self.shared(subjects::HEARTBEAT_ALL).await?;
         while let Some(msg) = sub.next().await {
             let Some((org, install)) = subjects::org_install(&msg.subject) else {
                 continue;
@@ -111,11 +118,7 @@ impl Scheduler {
     /// Lease renewals: a runner extends the lease of an execution it runs. Anything else (a lost
     /// or finished execution, another install's job) is answered `Lost`, and the runner stops it.
     pub(crate) async fn serve_leases(self) -> Result<(), SchedulerError> {
-        let mut sub = self
-            .client
-            .queue_subscribe(subjects::LEASE_ALL, "scheduler".into())
-            .await
-            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
+        let mut sub = self.shared(subjects::LEASE_ALL).await?;
         while let Some(msg) = sub.next().await {
             let s = self.clone();
             tokio::spawn(async move {
@@ -127,9 +130,7 @@ impl Scheduler {
                 let Some(answer) = s.renew(&msg.subject, &msg.payload).await else {
                     return;
                 };
-                if let Err(e) = s.client.publish(reply, encode(&answer).into()).await {
-                    warn!(error = %e, "could not answer a lease renewal");
-                }
+                s.answer(reply, &answer).await;
             });
         }
         Err(SchedulerError::SubscriptionEnded("lease"))
