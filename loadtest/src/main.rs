@@ -150,27 +150,15 @@ fn offer(install: &str, job_id: &str) -> JobOffer {
 }
 
 fn job(install: &str, id: &str) -> m::Job {
-    m::Job {
-        id: id.into(),
-        org: ORG.into(),
-        install: install.into(),
-        workflow_id: "wf".into(),
-        step: 0,
-        kind: m::JobKind::Plan,
-        component: "web".into(),
-        status: m::JobStatus::Queued,
-        executions: vec![],
-        max_executions: 3,
-        outputs: Default::default(),
-        plan_digest: None,
-        plan_changes: None,
-        plan_summary: None,
-        error: None,
-        created_at: m::now(),
-        finished_at: None,
-        offered_at: None,
-        lease_expires_ms: None,
-    }
+    m::Job::queued(
+        id.into(),
+        ORG.into(),
+        install.into(),
+        "wf".into(),
+        0,
+        m::JobKind::Plan,
+        "web".into(),
+    )
 }
 
 struct Dispatched {

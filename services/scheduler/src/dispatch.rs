@@ -501,27 +501,16 @@ impl Scheduler {
             return Ok(());
         };
         let jobs = self.store.repo::<m::Job>();
-        let job = m::Job {
-            id: job_id.clone(),
-            org: wf.org.clone(),
-            install: wf.install.clone(),
-            workflow_id: wf.id.clone(),
-            step: step.index,
+        let mut job = m::Job::queued(
+            job_id.clone(),
+            wf.org.clone(),
+            wf.install.clone(),
+            wf.id.clone(),
+            step.index,
             kind,
-            component: step.component.clone(),
-            status: m::JobStatus::Queued,
-            executions: vec![],
-            max_executions: 3,
-            outputs: Default::default(),
-            plan_digest,
-            plan_changes: None,
-            plan_summary: None,
-            error: None,
-            created_at: m::now(),
-            finished_at: None,
-            offered_at: None,
-            lease_expires_ms: None,
-        };
+            step.component.clone(),
+        );
+        job.plan_digest = plan_digest;
         // Re-offer only a job nobody has claimed yet (a retried dispatch after a crash, or a job
         // queued again after its execution was lost).
         let mut attempt = 1;

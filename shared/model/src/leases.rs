@@ -24,7 +24,43 @@ pub enum Expired {
     Exhausted { lost: String },
 }
 
+/// Executions a job gets (its first and two more after lost ones).
+pub const MAX_EXECUTIONS: u32 = 3;
+
 impl Job {
+    /// A new job, queued, not offered yet.
+    pub fn queued(
+        id: String,
+        org: String,
+        install: String,
+        workflow_id: String,
+        step: u32,
+        kind: crate::JobKind,
+        component: String,
+    ) -> Job {
+        Job {
+            id,
+            org,
+            install,
+            workflow_id,
+            step,
+            kind,
+            component,
+            status: JobStatus::Queued,
+            executions: vec![],
+            max_executions: MAX_EXECUTIONS,
+            outputs: Default::default(),
+            plan_digest: None,
+            plan_changes: None,
+            plan_summary: None,
+            error: None,
+            created_at: crate::now(),
+            finished_at: None,
+            offered_at: None,
+            lease_expires_ms: None,
+        }
+    }
+
     /// Grants a queued job to `runner`: a new execution holding a lease until `now_ms + lease_ms`.
     pub fn claim(
         &mut self,
@@ -152,27 +188,18 @@ mod tests {
     use crate::JobKind;
 
     fn job(max: u32) -> Job {
-        Job {
-            id: "j".into(),
-            org: "o".into(),
-            install: "i".into(),
-            workflow_id: "w".into(),
-            step: 1,
-            kind: JobKind::Apply,
-            component: "c".into(),
-            status: JobStatus::Queued,
-            executions: vec![],
-            max_executions: max,
-            outputs: Default::default(),
-            plan_digest: None,
-            plan_changes: None,
-            plan_summary: None,
-            error: None,
-            created_at: "t0".into(),
-            finished_at: None,
-            offered_at: Some("t0".into()),
-            lease_expires_ms: None,
-        }
+        let mut j = Job::queued(
+            "j".into(),
+            "o".into(),
+            "i".into(),
+            "w".into(),
+            1,
+            JobKind::Apply,
+            "c".into(),
+        );
+        j.max_executions = max;
+        j.offered_at = Some("t0".into());
+        j
     }
 
     #[test]
