@@ -233,3 +233,41 @@ fn one_of_two_scheduler_replicas_killed_mid_deploy_loses_and_repeats_nothing() {
         }
     }
 }
+
+#[test]
+fn a_job_runs_on_while_the_control_plane_is_down_longer_than_its_lease() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    let apply = app.join("components/src/greeter/apply.sh");
+    let text = std::fs::read_to_string(&apply).unwrap();
+    std::fs::write(&apply, text.replace("set -eu\n", "set -eu\nsleep 8\n")).unwrap();
+    let lease = ["--job-lease-secs", "2"];
+    let (server, api) = Proc::server_with(&nats.url, dir.path().join("server-1.log"), &lease);
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let wf = create(&api, &app);
+    let w = wait_for(&api, &wf, 60, "greeter's apply to run", |w| {
+        step(w, "greeter", "apply")["status"] == "running"
+    });
+    let job = step(&w, "greeter", "apply")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Down for twice the lease while the apply runs.
+    server.kill();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let (_server, api) = Proc::server_with(&nats.url, dir.path().join("server-2.log"), &lease);
+    let done = wait_for(&api, &wf, 90, "the workflow to finish", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(j["executions"].as_array().unwrap().len(), 1, "{j}");
+    assert_eq!(j["executions"][0]["status"], "succeeded", "{j}");
+}

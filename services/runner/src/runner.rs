@@ -300,9 +300,10 @@ impl Runner {
 }
 
 /// Keeps an execution's lease: renews it every third of its length. When the scheduler answers
-/// that the execution is lost, or no renewal has succeeded for two thirds of the lease, the job is
-/// killed: before the lease ends by the scheduler's count, so another runner never starts it while
-/// this one still runs it.
+/// that the execution is lost, or no renewal has succeeded for two thirds of the lease (cut off from
+/// the hub), the job is killed: before the lease ends by the scheduler's count, so another runner
+/// never starts it while this one still runs it. While the hub says no scheduler runs at all, the
+/// lease holds.
 async fn keep_lease(
     client: async_nats::Client,
     subject: String,
@@ -330,6 +331,13 @@ async fn keep_lease(
                 warn!(job = %renewal.job_id, execution = %renewal.execution_id, %reason, "lease lost; stopping the job");
                 stop.lost.notify_one();
                 return;
+            }
+            // Connected, and no scheduler is running at all: nobody can give the job to another
+            // runner (a scheduler that starts grants runners a full lease to renew first), so the
+            // job goes on. An install keeps working while its control plane is down.
+            Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+                debug!(job = %renewal.job_id, "no scheduler is running; the lease holds");
+                held_until = sent + lease - every;
             }
             _ => debug!(job = %renewal.job_id, "lease renewal not answered"),
         }

@@ -100,7 +100,9 @@ impl Scheduler {
                     Some(j) if j.status == m::JobStatus::Queued => self.expire_offer(&j).await,
                     Some(j) if j.status.is_terminal() => self.apply_job_result(&j).await,
                     // Its runner stopped renewing the lease: lost; run it again or fail it.
-                    Some(j) if j.lease_expired(m::now_ms()) => self.expire_lease(wf, &j.id).await,
+                    Some(j) if j.lease_expired(m::now_ms()) && self.may_expire_leases() => {
+                        self.expire_lease(wf, &j.id).await
+                    }
                     // Running, and the workflow is being cancelled: ask again (a cancel is a core
                     // NATS message; a runner that missed it hears it now).
                     Some(j) if wf.cancel_requested => self.cancel_job(wf, &j.id).await,

@@ -64,6 +64,9 @@ pub struct Scheduler {
     lease: Duration,
     /// How long an offer waits for a runner before its job times out.
     available: Duration,
+    /// When this scheduler started (ms since the epoch): leases are not expired during the first
+    /// lease period, so runners that kept jobs going while no scheduler ran can renew first.
+    started_ms: u64,
 }
 
 /// The default time an offer waits for a runner (its install's runner may be down for a while).
@@ -83,7 +86,14 @@ impl Scheduler {
             configs: Arc::default(),
             lease: DEFAULT_LEASE,
             available: DEFAULT_AVAILABLE,
+            started_ms: m::now_ms(),
         }
+    }
+
+    /// Whether a lease that ended (by the record) may be expired now: not before this scheduler
+    /// has been up for a whole lease period.
+    fn may_expire_leases(&self) -> bool {
+        m::now_ms() >= self.started_ms + self.lease.as_millis() as u64
     }
 
     pub fn with_available(mut self, available: Duration) -> Self {

@@ -107,15 +107,13 @@ impl Job {
             .filter(|e| e.status == ExecutionStatus::Running && self.status == JobStatus::Running)
     }
 
-    /// Extends the lease of `execution_id`, if it is still the current execution and its lease
-    /// has not ended.
+    /// Extends the lease of `execution_id`, if it is still the current execution. A lease past its
+    /// time but not yet expired (see [`Job::expire`]) is renewed too: no other runner has the job,
+    /// and after a control-plane outage every lease is past its time.
     pub fn renew(&mut self, execution_id: &str, now_ms: u64, lease_ms: u64) -> Result<(), String> {
         match self.current_execution() {
             Some(e) if e.id == execution_id => {}
             _ => return Err(format!("execution {execution_id} is not running any more")),
-        }
-        if self.lease_expires_ms.is_some_and(|t| t <= now_ms) {
-            return Err(format!("the lease of execution {execution_id} has ended"));
         }
         self.lease_expires_ms = Some(now_ms + lease_ms);
         Ok(())
@@ -245,7 +243,7 @@ mod tests {
     }
 
     #[test]
-    fn renewals_extend_only_the_current_unexpired_lease() {
+    fn renewals_extend_only_the_current_execution_until_it_is_expired() {
         let mut j = job(2);
         j.claim("i", "r1", "t1", 1_000, 500).unwrap();
         j.renew("j-1", 1_400, 500).unwrap();
@@ -254,13 +252,11 @@ mod tests {
             j.renew("j-0", 1_400, 500).is_err(),
             "not the current execution"
         );
-        assert!(
-            j.renew("j-1", 1_900, 500)
-                .unwrap_err()
-                .contains("has ended")
-        );
         assert!(!j.lease_expired(1_899));
         assert!(j.lease_expired(1_900));
+        // Past its time but not expired yet (the scheduler was down): still renewable.
+        j.renew("j-1", 5_000, 500).unwrap();
+        assert_eq!(j.lease_expires_ms, Some(5_500));
     }
 
     #[test]
