@@ -357,6 +357,69 @@ pub async fn workflows_cancel(api: &Api, id: &str, wait: bool, json_out: bool) -
     Ok(0)
 }
 
+pub async fn workflows_decide(
+    api: &Api,
+    id: &str,
+    step: Option<String>,
+    all: bool,
+    approved: bool,
+    json_out: bool,
+) -> Result<i32> {
+    let verb = if approved { "approve" } else { "deny" };
+    let body = ferry_model::api::Decision { step, all };
+    let decided: Vec<ferry_model::Approval> = api
+        .post(&format!("/v1/workflows/{id}/{verb}"), &body)
+        .await?;
+    if json_out {
+        print_json(&decided)?;
+    } else {
+        for a in &decided {
+            println!(
+                "{} {}: plan of {} (step {}, {})",
+                if approved { "approved" } else { "denied" },
+                a.id,
+                a.component,
+                a.step,
+                a.plan_summary
+            );
+        }
+    }
+    Ok(0)
+}
+
+pub async fn approvals_list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {
+    let path = match install {
+        Some(i) => format!("/v1/approvals?install={i}"),
+        None => "/v1/approvals".to_string(),
+    };
+    let list: Vec<ferry_model::Approval> = api.get(&path).await?;
+    if json_out {
+        print_json(&list)?;
+    } else {
+        let rows: Vec<Vec<String>> = list
+            .iter()
+            .map(|a| {
+                vec![
+                    a.install.clone(),
+                    a.workflow_id.clone(),
+                    a.step.to_string(),
+                    a.component.clone(),
+                    a.plan_summary.clone(),
+                    a.created_at.clone(),
+                ]
+            })
+            .collect();
+        println!(
+            "{}",
+            render::table(
+                &["INSTALL", "WORKFLOW", "STEP", "COMPONENT", "PLAN", "SINCE"],
+                &rows
+            )
+        );
+    }
+    Ok(0)
+}
+
 pub async fn jobs_cancel(api: &Api, id: &str, json_out: bool) -> Result<i32> {
     let mut j: ferry_model::Job = api
         .post(&format!("/v1/jobs/{id}/cancel"), &serde_json::json!({}))

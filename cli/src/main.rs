@@ -46,6 +46,9 @@ enum Command {
     /// Runners: the processes in each install's account that run its jobs, and their health.
     #[command(subcommand)]
     Runners(RunnersCmd),
+    /// Approvals: plans waiting for a decision (`ferry workflows approve` / `deny` decide them).
+    #[command(subcommand)]
+    Approvals(ApprovalsCmd),
     /// Print (or follow) a job's log.
     Logs {
         /// The job id (shown by `ferry workflows get`).
@@ -152,6 +155,24 @@ enum WorkflowsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Approve waiting plans: one step (its index, or its component's name) or every one that waits.
+    Approve {
+        id: String,
+        #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+        step: Option<String>,
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deny a waiting plan: its apply does not run and the workflow fails.
+    Deny {
+        id: String,
+        #[arg(long)]
+        step: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Stop a workflow: steps not started are cancelled, running jobs are stopped on the runner
     /// (SIGTERM to the job's processes, SIGKILL after a grace period). Waits until it has ended.
     Cancel {
@@ -159,6 +180,18 @@ enum WorkflowsCmd {
         /// Return at once instead of waiting for the workflow to end.
         #[arg(long)]
         no_wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ApprovalsCmd {
+    /// List plans waiting for a decision, oldest first, with each plan's summary.
+    List {
+        /// Only this install's.
+        #[arg(long)]
+        install: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -249,6 +282,18 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
         Command::Jobs(JobsCmd::Cancel { id, json }) => commands::jobs_cancel(&api, &id, json).await,
+        Command::Workflows(WorkflowsCmd::Approve {
+            id,
+            step,
+            all,
+            json,
+        }) => commands::workflows_decide(&api, &id, step, all, true, json).await,
+        Command::Workflows(WorkflowsCmd::Deny { id, step, json }) => {
+            commands::workflows_decide(&api, &id, Some(step), false, false, json).await
+        }
+        Command::Approvals(ApprovalsCmd::List { install, json }) => {
+            commands::approvals_list(&api, install.as_deref(), json).await
+        }
         Command::Runners(RunnersCmd::List { install, json }) => {
             commands::runners_list(&api, install.as_deref(), json).await
         }

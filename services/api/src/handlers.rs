@@ -550,6 +550,139 @@ async fn explain_queued_steps(s: &ApiState, wf: &mut Workflow) -> Result<(), Api
 }
 
 #[derive(Debug, serde::Deserialize)]
+pub struct ApprovalFilter {
+    pub install: Option<String>,
+}
+
+/// Approvals waiting for a decision, oldest first; `?install=NAME` keeps one install's.
+pub async fn list_approvals(
+    State(s): State<ApiState>,
+    axum::extract::Query(f): axum::extract::Query<ApprovalFilter>,
+) -> Result<Json<Vec<m::Approval>>, ApiError> {
+    if let Some(i) = &f.install {
+        check_name("install", i)?;
+    }
+    let mut all = s.store.repo::<m::Approval>().list(&s.org).await?;
+    all.retain(|a| {
+        a.status == m::ApprovalStatus::Pending && f.install.as_ref().is_none_or(|i| &a.install == i)
+    });
+    all.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+    Ok(Json(all))
+}
+
+pub async fn approve_workflow(
+    state: State<ApiState>,
+    path: Path<String>,
+    body: Json<m::api::Decision>,
+) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
+    decide(state, path, body, true).await
+}
+
+pub async fn deny_workflow(
+    state: State<ApiState>,
+    path: Path<String>,
+    body: Json<m::api::Decision>,
+) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
+    decide(state, path, body, false).await
+}
+
+/// A person's decision on the waiting approval(s) of a workflow, handed to the approval service
+/// (202). A step that does not wait for a decision is a 409 that changes nothing.
+async fn decide(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+    Json(d): Json<m::api::Decision>,
+    approved: bool,
+) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
+    check_name("workflow", &id)?;
+    let wf = s
+        .store
+        .repo::<Workflow>()
+        .get(&s.org, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?
+        .value;
+    let steps = decision_steps(&wf, &d, approved)?;
+    let mut decided = Vec::new();
+    for step in steps {
+        let Some(approval_id) = &step.approval_id else {
+            continue;
+        };
+        let a = s
+            .store
+            .repo::<m::Approval>()
+            .require(&s.org, approval_id)
+            .await?
+            .value;
+        if a.status != m::ApprovalStatus::Pending {
+            return Err(ApiError::Conflict(format!(
+                "step {} ({}) was already decided by {}",
+                step.index,
+                step.component,
+                a.decided_by.as_deref().unwrap_or("someone")
+            )));
+        }
+        s.store
+            .bus()
+            .control(&Control::ApprovalResponse {
+                org: s.org.clone(),
+                approval_id: approval_id.clone(),
+                approved,
+                actor: "api".into(),
+            })
+            .await?;
+        decided.push(a);
+    }
+    Ok((StatusCode::ACCEPTED, Json(decided)))
+}
+
+/// The approve steps a decision names: `--all` (approve only), or one step by index or component.
+fn decision_steps<'a>(
+    wf: &'a Workflow,
+    d: &m::api::Decision,
+    approved: bool,
+) -> Result<Vec<&'a m::Step>, ApiError> {
+    let waiting =
+        |s: &&m::Step| s.kind == m::StepKind::Approve && s.status == m::StepStatus::Waiting;
+    if d.all {
+        if !approved {
+            return Err(ApiError::BadRequest(
+                "deny one step at a time: --step".into(),
+            ));
+        }
+        let all: Vec<&m::Step> = wf.steps.iter().filter(waiting).collect();
+        if all.is_empty() {
+            return Err(ApiError::Conflict(format!(
+                "no approval of workflow {} waits for a decision",
+                wf.id
+            )));
+        }
+        return Ok(all);
+    }
+    let Some(name) = &d.step else {
+        return Err(ApiError::BadRequest("name a step (--step) or --all".into()));
+    };
+    let step = wf
+        .steps
+        .iter()
+        .find(|s| {
+            s.kind == m::StepKind::Approve && (s.index.to_string() == *name || s.component == *name)
+        })
+        .or_else(|| wf.steps.iter().find(|s| s.index.to_string() == *name))
+        .ok_or_else(|| ApiError::NotFound(format!("workflow {} has no step `{name}`", wf.id)))?;
+    if !waiting(&step) {
+        return Err(ApiError::Conflict(format!(
+            "step {} ({} {}) does not wait for a decision: it is {}",
+            step.index,
+            step.kind.label(),
+            step.component,
+            format!("{:?}", step.status).to_lowercase()
+        )));
+    }
+    Ok(vec![step])
+}
+
+#[derive(Debug, serde::Deserialize)]
 pub struct RunnerFilter {
     pub install: Option<String>,
 }

@@ -48,6 +48,12 @@ pub fn router(store: Store) -> Router {
         .route("/v1/workflows", get(handlers::list_workflows))
         .route("/v1/workflows/{id}", get(handlers::get_workflow))
         .route("/v1/workflows/{id}/cancel", post(handlers::cancel_workflow))
+        .route(
+            "/v1/workflows/{id}/approve",
+            post(handlers::approve_workflow),
+        )
+        .route("/v1/workflows/{id}/deny", post(handlers::deny_workflow))
+        .route("/v1/approvals", get(handlers::list_approvals))
         .route("/v1/runners", get(handlers::list_runners))
         .route("/v1/jobs/{id}", get(handlers::get_job))
         .route("/v1/jobs/{id}/cancel", post(handlers::cancel_job))

@@ -2,8 +2,9 @@
 //! approve-all rule covers, and tells the scheduler. An approval binds to its plan's digest (the
 //! scheduler hands exactly those bytes to the apply).
 //!
-//! Manual decisions (approve, deny, deny-and-skip), policies and stale-plan expiry build on this
-//! record in a later issue; until then a plan not covered by approve-all waits.
+//! A plan approve-all does not cover waits for a person: `ferry workflows approve` / `deny` reach
+//! this service as `ApprovalResponse`. Policies and stale-plan expiry build on the same record
+//! later.
 
 use ferry_model as m;
 use ferry_protocol::resources::consumers;
@@ -46,10 +47,22 @@ impl ApprovalService {
             move |_, c: Control| {
                 let s = self.clone();
                 async move {
-                    let Control::ApprovalRequested { org, approval_id } = c else {
-                        return Handled::Done;
+                    let r = match c {
+                        Control::ApprovalRequested { org, approval_id } => {
+                            s.handle(&org, &approval_id, None).await
+                        }
+                        Control::ApprovalResponse {
+                            org,
+                            approval_id,
+                            approved,
+                            actor,
+                        } => {
+                            s.handle(&org, &approval_id, Some((approved, actor.as_str())))
+                                .await
+                        }
+                        _ => Ok(()),
                     };
-                    match s.handle(&org, &approval_id).await {
+                    match r {
                         Ok(()) => Handled::Done,
                         Err(e) => Handled::Retry(e.to_string()),
                     }
@@ -60,7 +73,14 @@ impl ApprovalService {
         Ok(())
     }
 
-    async fn handle(&self, org: &str, approval_id: &str) -> Result<(), ApprovalError> {
+    /// Decides an approval: by a person's `response`, or by the install's approve-all. A pending
+    /// approval neither covers waits.
+    async fn handle(
+        &self,
+        org: &str,
+        approval_id: &str,
+        response: Option<(bool, &str)>,
+    ) -> Result<(), ApprovalError> {
         let approvals = self.store.repo::<m::Approval>();
         let Some(a) = approvals.get(org, approval_id).await? else {
             warn!(
@@ -73,36 +93,37 @@ impl ApprovalService {
         let a = a.value;
         let decided = match a.status {
             m::ApprovalStatus::Pending => {
-                let install = self
-                    .store
-                    .repo::<m::Install>()
-                    .require(org, &a.install)
-                    .await?
-                    .value;
-                if !install.approve_all {
-                    info!(org, install = %a.install, approval = approval_id, component = %a.component, "plan waits for a decision");
-                    return Ok(());
-                }
+                let (approved, actor) = match response {
+                    Some(r) => r,
+                    None => {
+                        let install = self
+                            .store
+                            .repo::<m::Install>()
+                            .require(org, &a.install)
+                            .await?
+                            .value;
+                        if !install.approve_all {
+                            info!(org, install = %a.install, approval = approval_id, component = %a.component, "plan waits for a decision");
+                            return Ok(());
+                        }
+                        (true, APPROVE_ALL_ACTOR)
+                    }
+                };
                 let r = approvals
                     .modify(org, approval_id, |a| {
-                        if a.status != m::ApprovalStatus::Pending {
-                            return Ok::<bool, ()>(false);
-                        }
-                        a.status = m::ApprovalStatus::Approved;
-                        a.decided_by = Some(APPROVE_ALL_ACTOR.into());
-                        a.decided_at = Some(m::now());
-                        Ok(true)
+                        Ok::<bool, ()>(a.decide(approved, actor, &m::now()).is_ok())
                     })
                     .await?;
                 let a = r.unwrap_or(a);
-                info!(org, install = %a.install, approval = approval_id, component = %a.component, digest = %a.plan_digest, "plan approved by approve-all");
+                let outcome = if approved { "approved" } else { "denied" };
+                info!(org, install = %a.install, approval = approval_id, component = %a.component, digest = %a.plan_digest, actor, "plan {outcome}");
                 self.store
                     .bus()
                     .audit(&m::AuditEvent {
                         org: org.into(),
                         at: m::now(),
-                        actor: APPROVE_ALL_ACTOR.into(),
-                        action: "approval.approved".into(),
+                        actor: actor.into(),
+                        action: format!("approval.{outcome}"),
                         target: approval_id.into(),
                         detail: serde_json::json!({ "install": a.install, "component": a.component, "plan_digest": a.plan_digest }),
                     })

@@ -225,7 +225,9 @@ impl Scheduler {
                 self.cancel_job(&wf.value, &job_id).await
             }
             // Not ours: the consumer's filter keeps these away; acknowledge if one slips through.
-            Control::BuildRequested { .. } | Control::ApprovalRequested { .. } => Ok(()),
+            Control::BuildRequested { .. }
+            | Control::ApprovalRequested { .. }
+            | Control::ApprovalResponse { .. } => Ok(()),
         }
     }
 

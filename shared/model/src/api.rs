@@ -51,6 +51,17 @@ pub struct Deployed {
     pub app_config_id: String,
 }
 
+/// `POST /v1/workflows/{id}/approve` and `/deny`: which waiting approval(s) to decide.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Decision {
+    /// A step: its index, or the name of the component whose approval it is.
+    #[serde(default)]
+    pub step: Option<String>,
+    /// Every approval of the workflow that waits (approve only).
+    #[serde(default)]
+    pub all: bool,
+}
+
 /// A runner with its health as of the request (`GET /v1/runners`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunnerInfo {

@@ -297,6 +297,13 @@ pub enum Control {
         job_id: String,
         actor: String,
     },
+    /// api → approval: a person's decision on a waiting plan.
+    ApprovalResponse {
+        org: String,
+        approval_id: String,
+        approved: bool,
+        actor: String,
+    },
 }
 message!(Control, 7);
 
@@ -309,7 +316,8 @@ impl Control {
             | Control::ApprovalRequested { org, .. }
             | Control::ApprovalDecided { org, .. }
             | Control::CancelRequested { org, .. }
-            | Control::JobCancelRequested { org, .. } => org,
+            | Control::JobCancelRequested { org, .. }
+            | Control::ApprovalResponse { org, .. } => org,
         }
     }
 
@@ -321,7 +329,9 @@ impl Control {
             | Control::JobCancelRequested { .. } => crate::subjects::topic::WORKFLOW,
             Control::BuildRequested { .. } => crate::subjects::topic::BUILD,
             Control::BuildFinished { .. } => crate::subjects::topic::BUILD_DONE,
-            Control::ApprovalRequested { .. } => crate::subjects::topic::APPROVAL,
+            Control::ApprovalRequested { .. } | Control::ApprovalResponse { .. } => {
+                crate::subjects::topic::APPROVAL
+            }
             Control::ApprovalDecided { .. } => crate::subjects::topic::APPROVAL_DONE,
         }
     }
@@ -347,6 +357,7 @@ impl Control {
             Control::ApprovalDecided { approval_id, .. } => format!("ad-{approval_id}"),
             Control::CancelRequested { workflow_id, .. } => format!("cancel-{workflow_id}"),
             Control::JobCancelRequested { job_id, .. } => format!("cancel-job-{job_id}"),
+            Control::ApprovalResponse { approval_id, .. } => format!("response-{approval_id}"),
         }
     }
 }

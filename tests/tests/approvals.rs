@@ -1,0 +1,101 @@
+//! Plans that wait for a person: listed, approved, denied; wrong-state responses refused.
+
+use ferry_tests::{NatsServer, Proc, ferry, ferry_json, repo_root, step, wait_for};
+
+fn create_prompt(api: &str, install: &str) -> String {
+    let created = ferry_json(
+        api,
+        &[
+            "installs", "create", "--app", "hello", "--name", install, "--json",
+        ],
+    );
+    created["workflow_id"].as_str().unwrap().to_string()
+}
+
+fn waiting(w: &serde_json::Value) -> bool {
+    w["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["kind"] == "approve" && s["status"] == "waiting")
+}
+
+#[test]
+fn prompted_plans_wait_and_are_approved_or_denied() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let app = repo_root().join("examples/hello");
+    let (code, out, err) = ferry(
+        &api,
+        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let _runners: Vec<Proc> = ["prod", "stage"]
+        .iter()
+        .map(|i| {
+            Proc::runner(
+                &nats.url,
+                i,
+                &dir.path().join(format!("runner-{i}")),
+                dir.path().join(format!("runner-{i}.log")),
+            )
+        })
+        .collect();
+
+    // prod: the sandbox's plan waits, is listed, and is approved; then every later one.
+    let wf = create_prompt(&api, "prod");
+    wait_for(&api, &wf, 60, "the sandbox plan to wait", waiting);
+    let list = ferry_json(&api, &["approvals", "list", "--install", "prod", "--json"]);
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list[0]["component"], "sandbox");
+    assert!(!list[0]["plan_summary"].as_str().unwrap().is_empty());
+    // A step that does not wait is refused, and nothing changes.
+    let (code, _, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "0"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("does not wait for a decision: it is succeeded"),
+        "{err}"
+    );
+    let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("approved"), "{out}");
+    loop {
+        let w = wait_for(&api, &wf, 60, "an approval or the end", |w| {
+            waiting(w) || w["status"] == "succeeded" || w["status"] == "failed"
+        });
+        if w["status"] == "succeeded" {
+            for s in w["steps"].as_array().unwrap() {
+                if s["kind"] == "approve" && s["status"] == "succeeded" {
+                    assert_eq!(s["actor"], "api", "{s}");
+                }
+            }
+            break;
+        }
+        assert_ne!(w["status"], "failed", "{w}");
+        let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--all"]);
+        assert!(code == 0 || err.contains("already decided"), "{out}{err}");
+    }
+
+    // stage: the sandbox's plan is denied; its apply never runs and the workflow fails.
+    let wf = create_prompt(&api, "stage");
+    wait_for(&api, &wf, 60, "the sandbox plan to wait", waiting);
+    let (code, out, err) = ferry(&api, &["workflows", "deny", &wf, "--step", "sandbox"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let done = wait_for(&api, &wf, 60, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    assert_eq!(done["status"], "failed");
+    assert_eq!(step(&done, "sandbox", "approve")["message"], "plan denied");
+    assert_eq!(step(&done, "sandbox", "apply")["status"], "cancelled");
+    // Deciding again is refused.
+    let (code, _, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("does not wait for a decision"), "{err}");
+    assert!(
+        ferry_json(&api, &["approvals", "list", "--json"])
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
