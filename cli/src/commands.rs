@@ -183,22 +183,55 @@ pub async fn installs_create(
     inputs: &[String],
     approve_all: bool,
     json_out: bool,
-) -> Result<i32> {
+    wait: bool,
+) -> Result<String> {
     let body = json!({ "app": app, "name": name, "inputs": parse_inputs(inputs)?, "approve_all": approve_all });
     let r: Value = api.post("/v1/installs", &body).await?;
-    if json_out {
-        print_json(&r)?;
-    } else {
-        println!(
-            "install {name} created; provisioning in workflow {}",
-            r["workflow_id"].as_str().unwrap_or("?")
-        );
-        println!(
-            "follow it with: ferry workflows get {}",
-            r["workflow_id"].as_str().unwrap_or("?")
-        );
+    let id = r["workflow_id"].as_str().unwrap_or("?").to_string();
+    match (json_out, wait) {
+        // With --wait, --json prints the final workflow only.
+        (true, true) => {}
+        (true, false) => print_json(&r)?,
+        (false, true) => println!("install {name} created; provisioning in workflow {id}"),
+        (false, false) => {
+            println!("install {name} created; provisioning in workflow {id}");
+            println!("follow it with: ferry workflows wait {id}");
+        }
     }
-    Ok(0)
+    Ok(id)
+}
+
+/// With `wait`: follows workflow `id` to its end (steps printed unless `json_out`, which prints
+/// the final workflow instead); exit code 0 only if it succeeded.
+pub async fn then_wait(api: &Api, id: String, wait: bool, json_out: bool) -> Result<i32> {
+    if !wait {
+        return Ok(0);
+    }
+    let started = std::time::Instant::now();
+    let wf = if json_out {
+        loop {
+            let wf: Workflow = api.get(&format!("/v1/workflows/{id}")).await?;
+            if wf.status.is_terminal() {
+                break wf;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    } else {
+        crate::watch::follow(api, &id, started, || Ok(())).await?
+    };
+    if json_out {
+        print_json(&wf)?;
+    }
+    if wf.status == ferry_model::WorkflowStatus::Succeeded {
+        if !json_out {
+            println!("workflow {id} succeeded");
+        }
+        Ok(0)
+    } else {
+        eprintln!("workflow {id} {}", render::status_word(wf.status));
+        crate::watch::report_failure(api, &wf).await;
+        Ok(1)
+    }
 }
 
 pub async fn installs_get(api: &Api, name: &str, json_out: bool) -> Result<i32> {
@@ -281,21 +314,20 @@ pub async fn installs_list(api: &Api, json_out: bool) -> Result<i32> {
     Ok(0)
 }
 
-pub async fn installs_deploy(api: &Api, name: &str, json_out: bool) -> Result<i32> {
+pub async fn installs_deploy(api: &Api, name: &str, json_out: bool, wait: bool) -> Result<String> {
     let r: Value = api
         .post(&format!("/v1/installs/{name}/deploy"), &json!({}))
         .await?;
-    if json_out {
+    let id = r["workflow_id"].as_str().unwrap_or("?").to_string();
+    if !json_out {
+        println!("deploying {name} in workflow {id}");
+    } else if !wait {
         print_json(&r)?;
-    } else {
-        println!(
-            "deploying {name} in workflow {}",
-            r["workflow_id"].as_str().unwrap_or("?")
-        );
     }
-    Ok(0)
+    Ok(id)
 }
 
+/// Prints a workflow; exit code 1 when it failed or was cancelled (scripts can test it).
 pub async fn workflows_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
     let w: Workflow = api.get(&format!("/v1/workflows/{id}")).await?;
     if json_out {
@@ -303,7 +335,10 @@ pub async fn workflows_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
     } else {
         println!("{}", render::workflow(&w));
     }
-    Ok(0)
+    Ok(match w.status {
+        ferry_model::WorkflowStatus::Failed | ferry_model::WorkflowStatus::Cancelled => 1,
+        _ => 0,
+    })
 }
 
 pub async fn workflows_list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {

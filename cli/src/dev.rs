@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ferry_model::api::{CreatedInstall, Deployed};
-use ferry_model::{Install, StepStatus, Workflow, WorkflowStatus};
+use ferry_model::{Install, Workflow, WorkflowStatus};
 use serde_json::json;
 
 use crate::client::Api;
@@ -374,81 +374,24 @@ fn app_dir_name(dir: &Path) -> Result<String> {
         .unwrap_or_else(|| "app".into()))
 }
 
-fn step(started: Instant, msg: &str) {
-    println!("[{:>6.1}s] {msg}", started.elapsed().as_secs_f64());
-}
+use crate::watch::step;
 
-/// Polls the workflow, printing each step as it changes, until it is over.
+/// Follows the workflow (see [`crate::watch::follow`]), stopping if a process `ferry dev` started
+/// exits meanwhile.
 async fn watch(api: &Api, id: &str, started: Instant, children: &mut Children) -> Result<Workflow> {
-    let mut seen: Vec<StepStatus> = Vec::new();
-    loop {
-        if let Some((name, status, log)) = children.exited() {
-            bail!(
-                "{name} exited ({status}) during the deploy; its log ({}):\n{}",
-                log.display(),
-                tail(&log, 30)
-            );
-        }
-        if let Some(wf) = api
-            .get_opt::<Workflow>(&format!("/v1/workflows/{id}"))
-            .await?
-        {
-            seen.resize(wf.steps.len(), StepStatus::Pending);
-            for s in &wf.steps {
-                let before = seen[s.index as usize];
-                if s.status != before && s.status != StepStatus::Pending {
-                    let msg = s
-                        .message
-                        .as_deref()
-                        .map(|m| format!("  {m}"))
-                        .unwrap_or_default();
-                    step(
-                        started,
-                        &format!(
-                            "{:<10} {:<8} {} {}{msg}",
-                            s.component,
-                            s.kind.label(),
-                            render::step_mark(s.status),
-                            format!("{:?}", s.status).to_lowercase()
-                        ),
-                    );
-                    seen[s.index as usize] = s.status;
-                }
-            }
-            if wf.status.is_terminal() {
-                return Ok(wf);
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    crate::watch::follow(api, id, started, || match children.exited() {
+        Some((name, status, log)) => bail!(
+            "{name} exited ({status}) during the deploy; its log ({}):\n{}",
+            log.display(),
+            tail(&log, 30)
+        ),
+        None => Ok(()),
+    })
+    .await
 }
 
 async fn report_failure(api: &Api, wf: &Workflow) {
-    for s in wf.steps.iter().filter(|s| s.status == StepStatus::Failed) {
-        eprintln!(
-            "\nstep {} ({} {}) failed: {}",
-            s.index,
-            s.component,
-            s.kind.label(),
-            s.message.as_deref().unwrap_or("no message")
-        );
-        let Some(job) = &s.job_id else { continue };
-        match api.stream(&format!("/v1/jobs/{job}/logs")).await {
-            Ok(resp) => {
-                let text = resp.text().await.unwrap_or_default();
-                let lines: Vec<String> = text
-                    .lines()
-                    .filter_map(|l| serde_json::from_str::<ferry_model::LogEntry>(l).ok())
-                    .map(|e| render::log_line(&e))
-                    .collect();
-                eprintln!("last lines of job {job}:");
-                for l in &lines[lines.len().saturating_sub(20)..] {
-                    eprintln!("  {l}");
-                }
-            }
-            Err(e) => eprintln!("(cannot read the log of job {job}: {e})"),
-        }
-    }
+    crate::watch::report_failure(api, wf).await
 }
 
 /// Ctrl-C or SIGTERM: both stop `ferry dev` and everything it started.

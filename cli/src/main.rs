@@ -5,6 +5,7 @@ mod commands;
 mod dev;
 mod fetch;
 mod render;
+mod watch;
 
 use std::path::PathBuf;
 
@@ -117,6 +118,9 @@ enum InstallsCmd {
         /// Approve every plan of this install without review.
         #[arg(long)]
         approve_all: bool,
+        /// Follow the provisioning workflow until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
         #[arg(long)]
         json: bool,
     },
@@ -134,6 +138,9 @@ enum InstallsCmd {
     /// Deploy the app's latest config to an install.
     Deploy {
         name: String,
+        /// Follow the workflow until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
         #[arg(long)]
         json: bool,
     },
@@ -141,8 +148,15 @@ enum InstallsCmd {
 
 #[derive(Subcommand, Debug)]
 enum WorkflowsCmd {
-    /// Show a workflow's steps.
+    /// Show a workflow's steps; exit 1 when it failed or was cancelled.
     Get {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Follow a workflow, printing each step as it changes, until it ends; exit 1 unless it
+    /// succeeded (the failed steps' reasons and the end of their logs are printed).
+    Wait {
         id: String,
         #[arg(long)]
         json: bool,
@@ -262,14 +276,24 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             name,
             inputs,
             approve_all,
+            wait,
             json,
-        }) => commands::installs_create(&api, &app, &name, &inputs, approve_all, json).await,
+        }) => {
+            let started =
+                commands::installs_create(&api, &app, &name, &inputs, approve_all, json, wait)
+                    .await?;
+            commands::then_wait(&api, started, wait, json).await
+        }
         Command::Installs(InstallsCmd::Get { name, json }) => {
             commands::installs_get(&api, &name, json).await
         }
         Command::Installs(InstallsCmd::List { json }) => commands::installs_list(&api, json).await,
-        Command::Installs(InstallsCmd::Deploy { name, json }) => {
-            commands::installs_deploy(&api, &name, json).await
+        Command::Installs(InstallsCmd::Deploy { name, wait, json }) => {
+            let started = commands::installs_deploy(&api, &name, json, wait).await?;
+            commands::then_wait(&api, started, wait, json).await
+        }
+        Command::Workflows(WorkflowsCmd::Wait { id, json }) => {
+            commands::then_wait(&api, id, true, json).await
         }
         Command::Workflows(WorkflowsCmd::Get { id, json }) => {
             commands::workflows_get(&api, &id, json).await

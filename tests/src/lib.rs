@@ -335,9 +335,9 @@ pub fn wait_for(
 ) -> serde_json::Value {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
-        let (code, out, _) = ferry(api, &["workflows", "get", workflow, "--json"]);
-        if code == 0
-            && let Ok(wf) = serde_json::from_str::<serde_json::Value>(&out)
+        // `workflows get` exits 1 for a failed or cancelled workflow: the JSON is what counts.
+        let (_, out, _) = ferry(api, &["workflows", "get", workflow, "--json"]);
+        if let Ok(wf) = serde_json::from_str::<serde_json::Value>(&out)
             && pred(&wf)
         {
             return wf;

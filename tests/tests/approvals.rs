@@ -99,3 +99,62 @@ fn prompted_plans_wait_and_are_approved_or_denied() {
             .is_empty()
     );
 }
+
+#[test]
+fn wait_follows_a_workflow_and_its_exit_code_says_how_it_ended() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    let (code, out, err) = ferry(
+        &api,
+        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--wait",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("greeter    apply    ✓ succeeded"), "{out}");
+    assert!(out.contains("succeeded"), "{out}");
+
+    // A failing apply: --wait exits 1 and says why; `workflows get` exits 1 too.
+    std::fs::write(
+        app.join("components/src/greeter/apply.sh"),
+        "#!/bin/sh\necho 'quota exceeded' >&2\nexit 3\n",
+    )
+    .unwrap();
+    let (code, out, err) = ferry(
+        &api,
+        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = ferry(&api, &["installs", "deploy", "prod", "--wait", "--json"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let wf: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(wf["status"], "failed");
+    assert!(err.contains("quota exceeded"), "{err}");
+    let id = wf["id"].as_str().unwrap();
+    let (code, _, _) = ferry(&api, &["workflows", "get", id]);
+    assert_eq!(code, 1);
+    let (code, _, _) = ferry(&api, &["workflows", "wait", id]);
+    assert_eq!(code, 1);
+}

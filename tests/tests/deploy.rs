@@ -266,7 +266,9 @@ fn invalid_input_and_invalid_packages_are_refused_with_clear_errors() {
 fn wait_workflow(api: &str, id: &str) -> Value {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
-        let wf = ferry_json(api, &["workflows", "get", id, "--json"]);
+        // Exit code 1 for a failed workflow: read the JSON either way.
+        let (_, out, err) = ferry(api, &["workflows", "get", id, "--json"]);
+        let wf: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
         if wf["status"] == "succeeded" || wf["status"] == "failed" {
             return wf;
         }

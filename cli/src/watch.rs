@@ -1,0 +1,91 @@
+//! Following a workflow as it runs: each step printed as it changes, and a failure reported with
+//! the failed steps' reasons and the end of their logs. `ferry dev`, `workflows wait` and `--wait`
+//! share it.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use ferry_model::{StepStatus, Workflow};
+
+use crate::client::Api;
+use crate::render;
+
+pub fn step(started: Instant, msg: &str) {
+    println!("[{:>6.1}s] {msg}", started.elapsed().as_secs_f64());
+}
+
+/// Polls the workflow, printing each step as it changes, until it is over. `check` runs on every
+/// poll and ends the wait with its error (a process that died).
+pub async fn follow(
+    api: &Api,
+    id: &str,
+    started: Instant,
+    mut check: impl FnMut() -> Result<()>,
+) -> Result<Workflow> {
+    let mut seen: Vec<StepStatus> = Vec::new();
+    loop {
+        check()?;
+        if let Some(wf) = api
+            .get_opt::<Workflow>(&format!("/v1/workflows/{id}"))
+            .await?
+        {
+            seen.resize(wf.steps.len(), StepStatus::Pending);
+            for s in &wf.steps {
+                let before = seen[s.index as usize];
+                if s.status != before && s.status != StepStatus::Pending {
+                    let msg = s
+                        .message
+                        .as_deref()
+                        .map(|m| format!("  {m}"))
+                        .unwrap_or_default();
+                    step(
+                        started,
+                        &format!(
+                            "{:<10} {:<8} {} {}{msg}",
+                            s.component,
+                            s.kind.label(),
+                            render::step_mark(s.status),
+                            format!("{:?}", s.status).to_lowercase()
+                        ),
+                    );
+                    seen[s.index as usize] = s.status;
+                }
+            }
+            if wf.status.is_terminal() {
+                return Ok(wf);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+pub async fn report_failure(api: &Api, wf: &Workflow) {
+    if let Some(e) = &wf.error {
+        eprintln!("\nworkflow {} failed: {e}", wf.id);
+    }
+    for s in wf.steps.iter().filter(|s| s.status == StepStatus::Failed) {
+        eprintln!(
+            "\nstep {} ({} {}) failed: {}",
+            s.index,
+            s.component,
+            s.kind.label(),
+            s.message.as_deref().unwrap_or("no message")
+        );
+        let Some(job) = &s.job_id else { continue };
+        match api.stream(&format!("/v1/jobs/{job}/logs")).await {
+            Ok(resp) => {
+                let text = resp.text().await.unwrap_or_default();
+                let lines: Vec<String> = text
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<ferry_model::LogEntry>(l).ok())
+                    .map(|e| render::log_line(&e))
+                    .collect();
+                eprintln!("last lines of job {job}:");
+                for l in &lines[lines.len().saturating_sub(20)..] {
+                    eprintln!("  {l}");
+                }
+            }
+            Err(e) => eprintln!("(cannot read the log of job {job}: {e})"),
+        }
+    }
+}
