@@ -422,6 +422,30 @@ pub async fn workflows_decide(
     Ok(0)
 }
 
+pub async fn workflows_retry(api: &Api, id: &str, step: &str, json_out: bool) -> Result<()> {
+    let body = ferry_model::api::Retry {
+        step: step.to_string(),
+    };
+    let w: Workflow = api
+        .post(&format!("/v1/workflows/{id}/retry"), &body)
+        .await?;
+    // The scheduler restarts it asynchronously: wait until it has, so that a following wait (or
+    // get) sees the new run, not the ended one.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let before = w.updated_at.clone();
+    let mut w = w;
+    while w.updated_at == before && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        w = api.get(&format!("/v1/workflows/{id}")).await?;
+    }
+    if json_out {
+        print_json(&w)?;
+    } else {
+        println!("retrying workflow {id} from step {step}");
+    }
+    Ok(())
+}
+
 pub async fn approvals_list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {
     let path = match install {
         Some(i) => format!("/v1/approvals?install={i}"),

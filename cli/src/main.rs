@@ -179,6 +179,17 @@ enum WorkflowsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Run a failed (or cancelled) workflow again from one step (its index or component); a failed
+    /// apply plans again first. With --wait, follows it to its end.
+    Retry {
+        id: String,
+        #[arg(long)]
+        step: String,
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Deny a waiting plan: its apply does not run and the workflow fails.
     Deny {
         id: String,
@@ -312,6 +323,15 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             all,
             json,
         }) => commands::workflows_decide(&api, &id, step, all, true, json).await,
+        Command::Workflows(WorkflowsCmd::Retry {
+            id,
+            step,
+            wait,
+            json,
+        }) => {
+            commands::workflows_retry(&api, &id, &step, json && !wait).await?;
+            commands::then_wait(&api, id, wait, json).await
+        }
         Command::Workflows(WorkflowsCmd::Deny { id, step, json }) => {
             commands::workflows_decide(&api, &id, Some(step), false, false, json).await
         }

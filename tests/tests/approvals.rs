@@ -158,3 +158,77 @@ fn wait_follows_a_workflow_and_its_exit_code_says_how_it_ended() {
     let (code, _, _) = ferry(&api, &["workflows", "wait", id]);
     assert_eq!(code, 1);
 }
+
+#[test]
+fn a_failed_apply_is_retried_from_its_plan_after_the_cause_is_fixed() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    let marker = dir.path().join("quota-raised");
+    let apply = app.join("components/src/greeter/apply.sh");
+    let text = std::fs::read_to_string(&apply).unwrap();
+    std::fs::write(
+        &apply,
+        text.replace(
+            "set -eu\n",
+            &format!(
+                "set -eu\ntest -f {} || {{ echo 'quota exceeded' >&2; exit 3; }}\n",
+                marker.display()
+            ),
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = ferry(
+        &api,
+        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--wait",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    let wf: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let id = wf["id"].as_str().unwrap();
+    // Not a failed step: refused.
+    let (code, _, err) = ferry(&api, &["workflows", "retry", id, "--step", "0"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no failed or cancelled step `0`"), "{err}");
+
+    std::fs::write(&marker, "").unwrap();
+    let (code, out, err) = ferry(
+        &api,
+        &["workflows", "retry", id, "--step", "greeter", "--wait"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let done = ferry_json(&api, &["workflows", "get", id, "--json"]);
+    assert_eq!(done["status"], "succeeded");
+    let plan = step(&done, "greeter", "plan");
+    assert_eq!(plan["attempt"], 2, "planned again: {plan}");
+    assert_eq!(step(&done, "greeter", "apply")["attempt"], 2);
+    assert_eq!(
+        ferry_json(&api, &["installs", "get", "prod", "--json"])["status"],
+        "active"
+    );
+    let (code, _, err) = ferry(&api, &["workflows", "retry", id, "--step", "greeter"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no failed or cancelled step"), "{err}");
+}

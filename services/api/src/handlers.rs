@@ -636,6 +636,88 @@ async fn decide(
     Ok((StatusCode::ACCEPTED, Json(decided)))
 }
 
+/// Runs an ended workflow again from a failed or cancelled step (202), if its install has not
+/// moved on to another workflow: the install is reserved for it again, then the scheduler retries.
+pub async fn retry_workflow(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+    Json(r): Json<m::api::Retry>,
+) -> Result<(StatusCode, Json<Workflow>), ApiError> {
+    check_name("workflow", &id)?;
+    let wf = s
+        .store
+        .repo::<Workflow>()
+        .get(&s.org, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?
+        .value;
+    let step = wf
+        .steps
+        .iter()
+        .filter(|st| matches!(st.status, m::StepStatus::Failed | m::StepStatus::Cancelled))
+        .find(|st| st.index.to_string() == r.step || st.component == r.step)
+        .ok_or_else(|| {
+            ApiError::Conflict(format!(
+                "workflow {id} has no failed or cancelled step `{}`",
+                r.step
+            ))
+        })?;
+    // The model refuses the same things; checked here too, so a wrong request is a 409.
+    if !matches!(
+        wf.status,
+        m::WorkflowStatus::Failed | m::WorkflowStatus::Cancelled
+    ) {
+        return Err(ApiError::Conflict(format!(
+            "workflow {id} is still {}: only an ended workflow can be retried",
+            format!("{:?}", wf.status).to_lowercase()
+        )));
+    }
+    let installs = s.store.repo::<Install>();
+    let cur = installs.require(&s.org, &wf.install).await?;
+    if cur.value.last_workflow.as_deref() != Some(id.as_str()) {
+        return Err(ApiError::Conflict(format!(
+            "install `{}` has moved on to workflow {}",
+            wf.install,
+            cur.value.last_workflow.as_deref().unwrap_or("(none)")
+        )));
+    }
+    let mut install = cur.value;
+    install.status = m::InstallStatus::Provisioning;
+    install.updated_at = m::now();
+    match installs.update(&install, cur.revision).await {
+        Ok(_) => {}
+        Err(StoreError::Conflict { .. }) => {
+            return Err(ApiError::Conflict(format!(
+                "install `{}` changed meanwhile; try again",
+                wf.install
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    s.store
+        .repo::<m::OpenWorkflow>()
+        .create_if_absent(&wf.open_mark())
+        .await?;
+    s.store
+        .bus()
+        .control(&Control::RetryRequested {
+            org: s.org.clone(),
+            workflow_id: id.clone(),
+            step: step.index,
+            attempt: step.attempt,
+            actor: "api".into(),
+        })
+        .await?;
+    audit(
+        &s,
+        "workflow.retry",
+        &id,
+        serde_json::json!({ "step": step.index }),
+    )
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(wf)))
+}
+
 /// The approve steps a decision names: `--all` (approve only), or one step by index or component.
 fn decision_steps<'a>(
     wf: &'a Workflow,

@@ -53,6 +53,7 @@ pub fn router(store: Store) -> Router {
             post(handlers::approve_workflow),
         )
         .route("/v1/workflows/{id}/deny", post(handlers::deny_workflow))
+        .route("/v1/workflows/{id}/retry", post(handlers::retry_workflow))
         .route("/v1/approvals", get(handlers::list_approvals))
         .route("/v1/runners", get(handlers::list_runners))
         .route("/v1/jobs/{id}", get(handlers::get_job))

@@ -209,6 +209,33 @@ impl Scheduler {
                 self.transition(&org, &workflow_id, |wf| wf.cancel(&actor, &now))
                     .await
             }
+            Control::RetryRequested {
+                org,
+                workflow_id,
+                step,
+                actor,
+                ..
+            } => {
+                info!(org, workflow = %workflow_id, step, %actor, "retry requested");
+                let now = m::now();
+                self.transition(&org, &workflow_id, |wf| wf.retry(step, &now))
+                    .await?;
+                // Open again (the API marked it too, but the end of the earlier run may have
+                // removed that mark since): reconcile must see it until it ends.
+                if let Some(wf) = self
+                    .store
+                    .repo::<m::Workflow>()
+                    .get(&org, &workflow_id)
+                    .await?
+                    && !wf.value.status.is_terminal()
+                {
+                    self.store
+                        .repo::<m::OpenWorkflow>()
+                        .create_if_absent(&wf.value.open_mark())
+                        .await?;
+                }
+                Ok(())
+            }
             Control::JobCancelRequested { org, job_id, actor } => {
                 let Some(job) = self.store.repo::<m::Job>().get(&org, &job_id).await? else {
                     return Ok(());

@@ -62,6 +62,12 @@ pub struct Decision {
     pub all: bool,
 }
 
+/// `POST /v1/workflows/{id}/retry`: the failed or cancelled step to run again (index or component).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Retry {
+    pub step: String,
+}
+
 /// A runner with its health as of the request (`GET /v1/runners`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunnerInfo {

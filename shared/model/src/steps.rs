@@ -223,7 +223,8 @@ impl Workflow {
 
     /// Runs an ended workflow again from a failed or cancelled step: that step and every step not
     /// attempted become pending (with a new attempt number, so their jobs get new ids), and ready
-    /// steps start.
+    /// steps start. A failed apply runs again from its plan: the saved plan may be stale, and a new
+    /// plan needs a new approval.
     pub fn retry(&mut self, index: u32, now: &str) -> Result<Vec<Effect>, Illegal> {
         if !matches!(
             self.status,
@@ -238,8 +239,18 @@ impl Workflow {
                 status: step.status,
             });
         }
+        let replan: Vec<u32> = if step.kind == StepKind::Apply {
+            [StepKind::Plan, StepKind::Approve]
+                .iter()
+                .filter_map(|k| self.find(&step.component, *k).map(|s| s.index))
+                .collect()
+        } else {
+            vec![]
+        };
         for step in &mut self.steps {
-            if matches!(step.status, StepStatus::Failed | StepStatus::Cancelled) {
+            if matches!(step.status, StepStatus::Failed | StepStatus::Cancelled)
+                || replan.contains(&step.index)
+            {
                 step.status = StepStatus::Pending;
                 step.attempt = step.attempt.max(1) + 1;
                 step.job_id = None;

@@ -304,6 +304,15 @@ pub enum Control {
         approved: bool,
         actor: String,
     },
+    /// api → scheduler: run an ended workflow again from a failed or cancelled step (whose
+    /// current attempt is `attempt`).
+    RetryRequested {
+        org: String,
+        workflow_id: String,
+        step: u32,
+        attempt: u32,
+        actor: String,
+    },
 }
 message!(Control, 7);
 
@@ -317,7 +326,8 @@ impl Control {
             | Control::ApprovalDecided { org, .. }
             | Control::CancelRequested { org, .. }
             | Control::JobCancelRequested { org, .. }
-            | Control::ApprovalResponse { org, .. } => org,
+            | Control::ApprovalResponse { org, .. }
+            | Control::RetryRequested { org, .. } => org,
         }
     }
 
@@ -326,7 +336,8 @@ impl Control {
         match self {
             Control::WorkflowRequested { .. }
             | Control::CancelRequested { .. }
-            | Control::JobCancelRequested { .. } => crate::subjects::topic::WORKFLOW,
+            | Control::JobCancelRequested { .. }
+            | Control::RetryRequested { .. } => crate::subjects::topic::WORKFLOW,
             Control::BuildRequested { .. } => crate::subjects::topic::BUILD,
             Control::BuildFinished { .. } => crate::subjects::topic::BUILD_DONE,
             Control::ApprovalRequested { .. } | Control::ApprovalResponse { .. } => {
@@ -358,6 +369,12 @@ impl Control {
             Control::CancelRequested { workflow_id, .. } => format!("cancel-{workflow_id}"),
             Control::JobCancelRequested { job_id, .. } => format!("cancel-job-{job_id}"),
             Control::ApprovalResponse { approval_id, .. } => format!("response-{approval_id}"),
+            Control::RetryRequested {
+                workflow_id,
+                step,
+                attempt,
+                ..
+            } => format!("retry-{workflow_id}-{step}-{attempt}"),
         }
     }
 }

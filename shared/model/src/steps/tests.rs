@@ -343,6 +343,33 @@ fn retry_runs_a_failed_step_again_under_a_new_id() {
 }
 
 #[test]
+fn retrying_a_failed_apply_plans_and_asks_again() {
+    let mut w = one();
+    for i in 0..4 {
+        w.advance(NOW);
+        ok(&mut w, i);
+    }
+    w.advance(NOW);
+    w.finish_step(4, StepOutcome::Failed("apply failed".into()), None, NOW)
+        .unwrap();
+    w.advance(NOW);
+    assert_eq!(w.retry(4, NOW).unwrap(), vec![Effect::Start { step: 2 }]);
+    assert_eq!(
+        statuses(&w),
+        [Succeeded, Succeeded, Running, Pending, Pending]
+    );
+    assert_eq!(w.steps[2].job_id.as_deref(), Some("w-2-2"));
+    w.finish_step(2, StepOutcome::Succeeded("plan".into()), None, NOW)
+        .unwrap();
+    w.advance(NOW);
+    assert_eq!(
+        w.steps[3].approval_id.as_deref(),
+        Some("w-3-2"),
+        "a new approval"
+    );
+}
+
+#[test]
 fn retry_after_cancel_picks_up_the_steps_not_attempted() {
     let mut w = one();
     w.advance(NOW);
