@@ -200,6 +200,24 @@ fn invalid_input_and_invalid_packages_are_refused_with_clear_errors() {
         err.contains("unknown input `greetin` (did you mean `greeting`?)"),
         "{err}"
     );
+    // A value of the wrong type is refused at create, naming the input.
+    let typed = ferry_tests::repo_root().join("tests/fixtures/apps/local-scripts");
+    let (code, out, err) = ferry(
+        &dev.api,
+        &["apps", "sync", typed.to_str().unwrap(), "--name", "typed"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = ferry(
+        &dev.api,
+        &[
+            "installs", "create", "--app", "typed", "--name", "t1", "--input", "port=abc",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("input `port` must be a number, got `abc`"),
+        "{err}"
+    );
     let (code, _, err) = ferry(
         &dev.api,
         &["installs", "create", "--app", "nope", "--name", "third"],

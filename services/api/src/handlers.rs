@@ -217,24 +217,7 @@ async fn check_inputs(
     inputs: &BTreeMap<String, String>,
 ) -> Result<(), ApiError> {
     let (_, _, cfg) = s.store.config(&s.org, config_id).await?;
-    for name in inputs.keys() {
-        if !cfg.inputs.iter().any(|i| &i.name == name) {
-            let hint =
-                ferry_appconfig::did_you_mean(name, cfg.inputs.iter().map(|i| i.name.as_str()));
-            return Err(ApiError::BadRequest(format!(
-                "unknown input `{name}`{hint}"
-            )));
-        }
-    }
-    for i in &cfg.inputs {
-        if i.required && i.default.is_none() && !inputs.contains_key(&i.name) {
-            return Err(ApiError::BadRequest(format!(
-                "input `{}` is required",
-                i.name
-            )));
-        }
-    }
-    Ok(())
+    cfg.check_inputs(inputs).map_err(ApiError::BadRequest)
 }
 
 /// Records a new workflow and its open mark, without starting it: the caller reserves the install

@@ -182,6 +182,54 @@ pub struct Rendered {
     pub env_vars: Vec<(String, String)>,
 }
 
+impl Input {
+    /// Checks a value given for this input against its declared type.
+    pub fn check(&self, value: &str) -> Result<(), String> {
+        let bad = |what: &str| {
+            Err(format!(
+                "input `{}` must be {what}, got `{value}`",
+                self.name
+            ))
+        };
+        match self.kind.as_str() {
+            "number" if value.trim().parse::<f64>().map_or(true, |n| !n.is_finite()) => {
+                bad("a number")
+            }
+            "bool" if !matches!(value, "true" | "false") => bad("`true` or `false`"),
+            "json" if serde_json::from_str::<Value>(value).is_err() => bad("JSON"),
+            "list"
+                if value.trim_start().starts_with('[')
+                    && serde_json::from_str::<Vec<Value>>(value).is_err() =>
+            {
+                bad("a list (a JSON array, or comma-separated values)")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl AppConfig {
+    /// Checks an install's input values: every one declared and of its type, every required one
+    /// given (or defaulted). The first problem, as a sentence naming the input.
+    pub fn check_inputs(&self, values: &BTreeMap<String, String>) -> Result<(), String> {
+        for (name, value) in values {
+            let Some(input) = self.inputs.iter().find(|i| &i.name == name) else {
+                let hint = crate::did_you_mean(name, self.inputs.iter().map(|i| i.name.as_str()));
+                return Err(format!("unknown input `{name}`{hint}"));
+            };
+            input.check(value)?;
+        }
+        match self
+            .inputs
+            .iter()
+            .find(|i| i.required && i.default.is_none() && !values.contains_key(&i.name))
+        {
+            Some(i) => Err(format!("input `{}` is required", i.name)),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Component {
     /// Renders vars and env vars against an install state built by [`AppConfig::template_state`].
     pub fn render(&self, state: &Value) -> Result<Rendered, String> {

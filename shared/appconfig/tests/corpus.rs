@@ -856,3 +856,46 @@ fn every_path_validation_accepts_renders_at_deploy() {
         );
     }
 }
+
+#[test]
+fn install_inputs_are_checked_against_their_declared_types() {
+    let cfg = validate(&app("local-scripts")).config.unwrap();
+    let inputs = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let number = cfg.inputs.iter().find(|i| i.kind == "number").unwrap();
+    let boolean = cfg.inputs.iter().find(|i| i.kind == "bool").unwrap();
+    assert_eq!(
+        cfg.check_inputs(&inputs(&[(&number.name, "abc")])),
+        Err(format!(
+            "input `{}` must be a number, got `abc`",
+            number.name
+        ))
+    );
+    assert_eq!(
+        cfg.check_inputs(&inputs(&[(&boolean.name, "yes")])),
+        Err(format!(
+            "input `{}` must be `true` or `false`, got `yes`",
+            boolean.name
+        ))
+    );
+    assert_eq!(
+        cfg.check_inputs(&inputs(&[(&number.name, "inf")])),
+        Err(format!(
+            "input `{}` must be a number, got `inf`",
+            number.name
+        ))
+    );
+    assert!(
+        cfg.check_inputs(&inputs(&[(&number.name, "3"), (&boolean.name, "true")]))
+            .is_ok()
+    );
+    assert!(
+        cfg.check_inputs(&inputs(&[("nmae", "x")]))
+            .unwrap_err()
+            .starts_with("unknown input `nmae`")
+    );
+}
