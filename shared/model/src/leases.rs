@@ -24,32 +24,6 @@ pub enum Expired {
     Exhausted { lost: String },
 }
 
-impl crate::Approval {
-    /// Records a decision on a pending approval; a decided one keeps its first decision.
-    pub fn decide(&mut self, approved: bool, actor: &str, now: &str) -> Result<(), String> {
-        if self.status != crate::ApprovalStatus::Pending {
-            return Err(format!(
-                "the plan of {} was already {} by {}",
-                self.component,
-                if self.status == crate::ApprovalStatus::Approved {
-                    "approved"
-                } else {
-                    "denied"
-                },
-                self.decided_by.as_deref().unwrap_or("someone")
-            ));
-        }
-        self.status = if approved {
-            crate::ApprovalStatus::Approved
-        } else {
-            crate::ApprovalStatus::Denied
-        };
-        self.decided_by = Some(actor.to_string());
-        self.decided_at = Some(now.to_string());
-        Ok(())
-    }
-}
-
 /// Executions a job gets (its first and two more after lost ones).
 pub const MAX_EXECUTIONS: u32 = 3;
 
@@ -224,33 +198,6 @@ mod tests {
         j.max_executions = max;
         j.offered_at = Some("t0".into());
         j
-    }
-
-    #[test]
-    fn an_approval_is_decided_once() {
-        let mut a = crate::Approval {
-            id: "a".into(),
-            org: "o".into(),
-            install: "i".into(),
-            workflow_id: "w".into(),
-            step: 3,
-            component: "db".into(),
-            plan_job: "j".into(),
-            plan_digest: "sha256:x".into(),
-            plan_summary: String::new(),
-            status: crate::ApprovalStatus::Pending,
-            decided_by: None,
-            decided_at: None,
-            created_at: "t".into(),
-            requested_at: None,
-        };
-        a.decide(true, "alice", "t1").unwrap();
-        assert_eq!(a.status, crate::ApprovalStatus::Approved);
-        assert_eq!(
-            a.decide(false, "bob", "t2").unwrap_err(),
-            "the plan of db was already approved by alice"
-        );
-        assert_eq!(a.decided_by.as_deref(), Some("alice"));
     }
 
     #[test]

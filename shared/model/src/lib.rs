@@ -7,6 +7,7 @@
 //! This crate imports no other workspace crate.
 
 pub mod api;
+mod approvals;
 mod leases;
 mod records;
 mod runners;
