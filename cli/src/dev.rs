@@ -254,21 +254,19 @@ pub async fn run(args: DevArgs) -> Result<i32> {
     )?;
     let api = Api::new(&format!("http://{}", args.http_addr))?;
 
-    // 3. The install's runner.
+    // 3. The install's runner (and, later, one for every other install created meanwhile).
+    let runners = Runners {
+        bin: runner_bin,
+        nats_url: nats_url.clone(),
+        data: data.clone(),
+    };
+    let mut running = std::collections::BTreeSet::new();
     step(
         started,
         &format!("starting ferry-runner for install {}", args.install),
     );
-    let runner_dir = data.join("installs").join(&args.install);
-    std::fs::create_dir_all(&runner_dir)?;
-    children.spawn(
-        "ferry-runner",
-        Command::new(&runner_bin)
-            .args(["--nats-url", &nats_url, "--install", &args.install])
-            .arg("--data-dir")
-            .arg(&runner_dir),
-        data.join(format!("runner-{}.log", args.install)),
-    )?;
+    runners.start(&mut children, &args.install)?;
+    running.insert(args.install.clone());
 
     // 4. Sync, create or redeploy, watch.
     let app_name = app_dir_name(&args.app)?;
@@ -342,13 +340,14 @@ pub async fn run(args: DevArgs) -> Result<i32> {
     }
 
     let base = api.base().to_string();
-    println!("\nFerry is running. API: {base}");
+    println!("\nFerry is running. API: {base}  NATS: {nats_url}");
     println!("  ferry --api {base} installs get {}", args.install);
     println!("  ferry --api {base} workflows get {workflow_id}");
     println!(
         "Logs of the processes are in {}. Press Ctrl-C to stop.",
         data.display()
     );
+    println!("  installs created meanwhile get a runner of their own");
     loop {
         tokio::select! {
             _ = stop_signal() => return Ok(0),
@@ -357,8 +356,40 @@ pub async fn run(args: DevArgs) -> Result<i32> {
                     eprintln!("{name} exited ({status}); its log ({}):\n{}", log.display(), tail(&log, 20));
                     return Ok(1);
                 }
+                let installs: Vec<Install> = match api.get("/v1/installs").await {
+                    Ok(i) => i,
+                    Err(_) => continue,
+                };
+                for i in installs {
+                    if running.insert(i.name.clone()) {
+                        step(started, &format!("starting ferry-runner for install {}", i.name));
+                        runners.start(&mut children, &i.name)?;
+                    }
+                }
             }
         }
+    }
+}
+
+/// How `ferry dev` starts a runner for an install: its own data directory and log.
+struct Runners {
+    bin: PathBuf,
+    nats_url: String,
+    data: PathBuf,
+}
+
+impl Runners {
+    fn start(&self, children: &mut Children, install: &str) -> Result<()> {
+        let dir = self.data.join("installs").join(install);
+        std::fs::create_dir_all(&dir)?;
+        children.spawn(
+            "ferry-runner",
+            Command::new(&self.bin)
+                .args(["--nats-url", &self.nats_url, "--install", install])
+                .arg("--data-dir")
+                .arg(&dir),
+            self.data.join(format!("runner-{install}.log")),
+        )
     }
 }
 
