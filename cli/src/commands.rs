@@ -286,6 +286,21 @@ pub async fn runners_list(api: &Api, install: Option<&str>, json_out: bool) -> R
     Ok(0)
 }
 
+pub async fn installs_approve_all(api: &Api, name: &str, on: bool, json_out: bool) -> Result<i32> {
+    let body = ferry_model::api::ApproveAll { enabled: on };
+    let i: Install = api
+        .post(&format!("/v1/installs/{name}/approve-all"), &body)
+        .await?;
+    if json_out {
+        print_json(&i)?;
+    } else if on {
+        println!("install {name}: approve-all on; plans waiting for a decision are released");
+    } else {
+        println!("install {name}: approve-all off; plans wait for a decision");
+    }
+    Ok(0)
+}
+
 pub async fn installs_list(api: &Api, json_out: bool) -> Result<i32> {
     let list: Vec<Install> = api.get("/v1/installs").await?;
     if json_out {

@@ -135,6 +135,14 @@ enum InstallsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Switch approve-all on or off; switched on, plans waiting for a decision are released at once.
+    ApproveAll {
+        name: String,
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Deploy the app's latest config to an install.
     Deploy {
         name: String,
@@ -299,6 +307,9 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             commands::installs_get(&api, &name, json).await
         }
         Command::Installs(InstallsCmd::List { json }) => commands::installs_list(&api, json).await,
+        Command::Installs(InstallsCmd::ApproveAll { name, state, json }) => {
+            commands::installs_approve_all(&api, &name, state == "on", json).await
+        }
         Command::Installs(InstallsCmd::Deploy { name, wait, json }) => {
             let started = commands::installs_deploy(&api, &name, json, wait).await?;
             commands::then_wait(&api, started, wait, json).await

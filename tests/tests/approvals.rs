@@ -31,7 +31,7 @@ fn prompted_plans_wait_and_are_approved_or_denied() {
         &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
     );
     assert_eq!(code, 0, "{out}{err}");
-    let _runners: Vec<Proc> = ["prod", "stage"]
+    let _runners: Vec<Proc> = ["prod", "stage", "auto"]
         .iter()
         .map(|i| {
             Proc::runner(
@@ -98,6 +98,18 @@ fn prompted_plans_wait_and_are_approved_or_denied() {
             .unwrap()
             .is_empty()
     );
+
+    // auto: approve-all switched on while a plan waits releases it, and every later one.
+    let wf = create_prompt(&api, "auto");
+    wait_for(&api, &wf, 60, "the sandbox plan to wait", waiting);
+    let (code, out, err) = ferry(&api, &["installs", "approve-all", "auto", "on"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let done = wait_for(&api, &wf, 60, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(step(&done, "sandbox", "approve")["actor"], "approve-all");
+    assert_eq!(step(&done, "reporter", "approve")["actor"], "approve-all");
 }
 
 #[test]

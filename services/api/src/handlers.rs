@@ -358,6 +358,60 @@ pub async fn get_install(
     Ok(Json(i.value))
 }
 
+/// Switches an install's approve-all on or off. Switched on, the plans of its waiting approvals
+/// are released at once (the approval service decides them as approve-all).
+pub async fn set_approve_all(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+    Json(req): Json<m::api::ApproveAll>,
+) -> Result<Json<Install>, ApiError> {
+    check_name("install", &name)?;
+    let install = s
+        .store
+        .repo::<Install>()
+        .modify(&s.org, &name, |i| {
+            if i.approve_all == req.enabled {
+                return Ok::<bool, ()>(false);
+            }
+            i.approve_all = req.enabled;
+            i.updated_at = m::now();
+            Ok(true)
+        })
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound { .. } => {
+                ApiError::NotFound(format!("install `{name}` not found"))
+            }
+            e => e.into(),
+        })?
+        .unwrap_or_else(|()| unreachable!("the closure never refuses"));
+    if req.enabled {
+        let waiting = s.store.repo::<m::Approval>().list(&s.org).await?;
+        for a in waiting
+            .iter()
+            .filter(|a| a.install == name && a.status == m::ApprovalStatus::Pending)
+        {
+            s.store
+                .bus()
+                .control(&Control::ApprovalResponse {
+                    org: s.org.clone(),
+                    approval_id: a.id.clone(),
+                    approved: true,
+                    actor: "approve-all".into(),
+                })
+                .await?;
+        }
+    }
+    audit(
+        &s,
+        "install.approve_all",
+        &name,
+        serde_json::json!({ "enabled": req.enabled }),
+    )
+    .await?;
+    Ok(Json(install))
+}
+
 /// Deploys the app's latest config to an existing install.
 pub async fn deploy_install(
     State(s): State<ApiState>,

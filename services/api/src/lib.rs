@@ -45,6 +45,10 @@ pub fn router(store: Store) -> Router {
         )
         .route("/v1/installs/{name}", get(handlers::get_install))
         .route("/v1/installs/{name}/deploy", post(handlers::deploy_install))
+        .route(
+            "/v1/installs/{name}/approve-all",
+            post(handlers::set_approve_all),
+        )
         .route("/v1/workflows", get(handlers::list_workflows))
         .route("/v1/workflows/{id}", get(handlers::get_workflow))
         .route("/v1/workflows/{id}/cancel", post(handlers::cancel_workflow))

@@ -62,6 +62,12 @@ pub struct Decision {
     pub all: bool,
 }
 
+/// `POST /v1/installs/{name}/approve-all`: switch approve-all on or off.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApproveAll {
+    pub enabled: bool,
+}
+
 /// `POST /v1/workflows/{id}/retry`: the failed or cancelled step to run again (index or component).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Retry {
