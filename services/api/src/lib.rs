@@ -15,7 +15,10 @@
 
 mod error;
 mod handlers;
+mod jobs;
 mod logs;
+mod runners;
+mod workflows;
 
 use axum::Router;
 use axum::routing::{get, post};
@@ -49,19 +52,22 @@ pub fn router(store: Store) -> Router {
             "/v1/installs/{name}/approve-all",
             post(handlers::set_approve_all),
         )
-        .route("/v1/workflows", get(handlers::list_workflows))
-        .route("/v1/workflows/{id}", get(handlers::get_workflow))
-        .route("/v1/workflows/{id}/cancel", post(handlers::cancel_workflow))
+        .route("/v1/workflows", get(workflows::list_workflows))
+        .route("/v1/workflows/{id}", get(workflows::get_workflow))
+        .route(
+            "/v1/workflows/{id}/cancel",
+            post(workflows::cancel_workflow),
+        )
         .route(
             "/v1/workflows/{id}/approve",
-            post(handlers::approve_workflow),
+            post(workflows::approve_workflow),
         )
-        .route("/v1/workflows/{id}/deny", post(handlers::deny_workflow))
-        .route("/v1/workflows/{id}/retry", post(handlers::retry_workflow))
-        .route("/v1/approvals", get(handlers::list_approvals))
-        .route("/v1/runners", get(handlers::list_runners))
-        .route("/v1/jobs/{id}", get(handlers::get_job))
-        .route("/v1/jobs/{id}/cancel", post(handlers::cancel_job))
+        .route("/v1/workflows/{id}/deny", post(workflows::deny_workflow))
+        .route("/v1/workflows/{id}/retry", post(workflows::retry_workflow))
+        .route("/v1/approvals", get(workflows::list_approvals))
+        .route("/v1/runners", get(runners::list_runners))
+        .route("/v1/jobs/{id}", get(jobs::get_job))
+        .route("/v1/jobs/{id}/cancel", post(jobs::cancel_job))
         .route("/v1/jobs/{id}/logs", get(logs::job_logs))
         // Packages are capped at 32 MiB by the CLI; leave room for the bundle's framing.
         .layer(axum::extract::DefaultBodyLimit::max(40 * 1024 * 1024))

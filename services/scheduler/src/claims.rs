@@ -1,6 +1,7 @@
-//! Job claims: a runner asks to run an offered job; exactly one ask per job is granted, by a
-//! compare-and-swap on the job record. The claim is also where a runner's reach is checked: the
-//! subject it asked on names its install, and only that install's jobs are granted.
+//! What runners ask of the scheduler, over core request/reply in the scheduler's queue group:
+//! job claims (exactly one per job is granted, by a compare-and-swap on the job record, and only for
+//! a job of the install the subject names; the decided offer is then deleted), lease renewals, and
+//! heartbeats (kept in the `runners` bucket).
 
 use ferry_model as m;
 use ferry_protocol::messages::{ClaimReply, ClaimRequest, Heartbeat, LeaseRenewal, LeaseReply};

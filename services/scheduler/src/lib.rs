@@ -14,6 +14,7 @@
 mod claims;
 mod dispatch;
 mod events;
+mod stops;
 mod workflows;
 
 use std::collections::HashMap;

@@ -1,0 +1,44 @@
+//! Runner routes: each runner's last heartbeat and its health now.
+
+use axum::Json;
+use axum::extract::State;
+use ferry_model as m;
+
+use crate::handlers::check_name;
+use crate::{ApiError, ApiState};
+
+#[derive(Debug, serde::Deserialize)]
+pub struct RunnerFilter {
+    pub install: Option<String>,
+}
+
+/// Runners heard from, with their health now; `?install=NAME` keeps one install's. Offline
+/// runners stay listed for a day, then are forgotten.
+pub async fn list_runners(
+    State(s): State<ApiState>,
+    axum::extract::Query(f): axum::extract::Query<RunnerFilter>,
+) -> Result<Json<Vec<m::api::RunnerInfo>>, ApiError> {
+    if let Some(i) = &f.install {
+        check_name("install", i)?;
+    }
+    Ok(Json(runners(&s, f.install.as_deref()).await?))
+}
+
+async fn runners(s: &ApiState, install: Option<&str>) -> Result<Vec<m::api::RunnerInfo>, ApiError> {
+    const FORGET_AFTER_MS: u64 = 24 * 3600 * 1000;
+    let now = m::now_ms();
+    let mut all = s.store.repo::<m::RunnerRecord>().list(&s.org).await?;
+    all.retain(|r| {
+        install.is_none_or(|i| r.install == i)
+            && now.saturating_sub(r.last_seen_ms) < FORGET_AFTER_MS
+    });
+    all.sort_by(|a, b| (&a.install, b.last_seen_ms).cmp(&(&b.install, a.last_seen_ms)));
+    Ok(all
+        .into_iter()
+        .map(|r| m::api::RunnerInfo {
+            health: r.health(now),
+            last_seen: m::format_ms(r.last_seen_ms),
+            runner: r,
+        })
+        .collect())
+}

@@ -1,0 +1,337 @@
+//! Workflow routes: list, get (queued steps say what they wait for), cancel, and the responses to
+//! a workflow's steps: approve, deny, retry. Each response checks the step's state first, so a
+//! wrong one is a 409 that changes nothing; the scheduler and the approval service make the change.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use ferry_model::{self as m, Install, Workflow};
+use ferry_protocol::Control;
+use ferry_store::StoreError;
+
+use crate::handlers::{audit, check_name};
+use crate::{ApiError, ApiState};
+
+pub async fn get_workflow(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<Json<Workflow>, ApiError> {
+    check_name("workflow", &id)?;
+    let w = s
+        .store
+        .repo::<Workflow>()
+        .get(&s.org, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?;
+    let mut wf = w.value;
+    explain_queued_steps(&s, &mut wf).await?;
+    Ok(Json(wf))
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct WorkflowFilter {
+    pub install: Option<String>,
+}
+
+/// Workflows, newest first; `?install=NAME` keeps one install's.
+pub async fn list_workflows(
+    State(s): State<ApiState>,
+    axum::extract::Query(f): axum::extract::Query<WorkflowFilter>,
+) -> Result<Json<Vec<Workflow>>, ApiError> {
+    if let Some(i) = &f.install {
+        check_name("install", i)?;
+    }
+    let mut all = s.store.repo::<Workflow>().list(&s.org).await?;
+    all.retain(|w| f.install.as_ref().is_none_or(|i| &w.install == i));
+    // Ids are ULIDs: their order is creation order.
+    all.sort_by(|a, b| b.id.cmp(&a.id));
+    Ok(Json(all))
+}
+
+/// Asks the scheduler to stop a workflow: steps not started are cancelled, running jobs are
+/// stopped on their runners. 202: the workflow shows `cancelled` once its jobs have stopped.
+pub async fn cancel_workflow(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Workflow>), ApiError> {
+    check_name("workflow", &id)?;
+    let w = s
+        .store
+        .repo::<Workflow>()
+        .get(&s.org, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?
+        .value;
+    if w.status.is_terminal() {
+        return Err(ApiError::Conflict(format!(
+            "workflow {id} has already ended ({})",
+            format!("{:?}", w.status).to_lowercase()
+        )));
+    }
+    s.store
+        .bus()
+        .control(&Control::CancelRequested {
+            org: s.org.clone(),
+            workflow_id: id.clone(),
+            actor: "api".into(),
+        })
+        .await?;
+    audit(
+        &s,
+        "workflow.cancel",
+        &id,
+        serde_json::json!({ "install": w.install }),
+    )
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(w)))
+}
+
+/// A running step whose job no runner has taken says why: no runner of its install is connected.
+async fn explain_queued_steps(s: &ApiState, wf: &mut Workflow) -> Result<(), ApiError> {
+    let mut known = None;
+    for step in wf
+        .steps
+        .iter_mut()
+        .filter(|s| s.status == m::StepStatus::Running)
+    {
+        let Some(job_id) = &step.job_id else { continue };
+        let Some(job) = s.store.repo::<m::Job>().get(&s.org, job_id).await? else {
+            continue;
+        };
+        if job.value.status != m::JobStatus::Queued {
+            continue;
+        }
+        if known.is_none() {
+            known = Some(s.store.repo::<m::RunnerRecord>().list(&s.org).await?);
+        }
+        let since = job
+            .value
+            .offered_at
+            .as_deref()
+            .unwrap_or(&job.value.created_at);
+        if let Some(why) = m::waiting_for_runner(
+            &wf.install,
+            known.as_deref().unwrap_or_default(),
+            since,
+            m::now_ms(),
+        ) {
+            step.message = Some(why);
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct ApprovalFilter {
+    pub install: Option<String>,
+}
+
+/// Approvals waiting for a decision, oldest first; `?install=NAME` keeps one install's.
+pub async fn list_approvals(
+    State(s): State<ApiState>,
+    axum::extract::Query(f): axum::extract::Query<ApprovalFilter>,
+) -> Result<Json<Vec<m::Approval>>, ApiError> {
+    if let Some(i) = &f.install {
+        check_name("install", i)?;
+    }
+    let mut all = s.store.repo::<m::Approval>().list(&s.org).await?;
+    all.retain(|a| {
+        a.status == m::ApprovalStatus::Pending && f.install.as_ref().is_none_or(|i| &a.install == i)
+    });
+    all.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+    Ok(Json(all))
+}
+
+pub async fn approve_workflow(
+    state: State<ApiState>,
+    path: Path<String>,
+    body: Json<m::api::Decision>,
+) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
+    decide(state, path, body, true).await
+}
+
+pub async fn deny_workflow(
+    state: State<ApiState>,
+    path: Path<String>,
+    body: Json<m::api::Decision>,
+) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
+    decide(state, path, body, false).await
+}
+
+/// A person's decision on the waiting approval(s) of a workflow, handed to the approval service
+/// (202). A step that does not wait for a decision is a 409 that changes nothing.
+async fn decide(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+    Json(d): Json<m::api::Decision>,
+    approved: bool,
+) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
+    check_name("workflow", &id)?;
+    let wf = s
+        .store
+        .repo::<Workflow>()
+        .get(&s.org, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?
+        .value;
+    let steps = decision_steps(&wf, &d, approved)?;
+    let mut decided = Vec::new();
+    for step in steps {
+        let Some(approval_id) = &step.approval_id else {
+            continue;
+        };
+        let a = s
+            .store
+            .repo::<m::Approval>()
+            .require(&s.org, approval_id)
+            .await?
+            .value;
+        if a.status != m::ApprovalStatus::Pending {
+            return Err(ApiError::Conflict(format!(
+                "step {} ({}) was already decided by {}",
+                step.index,
+                step.component,
+                a.decided_by.as_deref().unwrap_or("someone")
+            )));
+        }
+        s.store
+            .bus()
+            .control(&Control::ApprovalResponse {
+                org: s.org.clone(),
+                approval_id: approval_id.clone(),
+                approved,
+                actor: "api".into(),
+            })
+            .await?;
+        decided.push(a);
+    }
+    Ok((StatusCode::ACCEPTED, Json(decided)))
+}
+
+/// Runs an ended workflow again from a failed or cancelled step (202), if its install has not
+/// moved on to another workflow: the install is reserved for it again, then the scheduler retries.
+pub async fn retry_workflow(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+    Json(r): Json<m::api::Retry>,
+) -> Result<(StatusCode, Json<Workflow>), ApiError> {
+    check_name("workflow", &id)?;
+    let wf = s
+        .store
+        .repo::<Workflow>()
+        .get(&s.org, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?
+        .value;
+    let step = wf
+        .steps
+        .iter()
+        .filter(|st| matches!(st.status, m::StepStatus::Failed | m::StepStatus::Cancelled))
+        .find(|st| st.index.to_string() == r.step || st.component == r.step)
+        .ok_or_else(|| {
+            ApiError::Conflict(format!(
+                "workflow {id} has no failed or cancelled step `{}`",
+                r.step
+            ))
+        })?;
+    // The model refuses the same things; checked here too, so a wrong request is a 409.
+    if !matches!(
+        wf.status,
+        m::WorkflowStatus::Failed | m::WorkflowStatus::Cancelled
+    ) {
+        return Err(ApiError::Conflict(format!(
+            "workflow {id} is still {}: only an ended workflow can be retried",
+            format!("{:?}", wf.status).to_lowercase()
+        )));
+    }
+    let installs = s.store.repo::<Install>();
+    let cur = installs.require(&s.org, &wf.install).await?;
+    if cur.value.last_workflow.as_deref() != Some(id.as_str()) {
+        return Err(ApiError::Conflict(format!(
+            "install `{}` has moved on to workflow {}",
+            wf.install,
+            cur.value.last_workflow.as_deref().unwrap_or("(none)")
+        )));
+    }
+    let mut install = cur.value;
+    install.status = m::InstallStatus::Provisioning;
+    install.updated_at = m::now();
+    match installs.update(&install, cur.revision).await {
+        Ok(_) => {}
+        Err(StoreError::Conflict { .. }) => {
+            return Err(ApiError::Conflict(format!(
+                "install `{}` changed meanwhile; try again",
+                wf.install
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    s.store
+        .repo::<m::OpenWorkflow>()
+        .create_if_absent(&wf.open_mark())
+        .await?;
+    s.store
+        .bus()
+        .control(&Control::RetryRequested {
+            org: s.org.clone(),
+            workflow_id: id.clone(),
+            step: step.index,
+            attempt: step.attempt,
+            actor: "api".into(),
+        })
+        .await?;
+    audit(
+        &s,
+        "workflow.retry",
+        &id,
+        serde_json::json!({ "step": step.index }),
+    )
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(wf)))
+}
+
+/// The approve steps a decision names: `--all` (approve only), or one step by index or component.
+fn decision_steps<'a>(
+    wf: &'a Workflow,
+    d: &m::api::Decision,
+    approved: bool,
+) -> Result<Vec<&'a m::Step>, ApiError> {
+    let waiting =
+        |s: &&m::Step| s.kind == m::StepKind::Approve && s.status == m::StepStatus::Waiting;
+    if d.all {
+        if !approved {
+            return Err(ApiError::BadRequest(
+                "deny one step at a time: --step".into(),
+            ));
+        }
+        let all: Vec<&m::Step> = wf.steps.iter().filter(waiting).collect();
+        if all.is_empty() {
+            return Err(ApiError::Conflict(format!(
+                "no approval of workflow {} waits for a decision",
+                wf.id
+            )));
+        }
+        return Ok(all);
+    }
+    let Some(name) = &d.step else {
+        return Err(ApiError::BadRequest("name a step (--step) or --all".into()));
+    };
+    let step = wf
+        .steps
+        .iter()
+        .find(|s| {
+            s.kind == m::StepKind::Approve && (s.index.to_string() == *name || s.component == *name)
+        })
+        .or_else(|| wf.steps.iter().find(|s| s.index.to_string() == *name))
+        .ok_or_else(|| ApiError::NotFound(format!("workflow {} has no step `{name}`", wf.id)))?;
+    if !waiting(&step) {
+        return Err(ApiError::Conflict(format!(
+            "step {} ({} {}) does not wait for a decision: it is {}",
+            step.index,
+            step.kind.label(),
+            step.component,
+            format!("{:?}", step.status).to_lowercase()
+        )));
+    }
+    Ok(vec![step])
+}
