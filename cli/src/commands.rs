@@ -410,13 +410,11 @@ pub async fn workflows_cancel(api: &Api, id: &str, wait: bool, json_out: bool) -
 pub async fn workflows_decide(
     api: &Api,
     id: &str,
-    step: Option<String>,
-    all: bool,
+    body: ferry_model::api::Decision,
     approved: bool,
     json_out: bool,
 ) -> Result<i32> {
     let verb = if approved { "approve" } else { "deny" };
-    let body = ferry_model::api::Decision { step, all };
     let decided: Vec<ferry_model::Approval> = api
         .post(&format!("/v1/workflows/{id}/{verb}"), &body)
         .await?;

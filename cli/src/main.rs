@@ -203,6 +203,12 @@ enum WorkflowsCmd {
         id: String,
         #[arg(long)]
         step: String,
+        /// Skip the denied apply and go on, instead of failing the workflow.
+        #[arg(long, conflicts_with = "skip_dependents")]
+        skip_current: bool,
+        /// Skip the denied apply and every step that depends on it, and go on.
+        #[arg(long)]
+        skip_dependents: bool,
         #[arg(long)]
         json: bool,
     },
@@ -333,7 +339,14 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             step,
             all,
             json,
-        }) => commands::workflows_decide(&api, &id, step, all, true, json).await,
+        }) => {
+            let d = ferry_model::api::Decision {
+                step,
+                all,
+                on_deny: Default::default(),
+            };
+            commands::workflows_decide(&api, &id, d, true, json).await
+        }
         Command::Workflows(WorkflowsCmd::Retry {
             id,
             step,
@@ -343,8 +356,24 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             commands::workflows_retry(&api, &id, &step, json && !wait).await?;
             commands::then_wait(&api, id, wait, json).await
         }
-        Command::Workflows(WorkflowsCmd::Deny { id, step, json }) => {
-            commands::workflows_decide(&api, &id, Some(step), false, false, json).await
+        Command::Workflows(WorkflowsCmd::Deny {
+            id,
+            step,
+            skip_current,
+            skip_dependents,
+            json,
+        }) => {
+            let on_deny = match (skip_current, skip_dependents) {
+                (true, _) => ferry_model::OnDeny::SkipCurrent,
+                (_, true) => ferry_model::OnDeny::SkipDependents,
+                _ => ferry_model::OnDeny::Fail,
+            };
+            let d = ferry_model::api::Decision {
+                step: Some(step),
+                all: false,
+                on_deny,
+            };
+            commands::workflows_decide(&api, &id, d, false, json).await
         }
         Command::Approvals(ApprovalsCmd::List { install, json }) => {
             commands::approvals_list(&api, install.as_deref(), json).await

@@ -244,3 +244,58 @@ fn a_failed_apply_is_retried_from_its_plan_after_the_cause_is_fixed() {
     assert_eq!(code, 1);
     assert!(err.contains("no failed or cancelled step"), "{err}");
 }
+
+#[test]
+fn a_denial_can_skip_the_plan_and_what_depends_on_it() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let app = repo_root().join("examples/hello");
+    let (code, out, err) = ferry(
+        &api,
+        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    // greeter → counter → reporter: approve until counter's plan waits, then deny it.
+    let wf = create_prompt(&api, "prod");
+    loop {
+        let w = wait_for(&api, &wf, 60, "an approval", waiting);
+        if step(&w, "counter", "approve")["status"] == "waiting" {
+            break;
+        }
+        let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--all"]);
+        assert!(code == 0 || err.contains("already decided"), "{out}{err}");
+    }
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "workflows",
+            "deny",
+            &wf,
+            "--step",
+            "counter",
+            "--skip-dependents",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let done = wait_for(&api, &wf, 60, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(step(&done, "greeter", "apply")["status"], "succeeded");
+    assert_eq!(step(&done, "counter", "apply")["status"], "skipped");
+    for kind in ["plan", "approve", "apply"] {
+        let s = step(&done, "reporter", kind);
+        assert_eq!(s["status"], "skipped", "{s}");
+    }
+    assert_eq!(
+        step(&done, "reporter", "plan")["message"],
+        "skipped: it depends on counter, whose plan was denied"
+    );
+}

@@ -194,6 +194,20 @@ async fn decide(
                 a.decided_by.as_deref().unwrap_or("someone")
             )));
         }
+        if !approved && d.on_deny != m::OnDeny::Fail {
+            // How the denial ends the step travels on the record the scheduler reads.
+            s.store
+                .repo::<m::Approval>()
+                .modify(&s.org, approval_id, |a| {
+                    if a.status != m::ApprovalStatus::Pending {
+                        return Ok::<bool, ()>(false);
+                    }
+                    a.on_deny = d.on_deny;
+                    Ok(true)
+                })
+                .await?
+                .ok();
+        }
         s.store
             .bus()
             .control(&Control::ApprovalResponse {

@@ -400,6 +400,7 @@ impl Scheduler {
             decided_at: None,
             created_at: m::now(),
             requested_at: None,
+            on_deny: Default::default(),
         };
         self.store
             .repo::<m::Approval>()

@@ -187,16 +187,23 @@ impl Scheduler {
                 approved,
                 approval_id,
             } => {
-                let actor = self
+                let approval = self
                     .store
                     .repo::<m::Approval>()
                     .get(&org, &approval_id)
                     .await?
-                    .and_then(|a| a.value.decided_by);
-                let outcome = if approved {
-                    m::StepOutcome::Succeeded("plan approved".into())
-                } else {
-                    m::StepOutcome::Failed("plan denied".into())
+                    .map(|a| a.value);
+                let on_deny = approval.as_ref().map(|a| a.on_deny).unwrap_or_default();
+                let actor = approval.and_then(|a| a.decided_by);
+                let denied = |dependents| m::StepOutcome::Skipped {
+                    message: "plan denied; its apply is skipped".into(),
+                    dependents,
+                };
+                let outcome = match (approved, on_deny) {
+                    (true, _) => m::StepOutcome::Succeeded("plan approved".into()),
+                    (false, m::OnDeny::Fail) => m::StepOutcome::Failed("plan denied".into()),
+                    (false, m::OnDeny::SkipCurrent) => denied(false),
+                    (false, m::OnDeny::SkipDependents) => denied(true),
                 };
                 self.complete_step(&org, &workflow_id, step, outcome, actor)
                     .await

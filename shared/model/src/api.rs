@@ -60,6 +60,9 @@ pub struct Decision {
     /// Every approval of the workflow that waits (approve only).
     #[serde(default)]
     pub all: bool,
+    /// Deny only: what the denial does to the workflow (default: it fails).
+    #[serde(default)]
+    pub on_deny: crate::OnDeny,
 }
 
 /// `POST /v1/installs/{name}/approve-all`: switch approve-all on or off.

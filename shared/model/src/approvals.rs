@@ -46,6 +46,7 @@ mod tests {
             decided_at: None,
             created_at: "t".into(),
             requested_at: None,
+            on_deny: Default::default(),
         };
         a.decide(true, "alice", "t1").unwrap();
         assert_eq!(a.status, crate::ApprovalStatus::Approved);

@@ -250,6 +250,20 @@ pub struct Approval {
     /// When the approval service was asked to decide (see `Job::offered_at`).
     #[serde(default)]
     pub requested_at: Option<String>,
+    /// What a denial does to the workflow.
+    #[serde(default)]
+    pub on_deny: OnDeny,
+}
+
+/// What denying a plan does: fail the workflow, or skip the denied apply (and, with
+/// `SkipDependents`, everything that depends on it) and go on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDeny {
+    #[default]
+    Fail,
+    SkipCurrent,
+    SkipDependents,
 }
 
 /// One audit record, appended to the `AUDIT` stream as JSON.

@@ -40,6 +40,12 @@ pub enum StepOutcome {
     Cancelled(String),
     /// A plan that changes nothing: its approval and apply are skipped.
     NoChanges(String),
+    /// A denied plan whose apply is skipped rather than failing the workflow; with `dependents`,
+    /// every step that depends on that apply, directly or not, is skipped too.
+    Skipped {
+        message: String,
+        dependents: bool,
+    },
 }
 
 /// A transition the record's state does not allow. The scheduler leaves the record unchanged: a
@@ -56,6 +62,8 @@ pub enum Illegal {
     AlreadyEnded { step: u32, status: StepStatus },
     #[error("step {step} is a {kind:?} step: only plans end without changes")]
     NotAPlan { step: u32, kind: StepKind },
+    #[error("step {step} is a {kind:?} step: only approvals are skipped by a denial")]
+    NotAnApproval { step: u32, kind: StepKind },
     #[error("the workflow has already ended ({0:?})")]
     WorkflowEnded(WorkflowStatus),
     #[error("the workflow is still {0:?}: only an ended workflow can be retried")]
@@ -150,6 +158,12 @@ impl Workflow {
                 kind: step.kind,
             });
         }
+        if matches!(outcome, StepOutcome::Skipped { .. }) && step.kind != StepKind::Approve {
+            return Err(Illegal::NotAnApproval {
+                step: index,
+                kind: step.kind,
+            });
+        }
         let component = step.component.clone();
         let (status, message) = match outcome {
             StepOutcome::Succeeded(m) | StepOutcome::NoChanges(m) if self.cancel_requested => {
@@ -169,6 +183,13 @@ impl Workflow {
                 }
                 (StepStatus::Succeeded, m)
             }
+            StepOutcome::Skipped {
+                message,
+                dependents,
+            } => {
+                self.skip_apply_of(&component, dependents, &message, now);
+                (StepStatus::Skipped, message)
+            }
             StepOutcome::Succeeded(m) => (StepStatus::Succeeded, m),
             StepOutcome::Failed(m) => (StepStatus::Failed, m),
             StepOutcome::Cancelled(m) => (StepStatus::Cancelled, m),
@@ -183,6 +204,41 @@ impl Workflow {
         }
         self.updated_at = now.to_string();
         Ok(())
+    }
+
+    /// Skips the pending apply of `component` and, with `dependents`, every pending step that waits
+    /// on a skipped one, transitively.
+    fn skip_apply_of(&mut self, component: &str, dependents: bool, why: &str, now: &str) {
+        let Some(apply) = self.find(component, StepKind::Apply).map(|s| s.index) else {
+            return;
+        };
+        let mut skipped = vec![apply];
+        let mut i = 0;
+        while i < skipped.len() {
+            let cause = skipped[i];
+            i += 1;
+            if let Some(s) = self.step_mut(cause)
+                && s.status == StepStatus::Pending
+            {
+                s.status = StepStatus::Skipped;
+                s.finished_at = Some(now.to_string());
+                s.message = Some(if s.component == component {
+                    why.to_string()
+                } else {
+                    format!("skipped: it depends on {component}, whose plan was denied")
+                });
+            }
+            if dependents {
+                let next: Vec<u32> = self
+                    .steps
+                    .iter()
+                    .filter(|s| s.status == StepStatus::Pending && s.after.contains(&cause))
+                    .map(|s| s.index)
+                    .filter(|n| !skipped.contains(n))
+                    .collect();
+                skipped.extend(next);
+            }
+        }
     }
 
     /// Stops the workflow: steps not started are cancelled (not attempted), approvals waiting are

@@ -422,3 +422,117 @@ fn a_workflow_is_laid_out_once_or_fails_with_the_reason() {
         Err(Illegal::WorkflowEnded(WorkflowStatus::Failed))
     );
 }
+
+/// a; b and c depend on a; d depends on b and c.
+fn diamond() -> Workflow {
+    Workflow::deploy(
+        "w".into(),
+        "o".into(),
+        "i".into(),
+        WorkflowKind::DeployComponents,
+        "c".into(),
+        &[
+            vec![d("a", &[])],
+            vec![d("b", &["a"]), d("c", &["a"])],
+            vec![d("d", &["b", "c"])],
+        ],
+    )
+}
+
+/// Runs every step that starts until `stop` (a component's approve) waits.
+fn run_until_waiting(w: &mut Workflow, stop: &str) -> u32 {
+    loop {
+        for e in w.advance(NOW) {
+            let Effect::Start { step } = e else { continue };
+            let s = &w.steps[step as usize];
+            if !(s.kind == StepKind::Approve && s.component == stop) {
+                ok(w, step);
+            }
+        }
+        if let Some(s) = w.find(stop, StepKind::Approve)
+            && s.status == Waiting
+        {
+            return s.index;
+        }
+    }
+}
+
+#[test]
+fn denying_with_skip_dependents_skips_exactly_the_transitive_dependents() {
+    let mut w = diamond();
+    let approve = run_until_waiting(&mut w, "c");
+    w.finish_step(
+        approve,
+        StepOutcome::Skipped {
+            message: "plan denied".into(),
+            dependents: true,
+        },
+        Some("alice".into()),
+        NOW,
+    )
+    .unwrap();
+    fn status(w: &Workflow, c: &str, k: StepKind) -> StepStatus {
+        w.find(c, k).unwrap().status
+    }
+    assert_eq!(status(&w, "c", StepKind::Approve), Skipped);
+    assert_eq!(status(&w, "c", StepKind::Apply), Skipped);
+    for k in [StepKind::Plan, StepKind::Approve, StepKind::Apply] {
+        assert_eq!(status(&w, "d", k), Skipped, "{k:?}");
+    }
+    assert_eq!(
+        w.find("d", StepKind::Plan).unwrap().message.as_deref(),
+        Some("skipped: it depends on c, whose plan was denied")
+    );
+    assert_ne!(
+        status(&w, "b", StepKind::Apply),
+        Skipped,
+        "b does not depend on c"
+    );
+    // b goes on to the end; the workflow succeeds with the skipped part.
+    loop {
+        let effects = w.advance(NOW);
+        if effects.iter().any(|e| matches!(e, Effect::Finished { .. })) {
+            break;
+        }
+        for e in effects {
+            if let Effect::Start { step } = e {
+                ok(&mut w, step);
+            }
+        }
+    }
+    assert_eq!(w.status, WorkflowStatus::Succeeded);
+    assert_eq!(status(&w, "b", StepKind::Apply), Succeeded);
+}
+
+#[test]
+fn denying_with_skip_current_lets_dependents_run() {
+    let mut w = diamond();
+    let approve = run_until_waiting(&mut w, "c");
+    w.finish_step(
+        approve,
+        StepOutcome::Skipped {
+            message: "plan denied".into(),
+            dependents: false,
+        },
+        None,
+        NOW,
+    )
+    .unwrap();
+    assert_eq!(w.find("c", StepKind::Apply).unwrap().status, Skipped);
+    assert_eq!(w.find("d", StepKind::Plan).unwrap().status, Pending);
+    assert_eq!(
+        w.finish_step(
+            0,
+            StepOutcome::Skipped {
+                message: "x".into(),
+                dependents: false
+            },
+            None,
+            NOW
+        ),
+        Err(Illegal::AlreadyEnded {
+            step: 0,
+            status: Succeeded
+        })
+    );
+}
