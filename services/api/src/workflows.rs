@@ -16,16 +16,20 @@ pub async fn get_workflow(
     State(s): State<ApiState>,
     Path(id): Path<String>,
 ) -> Result<Json<Workflow>, ApiError> {
-    check_name("workflow", &id)?;
-    let w = s
-        .store
-        .repo::<Workflow>()
-        .get(&s.org, &id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?;
-    let mut wf = w.value;
+    let mut wf = workflow(&s, &id).await?;
     explain_queued_steps(&s, &mut wf).await?;
     Ok(Json(wf))
+}
+
+/// The workflow named in a request's path, or a 404.
+async fn workflow(s: &ApiState, id: &str) -> Result<Workflow, ApiError> {
+    check_name("workflow", id)?;
+    Ok(s.store
+        .repo::<Workflow>()
+        .get(&s.org, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?
+        .value)
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -54,14 +58,7 @@ pub async fn cancel_workflow(
     State(s): State<ApiState>,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Workflow>), ApiError> {
-    check_name("workflow", &id)?;
-    let w = s
-        .store
-        .repo::<Workflow>()
-        .get(&s.org, &id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?
-        .value;
+    let w = workflow(&s, &id).await?;
     if w.status.is_terminal() {
         return Err(ApiError::Conflict(format!(
             "workflow {id} has already ended ({})",
@@ -166,14 +163,7 @@ async fn decide(
     Json(d): Json<m::api::Decision>,
     approved: bool,
 ) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
-    check_name("workflow", &id)?;
-    let wf = s
-        .store
-        .repo::<Workflow>()
-        .get(&s.org, &id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?
-        .value;
+    let wf = workflow(&s, &id).await?;
     let steps = decision_steps(&wf, &d, approved)?;
     let mut decided = Vec::new();
     for step in steps {
@@ -229,14 +219,7 @@ pub async fn retry_workflow(
     Path(id): Path<String>,
     Json(r): Json<m::api::Retry>,
 ) -> Result<(StatusCode, Json<Workflow>), ApiError> {
-    check_name("workflow", &id)?;
-    let wf = s
-        .store
-        .repo::<Workflow>()
-        .get(&s.org, &id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("workflow `{id}` not found")))?
-        .value;
+    let wf = workflow(&s, &id).await?;
     let step = wf
         .steps
         .iter()
