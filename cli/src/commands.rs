@@ -329,13 +329,20 @@ pub async fn installs_list(api: &Api, json_out: bool) -> Result<i32> {
     Ok(0)
 }
 
-pub async fn installs_deploy(api: &Api, name: &str, json_out: bool, wait: bool) -> Result<String> {
+/// Starts a workflow on an install: `action` is `deploy` or `teardown`.
+pub async fn installs_deploy(
+    api: &Api,
+    name: &str,
+    action: &str,
+    json_out: bool,
+    wait: bool,
+) -> Result<String> {
     let r: Value = api
-        .post(&format!("/v1/installs/{name}/deploy"), &json!({}))
+        .post(&format!("/v1/installs/{name}/{action}"), &json!({}))
         .await?;
     let id = r["workflow_id"].as_str().unwrap_or("?").to_string();
     if !json_out {
-        println!("deploying {name} in workflow {id}");
+        println!("{action} of {name} in workflow {id}");
     } else if !wait {
         print_json(&r)?;
     }

@@ -143,6 +143,15 @@ enum InstallsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Destroy what an install has deployed: components in reverse deploy order, then the sandbox.
+    Teardown {
+        name: String,
+        /// Follow the workflow until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Deploy the app's latest config to an install.
     Deploy {
         name: String,
@@ -317,7 +326,11 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             commands::installs_approve_all(&api, &name, state == "on", json).await
         }
         Command::Installs(InstallsCmd::Deploy { name, wait, json }) => {
-            let started = commands::installs_deploy(&api, &name, json, wait).await?;
+            let started = commands::installs_deploy(&api, &name, "deploy", json, wait).await?;
+            commands::then_wait(&api, started, wait, json).await
+        }
+        Command::Installs(InstallsCmd::Teardown { name, wait, json }) => {
+            let started = commands::installs_deploy(&api, &name, "teardown", json, wait).await?;
             commands::then_wait(&api, started, wait, json).await
         }
         Command::Workflows(WorkflowsCmd::Wait { id, json }) => {

@@ -417,10 +417,28 @@ pub async fn deploy_install(
     State(s): State<ApiState>,
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
-    check_name("install", &name)?;
+    start_on_install(&s, &name, m::WorkflowKind::DeployComponents).await
+}
+
+/// Destroys what the install has deployed: components in reverse deploy order, then the sandbox,
+/// with the config it was deployed with.
+pub async fn teardown_install(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    start_on_install(&s, &name, m::WorkflowKind::Teardown).await
+}
+
+/// Starts a workflow of `kind` on an existing install that is not busy: reserve, then start.
+async fn start_on_install(
+    s: &ApiState,
+    name: &str,
+    kind: m::WorkflowKind,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    check_name("install", name)?;
     let installs = s.store.repo::<Install>();
     let cur = installs
-        .get(&s.org, &name)
+        .get(&s.org, name)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
     if let Some(wf_id) = &cur.value.last_workflow
@@ -431,19 +449,21 @@ pub async fn deploy_install(
             "install `{name}` is busy with workflow {wf_id}"
         )));
     }
-    let app = s
-        .store
-        .repo::<App>()
-        .require(&s.org, &cur.value.app)
-        .await?
-        .value;
-    let config_id = app
-        .latest_config
-        .ok_or_else(|| ApiError::Conflict("the app has no config".into()))?;
+    let config_id = if kind == m::WorkflowKind::Teardown {
+        cur.value.app_config_id.clone()
+    } else {
+        s.store
+            .repo::<App>()
+            .require(&s.org, &cur.value.app)
+            .await?
+            .value
+            .latest_config
+            .ok_or_else(|| ApiError::Conflict("the app has no config".into()))?
+    };
     // Reserve, then start: the workflow runs only if the install now points to it. Of concurrent
     // deploys one wins the compare-and-swap; the others are refused and their workflows discarded
     // before anything was requested.
-    let wf = new_workflow(&s, &name, m::WorkflowKind::DeployComponents, &config_id).await?;
+    let wf = new_workflow(s, name, kind, &config_id).await?;
     let mut install = cur.value;
     install.app_config_id = config_id.clone();
     install.last_workflow = Some(wf.id.clone());
@@ -452,19 +472,19 @@ pub async fn deploy_install(
     match installs.update(&install, cur.revision).await {
         Ok(_) => {}
         Err(StoreError::Conflict { .. }) => {
-            discard_workflow(&s, &wf).await?;
+            discard_workflow(s, &wf).await?;
             return Err(ApiError::Conflict(format!(
-                "install `{name}` is busy: another deploy was just started"
+                "install `{name}` is busy: another workflow was just started"
             )));
         }
         Err(e) => return Err(e.into()),
     }
-    request_workflow(&s, &wf).await?;
+    request_workflow(s, &wf).await?;
     let workflow_id = wf.id;
     audit(
-        &s,
-        "install.deploy",
-        &name,
+        s,
+        &format!("install.{}", kind.label()),
+        name,
         serde_json::json!({ "workflow": workflow_id, "config": config_id }),
     )
     .await?;

@@ -49,6 +49,10 @@ pub fn router(store: Store) -> Router {
         .route("/v1/installs/{name}", get(handlers::get_install))
         .route("/v1/installs/{name}/deploy", post(handlers::deploy_install))
         .route(
+            "/v1/installs/{name}/teardown",
+            post(handlers::teardown_install),
+        )
+        .route(
             "/v1/installs/{name}/approve-all",
             post(handlers::set_approve_all),
         )

@@ -29,6 +29,7 @@ impl Scheduler {
             StepKind::Plan => self.dispatch_plan(wf, step).await,
             StepKind::Approve => self.request_approval(wf, step).await,
             StepKind::Apply => self.dispatch_apply(wf, step).await,
+            StepKind::Teardown => self.dispatch_teardown(wf, step).await,
         };
         let failed = match r {
             Ok(Ok(())) => return Ok(()),
@@ -80,7 +81,7 @@ impl Scheduler {
                     _ => self.start_step(wf, index).await,
                 }
             }
-            StepKind::Sync | StepKind::Plan | StepKind::Apply => {
+            StepKind::Sync | StepKind::Plan | StepKind::Apply | StepKind::Teardown => {
                 let job = match &step.job_id {
                     Some(id) => self
                         .store
@@ -296,16 +297,34 @@ impl Scheduler {
                 step.component
             ))));
         };
-        let (_, digest) = match self.artifact_of(wf, &step.component).await? {
-            Ok(a) => a,
-            Err(p) => return Ok(Err(p)),
-        };
         let install = self
             .store
             .repo::<m::Install>()
             .require(&wf.org, &wf.install)
             .await?
             .value;
+        // A teardown destroys what the last apply deployed: that artifact, already in the
+        // install's store. Everything else uses this workflow's build.
+        let digest = if step.kind == StepKind::Teardown {
+            match install
+                .component(&step.component)
+                .and_then(|c| c.artifact_digest.clone())
+            {
+                Some(d) => d,
+                None => {
+                    return Ok(Err(Permanent(format!(
+                        "`{}` has no deployed artifact to tear down",
+                        step.component
+                    ))));
+                }
+            }
+        } else {
+            match self.artifact_of(wf, &step.component).await? {
+                Ok((_, d)) => d,
+                Err(p) => return Ok(Err(p)),
+            }
+        };
+
         let outputs = install
             .components
             .iter()
@@ -356,6 +375,20 @@ impl Scheduler {
         self.set_component_status(wf, &step.component, m::ComponentStatus::Deploying)
             .await?;
         self.dispatch(wf, step, m::JobKind::Plan, JobSpec::Plan(job), None)
+            .await
+            .map(Ok)
+    }
+
+    async fn dispatch_teardown(
+        &self,
+        wf: &Workflow,
+        step: &m::Step,
+    ) -> Result<Result<(), Permanent>, SchedulerError> {
+        let job = match self.component_job(wf, step).await? {
+            Ok(j) => j,
+            Err(p) => return Ok(Err(p)),
+        };
+        self.dispatch(wf, step, m::JobKind::Teardown, JobSpec::Teardown(job), None)
             .await
             .map(Ok)
     }
@@ -471,6 +504,20 @@ impl Scheduler {
             Ok(j) => j,
             Err(p) => return Ok(Err(p)),
         };
+        // From here the install may hold what this artifact creates: a teardown destroys it with it.
+        let artifact = component.artifact_digest.clone();
+        self.store
+            .repo::<m::Install>()
+            .modify(&wf.org, &wf.install, |i| {
+                let c = i.component_mut(&step.component);
+                if c.artifact_digest.as_deref() == Some(artifact.as_str()) {
+                    return Ok::<bool, ()>(false);
+                }
+                c.artifact_digest = Some(artifact.clone());
+                Ok(true)
+            })
+            .await?
+            .ok();
         let digest = approval.plan_digest.clone();
         // A plan that would not fit in the offer is read by the runner from the plans store.
         let max_plan = self.client.server_info().max_payload / 2;

@@ -215,7 +215,23 @@ impl Scheduler {
                     StepOutcome::NoChanges(summary)
                 }
             }
-            m::JobKind::Apply | m::JobKind::Teardown => {
+            m::JobKind::Teardown => {
+                self.store
+                    .repo::<m::Install>()
+                    .modify(&job.org, &job.install, |i| {
+                        if job.component == m::SANDBOX {
+                            i.sandbox = Default::default();
+                        } else {
+                            i.components.remove(&job.component);
+                        }
+                        i.updated_at = m::now();
+                        Ok::<bool, ()>(true)
+                    })
+                    .await?
+                    .ok();
+                StepOutcome::Succeeded("torn down".into())
+            }
+            m::JobKind::Apply => {
                 let outputs = job.outputs.clone();
                 let digest = job.plan_digest.clone();
                 self.update_component(job, |c| {

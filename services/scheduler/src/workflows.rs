@@ -122,8 +122,9 @@ impl Scheduler {
             .store
             .repo::<m::Install>()
             .get(&wf.org, &wf.install)
-            .await?;
-        let holder = install.and_then(|i| i.value.last_workflow);
+            .await?
+            .map(|i| i.value);
+        let holder = install.as_ref().and_then(|i| i.last_workflow.clone());
         if holder.as_deref() != Some(wf.id.as_str()) {
             let reason = format!(
                 "not started: install `{}` is reserved by workflow {}",
@@ -141,6 +142,36 @@ impl Scheduler {
             }
             Err(e) => return Err(e),
         };
+        if wf.kind == m::WorkflowKind::Teardown {
+            // What an apply has deployed (it recorded its artifact), in deploy order.
+            let deployed = |name: &str| {
+                install
+                    .as_ref()
+                    .and_then(|i| i.component(name))
+                    .is_some_and(|c| c.artifact_digest.is_some())
+            };
+            let mut stages: Vec<Vec<String>> = Vec::new();
+            if deployed(m::SANDBOX) {
+                stages.push(vec![m::SANDBOX.to_string()]);
+            }
+            for stage in &cfg.deploy_order {
+                let names: Vec<String> = stage.iter().filter(|n| deployed(n)).cloned().collect();
+                if !names.is_empty() {
+                    stages.push(names);
+                }
+            }
+            if stages.is_empty() {
+                return Ok(Err("nothing of this install is deployed".into()));
+            }
+            let laid = Workflow::teardown(
+                wf.id.clone(),
+                wf.org.clone(),
+                wf.install.clone(),
+                wf.app_config_id.clone(),
+                &stages,
+            );
+            return Ok(Ok(laid.steps));
+        }
         let mut stages: Vec<Vec<m::Deployable>> = Vec::new();
         if cfg.sandbox.is_some() {
             stages.push(vec![m::Deployable {
@@ -196,11 +227,10 @@ impl Scheduler {
 
     /// Records the install's status for a workflow about to be finished.
     async fn finish_install(&self, wf: &Workflow) -> Result<(), SchedulerError> {
-        let ok = wf.status == WorkflowStatus::Succeeded;
-        let install_status = if ok {
-            m::InstallStatus::Active
-        } else {
-            m::InstallStatus::Failed
+        let install_status = match (wf.status, wf.kind) {
+            (WorkflowStatus::Succeeded, m::WorkflowKind::Teardown) => m::InstallStatus::TornDown,
+            (WorkflowStatus::Succeeded, _) => m::InstallStatus::Active,
+            _ => m::InstallStatus::Failed,
         };
         let r = self
             .store

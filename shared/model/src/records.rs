@@ -77,6 +77,8 @@ pub enum InstallStatus {
     Provisioning,
     Active,
     Failed,
+    /// Everything it deployed was destroyed.
+    TornDown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

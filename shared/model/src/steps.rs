@@ -93,7 +93,7 @@ impl Workflow {
                     step.approval_id = Some(id);
                 }
                 StepKind::Build => step.status = StepStatus::Running,
-                StepKind::Sync | StepKind::Plan | StepKind::Apply => {
+                StepKind::Sync | StepKind::Plan | StepKind::Apply | StepKind::Teardown => {
                     step.status = StepStatus::Running;
                     step.job_id = Some(id);
                 }

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 pub enum WorkflowKind {
     Provision,
     DeployComponents,
+    /// Every deployed component in reverse deploy order, then the sandbox.
+    Teardown,
 }
 
 impl WorkflowKind {
@@ -18,6 +20,7 @@ impl WorkflowKind {
         match self {
             WorkflowKind::Provision => "provision",
             WorkflowKind::DeployComponents => "deploy-components",
+            WorkflowKind::Teardown => "teardown",
         }
     }
 }
@@ -49,6 +52,8 @@ pub enum StepKind {
     Plan,
     Approve,
     Apply,
+    /// Destroys what a component's applies made (its plugin's teardown).
+    Teardown,
 }
 
 impl StepKind {
@@ -59,6 +64,7 @@ impl StepKind {
             StepKind::Plan => "plan",
             StepKind::Approve => "approve",
             StepKind::Apply => "apply",
+            StepKind::Teardown => "teardown",
         }
     }
 }
@@ -237,6 +243,45 @@ impl Workflow {
             finished_at: None,
             error: None,
         }
+    }
+
+    /// Lays out a teardown: one step per deployable, in reverse deploy order; each stage's
+    /// teardowns wait for every teardown of the stages deployed after it (their dependents), so the
+    /// sandbox goes last. `stages` is the deploy order, the sandbox (if any) first.
+    pub fn teardown(
+        id: String,
+        org: String,
+        install: String,
+        app_config_id: String,
+        stages: &[Vec<String>],
+    ) -> Workflow {
+        let mut w = Workflow::deploy(id, org, install, WorkflowKind::Teardown, app_config_id, &[]);
+        let mut previous: Vec<u32> = Vec::new();
+        for (group, stage) in stages.iter().rev().enumerate() {
+            let mut this = Vec::new();
+            for name in stage {
+                let index = w.steps.len() as u32;
+                w.steps.push(Step {
+                    index,
+                    group: group as u32,
+                    component: name.clone(),
+                    kind: StepKind::Teardown,
+                    status: StepStatus::Pending,
+                    attempt: 1,
+                    after: previous.clone(),
+                    job_id: None,
+                    build_id: None,
+                    approval_id: None,
+                    actor: None,
+                    started_at: None,
+                    finished_at: None,
+                    message: None,
+                });
+                this.push(index);
+            }
+            previous = this;
+        }
+        w
     }
 
     /// Steps that may start now. None while any step has failed or was cancelled (its job was

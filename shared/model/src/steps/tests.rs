@@ -423,6 +423,43 @@ fn a_workflow_is_laid_out_once_or_fails_with_the_reason() {
     );
 }
 
+#[test]
+fn a_teardown_runs_in_reverse_deploy_order_with_the_sandbox_last() {
+    let stages: Vec<Vec<String>> = vec![
+        vec!["sandbox".into()],
+        vec!["a".into(), "b".into()],
+        vec!["c".into()],
+    ];
+    let mut w = Workflow::teardown("w".into(), "o".into(), "i".into(), "c".into(), &stages);
+    let names = |w: &Workflow, effects: Vec<Effect>| -> Vec<String> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Start { step } => Some(w.steps[*step as usize].component.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let first = w.advance(NOW);
+    assert_eq!(names(&w, first), ["c"]);
+    assert_eq!(w.steps[0].job_id.as_deref(), Some("w-0"));
+    ok(&mut w, 0);
+    let second = w.advance(NOW);
+    assert_eq!(names(&w, second), ["a", "b"]);
+    ok(&mut w, 1);
+    assert!(w.advance(NOW).is_empty(), "the sandbox waits for b too");
+    ok(&mut w, 2);
+    let third = w.advance(NOW);
+    assert_eq!(names(&w, third), ["sandbox"]);
+    ok(&mut w, 3);
+    assert_eq!(
+        w.advance(NOW),
+        vec![Effect::Finished {
+            status: WorkflowStatus::Succeeded
+        }]
+    );
+}
+
 /// a; b and c depend on a; d depends on b and c.
 fn diamond() -> Workflow {
     Workflow::deploy(

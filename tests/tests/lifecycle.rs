@@ -1,0 +1,80 @@
+//! An install's life after its first deploy: teardown.
+
+use ferry_tests::{NatsServer, copy_dir, ferry, ferry_json, repo_root, server_and_runner};
+
+#[test]
+fn teardown_destroys_in_reverse_deploy_order_then_the_sandbox() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
+    let app = dir.path().join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    // Every component's teardown records its name, in order.
+    let order = dir.path().join("torn-down");
+    for c in ["greeter", "reporter"] {
+        std::fs::write(
+            app.join(format!("components/src/{c}/teardown.sh")),
+            format!("#!/bin/sh\necho {c} >> {}\n", order.display()),
+        )
+        .unwrap();
+    }
+    let (code, out, err) = ferry(
+        &api,
+        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--wait",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+
+    let (code, out, err) = ferry(&api, &["installs", "teardown", "prod", "--wait", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let wf: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(wf["kind"], "teardown");
+    let steps: Vec<(&str, &str)> = wf["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["component"].as_str().unwrap(),
+                s["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("reporter", "succeeded"),
+            ("counter", "succeeded"),
+            ("greeter", "succeeded"),
+            ("sandbox", "succeeded")
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&order).unwrap(),
+        "reporter\ngreeter\n"
+    );
+    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    assert_eq!(install["status"], "torn_down", "{install}");
+    assert!(
+        install["components"].as_object().unwrap().is_empty(),
+        "{install}"
+    );
+
+    // Nothing left to tear down: the workflow fails and says why.
+    let (code, _, err) = ferry(&api, &["installs", "teardown", "prod", "--wait"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("nothing of this install is deployed"), "{err}");
+}
