@@ -104,6 +104,15 @@ impl Api {
             .with_context(|| format!("decoding the answer to POST {path}"))
     }
 
+    pub async fn delete(&self, path: &str) -> Result<()> {
+        self.check(
+            self.http.delete(self.url(path)).send().await,
+            &format!("DELETE {path}"),
+        )
+        .await?;
+        Ok(())
+    }
+
     pub async fn post_bytes<T: DeserializeOwned>(&self, path: &str, body: Vec<u8>) -> Result<T> {
         let r = self
             .check(

@@ -143,6 +143,13 @@ enum InstallsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Forget an install. Refused while anything of it is deployed (tear it down first), unless
+    /// --force, which leaves those resources with nobody to manage them.
+    Delete {
+        name: String,
+        #[arg(long)]
+        force: bool,
+    },
     /// Destroy what an install has deployed: components in reverse deploy order, then the sandbox.
     Teardown {
         name: String,
@@ -328,6 +335,12 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Installs(InstallsCmd::Deploy { name, wait, json }) => {
             let started = commands::installs_deploy(&api, &name, "deploy", json, wait).await?;
             commands::then_wait(&api, started, wait, json).await
+        }
+        Command::Installs(InstallsCmd::Delete { name, force }) => {
+            let path = format!("/v1/installs/{name}?force={force}");
+            api.delete(&path).await?;
+            println!("install {name} deleted");
+            Ok(0)
         }
         Command::Installs(InstallsCmd::Teardown { name, wait, json }) => {
             let started = commands::installs_deploy(&api, &name, "teardown", json, wait).await?;

@@ -77,4 +77,50 @@ fn teardown_destroys_in_reverse_deploy_order_then_the_sandbox() {
     let (code, _, err) = ferry(&api, &["installs", "teardown", "prod", "--wait"]);
     assert_eq!(code, 1);
     assert!(err.contains("nothing of this install is deployed"), "{err}");
+
+    // Torn down, it can be deleted.
+    let (code, out, err) = ferry(&api, &["installs", "delete", "prod"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = ferry(&api, &["installs", "get", "prod"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not found"), "{err}");
+}
+
+#[test]
+fn an_install_with_deployed_components_is_not_deleted_without_force() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
+    let app = repo_root().join("examples/hello");
+    let (code, out, err) = ferry(
+        &api,
+        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--wait",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = ferry(&api, &["installs", "delete", "prod"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("still has sandbox, counter, greeter, reporter deployed"),
+        "{err}"
+    );
+    assert_eq!(
+        ferry_json(&api, &["installs", "get", "prod", "--json"])["status"],
+        "active"
+    );
+    let (code, out, err) = ferry(&api, &["installs", "delete", "prod", "--force"]);
+    assert_eq!(code, 0, "{out}{err}");
 }

@@ -420,6 +420,58 @@ pub async fn deploy_install(
     start_on_install(&s, &name, m::WorkflowKind::DeployComponents).await
 }
 
+#[derive(Debug, serde::Deserialize)]
+pub struct DeleteOptions {
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// Forgets an install. Refused while a workflow runs on it, and while anything of it is deployed
+/// (tear it down first) unless `?force=true`: its resources would be left with nobody to manage
+/// them.
+pub async fn delete_install(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+    axum::extract::Query(o): axum::extract::Query<DeleteOptions>,
+) -> Result<StatusCode, ApiError> {
+    check_name("install", &name)?;
+    let installs = s.store.repo::<Install>();
+    let cur = installs
+        .get(&s.org, &name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?
+        .value;
+    if let Some(wf_id) = &cur.last_workflow
+        && let Some(wf) = s.store.repo::<Workflow>().get(&s.org, wf_id).await?
+        && !wf.value.status.is_terminal()
+    {
+        return Err(ApiError::Conflict(format!(
+            "install `{name}` is busy with workflow {wf_id}"
+        )));
+    }
+    let deployed: Vec<&str> = std::iter::once((m::SANDBOX, &cur.sandbox))
+        .chain(cur.components.iter().map(|(n, c)| (n.as_str(), c)))
+        .filter(|(_, c)| c.artifact_digest.is_some())
+        .map(|(n, _)| n)
+        .collect();
+    if !deployed.is_empty() && !o.force {
+        return Err(ApiError::Conflict(format!(
+            "install `{name}` still has {} deployed: run `ferry installs teardown {name}` first, \
+             or delete with --force to leave them unmanaged",
+            deployed.join(", ")
+        )));
+    }
+    installs.delete(&s.org, &name).await?;
+    audit(
+        &s,
+        "install.deleted",
+        &name,
+        serde_json::json!({ "force": o.force, "left_deployed": deployed }),
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 /// Destroys what the install has deployed: components in reverse deploy order, then the sandbox,
 /// with the config it was deployed with.
 pub async fn teardown_install(

@@ -46,7 +46,10 @@ pub fn router(store: Store) -> Router {
             "/v1/installs",
             get(handlers::list_installs).post(handlers::create_install),
         )
-        .route("/v1/installs/{name}", get(handlers::get_install))
+        .route(
+            "/v1/installs/{name}",
+            get(handlers::get_install).delete(handlers::delete_install),
+        )
         .route("/v1/installs/{name}/deploy", post(handlers::deploy_install))
         .route(
             "/v1/installs/{name}/teardown",
