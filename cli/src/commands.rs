@@ -329,6 +329,28 @@ pub async fn installs_list(api: &Api, json_out: bool) -> Result<i32> {
     Ok(0)
 }
 
+pub async fn installs_update_inputs(
+    api: &Api,
+    name: &str,
+    inputs: &[String],
+    json_out: bool,
+    wait: bool,
+) -> Result<String> {
+    let r: Value = api
+        .post(
+            &format!("/v1/installs/{name}/inputs"),
+            &parse_inputs(inputs)?,
+        )
+        .await?;
+    let id = r["workflow_id"].as_str().unwrap_or("?").to_string();
+    if !json_out {
+        println!("inputs of {name} changed; deploying in workflow {id}");
+    } else if !wait {
+        print_json(&r)?;
+    }
+    Ok(id)
+}
+
 /// Starts a workflow on an install: `action` is `deploy` or `teardown`.
 pub async fn installs_deploy(
     api: &Api,

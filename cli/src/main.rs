@@ -143,6 +143,19 @@ enum InstallsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Change input values (checked against their types) and deploy: only what the change
+    /// affects applies.
+    UpdateInputs {
+        name: String,
+        /// An input value, `name=value` (repeatable).
+        #[arg(long = "input", value_name = "NAME=VALUE", required = true)]
+        inputs: Vec<String>,
+        /// Follow the workflow until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Forget an install. Refused while anything of it is deployed (tear it down first), unless
     /// --force, which leaves those resources with nobody to manage them.
     Delete {
@@ -334,6 +347,16 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Installs(InstallsCmd::Deploy { name, wait, json }) => {
             let started = commands::installs_deploy(&api, &name, "deploy", json, wait).await?;
+            commands::then_wait(&api, started, wait, json).await
+        }
+        Command::Installs(InstallsCmd::UpdateInputs {
+            name,
+            inputs,
+            wait,
+            json,
+        }) => {
+            let started =
+                commands::installs_update_inputs(&api, &name, &inputs, json, wait).await?;
             commands::then_wait(&api, started, wait, json).await
         }
         Command::Installs(InstallsCmd::Delete { name, force }) => {

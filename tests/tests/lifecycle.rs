@@ -87,7 +87,7 @@ fn teardown_destroys_in_reverse_deploy_order_then_the_sandbox() {
 }
 
 #[test]
-fn an_install_with_deployed_components_is_not_deleted_without_force() {
+fn inputs_are_updated_and_an_install_with_deployed_components_is_not_deleted_without_force() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
@@ -111,6 +111,32 @@ fn an_install_with_deployed_components_is_not_deleted_without_force() {
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
+    // New input values are checked, stored and deployed.
+    let (code, _, err) = ferry(
+        &api,
+        &["installs", "update-inputs", "prod", "--input", "greting=hi"],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown input `greting`"), "{err}");
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "update-inputs",
+            "prod",
+            "--input",
+            "greeting=hi",
+            "--wait",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    assert_eq!(install["inputs"]["greeting"], "hi");
+    assert_eq!(
+        install["components"]["greeter"]["outputs"]["message"],
+        "hi, prod!"
+    );
+
     let (code, _, err) = ferry(&api, &["installs", "delete", "prod"]);
     assert_eq!(code, 1);
     assert!(

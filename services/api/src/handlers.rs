@@ -417,7 +417,7 @@ pub async fn deploy_install(
     State(s): State<ApiState>,
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
-    start_on_install(&s, &name, m::WorkflowKind::DeployComponents).await
+    start_on_install(&s, &name, m::WorkflowKind::DeployComponents, None).await
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -478,14 +478,31 @@ pub async fn teardown_install(
     State(s): State<ApiState>,
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
-    start_on_install(&s, &name, m::WorkflowKind::Teardown).await
+    start_on_install(&s, &name, m::WorkflowKind::Teardown, None).await
+}
+
+/// Changes some of an install's input values and deploys: every component plans again, and only
+/// those whose plan changes (what reads the changed inputs) apply.
+pub async fn update_inputs(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+    Json(changes): Json<BTreeMap<String, String>>,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    if changes.is_empty() {
+        return Err(ApiError::BadRequest(
+            "no input to change: --input NAME=VALUE".into(),
+        ));
+    }
+    start_on_install(&s, &name, m::WorkflowKind::DeployComponents, Some(changes)).await
 }
 
 /// Starts a workflow of `kind` on an existing install that is not busy: reserve, then start.
+/// `inputs` changes input values in the same compare-and-swap that reserves the install.
 async fn start_on_install(
     s: &ApiState,
     name: &str,
     kind: m::WorkflowKind,
+    inputs: Option<BTreeMap<String, String>>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     check_name("install", name)?;
     let installs = s.store.repo::<Install>();
@@ -512,11 +529,17 @@ async fn start_on_install(
             .latest_config
             .ok_or_else(|| ApiError::Conflict("the app has no config".into()))?
     };
+    let mut install = cur.value;
+    if let Some(changes) = inputs {
+        let mut values = install.inputs.clone();
+        values.extend(changes);
+        check_inputs(s, &config_id, &values).await?;
+        install.inputs = values;
+    }
     // Reserve, then start: the workflow runs only if the install now points to it. Of concurrent
     // deploys one wins the compare-and-swap; the others are refused and their workflows discarded
     // before anything was requested.
     let wf = new_workflow(s, name, kind, &config_id).await?;
-    let mut install = cur.value;
     install.app_config_id = config_id.clone();
     install.last_workflow = Some(wf.id.clone());
     install.status = m::InstallStatus::Provisioning;

@@ -55,6 +55,7 @@ pub fn router(store: Store) -> Router {
             "/v1/installs/{name}/teardown",
             post(handlers::teardown_install),
         )
+        .route("/v1/installs/{name}/inputs", post(handlers::update_inputs))
         .route(
             "/v1/installs/{name}/approve-all",
             post(handlers::set_approve_all),
