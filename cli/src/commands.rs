@@ -112,11 +112,13 @@ fn app_name(dir: &Path, name: Option<String>) -> Result<String> {
 /// Reads the package, fetches its remote references into it, validates it and uploads it.
 pub async fn sync(api: &Api, dir: &Path, name: &str) -> Result<ferry_model::api::SyncResponse> {
     let mut pkg = Package::from_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
-    let fetched = crate::fetch::fetch_remote(&mut pkg, dir, Default::default()).await?;
-    if fetched > 0 {
-        eprintln!("fetched {fetched} remote reference(s)");
+    let mut report = ferry_appconfig::validate(&pkg);
+    if !report.remote.is_empty() {
+        crate::fetch::fetch_remote(&mut pkg, &report.remote, dir, Default::default()).await?;
+        eprintln!("fetched {} remote reference(s)", report.remote.len());
+        // Again, over the fetched content.
+        report = ferry_appconfig::validate(&pkg);
     }
-    let report = ferry_appconfig::validate(&pkg);
     if report.config.is_none() {
         bail!("{} is invalid:\n{}", dir.display(), report.diagnostics);
     }

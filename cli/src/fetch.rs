@@ -33,12 +33,16 @@ impl Default for Limits {
     }
 }
 
-/// Fetches every remote reference of `pkg` (read from `dir`) into the package; returns how many.
-/// The first failure is the error, naming the file that holds the reference.
-pub async fn fetch_remote(pkg: &mut Package, dir: &Path, limits: Limits) -> Result<usize> {
-    let remote = ferry_appconfig::validate(pkg).remote;
+/// Fetches the remote references `remote` (found by validating `pkg`, read from `dir`) into the
+/// package. The first failure is the error, naming the file that holds the reference.
+pub async fn fetch_remote(
+    pkg: &mut Package,
+    remote: &[Remote],
+    dir: &Path,
+    limits: Limits,
+) -> Result<()> {
     let boundary = repository_root(&std::fs::canonicalize(dir)?);
-    for r in &remote {
+    for r in remote {
         let bytes = tokio::time::timeout(limits.timeout, fetch_one(&r.url, &boundary, limits))
             .await
             .map_err(|_| anyhow!("timed out after {:?}", limits.timeout))
@@ -46,7 +50,7 @@ pub async fn fetch_remote(pkg: &mut Package, dir: &Path, limits: Limits) -> Resu
             .with_context(|| describe(r))?;
         pkg.files.insert(remote_path(&r.url), bytes);
     }
-    Ok(remote.len())
+    Ok(())
 }
 
 fn describe(r: &Remote) -> String {

@@ -361,9 +361,8 @@ pub fn step<'a>(wf: &'a serde_json::Value, component: &str, kind: &str) -> &'a s
         .unwrap_or_else(|| panic!("no {kind} step for {component} in {wf}"))
 }
 
-/// Syncs `app` as app `hello` and creates install `install` (approve-all); returns its first
-/// workflow's id.
-pub fn sync_and_create(api: &str, app: &Path, install: &str) -> String {
+/// Syncs `app` as app `hello`.
+pub fn sync_hello(api: &str, app: &Path) {
     let (code, out, err) = ferry(
         api,
         &[
@@ -375,6 +374,27 @@ pub fn sync_and_create(api: &str, app: &Path, install: &str) -> String {
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
+}
+
+/// Waits until the `kind` step of `component` runs in `workflow`; returns its job's id.
+pub fn running_job(api: &str, workflow: &str, component: &str, kind: &str) -> String {
+    let w = wait_for(
+        api,
+        workflow,
+        90,
+        &format!("{component}'s {kind} to run"),
+        |w| step(w, component, kind)["status"] == "running",
+    );
+    step(&w, component, kind)["job_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a running {kind} step has a job: {w}"))
+        .to_string()
+}
+
+/// Syncs `app` as app `hello` and creates install `install` (approve-all); returns its first
+/// workflow's id.
+pub fn sync_and_create(api: &str, app: &Path, install: &str) -> String {
+    sync_hello(api, app);
     let created = ferry_json(
         api,
         &[

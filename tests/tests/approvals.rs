@@ -2,14 +2,6 @@
 
 use ferry_tests::{NatsServer, Proc, ferry, ferry_json, repo_root, step, wait_for};
 
-fn sync(api: &str, app: &std::path::Path) {
-    let (code, out, err) = ferry(
-        api,
-        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
-    );
-    assert_eq!(code, 0, "{out}{err}");
-}
-
 fn create_prompt(api: &str, install: &str) -> String {
     let created = ferry_json(
         api,
@@ -34,7 +26,7 @@ fn prompted_plans_wait_and_are_approved_or_denied() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     let app = repo_root().join("examples/hello");
-    sync(&api, &app);
+    ferry_tests::sync_hello(&api, &app);
     let _runners: Vec<Proc> = ["prod", "stage", "auto"]
         .iter()
         .map(|i| {
@@ -123,7 +115,7 @@ fn wait_follows_a_workflow_and_its_exit_code_says_how_it_ended() {
     let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
     let app = dir.path().join("hello");
     ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
-    sync(&api, &app);
+    ferry_tests::sync_hello(&api, &app);
     let (code, out, err) = ferry(
         &api,
         &[
@@ -147,7 +139,7 @@ fn wait_follows_a_workflow_and_its_exit_code_says_how_it_ended() {
         "#!/bin/sh\necho 'quota exceeded' >&2\nexit 3\n",
     )
     .unwrap();
-    sync(&api, &app);
+    ferry_tests::sync_hello(&api, &app);
     let (code, out, err) = ferry(&api, &["installs", "deploy", "prod", "--wait", "--json"]);
     assert_eq!(code, 1, "{out}{err}");
     let wf: serde_json::Value =
@@ -182,7 +174,7 @@ fn a_failed_apply_is_retried_from_its_plan_after_the_cause_is_fixed() {
         ),
     )
     .unwrap();
-    sync(&api, &app);
+    ferry_tests::sync_hello(&api, &app);
     let (code, out, err) = ferry(
         &api,
         &[
@@ -231,7 +223,7 @@ fn a_denial_can_skip_the_plan_and_what_depends_on_it() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
     let app = repo_root().join("examples/hello");
-    sync(&api, &app);
+    ferry_tests::sync_hello(&api, &app);
     // greeter → counter → reporter: approve until counter's plan waits, then deny it.
     let wf = create_prompt(&api, "prod");
     loop {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ferry_tests::{
-    NatsServer, Proc, copy_dir, ferry, ferry_json, repo_root, server_and_runner, step,
+    NatsServer, Proc, copy_dir, ferry, ferry_json, repo_root, running_job, server_and_runner, step,
     sync_and_create, wait_for,
 };
 
@@ -58,13 +58,7 @@ fn cancel_stops_a_job_that_traps_sigterm() {
         dir.path().join("runner.log"),
     );
     let wf = sync_and_create(&api, &app, "prod");
-    let running = wait_for(&api, &wf, 90, "greeter's apply to run", |w| {
-        step(w, "greeter", "apply")["status"] == "running"
-    });
-    let job = step(&running, "greeter", "apply")["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let job = running_job(&api, &wf, "greeter", "apply");
     let deadline = Instant::now() + Duration::from_secs(30);
     while !pid_file.exists() {
         assert!(Instant::now() < deadline, "the apply script never started");
@@ -112,13 +106,7 @@ fn cancel_a_workflow_waiting_for_a_runner_that_is_not_connected() {
     let app = repo_root().join("examples/hello");
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     let wf = sync_and_create(&api, &app, "prod");
-    let w = wait_for(&api, &wf, 60, "the sandbox sync to be offered", |w| {
-        step(w, "sandbox", "sync")["status"] == "running"
-    });
-    let job = step(&w, "sandbox", "sync")["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let job = running_job(&api, &wf, "sandbox", "sync");
     // The step says what it waits for.
     let shown = ferry_json(&api, &["workflows", "get", &wf, "--json"]);
     let message = step(&shown, "sandbox", "sync")["message"]
@@ -234,13 +222,7 @@ fn a_runner_killed_mid_job_loses_the_execution_and_the_job_runs_again_once() {
     let data = dir.path().join("runner");
     let first = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-1.log"));
     let wf = sync_and_create(&api, &app, "prod");
-    let w = wait_for(&api, &wf, 90, "greeter's apply to run", |w| {
-        step(w, "greeter", "apply")["status"] == "running"
-    });
-    let job = step(&w, "greeter", "apply")["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let job = running_job(&api, &wf, "greeter", "apply");
     let deadline = Instant::now() + Duration::from_secs(30);
     while !std::fs::read_to_string(&record)
         .unwrap_or_default()
@@ -375,13 +357,7 @@ fn a_runner_stopped_with_sigterm_lets_its_running_job_finish() {
     let data = dir.path().join("runner");
     let mut first = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-1.log"));
     let wf = sync_and_create(&api, &app, "prod");
-    let w = wait_for(&api, &wf, 90, "greeter's apply to run", |w| {
-        step(w, "greeter", "apply")["status"] == "running"
-    });
-    let job = step(&w, "greeter", "apply")["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let job = running_job(&api, &wf, "greeter", "apply");
     let deadline = Instant::now() + Duration::from_secs(30);
     while !std::fs::read_to_string(&record)
         .unwrap_or_default()
@@ -536,13 +512,7 @@ fn cancelling_one_job_ends_its_step_and_its_workflow_cancelled() {
     let app = repo_root().join("examples/hello");
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     let wf = sync_and_create(&api, &app, "prod");
-    let w = wait_for(&api, &wf, 60, "the sandbox sync to be offered", |w| {
-        step(w, "sandbox", "sync")["status"] == "running"
-    });
-    let job = step(&w, "sandbox", "sync")["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let job = running_job(&api, &wf, "sandbox", "sync");
     let j = ferry_json(&api, &["jobs", "cancel", &job, "--json"]);
     assert_eq!(j["status"], "cancelled", "{j}");
     // The other syncs already offered run once a runner comes; nothing after them starts.

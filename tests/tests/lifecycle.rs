@@ -2,6 +2,25 @@
 
 use ferry_tests::{NatsServer, copy_dir, ferry, ferry_json, repo_root, server_and_runner};
 
+/// Syncs `app` and deploys it to install `prod` (approve-all), waiting until it is deployed.
+fn deploy_prod(api: &str, app: &std::path::Path) {
+    ferry_tests::sync_hello(api, app);
+    let (code, out, err) = ferry(
+        api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--wait",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+}
+
 #[test]
 fn teardown_destroys_in_reverse_deploy_order_then_the_sandbox() {
     let nats = NatsServer::start();
@@ -18,25 +37,7 @@ fn teardown_destroys_in_reverse_deploy_order_then_the_sandbox() {
         )
         .unwrap();
     }
-    let (code, out, err) = ferry(
-        &api,
-        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
-    );
-    assert_eq!(code, 0, "{out}{err}");
-    let (code, out, err) = ferry(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "hello",
-            "--name",
-            "prod",
-            "--approve-all",
-            "--wait",
-        ],
-    );
-    assert_eq!(code, 0, "{out}{err}");
+    deploy_prod(&api, &app);
 
     let (code, out, err) = ferry(&api, &["installs", "teardown", "prod", "--wait", "--json"]);
     assert_eq!(code, 0, "{out}{err}");
@@ -92,25 +93,7 @@ fn inputs_are_updated_and_an_install_with_deployed_components_is_not_deleted_wit
     let dir = tempfile::tempdir().unwrap();
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let app = repo_root().join("examples/hello");
-    let (code, out, err) = ferry(
-        &api,
-        &["apps", "sync", app.to_str().unwrap(), "--name", "hello"],
-    );
-    assert_eq!(code, 0, "{out}{err}");
-    let (code, out, err) = ferry(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "hello",
-            "--name",
-            "prod",
-            "--approve-all",
-            "--wait",
-        ],
-    );
-    assert_eq!(code, 0, "{out}{err}");
+    deploy_prod(&api, &app);
     // New input values are checked, stored and deployed.
     let (code, _, err) = ferry(
         &api,

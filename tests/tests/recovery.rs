@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use ferry_tests::{NatsServer, Proc, copy_dir, ferry, ferry_json, repo_root, step, wait_for};
+use ferry_tests::{
+    NatsServer, Proc, copy_dir, ferry, ferry_json, repo_root, running_job, step, wait_for,
+};
 
 fn slow_example(dir: &std::path::Path) -> PathBuf {
     let app = dir.join("hello");
@@ -72,13 +74,7 @@ fn a_runner_started_late_or_replaced_picks_up_waiting_jobs() {
     let wf = create(&api, &app);
 
     // No runner yet: the first sync job is offered and waits, queued.
-    let w = wait_for(&api, &wf, 60, "the sandbox sync to be offered", |w| {
-        step(w, "sandbox", "sync")["status"] == "running"
-    });
-    let job = step(&w, "sandbox", "sync")["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let job = running_job(&api, &wf, "sandbox", "sync");
     assert_eq!(
         ferry_json(&api, &["jobs", "get", &job, "--json"])["status"],
         "queued"
@@ -252,13 +248,7 @@ fn a_job_runs_on_while_the_control_plane_is_down_longer_than_its_lease() {
         dir.path().join("runner.log"),
     );
     let wf = create(&api, &app);
-    let w = wait_for(&api, &wf, 60, "greeter's apply to run", |w| {
-        step(w, "greeter", "apply")["status"] == "running"
-    });
-    let job = step(&w, "greeter", "apply")["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let job = running_job(&api, &wf, "greeter", "apply");
     // Down for twice the lease while the apply runs.
     server.kill();
     std::thread::sleep(std::time::Duration::from_secs(4));

@@ -98,11 +98,12 @@ fn git_repo() -> tempfile::TempDir {
     dir
 }
 
-async fn sync(refs: &[(&str, &str)], limits: Limits) -> (Result<usize>, Package) {
+async fn sync(refs: &[(&str, &str)], limits: Limits) -> (Result<()>, Package) {
     let repo = repo_with_app(refs);
     let app = repo.path().join("app");
     let mut pkg = Package::from_dir(&app).unwrap();
-    let r = fetch_remote(&mut pkg, &app, limits).await;
+    let remote = ferry_appconfig::validate(&pkg).remote;
+    let r = fetch_remote(&mut pkg, &remote, &app, limits).await;
     (r, pkg)
 }
 
@@ -134,7 +135,9 @@ async fn http_git_and_file_references_are_fetched_into_the_package() {
     let before = ferry_appconfig::validate(&pkg);
     assert_eq!(before.remote.len(), 3);
 
-    assert_eq!(fetch_remote(&mut pkg, &app, quick()).await.unwrap(), 3);
+    fetch_remote(&mut pkg, &before.remote, &app, quick())
+        .await
+        .unwrap();
     for (url, text) in [
         (&http, "from http"),
         (&git_url, "from git"),
@@ -154,8 +157,8 @@ async fn http_git_and_file_references_are_fetched_into_the_package() {
         "{}",
         after.diagnostics
     );
-    // Fetched once more, nothing is left to fetch.
-    assert_eq!(fetch_remote(&mut pkg, &app, quick()).await.unwrap(), 0);
+    // Validated once more, nothing is left to fetch.
+    assert_eq!(ferry_appconfig::validate(&pkg).remote.len(), 0);
 }
 
 #[tokio::test]
