@@ -211,6 +211,16 @@ pub fn job(j: &ferry_model::Job) -> String {
     if let Some(e) = &j.error {
         out.push_str(&format!("\nerror: {e}"));
     }
+    let t = &j.timeouts;
+    let d = |s: u64| humantime::format_duration(std::time::Duration::from_secs(s)).to_string();
+    out.push_str(&format!(
+        "\nlimits: queue {}, available {}, execution {}, overall {}, {} executions",
+        d(t.queue_secs),
+        d(t.available_secs),
+        d(t.execution_secs),
+        d(t.overall_secs),
+        j.max_executions
+    ));
     if !j.outputs.is_empty() {
         out.push_str(&format!("\noutputs: {}", outputs(&j.outputs)));
     }

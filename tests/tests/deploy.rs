@@ -53,7 +53,7 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
         assert_eq!(step(&wf, name, "approve")["actor"], "approve-all");
         let job_id = s["job_id"].as_str().unwrap();
         let j = ferry_json(&dev.api, &["jobs", "get", job_id, "--json"]);
-        assert_eq!(j["status"], "succeeded");
+        assert_eq!(j["status"], "finished");
         let e = &j["executions"][0];
         applies.insert(
             name,

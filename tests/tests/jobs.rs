@@ -124,7 +124,7 @@ fn cancel_a_workflow_waiting_for_a_runner_that_is_not_connected() {
     assert_eq!(done["status"], "cancelled", "{done}");
     assert_eq!(step(&done, "sandbox", "sync")["status"], "cancelled");
     let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
-    assert_eq!(j["status"], "cancelled");
+    assert_eq!(j["status"], "not_attempted");
     assert_eq!(j["error"], "cancelled before a runner took it");
 
     // A runner connecting later does not run the cancelled job.
@@ -245,7 +245,7 @@ fn a_runner_killed_mid_job_loses_the_execution_and_the_job_runs_again_once() {
         .iter()
         .map(|e| e["status"].as_str().unwrap())
         .collect();
-    assert_eq!(statuses, ["lost", "succeeded"], "{j}");
+    assert_eq!(statuses, ["lost", "finished"], "{j}");
     let (_, log, _) = ferry(&api, &["logs", "--job", &job]);
     assert!(log.contains("stopped renewing its lease"), "{log}");
 
@@ -373,7 +373,7 @@ fn a_runner_stopped_with_sigterm_lets_its_running_job_finish() {
     );
     // The job it was running finished before it exited, once.
     let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
-    assert_eq!(j["status"], "succeeded", "{j}");
+    assert_eq!(j["status"], "finished", "{j}");
     assert_eq!(j["executions"].as_array().unwrap().len(), 1);
     assert!(std::fs::read_to_string(&record).unwrap().contains("end "));
     let log = std::fs::read_to_string(dir.path().join("runner-1.log")).unwrap();
@@ -496,13 +496,17 @@ fn a_job_no_runner_takes_times_out_after_its_available_time() {
     let sync = step(&done, "sandbox", "sync");
     assert_eq!(
         sync["message"],
-        "no runner of install prod took it within 2s of its offer"
+        "available timeout: no runner of install prod took it within 2s"
     );
-    let j = ferry_json(
-        &api,
-        &["jobs", "get", sync["job_id"].as_str().unwrap(), "--json"],
-    );
+    let job = sync["job_id"].as_str().unwrap();
+    let j = ferry_json(&api, &["jobs", "get", job, "--json"]);
     assert_eq!(j["status"], "timed_out");
+    assert!(j["executions"].as_array().unwrap().is_empty(), "{j}");
+    let (_, out, _) = ferry(&api, &["jobs", "get", job]);
+    assert!(
+        out.contains("limits: queue 1h, available 2s, execution 30m, overall 2days, 3 executions"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -514,7 +518,7 @@ fn cancelling_one_job_ends_its_step_and_its_workflow_cancelled() {
     let wf = sync_and_create(&api, &app, "prod");
     let job = running_job(&api, &wf, "sandbox", "sync");
     let j = ferry_json(&api, &["jobs", "cancel", &job, "--json"]);
-    assert_eq!(j["status"], "cancelled", "{j}");
+    assert_eq!(j["status"], "not_attempted", "{j}");
     // The other syncs already offered run once a runner comes; nothing after them starts.
     let _runner = Proc::runner(
         &nats.url,
@@ -535,5 +539,5 @@ fn cancelling_one_job_ends_its_step_and_its_workflow_cancelled() {
     );
     let (code, _, err) = ferry(&api, &["jobs", "cancel", &job]);
     assert_eq!(code, 1);
-    assert!(err.contains("has already ended (cancelled)"), "{err}");
+    assert!(err.contains("has already ended (not_attempted)"), "{err}");
 }

@@ -26,7 +26,7 @@ pub async fn cancel_job(
     if j.status.is_terminal() {
         return Err(ApiError::Conflict(format!(
             "job {id} has already ended ({})",
-            format!("{:?}", j.status).to_lowercase()
+            j.status.name()
         )));
     }
     s.store

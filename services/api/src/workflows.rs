@@ -95,7 +95,7 @@ async fn explain_queued_steps(s: &ApiState, wf: &mut Workflow) -> Result<(), Api
         let Some(job) = s.store.repo::<m::Job>().get(&s.org, job_id).await? else {
             continue;
         };
-        if job.value.status != m::JobStatus::Queued {
+        if !job.value.status.is_unclaimed() {
             continue;
         }
         if known.is_none() {

@@ -93,13 +93,21 @@ impl Scheduler {
                 };
                 match job {
                     None => self.start_step(wf, index).await,
-                    Some(j) if j.status == m::JobStatus::Queued && j.offered_at.is_none() => {
-                        self.start_step(wf, index).await
+                    Some(j) if j.status.is_terminal() => self.apply_job_result(&j).await,
+                    // Past one of its limits (queue, available, execution, overall): it ends
+                    // `timed_out`, and a runner still running it is told to stop. A running job's
+                    // limits wait, like its lease, until this scheduler has been up a lease period:
+                    // its runner's result may still be on its way after an outage.
+                    Some(j)
+                        if (j.status != m::JobStatus::InProgress || self.may_expire_leases())
+                            && j.passed_limit(m::now_ms(), self.grace_ms()).is_some() =>
+                    {
+                        self.time_out(wf, &j.id).await
                     }
+                    Some(j) if j.status == m::JobStatus::Queued => self.start_step(wf, index).await,
                     // Offered: the offer waits in the JOBS stream until a runner claims it, or
                     // until its available time is over.
-                    Some(j) if j.status == m::JobStatus::Queued => self.expire_offer(&j).await,
-                    Some(j) if j.status.is_terminal() => self.apply_job_result(&j).await,
+                    Some(j) if j.status == m::JobStatus::Available => Ok(()),
                     // Its runner stopped renewing the lease: lost; run it again or fail it.
                     Some(j) if j.lease_expired(m::now_ms()) && self.may_expire_leases() => {
                         self.expire_lease(wf, &j.id).await
@@ -107,7 +115,7 @@ impl Scheduler {
                     // Running, and the workflow is being cancelled: ask again (a cancel is a core
                     // NATS message; a runner that missed it hears it now).
                     Some(j) if wf.cancel_requested => self.cancel_job(wf, &j.id).await,
-                    // Running: the runner holds it. Leases and their expiry are a later issue.
+                    // In progress: its runner holds the lease.
                     Some(_) => Ok(()),
                 }
             }
@@ -561,25 +569,29 @@ impl Scheduler {
             step.component.clone(),
         );
         job.plan_digest = plan_digest;
-        // Re-offer only a job nobody has claimed yet (a retried dispatch after a crash, or a job
-        // queued again after its execution was lost).
-        let mut attempt = 1;
-        if !jobs.create_if_absent(&job).await? {
-            let current = jobs.require(&wf.org, &job_id).await?.value;
-            if current.status != m::JobStatus::Queued {
-                return Ok(());
-            }
-            attempt = current.executions.len() + 1;
-        }
-        let mut timeouts = Timeouts::default();
         if let Some(secs) = self
             .config(&wf.org, &wf.app_config_id)
             .await?
             .component(&step.component)
             .and_then(|c| c.timeout_secs)
         {
-            timeouts.execution_secs = u32::try_from(secs).unwrap_or(u32::MAX);
+            job.timeouts.execution_secs = secs;
         }
+        if let Some(available) = self.available {
+            job.timeouts.available_secs = available.as_secs();
+        }
+        // Re-offer only a job nobody has claimed yet (a retried dispatch after a crash, or a job
+        // queued again after its execution was lost).
+        if !jobs.create_if_absent(&job).await? {
+            job = jobs.require(&wf.org, &job_id).await?.value;
+            if job.status != m::JobStatus::Queued {
+                return Ok(());
+            }
+        }
+        let attempt = job.executions.len() + 1;
+        let timeouts = Timeouts {
+            execution_secs: u32::try_from(job.timeouts.execution_secs).unwrap_or(u32::MAX),
+        };
         let offer = JobOffer {
             job_id: job_id.clone(),
             org: wf.org.clone(),
@@ -601,15 +613,9 @@ impl Scheduler {
             .publish(subjects::wake(&wf.org, &wf.install), Default::default())
             .await
             .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
-        jobs.modify(&wf.org, &job_id, |j| {
-            if j.offered_at.is_some() {
-                return Ok::<bool, ()>(false);
-            }
-            j.offered_at = Some(m::now());
-            Ok(true)
-        })
-        .await?
-        .ok();
+        jobs.modify(&wf.org, &job_id, |j| Ok::<bool, ()>(j.offered(&m::now())))
+            .await?
+            .ok();
         debug!(org = %wf.org, install = %wf.install, job = %job_id, kind = ?kind, "job offered");
         Ok(())
     }

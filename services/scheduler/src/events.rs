@@ -88,12 +88,13 @@ impl Scheduler {
                         "result of execution {execution_id}, which is not the job's current one"
                     ));
                 }
-                j.status = match result.status {
-                    Outcome::Succeeded => m::JobStatus::Succeeded,
-                    Outcome::Failed => m::JobStatus::Failed,
-                    Outcome::Cancelled => m::JobStatus::Cancelled,
-                    Outcome::TimedOut => m::JobStatus::TimedOut,
+                let ended = match result.status {
+                    Outcome::Succeeded => m::ExecutionStatus::Finished,
+                    Outcome::Failed => m::ExecutionStatus::Failed,
+                    Outcome::Cancelled => m::ExecutionStatus::Cancelled,
+                    Outcome::TimedOut => m::ExecutionStatus::TimedOut,
                 };
+                j.status = ended.job_status();
                 j.outputs = outputs.clone();
                 j.error = result.error.clone();
                 if let Some(p) = &result.plan {
@@ -103,12 +104,7 @@ impl Scheduler {
                 }
                 j.finished_at = Some(m::now());
                 if let Some(e) = j.executions.iter_mut().find(|e| e.id == execution_id) {
-                    e.status = match result.status {
-                        Outcome::Succeeded => m::ExecutionStatus::Succeeded,
-                        Outcome::Failed => m::ExecutionStatus::Failed,
-                        Outcome::Cancelled => m::ExecutionStatus::Cancelled,
-                        Outcome::TimedOut => m::ExecutionStatus::TimedOut,
-                    };
+                    e.status = ended;
                     e.finished_at = Some(m::now());
                 }
                 Ok(true)
@@ -126,7 +122,7 @@ impl Scheduler {
             }
             Err(e) => return Err(e.into()),
         };
-        let outcome = format!("{:?}", job.status).to_lowercase();
+        let outcome = job.status.name().to_string();
         ferry_telemetry::metrics()
             .jobs_finished
             .get_or_create(&ferry_telemetry::OutcomeLabels {
@@ -187,14 +183,17 @@ impl Scheduler {
     /// Carries a finished job's result into the install and the workflow. Idempotent.
     pub(crate) async fn apply_job_result(&self, job: &m::Job) -> Result<(), SchedulerError> {
         let (org, wf_id) = (job.org.as_str(), job.workflow_id.as_str());
-        if job.status != m::JobStatus::Succeeded {
+        if job.status != m::JobStatus::Finished {
             if matches!(job.kind, m::JobKind::Plan | m::JobKind::Apply) {
                 self.update_component(job, |c| c.status = m::ComponentStatus::Failed)
                     .await?;
             }
-            let status = format!("{:?}", job.status).to_lowercase();
+            let status = job.status.name();
             let msg = job.error.clone().unwrap_or_else(|| format!("job {status}"));
-            let outcome = if job.status == m::JobStatus::Cancelled {
+            let outcome = if matches!(
+                job.status,
+                m::JobStatus::Cancelled | m::JobStatus::NotAttempted
+            ) {
                 StepOutcome::Cancelled(msg)
             } else {
                 StepOutcome::Failed(msg)

@@ -63,15 +63,13 @@ pub struct Scheduler {
     configs: Arc<Mutex<HashMap<String, Arc<AppConfig>>>>,
     /// How long a runner holds a job without renewing it.
     lease: Duration,
-    /// How long an offer waits for a runner before its job times out.
-    available: Duration,
+    /// How long an offer waits for a runner before its job times out, if not each job kind's
+    /// default (`JobKind::default_timeouts`).
+    available: Option<Duration>,
     /// When this scheduler started (ms since the epoch): leases are not expired during the first
     /// lease period, so runners that kept jobs going while no scheduler ran can renew first.
     started_ms: u64,
 }
-
-/// The default time an offer waits for a runner (its install's runner may be down for a while).
-pub const DEFAULT_AVAILABLE: Duration = Duration::from_secs(24 * 3600);
 
 /// The default lease: a runner that stops renewing (killed, cut off) loses its job after this.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -86,7 +84,7 @@ impl Scheduler {
             client,
             configs: Arc::default(),
             lease: DEFAULT_LEASE,
-            available: DEFAULT_AVAILABLE,
+            available: None,
             started_ms: m::now_ms(),
         }
     }
@@ -98,7 +96,7 @@ impl Scheduler {
     }
 
     pub fn with_available(mut self, available: Duration) -> Self {
-        self.available = available;
+        self.available = Some(available);
         self
     }
 

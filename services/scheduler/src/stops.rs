@@ -1,7 +1,8 @@
 //! Ending jobs before their runner reports: a cancel (pushed to the runner, or at once for a job
-//! nobody claimed), an expired lease (the execution is lost; the job runs again or fails), an offer
-//! no runner took in time. Each changes the job record by compare-and-swap through a pure function
-//! of `ferry-model` (`Job::expire`, `Job::expire_offer`) and then ends the step like a result would.
+//! nobody claimed), an expired lease (the execution is lost; the job runs again or fails), a job
+//! past one of its timeouts. Each changes the job record by compare-and-swap through a pure
+//! function of `ferry-model` (`Job::expire`, `Job::check_timeouts`, `Job::cancel_unclaimed`) and
+//! then ends the step like a result would.
 
 use ferry_model::{self as m, StepOutcome, Workflow};
 use ferry_protocol::subjects;
@@ -11,26 +12,37 @@ use tracing::{info, warn};
 use crate::{Scheduler, SchedulerError};
 
 impl Scheduler {
-    /// Times out a job no runner took within the available time, and fails its step.
-    pub(crate) async fn expire_offer(&self, job: &m::Job) -> Result<(), SchedulerError> {
-        let limit = self.available.as_millis() as u64;
-        let mut expired = false;
+    /// Ends a job past one of its timeouts (`timed_out`, said in its log), tells a runner still
+    /// running it to stop, and fails its step.
+    pub(crate) async fn time_out(&self, wf: &Workflow, job_id: &str) -> Result<(), SchedulerError> {
+        let mut timed_out = None;
         let job = self
             .store
             .repo::<m::Job>()
-            .modify(&job.org, &job.id, |j| {
-                expired = j.expire_offer(&m::now(), m::now_ms(), limit);
-                Ok::<bool, ()>(expired)
+            .modify(&wf.org, job_id, |j| {
+                timed_out = j.check_timeouts(&m::now(), m::now_ms(), self.grace_ms());
+                Ok::<bool, ()>(timed_out.is_some())
             })
             .await?
             .ok();
-        match job {
-            Some(j) if expired => {
-                warn!(org = %j.org, install = %j.install, job = %j.id, "offer timed out: no runner took it");
-                self.apply_job_result(&j).await
-            }
-            _ => Ok(()),
+        let (Some(job), Some(t)) = (job, timed_out) else {
+            return Ok(());
+        };
+        warn!(org = %wf.org, install = %wf.install, job = %job_id, "{}", t.reason);
+        if let Some(e) = job.executions.last() {
+            self.store
+                .append_system_line(&wf.org, &wf.install, job_id, &e.id, &t.reason)
+                .await?;
         }
+        if t.was_running {
+            self.push_cancel(wf, job_id).await?;
+        }
+        self.apply_job_result(&job).await
+    }
+
+    /// How long past its execution limit a job's own runner gets to report: one lease.
+    pub(crate) fn grace_ms(&self) -> u64 {
+        self.lease.as_millis() as u64
     }
 
     /// Ends an execution whose lease expired (`lost`, said in the job's log too), then offers the
@@ -85,14 +97,8 @@ impl Scheduler {
             .store
             .repo::<m::Job>()
             .modify(&wf.org, job_id, |j| {
-                if j.status != m::JobStatus::Queued {
-                    return Ok::<bool, ()>(false);
-                }
-                j.status = m::JobStatus::Cancelled;
-                j.error = Some("cancelled before a runner took it".into());
-                j.finished_at = Some(m::now());
-                was_queued = true;
-                Ok(true)
+                was_queued = j.cancel_unclaimed(&m::now());
+                Ok::<bool, ()>(was_queued)
             })
             .await;
         let job = match r {
@@ -122,6 +128,10 @@ impl Scheduler {
         if was_queued || job.status.is_terminal() {
             return self.apply_job_result(&job).await;
         }
+        self.push_cancel(wf, job_id).await
+    }
+
+    async fn push_cancel(&self, wf: &Workflow, job_id: &str) -> Result<(), SchedulerError> {
         self.client
             .publish(
                 subjects::cancel(&wf.org, &wf.install, job_id),

@@ -32,9 +32,10 @@ struct Args {
     /// job runs again (scheduler).
     #[arg(long, env = "FERRY_JOB_LEASE_SECS", default_value_t = 30)]
     job_lease_secs: u64,
-    /// Seconds an offered job waits for its install's runner before it times out (scheduler).
-    #[arg(long, env = "FERRY_JOB_AVAILABLE_SECS", default_value_t = 86_400)]
-    job_available_secs: u64,
+    /// Seconds an offered job waits for its install's runner before it times out (scheduler;
+    /// default: each job kind's own, 24 h).
+    #[arg(long, env = "FERRY_JOB_AVAILABLE_SECS")]
+    job_available_secs: Option<u64>,
 }
 
 #[tokio::main]
@@ -64,21 +65,18 @@ async fn run(args: Args) -> Result<()> {
         let store = store.clone();
         let client = client.clone();
         let lease = std::time::Duration::from_secs(args.job_lease_secs.max(1));
-        let available = std::time::Duration::from_secs(args.job_available_secs.max(1));
+        let available = args
+            .job_available_secs
+            .map(|s| std::time::Duration::from_secs(s.max(1)));
         match svc {
             Service::Api => {}
             Service::Scheduler => {
-                tasks.spawn(async move {
-                    (
-                        svc,
-                        ferry_scheduler::Scheduler::new(client, store)
-                            .with_lease(lease)
-                            .with_available(available)
-                            .run()
-                            .await
-                            .map_err(Into::into),
-                    )
-                });
+                let mut scheduler =
+                    ferry_scheduler::Scheduler::new(client, store).with_lease(lease);
+                if let Some(available) = available {
+                    scheduler = scheduler.with_available(available);
+                }
+                tasks.spawn(async move { (svc, scheduler.run().await.map_err(Into::into)) });
             }
             Service::Build => {
                 tasks.spawn(async move {

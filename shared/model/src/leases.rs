@@ -49,6 +49,7 @@ impl Job {
             status: JobStatus::Queued,
             executions: vec![],
             max_executions: MAX_EXECUTIONS,
+            timeouts: kind.default_timeouts(),
             outputs: Default::default(),
             plan_digest: None,
             plan_changes: None,
@@ -73,8 +74,8 @@ impl Job {
         if self.install != install {
             return Err(format!("job {} is not a job of install {install}", self.id));
         }
-        if self.status != JobStatus::Queued {
-            return Err(format!("job {} is {:?}", self.id, self.status));
+        if !self.status.is_unclaimed() {
+            return Err(format!("job {} is {}", self.id, self.status.name()));
         }
         if self.executions.len() as u32 >= self.max_executions {
             return Err(format!(
@@ -88,11 +89,11 @@ impl Job {
             id: execution_id.clone(),
             attempt,
             runner: runner.to_string(),
-            status: ExecutionStatus::Running,
+            status: ExecutionStatus::InProgress,
             started_at: now.to_string(),
             finished_at: None,
         });
-        self.status = JobStatus::Running;
+        self.status = JobStatus::InProgress;
         self.lease_expires_ms = Some(now_ms + lease_ms);
         Ok(Granted {
             execution_id,
@@ -102,9 +103,9 @@ impl Job {
 
     /// The execution that may report on the job: its latest, while it runs.
     pub fn current_execution(&self) -> Option<&Execution> {
-        self.executions
-            .last()
-            .filter(|e| e.status == ExecutionStatus::Running && self.status == JobStatus::Running)
+        self.executions.last().filter(|e| {
+            e.status == ExecutionStatus::InProgress && self.status == JobStatus::InProgress
+        })
     }
 
     /// Extends the lease of `execution_id`, if it is still the current execution. A lease past its
@@ -119,34 +120,37 @@ impl Job {
         Ok(())
     }
 
-    /// Times out a job that was offered more than `limit` ago and that no runner has taken
-    /// (its install's runner is gone): `timed_out`, with the reason. Returns whether it did.
-    pub fn expire_offer(&mut self, now: &str, now_ms: u64, limit_ms: u64) -> bool {
-        let offered_ms = self
-            .offered_at
-            .as_deref()
-            .and_then(|t| humantime::parse_rfc3339(t).ok())
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_millis() as u64);
-        let Some(offered_ms) = offered_ms else {
-            return false;
-        };
-        if self.status != JobStatus::Queued || now_ms.saturating_sub(offered_ms) < limit_ms {
+    /// Records that the job's offer was published: `available` from now on. Returns whether it
+    /// changed anything (a second offer of the same execution does not).
+    pub fn offered(&mut self, now: &str) -> bool {
+        if self.status != JobStatus::Queued {
             return false;
         }
-        self.status = JobStatus::TimedOut;
-        self.error = Some(format!(
-            "no runner of install {} took it within {}s of its offer",
-            self.install,
-            limit_ms / 1000
-        ));
+        self.status = JobStatus::Available;
+        self.offered_at = Some(now.to_string());
+        true
+    }
+
+    /// Ends a job no runner has claimed (a cancel): `not_attempted` if it never ran, `cancelled`
+    /// if an earlier execution was lost. Returns whether it did; a claimed job must be stopped by
+    /// its runner instead.
+    pub fn cancel_unclaimed(&mut self, now: &str) -> bool {
+        if !self.status.is_unclaimed() {
+            return false;
+        }
+        self.status = if self.executions.is_empty() {
+            JobStatus::NotAttempted
+        } else {
+            JobStatus::Cancelled
+        };
+        self.error = Some("cancelled before a runner took it".into());
         self.finished_at = Some(now.to_string());
         true
     }
 
     /// Whether the current execution's lease has ended.
     pub fn lease_expired(&self, now_ms: u64) -> bool {
-        self.status == JobStatus::Running && self.lease_expires_ms.is_some_and(|t| t <= now_ms)
+        self.status == JobStatus::InProgress && self.lease_expires_ms.is_some_and(|t| t <= now_ms)
     }
 
     /// Ends an execution whose lease ended: `lost`, then the job is queued again (and must be
@@ -206,13 +210,13 @@ mod tests {
         let g = j.claim("i", "r1", "t1", 1_000, 500).unwrap();
         assert_eq!(g.execution_id, "j-1");
         assert_eq!(g.attempt, 1);
-        assert_eq!(j.status, JobStatus::Running);
+        assert_eq!(j.status, JobStatus::InProgress);
         assert_eq!(j.lease_expires_ms, Some(1_500));
         assert_eq!(j.current_execution().unwrap().runner, "r1");
         // A second claim (another runner, the same offer delivered twice) is refused.
         assert_eq!(
             j.claim("i", "r2", "t1", 1_000, 500).unwrap_err(),
-            "job j is Running"
+            "job j is in_progress"
         );
         // Another install's runner cannot claim it.
         let mut other = job(2);
@@ -225,21 +229,21 @@ mod tests {
     }
 
     #[test]
-    fn an_offer_nobody_takes_times_out_after_its_available_time() {
+    fn a_cancel_ends_only_an_unclaimed_job() {
         let mut j = job(2);
-        j.offered_at = Some("1970-01-01T00:00:01.000Z".into());
-        assert!(!j.expire_offer("t", 60_999, 60_000), "not yet");
-        assert!(j.expire_offer("t", 61_000, 60_000));
-        assert_eq!(j.status, JobStatus::TimedOut);
-        assert_eq!(
-            j.error.as_deref(),
-            Some("no runner of install i took it within 60s of its offer")
-        );
-        // A running job is not timed out by this.
+        assert!(j.offered("t1"));
+        assert!(!j.offered("t2"), "offered once");
+        assert_eq!(j.status, JobStatus::Available);
+        assert!(j.cancel_unclaimed("t3"));
+        assert_eq!(j.status, JobStatus::NotAttempted);
+
         let mut r = job(2);
-        r.offered_at = Some("1970-01-01T00:00:01.000Z".into());
-        r.claim("i", "r", "t", 2_000, 1_000).unwrap();
-        assert!(!r.expire_offer("t", 999_999, 60_000));
+        r.claim("i", "r", "t", 0, 1_000).unwrap();
+        assert!(!r.cancel_unclaimed("t"), "its runner must stop it");
+        // Lost once, then cancelled while queued again: it did run.
+        r.expire("t", 1_000).unwrap();
+        assert!(r.cancel_unclaimed("t"));
+        assert_eq!(r.status, JobStatus::Cancelled);
     }
 
     #[test]

@@ -12,12 +12,14 @@ mod leases;
 mod records;
 mod runners;
 mod steps;
+mod timeouts;
 mod workflow;
 
 pub use leases::*;
 pub use records::*;
 pub use runners::*;
 pub use steps::*;
+pub use timeouts::*;
 pub use workflow::*;
 
 /// A new, time-sortable, subject-token-safe id (lowercase ULID).

@@ -152,37 +152,83 @@ pub enum JobKind {
     Teardown,
 }
 
+/// Where a job is in its life. The names are the ones users see (`ferry jobs get`); older
+/// records' names are read through the aliases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
+    /// Recorded, not offered to a runner yet (or queued again after a lost execution).
     Queued,
-    Running,
-    Succeeded,
+    /// Offered to its install's runners; none has claimed it yet.
+    Available,
+    /// A runner holds it under a lease.
+    #[serde(alias = "running")]
+    InProgress,
+    #[serde(alias = "succeeded")]
+    Finished,
     Failed,
-    Cancelled,
-    /// Its execution ran past the execution timeout and was killed.
+    /// It ran past one of its timeouts (see [`JobTimeouts`](crate::JobTimeouts)).
     TimedOut,
+    /// Stopped by a cancel while a runner ran it.
+    Cancelled,
+    /// Ended without any execution: cancelled before a runner took it.
+    NotAttempted,
 }
 
 impl JobStatus {
     pub fn is_terminal(self) -> bool {
-        matches!(
+        !matches!(
             self,
-            JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled | JobStatus::TimedOut
+            JobStatus::Queued | JobStatus::Available | JobStatus::InProgress
         )
+    }
+
+    /// Waiting for a runner to claim it (offered or not).
+    pub fn is_unclaimed(self) -> bool {
+        matches!(self, JobStatus::Queued | JobStatus::Available)
+    }
+
+    /// The name users see (and metrics and audit actions carry).
+    pub fn name(self) -> &'static str {
+        match self {
+            JobStatus::Queued => "queued",
+            JobStatus::Available => "available",
+            JobStatus::InProgress => "in_progress",
+            JobStatus::Finished => "finished",
+            JobStatus::Failed => "failed",
+            JobStatus::TimedOut => "timed_out",
+            JobStatus::Cancelled => "cancelled",
+            JobStatus::NotAttempted => "not_attempted",
+        }
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecutionStatus {
-    Running,
-    Succeeded,
+    #[serde(alias = "running")]
+    InProgress,
+    #[serde(alias = "succeeded")]
+    Finished,
     Failed,
     Cancelled,
     /// The runner holding the lease went away.
     Lost,
     TimedOut,
+}
+
+impl ExecutionStatus {
+    /// The status a job ends with when this execution ends it (`Lost` requeues instead; see
+    /// [`Job::expire`](crate::Job::expire)).
+    pub fn job_status(self) -> JobStatus {
+        match self {
+            ExecutionStatus::InProgress => JobStatus::InProgress,
+            ExecutionStatus::Finished => JobStatus::Finished,
+            ExecutionStatus::Failed | ExecutionStatus::Lost => JobStatus::Failed,
+            ExecutionStatus::Cancelled => JobStatus::Cancelled,
+            ExecutionStatus::TimedOut => JobStatus::TimedOut,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -208,6 +254,9 @@ pub struct Job {
     pub status: JobStatus,
     pub executions: Vec<Execution>,
     pub max_executions: u32,
+    /// Its limits in time (per kind by default; a component's `timeout` sets the execution's).
+    #[serde(default)]
+    pub timeouts: crate::JobTimeouts,
     pub outputs: Outputs,
     pub plan_digest: Option<String>,
     pub plan_changes: Option<bool>,
