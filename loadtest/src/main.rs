@@ -2,11 +2,11 @@
 //! the same run, on the same server. Never a pass/fail timing assertion: a report.
 //!
 //! `dispatch`: N simulated installs, each with a lightweight runner in this process (a doorbell
-//! subscription; on a ring it walks its install's offers by direct get and claims them, exactly as
-//! `ferry-runner` does, through `ferry_runner::offers`). The real scheduler runs in this process
-//! and grants the claims. A fixed sample of noop jobs is dispatched the way the scheduler does it
-//! (job record, offer, doorbell); the time from the offer to its granted claim is the
-//! dispatch-to-start latency, measured one job at a time (so it is the path's latency, not queueing);
+//! subscription; a ring carries its offer, which it claims, and an empty ring makes it walk its
+//! install's offers by direct get, exactly as `ferry-runner` does, through `ferry_runner::offers`).
+//! The real scheduler runs in this process and grants the claims. A fixed sample of noop jobs is
+//! dispatched through the scheduler's own `offer_job` (job record, offer, doorbell); the time from
+//! that call to the granted claim is the dispatch-to-start latency, measured one job at a time (so it is the path's latency, not queueing);
 //! offers/s is measured with `--concurrency` dispatches at once. Baselines: a core NATS
 //! request-reply round trip, and JetStream publish + pull of same-size messages.
 //!
@@ -26,6 +26,7 @@ use ferry_protocol::messages::{
     ClaimReply, ClaimRequest, ComponentJob, ComponentKind, JobOffer, JobSpec, Timeouts,
 };
 use ferry_protocol::{decode, encode, subjects};
+use ferry_runner::offers::{self, Next};
 use futures_util::StreamExt;
 
 #[derive(Parser)]
@@ -59,6 +60,10 @@ enum Cmd {
 
 const ORG: &str = "bench";
 
+/// Samples of each raw baseline: enough that one scheduling hiccup on a small machine does not move
+/// the figure Ferry's are divided by.
+const BASELINE_SAMPLES: usize = 20_000;
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -80,7 +85,8 @@ async fn main() -> Result<()> {
     let store = ferry_store::Store::ensure(js.clone(), 1).await?;
     // The real scheduler grants the claims.
     let scheduler = ferry_scheduler::Scheduler::new(client.clone(), store.clone());
-    tokio::spawn(scheduler.run());
+    tokio::spawn(scheduler.clone().run());
+    scheduler_ready(&client).await?;
     match args.cmd {
         Cmd::Dispatch {
             installs,
@@ -101,13 +107,19 @@ async fn main() -> Result<()> {
                 "tput/js",
                 "vs first"
             );
+            // Warm-up, not reported: the first measurements of a fresh server and process (page
+            // faults, allocations, the file store's first blocks) would skew the first row.
+            if let Some(&n) = installs.first() {
+                dispatch(&client, &store, &scheduler, n, jobs, concurrency).await?;
+                baseline(&js, jobs, 256).await?;
+            }
             let mut first_ratio = None;
             for n in installs {
                 // Latency one job at a time (no queueing), throughput with concurrent dispatch.
-                let lat = dispatch(&client, &store, n, jobs.min(200), 1).await?;
-                let d = dispatch(&client, &store, n, jobs, concurrency).await?;
-                let rr = request_reply(&client, jobs).await?;
-                let raw = baseline(&js, jobs, d.offer_size).await?;
+                let lat = dispatch(&client, &store, &scheduler, n, jobs.min(200), 1).await?;
+                let d = dispatch(&client, &store, &scheduler, n, jobs, concurrency).await?;
+                let rr = request_reply(&client, BASELINE_SAMPLES).await?;
+                let raw = baseline(&js, BASELINE_SAMPLES, d.offer_size).await?;
                 let ratio = d.rate / raw;
                 let d = Dispatched {
                     p50: lat.p50,
@@ -182,13 +194,12 @@ async fn runners(
     for name in names {
         let mut wake = client.subscribe(subjects::wake(ORG, name)).await?;
         let (client, granted, name) = (client.clone(), granted.clone(), name.clone());
-        let offers = ferry_runner::offers::Offers::new(js, ORG, &name);
+        let offers = offers::Offers::new(js, ORG, &name);
         tasks.push(tokio::spawn(async move {
-            while wake.next().await.is_some() {
-                let mut after = 0;
-                while let Ok(Some(next)) = offers.next(after).await {
-                    after = next.seq;
-                    let Ok(o) = next.offer else { continue };
+            let claim = |next: Next| {
+                let (client, granted, name) = (client.clone(), granted.clone(), name.clone());
+                async move {
+                    let Ok(o) = next.offer else { return };
                     let req = ClaimRequest {
                         job_id: o.job_id.clone(),
                         runner_id: format!("runner-{name}"),
@@ -203,6 +214,19 @@ async fn runners(
                         let _ = granted.send((o.job_id, Instant::now()));
                     }
                 }
+            };
+            while let Some(bell) = wake.next().await {
+                // As `ferry-runner` does: the doorbell's own offer first; walk the stream only
+                // for an empty ring.
+                if let Some(next) = offers::rung(&bell.payload) {
+                    claim(next).await;
+                    continue;
+                }
+                let mut after = 0;
+                while let Ok(Some(next)) = offers.next(after).await {
+                    after = next.seq;
+                    claim(next).await;
+                }
             }
         }));
     }
@@ -214,6 +238,7 @@ async fn runners(
 async fn dispatch(
     client: &async_nats::Client,
     store: &ferry_store::Store,
+    scheduler: &ferry_scheduler::Scheduler,
     installs: usize,
     jobs: usize,
     concurrency: usize,
@@ -230,9 +255,8 @@ async fn dispatch(
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut pubs = Vec::new();
     for _ in 0..concurrency.max(1) {
-        let (store, client, names, offered, next, run) = (
-            store.clone(),
-            client.clone(),
+        let (scheduler, names, offered, next, run) = (
+            scheduler.clone(),
             names.clone(),
             offered.clone(),
             next.clone(),
@@ -247,16 +271,12 @@ async fn dispatch(
                 // Spread over the installs: a fixed sample, the same at every install count.
                 let install = &names[(i * 7919) % names.len()];
                 let id = format!("{run}-j{i}");
-                store.repo::<m::Job>().create(&job(install, &id)).await?;
                 if let Ok(mut o) = offered.lock() {
                     o.insert(id.clone(), Instant::now());
                 }
-                store
-                    .bus()
-                    .publish_msg(subjects::job(ORG, install, &id), &id, &offer(install, &id))
-                    .await?;
-                client
-                    .publish(subjects::wake(ORG, install), Default::default())
+                // The scheduler's own dispatch: record, offer, doorbell.
+                scheduler
+                    .offer_job(job(install, &id), offer(install, &id))
                     .await?;
             }
         }));
@@ -288,6 +308,26 @@ async fn dispatch(
         consumers,
         offer_size: size,
     })
+}
+
+/// Waits until the scheduler answers claims (a claim of an unknown job is refused, not unanswered).
+async fn scheduler_ready(client: &async_nats::Client) -> Result<()> {
+    let probe = encode(&ClaimRequest {
+        job_id: "none".into(),
+        runner_id: "probe".into(),
+        offer_seq: 0,
+    });
+    for _ in 0..100 {
+        if client
+            .request(subjects::claim(ORG, "probe"), probe.clone().into())
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("the scheduler did not start answering claims")
 }
 
 /// Every consumer on the hub, over all streams.

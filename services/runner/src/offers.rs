@@ -8,13 +8,23 @@
 //! its claim is decided. The hub keeps no state per install for dispatch.
 
 use async_nats::jetstream::{self, stream::DirectGetErrorKind};
-use ferry_protocol::messages::JobOffer;
+use ferry_protocol::messages::{Doorbell, JobOffer};
 use ferry_protocol::{decode, subjects};
 
 /// One offer read: its sequence in `JOBS` (the claim names it) and its decoded body.
 pub struct Next {
     pub seq: u64,
     pub offer: Result<JobOffer, ferry_protocol::CodecError>,
+}
+
+/// The offer a doorbell carries, if it carries one: an empty ring (or one that does not decode)
+/// means "walk the stream", which holds every offer anyway.
+pub fn rung(payload: &[u8]) -> Option<Next> {
+    let bell = decode::<Doorbell>(payload).ok()?;
+    Some(Next {
+        seq: bell.seq,
+        offer: Ok(bell.offer),
+    })
 }
 
 pub struct Offers {

@@ -169,16 +169,27 @@ impl Runner {
             tokio::spawn(relay_cancels(cancels, self.running.clone()));
             info!(nats = %self.cfg.nats_url, "runner started");
             let offers = crate::offers::Offers::new(&self.js, &org, &install);
+            let mut walk = true;
             loop {
-                if let Err(e) = self.take_offers(&offers).await {
+                if walk && let Err(e) = self.take_offers(&offers).await {
                     warn!(error = %e, "reading offers failed; trying again");
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     continue;
                 }
-                tokio::select! {
-                    _ = wake.next() => debug!("doorbell"),
-                    _ = tokio::time::sleep(self.cfg.idle_poll) => {}
-                }
+                walk = tokio::select! {
+                    bell = wake.next() => match bell {
+                        // The doorbell carries its offer: claim it at once, no walk needed.
+                        Some(bell) => match crate::offers::rung(&bell.payload) {
+                            // Unanswered (no scheduler yet): walk, which asks again.
+                            Some(next) if self.slots.available_permits() > 0 => {
+                                !self.take_offer(next).await
+                            }
+                            _ => true,
+                        },
+                        None => return Err(RunnerError::Setup("the doorbell subscription ended".into())),
+                    },
+                    _ = tokio::time::sleep(self.cfg.idle_poll) => true,
+                };
             }
         }
         .instrument(span)
@@ -209,7 +220,9 @@ impl Runner {
         }
     }
 
-    async fn take_offer(&self, next: crate::offers::Next) {
+    /// Claims one offer and, if granted, runs its job. Returns whether the claim was answered
+    /// (granted or refused); an unanswered one stays in `JOBS` for the next walk.
+    async fn take_offer(&self, next: crate::offers::Next) -> bool {
         let offer = match next.offer {
             Ok(o) => o,
             Err(e) => {
@@ -218,12 +231,12 @@ impl Runner {
                     .messages_rejected
                     .get_or_create(&ferry_telemetry::consumer_label("runner-offers"))
                     .inc();
-                return;
+                return true;
             }
         };
         if offer.org != self.cfg.org || offer.install != self.cfg.install {
             warn!(job = %offer.job_id, "offer for another install; ignoring");
-            return;
+            return true;
         }
         let req = ClaimRequest {
             job_id: offer.job_id.clone(),
@@ -244,11 +257,11 @@ impl Runner {
             // Not answered: the offer stays, and the next walk asks again.
             Ok(Err(e)) => {
                 debug!(job = %offer.job_id, error = %e, "claim not answered");
-                return;
+                return false;
             }
             Err(_) => {
                 debug!(job = %offer.job_id, "claim not answered in time");
-                return;
+                return false;
             }
         };
         match reply {
@@ -259,7 +272,7 @@ impl Runner {
             }) => {
                 let permit = match self.slots.clone().acquire_owned().await {
                     Ok(p) => p,
-                    Err(_) => return,
+                    Err(_) => return true,
                 };
                 let exec = self.executor.clone();
                 info!(job = %offer.job_id, execution = %execution_id, attempt, kind = offer.spec.label(), component = offer.spec.component(), "job claimed");
@@ -296,6 +309,7 @@ impl Runner {
                 warn!(job = %offer.job_id, error = %e, "undecodable claim reply");
             }
         }
+        true
     }
 }
 

@@ -195,10 +195,11 @@ impl Scheduler {
         };
         let mut granted = None;
         let lease_ms = self.lease.as_millis() as u64;
+        let known = self.known.take(org, &req.job_id);
         let r = self
             .store
             .repo::<m::Job>()
-            .modify(org, &req.job_id, |j| {
+            .modify_from(known, org, &req.job_id, |j| {
                 granted =
                     Some(j.claim(install, &req.runner_id, &m::now(), m::now_ms(), lease_ms)?);
                 Ok(true)

@@ -4,14 +4,14 @@
 
 use ferry_appconfig::ComponentType;
 use ferry_model::{self as m, StepKind, StepOutcome, Workflow};
+use ferry_protocol::Control;
 use ferry_protocol::messages::{
     ApplyJob, ComponentJob, ComponentKind, JobOffer, JobSpec, SyncJob, Timeouts,
 };
 use ferry_protocol::resources::objects;
-use ferry_protocol::{Control, subjects};
 use ferry_store::StoreError;
 use sha2::{Digest, Sha256};
-use tracing::{debug, info};
+use tracing::info;
 
 use crate::{Scheduler, SchedulerError};
 
@@ -106,8 +106,10 @@ impl Scheduler {
                     }
                     Some(j) if j.status == m::JobStatus::Queued => self.start_step(wf, index).await,
                     // Offered: the offer waits in the JOBS stream until a runner claims it, or
-                    // until its available time is over.
-                    Some(j) if j.status == m::JobStatus::Available => Ok(()),
+                    // until its available time is over (unless it never got there).
+                    Some(j) if j.status == m::JobStatus::Available => {
+                        self.reoffer_if_lost(wf, &j).await
+                    }
                     // Its runner stopped renewing the lease: lost; run it again or fail it.
                     Some(j) if j.lease_expired(m::now_ms()) && self.may_expire_leases() => {
                         self.expire_lease(wf, &j.id).await
@@ -545,7 +547,7 @@ impl Scheduler {
             .map(Ok)
     }
 
-    /// Records the job (once) and offers it to the install's runner, then rings its doorbell.
+    /// Records the job (once) and offers it to the install's runner (see `offers.rs`).
     /// `plan_digest` is the approved plan an apply carries.
     async fn dispatch(
         &self,
@@ -558,7 +560,6 @@ impl Scheduler {
         let Some(job_id) = step.job_id.clone() else {
             return Ok(());
         };
-        let jobs = self.store.repo::<m::Job>();
         let mut job = m::Job::queued(
             job_id.clone(),
             wf.org.clone(),
@@ -580,44 +581,17 @@ impl Scheduler {
         if let Some(available) = self.available {
             job.timeouts.available_secs = available.as_secs();
         }
-        // Re-offer only a job nobody has claimed yet (a retried dispatch after a crash, or a job
-        // queued again after its execution was lost).
-        if !jobs.create_if_absent(&job).await? {
-            job = jobs.require(&wf.org, &job_id).await?.value;
-            if job.status != m::JobStatus::Queued {
-                return Ok(());
-            }
-        }
-        let attempt = job.executions.len() + 1;
-        let timeouts = Timeouts {
-            execution_secs: u32::try_from(job.timeouts.execution_secs).unwrap_or(u32::MAX),
-        };
         let offer = JobOffer {
-            job_id: job_id.clone(),
+            job_id,
             org: wf.org.clone(),
             install: wf.install.clone(),
             workflow_id: wf.id.clone(),
             spec,
-            timeouts,
+            timeouts: Timeouts {
+                execution_secs: u32::try_from(job.timeouts.execution_secs).unwrap_or(u32::MAX),
+            },
         };
-        self.store
-            .bus()
-            .publish_msg(
-                subjects::job(&wf.org, &wf.install, &job_id),
-                // One offer per attempt: a re-offer after a lost execution is not a duplicate.
-                &format!("{job_id}-{attempt}"),
-                &offer,
-            )
-            .await?;
-        self.client
-            .publish(subjects::wake(&wf.org, &wf.install), Default::default())
-            .await
-            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
-        jobs.modify(&wf.org, &job_id, |j| Ok::<bool, ()>(j.offered(&m::now())))
-            .await?
-            .ok();
-        debug!(org = %wf.org, install = %wf.install, job = %job_id, kind = ?kind, "job offered");
-        Ok(())
+        self.offer_job(job, offer).await
     }
 
     pub(crate) async fn set_component_status(

@@ -14,6 +14,7 @@
 mod claims;
 mod dispatch;
 mod events;
+mod offers;
 mod stops;
 mod workflows;
 
@@ -66,6 +67,8 @@ pub struct Scheduler {
     /// How long an offer waits for a runner before its job times out, if not each job kind's
     /// default (`JobKind::default_timeouts`).
     available: Option<Duration>,
+    /// Job records this scheduler just offered, for the claims that follow (`offers.rs`).
+    known: offers::KnownJobs,
     /// When this scheduler started (ms since the epoch): leases are not expired during the first
     /// lease period, so runners that kept jobs going while no scheduler ran can renew first.
     started_ms: u64,
@@ -85,6 +88,7 @@ impl Scheduler {
             configs: Arc::default(),
             lease: DEFAULT_LEASE,
             available: None,
+            known: Default::default(),
             started_ms: m::now_ms(),
         }
     }

@@ -131,6 +131,17 @@ impl Job {
         true
     }
 
+    /// Queues again an `available` job whose offer never reached the stream (the scheduler stopped
+    /// before publishing it), to be offered anew. Returns whether it did.
+    pub fn offer_lost(&mut self) -> bool {
+        if self.status != JobStatus::Available {
+            return false;
+        }
+        self.status = JobStatus::Queued;
+        self.offered_at = None;
+        true
+    }
+
     /// Ends a job no runner has claimed (a cancel): `not_attempted` if it never ran, `cancelled`
     /// if an earlier execution was lost. Returns whether it did; a claimed job must be stopped by
     /// its runner instead.
@@ -229,11 +240,19 @@ mod tests {
     }
 
     #[test]
-    fn a_cancel_ends_only_an_unclaimed_job() {
+    fn an_offered_job_is_available_and_a_cancel_ends_only_an_unclaimed_one() {
         let mut j = job(2);
         assert!(j.offered("t1"));
         assert!(!j.offered("t2"), "offered once");
         assert_eq!(j.status, JobStatus::Available);
+        // Its offer never reached the stream: queued again, offered again.
+        assert!(j.offer_lost());
+        assert_eq!(
+            (j.status, j.offered_at.as_deref()),
+            (JobStatus::Queued, None)
+        );
+        assert!(!j.offer_lost());
+        assert!(j.offered("t2"));
         assert!(j.cancel_unclaimed("t3"));
         assert_eq!(j.status, JobStatus::NotAttempted);
 

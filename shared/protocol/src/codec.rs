@@ -192,6 +192,7 @@ mod tests {
         let kinds = [
             JobOffer::KIND,
             ClaimRequest::KIND,
+            Doorbell::KIND,
             ClaimReply::KIND,
             JobEvent::KIND,
             LogBatch::KIND,

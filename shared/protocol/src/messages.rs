@@ -121,6 +121,17 @@ pub struct ClaimRequest {
 }
 message!(ClaimRequest, 2);
 
+/// Control plane → runner, on `ferry.wake.<org>.<install>` (core NATS): a new offer, carried whole
+/// so the runner can claim it without reading `JOBS` first. An empty doorbell (or a missed one) makes
+/// the runner walk its install's offers in `JOBS` instead; the stream stays the source of truth.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Doorbell {
+    /// The offer's sequence in `JOBS` (its claim names it).
+    pub seq: u64,
+    pub offer: JobOffer,
+}
+message!(Doorbell, 11);
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClaimReply {
     Granted {

@@ -24,23 +24,25 @@ impl Bus {
         Bus { js }
     }
 
-    /// Publishes to a stream and waits for the stream's acknowledgement. `msg_id` makes a repeated
-    /// publish (a retry after a crash) a no-op within the stream's duplicate window.
+    /// Publishes to a stream and waits for the stream's acknowledgement; returns the message's
+    /// sequence in the stream. `msg_id` makes a repeated publish (a retry after a crash) a no-op
+    /// within the stream's duplicate window (returning the first one's sequence).
     pub async fn publish(
         &self,
         subject: String,
         msg_id: &str,
         payload: Vec<u8>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u64, StoreError> {
         let mut headers = HeaderMap::new();
         headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id);
-        self.js
+        let ack = self
+            .js
             .publish_with_headers(subject, headers, payload.into())
             .await
             .map_err(nats)?
             .await
             .map_err(nats)?;
-        Ok(())
+        Ok(ack.sequence)
     }
 
     pub async fn publish_msg<M: Message>(
@@ -48,7 +50,7 @@ impl Bus {
         subject: String,
         msg_id: &str,
         msg: &M,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u64, StoreError> {
         self.publish(subject, msg_id, encode(msg)).await
     }
 
@@ -59,6 +61,7 @@ impl Bus {
             msg,
         )
         .await
+        .map(drop)
     }
 
     /// Appends to the `AUDIT` stream (which refuses delete and purge).
@@ -73,6 +76,7 @@ impl Bus {
         let id = format!("{}-{}-{}", event.action, event.target, event.at);
         self.publish(subjects::audit(&event.org, &kind), &id, payload)
             .await
+            .map(drop)
     }
 
     /// Opens (creating if needed) a durable pull consumer shared by every replica of a service.

@@ -140,6 +140,7 @@ impl Store {
                 &batch,
             )
             .await
+            .map(drop)
     }
 }
 

@@ -150,20 +150,36 @@ impl<T: Record> Repo<T> {
         &self,
         org: &str,
         id: &str,
-        mut f: impl FnMut(&mut T) -> Result<bool, E>,
+        f: impl FnMut(&mut T) -> Result<bool, E>,
     ) -> Result<Result<T, E>, StoreError> {
+        Ok(self.modify_from(None, org, id, f).await?.map(|v| v.value))
+    }
+
+    /// [`Repo::modify`] starting from a copy the caller already holds (saving the first read when it
+    /// is still current; a stale copy costs one lost compare-and-swap), returning the stored
+    /// revision too.
+    pub async fn modify_from<E>(
+        &self,
+        mut known: Option<Versioned<T>>,
+        org: &str,
+        id: &str,
+        mut f: impl FnMut(&mut T) -> Result<bool, E>,
+    ) -> Result<Result<Versioned<T>, E>, StoreError> {
         for _ in 0..MAX_CAS_RETRIES {
             let Versioned {
                 mut value,
                 revision,
-            } = self.require(org, id).await?;
+            } = match known.take() {
+                Some(v) => v,
+                None => self.require(org, id).await?,
+            };
             match f(&mut value) {
                 Err(e) => return Ok(Err(e)),
-                Ok(false) => return Ok(Ok(value)),
+                Ok(false) => return Ok(Ok(Versioned { value, revision })),
                 Ok(true) => {}
             }
             match self.update(&value, revision).await {
-                Ok(_) => return Ok(Ok(value)),
+                Ok(revision) => return Ok(Ok(Versioned { value, revision })),
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(e),
             }
