@@ -358,11 +358,12 @@ pub async fn installs_deploy(
     api: &Api,
     name: &str,
     action: &str,
+    scope: &ferry_model::DeployScope,
     json_out: bool,
     wait: bool,
 ) -> Result<String> {
     let r: Value = api
-        .post(&format!("/v1/installs/{name}/{action}"), &json!({}))
+        .post(&format!("/v1/installs/{name}/{action}"), scope)
         .await?;
     let id = r["workflow_id"].as_str().unwrap_or("?").to_string();
     if !json_out {

@@ -172,8 +172,30 @@ enum InstallsCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Deploy the app's latest config to an install.
+    /// Deploy the app's latest config to an install: every component (and the sandbox), or only
+    /// those named with --component.
     Deploy {
+        name: String,
+        /// Only this component (repeat for more; `sandbox` is the sandbox). Components it depends
+        /// on keep what they have deployed.
+        #[arg(long = "component", value_name = "NAME")]
+        components: Vec<String>,
+        /// With --component: also everything that depends on those components, directly or not.
+        #[arg(long, requires = "components")]
+        with_dependents: bool,
+        /// Build, sync and plan, then stop: nothing is approved or applied. Review the plans with
+        /// `ferry workflows get W`.
+        #[arg(long)]
+        plan_only: bool,
+        /// Follow the workflow until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Plan and apply the install's sandbox again (after its approval); components stay as they
+    /// are.
+    Reprovision {
         name: String,
         /// Follow the workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
@@ -345,8 +367,27 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Installs(InstallsCmd::ApproveAll { name, state, json }) => {
             commands::installs_approve_all(&api, &name, state == "on", json).await
         }
-        Command::Installs(InstallsCmd::Deploy { name, wait, json }) => {
-            let started = commands::installs_deploy(&api, &name, "deploy", json, wait).await?;
+        Command::Installs(InstallsCmd::Deploy {
+            name,
+            components,
+            with_dependents,
+            plan_only,
+            wait,
+            json,
+        }) => {
+            let scope = ferry_model::DeployScope {
+                components,
+                with_dependents,
+                plan_only,
+            };
+            let started =
+                commands::installs_deploy(&api, &name, "deploy", &scope, json, wait).await?;
+            commands::then_wait(&api, started, wait, json).await
+        }
+        Command::Installs(InstallsCmd::Reprovision { name, wait, json }) => {
+            let scope = Default::default();
+            let started =
+                commands::installs_deploy(&api, &name, "reprovision", &scope, json, wait).await?;
             commands::then_wait(&api, started, wait, json).await
         }
         Command::Installs(InstallsCmd::UpdateInputs {
@@ -366,7 +407,9 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Installs(InstallsCmd::Teardown { name, wait, json }) => {
-            let started = commands::installs_deploy(&api, &name, "teardown", json, wait).await?;
+            let scope = Default::default();
+            let started =
+                commands::installs_deploy(&api, &name, "teardown", &scope, json, wait).await?;
             commands::then_wait(&api, started, wait, json).await
         }
         Command::Workflows(WorkflowsCmd::Wait { id, json }) => {

@@ -155,6 +155,9 @@ pub fn workflow(w: &Workflow) -> String {
         w.install,
         status_word(w.status)
     );
+    if w.scope != Default::default() {
+        out.push_str(&format!("\n  scope: {}", w.scope.describe()));
+    }
     if let Some(e) = &w.error {
         out.push_str(&format!("\n  error: {e}"));
     }

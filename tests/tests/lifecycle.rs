@@ -1,4 +1,5 @@
-//! An install's life after its first deploy: teardown.
+//! An install's life after its first deploy: teardown, delete, input updates, deploys of some
+//! components, plan-only deploys, reprovision.
 
 use ferry_tests::{NatsServer, copy_dir, ferry, ferry_json, repo_root, server_and_runner};
 
@@ -132,4 +133,81 @@ fn inputs_are_updated_and_an_install_with_deployed_components_is_not_deleted_wit
     );
     let (code, out, err) = ferry(&api, &["installs", "delete", "prod", "--force"]);
     assert_eq!(code, 0, "{out}{err}");
+}
+
+/// The components (in step order, once each) and step kinds of a workflow.
+fn laid_out(wf: &serde_json::Value) -> (Vec<String>, std::collections::BTreeSet<String>) {
+    let mut components: Vec<String> = Vec::new();
+    let mut kinds = std::collections::BTreeSet::new();
+    for s in wf["steps"].as_array().unwrap() {
+        let c = s["component"].as_str().unwrap().to_string();
+        if !components.contains(&c) {
+            components.push(c);
+        }
+        kinds.insert(s["kind"].as_str().unwrap().to_string());
+    }
+    (components, kinds)
+}
+
+fn deploy_json(api: &str, args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = ferry(api, args);
+    assert_eq!(code, 0, "{args:?}: {out}{err}");
+    let wf: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(wf["status"], "succeeded", "{wf}");
+    wf
+}
+
+#[test]
+fn deploys_of_some_components_plan_only_deploys_and_reprovision() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
+    let app = repo_root().join("examples/hello");
+    deploy_prod(&api, &app);
+
+    let (code, _, err) = ferry(&api, &["installs", "deploy", "prod", "--component", "nope"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("the app has no component nope (it has: counter, greeter, reporter, sandbox)"),
+        "{err}"
+    );
+
+    let base = ["installs", "deploy", "prod", "--wait", "--json"];
+    let wf = deploy_json(&api, &[&base[..], &["--component", "counter"]].concat());
+    assert_eq!(laid_out(&wf).0, ["counter"]);
+    let wf = deploy_json(
+        &api,
+        &[&base[..], &["--component", "greeter", "--with-dependents"]].concat(),
+    );
+    // counter reads greeter's outputs, reporter counter's: both depend on it.
+    assert_eq!(laid_out(&wf).0, ["greeter", "counter", "reporter"]);
+    let (_, shown, _) = ferry(&api, &["workflows", "get", wf["id"].as_str().unwrap()]);
+    assert!(shown.contains("scope: greeter + dependents"), "{shown}");
+
+    // Plans only: every component plans, nothing is approved or applied.
+    let before = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    let wf = deploy_json(&api, &[&base[..], &["--plan-only"]].concat());
+    let (components, kinds) = laid_out(&wf);
+    assert_eq!(components, ["sandbox", "greeter", "counter", "reporter"]);
+    assert_eq!(
+        kinds.into_iter().collect::<Vec<_>>(),
+        ["build", "plan", "sync"]
+    );
+    let after = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    for c in ["greeter", "counter", "reporter"] {
+        assert_eq!(
+            after["components"][c]["applied_digest"], before["components"][c]["applied_digest"],
+            "{c}"
+        );
+    }
+
+    // Reprovision: the sandbox again, nothing else.
+    let wf = deploy_json(
+        &api,
+        &["installs", "reprovision", "prod", "--wait", "--json"],
+    );
+    assert_eq!(wf["kind"], "provision");
+    let (components, kinds) = laid_out(&wf);
+    assert_eq!(components, ["sandbox"]);
+    assert!(kinds.contains("apply"), "{kinds:?}");
 }

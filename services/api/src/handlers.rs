@@ -229,6 +229,7 @@ async fn new_workflow(
     install: &str,
     kind: m::WorkflowKind,
     config_id: &str,
+    scope: m::DeployScope,
 ) -> Result<Workflow, ApiError> {
     let now = m::now();
     let wf = Workflow {
@@ -240,6 +241,7 @@ async fn new_workflow(
         status: m::WorkflowStatus::Pending,
         cancel_requested: false,
         steps: vec![],
+        scope,
         created_at: now.clone(),
         updated_at: now,
         finished_at: None,
@@ -291,7 +293,14 @@ pub async fn create_install(
         .latest_config
         .ok_or_else(|| ApiError::Conflict(format!("app `{}` has no config yet", req.app)))?;
     check_inputs(&s, &config_id, &req.inputs).await?;
-    let wf = new_workflow(&s, &req.name, m::WorkflowKind::Provision, &config_id).await?;
+    let wf = new_workflow(
+        &s,
+        &req.name,
+        m::WorkflowKind::Provision,
+        &config_id,
+        Default::default(),
+    )
+    .await?;
     let now = m::now();
     let install = Install {
         org: s.org.clone(),
@@ -412,12 +421,28 @@ pub async fn set_approve_all(
     Ok(Json(install))
 }
 
-/// Deploys the app's latest config to an existing install.
+/// Deploys the app's latest config to an existing install: everything, or the body's scope (some
+/// components, with or without their dependents; plans only).
 pub async fn deploy_install(
     State(s): State<ApiState>,
     Path(name): Path<String>,
+    body: Option<Json<m::DeployScope>>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
-    start_on_install(&s, &name, m::WorkflowKind::DeployComponents, None).await
+    let scope = body.map(|Json(b)| b).unwrap_or_default();
+    start_on_install(&s, &name, m::WorkflowKind::DeployComponents, None, scope).await
+}
+
+/// Plans and applies the install's sandbox again (after its approval), with the app's latest
+/// config; the components stay as they are.
+pub async fn reprovision_install(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    let scope = m::DeployScope {
+        components: vec![m::SANDBOX.into()],
+        ..Default::default()
+    };
+    start_on_install(&s, &name, m::WorkflowKind::Provision, None, scope).await
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -478,7 +503,14 @@ pub async fn teardown_install(
     State(s): State<ApiState>,
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
-    start_on_install(&s, &name, m::WorkflowKind::Teardown, None).await
+    start_on_install(
+        &s,
+        &name,
+        m::WorkflowKind::Teardown,
+        None,
+        Default::default(),
+    )
+    .await
 }
 
 /// Changes some of an install's input values and deploys: every component plans again, and only
@@ -493,7 +525,14 @@ pub async fn update_inputs(
             "no input to change: --input NAME=VALUE".into(),
         ));
     }
-    start_on_install(&s, &name, m::WorkflowKind::DeployComponents, Some(changes)).await
+    start_on_install(
+        &s,
+        &name,
+        m::WorkflowKind::DeployComponents,
+        Some(changes),
+        Default::default(),
+    )
+    .await
 }
 
 /// Starts a workflow of `kind` on an existing install that is not busy: reserve, then start.
@@ -503,6 +542,7 @@ async fn start_on_install(
     name: &str,
     kind: m::WorkflowKind,
     inputs: Option<BTreeMap<String, String>>,
+    scope: m::DeployScope,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     check_name("install", name)?;
     let installs = s.store.repo::<Install>();
@@ -529,6 +569,12 @@ async fn start_on_install(
             .latest_config
             .ok_or_else(|| ApiError::Conflict("the app has no config".into()))?
     };
+    if !scope.components.is_empty() {
+        let (_, _, cfg) = s.store.config(&s.org, &config_id).await?;
+        scope
+            .select(&ferry_store::deploy_stages(&cfg))
+            .map_err(ApiError::BadRequest)?;
+    }
     let mut install = cur.value;
     if let Some(changes) = inputs {
         let mut values = install.inputs.clone();
@@ -539,7 +585,7 @@ async fn start_on_install(
     // Reserve, then start: the workflow runs only if the install now points to it. Of concurrent
     // deploys one wins the compare-and-swap; the others are refused and their workflows discarded
     // before anything was requested.
-    let wf = new_workflow(s, name, kind, &config_id).await?;
+    let wf = new_workflow(s, name, kind, &config_id, scope).await?;
     install.app_config_id = config_id.clone();
     install.last_workflow = Some(wf.id.clone());
     install.status = m::InstallStatus::Provisioning;

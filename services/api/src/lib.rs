@@ -52,6 +52,10 @@ pub fn router(store: Store) -> Router {
         )
         .route("/v1/installs/{name}/deploy", post(handlers::deploy_install))
         .route(
+            "/v1/installs/{name}/reprovision",
+            post(handlers::reprovision_install),
+        )
+        .route(
             "/v1/installs/{name}/teardown",
             post(handlers::teardown_install),
         )

@@ -172,32 +172,18 @@ impl Scheduler {
             );
             return Ok(Ok(laid.steps));
         }
-        let mut stages: Vec<Vec<m::Deployable>> = Vec::new();
-        if cfg.sandbox.is_some() {
-            stages.push(vec![m::Deployable {
-                name: m::SANDBOX.into(),
-                dependencies: vec![],
-            }]);
-        }
-        for stage in &cfg.deploy_order {
-            stages.push(
-                stage
-                    .iter()
-                    .filter_map(|name| cfg.component(name))
-                    .map(|c| m::Deployable {
-                        name: c.name.clone(),
-                        dependencies: c.dependencies.clone(),
-                    })
-                    .collect(),
-            );
-        }
-        let laid = Workflow::deploy(
+        let stages = match wf.scope.select(&ferry_store::deploy_stages(&cfg)) {
+            Ok(s) => s,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        let laid = Workflow::deploy_scoped(
             wf.id.clone(),
             wf.org.clone(),
             wf.install.clone(),
             wf.kind,
             wf.app_config_id.clone(),
             &stages,
+            wf.scope.plan_only,
         );
         Ok(Ok(laid.steps))
     }

@@ -137,6 +137,9 @@ pub struct Workflow {
     #[serde(default)]
     pub cancel_requested: bool,
     pub steps: Vec<Step>,
+    /// What a deploy covers (all of it, by default).
+    #[serde(default)]
+    pub scope: crate::DeployScope,
     pub created_at: String,
     pub updated_at: String,
     pub finished_at: Option<String>,
@@ -185,6 +188,20 @@ impl Workflow {
         app_config_id: String,
         stages: &[Vec<Deployable>],
     ) -> Workflow {
+        Workflow::deploy_scoped(id, org, install, kind, app_config_id, stages, false)
+    }
+
+    /// [`Workflow::deploy`], or with `plan_only` only build, sync and plan (nothing waits for
+    /// another component's apply then, so every plan may run at once).
+    pub fn deploy_scoped(
+        id: String,
+        org: String,
+        install: String,
+        kind: WorkflowKind,
+        app_config_id: String,
+        stages: &[Vec<Deployable>],
+        plan_only: bool,
+    ) -> Workflow {
         let mut steps: Vec<Step> = Vec::new();
         let mut apply_of: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         for (group, stage) in stages.iter().enumerate() {
@@ -223,6 +240,9 @@ impl Workflow {
                     }
                 }
                 let plan = push(StepKind::Plan, plan_after);
+                if plan_only {
+                    continue;
+                }
                 let approve = push(StepKind::Approve, vec![plan]);
                 let apply = push(StepKind::Apply, vec![approve]);
                 apply_of.insert(d.name.clone(), apply);
@@ -238,6 +258,7 @@ impl Workflow {
             status: WorkflowStatus::Pending,
             cancel_requested: false,
             steps,
+            scope: Default::default(),
             created_at: now.clone(),
             updated_at: now,
             finished_at: None,
@@ -385,6 +406,33 @@ mod tests {
     fn finish(w: &mut Workflow, component: &str, kind: StepKind, status: StepStatus) {
         let i = w.find(component, kind).unwrap().index;
         w.step_mut(i).unwrap().status = status;
+    }
+
+    #[test]
+    fn a_plan_only_deploy_stops_after_the_plans_which_wait_for_no_apply() {
+        let w = Workflow::deploy_scoped(
+            "w".into(),
+            "o".into(),
+            "i".into(),
+            WorkflowKind::DeployComponents,
+            "c".into(),
+            &[
+                vec![d("sandbox", &[])],
+                vec![d("a", &[])],
+                vec![d("c", &["a"])],
+            ],
+            true,
+        );
+        assert!(
+            w.steps
+                .iter()
+                .all(|s| matches!(s.kind, StepKind::Build | StepKind::Sync | StepKind::Plan))
+        );
+        let plan_c = w.find("c", StepKind::Plan).unwrap();
+        assert_eq!(
+            plan_c.after,
+            vec![w.find("c", StepKind::Sync).unwrap().index]
+        );
     }
 
     #[test]

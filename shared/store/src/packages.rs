@@ -16,6 +16,31 @@ use ferry_appconfig::{AppConfig, Package, Report};
 
 use crate::{Store, StoreError};
 
+/// What a deploy of `cfg` lays out, in order: the sandbox (if the app has one), then the app's
+/// deploy stages. (Here because both the API, checking a deploy's scope, and the scheduler, laying
+/// it out, need the same list.)
+pub fn deploy_stages(cfg: &AppConfig) -> Vec<Vec<ferry_model::Deployable>> {
+    let sandbox = cfg.sandbox.as_ref().map(|_| {
+        vec![ferry_model::Deployable {
+            name: ferry_model::SANDBOX.into(),
+            dependencies: vec![],
+        }]
+    });
+    sandbox
+        .into_iter()
+        .chain(cfg.deploy_order.iter().map(|stage| {
+            stage
+                .iter()
+                .filter_map(|name| cfg.component(name))
+                .map(|c| ferry_model::Deployable {
+                    name: c.name.clone(),
+                    dependencies: c.dependencies.clone(),
+                })
+                .collect()
+        }))
+        .collect()
+}
+
 /// Longest a caller waits for one package's validation.
 pub const VALIDATE_DEADLINE: Duration = Duration::from_secs(10);
 
