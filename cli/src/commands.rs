@@ -467,15 +467,22 @@ pub async fn workflows_decide(
     Ok(0)
 }
 
-pub async fn workflows_retry(api: &Api, id: &str, step: &str, json_out: bool) -> Result<()> {
-    let body = ferry_model::api::Retry {
+/// `retry` or `skip` one step of a workflow.
+pub async fn workflows_step_response(
+    api: &Api,
+    id: &str,
+    action: &str,
+    step: &str,
+    json_out: bool,
+) -> Result<()> {
+    let body = ferry_model::api::StepRef {
         step: step.to_string(),
     };
     let w: Workflow = api
-        .post(&format!("/v1/workflows/{id}/retry"), &body)
+        .post(&format!("/v1/workflows/{id}/{action}"), &body)
         .await?;
-    // The scheduler restarts it asynchronously: wait until it has, so that a following wait (or
-    // get) sees the new run, not the ended one.
+    // The scheduler changes it asynchronously: wait until it has, so that a following wait (or
+    // get) sees the change, not the workflow as it was.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let before = w.updated_at.clone();
     let mut w = w;
@@ -486,7 +493,12 @@ pub async fn workflows_retry(api: &Api, id: &str, step: &str, json_out: bool) ->
     if json_out {
         print_json(&w)?;
     } else {
-        println!("retrying workflow {id} from step {step}");
+        let done = if action == "retry" {
+            "retrying"
+        } else {
+            "skipped"
+        };
+        println!("{done} step {step} of workflow {id}");
     }
     Ok(())
 }

@@ -249,6 +249,18 @@ enum WorkflowsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Skip a step (its index or component) with the later steps of its component: one that has
+    /// not run, a waiting approval, or a failed or cancelled step of an ended workflow (which then
+    /// runs on). What depends on it runs with what the component has deployed.
+    Skip {
+        id: String,
+        #[arg(long)]
+        step: String,
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Deny a waiting plan: its apply does not run and the workflow fails.
     Deny {
         id: String,
@@ -445,7 +457,16 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             wait,
             json,
         }) => {
-            commands::workflows_retry(&api, &id, &step, json && !wait).await?;
+            commands::workflows_step_response(&api, &id, "retry", &step, json && !wait).await?;
+            commands::then_wait(&api, id, wait, json).await
+        }
+        Command::Workflows(WorkflowsCmd::Skip {
+            id,
+            step,
+            wait,
+            json,
+        }) => {
+            commands::workflows_step_response(&api, &id, "skip", &step, json && !wait).await?;
             commands::then_wait(&api, id, wait, json).await
         }
         Command::Workflows(WorkflowsCmd::Deny {

@@ -261,3 +261,86 @@ fn a_denial_can_skip_the_plan_and_what_depends_on_it() {
         "skipped: it depends on counter, whose plan was denied"
     );
 }
+
+#[test]
+fn skipping_a_waiting_plan_and_a_failed_step_records_who_and_runs_on() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
+    let app = repo_root().join("examples/hello");
+    ferry_tests::sync_hello(&api, &app);
+    let wf = create_prompt(&api, "prod");
+    let is_waiting =
+        |c: &'static str| move |w: &serde_json::Value| step(w, c, "approve")["status"] == "waiting";
+    wait_for(
+        &api,
+        &wf,
+        60,
+        "the sandbox plan to wait",
+        is_waiting("sandbox"),
+    );
+    let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
+    assert_eq!(code, 0, "{out}{err}");
+    wait_for(
+        &api,
+        &wf,
+        60,
+        "greeter's plan to wait",
+        is_waiting("greeter"),
+    );
+    let w = ferry_json(&api, &["workflows", "get", &wf, "--json"]);
+    let approved = &step(&w, "sandbox", "approve")["responses"][0];
+    assert_eq!(approved["action"], "approve", "{w}");
+    assert_eq!(approved["actor"], "api");
+
+    // A running or finished step cannot be skipped; nothing changes.
+    let (code, _, err) = ferry(&api, &["workflows", "skip", &wf, "--step", "0"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("step 0 cannot be skipped"), "{err}");
+
+    let (code, out, err) = ferry(&api, &["workflows", "skip", &wf, "--step", "greeter"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let w = wait_for(&api, &wf, 60, "greeter's apply to be skipped", |w| {
+        step(w, "greeter", "apply")["status"] == "skipped"
+    });
+    let approve = step(&w, "greeter", "approve");
+    assert_eq!(approve["status"], "skipped");
+    assert_eq!(approve["message"], "skipped by api");
+    assert_eq!(approve["responses"][0]["action"], "skip");
+    assert_eq!(approve["responses"][0]["actor"], "api");
+    // Its approval is no longer listed as waiting.
+    let list = ferry_json(&api, &["approvals", "list", "--install", "prod", "--json"]);
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["component"] != "greeter"),
+        "{list}"
+    );
+    // What depends on greeter plans and waits with what greeter had (nothing: never applied).
+    let w = wait_for(&api, &wf, 60, "counter's plan to wait or fail", |w| {
+        step(w, "counter", "approve")["status"] == "waiting" || w["status"] == "failed"
+    });
+    // counter's Terraform reads greeter's outputs, which were never applied: its plan fails.
+    assert_eq!(w["status"], "failed", "{w}");
+    assert_eq!(step(&w, "counter", "plan")["status"], "failed");
+
+    // Skipping the failed plan runs the ended workflow on: reporter, not attempted before, plans
+    // now (with nothing from counter, so it fails or waits; either way it ran).
+    let (code, out, err) = ferry(&api, &["workflows", "skip", &wf, "--step", "counter"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let w = wait_for(&api, &wf, 60, "reporter's plan to end", |w| {
+        !matches!(
+            step(w, "reporter", "plan")["status"].as_str(),
+            Some("pending" | "running")
+        )
+    });
+    for k in ["plan", "approve", "apply"] {
+        assert_eq!(step(&w, "counter", k)["status"], "skipped", "{k}: {w}");
+    }
+    assert!(
+        step(&w, "reporter", "plan")["job_id"].is_string(),
+        "reporter's plan ran: {w}"
+    );
+    drop(runner);
+}

@@ -76,6 +76,7 @@ pub fn router(store: Store) -> Router {
         )
         .route("/v1/workflows/{id}/deny", post(workflows::deny_workflow))
         .route("/v1/workflows/{id}/retry", post(workflows::retry_workflow))
+        .route("/v1/workflows/{id}/skip", post(workflows::skip_workflow))
         .route("/v1/approvals", get(workflows::list_approvals))
         .route("/v1/runners", get(runners::list_runners))
         .route("/v1/jobs/{id}", get(jobs::get_job))

@@ -1,5 +1,5 @@
 //! Workflow routes: list, get (queued steps say what they wait for), cancel, and the responses to
-//! a workflow's steps: approve, deny, retry. Each response checks the step's state first, so a
+//! a workflow's steps: approve, deny, retry, skip. Each response checks the step's state first, so a
 //! wrong one is a 409 that changes nothing; the scheduler and the approval service make the change.
 
 use axum::Json;
@@ -135,6 +135,29 @@ pub async fn list_approvals(
     all.retain(|a| {
         a.status == m::ApprovalStatus::Pending && f.install.as_ref().is_none_or(|i| &a.install == i)
     });
+    // Only what still waits: an approval whose step was skipped or cancelled meanwhile is not.
+    let mut workflows: std::collections::HashMap<String, Option<Workflow>> = Default::default();
+    let mut waiting = Vec::with_capacity(all.len());
+    for a in all {
+        if !workflows.contains_key(&a.workflow_id) {
+            let wf = s
+                .store
+                .repo::<Workflow>()
+                .get(&s.org, &a.workflow_id)
+                .await?;
+            workflows.insert(a.workflow_id.clone(), wf.map(|v| v.value));
+        }
+        let still = workflows[&a.workflow_id]
+            .as_ref()
+            .and_then(|wf| wf.step(a.step))
+            .is_some_and(|st| {
+                st.status == m::StepStatus::Waiting && st.approval_id.as_deref() == Some(&a.id)
+            });
+        if still {
+            waiting.push(a);
+        }
+    }
+    let mut all = waiting;
     all.sort_by(|a, b| a.created_at.cmp(&b.created_at));
     Ok(Json(all))
 }
@@ -217,7 +240,7 @@ async fn decide(
 pub async fn retry_workflow(
     State(s): State<ApiState>,
     Path(id): Path<String>,
-    Json(r): Json<m::api::Retry>,
+    Json(r): Json<m::api::StepRef>,
 ) -> Result<(StatusCode, Json<Workflow>), ApiError> {
     let wf = workflow(&s, &id).await?;
     let step = wf
@@ -241,6 +264,81 @@ pub async fn retry_workflow(
             format!("{:?}", wf.status).to_lowercase()
         )));
     }
+    reserve_again(&s, &wf).await?;
+    s.store
+        .bus()
+        .control(&Control::RetryRequested {
+            org: s.org.clone(),
+            workflow_id: id.clone(),
+            step: step.index,
+            attempt: step.attempt,
+            actor: "api".into(),
+        })
+        .await?;
+    audit(
+        &s,
+        "workflow.retry",
+        &id,
+        serde_json::json!({ "step": step.index }),
+    )
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(wf)))
+}
+
+/// Skips a step (202): one that has not run, a waiting approval, or a failed or cancelled step of
+/// an ended workflow, which then runs on (its install reserved for it again). The step state
+/// machine decides what may be skipped: a step it refuses is a 409 that changes nothing.
+pub async fn skip_workflow(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+    Json(r): Json<m::api::StepRef>,
+) -> Result<(StatusCode, Json<Workflow>), ApiError> {
+    let wf = workflow(&s, &id).await?;
+    let index = wf
+        .steps
+        .iter()
+        .find(|st| st.index.to_string() == r.step)
+        .or_else(|| {
+            wf.steps
+                .iter()
+                .find(|st| st.component == r.step && !st.status.is_done())
+        })
+        .map(|st| st.index)
+        .ok_or_else(|| {
+            ApiError::NotFound(format!(
+                "workflow {id} has no step `{}` left to skip",
+                r.step
+            ))
+        })?;
+    wf.clone()
+        .skip(index, "api", &m::now())
+        .map_err(|e| ApiError::Conflict(format!("step {index} cannot be skipped: {e}")))?;
+    if wf.status.is_terminal() {
+        reserve_again(&s, &wf).await?;
+    }
+    s.store
+        .bus()
+        .control(&Control::SkipRequested {
+            org: s.org.clone(),
+            workflow_id: id.clone(),
+            step: index,
+            actor: "api".into(),
+        })
+        .await?;
+    audit(
+        &s,
+        "workflow.skip",
+        &id,
+        serde_json::json!({ "step": index }),
+    )
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(wf)))
+}
+
+/// Reserves an ended workflow's install for it again (it runs on after a retry or a skip), unless
+/// the install has moved on to another workflow; marks the workflow open for the reconcile pass.
+async fn reserve_again(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
+    let id = &wf.id;
     let installs = s.store.repo::<Install>();
     let cur = installs.require(&s.org, &wf.install).await?;
     if cur.value.last_workflow.as_deref() != Some(id.as_str()) {
@@ -267,24 +365,7 @@ pub async fn retry_workflow(
         .repo::<m::OpenWorkflow>()
         .create_if_absent(&wf.open_mark())
         .await?;
-    s.store
-        .bus()
-        .control(&Control::RetryRequested {
-            org: s.org.clone(),
-            workflow_id: id.clone(),
-            step: step.index,
-            attempt: step.attempt,
-            actor: "api".into(),
-        })
-        .await?;
-    audit(
-        &s,
-        "workflow.retry",
-        &id,
-        serde_json::json!({ "step": step.index }),
-    )
-    .await?;
-    Ok((StatusCode::ACCEPTED, Json(wf)))
+    Ok(())
 }
 
 /// The approve steps a decision names: `--all` (approve only), or one step by index or component.

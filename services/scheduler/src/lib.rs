@@ -201,14 +201,22 @@ impl Scheduler {
                     message: "plan denied; its apply is skipped".into(),
                     dependents,
                 };
-                let outcome = match (approved, on_deny) {
-                    (true, _) => m::StepOutcome::Succeeded("plan approved".into()),
-                    (false, m::OnDeny::Fail) => m::StepOutcome::Failed("plan denied".into()),
-                    (false, m::OnDeny::SkipCurrent) => denied(false),
-                    (false, m::OnDeny::SkipDependents) => denied(true),
+                let (outcome, action) = match (approved, on_deny) {
+                    (true, _) => (m::StepOutcome::Succeeded("plan approved".into()), "approve"),
+                    (false, m::OnDeny::Fail) => {
+                        (m::StepOutcome::Failed("plan denied".into()), "deny")
+                    }
+                    (false, m::OnDeny::SkipCurrent) => (denied(false), "deny (skip-current)"),
+                    (false, m::OnDeny::SkipDependents) => (denied(true), "deny (skip-dependents)"),
                 };
-                self.complete_step(&org, &workflow_id, step, outcome, actor)
-                    .await
+                let now = m::now();
+                let who = actor.clone().unwrap_or_else(|| "unknown".into());
+                self.transition(&org, &workflow_id, |wf| {
+                    wf.finish_step(step, outcome.clone(), actor.clone(), &now)?;
+                    wf.respond(step, &who, action, &now);
+                    Ok(vec![])
+                })
+                .await
             }
             Control::CancelRequested {
                 org,
@@ -228,23 +236,21 @@ impl Scheduler {
             } => {
                 info!(org, workflow = %workflow_id, step, %actor, "retry requested");
                 let now = m::now();
-                self.transition(&org, &workflow_id, |wf| wf.retry(step, &now))
+                self.transition(&org, &workflow_id, |wf| wf.retry(step, &actor, &now))
                     .await?;
-                // Open again (the API marked it too, but the end of the earlier run may have
-                // removed that mark since): reconcile must see it until it ends.
-                if let Some(wf) = self
-                    .store
-                    .repo::<m::Workflow>()
-                    .get(&org, &workflow_id)
-                    .await?
-                    && !wf.value.status.is_terminal()
-                {
-                    self.store
-                        .repo::<m::OpenWorkflow>()
-                        .create_if_absent(&wf.value.open_mark())
-                        .await?;
-                }
-                Ok(())
+                self.mark_open(&org, &workflow_id).await
+            }
+            Control::SkipRequested {
+                org,
+                workflow_id,
+                step,
+                actor,
+            } => {
+                info!(org, workflow = %workflow_id, step, %actor, "skip requested");
+                let now = m::now();
+                self.transition(&org, &workflow_id, |wf| wf.skip(step, &actor, &now))
+                    .await?;
+                self.mark_open(&org, &workflow_id).await
             }
             Control::JobCancelRequested { org, job_id, actor } => {
                 let Some(job) = self.store.repo::<m::Job>().get(&org, &job_id).await? else {
@@ -266,6 +272,25 @@ impl Scheduler {
             | Control::ApprovalRequested { .. }
             | Control::ApprovalResponse { .. } => Ok(()),
         }
+    }
+
+    /// Marks a workflow that runs on (after a retry or a skip) open again: the API marked it too,
+    /// but the end of the earlier run may have removed that mark since, and reconcile must see it
+    /// until it ends.
+    async fn mark_open(&self, org: &str, workflow_id: &str) -> Result<(), SchedulerError> {
+        if let Some(wf) = self
+            .store
+            .repo::<m::Workflow>()
+            .get(org, workflow_id)
+            .await?
+            && !wf.value.status.is_terminal()
+        {
+            self.store
+                .repo::<m::OpenWorkflow>()
+                .create_if_absent(&wf.value.open_mark())
+                .await?;
+        }
+        Ok(())
     }
 
     /// The parsed config of an app config version.

@@ -71,9 +71,10 @@ pub struct ApproveAll {
     pub enabled: bool,
 }
 
-/// `POST /v1/workflows/{id}/retry`: the failed or cancelled step to run again (index or component).
+/// `POST /v1/workflows/{id}/retry` and `/skip`: the step (index or component) to run again or to
+/// skip.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Retry {
+pub struct StepRef {
     pub step: String,
 }
 

@@ -70,6 +70,16 @@ pub enum Illegal {
     StillRunning(WorkflowStatus),
     #[error("step {step} is {status:?}: only a failed or cancelled step can be retried")]
     NotRetryable { step: u32, status: StepStatus },
+    #[error("step {0} is running: cancel it first")]
+    Running(u32),
+    #[error(
+        "step {step} is {status:?}, and the workflow is still {workflow:?}: wait for it to end"
+    )]
+    NotEndedYet {
+        step: u32,
+        status: StepStatus,
+        workflow: WorkflowStatus,
+    },
 }
 
 impl Workflow {
@@ -281,7 +291,7 @@ impl Workflow {
     /// attempted become pending (with a new attempt number, so their jobs get new ids), and ready
     /// steps start. A failed apply runs again from its plan: the saved plan may be stale, and a new
     /// plan needs a new approval.
-    pub fn retry(&mut self, index: u32, now: &str) -> Result<Vec<Effect>, Illegal> {
+    pub fn retry(&mut self, index: u32, actor: &str, now: &str) -> Result<Vec<Effect>, Illegal> {
         if !matches!(
             self.status,
             WorkflowStatus::Failed | WorkflowStatus::Cancelled
@@ -316,10 +326,90 @@ impl Workflow {
                 step.finished_at = None;
             }
         }
+        self.respond(index, actor, "retry", now);
         self.cancel_requested = false;
         self.status = WorkflowStatus::Running;
         self.finished_at = None;
         Ok(self.advance(now))
+    }
+
+    /// Skips a step that has not run (pending, or an approval waiting) or that failed or was
+    /// cancelled in an ended workflow, with the later steps of its component (a skipped plan has
+    /// nothing to approve or apply). Steps that depend on it run with what the component has
+    /// deployed. Skipping in an ended workflow runs it on: steps not attempted become pending.
+    pub fn skip(&mut self, index: u32, actor: &str, now: &str) -> Result<Vec<Effect>, Illegal> {
+        let step = self.step(index).ok_or(Illegal::NoSuchStep(index))?;
+        let reopen = match step.status {
+            StepStatus::Pending | StepStatus::Waiting if !self.status.is_terminal() => false,
+            StepStatus::Failed | StepStatus::Cancelled
+                if matches!(
+                    self.status,
+                    WorkflowStatus::Failed | WorkflowStatus::Cancelled
+                ) =>
+            {
+                true
+            }
+            StepStatus::Running => return Err(Illegal::Running(index)),
+            StepStatus::Failed | StepStatus::Cancelled => {
+                return Err(Illegal::NotEndedYet {
+                    step: index,
+                    status: step.status,
+                    workflow: self.status,
+                });
+            }
+            StepStatus::Pending | StepStatus::Waiting => {
+                return Err(Illegal::WorkflowEnded(self.status));
+            }
+            status => {
+                return Err(Illegal::AlreadyEnded {
+                    step: index,
+                    status,
+                });
+            }
+        };
+        let (component, rank) = (step.component.clone(), step.kind.rank());
+        for s in self
+            .steps
+            .iter_mut()
+            .filter(|s| s.component == component && s.kind.rank() >= rank && !s.status.is_done())
+        {
+            s.status = StepStatus::Skipped;
+            s.message = Some(if s.index == index {
+                format!("skipped by {actor}")
+            } else {
+                format!("skipped: step {index} of {component} was skipped")
+            });
+            s.finished_at = Some(now.to_string());
+        }
+        self.respond(index, actor, "skip", now);
+        if reopen {
+            for s in self.steps.iter_mut().filter(|s| {
+                s.status == StepStatus::Cancelled
+                    && s.message
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with("not attempted"))
+            }) {
+                s.status = StepStatus::Pending;
+                s.message = None;
+                s.finished_at = None;
+            }
+            self.cancel_requested = false;
+            self.status = WorkflowStatus::Running;
+            self.finished_at = None;
+        }
+        self.updated_at = now.to_string();
+        Ok(self.advance(now))
+    }
+
+    /// Records a person's response to a step (who, when, what).
+    pub fn respond(&mut self, index: u32, actor: &str, action: &str, now: &str) {
+        if let Some(s) = self.step_mut(index) {
+            s.responses.push(crate::Response {
+                actor: actor.to_string(),
+                at: now.to_string(),
+                action: action.to_string(),
+            });
+        }
     }
 
     /// Lays out the steps of a requested workflow (which has none yet), or fails it with the reason

@@ -123,6 +123,31 @@ pub struct Step {
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
     pub message: Option<String>,
+    /// What people did to this step (approve, deny, retry, skip), oldest first.
+    #[serde(default)]
+    pub responses: Vec<Response>,
+}
+
+/// One person's response to a step: who, when, and what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Response {
+    pub actor: String,
+    pub at: String,
+    /// `approve`, `deny`, `deny (skip-current)`, `deny (skip-dependents)`, `retry`, `skip`.
+    pub action: String,
+}
+
+impl StepKind {
+    /// Where a component's step comes in its sequence (build → sync → plan → approve → apply).
+    pub fn rank(self) -> u8 {
+        match self {
+            StepKind::Build => 0,
+            StepKind::Sync => 1,
+            StepKind::Plan => 2,
+            StepKind::Approve => 3,
+            StepKind::Apply | StepKind::Teardown => 4,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -223,6 +248,7 @@ impl Workflow {
                         started_at: None,
                         finished_at: None,
                         message: None,
+                        responses: vec![],
                     });
                     index
                 };
@@ -297,6 +323,7 @@ impl Workflow {
                     started_at: None,
                     finished_at: None,
                     message: None,
+                    responses: vec![],
                 });
                 this.push(index);
             }

@@ -324,6 +324,13 @@ pub enum Control {
         attempt: u32,
         actor: String,
     },
+    /// api → scheduler: skip a step (see `Workflow::skip`).
+    SkipRequested {
+        org: String,
+        workflow_id: String,
+        step: u32,
+        actor: String,
+    },
 }
 message!(Control, 7);
 
@@ -338,7 +345,8 @@ impl Control {
             | Control::CancelRequested { org, .. }
             | Control::JobCancelRequested { org, .. }
             | Control::ApprovalResponse { org, .. }
-            | Control::RetryRequested { org, .. } => org,
+            | Control::RetryRequested { org, .. }
+            | Control::SkipRequested { org, .. } => org,
         }
     }
 
@@ -348,7 +356,8 @@ impl Control {
             Control::WorkflowRequested { .. }
             | Control::CancelRequested { .. }
             | Control::JobCancelRequested { .. }
-            | Control::RetryRequested { .. } => crate::subjects::topic::WORKFLOW,
+            | Control::RetryRequested { .. }
+            | Control::SkipRequested { .. } => crate::subjects::topic::WORKFLOW,
             Control::BuildRequested { .. } => crate::subjects::topic::BUILD,
             Control::BuildFinished { .. } => crate::subjects::topic::BUILD_DONE,
             Control::ApprovalRequested { .. } | Control::ApprovalResponse { .. } => {
@@ -386,6 +395,9 @@ impl Control {
                 attempt,
                 ..
             } => format!("retry-{workflow_id}-{step}-{attempt}"),
+            Control::SkipRequested {
+                workflow_id, step, ..
+            } => format!("skip-{workflow_id}-{step}"),
         }
     }
 }

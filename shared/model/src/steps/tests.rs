@@ -317,7 +317,7 @@ fn retry_runs_a_failed_step_again_under_a_new_id() {
     ok(&mut w, 0);
     w.advance(NOW);
     assert_eq!(
-        w.retry(1, NOW),
+        w.retry(1, "ann", NOW),
         Err(Illegal::StillRunning(WorkflowStatus::Running))
     );
     w.finish_step(1, StepOutcome::Failed("lost".into()), None, NOW)
@@ -325,15 +325,18 @@ fn retry_runs_a_failed_step_again_under_a_new_id() {
     w.advance(NOW);
     assert_eq!(w.status, WorkflowStatus::Failed);
     assert_eq!(
-        w.retry(0, NOW),
+        w.retry(0, "ann", NOW),
         Err(Illegal::NotRetryable {
             step: 0,
             status: Succeeded
         })
     );
-    assert_eq!(w.retry(7, NOW), Err(Illegal::NoSuchStep(7)));
+    assert_eq!(w.retry(7, "ann", NOW), Err(Illegal::NoSuchStep(7)));
 
-    assert_eq!(w.retry(1, NOW).unwrap(), vec![Effect::Start { step: 1 }]);
+    assert_eq!(
+        w.retry(1, "ann", NOW).unwrap(),
+        vec![Effect::Start { step: 1 }]
+    );
     assert_eq!(w.status, WorkflowStatus::Running);
     assert!(w.finished_at.is_none());
     assert_eq!(w.steps[1].attempt, 2);
@@ -353,7 +356,10 @@ fn retrying_a_failed_apply_plans_and_asks_again() {
     w.finish_step(4, StepOutcome::Failed("apply failed".into()), None, NOW)
         .unwrap();
     w.advance(NOW);
-    assert_eq!(w.retry(4, NOW).unwrap(), vec![Effect::Start { step: 2 }]);
+    assert_eq!(
+        w.retry(4, "ann", NOW).unwrap(),
+        vec![Effect::Start { step: 2 }]
+    );
     assert_eq!(
         statuses(&w),
         [Succeeded, Succeeded, Running, Pending, Pending]
@@ -380,7 +386,10 @@ fn retry_after_cancel_picks_up_the_steps_not_attempted() {
         .unwrap();
     w.advance(NOW);
     assert_eq!(w.status, WorkflowStatus::Cancelled);
-    assert_eq!(w.retry(1, NOW).unwrap(), vec![Effect::Start { step: 1 }]);
+    assert_eq!(
+        w.retry(1, "ann", NOW).unwrap(),
+        vec![Effect::Start { step: 1 }]
+    );
     assert!(!w.cancel_requested);
     assert_eq!(
         statuses(&w),
@@ -572,4 +581,80 @@ fn denying_with_skip_current_lets_dependents_run() {
             status: Succeeded
         })
     );
+}
+
+#[test]
+fn skipping_a_waiting_approval_skips_its_apply_and_records_who() {
+    let mut w = diamond();
+    let approve = run_until_waiting(&mut w, "c");
+    w.skip(approve, "ann", NOW).unwrap();
+    assert_eq!(w.find("c", StepKind::Apply).unwrap().status, Skipped);
+    let s = &w.steps[approve as usize];
+    assert_eq!(s.message.as_deref(), Some("skipped by ann"));
+    assert_eq!(
+        s.responses,
+        vec![crate::Response {
+            actor: "ann".into(),
+            at: NOW.into(),
+            action: "skip".into()
+        }]
+    );
+    // What depends on c runs on (with what c has deployed).
+    assert_eq!(w.find("d", StepKind::Plan).unwrap().status, Pending);
+    // Twice: it has ended.
+    assert!(matches!(
+        w.skip(approve, "ann", NOW),
+        Err(Illegal::AlreadyEnded { .. })
+    ));
+}
+
+#[test]
+fn skipping_a_failed_step_runs_an_ended_workflow_on() {
+    let mut w = diamond();
+    // Run everything but the plans of b and c, which stay running.
+    let held = |w: &Workflow, i: u32| {
+        let s = &w.steps[i as usize];
+        s.kind == StepKind::Plan && (s.component == "b" || s.component == "c")
+    };
+    loop {
+        let started = w.advance(NOW);
+        if started.is_empty() {
+            break;
+        }
+        for e in started {
+            if let Effect::Start { step } = e
+                && !held(&w, step)
+            {
+                ok(&mut w, step);
+            }
+        }
+    }
+    let plan_b = w.find("b", StepKind::Plan).unwrap().index;
+    assert_eq!(w.steps[plan_b as usize].status, Running);
+    assert_eq!(w.steps[plan_b as usize].kind, StepKind::Plan);
+    // A running step cannot be skipped: cancel it first.
+    assert_eq!(w.skip(plan_b, "ann", NOW), Err(Illegal::Running(plan_b)));
+    w.finish_step(plan_b, StepOutcome::Failed("boom".into()), None, NOW)
+        .unwrap();
+    // c's plan is still running: the workflow has not ended, so the failure cannot be skipped yet.
+    let plan_c = w.find("c", StepKind::Plan).unwrap().index;
+    assert!(matches!(
+        w.skip(plan_b, "ann", NOW),
+        Err(Illegal::NotEndedYet { .. })
+    ));
+    w.finish_step(plan_c, StepOutcome::Succeeded("ok".into()), None, NOW)
+        .unwrap();
+    w.advance(NOW);
+    assert_eq!(w.status, WorkflowStatus::Failed);
+    assert_eq!(w.find("d", StepKind::Plan).unwrap().status, Cancelled);
+
+    let effects = w.skip(plan_b, "ann", NOW).unwrap();
+    assert_eq!(w.status, WorkflowStatus::Running);
+    for k in [StepKind::Plan, StepKind::Approve, StepKind::Apply] {
+        assert_eq!(w.find("b", k).unwrap().status, Skipped, "{k:?}");
+    }
+    // c's approval starts; d waits for c's apply, pending again rather than "not attempted".
+    let approve_c = w.find("c", StepKind::Approve).unwrap().index;
+    assert_eq!(effects, vec![Effect::Start { step: approve_c }]);
+    assert_eq!(w.find("d", StepKind::Plan).unwrap().status, Pending);
 }
