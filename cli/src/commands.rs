@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::client::Api;
 use crate::render;
 
-fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
+pub fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
     println!("{}", serde_json::to_string_pretty(v)?);
     Ok(())
 }

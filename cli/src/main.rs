@@ -4,6 +4,7 @@ mod client;
 mod commands;
 mod dev;
 mod fetch;
+mod plans;
 mod render;
 mod watch;
 
@@ -210,6 +211,10 @@ enum WorkflowsCmd {
     /// Show a workflow's steps; exit 1 when it failed or was cancelled.
     Get {
         id: String,
+        /// Also show each plan: the resources it adds, changes, replaces and destroys (from
+        /// Terraform's `show -json`; a script's plan is in its job's log).
+        #[arg(long)]
+        diff: bool,
         #[arg(long)]
         json: bool,
     },
@@ -427,8 +432,12 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Workflows(WorkflowsCmd::Wait { id, json }) => {
             commands::then_wait(&api, id, true, json).await
         }
-        Command::Workflows(WorkflowsCmd::Get { id, json }) => {
-            commands::workflows_get(&api, &id, json).await
+        Command::Workflows(WorkflowsCmd::Get { id, diff, json }) => {
+            if diff {
+                plans::workflow_with_plans(&api, &id, json).await
+            } else {
+                commands::workflows_get(&api, &id, json).await
+            }
         }
         Command::Workflows(WorkflowsCmd::List { install, json }) => {
             commands::workflows_list(&api, install.as_deref(), json).await

@@ -344,3 +344,78 @@ fn skipping_a_waiting_plan_and_a_failed_step_records_who_and_runs_on() {
     );
     drop(runner);
 }
+
+#[test]
+fn terraform_plans_are_summarised_and_shown_from_their_json_and_a_failure_names_its_error() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    ferry_tests::sync_hello(&api, &app);
+    let created = ferry_json(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--json",
+        ],
+    );
+    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    let done = wait_for(&api, &wf, 120, "the deploy to end", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    // The summary is counted from `terraform show -json`.
+    let plan = step(&done, "counter", "plan");
+    assert_eq!(
+        plan["message"], "Plan: 1 to add, 0 to change, 0 to destroy. 2 output(s) change.",
+        "{plan}"
+    );
+    let (_, out, _) = ferry(&api, &["workflows", "get", &wf, "--diff"]);
+    assert!(out.contains("plan of counter (step"), "{out}");
+    assert!(out.contains("  + terraform_data.message\n"), "{out}");
+    assert!(out.contains("  output upper: create\n"), "{out}");
+    assert!(
+        out.contains("no structured plan: see `ferry logs --job"),
+        "{out}"
+    );
+    let both = ferry_json(&api, &["workflows", "get", &wf, "--diff", "--json"]);
+    let index = plan["index"].to_string();
+    assert_eq!(
+        both["plans"][&index]["resource_changes"][0]["address"], "terraform_data.message",
+        "{both}"
+    );
+
+    // A broken module: the step says Terraform's first error and where it is.
+    std::fs::write(
+        app.join("components/src/counter/main.tf"),
+        "variable \"message\" {\n  type = string\n}\n\noutput \"upper\" {\n  value = var.nope\n}\n",
+    )
+    .unwrap();
+    ferry_tests::sync_hello(&api, &app);
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "deploy",
+            "prod",
+            "--component",
+            "counter",
+            "--wait",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    let failed: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        step(&failed, "counter", "plan")["message"],
+        "terraform plan failed: Reference to undeclared input variable (main.tf:6)",
+        "{failed}"
+    );
+}

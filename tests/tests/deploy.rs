@@ -99,7 +99,7 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
     );
     assert_eq!(
         step(&wf, "counter", "plan")["message"],
-        "Plan: 1 to add, 0 to change, 0 to destroy."
+        "Plan: 1 to add, 0 to change, 0 to destroy. 2 output(s) change."
     );
 
     // A second deploy of the same config changes nothing: every plan says so and no apply runs.

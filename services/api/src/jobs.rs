@@ -1,10 +1,11 @@
-//! Job routes: get one (with its executions), cancel one.
+//! Job routes: get one (with its executions), its plan as structured JSON, cancel one.
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use ferry_model as m;
 use ferry_protocol::Control;
+use ferry_protocol::resources::objects;
 
 use crate::handlers::{audit, check_name};
 use crate::{ApiError, ApiState};
@@ -45,6 +46,28 @@ pub async fn cancel_job(
     )
     .await?;
     Ok((StatusCode::ACCEPTED, Json(j)))
+}
+
+/// A plan job's plan as structured JSON (Terraform's `show -json`), as the plugin gave it; 404
+/// for a job without one (a script's plan is its log).
+pub async fn job_plan(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<impl axum::response::IntoResponse, ApiError> {
+    check_name("job", &id)?;
+    let bytes = s
+        .store
+        .get_object(objects::PLANS, &objects::plan_json(&s.org, &id))
+        .await?
+        .ok_or_else(|| {
+            ApiError::NotFound(format!(
+                "job `{id}` has no structured plan (a script's plan is its log: ferry logs --job {id})"
+            ))
+        })?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        bytes,
+    ))
 }
 
 pub async fn get_job(

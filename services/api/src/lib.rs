@@ -81,6 +81,7 @@ pub fn router(store: Store) -> Router {
         .route("/v1/runners", get(runners::list_runners))
         .route("/v1/jobs/{id}", get(jobs::get_job))
         .route("/v1/jobs/{id}/cancel", post(jobs::cancel_job))
+        .route("/v1/jobs/{id}/plan", get(jobs::job_plan))
         .route("/v1/jobs/{id}/logs", get(logs::job_logs))
         // Packages are capped at 32 MiB by the CLI; leave room for the bundle's framing.
         .layer(axum::extract::DefaultBodyLimit::max(40 * 1024 * 1024))

@@ -464,11 +464,19 @@ impl Executor {
             Some(p) => match tokio::fs::read(&p.file).await {
                 Ok(bytes) => {
                     let digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
+                    let diff_json = match &p.diff {
+                        Some(f) => match tokio::fs::read(f).await {
+                            Ok(d) => d,
+                            Err(e) => return failed(format!("reading the plan's JSON: {e}")),
+                        },
+                        None => vec![],
+                    };
                     Some(PlanData {
                         bytes,
                         digest,
                         changes: p.changes,
                         summary: p.summary,
+                        diff_json,
                     })
                 }
                 Err(e) => return failed(format!("reading the plan file: {e}")),

@@ -495,7 +495,7 @@ impl Scheduler {
         }
         let Some(plan) = self
             .store
-            .get_object(objects::PLANS, &plan_object(&wf.org, &approval.plan_job))
+            .get_object(objects::PLANS, &objects::plan(&wf.org, &approval.plan_job))
             .await?
         else {
             return Ok(Err(Permanent(format!(
@@ -532,7 +532,7 @@ impl Scheduler {
         // A plan that would not fit in the offer is read by the runner from the plans store.
         let max_plan = self.client.server_info().max_payload / 2;
         let (plan, plan_object) = if plan.len() > max_plan {
-            (vec![], Some(plan_object(&wf.org, &approval.plan_job)))
+            (vec![], Some(objects::plan(&wf.org, &approval.plan_job)))
         } else {
             (plan, None)
         };
@@ -616,8 +616,4 @@ impl Scheduler {
             .ok();
         Ok(())
     }
-}
-
-pub(crate) fn plan_object(org: &str, job_id: &str) -> String {
-    format!("{org}.{job_id}")
 }

@@ -8,7 +8,6 @@ use ferry_store::{Handled, StoreError};
 use sha2::{Digest, Sha256};
 use tracing::{debug, info, warn};
 
-use crate::dispatch::plan_object;
 use crate::{Scheduler, SchedulerError, handled};
 
 impl Scheduler {
@@ -56,8 +55,17 @@ impl Scheduler {
                 // Stored before the job record says "planned", so an approval never points at a
                 // plan that is not there.
                 self.store
-                    .put_object(objects::PLANS, &plan_object(org, job_id), &plan.bytes)
+                    .put_object(objects::PLANS, &objects::plan(org, job_id), &plan.bytes)
                     .await?;
+                if !plan.diff_json.is_empty() {
+                    self.store
+                        .put_object(
+                            objects::PLANS,
+                            &objects::plan_json(org, job_id),
+                            &plan.diff_json,
+                        )
+                        .await?;
+                }
             }
         }
         let outputs: m::Outputs = match serde_json::from_str(&result.outputs_json) {

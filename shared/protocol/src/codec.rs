@@ -8,7 +8,7 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 /// The protocol generation this build speaks. Bump it when a message changes shape.
-pub const PROTOCOL_VERSION: u8 = 2;
+pub const PROTOCOL_VERSION: u8 = 3;
 
 /// A type that travels on the wire. `KIND` is unique per type (checked by a unit test).
 pub trait Message: Serialize + DeserializeOwned {
@@ -122,6 +122,7 @@ mod tests {
                     digest: "sha256:x".into(),
                     changes: true,
                     summary: "1 to add".into(),
+                    diff_json: br#"{"resource_changes":[]}"#.to_vec(),
                 }),
                 error: None,
                 offloaded: None,

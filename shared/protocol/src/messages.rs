@@ -221,6 +221,9 @@ pub struct PlanData {
     pub changes: bool,
     /// One human line ("2 to add, 0 to change, 0 to destroy").
     pub summary: String,
+    /// The plan as structured JSON (Terraform's `show -json`), empty when the plugin has none;
+    /// `ferry workflows get --diff` shows it.
+    pub diff_json: Vec<u8>,
 }
 
 /// Runner → control plane on `ferry.rx.<org>.<install>.log.<job>` (stream `LOGS`).

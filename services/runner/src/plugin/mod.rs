@@ -58,6 +58,9 @@ pub struct PluginPlan {
     pub file: PathBuf,
     pub changes: bool,
     pub summary: String,
+    /// The plan as structured JSON, if the tool gives one (Terraform's `show -json`).
+    #[serde(default)]
+    pub diff: Option<PathBuf>,
 }
 
 /// A plugin failure: the message is the job's error, shown to the user.
@@ -128,6 +131,15 @@ pub(crate) fn approved_plan(job: &PluginJob) -> Result<Vec<u8>, PluginError> {
 
 /// Runs a command with stdout passed through to ours (the job log) and also captured.
 pub(crate) fn run_tee(cmd: &mut Command) -> Result<(ExitStatus, String), PluginError> {
+    run_tee_shown(cmd, |l| Some(l.to_string()))
+}
+
+/// [`run_tee`], writing to the job's log what `show` makes of each line (nothing for `None`) and
+/// capturing the lines as they came: for tools whose machine-readable output is read back.
+pub(crate) fn run_tee_shown(
+    cmd: &mut Command,
+    show: impl Fn(&str) -> Option<String>,
+) -> Result<(ExitStatus, String), PluginError> {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -143,9 +155,11 @@ pub(crate) fn run_tee(cmd: &mut Command) -> Result<(ExitStatus, String), PluginE
         while read_line_capped(&mut reader, &mut raw, MAX_LINE)? {
             let line = String::from_utf8_lossy(&raw);
             let line = line.trim_end_matches(['\n', '\r']);
-            let mut lock = stdout.lock();
-            let _ = writeln!(lock, "{line}");
-            let _ = lock.flush();
+            if let Some(shown) = show(line) {
+                let mut lock = stdout.lock();
+                let _ = writeln!(lock, "{shown}");
+                let _ = lock.flush();
+            }
             captured.push_str(line);
             captured.push('\n');
         }

@@ -79,6 +79,7 @@ pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
             println!("plan: {summary} ({digest})");
             Ok(PluginResult {
                 plan: Some(PluginPlan {
+                    diff: None,
                     file,
                     changes,
                     summary,

@@ -6,7 +6,9 @@
 
 use std::process::Command;
 
-use super::{Phase, PluginError, PluginJob, PluginPlan, PluginResult, approved_plan, run, run_tee};
+use super::{
+    Phase, PluginError, PluginJob, PluginPlan, PluginResult, approved_plan, run, run_tee_shown,
+};
 
 fn terraform(job: &PluginJob) -> Command {
     let bin = std::env::var("FERRY_TERRAFORM").unwrap_or_else(|_| "terraform".into());
@@ -53,43 +55,135 @@ fn write_vars(job: &PluginJob) -> Result<(), PluginError> {
     Ok(())
 }
 
+/// "Plan: 1 to add, 0 to change, 0 to destroy." from `show -json`'s resource changes (a replace
+/// counts as an add and a destroy, as Terraform counts it), and the outputs that change.
+pub fn summarize(plan: &serde_json::Value) -> String {
+    let (mut add, mut change, mut destroy) = (0, 0, 0);
+    let empty = vec![];
+    for rc in plan["resource_changes"].as_array().unwrap_or(&empty) {
+        let actions: Vec<&str> = rc["change"]["actions"]
+            .as_array()
+            .unwrap_or(&empty)
+            .iter()
+            .filter_map(|a| a.as_str())
+            .collect();
+        match actions.as_slice() {
+            ["create"] => add += 1,
+            ["update"] => change += 1,
+            ["delete"] => destroy += 1,
+            ["delete", "create"] | ["create", "delete"] => {
+                add += 1;
+                destroy += 1;
+            }
+            _ => {}
+        }
+    }
+    let outputs = plan["output_changes"]
+        .as_object()
+        .map(|o| {
+            o.values()
+                .filter(|c| {
+                    c["actions"]
+                        .as_array()
+                        .is_some_and(|a| a.iter().any(|x| x != "no-op"))
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    let mut s = format!("Plan: {add} to add, {change} to change, {destroy} to destroy.");
+    if outputs > 0 {
+        s.push_str(&format!(" {outputs} output(s) change."));
+    }
+    s
+}
+
+/// What a line of Terraform's `-json` stream says to a person: its `@message`, with a
+/// diagnostic's detail. A line that is not JSON (a crash's output) is shown as it is.
+fn human(line: &str) -> Option<String> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+        return Some(line.to_string());
+    };
+    let message = v["@message"].as_str()?;
+    match v["diagnostic"]["detail"].as_str().filter(|d| !d.is_empty()) {
+        Some(detail) => Some(format!("{message}\n{detail}")),
+        None => Some(message.to_string()),
+    }
+}
+
+/// The first error diagnostic of Terraform's `-json` stream, as one line (the step's message for
+/// a failed plan): its summary, and where it is when Terraform says.
+fn first_error(out: &str) -> Option<String> {
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["@level"] == "error")
+        .map(|v| {
+            let d = &v["diagnostic"];
+            let summary = d["summary"]
+                .as_str()
+                .or(v["@message"].as_str())
+                .unwrap_or("error");
+            match (
+                d["range"]["filename"].as_str(),
+                d["range"]["start"]["line"].as_u64(),
+            ) {
+                (Some(f), Some(l)) => format!("terraform plan failed: {summary} ({f}:{l})"),
+                _ => format!("terraform plan failed: {summary}"),
+            }
+        })
+}
+
 pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
     init(job)?;
     match job.phase {
         Phase::Plan => {
             write_vars(job)?;
             let file = job.work_dir.join("plan.tfplan");
-            let (status, out) = run_tee(
+            // `-json`: Terraform's machine-readable stream; its human messages go to the log,
+            // and a failure's first diagnostic becomes the step's message.
+            let (status, out) = run_tee_shown(
                 terraform(job)
                     .args([
                         "plan",
                         "-input=false",
                         "-no-color",
+                        "-json",
                         "-detailed-exitcode",
                         "-out",
                     ])
                     .arg(&file),
+                human,
             )?;
             let changes = match status.code() {
                 Some(0) => false,
                 Some(2) => true,
-                _ => return Err(PluginError(format!("terraform plan failed ({status})"))),
+                _ => {
+                    return Err(PluginError(
+                        first_error(&out)
+                            .unwrap_or_else(|| format!("terraform plan failed ({status})")),
+                    ));
+                }
             };
-            let summary = out
-                .lines()
-                .find(|l| {
-                    l.starts_with("Plan:")
-                        || l.starts_with("No changes.")
-                        || l.starts_with("Changes to Outputs")
-                })
-                .unwrap_or(if changes { "changes" } else { "no changes" })
-                .trim()
-                .to_string();
+            // The plan as Terraform describes it to programs: the summary is counted from it,
+            // and `ferry workflows get --diff` shows it.
+            let shown = terraform(job)
+                .args(["show", "-json", "-no-color"])
+                .arg(&file)
+                .output()?;
+            if !shown.status.success() {
+                return Err(PluginError(format!(
+                    "terraform show -json failed: {}",
+                    String::from_utf8_lossy(&shown.stderr).trim()
+                )));
+            }
+            let json: serde_json::Value = serde_json::from_slice(&shown.stdout)?;
+            let diff = job.work_dir.join("plan.json");
+            std::fs::write(&diff, &shown.stdout)?;
             Ok(PluginResult {
                 plan: Some(PluginPlan {
                     file,
                     changes,
-                    summary,
+                    summary: summarize(&json),
+                    diff: Some(diff),
                 }),
                 ..Default::default()
             })
