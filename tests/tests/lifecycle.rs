@@ -1,7 +1,7 @@
 //! An install's life after its first deploy: teardown, delete, input updates, deploys of some
 //! components, plan-only deploys, reprovision.
 
-use ferry_tests::{NatsServer, copy_dir, ferry, ferry_json, repo_root, server_and_runner};
+use ferry_tests::{NatsServer, copy_dir, ferry, ferry_json, repo_root, server_and_runner, step};
 
 /// Syncs `app` and deploys it to install `prod` (approve-all), waiting until it is deployed.
 fn deploy_prod(api: &str, app: &std::path::Path) {
@@ -210,4 +210,68 @@ fn deploys_of_some_components_plan_only_deploys_and_reprovision() {
     let (components, kinds) = laid_out(&wf);
     assert_eq!(components, ["sandbox"]);
     assert!(kinds.contains("apply"), "{kinds:?}");
+}
+
+#[test]
+fn sensitive_inputs_and_outputs_are_used_but_never_shown() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
+    let app = dir.path().join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    let inputs = std::fs::read_to_string(app.join("inputs.toml")).unwrap();
+    std::fs::write(
+        app.join("inputs.toml"),
+        inputs.replace(
+            "default = \"hello\"",
+            "default = \"hello\"\nsensitive = true",
+        ),
+    )
+    .unwrap();
+    let tf = app.join("components/src/counter/main.tf");
+    let mut module = std::fs::read_to_string(&tf).unwrap();
+    module.push_str(
+        "\noutput \"secret\" {\n  value     = \"s3cr3t-${var.message}\"\n  sensitive = true\n}\n",
+    );
+    std::fs::write(&tf, module).unwrap();
+    deploy_prod(&api, &app);
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "update-inputs",
+            "prod",
+            "--input",
+            "greeting=hey",
+            "--wait",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+
+    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    assert_eq!(install["inputs"]["greeting"], "(sensitive)", "{install}");
+    // Used in clear where it is needed: greeter greets with it.
+    assert_eq!(
+        install["components"]["greeter"]["outputs"]["message"],
+        "hey, prod!"
+    );
+    assert_eq!(
+        install["components"]["counter"]["outputs"]["secret"],
+        "(sensitive)"
+    );
+    let wf = install["last_workflow"].as_str().unwrap();
+    let w = ferry_json(&api, &["workflows", "get", wf, "--diff", "--json"]);
+    let apply = step(&w["workflow"], "counter", "apply")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for shown in [
+        install.to_string(),
+        ferry_json(&api, &["installs", "list", "--json"]).to_string(),
+        ferry_json(&api, &["jobs", "get", &apply, "--json"]).to_string(),
+        w.to_string(),
+        ferry(&api, &["installs", "get", "prod"]).1,
+    ] {
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+    }
 }

@@ -211,13 +211,21 @@ pub async fn get_app(
 }
 
 /// Checks inputs against the app's declarations: unknown names and missing required ones are errors.
+/// Checks input values against the config's declarations; returns the names of the inputs it
+/// declares sensitive (the install records them, and the API never shows their values).
 async fn check_inputs(
     s: &ApiState,
     config_id: &str,
     inputs: &BTreeMap<String, String>,
-) -> Result<(), ApiError> {
+) -> Result<Vec<String>, ApiError> {
     let (_, _, cfg) = s.store.config(&s.org, config_id).await?;
-    cfg.check_inputs(inputs).map_err(ApiError::BadRequest)
+    cfg.check_inputs(inputs).map_err(ApiError::BadRequest)?;
+    Ok(cfg
+        .inputs
+        .iter()
+        .filter(|i| i.sensitive)
+        .map(|i| i.name.clone())
+        .collect())
 }
 
 /// Records a new workflow and its open mark, without starting it: the caller reserves the install
@@ -292,7 +300,7 @@ pub async fn create_install(
         .value
         .latest_config
         .ok_or_else(|| ApiError::Conflict(format!("app `{}` has no config yet", req.app)))?;
-    check_inputs(&s, &config_id, &req.inputs).await?;
+    let sensitive_inputs = check_inputs(&s, &config_id, &req.inputs).await?;
     let wf = new_workflow(
         &s,
         &req.name,
@@ -308,6 +316,7 @@ pub async fn create_install(
         app: req.app.clone(),
         app_config_id: config_id.clone(),
         inputs: req.inputs,
+        sensitive_inputs,
         approve_all: req.approve_all,
         status: m::InstallStatus::Provisioning,
         sandbox: Default::default(),
@@ -341,7 +350,7 @@ pub async fn create_install(
     Ok((
         StatusCode::CREATED,
         Json(CreatedInstall {
-            install,
+            install: install.redacted(),
             workflow_id,
         }),
     ))
@@ -350,7 +359,7 @@ pub async fn create_install(
 pub async fn list_installs(State(s): State<ApiState>) -> Result<Json<Vec<Install>>, ApiError> {
     let mut installs = s.store.repo::<Install>().list(&s.org).await?;
     installs.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(Json(installs))
+    Ok(Json(installs.into_iter().map(Install::redacted).collect()))
 }
 
 pub async fn get_install(
@@ -364,7 +373,7 @@ pub async fn get_install(
         .get(&s.org, &name)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
-    Ok(Json(i.value))
+    Ok(Json(i.value.redacted()))
 }
 
 /// Switches an install's approve-all on or off. Switched on, the plans of its waiting approvals
@@ -418,7 +427,7 @@ pub async fn set_approve_all(
         serde_json::json!({ "enabled": req.enabled }),
     )
     .await?;
-    Ok(Json(install))
+    Ok(Json(install.redacted()))
 }
 
 /// Deploys the app's latest config to an existing install: everything, or the body's scope (some
@@ -579,7 +588,7 @@ async fn start_on_install(
     if let Some(changes) = inputs {
         let mut values = install.inputs.clone();
         values.extend(changes);
-        check_inputs(s, &config_id, &values).await?;
+        install.sensitive_inputs = check_inputs(s, &config_id, &values).await?;
         install.inputs = values;
     }
     // Reserve, then start: the workflow runs only if the install now points to it. Of concurrent

@@ -45,7 +45,7 @@ pub async fn cancel_job(
         serde_json::json!({ "install": j.install }),
     )
     .await?;
-    Ok((StatusCode::ACCEPTED, Json(j)))
+    Ok((StatusCode::ACCEPTED, Json(j.redacted())))
 }
 
 /// A plan job's plan as structured JSON (Terraform's `show -json`), as the plugin gave it; 404
@@ -81,5 +81,5 @@ pub async fn get_job(
         .get(&s.org, &id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("job `{id}` not found")))?;
-    Ok(Json(j.value))
+    Ok(Json(j.value.redacted()))
 }

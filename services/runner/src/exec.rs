@@ -62,6 +62,7 @@ fn cancelled(why: impl Into<String>) -> JobResult {
         outputs_json: "{}".into(),
         plan: None,
         error: Some(why.into()),
+        sensitive_outputs: vec![],
         offloaded: None,
     }
 }
@@ -72,6 +73,7 @@ fn failed(error: impl Into<String>) -> JobResult {
         outputs_json: "{}".into(),
         plan: None,
         error: Some(error.into()),
+        sensitive_outputs: vec![],
         offloaded: None,
     }
 }
@@ -163,14 +165,14 @@ impl Executor {
                 execution_id: execution_id.clone(),
                 seq: 1,
                 at_ms: now_ms(),
-                body: EventBody::Finished(result),
+                body: EventBody::Finished(Box::new(result)),
             };
             let mut payload = encode(&finished);
             if payload.len() + RESULT_HEADROOM > self.max_payload
                 && let EventBody::Finished(result) = &finished.body
             {
                 let small = self.offload(&execution_id, result, payload.len()).await;
-                finished.body = EventBody::Finished(small);
+                finished.body = EventBody::Finished(Box::new(small));
                 payload = encode(&finished);
             }
             publish_until_acked(
@@ -215,6 +217,7 @@ impl Executor {
                     outputs_json: "{}".into(),
                     plan: None,
                     error: None,
+                    sensitive_outputs: vec![],
                     offloaded: Some(name),
                 }
             }
@@ -253,6 +256,7 @@ impl Executor {
                     outputs_json: outputs.to_string(),
                     plan: None,
                     error: None,
+                    sensitive_outputs: vec![],
                     offloaded: None,
                 }
             }
@@ -488,6 +492,7 @@ impl Executor {
             outputs_json: serde_json::Value::Object(result.outputs).to_string(),
             plan,
             error: None,
+            sensitive_outputs: result.sensitive_outputs,
             offloaded: None,
         }
     }

@@ -21,7 +21,7 @@ impl Scheduler {
                 Handled::Done
             }
             EventBody::Finished(result) => handled(
-                self.job_finished(org, install, &ev.job_id, &ev.execution_id, result)
+                self.job_finished(org, install, &ev.job_id, &ev.execution_id, *result)
                     .await,
             ),
         }
@@ -104,6 +104,7 @@ impl Scheduler {
                 };
                 j.status = ended.job_status();
                 j.outputs = outputs.clone();
+                j.sensitive_outputs = result.sensitive_outputs.clone();
                 j.error = result.error.clone();
                 if let Some(p) = &result.plan {
                     j.plan_digest = Some(p.digest.clone());
@@ -171,6 +172,7 @@ impl Scheduler {
             outputs_json: "{}".into(),
             plan: None,
             error: Some(why),
+            sensitive_outputs: vec![],
             offloaded: None,
         };
         if name != JobResult::offload_name(org, install, execution_id) {
@@ -244,6 +246,7 @@ impl Scheduler {
                 self.update_component(job, |c| {
                     c.status = m::ComponentStatus::Active;
                     c.outputs = outputs.clone();
+                    c.sensitive_outputs = job.sensitive_outputs.clone();
                     if digest.is_some() {
                         c.applied_digest = digest.clone();
                     }

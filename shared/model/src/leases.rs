@@ -51,6 +51,7 @@ impl Job {
             max_executions: MAX_EXECUTIONS,
             timeouts: kind.default_timeouts(),
             outputs: Default::default(),
+            sensitive_outputs: vec![],
             plan_digest: None,
             plan_changes: None,
             plan_summary: None,

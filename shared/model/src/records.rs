@@ -102,6 +102,9 @@ pub struct ComponentState {
     pub applied_digest: Option<String>,
     pub last_job: Option<String>,
     pub updated_at: Option<String>,
+    /// Outputs its tool marks sensitive: never shown in clear (see [`Install::redacted`]).
+    #[serde(default)]
+    pub sensitive_outputs: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,6 +114,9 @@ pub struct Install {
     pub app: String,
     pub app_config_id: String,
     pub inputs: BTreeMap<String, String>,
+    /// Inputs the app declares sensitive: stored and used, never shown in clear.
+    #[serde(default)]
+    pub sensitive_inputs: Vec<String>,
     /// Approve every plan without review (dev installs default to true).
     pub approve_all: bool,
     pub status: InstallStatus,
@@ -137,6 +143,40 @@ impl Install {
         } else {
             self.components.get(name)
         }
+    }
+}
+
+/// What a sensitive value reads as wherever a record is shown.
+pub const REDACTED: &str = "(sensitive)";
+
+fn redact(outputs: &mut Outputs, names: &[String]) {
+    for name in names {
+        if let Some(v) = outputs.get_mut(name) {
+            *v = serde_json::Value::String(REDACTED.into());
+        }
+    }
+}
+
+impl Install {
+    /// The install as the API shows it: sensitive inputs and outputs read [`REDACTED`].
+    pub fn redacted(mut self) -> Install {
+        for name in &self.sensitive_inputs {
+            if let Some(v) = self.inputs.get_mut(name) {
+                *v = REDACTED.into();
+            }
+        }
+        for c in std::iter::once(&mut self.sandbox).chain(self.components.values_mut()) {
+            redact(&mut c.outputs, &c.sensitive_outputs);
+        }
+        self
+    }
+}
+
+impl Job {
+    /// The job as the API shows it: sensitive outputs read [`REDACTED`].
+    pub fn redacted(mut self) -> Job {
+        redact(&mut self.outputs, &self.sensitive_outputs);
+        self
     }
 }
 
@@ -258,6 +298,9 @@ pub struct Job {
     #[serde(default)]
     pub timeouts: crate::JobTimeouts,
     pub outputs: Outputs,
+    /// Outputs its tool marks sensitive.
+    #[serde(default)]
+    pub sensitive_outputs: Vec<String>,
     pub plan_digest: Option<String>,
     pub plan_changes: Option<bool>,
     pub plan_summary: Option<String>,

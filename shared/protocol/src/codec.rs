@@ -114,7 +114,7 @@ mod tests {
             execution_id: "e".into(),
             seq: 3,
             at_ms: 17,
-            body: EventBody::Finished(JobResult {
+            body: EventBody::Finished(Box::new(JobResult {
                 status: Outcome::Succeeded,
                 outputs_json: r#"{"a":1}"#.into(),
                 plan: Some(PlanData {
@@ -125,8 +125,9 @@ mod tests {
                     diff_json: br#"{"resource_changes":[]}"#.to_vec(),
                 }),
                 error: None,
+                sensitive_outputs: vec![],
                 offloaded: None,
-            }),
+            })),
         };
         assert_eq!(decode::<JobEvent>(&encode(&ev)).unwrap(), ev);
     }

@@ -181,7 +181,7 @@ message!(JobEvent, 4);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EventBody {
     Started,
-    Finished(JobResult),
+    Finished(Box<JobResult>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,6 +200,9 @@ pub struct JobResult {
     pub outputs_json: String,
     pub plan: Option<PlanData>,
     pub error: Option<String>,
+    /// Outputs the tool marks sensitive (Terraform's `sensitive = true`): stored and passed to
+    /// templates like the others, never shown in clear by the API.
+    pub sensitive_outputs: Vec<String>,
     /// The real result did not fit in a message: it is this object of `job_results`
     /// (`<org>.<install>.<execution>`, the encoded `JobResult`), and the fields above are empty.
     pub offloaded: Option<String>,

@@ -49,6 +49,9 @@ pub struct PluginJob {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PluginResult {
     pub outputs: serde_json::Map<String, serde_json::Value>,
+    /// Names of outputs the tool marks sensitive.
+    #[serde(default)]
+    pub sensitive_outputs: Vec<String>,
     pub plan: Option<PluginPlan>,
     pub error: Option<String>,
 }

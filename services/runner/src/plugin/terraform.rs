@@ -110,6 +110,62 @@ fn human(line: &str) -> Option<String> {
     }
 }
 
+/// What leaves the install of a plan's JSON: its resource and output changes, with every value
+/// Terraform marks sensitive replaced (`show -json` prints them in clear, flagging them in
+/// `before_sensitive` / `after_sensitive`). The rest (variables, state, configuration) stays.
+pub fn changes_only(plan: &serde_json::Value) -> serde_json::Value {
+    let masked = |change: &serde_json::Value| {
+        let mut c = change.clone();
+        for side in ["before", "after"] {
+            let mask = &change[format!("{side}_sensitive")];
+            c[side] = hide(&change[side], mask);
+        }
+        c
+    };
+    let resources: Vec<serde_json::Value> = plan["resource_changes"]
+        .as_array()
+        .map(|rcs| {
+            rcs.iter()
+                .map(|rc| {
+                    let mut rc = rc.clone();
+                    rc["change"] = masked(&rc["change"]);
+                    rc
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let outputs: serde_json::Map<String, serde_json::Value> = plan["output_changes"]
+        .as_object()
+        .map(|o| o.iter().map(|(k, c)| (k.clone(), masked(c))).collect())
+        .unwrap_or_default();
+    serde_json::json!({
+        "format_version": plan["format_version"],
+        "terraform_version": plan["terraform_version"],
+        "resource_changes": resources,
+        "output_changes": outputs,
+    })
+}
+
+/// `value` with what `mask` marks `true` replaced by `(sensitive)`, recursively.
+fn hide(value: &serde_json::Value, mask: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match (value, mask) {
+        (_, Value::Bool(true)) => Value::String("(sensitive)".into()),
+        (Value::Object(v), Value::Object(m)) => Value::Object(
+            v.iter()
+                .map(|(k, x)| (k.clone(), hide(x, m.get(k).unwrap_or(&Value::Null))))
+                .collect(),
+        ),
+        (Value::Array(v), Value::Array(m)) => Value::Array(
+            v.iter()
+                .enumerate()
+                .map(|(i, x)| hide(x, m.get(i).unwrap_or(&Value::Null)))
+                .collect(),
+        ),
+        _ => value.clone(),
+    }
+}
+
 /// The first error diagnostic of Terraform's `-json` stream, as one line (the step's message for
 /// a failed plan): its summary, and where it is when Terraform says.
 fn first_error(out: &str) -> Option<String> {
@@ -177,7 +233,7 @@ pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
             }
             let json: serde_json::Value = serde_json::from_slice(&shown.stdout)?;
             let diff = job.work_dir.join("plan.json");
-            std::fs::write(&diff, &shown.stdout)?;
+            std::fs::write(&diff, serde_json::to_vec(&changes_only(&json))?)?;
             Ok(PluginResult {
                 plan: Some(PluginPlan {
                     file,
@@ -211,7 +267,13 @@ pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
             }
             let raw: serde_json::Map<String, serde_json::Value> =
                 serde_json::from_slice(&out.stdout)?;
-            // `output -json` gives {name: {value, type, sensitive}}; components expose the values.
+            // `output -json` gives {name: {value, type, sensitive}}; components expose the values,
+            // and the API hides the sensitive ones.
+            let sensitive_outputs = raw
+                .iter()
+                .filter(|(_, v)| v["sensitive"] == true)
+                .map(|(k, _)| k.clone())
+                .collect();
             let outputs = raw
                 .into_iter()
                 .map(|(k, v)| {
@@ -223,6 +285,7 @@ pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
                 .collect();
             Ok(PluginResult {
                 outputs,
+                sensitive_outputs,
                 ..Default::default()
             })
         }
@@ -239,5 +302,46 @@ pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
             )?;
             Ok(PluginResult::default())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sensitive_values_never_leave_the_install_in_a_plans_json() {
+        let plan = json!({
+            "format_version": "1.2",
+            "variables": {"password": {"value": "hunter2"}},
+            "resource_changes": [{
+                "address": "x.y",
+                "change": {
+                    "actions": ["update"],
+                    "before": {"a": "old", "tags": ["p", "hunter2"]},
+                    "after": {"a": "new", "tags": ["p", "hunter2"]},
+                    "before_sensitive": {"tags": [false, true]},
+                    "after_sensitive": {"tags": [false, true]}
+                }
+            }],
+            "output_changes": {"secret": {
+                "actions": ["create"], "before": null, "after": "hunter2",
+                "before_sensitive": false, "after_sensitive": true
+            }}
+        });
+        let kept = changes_only(&plan);
+        let text = kept.to_string();
+        assert!(!text.contains("hunter2"), "{text}");
+        assert_eq!(kept["resource_changes"][0]["change"]["after"]["a"], "new");
+        assert_eq!(
+            kept["resource_changes"][0]["change"]["after"]["tags"][1],
+            "(sensitive)"
+        );
+        assert_eq!(kept["output_changes"]["secret"]["after"], "(sensitive)");
+        assert_eq!(
+            summarize(&plan),
+            "Plan: 0 to add, 1 to change, 0 to destroy. 1 output(s) change."
+        );
     }
 }
