@@ -336,7 +336,7 @@ pub fn wait_for(
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         // `workflows get` exits 1 for a failed or cancelled workflow: the JSON is what counts.
-        let (_, out, _) = ferry(api, &["workflows", "get", workflow, "--json"]);
+        let (_, out, err) = ferry(api, &["workflows", "get", workflow, "--json"]);
         if let Ok(wf) = serde_json::from_str::<serde_json::Value>(&out)
             && pred(&wf)
         {
@@ -344,7 +344,7 @@ pub fn wait_for(
         }
         assert!(
             Instant::now() < deadline,
-            "timed out waiting for {what}; last: {out}"
+            "timed out waiting for {what}; last: {out}{err}"
         );
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -419,3 +419,53 @@ fn terraform_plans_are_summarised_and_shown_from_their_json_and_a_failure_names_
         "{failed}"
     );
 }
+
+#[test]
+fn a_plan_older_than_its_age_is_planned_and_approved_again_before_it_applies() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &["--max-plan-age-secs", "2"],
+    );
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    ferry_tests::sync_hello(&api, &repo_root().join("examples/hello"));
+    let wf = create_prompt(&api, "prod");
+    let sandbox_waits =
+        |w: &serde_json::Value| step(w, "sandbox", "approve")["status"] == "waiting";
+    wait_for(&api, &wf, 60, "the sandbox plan to wait", sandbox_waits);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // Too old: planned again, and asked again.
+    let w = wait_for(&api, &wf, 60, "the sandbox to be planned again", |w| {
+        step(w, "sandbox", "plan")["attempt"] == 2 && sandbox_waits(w)
+    });
+    let message = step(&w, "sandbox", "approve")["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        message.starts_with("planned again: the approved plan was 3s")
+            && message.ends_with("old (more than 2s)"),
+        "{message}"
+    );
+    assert_eq!(step(&w, "sandbox", "apply")["status"], "pending");
+    // A fresh plan approved at once is applied (asked again only if this machine is slower than 2 s).
+    for _ in 0..5 {
+        ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
+        let w = wait_for(&api, &wf, 60, "the apply or another approval", |w| {
+            step(w, "sandbox", "apply")["status"] == "succeeded" || sandbox_waits(w)
+        });
+        if step(&w, "sandbox", "apply")["status"] == "succeeded" {
+            return;
+        }
+    }
+    panic!("the sandbox was never applied");
+}

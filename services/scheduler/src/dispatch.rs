@@ -2,6 +2,8 @@
 //! idempotent (records are created with create-if-absent, messages carry de-duplication ids), so the
 //! reconcile pass may perform them again after a crash.
 
+use std::time::Duration;
+
 use ferry_appconfig::ComponentType;
 use ferry_model::{self as m, StepKind, StepOutcome, Workflow};
 use ferry_protocol::Control;
@@ -510,6 +512,22 @@ impl Scheduler {
                 approval.plan_digest
             ))));
         }
+        if let Some(age) = self.plan_age(&wf.org, &approval.plan_job).await?
+            && age > self.max_plan_age
+        {
+            let why = format!(
+                "the approved plan was {} old (more than {})",
+                humantime::format_duration(Duration::from_secs(age.as_secs())),
+                humantime::format_duration(self.max_plan_age)
+            );
+            info!(org = %wf.org, workflow = %wf.id, component = %step.component, "{why}");
+            let now = m::now();
+            // Boxed: this runs inside the effects of another transition, and the nested future
+            // would not fit on a worker's stack.
+            Box::pin(self.transition(&wf.org, &wf.id, |w| w.replan(step.index, &why, &now)))
+                .await?;
+            return Ok(Ok(()));
+        }
         let component = match self.component_job(wf, step).await? {
             Ok(j) => j,
             Err(p) => return Ok(Err(p)),
@@ -592,6 +610,20 @@ impl Scheduler {
             },
         };
         self.offer_job(job, offer).await
+    }
+
+    /// How long ago a plan job finished (its plan was made), if it did.
+    async fn plan_age(
+        &self,
+        org: &str,
+        plan_job: &str,
+    ) -> Result<Option<Duration>, SchedulerError> {
+        let job = self.store.repo::<m::Job>().get(org, plan_job).await?;
+        let finished = job
+            .and_then(|j| j.value.finished_at)
+            .as_deref()
+            .and_then(m::ms_of);
+        Ok(finished.map(|t| Duration::from_millis(m::now_ms().saturating_sub(t))))
     }
 
     pub(crate) async fn set_component_status(

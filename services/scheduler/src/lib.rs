@@ -67,12 +67,17 @@ pub struct Scheduler {
     /// How long an offer waits for a runner before its job times out, if not each job kind's
     /// default (`JobKind::default_timeouts`).
     available: Option<Duration>,
+    /// A plan older than this is planned (and approved) again before its apply runs.
+    max_plan_age: Duration,
     /// Job records this scheduler just offered, for the claims that follow (`offers.rs`).
     known: offers::KnownJobs,
     /// When this scheduler started (ms since the epoch): leases are not expired during the first
     /// lease period, so runners that kept jobs going while no scheduler ran can renew first.
     started_ms: u64,
 }
+
+/// The default age past which an approved plan is planned again before it is applied.
+pub const DEFAULT_MAX_PLAN_AGE: Duration = Duration::from_secs(72 * 3600);
 
 /// The default lease: a runner that stops renewing (killed, cut off) loses its job after this.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -89,6 +94,7 @@ impl Scheduler {
             lease: DEFAULT_LEASE,
             available: None,
             known: Default::default(),
+            max_plan_age: DEFAULT_MAX_PLAN_AGE,
             started_ms: m::now_ms(),
         }
     }
@@ -101,6 +107,11 @@ impl Scheduler {
 
     pub fn with_available(mut self, available: Duration) -> Self {
         self.available = Some(available);
+        self
+    }
+
+    pub fn with_max_plan_age(mut self, age: Duration) -> Self {
+        self.max_plan_age = age;
         self
     }
 

@@ -36,6 +36,10 @@ struct Args {
     /// default: each job kind's own, 24 h).
     #[arg(long, env = "FERRY_JOB_AVAILABLE_SECS")]
     job_available_secs: Option<u64>,
+    /// Seconds after which an approved plan is stale: it is planned and approved again before it
+    /// is applied (scheduler; 72 h).
+    #[arg(long, env = "FERRY_MAX_PLAN_AGE_SECS", default_value_t = 72 * 3600)]
+    max_plan_age_secs: u64,
 }
 
 #[tokio::main]
@@ -71,8 +75,9 @@ async fn run(args: Args) -> Result<()> {
         match svc {
             Service::Api => {}
             Service::Scheduler => {
-                let mut scheduler =
-                    ferry_scheduler::Scheduler::new(client, store).with_lease(lease);
+                let mut scheduler = ferry_scheduler::Scheduler::new(client, store)
+                    .with_lease(lease)
+                    .with_max_plan_age(Duration::from_secs(args.max_plan_age_secs));
                 if let Some(available) = available {
                     scheduler = scheduler.with_available(available);
                 }

@@ -401,6 +401,40 @@ impl Workflow {
         Ok(self.advance(now))
     }
 
+    /// An apply that started with a plan too old to trust (`why` says how old): the apply waits
+    /// again, and the component's plan and approval run again under new attempts, so the apply
+    /// only ever runs a fresh plan that was approved.
+    pub fn replan(&mut self, apply: u32, why: &str, now: &str) -> Result<Vec<Effect>, Illegal> {
+        if self.status.is_terminal() {
+            return Err(Illegal::WorkflowEnded(self.status));
+        }
+        let step = self.step(apply).ok_or(Illegal::NoSuchStep(apply))?;
+        if step.status != StepStatus::Running || step.kind != StepKind::Apply {
+            return Err(Illegal::NotStarted {
+                step: apply,
+                status: step.status,
+            });
+        }
+        let component = step.component.clone();
+        for s in self.steps.iter_mut().filter(|s| s.component == component) {
+            match s.kind {
+                StepKind::Plan | StepKind::Approve => {
+                    s.attempt = s.attempt.max(1) + 1;
+                    s.message = Some(format!("planned again: {why}"));
+                }
+                StepKind::Apply => s.message = None,
+                _ => continue,
+            }
+            s.status = StepStatus::Pending;
+            s.job_id = None;
+            s.approval_id = None;
+            s.started_at = None;
+            s.finished_at = None;
+        }
+        self.updated_at = now.to_string();
+        Ok(self.advance(now))
+    }
+
     /// Records a person's response to a step (who, when, what).
     pub fn respond(&mut self, index: u32, actor: &str, action: &str, now: &str) {
         if let Some(s) = self.step_mut(index) {

@@ -658,3 +658,35 @@ fn skipping_a_failed_step_runs_an_ended_workflow_on() {
     assert_eq!(effects, vec![Effect::Start { step: approve_c }]);
     assert_eq!(w.find("d", StepKind::Plan).unwrap().status, Pending);
 }
+
+#[test]
+fn a_stale_plan_is_planned_and_approved_again_before_its_apply() {
+    let mut w = one();
+    run_until_waiting(&mut w, "a");
+    ok(&mut w, 3);
+    assert_eq!(w.advance(NOW), vec![Effect::Start { step: 4 }]);
+    let effects = w.replan(4, "the plan is older than 72h", NOW).unwrap();
+    assert_eq!(effects, vec![Effect::Start { step: 2 }]);
+    assert_eq!(
+        statuses(&w),
+        [Succeeded, Succeeded, Running, Pending, Pending]
+    );
+    assert_eq!(
+        w.steps[2].job_id.as_deref(),
+        Some("w-2-2"),
+        "a new plan job"
+    );
+    assert_eq!(
+        w.steps[3].message.as_deref(),
+        Some("planned again: the plan is older than 72h")
+    );
+    // Only an apply that has started can be sent back.
+    assert!(w.replan(3, "x", NOW).is_err());
+    ok(&mut w, 2);
+    w.advance(NOW);
+    assert_eq!(
+        w.steps[3].approval_id.as_deref(),
+        Some("w-3-2"),
+        "asked again"
+    );
+}
