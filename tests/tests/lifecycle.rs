@@ -275,3 +275,68 @@ fn sensitive_inputs_and_outputs_are_used_but_never_shown() {
         assert!(!shown.contains("s3cr3t"), "{shown}");
     }
 }
+
+#[test]
+fn a_component_removed_from_the_app_is_torn_down_by_the_next_deploy_after_its_approval() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
+    let app = dir.path().join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    let marker = dir.path().join("reporter-torn-down");
+    // Its teardown runs from the config it was deployed with, and its templates still render.
+    std::fs::write(
+        app.join("components/src/reporter/teardown.sh"),
+        format!(
+            "#!/bin/sh\necho \"$LOUD\" > {}\nrm -f \"$ROOT/report.txt\"\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    deploy_prod(&api, &app);
+    let report = std::fs::read_dir(dir.path().join("runner/state/sandbox/root"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| e.file_name() == "report.txt");
+    assert!(report, "reporter deployed");
+
+    std::fs::remove_file(app.join("components/reporter.toml")).unwrap();
+    ferry_tests::sync_hello(&api, &app);
+    let (code, out, err) = ferry(&api, &["installs", "approve-all", "prod", "off"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let started = ferry_json(&api, &["installs", "deploy", "prod", "--json"]);
+    let id = started["workflow_id"].as_str().unwrap();
+    // Nothing else changed: only the removal waits, and its approval says what it does.
+    ferry_tests::wait_for(&api, id, 60, "the removal's approval", |w| {
+        step(w, "reporter", "approve")["status"] == "waiting"
+    });
+    let list = ferry_json(&api, &["approvals", "list", "--install", "prod", "--json"]);
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(
+        list[0]["plan_summary"],
+        "Removed from the app: `reporter` will be torn down, destroying everything it deployed."
+    );
+    assert!(!marker.exists(), "not before its approval");
+    let (code, out, err) = ferry(&api, &["workflows", "approve", id, "--step", "reporter"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = ferry(&api, &["workflows", "wait", id, "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let wf: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let approve = step(&wf, "reporter", "approve");
+    assert_eq!(approve["status"], "succeeded", "{wf}");
+    assert_eq!(step(&wf, "reporter", "teardown")["status"], "succeeded");
+    // After every apply of the deploy.
+    let last_apply = wf["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "apply")
+        .map(|s| s["index"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(approve["index"].as_u64().unwrap() > last_apply);
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "HELLO, PROD!\n");
+    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    assert!(install["components"].get("reporter").is_none(), "{install}");
+    assert_eq!(install["status"], "active");
+}

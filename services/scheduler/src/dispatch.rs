@@ -2,8 +2,6 @@
 //! idempotent (records are created with create-if-absent, messages carry de-duplication ids), so the
 //! reconcile pass may perform them again after a crash.
 
-use std::time::Duration;
-
 use ferry_appconfig::ComponentType;
 use ferry_model::{self as m, StepKind, StepOutcome, Workflow};
 use ferry_protocol::Control;
@@ -18,7 +16,7 @@ use tracing::info;
 use crate::{Scheduler, SchedulerError};
 
 /// A step that cannot proceed for a reason retrying will not fix.
-struct Permanent(String);
+pub(crate) struct Permanent(pub(crate) String);
 
 impl Scheduler {
     pub(crate) async fn start_step(&self, wf: &Workflow, index: u32) -> Result<(), SchedulerError> {
@@ -302,19 +300,28 @@ impl Scheduler {
         wf: &Workflow,
         step: &m::Step,
     ) -> Result<Result<ComponentJob, Permanent>, SchedulerError> {
-        let cfg = self.config(&wf.org, &wf.app_config_id).await?;
-        let Some(component) = cfg.component(&step.component) else {
-            return Ok(Err(Permanent(format!(
-                "component `{}` is not in the app config",
-                step.component
-            ))));
-        };
         let install = self
             .store
             .repo::<m::Install>()
             .require(&wf.org, &wf.install)
             .await?
             .value;
+        // A teardown destroys with the config its component was deployed with (a component
+        // removed from the app is only in that one).
+        let config_id = match step.kind {
+            StepKind::Teardown => install
+                .component(&step.component)
+                .and_then(|c| c.config_id.clone())
+                .unwrap_or_else(|| wf.app_config_id.clone()),
+            _ => wf.app_config_id.clone(),
+        };
+        let cfg = self.config(&wf.org, &config_id).await?;
+        let Some(component) = cfg.component(&step.component) else {
+            return Ok(Err(Permanent(format!(
+                "component `{}` is not in the app config",
+                step.component
+            ))));
+        };
         // A teardown destroys what the last apply deployed: that artifact, already in the
         // install's store. Everything else uses this workflow's build.
         let digest = if step.kind == StepKind::Teardown {
@@ -405,73 +412,6 @@ impl Scheduler {
             .map(Ok)
     }
 
-    async fn request_approval(
-        &self,
-        wf: &Workflow,
-        step: &m::Step,
-    ) -> Result<Result<(), Permanent>, SchedulerError> {
-        let Some(plan_job) = wf
-            .find(&step.component, StepKind::Plan)
-            .and_then(|s| s.job_id.clone())
-        else {
-            return Ok(Err(Permanent("no plan to approve".into())));
-        };
-        let job = self
-            .store
-            .repo::<m::Job>()
-            .require(&wf.org, &plan_job)
-            .await?
-            .value;
-        let Some(digest) = job.plan_digest.clone() else {
-            return Ok(Err(Permanent(format!(
-                "plan job {plan_job} produced no plan"
-            ))));
-        };
-        let Some(approval_id) = step.approval_id.clone() else {
-            return Ok(Err(Permanent("step has no approval id".into())));
-        };
-        let approval = m::Approval {
-            id: approval_id.clone(),
-            org: wf.org.clone(),
-            install: wf.install.clone(),
-            workflow_id: wf.id.clone(),
-            step: step.index,
-            component: step.component.clone(),
-            plan_job,
-            plan_digest: digest,
-            plan_summary: job.plan_summary.unwrap_or_default(),
-            status: m::ApprovalStatus::Pending,
-            decided_by: None,
-            decided_at: None,
-            created_at: m::now(),
-            requested_at: None,
-            on_deny: Default::default(),
-        };
-        self.store
-            .repo::<m::Approval>()
-            .create_if_absent(&approval)
-            .await?;
-        self.store
-            .bus()
-            .control(&Control::ApprovalRequested {
-                org: wf.org.clone(),
-                approval_id: approval_id.clone(),
-            })
-            .await?;
-        self.store
-            .repo::<m::Approval>()
-            .modify(&wf.org, &approval_id, |a| {
-                if a.requested_at.is_some() {
-                    return Ok::<bool, ()>(false);
-                }
-                a.requested_at = Some(m::now());
-                Ok(true)
-            })
-            .await?
-            .ok();
-        Ok(Ok(()))
-    }
-
     async fn dispatch_apply(
         &self,
         wf: &Workflow,
@@ -512,22 +452,6 @@ impl Scheduler {
                 approval.plan_digest
             ))));
         }
-        if let Some(age) = self.plan_age(&wf.org, &approval.plan_job).await?
-            && age > self.max_plan_age
-        {
-            let why = format!(
-                "the approved plan was {} old (more than {})",
-                humantime::format_duration(Duration::from_secs(age.as_secs())),
-                humantime::format_duration(self.max_plan_age)
-            );
-            info!(org = %wf.org, workflow = %wf.id, component = %step.component, "{why}");
-            let now = m::now();
-            // Boxed: this runs inside the effects of another transition, and the nested future
-            // would not fit on a worker's stack.
-            Box::pin(self.transition(&wf.org, &wf.id, |w| w.replan(step.index, &why, &now)))
-                .await?;
-            return Ok(Ok(()));
-        }
         let component = match self.component_job(wf, step).await? {
             Ok(j) => j,
             Err(p) => return Ok(Err(p)),
@@ -538,10 +462,13 @@ impl Scheduler {
             .repo::<m::Install>()
             .modify(&wf.org, &wf.install, |i| {
                 let c = i.component_mut(&step.component);
-                if c.artifact_digest.as_deref() == Some(artifact.as_str()) {
+                if c.artifact_digest.as_deref() == Some(artifact.as_str())
+                    && c.config_id.as_deref() == Some(wf.app_config_id.as_str())
+                {
                     return Ok::<bool, ()>(false);
                 }
                 c.artifact_digest = Some(artifact.clone());
+                c.config_id = Some(wf.app_config_id.clone());
                 Ok(true)
             })
             .await?
@@ -610,20 +537,6 @@ impl Scheduler {
             },
         };
         self.offer_job(job, offer).await
-    }
-
-    /// How long ago a plan job finished (its plan was made), if it did.
-    async fn plan_age(
-        &self,
-        org: &str,
-        plan_job: &str,
-    ) -> Result<Option<Duration>, SchedulerError> {
-        let job = self.store.repo::<m::Job>().get(org, plan_job).await?;
-        let finished = job
-            .and_then(|j| j.value.finished_at)
-            .as_deref()
-            .and_then(m::ms_of);
-        Ok(finished.map(|t| Duration::from_millis(m::now_ms().saturating_sub(t))))
     }
 
     pub(crate) async fn set_component_status(

@@ -11,6 +11,7 @@
 //! Outputs: job offers on `JOBS` plus a doorbell on `ferry.wake.<org>.<install>`, build and approval
 //! requests on `CONTROL`.
 
+mod approvals;
 mod claims;
 mod dispatch;
 mod events;
@@ -200,34 +201,8 @@ impl Scheduler {
                 approved,
                 approval_id,
             } => {
-                let approval = self
-                    .store
-                    .repo::<m::Approval>()
-                    .get(&org, &approval_id)
-                    .await?
-                    .map(|a| a.value);
-                let on_deny = approval.as_ref().map(|a| a.on_deny).unwrap_or_default();
-                let actor = approval.and_then(|a| a.decided_by);
-                let denied = |dependents| m::StepOutcome::Skipped {
-                    message: "plan denied; its apply is skipped".into(),
-                    dependents,
-                };
-                let (outcome, action) = match (approved, on_deny) {
-                    (true, _) => (m::StepOutcome::Succeeded("plan approved".into()), "approve"),
-                    (false, m::OnDeny::Fail) => {
-                        (m::StepOutcome::Failed("plan denied".into()), "deny")
-                    }
-                    (false, m::OnDeny::SkipCurrent) => (denied(false), "deny (skip-current)"),
-                    (false, m::OnDeny::SkipDependents) => (denied(true), "deny (skip-dependents)"),
-                };
-                let now = m::now();
-                let who = actor.clone().unwrap_or_else(|| "unknown".into());
-                self.transition(&org, &workflow_id, |wf| {
-                    wf.finish_step(step, outcome.clone(), actor.clone(), &now)?;
-                    wf.respond(step, &who, action, &now);
-                    Ok(vec![])
-                })
-                .await
+                self.approval_decided(&org, &workflow_id, step, approved, &approval_id)
+                    .await
             }
             Control::CancelRequested {
                 org,

@@ -160,6 +160,16 @@ impl Scheduler {
                     stages.push(names);
                 }
             }
+            // Deployed but no longer in the app (a deploy's removal did not run): first to go.
+            let orphans: Vec<String> = install
+                .iter()
+                .flat_map(|i| i.components.keys())
+                .filter(|n| deployed(n) && cfg.component(n).is_none())
+                .cloned()
+                .collect();
+            if !orphans.is_empty() {
+                stages.push(orphans);
+            }
             if stages.is_empty() {
                 return Ok(Err("nothing of this install is deployed".into()));
             }
@@ -172,7 +182,20 @@ impl Scheduler {
             );
             return Ok(Ok(laid.steps));
         }
-        let stages = match wf.scope.select(&ferry_store::deploy_stages(&cfg)) {
+        let all = ferry_store::deploy_stages(&cfg);
+        // A full deploy also tears down what was removed from the app but is still deployed.
+        let removed: Vec<String> = match (&install, wf.scope.components.is_empty()) {
+            (Some(i), true) => i
+                .components
+                .iter()
+                .filter(|(name, c)| {
+                    c.artifact_digest.is_some() && !all.iter().flatten().any(|d| &d.name == *name)
+                })
+                .map(|(name, _)| name.clone())
+                .collect(),
+            _ => vec![],
+        };
+        let stages = match wf.scope.select(&all) {
             Ok(s) => s,
             Err(reason) => return Ok(Err(reason)),
         };
@@ -185,7 +208,10 @@ impl Scheduler {
             &stages,
             wf.scope.plan_only,
         );
-        Ok(Ok(laid.steps))
+        if wf.scope.plan_only {
+            return Ok(Ok(laid.steps));
+        }
+        Ok(Ok(laid.with_removals(&removed).steps))
     }
 
     /// CAS-modifies fields of a workflow's steps that are not its state (a build id); `f` returns

@@ -98,6 +98,9 @@ pub struct ComponentState {
     pub outputs: Outputs,
     /// Manifest digest of the artifact deployed (or being deployed).
     pub artifact_digest: Option<String>,
+    /// The app config version it was deployed with (its teardown uses it).
+    #[serde(default)]
+    pub config_id: Option<String>,
     /// Digest of the last applied plan.
     pub applied_digest: Option<String>,
     pub last_job: Option<String>,

@@ -219,7 +219,12 @@ impl Workflow {
     /// Skips the pending apply of `component` and, with `dependents`, every pending step that waits
     /// on a skipped one, transitively.
     fn skip_apply_of(&mut self, component: &str, dependents: bool, why: &str, now: &str) {
-        let Some(apply) = self.find(component, StepKind::Apply).map(|s| s.index) else {
+        // What the approval guards: an apply, or a removed component's teardown.
+        let Some(apply) = self
+            .find(component, StepKind::Apply)
+            .or_else(|| self.find(component, StepKind::Teardown))
+            .map(|s| s.index)
+        else {
             return;
         };
         let mut skipped = vec![apply];
@@ -401,17 +406,23 @@ impl Workflow {
         Ok(self.advance(now))
     }
 
-    /// An apply that started with a plan too old to trust (`why` says how old): the apply waits
-    /// again, and the component's plan and approval run again under new attempts, so the apply
-    /// only ever runs a fresh plan that was approved.
-    pub fn replan(&mut self, apply: u32, why: &str, now: &str) -> Result<Vec<Effect>, Illegal> {
+    /// An approval given to a plan too old to trust (`why` says how old): instead of the apply,
+    /// the component's plan and approval run again under new attempts, so an apply only ever runs
+    /// a fresh plan that was approved.
+    pub fn replan(&mut self, approve: u32, why: &str, now: &str) -> Result<Vec<Effect>, Illegal> {
         if self.status.is_terminal() {
             return Err(Illegal::WorkflowEnded(self.status));
         }
-        let step = self.step(apply).ok_or(Illegal::NoSuchStep(apply))?;
-        if step.status != StepStatus::Running || step.kind != StepKind::Apply {
-            return Err(Illegal::NotStarted {
-                step: apply,
+        let step = self.step(approve).ok_or(Illegal::NoSuchStep(approve))?;
+        if step.kind != StepKind::Approve {
+            return Err(Illegal::NotAnApproval {
+                step: approve,
+                kind: step.kind,
+            });
+        }
+        if step.status != StepStatus::Waiting {
+            return Err(Illegal::AlreadyEnded {
+                step: approve,
                 status: step.status,
             });
         }

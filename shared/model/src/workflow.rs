@@ -295,6 +295,45 @@ impl Workflow {
     /// Lays out a teardown: one step per deployable, in reverse deploy order; each stage's
     /// teardowns wait for every teardown of the stages deployed after it (their dependents), so the
     /// sandbox goes last. `stages` is the deploy order, the sandbox (if any) first.
+    /// Adds, after every apply of a deploy, the teardown of each component that was removed from
+    /// the app but is still deployed, each behind its own approval (which says so).
+    pub fn with_removals(mut self, removed: &[String]) -> Workflow {
+        let applies: Vec<u32> = self
+            .steps
+            .iter()
+            .filter(|s| s.kind == StepKind::Apply)
+            .map(|s| s.index)
+            .collect();
+        let group = self.steps.iter().map(|s| s.group + 1).max().unwrap_or(0);
+        for name in removed {
+            let approve = self.push_step(name, group, StepKind::Approve, applies.clone());
+            self.push_step(name, group, StepKind::Teardown, vec![approve]);
+        }
+        self
+    }
+
+    fn push_step(&mut self, component: &str, group: u32, kind: StepKind, after: Vec<u32>) -> u32 {
+        let index = self.steps.len() as u32;
+        self.steps.push(Step {
+            index,
+            group,
+            component: component.to_string(),
+            kind,
+            status: StepStatus::Pending,
+            attempt: 1,
+            after,
+            job_id: None,
+            build_id: None,
+            approval_id: None,
+            actor: None,
+            started_at: None,
+            finished_at: None,
+            message: None,
+            responses: vec![],
+        });
+        index
+    }
+
     pub fn teardown(
         id: String,
         org: String,
@@ -307,24 +346,7 @@ impl Workflow {
         for (group, stage) in stages.iter().rev().enumerate() {
             let mut this = Vec::new();
             for name in stage {
-                let index = w.steps.len() as u32;
-                w.steps.push(Step {
-                    index,
-                    group: group as u32,
-                    component: name.clone(),
-                    kind: StepKind::Teardown,
-                    status: StepStatus::Pending,
-                    attempt: 1,
-                    after: previous.clone(),
-                    job_id: None,
-                    build_id: None,
-                    approval_id: None,
-                    actor: None,
-                    started_at: None,
-                    finished_at: None,
-                    message: None,
-                    responses: vec![],
-                });
+                let index = w.push_step(name, group as u32, StepKind::Teardown, previous.clone());
                 this.push(index);
             }
             previous = this;

@@ -662,10 +662,10 @@ fn skipping_a_failed_step_runs_an_ended_workflow_on() {
 #[test]
 fn a_stale_plan_is_planned_and_approved_again_before_its_apply() {
     let mut w = one();
-    run_until_waiting(&mut w, "a");
-    ok(&mut w, 3);
-    assert_eq!(w.advance(NOW), vec![Effect::Start { step: 4 }]);
-    let effects = w.replan(4, "the plan is older than 72h", NOW).unwrap();
+    let approve = run_until_waiting(&mut w, "a");
+    let effects = w
+        .replan(approve, "the plan is older than 72h", NOW)
+        .unwrap();
     assert_eq!(effects, vec![Effect::Start { step: 2 }]);
     assert_eq!(
         statuses(&w),
@@ -680,8 +680,9 @@ fn a_stale_plan_is_planned_and_approved_again_before_its_apply() {
         w.steps[3].message.as_deref(),
         Some("planned again: the plan is older than 72h")
     );
-    // Only an apply that has started can be sent back.
-    assert!(w.replan(3, "x", NOW).is_err());
+    // Only a waiting approval sends its plan back.
+    assert!(w.replan(4, "x", NOW).is_err());
+    assert!(w.replan(3, "x", NOW).is_err(), "not waiting any more");
     ok(&mut w, 2);
     w.advance(NOW);
     assert_eq!(
@@ -689,4 +690,31 @@ fn a_stale_plan_is_planned_and_approved_again_before_its_apply() {
         Some("w-3-2"),
         "asked again"
     );
+}
+
+#[test]
+fn a_removed_component_is_torn_down_after_every_apply_behind_its_own_approval() {
+    let mut w = one().with_removals(&["old".to_string()]);
+    let approve = w.find("old", StepKind::Approve).unwrap().clone();
+    let teardown = w.find("old", StepKind::Teardown).unwrap().clone();
+    assert_eq!(
+        approve.after,
+        vec![w.find("a", StepKind::Apply).unwrap().index]
+    );
+    assert_eq!(teardown.after, vec![approve.index]);
+    // Denied with skip-current: the teardown is skipped, the workflow succeeds.
+    run_until_waiting(&mut w, "old");
+    w.finish_step(
+        approve.index,
+        StepOutcome::Skipped {
+            message: "plan denied; its apply is skipped".into(),
+            dependents: false,
+        },
+        None,
+        NOW,
+    )
+    .unwrap();
+    assert_eq!(w.steps[teardown.index as usize].status, Skipped);
+    w.advance(NOW);
+    assert_eq!(w.status, WorkflowStatus::Succeeded);
 }
