@@ -45,7 +45,7 @@ pub async fn follow(
                             s.component,
                             s.kind.label(),
                             render::step_mark(s.status),
-                            format!("{:?}", s.status).to_lowercase()
+                            s.status
                         ),
                     );
                     seen[s.index as usize] = s.status;

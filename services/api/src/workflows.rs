@@ -62,7 +62,7 @@ pub async fn cancel_workflow(
     if w.status.is_terminal() {
         return Err(ApiError::Conflict(format!(
             "workflow {id} has already ended ({})",
-            format!("{:?}", w.status).to_lowercase()
+            w.status
         )));
     }
     s.store
@@ -261,7 +261,7 @@ pub async fn retry_workflow(
     ) {
         return Err(ApiError::Conflict(format!(
             "workflow {id} is still {}: only an ended workflow can be retried",
-            format!("{:?}", wf.status).to_lowercase()
+            wf.status
         )));
     }
     reserve_again(&s, &wf).await?;
@@ -408,7 +408,7 @@ fn decision_steps<'a>(
             step.index,
             step.kind.label(),
             step.component,
-            format!("{:?}", step.status).to_lowercase()
+            step.status
         )));
     }
     Ok(vec![step])

@@ -56,25 +56,23 @@ pub enum Illegal {
     AlreadyLaidOut,
     #[error("the workflow has no step {0}")]
     NoSuchStep(u32),
-    #[error("step {step} is {status:?}: it has not started")]
+    #[error("step {step} is {status}: it has not started")]
     NotStarted { step: u32, status: StepStatus },
-    #[error("step {step} has already ended ({status:?})")]
+    #[error("step {step} has already ended ({status})")]
     AlreadyEnded { step: u32, status: StepStatus },
-    #[error("step {step} is a {kind:?} step: only plans end without changes")]
+    #[error("step {step} is a {kind} step: only plans end without changes")]
     NotAPlan { step: u32, kind: StepKind },
-    #[error("step {step} is a {kind:?} step: only approvals are skipped by a denial")]
+    #[error("step {step} is a {kind} step: only approvals are skipped by a denial")]
     NotAnApproval { step: u32, kind: StepKind },
-    #[error("the workflow has already ended ({0:?})")]
+    #[error("the workflow has already ended ({0})")]
     WorkflowEnded(WorkflowStatus),
-    #[error("the workflow is still {0:?}: only an ended workflow can be retried")]
+    #[error("the workflow is still {0}: only an ended workflow can be retried")]
     StillRunning(WorkflowStatus),
-    #[error("step {step} is {status:?}: only a failed or cancelled step can be retried")]
+    #[error("step {step} is {status}: only a failed or cancelled step can be retried")]
     NotRetryable { step: u32, status: StepStatus },
     #[error("step {0} is running: cancel it first")]
     Running(u32),
-    #[error(
-        "step {step} is {status:?}, and the workflow is still {workflow:?}: wait for it to end"
-    )]
+    #[error("step {step} is {status}, and the workflow is still {workflow}: wait for it to end")]
     NotEndedYet {
         step: u32,
         status: StepStatus,

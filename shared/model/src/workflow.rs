@@ -83,6 +83,21 @@ pub enum StepStatus {
     Cancelled,
 }
 
+/// Statuses and kinds read as users see them (`succeeded`, `approve`): in messages, as in JSON.
+macro_rules! display_as_json {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match serde_json::to_value(self) {
+                    Ok(serde_json::Value::String(s)) => f.write_str(&s),
+                    _ => write!(f, "{self:?}"),
+                }
+            }
+        }
+    )*};
+}
+display_as_json!(StepStatus, StepKind, WorkflowStatus);
+
 impl StepStatus {
     pub fn is_done(self) -> bool {
         matches!(self, StepStatus::Succeeded | StepStatus::Skipped)
