@@ -144,6 +144,7 @@ pub fn step_mark(s: StepStatus) -> &'static str {
         StepStatus::Failed => "✗",
         StepStatus::Skipped => "-",
         StepStatus::Cancelled => "⊘",
+        StepStatus::NotAttempted => "○",
     }
 }
 

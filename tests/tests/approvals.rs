@@ -83,7 +83,7 @@ fn prompted_plans_wait_and_are_approved_or_denied() {
     });
     assert_eq!(done["status"], "failed");
     assert_eq!(step(&done, "sandbox", "approve")["message"], "plan denied");
-    assert_eq!(step(&done, "sandbox", "apply")["status"], "cancelled");
+    assert_eq!(step(&done, "sandbox", "apply")["status"], "not_attempted");
     // Deciding again is refused.
     let (code, _, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
     assert_eq!(code, 1);

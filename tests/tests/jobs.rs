@@ -78,7 +78,7 @@ fn cancel_stops_a_job_that_traps_sigterm() {
     assert_eq!(done["status"], "cancelled", "{done}");
     assert_eq!(step(&done, "greeter", "apply")["status"], "cancelled");
     // Steps after it were never attempted.
-    assert_eq!(step(&done, "reporter", "plan")["status"], "cancelled");
+    assert_eq!(step(&done, "reporter", "plan")["status"], "not_attempted");
     assert_eq!(
         step(&done, "reporter", "plan")["message"],
         "not attempted: the workflow was cancelled"
@@ -532,7 +532,7 @@ fn cancelling_one_job_ends_its_step_and_its_workflow_cancelled() {
     assert_eq!(done["status"], "cancelled", "{done}");
     assert_eq!(step(&done, "sandbox", "sync")["status"], "cancelled");
     assert_eq!(step(&done, "greeter", "sync")["status"], "succeeded");
-    assert_eq!(step(&done, "greeter", "plan")["status"], "cancelled");
+    assert_eq!(step(&done, "greeter", "plan")["status"], "not_attempted");
     assert_eq!(
         step(&done, "greeter", "plan")["message"],
         "not attempted: the workflow was cancelled"

@@ -12,7 +12,8 @@
 //!   pending ──start──▶ running ──finish──▶ succeeded | failed | cancelled
 //!      │     (approve: waiting)                │
 //!      │                                       └─(plan without changes: its approve and apply ▶ skipped)
-//!      └──cancel──▶ cancelled          failed | cancelled ──retry──▶ pending
+//!      ├──cancel, or the workflow failed──▶ not_attempted
+//!      └──skip──▶ skipped              failed | cancelled | not_attempted ──retry / skip──▶ pending
 //! ```
 //!
 //! A workflow ends (succeeded, failed, cancelled) only in [`Workflow::advance`], which reports it as
@@ -119,7 +120,7 @@ impl Workflow {
                 .iter_mut()
                 .filter(|s| s.status == StepStatus::Pending)
             {
-                step.status = StepStatus::Cancelled;
+                step.status = StepStatus::NotAttempted;
                 step.message = Some(why.to_string());
                 step.finished_at = Some(now.to_string());
             }
@@ -254,7 +255,7 @@ impl Workflow {
         }
     }
 
-    /// Stops the workflow: steps not started are cancelled (not attempted), approvals waiting are
+    /// Stops the workflow: steps not started end not attempted, approvals waiting are
     /// withdrawn, builds are abandoned, and each running job is asked to stop; the workflow ends
     /// cancelled once they have.
     pub fn cancel(&mut self, actor: &str, now: &str) -> Result<Vec<Effect>, Illegal> {
@@ -265,7 +266,11 @@ impl Workflow {
         let mut effects = Vec::new();
         for step in &mut self.steps {
             let end = |step: &mut crate::Step, message: &str| {
-                step.status = StepStatus::Cancelled;
+                step.status = if step.status == StepStatus::Pending {
+                    StepStatus::NotAttempted
+                } else {
+                    StepStatus::Cancelled
+                };
                 step.message = Some(message.to_string());
                 step.actor = Some(actor.to_string());
                 step.finished_at = Some(now.to_string());
@@ -317,8 +322,10 @@ impl Workflow {
             vec![]
         };
         for step in &mut self.steps {
-            if matches!(step.status, StepStatus::Failed | StepStatus::Cancelled)
-                || replan.contains(&step.index)
+            if matches!(
+                step.status,
+                StepStatus::Failed | StepStatus::Cancelled | StepStatus::NotAttempted
+            ) || replan.contains(&step.index)
             {
                 step.status = StepStatus::Pending;
                 step.attempt = step.attempt.max(1) + 1;
@@ -344,7 +351,7 @@ impl Workflow {
         let step = self.step(index).ok_or(Illegal::NoSuchStep(index))?;
         let reopen = match step.status {
             StepStatus::Pending | StepStatus::Waiting if !self.status.is_terminal() => false,
-            StepStatus::Failed | StepStatus::Cancelled
+            StepStatus::Failed | StepStatus::Cancelled | StepStatus::NotAttempted
                 if matches!(
                     self.status,
                     WorkflowStatus::Failed | WorkflowStatus::Cancelled
@@ -386,12 +393,11 @@ impl Workflow {
         }
         self.respond(index, actor, "skip", now);
         if reopen {
-            for s in self.steps.iter_mut().filter(|s| {
-                s.status == StepStatus::Cancelled
-                    && s.message
-                        .as_deref()
-                        .is_some_and(|m| m.starts_with("not attempted"))
-            }) {
+            for s in self
+                .steps
+                .iter_mut()
+                .filter(|s| s.status == StepStatus::NotAttempted)
+            {
                 s.status = StepStatus::Pending;
                 s.message = None;
                 s.finished_at = None;

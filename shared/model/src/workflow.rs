@@ -79,8 +79,10 @@ pub enum StepStatus {
     Succeeded,
     Failed,
     Skipped,
-    /// Stopped by a cancel, or never attempted because the workflow was cancelled.
+    /// Stopped by a cancel.
     Cancelled,
+    /// Never started: the workflow failed or was cancelled first. A retry or a skip runs it.
+    NotAttempted,
 }
 
 /// Statuses and kinds read as users see them (`succeeded`, `approve`): in messages, as in JSON.
@@ -109,6 +111,7 @@ impl StepStatus {
                 | StepStatus::Skipped
                 | StepStatus::Failed
                 | StepStatus::Cancelled
+                | StepStatus::NotAttempted
         )
     }
 }

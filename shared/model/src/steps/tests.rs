@@ -33,7 +33,7 @@ fn statuses(w: &Workflow) -> Vec<StepStatus> {
     w.steps.iter().map(|s| s.status).collect()
 }
 
-use StepStatus::{Cancelled, Failed, Pending, Running, Skipped, Succeeded, Waiting};
+use StepStatus::{Cancelled, Failed, NotAttempted, Pending, Running, Skipped, Succeeded, Waiting};
 
 #[test]
 fn advance_starts_ready_steps_once_with_their_ids() {
@@ -90,7 +90,13 @@ fn finishing_a_step_does_not_end_the_workflow_until_advance() {
     );
     assert_eq!(
         statuses(&w),
-        [Failed, Cancelled, Cancelled, Cancelled, Cancelled]
+        [
+            Failed,
+            NotAttempted,
+            NotAttempted,
+            NotAttempted,
+            NotAttempted
+        ]
     );
     assert_eq!(
         w.steps[1].message.as_deref(),
@@ -219,7 +225,7 @@ fn cancel_stops_what_has_not_started_and_asks_running_jobs_to_stop() {
         }]
     );
     assert_eq!(w.steps[3].status, Cancelled, "the approval is withdrawn");
-    assert_eq!(w.steps[4].status, Cancelled);
+    assert_eq!(w.steps[4].status, NotAttempted);
     assert_eq!(
         w.steps[4].message.as_deref(),
         Some("not attempted: the workflow was cancelled")
@@ -256,7 +262,16 @@ fn cancel_with_nothing_running_ends_at_once_and_a_build_is_abandoned() {
             status: WorkflowStatus::Cancelled
         }]
     );
-    assert_eq!(statuses(&w), [Cancelled; 5]);
+    assert_eq!(
+        statuses(&w),
+        [
+            Cancelled,
+            NotAttempted,
+            NotAttempted,
+            NotAttempted,
+            NotAttempted
+        ]
+    );
     // The build's late result is refused.
     assert!(
         w.finish_step(0, StepOutcome::Succeeded("x".into()), None, NOW)
@@ -280,7 +295,13 @@ fn a_job_that_succeeds_after_cancel_ends_the_workflow_without_starting_more() {
     );
     assert_eq!(
         statuses(&w),
-        [Succeeded, Succeeded, Cancelled, Cancelled, Cancelled]
+        [
+            Succeeded,
+            Succeeded,
+            NotAttempted,
+            NotAttempted,
+            NotAttempted
+        ]
     );
 }
 
@@ -646,7 +667,7 @@ fn skipping_a_failed_step_runs_an_ended_workflow_on() {
         .unwrap();
     w.advance(NOW);
     assert_eq!(w.status, WorkflowStatus::Failed);
-    assert_eq!(w.find("d", StepKind::Plan).unwrap().status, Cancelled);
+    assert_eq!(w.find("d", StepKind::Plan).unwrap().status, NotAttempted);
 
     let effects = w.skip(plan_b, "ann", NOW).unwrap();
     assert_eq!(w.status, WorkflowStatus::Running);
