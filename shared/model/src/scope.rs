@@ -86,11 +86,10 @@ impl DeployScope {
 mod tests {
     use super::*;
 
-    fn d(name: &str, deps: &[&str]) -> Deployable {
-        Deployable {
-            name: name.into(),
-            dependencies: deps.iter().map(|s| s.to_string()).collect(),
-        }
+    use crate::Deployable as D;
+
+    fn d(name: &str, deps: &[&str]) -> D {
+        D::named(name, deps)
     }
 
     fn stages() -> Vec<Vec<Deployable>> {

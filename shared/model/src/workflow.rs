@@ -217,6 +217,15 @@ pub struct Deployable {
     pub dependencies: Vec<String>,
 }
 
+impl Deployable {
+    pub fn named(name: &str, dependencies: &[&str]) -> Deployable {
+        Deployable {
+            name: name.into(),
+            dependencies: dependencies.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
 impl Workflow {
     /// Lays out the steps of a deploy: per deployable build → sync → plan → approve → apply. Builds and
     /// syncs start at once; a plan waits for the applies of everything the deployable depends on (its
@@ -245,33 +254,28 @@ impl Workflow {
         stages: &[Vec<Deployable>],
         plan_only: bool,
     ) -> Workflow {
-        let mut steps: Vec<Step> = Vec::new();
+        let now = crate::now();
+        let mut w = Workflow {
+            id,
+            org,
+            install,
+            kind,
+            app_config_id,
+            status: WorkflowStatus::Pending,
+            cancel_requested: false,
+            steps: vec![],
+            scope: Default::default(),
+            created_at: now.clone(),
+            updated_at: now,
+            finished_at: None,
+            error: None,
+        };
         let mut apply_of: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         for (group, stage) in stages.iter().enumerate() {
+            let group = group as u32;
             for d in stage {
-                let mut push = |kind: StepKind, after: Vec<u32>| -> u32 {
-                    let index = steps.len() as u32;
-                    steps.push(Step {
-                        index,
-                        group: group as u32,
-                        component: d.name.clone(),
-                        kind,
-                        status: StepStatus::Pending,
-                        attempt: 1,
-                        after,
-                        job_id: None,
-                        build_id: None,
-                        approval_id: None,
-                        actor: None,
-                        started_at: None,
-                        finished_at: None,
-                        message: None,
-                        responses: vec![],
-                    });
-                    index
-                };
-                let build = push(StepKind::Build, vec![]);
-                let sync = push(StepKind::Sync, vec![build]);
+                let build = w.push_step(&d.name, group, StepKind::Build, vec![]);
+                let sync = w.push_step(&d.name, group, StepKind::Sync, vec![build]);
                 let mut plan_after = vec![sync];
                 if d.name != crate::SANDBOX
                     && let Some(&sandbox_apply) = apply_of.get(crate::SANDBOX)
@@ -283,31 +287,16 @@ impl Workflow {
                         plan_after.push(a);
                     }
                 }
-                let plan = push(StepKind::Plan, plan_after);
+                let plan = w.push_step(&d.name, group, StepKind::Plan, plan_after);
                 if plan_only {
                     continue;
                 }
-                let approve = push(StepKind::Approve, vec![plan]);
-                let apply = push(StepKind::Apply, vec![approve]);
+                let approve = w.push_step(&d.name, group, StepKind::Approve, vec![plan]);
+                let apply = w.push_step(&d.name, group, StepKind::Apply, vec![approve]);
                 apply_of.insert(d.name.clone(), apply);
             }
         }
-        let now = crate::now();
-        Workflow {
-            id,
-            org,
-            install,
-            kind,
-            app_config_id,
-            status: WorkflowStatus::Pending,
-            cancel_requested: false,
-            steps,
-            scope: Default::default(),
-            created_at: now.clone(),
-            updated_at: now,
-            finished_at: None,
-            error: None,
-        }
+        w
     }
 
     /// Lays out a teardown: one step per deployable, in reverse deploy order; each stage's
@@ -448,11 +437,10 @@ impl Workflow {
 mod tests {
     use super::*;
 
-    fn d(name: &str, deps: &[&str]) -> Deployable {
-        Deployable {
-            name: name.into(),
-            dependencies: deps.iter().map(|s| s.to_string()).collect(),
-        }
+    use crate::Deployable as D;
+
+    fn d(name: &str, deps: &[&str]) -> D {
+        D::named(name, deps)
     }
 
     fn wf() -> Workflow {

@@ -6,10 +6,7 @@ use crate::{Deployable, WorkflowKind};
 const NOW: &str = "2026-11-22T12:00:00.000Z";
 
 fn d(name: &str, deps: &[&str]) -> Deployable {
-    Deployable {
-        name: name.into(),
-        dependencies: deps.iter().map(|s| s.to_string()).collect(),
-    }
+    Deployable::named(name, deps)
 }
 
 /// `a` alone: build 0, sync 1, plan 2, approve 3, apply 4.
