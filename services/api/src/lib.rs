@@ -15,6 +15,7 @@
 
 mod error;
 mod handlers;
+mod installs;
 mod jobs;
 mod logs;
 mod runners;
@@ -44,25 +45,25 @@ pub fn router(store: Store) -> Router {
         .route("/v1/apps/{app}/configs", post(handlers::sync_app))
         .route(
             "/v1/installs",
-            get(handlers::list_installs).post(handlers::create_install),
+            get(installs::list_installs).post(installs::create_install),
         )
         .route(
             "/v1/installs/{name}",
-            get(handlers::get_install).delete(handlers::delete_install),
+            get(installs::get_install).delete(installs::delete_install),
         )
-        .route("/v1/installs/{name}/deploy", post(handlers::deploy_install))
+        .route("/v1/installs/{name}/deploy", post(installs::deploy_install))
         .route(
             "/v1/installs/{name}/reprovision",
-            post(handlers::reprovision_install),
+            post(installs::reprovision_install),
         )
         .route(
             "/v1/installs/{name}/teardown",
-            post(handlers::teardown_install),
+            post(installs::teardown_install),
         )
-        .route("/v1/installs/{name}/inputs", post(handlers::update_inputs))
+        .route("/v1/installs/{name}/inputs", post(installs::update_inputs))
         .route(
             "/v1/installs/{name}/approve-all",
-            post(handlers::set_approve_all),
+            post(installs::set_approve_all),
         )
         .route("/v1/workflows", get(workflows::list_workflows))
         .route("/v1/workflows/{id}", get(workflows::get_workflow))

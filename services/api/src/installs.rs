@@ -1,0 +1,434 @@
+//! Install routes: create (reserving the install for its first workflow in the same write), get
+//! and list (sensitive values redacted), approve-all, and every workflow started on an existing
+//! install — deploy (with a scope), reprovision, teardown, input updates — through one
+//! reserve-then-start path; delete.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use ferry_model::api::{CreateInstall, CreatedInstall, Deployed};
+use ferry_model::{self as m, App, Install, Workflow};
+use ferry_protocol::Control;
+use ferry_store::StoreError;
+use tracing::info;
+
+use crate::handlers::{audit, check_name};
+use crate::{ApiError, ApiState};
+
+/// Checks input values against the config's declarations; returns the names of the inputs it
+/// declares sensitive (the install records them, and the API never shows their values).
+async fn check_inputs(
+    s: &ApiState,
+    config_id: &str,
+    inputs: &BTreeMap<String, String>,
+) -> Result<Vec<String>, ApiError> {
+    let (_, _, cfg) = s.store.config(&s.org, config_id).await?;
+    cfg.check_inputs(inputs).map_err(ApiError::BadRequest)?;
+    Ok(cfg
+        .inputs
+        .iter()
+        .filter(|i| i.sensitive)
+        .map(|i| i.name.clone())
+        .collect())
+}
+
+/// Records a new workflow and its open mark, without starting it: the caller reserves the install
+/// for it first, then [`request_workflow`] starts it. A workflow that loses the reservation is
+/// [`discard_workflow`]ed and never runs (the scheduler also refuses to start a workflow its
+/// install does not point to).
+async fn new_workflow(
+    s: &ApiState,
+    install: &str,
+    kind: m::WorkflowKind,
+    config_id: &str,
+    scope: m::DeployScope,
+) -> Result<Workflow, ApiError> {
+    let now = m::now();
+    let wf = Workflow {
+        id: m::new_id(),
+        org: s.org.clone(),
+        install: install.into(),
+        kind,
+        app_config_id: config_id.into(),
+        status: m::WorkflowStatus::Pending,
+        cancel_requested: false,
+        steps: vec![],
+        scope,
+        created_at: now.clone(),
+        updated_at: now,
+        finished_at: None,
+        error: None,
+    };
+    s.store
+        .repo::<m::OpenWorkflow>()
+        .create(&wf.open_mark())
+        .await?;
+    s.store.repo::<Workflow>().create(&wf).await?;
+    Ok(wf)
+}
+
+async fn request_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
+    s.store
+        .bus()
+        .control(&Control::WorkflowRequested {
+            org: s.org.clone(),
+            install: wf.install.clone(),
+            workflow_id: wf.id.clone(),
+        })
+        .await?;
+    Ok(())
+}
+
+async fn discard_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
+    s.store.repo::<Workflow>().delete(&wf.org, &wf.id).await?;
+    s.store
+        .repo::<m::OpenWorkflow>()
+        .delete(&wf.org, &wf.id)
+        .await?;
+    Ok(())
+}
+
+pub async fn create_install(
+    State(s): State<ApiState>,
+    Json(req): Json<CreateInstall>,
+) -> Result<(StatusCode, Json<CreatedInstall>), ApiError> {
+    check_name("install", &req.name)?;
+    check_name("app", &req.app)?;
+    let app = s
+        .store
+        .repo::<App>()
+        .get(&s.org, &req.app)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("app `{}` not found: sync it first", req.app)))?;
+    let config_id = app
+        .value
+        .latest_config
+        .ok_or_else(|| ApiError::Conflict(format!("app `{}` has no config yet", req.app)))?;
+    let sensitive_inputs = check_inputs(&s, &config_id, &req.inputs).await?;
+    let wf = new_workflow(
+        &s,
+        &req.name,
+        m::WorkflowKind::Provision,
+        &config_id,
+        Default::default(),
+    )
+    .await?;
+    let now = m::now();
+    let install = Install {
+        org: s.org.clone(),
+        name: req.name.clone(),
+        app: req.app.clone(),
+        app_config_id: config_id.clone(),
+        inputs: req.inputs,
+        sensitive_inputs,
+        approve_all: req.approve_all,
+        status: m::InstallStatus::Provisioning,
+        sandbox: Default::default(),
+        components: Default::default(),
+        last_workflow: Some(wf.id.clone()),
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    // The install is created already reserved for its first workflow, in one write.
+    match s.store.repo::<Install>().create(&install).await {
+        Ok(_) => {}
+        Err(StoreError::AlreadyExists { .. }) => {
+            discard_workflow(&s, &wf).await?;
+            return Err(ApiError::Conflict(format!(
+                "install `{}` already exists",
+                req.name
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    request_workflow(&s, &wf).await?;
+    let workflow_id = wf.id;
+    audit(
+        &s,
+        "install.created",
+        &install.name,
+        serde_json::json!({ "app": install.app, "workflow": workflow_id }),
+    )
+    .await?;
+    info!(org = %s.org, install = %install.name, workflow = %workflow_id, "install created");
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedInstall {
+            install: install.redacted(),
+            workflow_id,
+        }),
+    ))
+}
+
+pub async fn list_installs(State(s): State<ApiState>) -> Result<Json<Vec<Install>>, ApiError> {
+    let mut installs = s.store.repo::<Install>().list(&s.org).await?;
+    installs.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Json(installs.into_iter().map(Install::redacted).collect()))
+}
+
+pub async fn get_install(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+) -> Result<Json<Install>, ApiError> {
+    check_name("install", &name)?;
+    let i = s
+        .store
+        .repo::<Install>()
+        .get(&s.org, &name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
+    Ok(Json(i.value.redacted()))
+}
+
+/// Switches an install's approve-all on or off. Switched on, the plans of its waiting approvals
+/// are released at once (the approval service decides them as approve-all).
+pub async fn set_approve_all(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+    Json(req): Json<m::api::ApproveAll>,
+) -> Result<Json<Install>, ApiError> {
+    check_name("install", &name)?;
+    let install = s
+        .store
+        .repo::<Install>()
+        .modify(&s.org, &name, |i| {
+            if i.approve_all == req.enabled {
+                return Ok::<bool, ()>(false);
+            }
+            i.approve_all = req.enabled;
+            i.updated_at = m::now();
+            Ok(true)
+        })
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound { .. } => {
+                ApiError::NotFound(format!("install `{name}` not found"))
+            }
+            e => e.into(),
+        })?
+        .unwrap_or_else(|()| unreachable!("the closure never refuses"));
+    if req.enabled {
+        let waiting = s.store.repo::<m::Approval>().list(&s.org).await?;
+        for a in waiting
+            .iter()
+            .filter(|a| a.install == name && a.status == m::ApprovalStatus::Pending)
+        {
+            s.store
+                .bus()
+                .control(&Control::ApprovalResponse {
+                    org: s.org.clone(),
+                    approval_id: a.id.clone(),
+                    approved: true,
+                    actor: "approve-all".into(),
+                })
+                .await?;
+        }
+    }
+    audit(
+        &s,
+        "install.approve_all",
+        &name,
+        serde_json::json!({ "enabled": req.enabled }),
+    )
+    .await?;
+    Ok(Json(install.redacted()))
+}
+
+/// Deploys the app's latest config to an existing install: everything, or the body's scope (some
+/// components, with or without their dependents; plans only).
+pub async fn deploy_install(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+    body: Option<Json<m::DeployScope>>,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    let scope = body.map(|Json(b)| b).unwrap_or_default();
+    start_on_install(&s, &name, m::WorkflowKind::DeployComponents, None, scope).await
+}
+
+/// Plans and applies the install's sandbox again (after its approval), with the app's latest
+/// config; the components stay as they are.
+pub async fn reprovision_install(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    let scope = m::DeployScope {
+        components: vec![m::SANDBOX.into()],
+        ..Default::default()
+    };
+    start_on_install(&s, &name, m::WorkflowKind::Provision, None, scope).await
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct DeleteOptions {
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// Forgets an install. Refused while a workflow runs on it, and while anything of it is deployed
+/// (tear it down first) unless `?force=true`: its resources would be left with nobody to manage
+/// them.
+pub async fn delete_install(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+    axum::extract::Query(o): axum::extract::Query<DeleteOptions>,
+) -> Result<StatusCode, ApiError> {
+    check_name("install", &name)?;
+    let installs = s.store.repo::<Install>();
+    let cur = installs
+        .get(&s.org, &name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?
+        .value;
+    if let Some(wf_id) = &cur.last_workflow
+        && let Some(wf) = s.store.repo::<Workflow>().get(&s.org, wf_id).await?
+        && !wf.value.status.is_terminal()
+    {
+        return Err(ApiError::Conflict(format!(
+            "install `{name}` is busy with workflow {wf_id}"
+        )));
+    }
+    let deployed: Vec<&str> = std::iter::once((m::SANDBOX, &cur.sandbox))
+        .chain(cur.components.iter().map(|(n, c)| (n.as_str(), c)))
+        .filter(|(_, c)| c.artifact_digest.is_some())
+        .map(|(n, _)| n)
+        .collect();
+    if !deployed.is_empty() && !o.force {
+        return Err(ApiError::Conflict(format!(
+            "install `{name}` still has {} deployed: run `ferry installs teardown {name}` first, \
+             or delete with --force to leave them unmanaged",
+            deployed.join(", ")
+        )));
+    }
+    installs.delete(&s.org, &name).await?;
+    audit(
+        &s,
+        "install.deleted",
+        &name,
+        serde_json::json!({ "force": o.force, "left_deployed": deployed }),
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Destroys what the install has deployed: components in reverse deploy order, then the sandbox,
+/// with the config it was deployed with.
+pub async fn teardown_install(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    start_on_install(
+        &s,
+        &name,
+        m::WorkflowKind::Teardown,
+        None,
+        Default::default(),
+    )
+    .await
+}
+
+/// Changes some of an install's input values and deploys: every component plans again, and only
+/// those whose plan changes (what reads the changed inputs) apply.
+pub async fn update_inputs(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+    Json(changes): Json<BTreeMap<String, String>>,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    if changes.is_empty() {
+        return Err(ApiError::BadRequest(
+            "no input to change: --input NAME=VALUE".into(),
+        ));
+    }
+    start_on_install(
+        &s,
+        &name,
+        m::WorkflowKind::DeployComponents,
+        Some(changes),
+        Default::default(),
+    )
+    .await
+}
+
+/// Starts a workflow of `kind` on an existing install that is not busy: reserve, then start.
+/// `inputs` changes input values in the same compare-and-swap that reserves the install.
+async fn start_on_install(
+    s: &ApiState,
+    name: &str,
+    kind: m::WorkflowKind,
+    inputs: Option<BTreeMap<String, String>>,
+    scope: m::DeployScope,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    check_name("install", name)?;
+    let installs = s.store.repo::<Install>();
+    let cur = installs
+        .get(&s.org, name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
+    if let Some(wf_id) = &cur.value.last_workflow
+        && let Some(wf) = s.store.repo::<Workflow>().get(&s.org, wf_id).await?
+        && !wf.value.status.is_terminal()
+    {
+        return Err(ApiError::Conflict(format!(
+            "install `{name}` is busy with workflow {wf_id}"
+        )));
+    }
+    let config_id = if kind == m::WorkflowKind::Teardown {
+        cur.value.app_config_id.clone()
+    } else {
+        s.store
+            .repo::<App>()
+            .require(&s.org, &cur.value.app)
+            .await?
+            .value
+            .latest_config
+            .ok_or_else(|| ApiError::Conflict("the app has no config".into()))?
+    };
+    if !scope.components.is_empty() {
+        let (_, _, cfg) = s.store.config(&s.org, &config_id).await?;
+        scope
+            .select(&ferry_store::deploy_stages(&cfg))
+            .map_err(ApiError::BadRequest)?;
+    }
+    let mut install = cur.value;
+    if let Some(changes) = inputs {
+        let mut values = install.inputs.clone();
+        values.extend(changes);
+        install.sensitive_inputs = check_inputs(s, &config_id, &values).await?;
+        install.inputs = values;
+    }
+    // Reserve, then start: the workflow runs only if the install now points to it. Of concurrent
+    // deploys one wins the compare-and-swap; the others are refused and their workflows discarded
+    // before anything was requested.
+    let wf = new_workflow(s, name, kind, &config_id, scope).await?;
+    install.app_config_id = config_id.clone();
+    install.last_workflow = Some(wf.id.clone());
+    install.status = m::InstallStatus::Provisioning;
+    install.updated_at = m::now();
+    match installs.update(&install, cur.revision).await {
+        Ok(_) => {}
+        Err(StoreError::Conflict { .. }) => {
+            discard_workflow(s, &wf).await?;
+            return Err(ApiError::Conflict(format!(
+                "install `{name}` is busy: another workflow was just started"
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    request_workflow(s, &wf).await?;
+    let workflow_id = wf.id;
+    audit(
+        s,
+        &format!("install.{}", kind.label()),
+        name,
+        serde_json::json!({ "workflow": workflow_id, "config": config_id }),
+    )
+    .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Deployed {
+            workflow_id,
+            app_config_id: config_id,
+        }),
+    ))
+}
