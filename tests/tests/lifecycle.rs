@@ -111,9 +111,14 @@ fn inputs_are_updated_and_an_install_with_deployed_components_is_not_deleted_wit
             "--input",
             "greeting=hi",
             "--wait",
+            "--json",
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
+    // Only what reads `greeting` (greeter) and what depends on it redeploys: not the sandbox.
+    let wf: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(laid_out(&wf).0, ["greeter", "counter", "reporter"], "{wf}");
+    assert_eq!(wf["scope"]["with_dependents"], true);
     let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
     assert_eq!(install["inputs"]["greeting"], "hi");
     assert_eq!(

@@ -17,21 +17,25 @@ use tracing::info;
 use crate::handlers::{audit, check_name};
 use crate::{ApiError, ApiState};
 
-/// Checks input values against the config's declarations; returns the names of the inputs it
-/// declares sensitive (the install records them, and the API never shows their values).
+/// Checks input values against the config's declarations; returns the config.
 async fn check_inputs(
     s: &ApiState,
     config_id: &str,
     inputs: &BTreeMap<String, String>,
-) -> Result<Vec<String>, ApiError> {
+) -> Result<ferry_appconfig::AppConfig, ApiError> {
     let (_, _, cfg) = s.store.config(&s.org, config_id).await?;
     cfg.check_inputs(inputs).map_err(ApiError::BadRequest)?;
-    Ok(cfg
-        .inputs
+    Ok(cfg)
+}
+
+/// The inputs the config declares sensitive: the install records them, and the API never shows
+/// their values.
+fn sensitive_inputs(cfg: &ferry_appconfig::AppConfig) -> Vec<String> {
+    cfg.inputs
         .iter()
         .filter(|i| i.sensitive)
         .map(|i| i.name.clone())
-        .collect())
+        .collect()
 }
 
 /// Records a new workflow and its open mark, without starting it: the caller reserves the install
@@ -106,7 +110,7 @@ pub async fn create_install(
         .value
         .latest_config
         .ok_or_else(|| ApiError::Conflict(format!("app `{}` has no config yet", req.app)))?;
-    let sensitive_inputs = check_inputs(&s, &config_id, &req.inputs).await?;
+    let sensitive_inputs = sensitive_inputs(&check_inputs(&s, &config_id, &req.inputs).await?);
     let wf = new_workflow(
         &s,
         &req.name,
@@ -328,8 +332,8 @@ pub async fn teardown_install(
     .await
 }
 
-/// Changes some of an install's input values and deploys: every component plans again, and only
-/// those whose plan changes (what reads the changed inputs) apply.
+/// Changes some of an install's input values and deploys what reads the changed inputs, with what
+/// depends on it (everything, if the app changed since the install's last deploy).
 pub async fn update_inputs(
     State(s): State<ApiState>,
     Path(name): Path<String>,
@@ -391,11 +395,28 @@ async fn start_on_install(
             .map_err(ApiError::BadRequest)?;
     }
     let mut install = cur.value;
+    let mut scope = scope;
     if let Some(changes) = inputs {
+        let changed: std::collections::BTreeSet<String> = changes
+            .iter()
+            .filter(|(k, v)| install.inputs.get(*k) != Some(v))
+            .map(|(k, _)| k.clone())
+            .collect();
         let mut values = install.inputs.clone();
         values.extend(changes);
-        install.sensitive_inputs = check_inputs(s, &config_id, &values).await?;
+        let cfg = check_inputs(s, &config_id, &values).await?;
+        install.sensitive_inputs = sensitive_inputs(&cfg);
         install.inputs = values;
+        // What reads a changed input redeploys, with what depends on it; unless the app itself
+        // changed since the install's last deploy (then everything does).
+        let readers = cfg.readers_of(&changed);
+        if install.app_config_id == config_id && !readers.is_empty() {
+            scope = m::DeployScope {
+                components: readers,
+                with_dependents: true,
+                plan_only: false,
+            };
+        }
     }
     // Reserve, then start: the workflow runs only if the install now points to it. Of concurrent
     // deploys one wins the compare-and-swap; the others are refused and their workflows discarded

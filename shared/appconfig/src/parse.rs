@@ -231,6 +231,26 @@ impl AppConfig {
 }
 
 impl Component {
+    /// Whether its templates read any of `inputs` (`.nuon.inputs.inputs.X`, `.nuon.install.inputs.X`);
+    /// a template that reads the whole inputs map, or does not parse, counts as reading them all.
+    pub fn reads_inputs(&self, inputs: &BTreeSet<String>) -> bool {
+        self.vars.values().chain(self.env_vars.values()).any(|src| {
+            let Ok(t) = Template::parse(src) else {
+                return true;
+            };
+            t.references().iter().any(|r| {
+                let p: Vec<&str> = r.path.iter().map(String::as_str).collect();
+                match p.as_slice() {
+                    [_, "inputs", "inputs", name, ..] | [_, "install", "inputs", name, ..] => {
+                        inputs.contains(*name)
+                    }
+                    [_, "inputs"] | [_, "inputs", "inputs"] | [_, "install", "inputs"] => true,
+                    _ => false,
+                }
+            })
+        })
+    }
+
     /// Renders vars and env vars against an install state built by [`AppConfig::template_state`].
     pub fn render(&self, state: &Value) -> Result<Rendered, String> {
         let r = |m: &BTreeMap<String, String>| -> Result<Vec<(String, String)>, String> {
@@ -250,6 +270,17 @@ impl Component {
 }
 
 impl AppConfig {
+    /// The sandbox and components whose templates read any of `inputs` (what an input change
+    /// must redeploy, with what depends on them).
+    pub fn readers_of(&self, inputs: &BTreeSet<String>) -> Vec<String> {
+        self.sandbox
+            .iter()
+            .chain(&self.components)
+            .filter(|c| c.reads_inputs(inputs))
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
     pub fn component(&self, name: &str) -> Option<&Component> {
         if name == "sandbox" {
             self.sandbox.as_ref()

@@ -899,3 +899,14 @@ fn install_inputs_are_checked_against_their_declared_types() {
             .starts_with("unknown input `nmae`")
     );
 }
+
+#[test]
+fn an_input_change_reaches_the_components_whose_templates_read_it() {
+    let hello = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hello");
+    let cfg = validate(&Package::from_dir(&hello).unwrap())
+        .config
+        .unwrap();
+    let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect();
+    assert_eq!(cfg.readers_of(&names(&["greeting"])), ["greeter"]);
+    assert!(cfg.readers_of(&names(&["nothing-reads-this"])).is_empty());
+}
