@@ -13,9 +13,18 @@ pub struct Api {
 }
 
 impl Api {
-    pub fn new(base: &str) -> Result<Api> {
+    /// A client of the API at `base`, sending `token` (see `tokens::resolve`) with every request.
+    pub fn new(base: &str, token: Option<&str>) -> Result<Api> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(t) = token {
+            let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {t}"))
+                .context("the token has characters a header cannot carry")?;
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
         let http = reqwest::Client::builder()
             .user_agent(concat!("ferry/", env!("CARGO_PKG_VERSION")))
+            .default_headers(headers)
             .build()
             .context("creating the HTTP client")?;
         Ok(Api {

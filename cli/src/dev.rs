@@ -252,7 +252,8 @@ pub async fn run(args: DevArgs) -> Result<i32> {
         "ferry-server",
         Duration::from_secs(60),
     )?;
-    let api = Api::new(&format!("http://{}", args.http_addr))?;
+    let token = admin_token(&server_bin, &nats_url, &data)?;
+    let api = Api::new(&format!("http://{}", args.http_addr), Some(&token))?;
 
     // 3. The install's runner (and, later, one for every other install created meanwhile).
     let runners = Runners {
@@ -341,6 +342,10 @@ pub async fn run(args: DevArgs) -> Result<i32> {
 
     let base = api.base().to_string();
     println!("\nFerry is running. API: {base}  NATS: {nats_url}");
+    println!(
+        "  export FERRY_TOKEN=$(cat {})    # the local admin token",
+        data.join(ADMIN_TOKEN).display()
+    );
     println!("  ferry --api {base} installs get {}", args.install);
     println!("  ferry --api {base} workflows get {workflow_id}");
     println!(
@@ -439,4 +444,40 @@ async fn stop_signal() {
         _ = tokio::signal::ctrl_c() => {}
         _ = term => {}
     }
+}
+
+/// Where `ferry dev` keeps the admin token of its hub, beside the hub's data.
+pub const ADMIN_TOKEN: &str = "admin.token";
+
+/// The local admin token: the one this data directory's hub was initialised with, or a new one
+/// (`ferry-server init`) the first time.
+fn admin_token(
+    server_bin: &std::path::Path,
+    nats_url: &str,
+    data: &std::path::Path,
+) -> Result<String> {
+    let file = data.join(ADMIN_TOKEN);
+    if !file.exists() {
+        let out = Command::new(server_bin)
+            .args([
+                "--nats-url",
+                nats_url,
+                "init",
+                "--name",
+                "local-admin",
+                "--token-file",
+            ])
+            .arg(&file)
+            .output()
+            .context("running ferry-server init")?;
+        if !out.status.success() {
+            anyhow::bail!(
+                "ferry-server init failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+    }
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    Ok(text.trim().to_string())
 }

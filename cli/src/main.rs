@@ -6,6 +6,7 @@ mod dev;
 mod fetch;
 mod plans;
 mod render;
+mod tokens;
 mod watch;
 
 use std::path::PathBuf;
@@ -27,6 +28,9 @@ struct Cli {
         default_value = "http://127.0.0.1:4600"
     )]
     api: String,
+    /// API token (default: the one `ferry login` saved).
+    #[arg(long, global = true, env = "FERRY_TOKEN", hide_env_values = true)]
+    token: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -65,6 +69,35 @@ enum Command {
     },
     /// Run the whole platform on this machine (NATS, all services, a runner) and deploy an app.
     Dev(dev::DevArgs),
+    /// Check a token against the API and save it for later commands.
+    Login {
+        #[arg(long)]
+        token: String,
+    },
+    /// API tokens of your org (admin): create, list, revoke.
+    #[command(subcommand)]
+    Tokens(TokensCmd),
+}
+
+#[derive(Subcommand, Debug)]
+enum TokensCmd {
+    /// Create a token; its text is printed once. Viewers read; operators also deploy and respond
+    /// to workflows; admins also manage apps, installs and tokens.
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long, value_parser = ["viewer", "operator", "admin"])]
+        role: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List tokens (never their secrets).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token: refused from its next request on.
+    Revoke { id: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -354,7 +387,8 @@ async fn main() {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<i32> {
-    let api = client::Api::new(&cli.api)?;
+    let token = tokens::resolve(cli.token.clone());
+    let api = client::Api::new(&cli.api, token.as_deref())?;
     match cli.command {
         Command::Apps(AppsCmd::Validate { dir, json, strict }) => {
             commands::apps_validate(&dir, json, strict)
@@ -505,5 +539,11 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Logs { job, follow, json } => commands::logs(&api, &job, follow, json).await,
         Command::Dev(args) => dev::run(args).await,
+        Command::Login { token } => tokens::login(&cli.api, &token).await,
+        Command::Tokens(TokensCmd::Create { name, role, json }) => {
+            tokens::create(&api, &name, &role, json).await
+        }
+        Command::Tokens(TokensCmd::List { json }) => tokens::list(&api, json).await,
+        Command::Tokens(TokensCmd::Revoke { id }) => tokens::revoke(&api, &id).await,
     }
 }

@@ -158,6 +158,10 @@ impl FerryDev {
         loop {
             let text = std::fs::read_to_string(&dev.output).unwrap_or_default();
             if text.contains("Ferry is running") || text.contains("failed after") {
+                let token = dev.data_dir.path().join("dev").join("admin.token");
+                if let Ok(t) = std::fs::read_to_string(token) {
+                    register(&dev.api, t.trim().to_string());
+                }
                 return dev;
             }
             assert!(
@@ -192,10 +196,59 @@ impl Drop for FerryDev {
     }
 }
 
-/// Runs the `ferry` CLI with `--api`; returns (exit code, stdout, stderr).
+/// Admin tokens of the hubs and APIs tests started, by NATS URL and by API URL.
+fn tokens() -> &'static std::sync::Mutex<std::collections::HashMap<String, String>> {
+    static TOKENS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, String>>,
+    > = std::sync::OnceLock::new();
+    TOKENS.get_or_init(Default::default)
+}
+
+/// The admin token of the API at `api` (from `ferry-server init` or `ferry dev`), if a test
+/// started it.
+pub fn token_for(api: &str) -> Option<String> {
+    tokens().lock().ok()?.get(api).cloned()
+}
+
+/// The hub's first admin token: `ferry-server init` once per hub, then the same token.
+fn hub_token(nats_url: &str) -> String {
+    if let Some(t) = tokens().lock().ok().and_then(|m| m.get(nats_url).cloned()) {
+        return t;
+    }
+    let out = Command::new(bin("ferry-server"))
+        .args(["--nats-url", nats_url, "init"])
+        .output()
+        .expect("run ferry-server init");
+    assert!(
+        out.status.success(),
+        "ferry-server init failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if let Ok(mut m) = tokens().lock() {
+        m.insert(nats_url.to_string(), token.clone());
+    }
+    token
+}
+
+fn register(api: &str, token: String) {
+    if let Ok(mut m) = tokens().lock() {
+        m.insert(api.to_string(), token);
+    }
+}
+
+/// Runs the `ferry` CLI with `--api` (and the API's admin token); returns (exit code, stdout,
+/// stderr).
 pub fn ferry(api: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(bin("ferry"))
-        .current_dir(repo_root())
+    let mut cmd = Command::new(bin("ferry"));
+    // Hermetic: no token but the one the test's hub gave (not a developer's `ferry login`).
+    cmd.current_dir(repo_root())
+        .env_remove("FERRY_TOKEN")
+        .env("XDG_CONFIG_HOME", "/nonexistent/ferry-tests");
+    if let Some(t) = token_for(api) {
+        cmd.env("FERRY_TOKEN", t);
+    }
+    let out = cmd
         .arg("--api")
         .arg(api)
         .args(args)
@@ -275,7 +328,9 @@ impl Proc {
             );
             std::thread::sleep(Duration::from_millis(25));
         }
-        (p, format!("http://127.0.0.1:{port}"))
+        let api = format!("http://127.0.0.1:{port}");
+        register(&api, hub_token(nats_url));
+        (p, api)
     }
 
     pub fn runner(nats_url: &str, install: &str, data_dir: &Path, log: PathBuf) -> Proc {

@@ -46,6 +46,10 @@ fn expensive_component() -> Vec<u8> {
 fn expensive_packages_are_validated_while_healthz_keeps_answering() {
     let nats = NatsServer::start();
     let (_server, api) = Proc::server(&nats.url, nats.dir.path().join("server.log"));
+    let bearer = format!(
+        "authorization: Bearer {}",
+        ferry_tests::token_for(&api).unwrap()
+    );
     let dir = tempfile::tempdir().unwrap();
     let body = dir.path().join("bundle");
     std::fs::write(
@@ -66,6 +70,7 @@ fn expensive_packages_are_validated_while_healthz_keeps_answering() {
                 .args(["-w", "%{http_code}", "--data-binary"])
                 .arg(format!("@{}", body.display()))
                 .args(["-H", "content-type: application/octet-stream"])
+                .args(["-H", &bearer])
                 .arg(format!("{api}/v1/apps/wide/configs"))
                 .stdout(std::process::Stdio::piped())
                 .spawn()
@@ -121,6 +126,10 @@ fn expensive_packages_are_validated_while_healthz_keeps_answering() {
 fn hostile_uploads_are_refused_with_located_errors() {
     let nats = NatsServer::start();
     let (_server, api) = Proc::server(&nats.url, nats.dir.path().join("server.log"));
+    let bearer = format!(
+        "authorization: Bearer {}",
+        ferry_tests::token_for(&api).unwrap()
+    );
     let dir = tempfile::tempdir().unwrap();
     let component = |value: &str| {
         format!(
@@ -174,6 +183,7 @@ fn hostile_uploads_are_refused_with_located_errors() {
             .args(["-s", "-w", "\n%{http_code}", "--data-binary"])
             .arg(format!("@{}", body.display()))
             .args(["-H", "content-type: application/octet-stream"])
+            .args(["-H", &bearer])
             .arg(format!("{api}/v1/apps/hostile/configs"))
             .output()
             .unwrap();

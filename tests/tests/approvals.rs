@@ -63,7 +63,7 @@ fn prompted_plans_wait_and_are_approved_or_denied() {
         if w["status"] == "succeeded" {
             for s in w["steps"].as_array().unwrap() {
                 if s["kind"] == "approve" && s["status"] == "succeeded" {
-                    assert_eq!(s["actor"], "api", "{s}");
+                    assert_eq!(s["actor"], "token:admin", "{s}");
                 }
             }
             break;
@@ -291,7 +291,7 @@ fn skipping_a_waiting_plan_and_a_failed_step_records_who_and_runs_on() {
     let w = ferry_json(&api, &["workflows", "get", &wf, "--json"]);
     let approved = &step(&w, "sandbox", "approve")["responses"][0];
     assert_eq!(approved["action"], "approve", "{w}");
-    assert_eq!(approved["actor"], "api");
+    assert_eq!(approved["actor"], "token:admin");
 
     // A running or finished step cannot be skipped; nothing changes.
     let (code, _, err) = ferry(&api, &["workflows", "skip", &wf, "--step", "0"]);
@@ -305,9 +305,9 @@ fn skipping_a_waiting_plan_and_a_failed_step_records_who_and_runs_on() {
     });
     let approve = step(&w, "greeter", "approve");
     assert_eq!(approve["status"], "skipped");
-    assert_eq!(approve["message"], "skipped by api");
+    assert_eq!(approve["message"], "skipped by token:admin");
     assert_eq!(approve["responses"][0]["action"], "skip");
-    assert_eq!(approve["responses"][0]["actor"], "api");
+    assert_eq!(approve["responses"][0]["actor"], "token:admin");
     // Its approval is no longer listed as waiting.
     let list = ferry_json(&api, &["approvals", "list", "--install", "prod", "--json"]);
     assert!(

@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use ferry_appconfig::Package;
 use ferry_model::api::{SyncComponent, SyncResponse};
@@ -11,6 +11,7 @@ use ferry_protocol::resources::objects;
 use ferry_protocol::subjects;
 use tracing::info;
 
+use crate::auth::Ctx;
 use crate::{ApiError, ApiState};
 
 pub(crate) fn check_name(kind: &str, name: &str) -> Result<(), ApiError> {
@@ -34,7 +35,7 @@ pub(crate) async fn audit(
         .audit(&m::AuditEvent {
             org: s.org.clone(),
             at: m::now(),
-            actor: "api".into(),
+            actor: s.actor.clone(),
             action: action.into(),
             target: target.into(),
             detail,
@@ -44,7 +45,7 @@ pub(crate) async fn audit(
 }
 
 pub async fn sync_app(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(app): Path<String>,
     body: Bytes,
 ) -> Result<(StatusCode, Json<SyncResponse>), ApiError> {
@@ -189,16 +190,13 @@ async fn set_latest(s: &ApiState, app: &str, rec: &AppConfigVersion) -> Result<(
     Ok(())
 }
 
-pub async fn list_apps(State(s): State<ApiState>) -> Result<Json<Vec<App>>, ApiError> {
+pub async fn list_apps(Ctx(s): Ctx) -> Result<Json<Vec<App>>, ApiError> {
     let mut apps = s.store.repo::<App>().list(&s.org).await?;
     apps.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Json(apps))
 }
 
-pub async fn get_app(
-    State(s): State<ApiState>,
-    Path(app): Path<String>,
-) -> Result<Json<App>, ApiError> {
+pub async fn get_app(Ctx(s): Ctx, Path(app): Path<String>) -> Result<Json<App>, ApiError> {
     check_name("app", &app)?;
     let a = s
         .store

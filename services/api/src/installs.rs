@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use ferry_model::api::{CreateInstall, CreatedInstall, Deployed};
 use ferry_model::{self as m, App, Install, Workflow};
@@ -14,6 +14,7 @@ use ferry_protocol::Control;
 use ferry_store::StoreError;
 use tracing::info;
 
+use crate::auth::Ctx;
 use crate::handlers::{audit, check_name};
 use crate::{ApiError, ApiState};
 
@@ -95,7 +96,7 @@ async fn discard_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
 }
 
 pub async fn create_install(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Json(req): Json<CreateInstall>,
 ) -> Result<(StatusCode, Json<CreatedInstall>), ApiError> {
     check_name("install", &req.name)?;
@@ -166,16 +167,13 @@ pub async fn create_install(
     ))
 }
 
-pub async fn list_installs(State(s): State<ApiState>) -> Result<Json<Vec<Install>>, ApiError> {
+pub async fn list_installs(Ctx(s): Ctx) -> Result<Json<Vec<Install>>, ApiError> {
     let mut installs = s.store.repo::<Install>().list(&s.org).await?;
     installs.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Json(installs.into_iter().map(Install::redacted).collect()))
 }
 
-pub async fn get_install(
-    State(s): State<ApiState>,
-    Path(name): Path<String>,
-) -> Result<Json<Install>, ApiError> {
+pub async fn get_install(Ctx(s): Ctx, Path(name): Path<String>) -> Result<Json<Install>, ApiError> {
     check_name("install", &name)?;
     let i = s
         .store
@@ -189,7 +187,7 @@ pub async fn get_install(
 /// Switches an install's approve-all on or off. Switched on, the plans of its waiting approvals
 /// are released at once (the approval service decides them as approve-all).
 pub async fn set_approve_all(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(name): Path<String>,
     Json(req): Json<m::api::ApproveAll>,
 ) -> Result<Json<Install>, ApiError> {
@@ -243,7 +241,7 @@ pub async fn set_approve_all(
 /// Deploys the app's latest config to an existing install: everything, or the body's scope (some
 /// components, with or without their dependents; plans only).
 pub async fn deploy_install(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(name): Path<String>,
     body: Option<Json<m::DeployScope>>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
@@ -254,7 +252,7 @@ pub async fn deploy_install(
 /// Plans and applies the install's sandbox again (after its approval), with the app's latest
 /// config; the components stay as they are.
 pub async fn reprovision_install(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     let scope = m::DeployScope {
@@ -274,7 +272,7 @@ pub struct DeleteOptions {
 /// (tear it down first) unless `?force=true`: its resources would be left with nobody to manage
 /// them.
 pub async fn delete_install(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(name): Path<String>,
     axum::extract::Query(o): axum::extract::Query<DeleteOptions>,
 ) -> Result<StatusCode, ApiError> {
@@ -319,7 +317,7 @@ pub async fn delete_install(
 /// Destroys what the install has deployed: components in reverse deploy order, then the sandbox,
 /// with the config it was deployed with.
 pub async fn teardown_install(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     start_on_install(
@@ -335,7 +333,7 @@ pub async fn teardown_install(
 /// Changes some of an install's input values and deploys what reads the changed inputs, with what
 /// depends on it (everything, if the app changed since the install's last deploy).
 pub async fn update_inputs(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(name): Path<String>,
     Json(changes): Json<BTreeMap<String, String>>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {

@@ -1,19 +1,20 @@
 //! Job routes: get one (with its executions), its plan as structured JSON, cancel one.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use ferry_model as m;
 use ferry_protocol::Control;
 use ferry_protocol::resources::objects;
 
+use crate::ApiError;
+use crate::auth::Ctx;
 use crate::handlers::{audit, check_name};
-use crate::{ApiError, ApiState};
 
 /// Asks the scheduler to stop one job (202): a queued one is cancelled at once, a running one on
 /// its runner. Its step ends cancelled and its workflow starts nothing new.
 pub async fn cancel_job(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<m::Job>), ApiError> {
     check_name("job", &id)?;
@@ -35,7 +36,7 @@ pub async fn cancel_job(
         .control(&Control::JobCancelRequested {
             org: s.org.clone(),
             job_id: id.clone(),
-            actor: "api".into(),
+            actor: s.actor.clone(),
         })
         .await?;
     audit(
@@ -51,7 +52,7 @@ pub async fn cancel_job(
 /// A plan job's plan as structured JSON (Terraform's `show -json`), as the plugin gave it; 404
 /// for a job without one (a script's plan is its log).
 pub async fn job_plan(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(id): Path<String>,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
     check_name("job", &id)?;
@@ -70,10 +71,7 @@ pub async fn job_plan(
     ))
 }
 
-pub async fn get_job(
-    State(s): State<ApiState>,
-    Path(id): Path<String>,
-) -> Result<Json<m::Job>, ApiError> {
+pub async fn get_job(Ctx(s): Ctx, Path(id): Path<String>) -> Result<Json<m::Job>, ApiError> {
     check_name("job", &id)?;
     let j = s
         .store

@@ -2,7 +2,8 @@
 //!
 //! Handlers validate input, write records of intent (app config versions, installs, workflow records)
 //! with compare-and-swap, and publish requests on the `CONTROL` stream; they never call another
-//! service directly. Everything is scoped to one org (the default org until authentication lands).
+//! service directly. Every request carries a bearer token; everything it does is scoped to the
+//! token's org, and its role decides what it may do (see `auth.rs`).
 //!
 //! Routes (all JSON unless noted):
 //! * `POST /v1/apps/{app}/configs` — body: a package bundle (`application/octet-stream`); stores a new
@@ -12,7 +13,12 @@
 //! * `GET /v1/workflows/{id}`, `GET /v1/jobs/{id}`
 //! * `GET /v1/jobs/{id}/logs[?follow=true]` — JSON lines (`application/x-ndjson`); with `follow`, the
 //!   response stays open until the job has finished and every line has been sent.
+//! * installs: `…/deploy`, `…/reprovision`, `…/teardown`, `…/inputs`, `…/approve-all`, `DELETE`
+//! * workflows: `GET /v1/workflows`, `…/{id}/cancel | approve | deny | retry | skip`;
+//!   `GET /v1/approvals`, `GET /v1/runners`, `POST /v1/jobs/{id}/cancel`, `GET /v1/jobs/{id}/plan`
+//! * `GET | POST /v1/tokens`, `DELETE /v1/tokens/{id}` (admin)
 
+mod auth;
 mod error;
 mod handlers;
 mod installs;
@@ -25,12 +31,16 @@ use axum::Router;
 use axum::routing::{get, post};
 use ferry_store::Store;
 
+pub use auth::mint;
 pub use error::ApiError;
 
 #[derive(Clone)]
 pub struct ApiState {
     pub store: Store,
+    /// The org requests act in: the caller's (see `auth::Ctx`).
     pub org: String,
+    /// Who acts, as audit records and steps name it (`token:<name>`).
+    pub actor: String,
 }
 
 /// The API's routes, to be served by `ferry-server` beside `/healthz` and `/metrics`.
@@ -38,6 +48,7 @@ pub fn router(store: Store) -> Router {
     let state = ApiState {
         store,
         org: ferry_model::DEFAULT_ORG.to_string(),
+        actor: "api".to_string(),
     };
     Router::new()
         .route("/v1/apps", get(handlers::list_apps))
@@ -84,6 +95,15 @@ pub fn router(store: Store) -> Router {
         .route("/v1/jobs/{id}/cancel", post(jobs::cancel_job))
         .route("/v1/jobs/{id}/plan", get(jobs::job_plan))
         .route("/v1/jobs/{id}/logs", get(logs::job_logs))
+        .route(
+            "/v1/tokens",
+            get(auth::list_tokens).post(auth::create_token),
+        )
+        .route("/v1/tokens/{id}", axum::routing::delete(auth::revoke_token))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ))
         // Packages are capped at 32 MiB by the CLI; leave room for the bundle's framing.
         .layer(axum::extract::DefaultBodyLimit::max(40 * 1024 * 1024))
         .with_state(state)

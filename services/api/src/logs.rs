@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::header;
 use axum::response::Response;
 use ferry_model::{self as m, LogEntry};
@@ -13,7 +13,8 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use crate::{ApiError, ApiState};
+use crate::ApiError;
+use crate::auth::Ctx;
 
 #[derive(Debug, Deserialize)]
 pub struct LogQuery {
@@ -28,7 +29,7 @@ fn line(e: &LogEntry) -> Bytes {
 }
 
 pub async fn job_logs(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(id): Path<String>,
     Query(q): Query<LogQuery>,
 ) -> Result<Response, ApiError> {

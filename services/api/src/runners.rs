@@ -1,9 +1,9 @@
 //! Runner routes: each runner's last heartbeat and its health now.
 
 use axum::Json;
-use axum::extract::State;
 use ferry_model as m;
 
+use crate::auth::Ctx;
 use crate::handlers::check_name;
 use crate::{ApiError, ApiState};
 
@@ -15,7 +15,7 @@ pub struct RunnerFilter {
 /// Runners heard from, with their health now; `?install=NAME` keeps one install's. Offline
 /// runners stay listed for a day, then are forgotten.
 pub async fn list_runners(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     axum::extract::Query(f): axum::extract::Query<RunnerFilter>,
 ) -> Result<Json<Vec<m::api::RunnerInfo>>, ApiError> {
     if let Some(i) = &f.install {

@@ -3,19 +3,17 @@
 //! wrong one is a 409 that changes nothing; the scheduler and the approval service make the change.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use ferry_model::{self as m, Install, Workflow};
 use ferry_protocol::Control;
 use ferry_store::StoreError;
 
+use crate::auth::Ctx;
 use crate::handlers::{audit, check_name};
 use crate::{ApiError, ApiState};
 
-pub async fn get_workflow(
-    State(s): State<ApiState>,
-    Path(id): Path<String>,
-) -> Result<Json<Workflow>, ApiError> {
+pub async fn get_workflow(Ctx(s): Ctx, Path(id): Path<String>) -> Result<Json<Workflow>, ApiError> {
     let mut wf = workflow(&s, &id).await?;
     explain_queued_steps(&s, &mut wf).await?;
     Ok(Json(wf))
@@ -39,7 +37,7 @@ pub struct WorkflowFilter {
 
 /// Workflows, newest first; `?install=NAME` keeps one install's.
 pub async fn list_workflows(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     axum::extract::Query(f): axum::extract::Query<WorkflowFilter>,
 ) -> Result<Json<Vec<Workflow>>, ApiError> {
     if let Some(i) = &f.install {
@@ -55,7 +53,7 @@ pub async fn list_workflows(
 /// Asks the scheduler to stop a workflow: steps not started are cancelled, running jobs are
 /// stopped on their runners. 202: the workflow shows `cancelled` once its jobs have stopped.
 pub async fn cancel_workflow(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Workflow>), ApiError> {
     let w = workflow(&s, &id).await?;
@@ -70,7 +68,7 @@ pub async fn cancel_workflow(
         .control(&Control::CancelRequested {
             org: s.org.clone(),
             workflow_id: id.clone(),
-            actor: "api".into(),
+            actor: s.actor.clone(),
         })
         .await?;
     audit(
@@ -125,7 +123,7 @@ pub struct ApprovalFilter {
 
 /// Approvals waiting for a decision, oldest first; `?install=NAME` keeps one install's.
 pub async fn list_approvals(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     axum::extract::Query(f): axum::extract::Query<ApprovalFilter>,
 ) -> Result<Json<Vec<m::Approval>>, ApiError> {
     if let Some(i) = &f.install {
@@ -163,7 +161,7 @@ pub async fn list_approvals(
 }
 
 pub async fn approve_workflow(
-    state: State<ApiState>,
+    state: Ctx,
     path: Path<String>,
     body: Json<m::api::Decision>,
 ) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
@@ -171,7 +169,7 @@ pub async fn approve_workflow(
 }
 
 pub async fn deny_workflow(
-    state: State<ApiState>,
+    state: Ctx,
     path: Path<String>,
     body: Json<m::api::Decision>,
 ) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
@@ -181,7 +179,7 @@ pub async fn deny_workflow(
 /// A person's decision on the waiting approval(s) of a workflow, handed to the approval service
 /// (202). A step that does not wait for a decision is a 409 that changes nothing.
 async fn decide(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(id): Path<String>,
     Json(d): Json<m::api::Decision>,
     approved: bool,
@@ -227,7 +225,7 @@ async fn decide(
                 org: s.org.clone(),
                 approval_id: approval_id.clone(),
                 approved,
-                actor: "api".into(),
+                actor: s.actor.clone(),
             })
             .await?;
         decided.push(a);
@@ -238,7 +236,7 @@ async fn decide(
 /// Runs an ended workflow again from a failed or cancelled step (202), if its install has not
 /// moved on to another workflow: the install is reserved for it again, then the scheduler retries.
 pub async fn retry_workflow(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(id): Path<String>,
     Json(r): Json<m::api::StepRef>,
 ) -> Result<(StatusCode, Json<Workflow>), ApiError> {
@@ -272,7 +270,7 @@ pub async fn retry_workflow(
             workflow_id: id.clone(),
             step: step.index,
             attempt: step.attempt,
-            actor: "api".into(),
+            actor: s.actor.clone(),
         })
         .await?;
     audit(
@@ -289,7 +287,7 @@ pub async fn retry_workflow(
 /// an ended workflow, which then runs on (its install reserved for it again). The step state
 /// machine decides what may be skipped: a step it refuses is a 409 that changes nothing.
 pub async fn skip_workflow(
-    State(s): State<ApiState>,
+    Ctx(s): Ctx,
     Path(id): Path<String>,
     Json(r): Json<m::api::StepRef>,
 ) -> Result<(StatusCode, Json<Workflow>), ApiError> {
@@ -311,7 +309,7 @@ pub async fn skip_workflow(
             ))
         })?;
     wf.clone()
-        .skip(index, "api", &m::now())
+        .skip(index, &s.actor, &m::now())
         .map_err(|e| ApiError::Conflict(format!("step {index} cannot be skipped: {e}")))?;
     if wf.status.is_terminal() {
         reserve_again(&s, &wf).await?;
@@ -322,7 +320,7 @@ pub async fn skip_workflow(
             org: s.org.clone(),
             workflow_id: id.clone(),
             step: index,
-            actor: "api".into(),
+            actor: s.actor.clone(),
         })
         .await?;
     audit(

@@ -40,6 +40,24 @@ struct Args {
     /// is applied (scheduler; 72 h).
     #[arg(long, env = "FERRY_MAX_PLAN_AGE_SECS", default_value_t = 72 * 3600)]
     max_plan_age_secs: u64,
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Cmd {
+    /// Creates an org's first admin token and prints it (the only time it is shown): run once
+    /// per hub; further tokens come from `ferry tokens create`. Refused if the org has tokens.
+    Init {
+        #[arg(long, default_value = ferry_model::DEFAULT_ORG)]
+        org: String,
+        /// Who the token is for.
+        #[arg(long, default_value = "admin")]
+        name: String,
+        /// Also write the token to this file (created with mode 0600).
+        #[arg(long)]
+        token_file: Option<std::path::PathBuf>,
+    },
 }
 
 #[tokio::main]
@@ -53,6 +71,14 @@ async fn main() {
 }
 
 async fn run(args: Args) -> Result<()> {
+    if let Some(Cmd::Init {
+        org,
+        name,
+        token_file,
+    }) = &args.cmd
+    {
+        return init(&args, org, name, token_file.as_deref()).await;
+    }
     let services =
         parse_services(&args.services).map_err(|e| anyhow::anyhow!("--services: {e}"))?;
     let client = async_nats::ConnectOptions::new()
@@ -155,6 +181,43 @@ async fn run(args: Args) -> Result<()> {
             Ok(())
         }
     }
+}
+
+async fn init(args: &Args, org: &str, name: &str, file: Option<&std::path::Path>) -> Result<()> {
+    let client = async_nats::ConnectOptions::new()
+        .name("ferry-server init")
+        .connect(&args.nats_url)
+        .await
+        .with_context(|| format!("connecting to NATS at {}", args.nats_url))?;
+    let store = ensure_store(async_nats::jetstream::new(client), args.replicas).await?;
+    let tokens = store.repo::<ferry_model::ApiToken>();
+    if !tokens.list(org).await?.is_empty() {
+        anyhow::bail!(
+            "org `{org}` already has tokens: create more with `ferry tokens create` (an admin token)"
+        );
+    }
+    let (record, text) =
+        ferry_api::mint(org, name, ferry_model::Role::Admin).context("generating a token")?;
+    tokens.create(&record).await?;
+    if let Some(path) = file {
+        write_secret(path, &text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!("{text}");
+    eprintln!("admin token `{name}` of org `{org}` created: it is shown only now");
+    Ok(())
+}
+
+/// Writes a secret readable by its owner only.
+fn write_secret(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(text.as_bytes())?;
+    f.write_all(b"\n")
 }
 
 /// Creates streams and buckets, retrying while the hub's JetStream is still starting.

@@ -14,6 +14,7 @@ mod runners;
 mod scope;
 mod steps;
 mod timeouts;
+mod tokens;
 mod workflow;
 
 pub use leases::*;
@@ -22,6 +23,7 @@ pub use runners::*;
 pub use scope::*;
 pub use steps::*;
 pub use timeouts::*;
+pub use tokens::*;
 pub use workflow::*;
 
 /// A new, time-sortable, subject-token-safe id (lowercase ULID).

@@ -39,6 +39,7 @@ record!(m::OpenWorkflow, buckets::OPEN_WORKFLOWS, id);
 record!(m::Job, buckets::JOBS, id);
 record!(m::RunnerRecord, buckets::RUNNERS, id);
 record!(m::Approval, buckets::APPROVALS, id);
+record!(m::ApiToken, buckets::TOKENS, id);
 
 /// A record with the revision it was read at: the revision a compare-and-swap must name.
 #[derive(Debug, Clone)]

@@ -1,0 +1,105 @@
+//! API tokens on the CLI side: which token a command sends (`--token` / `FERRY_TOKEN`, else the
+//! one `ferry login` saved), `ferry login`, and `ferry tokens create | list | revoke`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use crate::client::Api;
+use crate::render;
+
+/// Where `ferry login` keeps the token: `$XDG_CONFIG_HOME/ferry/token`, else
+/// `~/.config/ferry/token`.
+pub fn login_file() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("ferry").join("token"))
+}
+
+/// The token to send: the one given, else the saved one, else none (the API answers 401 and
+/// says how to log in).
+pub fn resolve(given: Option<String>) -> Option<String> {
+    given.filter(|t| !t.is_empty()).or_else(|| {
+        let text = std::fs::read_to_string(login_file()?).ok()?;
+        Some(text.trim().to_string()).filter(|t| !t.is_empty())
+    })
+}
+
+/// Checks a token against the API, then saves it (mode 0600) for later commands.
+pub async fn login(api_base: &str, token: &str) -> Result<i32> {
+    let api = Api::new(api_base, Some(token))?;
+    let _: Value = api
+        .get("/v1/installs")
+        .await
+        .context("the API refused the token")?;
+    let path = login_file().context("neither XDG_CONFIG_HOME nor HOME is set")?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    write_private(&path, token).with_context(|| format!("writing {}", path.display()))?;
+    println!(
+        "logged in to {api_base}; the token is saved in {}",
+        path.display()
+    );
+    Ok(0)
+}
+
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(text.as_bytes())?;
+    f.write_all(b"\n")
+}
+
+pub async fn create(api: &Api, name: &str, role: &str, json_out: bool) -> Result<i32> {
+    let r: Value = api
+        .post("/v1/tokens", &json!({ "name": name, "role": role }))
+        .await?;
+    if json_out {
+        crate::commands::print_json(&r)?;
+    } else {
+        println!("{}", r["token"].as_str().unwrap_or_default());
+        eprintln!("{role} token `{name}` created: it is shown only now");
+    }
+    Ok(0)
+}
+
+pub async fn list(api: &Api, json_out: bool) -> Result<i32> {
+    let list: Vec<Value> = api.get("/v1/tokens").await?;
+    if json_out {
+        crate::commands::print_json(&list)?;
+        return Ok(0);
+    }
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|t| {
+            let s = |k: &str| t[k].as_str().unwrap_or_default().to_string();
+            vec![
+                s("id"),
+                s("name"),
+                s("role"),
+                s("created_at"),
+                s("revoked_at"),
+            ]
+        })
+        .collect();
+    println!(
+        "{}",
+        render::table(&["ID", "NAME", "ROLE", "CREATED", "REVOKED"], &rows)
+    );
+    Ok(0)
+}
+
+pub async fn revoke(api: &Api, id: &str) -> Result<i32> {
+    api.delete(&format!("/v1/tokens/{id}")).await?;
+    println!("token {id} revoked");
+    Ok(0)
+}

@@ -1,0 +1,125 @@
+//! API tokens and roles: who may call what, as pure functions of a request's method and path.
+//!
+//! A token reads `ferry_<org>_<id>_<secret>`. Only the SHA-256 of the secret is stored: a leaked
+//! `tokens` bucket gives nobody a working token. The secret is 32 random bytes, so a fast hash is
+//! enough (a slow password hash defends guessable secrets, which these are not).
+
+use serde::{Deserialize, Serialize};
+
+/// What a token may do. Each role may do everything the one before it may.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Reads everything of its org.
+    Viewer,
+    /// Also deploys, tears down, changes inputs, and responds to workflows and approvals.
+    Operator,
+    /// Also manages apps, creates and deletes installs, and manages tokens.
+    Admin,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Operator => "operator",
+            Role::Admin => "admin",
+        }
+    }
+
+    /// The role a request needs: reading needs a viewer; creating or deleting apps, installs and
+    /// tokens needs an admin; every other change needs an operator.
+    pub fn required(method: &str, path: &str) -> Role {
+        if matches!(method, "GET" | "HEAD") && !path.starts_with("/v1/tokens") {
+            return Role::Viewer;
+        }
+        let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+        match (method, segments.as_slice()) {
+            (_, ["", "v1", "tokens", ..]) | (_, ["", "v1", "apps", ..]) => Role::Admin,
+            ("POST", ["", "v1", "installs"]) | ("DELETE", ["", "v1", "installs", _]) => Role::Admin,
+            _ => Role::Operator,
+        }
+    }
+}
+
+/// A stored token: never its secret, only the secret's hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiToken {
+    pub id: String,
+    pub org: String,
+    /// Who or what it is for (`alice`, `ci`); audit records name it.
+    pub name: String,
+    pub role: Role,
+    /// Hex SHA-256 of the secret.
+    pub secret_sha256: String,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+/// The parts of a token as presented.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenText {
+    pub org: String,
+    pub id: String,
+    pub secret: String,
+}
+
+impl TokenText {
+    pub fn parse(text: &str) -> Option<TokenText> {
+        let mut parts = text.strip_prefix("ferry_")?.split('_');
+        let (org, id, secret) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() || [org, id, secret].iter().any(|p| p.is_empty()) {
+            return None;
+        }
+        Some(TokenText {
+            org: org.into(),
+            id: id.into(),
+            secret: secret.into(),
+        })
+    }
+
+    pub fn render(&self) -> String {
+        format!("ferry_{}_{}_{}", self.org, self.id, self.secret)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_request_needs_its_role() {
+        let needs = |m, p| Role::required(m, p);
+        assert_eq!(needs("GET", "/v1/installs/prod"), Role::Viewer);
+        assert_eq!(needs("GET", "/v1/jobs/j/logs"), Role::Viewer);
+        assert_eq!(needs("POST", "/v1/installs/prod/deploy"), Role::Operator);
+        assert_eq!(needs("POST", "/v1/workflows/w/approve"), Role::Operator);
+        assert_eq!(needs("POST", "/v1/jobs/j/cancel"), Role::Operator);
+        assert_eq!(needs("POST", "/v1/installs"), Role::Admin);
+        assert_eq!(needs("DELETE", "/v1/installs/prod"), Role::Admin);
+        assert_eq!(needs("POST", "/v1/apps/hello/configs"), Role::Admin);
+        assert_eq!(
+            needs("GET", "/v1/tokens"),
+            Role::Admin,
+            "tokens are an admin's"
+        );
+        assert!(Role::Admin > Role::Operator && Role::Operator > Role::Viewer);
+    }
+
+    #[test]
+    fn a_token_parses_only_in_its_own_shape() {
+        let t = TokenText::parse("ferry_acme_01abc_deadbeef").unwrap();
+        assert_eq!((t.org.as_str(), t.id.as_str()), ("acme", "01abc"));
+        assert_eq!(t.render(), "ferry_acme_01abc_deadbeef");
+        for bad in [
+            "",
+            "ferry_",
+            "ferry_a_b",
+            "ferry_a_b_c_d",
+            "token_a_b_c",
+            "ferry__b_c",
+        ] {
+            assert_eq!(TokenText::parse(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The API's tokens: no token 401, a viewer deploying 403, another org's token 404 on this org's
+//! install, a revoked token 401 — with real processes.
+
+use ferry_tests::{NatsServer, Proc, ferry, ferry_json, repo_root, token_for};
+
+/// Runs the CLI with exactly `token` (or none), not the test hub's admin token.
+fn as_token(api: &str, token: Option<&str>, args: &[&str]) -> (i32, String, String) {
+    let mut cmd = std::process::Command::new(ferry_tests::bin("ferry"));
+    cmd.current_dir(repo_root())
+        .env_remove("FERRY_TOKEN")
+        .env("XDG_CONFIG_HOME", "/nonexistent/ferry-tests");
+    if let Some(t) = token {
+        cmd.env("FERRY_TOKEN", t);
+    }
+    let out = cmd.arg("--api").arg(api).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn new_token(api: &str, name: &str, role: &str) -> (String, String) {
+    let t = ferry_json(
+        api,
+        &["tokens", "create", "--name", name, "--role", role, "--json"],
+    );
+    (
+        t["token"].as_str().unwrap().to_string(),
+        t["info"]["id"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn every_request_needs_a_token_whose_role_and_org_allow_it() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    ferry_tests::sync_and_create(&api, &repo_root().join("examples/hello"), "prod");
+
+    // No token, a malformed one, a forged secret: 401, saying what to do.
+    let (code, _, err) = as_token(&api, None, &["installs", "list"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no token: run `ferry login --token T`") && err.contains("401"),
+        "{err}"
+    );
+    let (_, _, err) = as_token(&api, Some("nonsense"), &["installs", "list"]);
+    assert!(
+        err.contains("invalid token") && err.contains("401"),
+        "{err}"
+    );
+    let admin = token_for(&api).unwrap();
+    let forged = format!("{}0", &admin[..admin.len() - 1]);
+    let (_, _, err) = as_token(&api, Some(&forged), &["installs", "list"]);
+    assert!(
+        err.contains("invalid token") && err.contains("401"),
+        "{err}"
+    );
+
+    // A viewer reads, and may not deploy (403); an operator deploys but may not create tokens.
+    let (viewer, _) = new_token(&api, "vera", "viewer");
+    let (code, out, err) = as_token(&api, Some(&viewer), &["installs", "get", "prod"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = as_token(&api, Some(&viewer), &["installs", "deploy", "prod"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("token `vera` is a viewer token: this needs operator") && err.contains("403"),
+        "{err}"
+    );
+    let (operator, _) = new_token(&api, "otto", "operator");
+    let (_, _, err) = as_token(&api, Some(&operator), &["tokens", "list"]);
+    assert!(
+        err.contains("this needs admin") && err.contains("403"),
+        "{err}"
+    );
+    let (_, _, err) = as_token(&api, Some(&operator), &["installs", "delete", "prod"]);
+    assert!(
+        err.contains("this needs admin") && err.contains("403"),
+        "{err}"
+    );
+
+    // Tokens are listed without their secrets, and stored only as hashes.
+    let list = ferry_json(&api, &["tokens", "list", "--json"]);
+    assert_eq!(list.as_array().unwrap().len(), 3, "{list}");
+    assert!(!list.to_string().contains(&viewer[viewer.len() - 20..]));
+
+    // Another org's admin does not see this org's install: 404, as if it did not exist.
+    let other = mint_for_org(&nats.url, "globex");
+    let (code, _, err) = as_token(&api, Some(&other), &["installs", "get", "prod"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("install `prod` not found"), "{err}");
+    let listed = as_token(&api, Some(&other), &["installs", "list", "--json"]).1;
+    assert_eq!(listed.trim(), "[]", "{listed}");
+
+    // A revoked token is refused from its next request on.
+    let (doomed, id) = new_token(&api, "temp", "viewer");
+    assert_eq!(as_token(&api, Some(&doomed), &["installs", "list"]).0, 0);
+    let (code, out, err) = ferry(&api, &["tokens", "revoke", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = as_token(&api, Some(&doomed), &["installs", "list"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("this token was revoked") && err.contains("401"),
+        "{err}"
+    );
+}
+
+/// The first admin token of another org on the same hub.
+fn mint_for_org(nats_url: &str, org: &str) -> String {
+    let out = std::process::Command::new(ferry_tests::bin("ferry-server"))
+        .args(["--nats-url", nats_url, "init", "--org", org])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn init_prints_the_first_admin_token_once_and_login_saves_a_token() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    // The harness ran init: a second init is refused.
+    let out = std::process::Command::new(ferry_tests::bin("ferry-server"))
+        .args(["--nats-url", &nats.url, "init"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already has tokens"));
+
+    let config = dir.path().join("config");
+    let login = |token: &str| {
+        std::process::Command::new(ferry_tests::bin("ferry"))
+            .env("XDG_CONFIG_HOME", &config)
+            .env_remove("FERRY_TOKEN")
+            .args(["--api", &api, "login", "--token", token])
+            .output()
+            .unwrap()
+    };
+    assert!(
+        !login("ferry_default_x_y").status.success(),
+        "a bad token is not saved"
+    );
+    let admin = token_for(&api).unwrap();
+    let out = login(&admin);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let saved = config.join("ferry/token");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&saved).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // Later commands use it.
+    let out = std::process::Command::new(ferry_tests::bin("ferry"))
+        .env("XDG_CONFIG_HOME", &config)
+        .env_remove("FERRY_TOKEN")
+        .args(["--api", &api, "tokens", "list"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
