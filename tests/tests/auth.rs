@@ -1,5 +1,6 @@
-//! The API's tokens: no token 401, a viewer deploying 403, another org's token 404 on this org's
-//! install, a revoked token 401 — with real processes.
+//! Trust, with real processes: the API's tokens (no token 401, a viewer deploying 403, another
+//! org's token 404 on this org's install, a revoked token 401), and a runner that applies only
+//! plans it produced itself.
 
 use ferry_tests::{NatsServer, Proc, ferry, ferry_json, repo_root, token_for};
 
@@ -169,4 +170,97 @@ fn init_prints_the_first_admin_token_once_and_login_saves_a_token() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A plan approved at the hub that the install never produced is not applied: the runner applies
+/// only its own copy of a plan it made (here the hub's approval record is rewritten to bless a
+/// forged plan, as a forged "plan finished" result would).
+#[test]
+fn a_runner_applies_only_a_plan_it_produced_itself() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
+    ferry_tests::sync_hello(&api, &repo_root().join("examples/hello"));
+    let created = ferry_json(
+        &api,
+        &[
+            "installs", "create", "--app", "hello", "--name", "prod", "--json",
+        ],
+    );
+    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    let w = ferry_tests::wait_for(&api, &wf, 60, "the sandbox plan to wait", |w| {
+        ferry_tests::step(w, "sandbox", "approve")["status"] == "waiting"
+    });
+    let approval = ferry_tests::step(&w, "sandbox", "approve")["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let plan_job = ferry_tests::step(&w, "sandbox", "plan")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The forger's plan: its digest replaces the real one on the approval.
+    let forged = b"#!/bin/sh\ntouch /tmp/pwned-by-forged-plan\n";
+    let digest = {
+        use std::fmt::Write;
+        let out = std::process::Command::new("sha256sum")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write as _;
+                c.stdin.take().unwrap().write_all(forged)?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        let mut d = String::from("sha256:");
+        write!(
+            d,
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+                .split(' ')
+                .next()
+                .unwrap()
+        )
+        .unwrap();
+        d
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let js = async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap());
+        let kv = js.get_key_value("approvals").await.unwrap();
+        let key = format!("default.{approval}");
+        let entry = kv.entry(&key).await.unwrap().unwrap();
+        let mut record: serde_json::Value = serde_json::from_slice(&entry.value).unwrap();
+        record["plan_digest"] = serde_json::Value::String(digest.clone());
+        kv.update(
+            &key,
+            serde_json::to_vec(&record).unwrap().into(),
+            entry.revision,
+        )
+        .await
+        .unwrap();
+        // And the hub's copy of the plan is the forger's too.
+        let plans = js.get_object_store("plans").await.unwrap();
+        plans
+            .put(format!("default.{plan_job}").as_str(), &mut &forged[..])
+            .await
+            .unwrap();
+    });
+    let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let done = ferry_tests::wait_for(&api, &wf, 60, "the apply to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    assert_eq!(done["status"], "failed", "{done}");
+    let apply = ferry_tests::step(&done, "sandbox", "apply");
+    assert_eq!(
+        apply["message"],
+        format!(
+            "refusing to apply: this install holds no plan {digest} of its own (it applies only \
+             plans it produced); retry the step to plan again"
+        ),
+        "{apply}"
+    );
+    assert!(!std::path::Path::new("/tmp/pwned-by-forged-plan").exists());
 }

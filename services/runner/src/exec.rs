@@ -190,13 +190,41 @@ impl Executor {
 
     /// An approved plan too large for its offer, from the `plans` store (the plugin still checks
     /// it against the approved digest).
-    async fn fetch_plan(&self, name: &str) -> Result<Vec<u8>, async_nats::Error> {
-        use tokio::io::AsyncReadExt;
-        let os = self.js.get_object_store(objects::PLANS).await?;
-        let mut obj = os.get(name).await?;
-        let mut bytes = Vec::new();
-        obj.read_to_end(&mut bytes).await?;
-        Ok(bytes)
+    /// Where the runner keeps the plans it made, by digest, until they are applied: an apply
+    /// runs only a plan this install produced itself, never bytes from the hub (a forged plan
+    /// result cannot become an apply).
+    fn plan_copy(&self, digest: &str) -> PathBuf {
+        let name = digest.strip_prefix("sha256:").unwrap_or(digest);
+        self.data_dir.join("plans").join(name)
+    }
+
+    async fn keep_plan(&self, digest: &str, bytes: &[u8]) -> Result<(), String> {
+        let path = self.plan_copy(digest);
+        if let Some(dir) = path.parent() {
+            tokio::fs::create_dir_all(dir)
+                .await
+                .map_err(|e| format!("keeping the plan: {e}"))?;
+        }
+        tokio::fs::write(&path, bytes)
+            .await
+            .map_err(|e| format!("keeping the plan: {e}"))
+    }
+
+    /// The install's own copy of the approved plan, put in the work directory for the plugin
+    /// (which checks its digest again).
+    async fn own_plan(&self, digest: &str, work: &Path) -> Result<PathBuf, String> {
+        let ours = self.plan_copy(digest);
+        let bytes = tokio::fs::read(&ours).await.map_err(|_| {
+            format!(
+                "refusing to apply: this install holds no plan {digest} of its own (it applies \
+                 only plans it produced); retry the step to plan again"
+            )
+        })?;
+        let p = work.join("plan.in");
+        tokio::fs::write(&p, bytes)
+            .await
+            .map_err(|e| format!("writing the plan: {e}"))?;
+        Ok(p)
     }
 
     /// A result too large for a message, stored in `job_results`; returns the small result that
@@ -294,7 +322,7 @@ impl Executor {
         let (phase, c, plan) = match &offer.spec {
             JobSpec::Plan(c) => (Phase::Plan, c, None),
             JobSpec::Teardown(c) => (Phase::Teardown, c, None),
-            JobSpec::Apply(a) => (Phase::Apply, &a.component, Some((&a.plan, &a.plan_digest))),
+            JobSpec::Apply(a) => (Phase::Apply, &a.component, Some(&a.plan_digest)),
             JobSpec::SyncArtifact(_) => return failed("not a plugin job"),
         };
         let src = work.join("src");
@@ -312,29 +340,10 @@ impl Executor {
             return failed(format!("creating the component's state directory: {e}"));
         }
         let plan_file = match plan {
-            Some((bytes, _)) => {
-                let fetched;
-                let bytes = match &offer.spec {
-                    JobSpec::Apply(a) if a.plan_object.is_some() => {
-                        match self
-                            .fetch_plan(a.plan_object.as_deref().unwrap_or_default())
-                            .await
-                        {
-                            Ok(b) => {
-                                fetched = b;
-                                &fetched
-                            }
-                            Err(e) => return failed(format!("fetching the approved plan: {e}")),
-                        }
-                    }
-                    _ => bytes,
-                };
-                let p = work.join("plan.in");
-                if let Err(e) = tokio::fs::write(&p, bytes).await {
-                    return failed(format!("writing the plan: {e}"));
-                }
-                Some(p)
-            }
+            Some(digest) => match self.own_plan(digest, work).await {
+                Ok(p) => Some(p),
+                Err(why) => return failed(why),
+            },
             None => None,
         };
         let job = PluginJob {
@@ -348,7 +357,7 @@ impl Executor {
             env: c.env.clone(),
             applied_digest: c.applied_digest.clone(),
             plan_file,
-            plan_digest: plan.map(|(_, d)| d.clone()),
+            plan_digest: plan.cloned(),
             src_dir: src.clone(),
             state_dir: state,
             work_dir: work.to_path_buf(),
@@ -475,6 +484,9 @@ impl Executor {
                         },
                         None => vec![],
                     };
+                    if let Err(e) = self.keep_plan(&digest, &bytes).await {
+                        return failed(e);
+                    }
                     Some(PlanData {
                         bytes,
                         digest,
@@ -487,6 +499,10 @@ impl Executor {
             },
             None => None,
         };
+        if let Some(applied) = &job.plan_digest {
+            // Applied: the plan has served (a later apply plans again).
+            let _ = tokio::fs::remove_file(self.plan_copy(applied)).await;
+        }
         JobResult {
             status: Outcome::Succeeded,
             outputs_json: serde_json::Value::Object(result.outputs).to_string(),

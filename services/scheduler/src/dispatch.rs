@@ -8,9 +8,7 @@ use ferry_protocol::Control;
 use ferry_protocol::messages::{
     ApplyJob, ComponentJob, ComponentKind, JobOffer, JobSpec, SyncJob, Timeouts,
 };
-use ferry_protocol::resources::objects;
 use ferry_store::StoreError;
-use sha2::{Digest, Sha256};
 use tracing::info;
 
 use crate::{Scheduler, SchedulerError};
@@ -435,23 +433,6 @@ impl Scheduler {
                 approval.status
             ))));
         }
-        let Some(plan) = self
-            .store
-            .get_object(objects::PLANS, &objects::plan(&wf.org, &approval.plan_job))
-            .await?
-        else {
-            return Ok(Err(Permanent(format!(
-                "the plan of job {} is missing",
-                approval.plan_job
-            ))));
-        };
-        let digest = format!("sha256:{}", hex::encode(Sha256::digest(&plan)));
-        if digest != approval.plan_digest {
-            return Ok(Err(Permanent(format!(
-                "stored plan hashes to {digest}, but {} was approved",
-                approval.plan_digest
-            ))));
-        }
         let component = match self.component_job(wf, step).await? {
             Ok(j) => j,
             Err(p) => return Ok(Err(p)),
@@ -474,18 +455,10 @@ impl Scheduler {
             .await?
             .ok();
         let digest = approval.plan_digest.clone();
-        // A plan that would not fit in the offer is read by the runner from the plans store.
-        let max_plan = self.client.server_info().max_payload / 2;
-        let (plan, plan_object) = if plan.len() > max_plan {
-            (vec![], Some(objects::plan(&wf.org, &approval.plan_job)))
-        } else {
-            (plan, None)
-        };
+        // Only the digest travels: the runner applies its own copy of the plan it made.
         let spec = JobSpec::Apply(ApplyJob {
             component,
-            plan,
             plan_digest: approval.plan_digest,
-            plan_object,
         });
         self.dispatch(wf, step, m::JobKind::Apply, spec, Some(digest))
             .await

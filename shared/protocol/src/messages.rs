@@ -103,12 +103,9 @@ pub struct ComponentJob {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApplyJob {
     pub component: ComponentJob,
-    /// Exactly the approved plan's bytes; the plugin refuses them if they do not hash to `plan_digest`.
-    pub plan: Vec<u8>,
+    /// The approved plan's digest. The runner applies only its own copy of a plan it produced
+    /// with this digest (kept install-side since the plan job): no plan bytes come from the hub.
     pub plan_digest: String,
-    /// A plan too large for the offer: `plan` is empty and the plan is this object of the `plans`
-    /// store.
-    pub plan_object: Option<String>,
 }
 
 /// Runner → control plane (request/reply on `ferry.rx.<org>.<install>.claim`): "may I run this job?"
