@@ -4,14 +4,24 @@
 //! The CA decides the certificate's identity itself, from the bootstrap token the request came with;
 //! whatever subject the CSR claims is discarded. The hub maps the certificate's subject
 //! (`CN=<org>.<install>,O=ferry-install`) to a NATS user allowed only that install's subjects.
-//! Rotation, revocation and the bootstrap exchange build on this in a later issue.
+//! The certificate also names the install as a SPIFFE ID in its SAN URI
+//! (`spiffe://ferry/org/<org>/install/<install>`), carries a random serial (what a revocation
+//! names), and lives `DEFAULT_CERT_LIFETIME` unless told otherwise. The CA itself is created once,
+//! in a directory the control plane keeps (`Ca::load_or_create`), so a restart keeps it.
+//! Rotation over the live connection, revocation at the hub and the bootstrap exchange build on
+//! this (issue 8).
 
 use std::time::Duration;
 
+use std::path::Path;
+
 use rcgen::{
     BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName,
-    DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
+
+/// How long an install certificate lives unless the control plane says otherwise.
+pub const DEFAULT_CERT_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 
 #[derive(Debug, thiserror::Error)]
 pub enum PkiError {
@@ -19,6 +29,14 @@ pub enum PkiError {
     Rcgen(#[from] rcgen::Error),
     #[error("invalid identity `{0}`: org and install must be lowercase names")]
     InvalidIdentity(String),
+    #[error("the CA in {dir}: {source}")]
+    Store {
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no randomness for a serial number: {0}")]
+    Random(getrandom::Error),
 }
 
 /// Who an install certificate speaks for.
@@ -49,6 +67,18 @@ impl InstallIdentity {
 
     pub fn common_name(&self) -> String {
         format!("{}.{}", self.org, self.install)
+    }
+
+    /// The install's SPIFFE ID, as its certificate's SAN URI carries it.
+    pub fn spiffe_id(&self) -> String {
+        format!("spiffe://ferry/org/{}/install/{}", self.org, self.install)
+    }
+
+    /// The identity a SPIFFE ID names, if it is an install's.
+    pub fn from_spiffe_id(uri: &str) -> Option<InstallIdentity> {
+        let rest = uri.strip_prefix("spiffe://ferry/org/")?;
+        let (org, install) = rest.split_once("/install/")?;
+        InstallIdentity::new(org, install).ok()
     }
 
     /// The subject in RFC 2253 form, as nats-server's `verify_and_map` sees it.
@@ -90,6 +120,26 @@ impl Ca {
         })
     }
 
+    /// The CA kept in `dir` (`ca.pem`, and `ca-key.pem` readable by its owner only), created there
+    /// the first time.
+    pub fn load_or_create(dir: &Path, name: &str) -> Result<Ca, PkiError> {
+        let io = |source| PkiError::Store {
+            dir: dir.display().to_string(),
+            source,
+        };
+        let (cert, key) = (dir.join("ca.pem"), dir.join("ca-key.pem"));
+        if cert.exists() {
+            let c = std::fs::read_to_string(&cert).map_err(io)?;
+            let k = std::fs::read_to_string(&key).map_err(io)?;
+            return Ca::load(&c, &k);
+        }
+        let ca = Ca::generate(name)?;
+        std::fs::create_dir_all(dir).map_err(io)?;
+        write_new(&key, ca.key_pem(), 0o600).map_err(io)?;
+        write_new(&cert, ca.cert_pem(), 0o644).map_err(io)?;
+        Ok(ca)
+    }
+
     /// Loads a CA from its certificate and key.
     pub fn load(cert_pem: &str, key_pem: &str) -> Result<Ca, PkiError> {
         let key = KeyPair::from_pem(key_pem)?;
@@ -125,6 +175,8 @@ impl Ca {
         dn.push(DnType::CommonName, identity.common_name());
         params.distinguished_name = dn;
         params.is_ca = IsCa::ExplicitNoCa;
+        params.subject_alt_names = vec![SanType::URI(identity.spiffe_id().try_into()?)];
+        params.serial_number = Some(SerialNumber::from_slice(&random_serial()?));
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         let now = time::OffsetDateTime::now_utc();
@@ -137,6 +189,27 @@ impl Ca {
         .signed_by(&self.issuer)?;
         Ok(signed.pem())
     }
+}
+
+/// 16 random bytes, the top bit clear (a serial is a positive integer).
+fn random_serial() -> Result<[u8; 16], PkiError> {
+    let mut serial = [0u8; 16];
+    getrandom::fill(&mut serial).map_err(PkiError::Random)?;
+    serial[0] &= 0x7f;
+    Ok(serial)
+}
+
+/// Writes a new file with `mode` (never over an existing one: two processes creating the CA at
+/// once must not both win).
+fn write_new(path: &Path, text: &str, mode: u32) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)?;
+    f.write_all(text.as_bytes())
 }
 
 /// Install side: a fresh key pair and a CSR for it. The key stays with the caller.
@@ -200,5 +273,78 @@ mod tests {
                 .is_err()
         );
         assert!(InstallIdentity::new("Acme", "x").is_err());
+    }
+
+    #[test]
+    fn a_certificate_names_its_install_as_a_spiffe_id_with_a_random_serial() {
+        let ca = Ca::generate("ferry test ca").unwrap();
+        let id = InstallIdentity::new("acme", "prod").unwrap();
+        let (csr, _key) = generate_install_csr(&id).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let show = |cert: &str, what: &[&str]| {
+            let path = dir.path().join("c.pem");
+            std::fs::write(&path, cert).unwrap();
+            let out = Command::new("openssl")
+                .args(["x509", "-noout"])
+                .args(what)
+                .arg("-in")
+                .arg(&path)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let a = ca
+            .sign_install_csr(&csr, &id, DEFAULT_CERT_LIFETIME)
+            .unwrap();
+        let b = ca
+            .sign_install_csr(&csr, &id, DEFAULT_CERT_LIFETIME)
+            .unwrap();
+        assert_eq!(id.spiffe_id(), "spiffe://ferry/org/acme/install/prod");
+        let san = show(&a, &["-ext", "subjectAltName"]);
+        assert!(
+            san.contains("URI:spiffe://ferry/org/acme/install/prod"),
+            "{san}"
+        );
+        assert_ne!(
+            show(&a, &["-serial"]),
+            show(&b, &["-serial"]),
+            "each certificate its own serial"
+        );
+        assert_eq!(
+            InstallIdentity::from_spiffe_id(&id.spiffe_id()),
+            Some(id.clone())
+        );
+        assert_eq!(
+            InstallIdentity::from_spiffe_id("spiffe://other/org/a/install/b"),
+            None
+        );
+        // Valid now, and not a day from now plus a minute (24 hours by default).
+        let path = dir.path().join("c.pem");
+        std::fs::write(&path, &a).unwrap();
+        let valid_for = |secs: &str| {
+            Command::new("openssl")
+                .args(["x509", "-noout", "-checkend", secs, "-in"])
+                .arg(&path)
+                .status()
+                .unwrap()
+                .success()
+        };
+        assert!(valid_for("86000"));
+        assert!(!valid_for("86460"));
+    }
+
+    #[test]
+    fn the_ca_is_created_once_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca_dir = dir.path().join("ca");
+        let first = Ca::load_or_create(&ca_dir, "ferry").unwrap();
+        let again = Ca::load_or_create(&ca_dir, "ferry").unwrap();
+        assert_eq!(first.cert_pem(), again.cert_pem(), "a restart keeps the CA");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(ca_dir.join("ca-key.pem"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 }
