@@ -261,3 +261,49 @@ fn a_job_runs_on_while_the_control_plane_is_down_longer_than_its_lease() {
     assert_eq!(j["executions"].as_array().unwrap().len(), 1, "{j}");
     assert_eq!(j["executions"][0]["status"], "finished", "{j}");
 }
+
+/// Starts ferry-server against `nats_url` and expects it to refuse to start; returns what it said.
+fn refused_start(nats_url: &str) -> String {
+    let out = std::process::Command::new(ferry_tests::bin("ferry-server"))
+        .args(["--nats-url", nats_url, "--http-addr"])
+        .arg(format!("127.0.0.1:{}", ferry_tests::free_port()))
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "ferry-server started");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn services_refuse_to_start_when_the_audit_stream_was_truncated_or_deleted() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, _api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    // A restart with AUDIT as it was set up is fine.
+    server.terminate(std::time::Duration::from_secs(10));
+    let (mut server, _api) = Proc::server(&nats.url, dir.path().join("server2.log"));
+    server.terminate(std::time::Duration::from_secs(10));
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let js = rt.block_on(async {
+        async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap())
+    });
+    // deny-delete and deny-purge do not stop a reconfiguration that keeps one message.
+    rt.block_on(async {
+        let mut s = js.get_stream("AUDIT").await.unwrap();
+        let mut config = s.info().await.unwrap().config.clone();
+        config.max_messages = 1;
+        js.update_stream(config).await.unwrap();
+    });
+    let said = refused_start(&nats.url);
+    assert!(
+        said.contains("the AUDIT stream was reconfigured: max_msgs 1 (should be none)"),
+        "{said}"
+    );
+
+    rt.block_on(async { js.delete_stream("AUDIT").await.unwrap() });
+    let said = refused_start(&nats.url);
+    assert!(
+        said.contains("the AUDIT stream is missing (it was deleted)"),
+        "{said}"
+    );
+}

@@ -226,6 +226,8 @@ async fn ensure_store(js: async_nats::jetstream::Context, replicas: usize) -> Re
     for attempt in 1.. {
         match Store::ensure(js.clone(), replicas).await {
             Ok(s) => return Ok(s),
+            // Not a hub still starting: waiting would not help.
+            Err(e @ ferry_store::StoreError::Protected { .. }) => return Err(e.into()),
             Err(e) if attempt < 30 => {
                 warn!(attempt, error = %e, "JetStream not ready; retrying");
                 tokio::time::sleep(delay).await;

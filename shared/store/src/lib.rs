@@ -34,6 +34,14 @@ pub enum StoreError {
     },
     #[error("timed out {0}")]
     Timeout(&'static str),
+    /// A stream that must never lose a message (`AUDIT`) is gone or was reconfigured.
+    #[error(
+        "the {stream} stream {problem}: refusing to start (an operator must restore it with the hub's admin credentials)"
+    )]
+    Protected {
+        stream: &'static str,
+        problem: String,
+    },
     #[error("{bucket}/{key} was changed by someone else (stale revision)")]
     Conflict { bucket: &'static str, key: String },
     #[error("{bucket}/{key} already exists")]
@@ -82,7 +90,13 @@ impl Store {
     /// Creates (or updates) every stream, bucket and object store, then opens them. Idempotent: every
     /// service runs it at start-up, concurrently with its replicas.
     pub async fn ensure(js: jetstream::Context, replicas: usize) -> Result<Store, StoreError> {
+        // A hub Ferry has never set up has none of its streams yet.
+        let fresh = js.get_stream(resources::JOBS.name).await.is_err();
         for def in resources::STREAMS {
+            if def.deny_delete {
+                ensure_protected(&js, def, replicas, fresh).await?;
+                continue;
+            }
             js.create_or_update_stream(stream_config(def, replicas))
                 .await
                 .map_err(setup(format!("stream {}", def.name)))?;
@@ -253,6 +267,101 @@ impl Store {
                 reason: e.to_string(),
             }),
         }
+    }
+}
+
+/// A stream that must never lose a message is created once, on a fresh hub, and afterwards only
+/// checked: were it missing or reconfigured (a `max_msgs` of 1 truncates it as surely as a purge),
+/// updating it back would hide what happened, so the services refuse to start instead.
+async fn ensure_protected(
+    js: &jetstream::Context,
+    def: &StreamDef,
+    replicas: usize,
+    fresh: bool,
+) -> Result<(), StoreError> {
+    let want = stream_config(def, replicas);
+    let protected = |problem: String| StoreError::Protected {
+        stream: def.name,
+        problem,
+    };
+    let mut s = match js.get_stream(def.name).await {
+        Ok(s) => s,
+        Err(_) if fresh => {
+            js.create_stream(want)
+                .await
+                .map_err(setup(format!("stream {}", def.name)))?;
+            return Ok(());
+        }
+        Err(_) => return Err(protected("is missing (it was deleted)".into())),
+    };
+    let have = s
+        .info()
+        .await
+        .map_err(setup(format!("stream {}", def.name)))?
+        .config
+        .clone();
+    let mut changed = Vec::new();
+    let mut differs = |what: &str, a: String, b: String| {
+        if a != b {
+            changed.push(format!("{what} {b} (should be {a})"));
+        }
+    };
+    differs(
+        "subjects",
+        format!("{:?}", want.subjects),
+        format!("{:?}", have.subjects),
+    );
+    differs(
+        "retention",
+        format!("{:?}", want.retention),
+        format!("{:?}", have.retention),
+    );
+    differs(
+        "max_age",
+        format!("{:?}", want.max_age),
+        format!("{:?}", have.max_age),
+    );
+    // 0 and -1 both mean "no limit" (the client's default and the server's).
+    let limit = |n: i64| {
+        if n <= 0 {
+            "none".to_string()
+        } else {
+            n.to_string()
+        }
+    };
+    differs(
+        "max_msgs",
+        limit(want.max_messages),
+        limit(have.max_messages),
+    );
+    differs("max_bytes", limit(want.max_bytes), limit(have.max_bytes));
+    differs(
+        "max_msgs_per_subject",
+        limit(want.max_messages_per_subject),
+        limit(have.max_messages_per_subject),
+    );
+    differs(
+        "deny_delete",
+        want.deny_delete.to_string(),
+        have.deny_delete.to_string(),
+    );
+    differs(
+        "deny_purge",
+        want.deny_purge.to_string(),
+        have.deny_purge.to_string(),
+    );
+    differs(
+        "storage",
+        format!("{:?}", want.storage),
+        format!("{:?}", have.storage),
+    );
+    if changed.is_empty() {
+        Ok(())
+    } else {
+        Err(protected(format!(
+            "was reconfigured: {}",
+            changed.join(", ")
+        )))
     }
 }
 
