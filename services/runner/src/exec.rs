@@ -193,14 +193,17 @@ impl Executor {
     /// Where the runner keeps the plans it made, by digest, until they are applied: an apply
     /// runs only a plan this install produced itself, never bytes from the hub (a forged plan
     /// result cannot become an apply).
-    fn plan_copy(&self, digest: &str) -> PathBuf {
+    fn plan_copy(&self, component: &str, digest: &str) -> PathBuf {
         let name = digest.strip_prefix("sha256:").unwrap_or(digest);
-        self.data_dir.join("plans").join(name)
+        self.data_dir.join("plans").join(component).join(name)
     }
 
-    async fn keep_plan(&self, digest: &str, bytes: &[u8]) -> Result<(), String> {
-        let path = self.plan_copy(digest);
+    /// Keeps a new plan of `component`; the component's older plans are stale now (one workflow
+    /// at a time runs on an install) and are removed.
+    async fn keep_plan(&self, component: &str, digest: &str, bytes: &[u8]) -> Result<(), String> {
+        let path = self.plan_copy(component, digest);
         if let Some(dir) = path.parent() {
+            let _ = tokio::fs::remove_dir_all(dir).await;
             tokio::fs::create_dir_all(dir)
                 .await
                 .map_err(|e| format!("keeping the plan: {e}"))?;
@@ -212,8 +215,13 @@ impl Executor {
 
     /// The install's own copy of the approved plan, put in the work directory for the plugin
     /// (which checks its digest again).
-    async fn own_plan(&self, digest: &str, work: &Path) -> Result<PathBuf, String> {
-        let ours = self.plan_copy(digest);
+    async fn own_plan(
+        &self,
+        component: &str,
+        digest: &str,
+        work: &Path,
+    ) -> Result<PathBuf, String> {
+        let ours = self.plan_copy(component, digest);
         let bytes = tokio::fs::read(&ours).await.map_err(|_| {
             format!(
                 "refusing to apply: this install holds no plan {digest} of its own (it applies \
@@ -325,6 +333,14 @@ impl Executor {
             JobSpec::Apply(a) => (Phase::Apply, &a.component, Some(&a.plan_digest)),
             JobSpec::SyncArtifact(_) => return failed("not a plugin job"),
         };
+        // The component's name becomes a directory of the install's state and plans: one plain
+        // path segment, whatever an offer says.
+        if !plain_name(&c.component) {
+            return failed(format!(
+                "refusing a job for component {:?}: not a plain name",
+                c.component
+            ));
+        }
         let src = work.join("src");
         if let Err(e) = tokio::fs::create_dir_all(&src).await {
             return failed(format!("creating the work directory: {e}"));
@@ -340,7 +356,7 @@ impl Executor {
             return failed(format!("creating the component's state directory: {e}"));
         }
         let plan_file = match plan {
-            Some(digest) => match self.own_plan(digest, work).await {
+            Some(digest) => match self.own_plan(&c.component, digest, work).await {
                 Ok(p) => Some(p),
                 Err(why) => return failed(why),
             },
@@ -484,7 +500,7 @@ impl Executor {
                         },
                         None => vec![],
                     };
-                    if let Err(e) = self.keep_plan(&digest, &bytes).await {
+                    if let Err(e) = self.keep_plan(&job.component, &digest, &bytes).await {
                         return failed(e);
                     }
                     Some(PlanData {
@@ -501,7 +517,7 @@ impl Executor {
         };
         if let Some(applied) = &job.plan_digest {
             // Applied: the plan has served (a later apply plans again).
-            let _ = tokio::fs::remove_file(self.plan_copy(applied)).await;
+            let _ = tokio::fs::remove_file(self.plan_copy(&job.component, applied)).await;
         }
         JobResult {
             status: Outcome::Succeeded,
@@ -512,6 +528,11 @@ impl Executor {
             offloaded: None,
         }
     }
+}
+
+/// One path segment that stays where it is joined: not empty, not `.` or `..`, no separator.
+fn plain_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
 }
 
 fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
@@ -553,4 +574,17 @@ fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_plain_names_become_directories() {
+        for ok in ["web", "rds_cluster", "a.b"] {
+            assert!(super::plain_name(ok), "{ok}");
+        }
+        for bad in ["", ".", "..", "../x", "a/b", "a\\b", "x\0"] {
+            assert!(!super::plain_name(bad), "{bad:?}");
+        }
+    }
 }
