@@ -504,7 +504,7 @@ fn a_job_no_runner_takes_times_out_after_its_available_time() {
     assert!(j["executions"].as_array().unwrap().is_empty(), "{j}");
     let (_, out, _) = ferry(&api, &["jobs", "get", job]);
     assert!(
-        out.contains("limits: queue 1h, available 2s, execution 30m, overall 2days, 3 executions"),
+        out.contains("limits: queue 1h, available 2s, execution 30m, overall 2days, 5 executions"),
         "{out}"
     );
 }

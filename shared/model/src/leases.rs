@@ -24,9 +24,6 @@ pub enum Expired {
     Exhausted { lost: String },
 }
 
-/// Executions a job gets (its first and two more after lost ones).
-pub const MAX_EXECUTIONS: u32 = 3;
-
 impl Job {
     /// A new job, queued, not offered yet.
     pub fn queued(
@@ -48,7 +45,7 @@ impl Job {
             component,
             status: JobStatus::Queued,
             executions: vec![],
-            max_executions: MAX_EXECUTIONS,
+            max_executions: kind.default_max_executions(),
             timeouts: kind.default_timeouts(),
             outputs: Default::default(),
             sensitive_outputs: vec![],

@@ -7,8 +7,9 @@
 //!   scheduler ends it one lease later if the runner never reported;
 //! * overall: the job, all executions and waits included, took too long.
 //!
-//! Each job kind has its defaults ([`JobKind::default_timeouts`]); the job record carries its own
-//! copy, so a change of defaults never changes a job already queued.
+//! Each job kind has its defaults ([`JobKind::default_timeouts`], and
+//! [`JobKind::default_max_executions`]); the job record carries its own copy, so a change of
+//! defaults never changes a job already queued.
 
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +45,18 @@ impl JobKind {
             available_secs: 24 * HOUR,
             execution_secs,
             overall_secs: 48 * HOUR,
+        }
+    }
+}
+
+impl JobKind {
+    /// Executions a job of this kind gets: its first, and more after lost ones. A sync copies
+    /// by digest and may simply run again; a plan or apply whose runner vanished runs again too
+    /// (Terraform refuses a saved plan its state has moved past), but not without end.
+    pub fn default_max_executions(self) -> u32 {
+        match self {
+            JobKind::Sync => 5,
+            JobKind::Plan | JobKind::Apply | JobKind::Teardown => 3,
         }
     }
 }
@@ -176,6 +189,8 @@ mod tests {
 
     #[test]
     fn each_kind_has_its_defaults() {
+        assert_eq!(JobKind::Sync.default_max_executions(), 5);
+        assert_eq!(JobKind::Apply.default_max_executions(), 3);
         assert_eq!(JobKind::Plan.default_timeouts().execution_secs, 1800);
         assert_eq!(JobKind::Apply.default_timeouts().execution_secs, 3600);
         let d = JobKind::Sync.default_timeouts();
