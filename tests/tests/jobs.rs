@@ -311,15 +311,75 @@ fn a_job_past_its_timeout_is_killed_and_timed_out() {
 }
 
 #[test]
-fn a_plan_larger_than_a_message_goes_through_the_object_store() {
+fn a_result_larger_than_a_message_goes_through_the_object_store_and_plans_stay_home() {
     let nats = NatsServer::start_with_max_payload("1MB");
     let dir = tempfile::tempdir().unwrap();
     let app = dir.path().join("hello");
     copy_dir(&repo_root().join("examples/hello"), &app);
-    // 1,500 lines of 1,000 characters: the plan (which holds plan.sh's output) is 1.5 MB.
+    // A Terraform plan whose changes (its JSON) hold a 1.2 MB value: its result does not fit in a
+    // 1 MB message.
+    let tf = app.join("components/src/counter/main.tf");
+    let mut module = std::fs::read_to_string(&tf).unwrap();
+    module.push_str(&format!(
+        "\nresource \"terraform_data\" \"big\" {{\n  input = \"{}\"\n}}\n",
+        "0".repeat(1_200_000)
+    ));
+    std::fs::write(&tf, module).unwrap();
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
+    let wf = sync_and_create(&api, &app, "prod");
+    let done = wait_for(&api, &wf, 120, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let plan = step(&done, "counter", "plan");
+    assert_eq!(
+        plan["message"],
+        "Plan: 2 to add, 0 to change, 0 to destroy. 2 output(s) change."
+    );
+    let job = plan["job_id"].as_str().unwrap();
+    let shown = ferry_json(&api, &["workflows", "get", &wf, "--diff", "--json"]);
+    let index = plan["index"].to_string();
+    let big = shown["plans"][&index]["resource_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["address"] == "terraform_data.big")
+        .unwrap()["change"]["after"]["input"]
+        .as_str()
+        .unwrap()
+        .len();
+    assert_eq!(big, 1_200_000);
+    let runner_log = std::fs::read_to_string(dir.path().join("runner.log")).unwrap();
+    assert!(
+        runner_log.contains("result too large for a message: stored"),
+        "the result was not offloaded:\n{runner_log}"
+    );
+    // The plan file itself never left the install: the hub keeps only each plan's changes.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let names: Vec<String> = rt.block_on(async {
+        use futures_util::StreamExt;
+        let js = async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap());
+        let store = js.get_object_store("plans").await.unwrap();
+        let mut list = store.list().await.unwrap();
+        let mut names = Vec::new();
+        while let Some(Ok(info)) = list.next().await {
+            names.push(info.name);
+        }
+        names
+    });
+    assert!(names.contains(&format!("default.{job}.json")), "{names:?}");
+    assert!(names.iter().all(|n| n.ends_with(".json")), "{names:?}");
+}
+
+#[test]
+fn outputs_too_large_for_a_record_fail_the_apply_with_the_reason() {
+    let nats = NatsServer::start_with_max_payload("1MB");
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
     std::fs::write(
-        app.join("components/src/greeter/plan.sh"),
-        "#!/bin/sh\nset -eu\ni=0\nline=$(printf '%01000d' 0)\nwhile [ $i -lt 1500 ]; do echo \"$line\"; i=$((i+1)); done\n",
+        app.join("components/src/greeter/apply.sh"),
+        "#!/bin/sh\nset -eu\nbig=$(printf '%0600000d' 7)\nprintf '{\"message\": \"%s\"}\\n' \"$big\" > \"$FERRY_OUTPUTS\"\n",
     )
     .unwrap();
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
@@ -327,23 +387,13 @@ fn a_plan_larger_than_a_message_goes_through_the_object_store() {
     let done = wait_for(&api, &wf, 120, "the workflow to end", |w| {
         w["status"] == "failed" || w["status"] == "succeeded"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let plan = step(&done, "greeter", "plan");
-    let j = ferry_json(
-        &api,
-        &["jobs", "get", plan["job_id"].as_str().unwrap(), "--json"],
-    );
+    assert_eq!(done["status"], "failed", "{done}");
+    let apply = step(&done, "greeter", "apply");
+    let message = apply["message"].as_str().unwrap();
     assert!(
-        j["plan_digest"].as_str().unwrap().starts_with("sha256:"),
-        "{j}"
-    );
-    let (_, log, _) = ferry(&api, &["logs", "--job", plan["job_id"].as_str().unwrap()]);
-    assert!(log.lines().filter(|l| l.contains("0000000000")).count() >= 1500);
-    assert_eq!(step(&done, "greeter", "apply")["status"], "succeeded");
-    let runner_log = std::fs::read_to_string(dir.path().join("runner.log")).unwrap();
-    assert!(
-        runner_log.contains("result too large for a message: stored"),
-        "the plan was not offloaded:\n{runner_log}"
+        message.starts_with("the component's outputs are 60001")
+            && message.contains("more than the 262144 an install record can hold"),
+        "{message}"
     );
 }
 

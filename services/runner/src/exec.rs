@@ -190,9 +190,10 @@ impl Executor {
 
     /// An approved plan too large for its offer, from the `plans` store (the plugin still checks
     /// it against the approved digest).
-    /// Where the runner keeps the plans it made, by digest, until they are applied: an apply
-    /// runs only a plan this install produced itself, never bytes from the hub (a forged plan
-    /// result cannot become an apply).
+    /// Where the runner keeps the plans it made, by digest, until the component's next plan
+    /// (an apply run again after a lost execution still finds its plan): an apply runs only a
+    /// plan this install produced itself, never bytes from the hub (a forged plan result cannot
+    /// become an apply).
     fn plan_copy(&self, component: &str, digest: &str) -> PathBuf {
         let name = digest.strip_prefix("sha256:").unwrap_or(digest);
         self.data_dir.join("plans").join(component).join(name)
@@ -504,7 +505,6 @@ impl Executor {
                         return failed(e);
                     }
                     Some(PlanData {
-                        bytes,
                         digest,
                         changes: p.changes,
                         summary: p.summary,
@@ -515,10 +515,6 @@ impl Executor {
             },
             None => None,
         };
-        if let Some(applied) = &job.plan_digest {
-            // Applied: the plan has served (a later apply plans again).
-            let _ = tokio::fs::remove_file(self.plan_copy(&job.component, applied)).await;
-        }
         JobResult {
             status: Outcome::Succeeded,
             outputs_json: serde_json::Value::Object(result.outputs).to_string(),

@@ -5,7 +5,6 @@ use ferry_protocol::messages::{EventBody, JobEvent, JobResult, Outcome};
 use ferry_protocol::resources::objects;
 use ferry_protocol::subjects;
 use ferry_store::{Handled, StoreError};
-use sha2::{Digest, Sha256};
 use tracing::{debug, info, warn};
 
 use crate::{Scheduler, SchedulerError, handled};
@@ -43,30 +42,28 @@ impl Scheduler {
             }
             None => result,
         };
-        if let Some(plan) = &result.plan {
-            let digest = format!("sha256:{}", hex::encode(Sha256::digest(&plan.bytes)));
-            if digest != plan.digest {
-                result.status = Outcome::Failed;
-                result.error = Some(format!(
-                    "the plan's bytes hash to {digest}, not the reported {}",
-                    plan.digest
-                ));
-            } else {
-                // Stored before the job record says "planned", so an approval never points at a
-                // plan that is not there.
-                self.store
-                    .put_object(objects::PLANS, &objects::plan(org, job_id), &plan.bytes)
-                    .await?;
-                if !plan.diff_json.is_empty() {
-                    self.store
-                        .put_object(
-                            objects::PLANS,
-                            &objects::plan_json(org, job_id),
-                            &plan.diff_json,
-                        )
-                        .await?;
-                }
-            }
+        // The plan file stays in the install; its changes (secrets masked) are kept for review,
+        // stored before the job record says "planned".
+        if let Some(plan) = result.plan.as_ref().filter(|p| !p.diff_json.is_empty()) {
+            self.store
+                .put_object(
+                    objects::PLANS,
+                    &objects::plan_json(org, job_id),
+                    &plan.diff_json,
+                )
+                .await?;
+        }
+        // Outputs live in the job's and the install's records: a record must fit in a message,
+        // and the install's holds every component's.
+        let most = self.client.server_info().max_payload / 4;
+        if result.outputs_json.len() > most {
+            result.status = Outcome::Failed;
+            result.error = Some(format!(
+                "the component's outputs are {} bytes, more than the {most} an install record can \
+                 hold: put large values in the install's own storage and output their location",
+                result.outputs_json.len()
+            ));
+            result.outputs_json = "{}".into();
         }
         let outputs: m::Outputs = match serde_json::from_str(&result.outputs_json) {
             Ok(o) => o,

@@ -118,7 +118,6 @@ mod tests {
                 status: Outcome::Succeeded,
                 outputs_json: r#"{"a":1}"#.into(),
                 plan: Some(PlanData {
-                    bytes: vec![1, 2, 3],
                     digest: "sha256:x".into(),
                     changes: true,
                     summary: "1 to add".into(),

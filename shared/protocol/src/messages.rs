@@ -215,8 +215,8 @@ impl JobResult {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanData {
-    pub bytes: Vec<u8>,
-    /// `sha256:<hex>` of `bytes`; approvals bind to it.
+    /// `sha256:<hex>` of the plan file, which stays in the install (it can hold secrets: a
+    /// Terraform plan carries variables and state in clear); approvals bind to it.
     pub digest: String,
     pub changes: bool,
     /// One human line ("2 to add, 0 to change, 0 to destroy").

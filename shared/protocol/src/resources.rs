@@ -156,11 +156,6 @@ pub mod objects {
 
     pub const ALL: &[&str] = &[APP_SOURCES, ARTIFACTS, PLANS, JOB_LOGS, JOB_RESULTS];
 
-    /// A plan job's plan in `PLANS`.
-    pub fn plan(org: &str, job_id: &str) -> String {
-        format!("{org}.{job_id}")
-    }
-
     /// A plan job's plan as structured JSON in `PLANS` (when its plugin gives one).
     pub fn plan_json(org: &str, job_id: &str) -> String {
         format!("{org}.{job_id}.json")
