@@ -53,27 +53,7 @@ impl Scheduler {
                 )
                 .await?;
         }
-        // Outputs live in the job's and the install's records: a record must fit in a message,
-        // and the install's holds every component's.
-        let most = self.client.server_info().max_payload / 4;
-        if result.outputs_json.len() > most {
-            result.status = Outcome::Failed;
-            result.error = Some(format!(
-                "the component's outputs are {} bytes, more than the {most} an install record can \
-                 hold: put large values in the install's own storage and output their location",
-                result.outputs_json.len()
-            ));
-            result.outputs_json = "{}".into();
-        }
-        let outputs: m::Outputs = match serde_json::from_str(&result.outputs_json) {
-            Ok(o) => o,
-            Err(e) if result.status == Outcome::Succeeded => {
-                result.status = Outcome::Failed;
-                result.error = Some(format!("outputs are not a JSON object: {e}"));
-                Default::default()
-            }
-            Err(_) => Default::default(),
-        };
+        let outputs = checked_outputs(&mut result, self.client.server_info().max_payload / 4);
         let jobs = self.store.repo::<m::Job>();
         let updated = jobs
             .modify(org, job_id, |j| {
@@ -279,5 +259,29 @@ impl Scheduler {
             // The closure never refuses: nothing to report.
             .ok();
         Ok(())
+    }
+}
+
+/// The result's outputs, or a failed result saying why there are none: outputs live in the job's
+/// and the install's records, a record must fit in a message, and the install's holds every
+/// component's, so a component gets at most `most` bytes of them.
+fn checked_outputs(result: &mut JobResult, most: usize) -> m::Outputs {
+    let mut fail = |why: String| {
+        if result.status == Outcome::Succeeded {
+            result.status = Outcome::Failed;
+            result.error = Some(why);
+        }
+        m::Outputs::default()
+    };
+    if result.outputs_json.len() > most {
+        return fail(format!(
+            "the component's outputs are {} bytes, more than the {most} an install record can \
+             hold: put large values in the install's own storage and output their location",
+            result.outputs_json.len()
+        ));
+    }
+    match serde_json::from_str(&result.outputs_json) {
+        Ok(o) => o,
+        Err(e) => fail(format!("outputs are not a JSON object: {e}")),
     }
 }

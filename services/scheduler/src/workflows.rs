@@ -143,33 +143,11 @@ impl Scheduler {
             Err(e) => return Err(e),
         };
         if wf.kind == m::WorkflowKind::Teardown {
-            // What an apply has deployed (it recorded its artifact), in deploy order.
-            let deployed = |name: &str| {
-                install
-                    .as_ref()
-                    .and_then(|i| i.component(name))
-                    .is_some_and(|c| c.artifact_digest.is_some())
-            };
-            let mut stages: Vec<Vec<String>> = Vec::new();
-            if deployed(m::SANDBOX) {
-                stages.push(vec![m::SANDBOX.to_string()]);
-            }
-            for stage in &cfg.deploy_order {
-                let names: Vec<String> = stage.iter().filter(|n| deployed(n)).cloned().collect();
-                if !names.is_empty() {
-                    stages.push(names);
-                }
-            }
-            // Deployed but no longer in the app (a deploy's removal did not run): first to go.
-            let orphans: Vec<String> = install
-                .iter()
-                .flat_map(|i| i.components.keys())
-                .filter(|n| deployed(n) && cfg.component(n).is_none())
-                .cloned()
-                .collect();
-            if !orphans.is_empty() {
-                stages.push(orphans);
-            }
+            let in_app = |n: &str| cfg.component(n).is_some();
+            let stages = install
+                .as_ref()
+                .map(|i| i.teardown_stages(&cfg.deploy_order, in_app))
+                .unwrap_or_default();
             if stages.is_empty() {
                 return Ok(Err("nothing of this install is deployed".into()));
             }
@@ -184,15 +162,8 @@ impl Scheduler {
         }
         let all = ferry_store::deploy_stages(&cfg);
         // A full deploy also tears down what was removed from the app but is still deployed.
-        let removed: Vec<String> = match (&install, wf.scope.components.is_empty()) {
-            (Some(i), true) => i
-                .components
-                .iter()
-                .filter(|(name, c)| {
-                    c.artifact_digest.is_some() && !all.iter().flatten().any(|d| &d.name == *name)
-                })
-                .map(|(name, _)| name.clone())
-                .collect(),
+        let removed = match (&install, wf.scope.components.is_empty()) {
+            (Some(i), true) => i.deployed_outside(|n| all.iter().flatten().any(|d| d.name == n)),
             _ => vec![],
         };
         let stages = match wf.scope.select(&all) {

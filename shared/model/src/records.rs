@@ -147,6 +147,44 @@ impl Install {
             self.components.get(name)
         }
     }
+
+    /// Whether an apply has deployed `name` (it recorded the artifact it deployed).
+    pub fn has_deployed(&self, name: &str) -> bool {
+        self.component(name)
+            .is_some_and(|c| c.artifact_digest.is_some())
+    }
+
+    /// Components still deployed that the app (`in_app`) no longer has.
+    pub fn deployed_outside(&self, in_app: impl Fn(&str) -> bool) -> Vec<String> {
+        self.components
+            .keys()
+            .filter(|n| self.has_deployed(n) && !in_app(n))
+            .cloned()
+            .collect()
+    }
+
+    /// What a teardown destroys, stage by stage in deploy order (`Workflow::teardown` reverses
+    /// it): the sandbox, then the app's stages, each only what is deployed, then what is deployed
+    /// but no longer in the app (so it goes first).
+    pub fn teardown_stages(
+        &self,
+        deploy_order: &[Vec<String>],
+        in_app: impl Fn(&str) -> bool,
+    ) -> Vec<Vec<String>> {
+        let sandbox = vec![crate::SANDBOX.to_string()];
+        std::iter::once(&sandbox)
+            .chain(deploy_order)
+            .map(|stage| {
+                stage
+                    .iter()
+                    .filter(|n| self.has_deployed(n))
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
+            .chain(std::iter::once(self.deployed_outside(in_app)))
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
 }
 
 /// What a sensitive value reads as wherever a record is shown.
@@ -384,4 +422,44 @@ pub struct LogEntry {
     /// `stdout`, `stderr` or `system` (written by the runner itself).
     pub stream: String,
     pub text: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_teardown_takes_what_is_deployed_in_deploy_order_and_what_the_app_lost_first() {
+        let deployed = |d: bool| ComponentState {
+            artifact_digest: d.then(|| "sha256:x".to_string()),
+            ..Default::default()
+        };
+        let install = Install {
+            org: "o".into(),
+            name: "i".into(),
+            app: "a".into(),
+            app_config_id: "c".into(),
+            inputs: Default::default(),
+            sensitive_inputs: vec![],
+            approve_all: true,
+            status: InstallStatus::Active,
+            sandbox: deployed(true),
+            components: [
+                ("db".to_string(), deployed(true)),
+                ("web".to_string(), deployed(false)),
+                ("old".to_string(), deployed(true)),
+            ]
+            .into(),
+            last_workflow: None,
+            created_at: String::new(),
+            updated_at: String::new(),
+        };
+        let order = vec![vec!["db".to_string()], vec!["web".to_string()]];
+        let in_app = |n: &str| n != "old";
+        assert_eq!(install.deployed_outside(in_app), ["old"]);
+        assert_eq!(
+            install.teardown_stages(&order, in_app),
+            [vec!["sandbox"], vec!["db"], vec!["old"]]
+        );
+    }
 }

@@ -300,6 +300,19 @@ async fn ensure_protected(
         .map_err(setup(format!("stream {}", def.name)))?
         .config
         .clone();
+    let changed = reconfigured(&want, &have);
+    if changed.is_empty() {
+        Ok(())
+    } else {
+        Err(protected(format!(
+            "was reconfigured: {}",
+            changed.join(", ")
+        )))
+    }
+}
+
+/// What of a protected stream's configuration differs from what Ferry set up.
+fn reconfigured(want: &stream::Config, have: &stream::Config) -> Vec<String> {
     let mut changed = Vec::new();
     let mut differs = |what: &str, a: String, b: String| {
         if a != b {
@@ -355,14 +368,7 @@ async fn ensure_protected(
         format!("{:?}", want.storage),
         format!("{:?}", have.storage),
     );
-    if changed.is_empty() {
-        Ok(())
-    } else {
-        Err(protected(format!(
-            "was reconfigured: {}",
-            changed.join(", ")
-        )))
-    }
+    changed
 }
 
 fn stream_config(def: &StreamDef, replicas: usize) -> stream::Config {
