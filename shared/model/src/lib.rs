@@ -49,6 +49,6 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// The org every request belongs to until authentication lands (a later issue): records and
-/// subjects already carry an org so nothing changes shape then.
+/// The org `ferry-server init` (and `ferry dev`) makes the first admin token for unless told
+/// otherwise, and a runner's org unless told otherwise. API requests act in their token's org.
 pub const DEFAULT_ORG: &str = "default";
