@@ -261,6 +261,22 @@ pub fn ferry(api: &str, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `ferry installs create --app hello --name NAME --approve-all` plus `extra` (`--wait`, `--json`);
+/// returns the CLI's (exit code, stdout, stderr).
+pub fn create_hello(api: &str, name: &str, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec![
+        "installs",
+        "create",
+        "--app",
+        "hello",
+        "--name",
+        name,
+        "--approve-all",
+    ];
+    args.extend_from_slice(extra);
+    ferry(api, &args)
+}
+
 /// Runs the `ferry` CLI and parses its `--json` output; panics with the CLI's output if it fails.
 pub fn ferry_json(api: &str, args: &[&str]) -> serde_json::Value {
     let (code, out, err) = ferry(api, args);

@@ -116,19 +116,7 @@ fn wait_follows_a_workflow_and_its_exit_code_says_how_it_ended() {
     let app = dir.path().join("hello");
     ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
     ferry_tests::sync_hello(&api, &app);
-    let (code, out, err) = ferry(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "hello",
-            "--name",
-            "prod",
-            "--approve-all",
-            "--wait",
-        ],
-    );
+    let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--wait"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("greeter    apply    ✓ succeeded"), "{out}");
     assert!(out.contains("succeeded"), "{out}");
@@ -175,20 +163,7 @@ fn a_failed_apply_is_retried_from_its_plan_after_the_cause_is_fixed() {
     )
     .unwrap();
     ferry_tests::sync_hello(&api, &app);
-    let (code, out, err) = ferry(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "hello",
-            "--name",
-            "prod",
-            "--approve-all",
-            "--wait",
-            "--json",
-        ],
-    );
+    let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--wait", "--json"]);
     assert_eq!(code, 1, "{out}{err}");
     let wf: serde_json::Value = serde_json::from_str(&out).unwrap();
     let id = wf["id"].as_str().unwrap();

@@ -201,19 +201,7 @@ fn invalid_input_and_invalid_packages_are_refused_with_clear_errors() {
         "{err}"
     );
     // Another install created while `ferry dev` runs gets a runner of its own and deploys.
-    let (code, out, err) = ferry(
-        &dev.api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "hello",
-            "--name",
-            "second",
-            "--approve-all",
-            "--wait",
-        ],
-    );
+    let (code, out, err) = ferry_tests::create_hello(&dev.api, "second", &["--wait"]);
     assert_eq!(code, 0, "{out}{err}");
     // A value of the wrong type is refused at create, naming the input.
     let typed = ferry_tests::repo_root().join("tests/fixtures/apps/local-scripts");

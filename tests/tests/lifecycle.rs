@@ -6,19 +6,7 @@ use ferry_tests::{NatsServer, copy_dir, ferry, ferry_json, repo_root, server_and
 /// Syncs `app` and deploys it to install `prod` (approve-all), waiting until it is deployed.
 fn deploy_prod(api: &str, app: &std::path::Path) {
     ferry_tests::sync_hello(api, app);
-    let (code, out, err) = ferry(
-        api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "hello",
-            "--name",
-            "prod",
-            "--approve-all",
-            "--wait",
-        ],
-    );
+    let (code, out, err) = ferry_tests::create_hello(api, "prod", &["--wait"]);
     assert_eq!(code, 0, "{out}{err}");
 }
 
