@@ -208,10 +208,26 @@ pub async fn run(args: DevArgs) -> Result<i32> {
 
     // 1. NATS
     let (client_port, monitor_port) = (free_port()?, free_port()?);
+    // The hub's trust directory: Ferry's CA, the hub's certificate, the services' credentials,
+    // the auth callout's key — made once, kept with the data.
+    let hub_dir = data.join("hub");
+    let out = Command::new(&server_bin)
+        .arg("--hub-dir")
+        .arg(&hub_dir)
+        .arg("hub-init")
+        .output()
+        .context("running ferry-server hub-init")?;
+    if !out.status.success() {
+        bail!(
+            "ferry-server hub-init failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
     let conf = include_str!("../../nats/hub.conf")
         .replace("{{client_port}}", &client_port.to_string())
         .replace("{{monitor_port}}", &monitor_port.to_string())
-        .replace("{{store_dir}}", &data.join("jetstream").to_string_lossy());
+        .replace("{{store_dir}}", &data.join("jetstream").to_string_lossy())
+        .replace("{{auth_conf}}", "hub/auth.conf");
     let conf_path = data.join("nats.conf");
     std::fs::write(&conf_path, conf)?;
     step(
@@ -238,12 +254,15 @@ pub async fn run(args: DevArgs) -> Result<i32> {
     );
     children.spawn(
         "ferry-server",
-        Command::new(&server_bin).args([
-            "--nats-url",
-            &nats_url,
-            "--http-addr",
-            &args.http_addr.to_string(),
-        ]),
+        Command::new(&server_bin)
+            .args([
+                "--nats-url",
+                &nats_url,
+                "--http-addr",
+                &args.http_addr.to_string(),
+            ])
+            .arg("--hub-dir")
+            .arg(&hub_dir),
         data.join("server.log"),
     )?;
     wait_for_port(
@@ -252,24 +271,10 @@ pub async fn run(args: DevArgs) -> Result<i32> {
         "ferry-server",
         Duration::from_secs(60),
     )?;
-    let token = admin_token(&server_bin, &nats_url, &data)?;
+    let token = admin_token(&server_bin, &nats_url, &hub_dir, &data)?;
     let api = Api::new(&format!("http://{}", args.http_addr), Some(&token))?;
 
-    // 3. The install's runner (and, later, one for every other install created meanwhile).
-    let runners = Runners {
-        bin: runner_bin,
-        nats_url: nats_url.clone(),
-        data: data.clone(),
-    };
-    let mut running = std::collections::BTreeSet::new();
-    step(
-        started,
-        &format!("starting ferry-runner for install {}", args.install),
-    );
-    runners.start(&mut children, &args.install)?;
-    running.insert(args.install.clone());
-
-    // 4. Sync, create or redeploy, watch.
+    // 3. Sync, create or redeploy.
     let app_name = app_dir_name(&args.app)?;
     let sync = commands::sync(&api, &args.app, &app_name).await?;
     step(started, &render::sync(&sync).replace('\n', "\n           "));
@@ -303,6 +308,21 @@ pub async fn run(args: DevArgs) -> Result<i32> {
             c.workflow_id
         }
     };
+
+    // 4. The install's runner (and, later, one for every other install created meanwhile),
+    //    bootstrapped with a one-time token the first time; then watch.
+    let runners = Runners {
+        bin: runner_bin,
+        nats_url: nats_url.clone(),
+        data: data.clone(),
+    };
+    let mut running = std::collections::BTreeSet::new();
+    step(
+        started,
+        &format!("starting ferry-runner for install {}", args.install),
+    );
+    runners.start(&mut children, &api, &args.install).await?;
+    running.insert(args.install.clone());
 
     let wf = tokio::select! {
         wf = watch(&api, &workflow_id, started, &mut children) => wf?,
@@ -368,7 +388,7 @@ pub async fn run(args: DevArgs) -> Result<i32> {
                 for i in installs {
                     if running.insert(i.name.clone()) {
                         step(started, &format!("starting ferry-runner for install {}", i.name));
-                        runners.start(&mut children, &i.name)?;
+                        runners.start(&mut children, &api, &i.name).await?;
                     }
                 }
             }
@@ -384,15 +404,25 @@ struct Runners {
 }
 
 impl Runners {
-    fn start(&self, children: &mut Children, install: &str) -> Result<()> {
+    /// Starts a runner for `install`; the first time, with a one-time bootstrap token from the
+    /// API (the runner makes its key and gets its certificate itself).
+    async fn start(&self, children: &mut Children, api: &Api, install: &str) -> Result<()> {
         let dir = self.data.join("installs").join(install);
         std::fs::create_dir_all(&dir)?;
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(["--nats-url", &self.nats_url, "--install", install])
+            .arg("--data-dir")
+            .arg(&dir);
+        if !dir.join("identity").join("cert.pem").exists() {
+            let t: ferry_model::api::RunnerToken = api
+                .post(&format!("/v1/installs/{install}/runner-token"), &json!({}))
+                .await?;
+            cmd.args(["--api", api.base()])
+                .env("FERRY_BOOTSTRAP_TOKEN", t.token);
+        }
         children.spawn(
             "ferry-runner",
-            Command::new(&self.bin)
-                .args(["--nats-url", &self.nats_url, "--install", install])
-                .arg("--data-dir")
-                .arg(&dir),
+            &mut cmd,
             self.data.join(format!("runner-{install}.log")),
         )
     }
@@ -454,19 +484,15 @@ pub const ADMIN_TOKEN: &str = "admin.token";
 fn admin_token(
     server_bin: &std::path::Path,
     nats_url: &str,
+    hub_dir: &std::path::Path,
     data: &std::path::Path,
 ) -> Result<String> {
     let file = data.join(ADMIN_TOKEN);
     if !file.exists() {
         let out = Command::new(server_bin)
-            .args([
-                "--nats-url",
-                nats_url,
-                "init",
-                "--name",
-                "local-admin",
-                "--token-file",
-            ])
+            .args(["--nats-url", nats_url, "--hub-dir"])
+            .arg(hub_dir)
+            .args(["init", "--name", "local-admin", "--token-file"])
             .arg(&file)
             .output()
             .context("running ferry-server init")?;

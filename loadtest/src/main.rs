@@ -38,6 +38,9 @@ struct Args {
     /// NATS URL; by default a nats-server is started on a free port (from .tools/bin or PATH).
     #[arg(long)]
     nats_url: Option<String>,
+    /// The hub's trust directory, with --nats-url (`ferry-server hub-init`).
+    #[arg(long, default_value = ".ferry/hub")]
+    hub_dir: std::path::PathBuf,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -69,16 +72,21 @@ async fn main() -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
     let _server;
-    let url = match args.nats_url {
-        Some(u) => u,
+    // The hub is a real one: TLS with client certificates, the services' user (as `ferry-server`
+    // connects), the auth callout's configuration; the raw baselines run over the same link.
+    let (url, hub) = match args.nats_url {
+        Some(u) => (u, args.hub_dir.clone()),
         None => {
             let s = ferry_tests::NatsServer::start();
-            let u = s.url.clone();
+            let u = (s.url.clone(), s.hub.dir.clone());
             _server = s;
             u
         }
     };
-    let client = async_nats::connect(&url)
+    let client = ferry_pki::HubFiles::open(&hub)?
+        .credentials(ferry_pki::hub::SERVICES_USER)?
+        .connect_options()
+        .connect(&url)
         .await
         .with_context(|| format!("connecting to {url}"))?;
     let js = jetstream::new(client.clone());
@@ -186,7 +194,6 @@ type Started = Arc<Mutex<HashMap<String, Instant>>>;
 /// Starts the lightweight runners of `names`; each reports the job ids it was granted.
 async fn runners(
     client: &async_nats::Client,
-    js: &jetstream::Context,
     names: &[String],
     granted: tokio::sync::mpsc::UnboundedSender<(String, Instant)>,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>> {
@@ -194,7 +201,7 @@ async fn runners(
     for name in names {
         let mut wake = client.subscribe(subjects::wake(ORG, name)).await?;
         let (client, granted, name) = (client.clone(), granted.clone(), name.clone());
-        let offers = offers::Offers::new(js, ORG, &name);
+        let offers = offers::Offers::new(&client, ORG, &name);
         tasks.push(tokio::spawn(async move {
             let claim = |next: Next| {
                 let (client, granted, name) = (client.clone(), granted.clone(), name.clone());
@@ -248,7 +255,7 @@ async fn dispatch(
         .map(|i| format!("i{i}-{}", &run[20..]))
         .collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let tasks = runners(client, &store.js, &names, tx).await?;
+    let tasks = runners(client, &names, tx).await?;
     let offered: Started = Arc::default();
     let size = encode(&offer(&names[0], "x")).len();
     let start = Instant::now();

@@ -1,7 +1,9 @@
 //! The test harness: real processes on free loopback ports, nothing mocked.
 //!
 //! * [`NatsServer`] starts the pinned nats-server (from `.tools/bin`, put there by `nats/install`, or
-//!   from `PATH`) with JetStream in a temporary directory, and kills it when dropped.
+//!   from `PATH`) with JetStream in a temporary directory, and kills it when dropped. It is a real
+//!   hub: TLS with client certificates from its own CA, the services' and admin users, and the
+//!   auth callout (`ferry_pki::hub`), so every test runs with the permissions production has.
 //! * [`bin`] finds the workspace's built binaries (`ferry`, `ferry-server`, `ferry-runner`) in the
 //!   target directory the tests run from.
 
@@ -63,7 +65,28 @@ pub struct NatsServer {
     pub url: String,
     child: Child,
     pub dir: tempfile::TempDir,
+    /// The hub's trust directory (`ferry-server --hub-dir`).
+    pub hub: ferry_pki::HubFiles,
 }
+
+/// Trust directories of the hubs tests started, by NATS URL (so `Proc::server(url)` finds it).
+fn hubs() -> &'static std::sync::Mutex<std::collections::HashMap<String, PathBuf>> {
+    static HUBS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, PathBuf>>> =
+        std::sync::OnceLock::new();
+    HUBS.get_or_init(Default::default)
+}
+
+/// The trust directory of the hub at `nats_url`.
+pub fn hub_dir(nats_url: &str) -> PathBuf {
+    hubs()
+        .lock()
+        .ok()
+        .and_then(|m| m.get(nats_url).cloned())
+        .unwrap_or_else(|| panic!("no hub started at {nats_url}"))
+}
+
+/// The org runners and tokens default to.
+pub const ORG: &str = "default";
 
 impl NatsServer {
     /// Starts a single JetStream server (domain `hub`) on a free loopback port and waits until it
@@ -75,13 +98,16 @@ impl NatsServer {
     /// [`NatsServer::start`] with another message size limit (`"1MB"`), to test what does not fit.
     pub fn start_with_max_payload(max_payload: &str) -> NatsServer {
         let dir = tempfile::tempdir().expect("tempdir");
+        let hub = ferry_pki::HubFiles::load_or_create(&dir.path().join("hub"), &[])
+            .expect("hub trust directory");
         let port = free_port();
         let conf = dir.path().join("nats.conf");
         std::fs::write(
             &conf,
             format!(
-                "listen: \"127.0.0.1:{port}\"\nmax_payload: {max_payload}\njetstream {{\n  domain: hub\n  store_dir: \"{}\"\n}}\n",
-                dir.path().join("js").display()
+                "listen: \"127.0.0.1:{port}\"\nmax_payload: {max_payload}\njetstream {{\n  domain: hub\n  store_dir: \"{}\"\n}}\n{}",
+                dir.path().join("js").display(),
+                hub.auth_conf().expect("auth.conf"),
             ),
         )
         .expect("write nats.conf");
@@ -89,7 +115,7 @@ impl NatsServer {
             .arg("-c")
             .arg(&conf)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("nats.log")).expect("nats.log"))
             .spawn()
             .expect("spawn nats-server");
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -100,13 +126,65 @@ impl NatsServer {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        let url = format!("nats://127.0.0.1:{port}");
+        if let Ok(mut m) = hubs().lock() {
+            m.insert(url.clone(), hub.dir.clone());
+        }
         NatsServer {
             port,
-            url: format!("nats://127.0.0.1:{port}"),
+            url,
             child,
             dir,
+            hub,
         }
     }
+
+    /// Connects as one of the hub's configured users (`ferry_pki::hub::{SERVICES_USER,
+    /// ADMIN_USER, SYS_USER}`).
+    pub async fn connect_as(&self, user: &str) -> async_nats::Client {
+        self.hub
+            .credentials(user)
+            .expect("credentials")
+            .connect_options()
+            .connect(&self.url)
+            .await
+            .unwrap_or_else(|e| panic!("connecting as {user}: {e}"))
+    }
+
+    /// The operator's connection: may do anything, the audit stream included.
+    pub async fn admin(&self) -> async_nats::Client {
+        self.connect_as(ferry_pki::hub::ADMIN_USER).await
+    }
+
+    /// Issues install `install` of `org` a certificate from the hub's CA into `identity_dir`
+    /// (the key made there), as bootstrapping does; returns the credentials.
+    pub fn issue_install(
+        &self,
+        org: &str,
+        install: &str,
+        identity_dir: &Path,
+    ) -> ferry_pki::Credentials {
+        issue_install(&self.hub.dir, org, install, identity_dir)
+    }
+}
+
+/// [`NatsServer::issue_install`] for the hub whose trust directory is `hub_dir`.
+pub fn issue_install(
+    hub_dir: &Path,
+    org: &str,
+    install: &str,
+    identity_dir: &Path,
+) -> ferry_pki::Credentials {
+    let hub = ferry_pki::HubFiles::open(hub_dir).expect("hub");
+    let id = ferry_pki::InstallIdentity::new(org, install).expect("identity");
+    let files = ferry_pki::InstallFiles::new(identity_dir);
+    let csr = files.new_key_and_csr(&id).expect("key and CSR");
+    let ca = hub.ca().expect("CA");
+    let cert = ca
+        .sign_install_csr(&csr, &id, ferry_pki::DEFAULT_CERT_LIFETIME)
+        .expect("sign");
+    files.store(&cert, ca.cert_pem()).expect("store identity");
+    files.credentials(&id)
 }
 
 impl Drop for NatsServer {
@@ -210,13 +288,23 @@ pub fn token_for(api: &str) -> Option<String> {
     tokens().lock().ok()?.get(api).cloned()
 }
 
+/// `ferry-server --nats-url URL --hub-dir DIR` for the hub test started at `nats_url`; add the
+/// rest of the arguments.
+pub fn ferry_server(nats_url: &str) -> Command {
+    let mut cmd = Command::new(bin("ferry-server"));
+    cmd.current_dir(repo_root())
+        .args(["--nats-url", nats_url, "--hub-dir"])
+        .arg(hub_dir(nats_url));
+    cmd
+}
+
 /// The hub's first admin token: `ferry-server init` once per hub, then the same token.
 fn hub_token(nats_url: &str) -> String {
     if let Some(t) = tokens().lock().ok().and_then(|m| m.get(nats_url).cloned()) {
         return t;
     }
-    let out = Command::new(bin("ferry-server"))
-        .args(["--nats-url", nats_url, "init"])
+    let out = ferry_server(nats_url)
+        .arg("init")
         .output()
         .expect("run ferry-server init");
     assert!(
@@ -332,7 +420,15 @@ impl Proc {
     pub fn server_with(nats_url: &str, log: PathBuf, extra: &[&str]) -> (Proc, String) {
         let port = free_port();
         let addr = format!("127.0.0.1:{port}");
-        let mut args = vec!["--nats-url", nats_url, "--http-addr", &addr];
+        let hub = hub_dir(nats_url).to_string_lossy().to_string();
+        let mut args = vec![
+            "--nats-url",
+            nats_url,
+            "--http-addr",
+            &addr,
+            "--hub-dir",
+            &hub,
+        ];
         args.extend_from_slice(extra);
         let p = Proc::spawn("ferry-server", &args, log);
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -349,20 +445,35 @@ impl Proc {
         (p, api)
     }
 
+    /// A runner for `install` of the default org, with a certificate from the hub's CA (issued
+    /// into `<data_dir>/identity` on first use).
     pub fn runner(nats_url: &str, install: &str, data_dir: &Path, log: PathBuf) -> Proc {
+        Proc::runner_with(nats_url, install, data_dir, log, &[])
+    }
+
+    /// [`Proc::runner`] with more arguments (`--cancel-grace-secs 1`).
+    pub fn runner_with(
+        nats_url: &str,
+        install: &str,
+        data_dir: &Path,
+        log: PathBuf,
+        extra: &[&str],
+    ) -> Proc {
+        let identity = data_dir.join("identity");
+        if !ferry_pki::InstallFiles::new(&identity).exists() {
+            issue_install(&hub_dir(nats_url), ORG, install, &identity);
+        }
         let data = data_dir.to_string_lossy().to_string();
-        Proc::spawn(
-            "ferry-runner",
-            &[
-                "--nats-url",
-                nats_url,
-                "--install",
-                install,
-                "--data-dir",
-                &data,
-            ],
-            log,
-        )
+        let mut args = vec![
+            "--nats-url",
+            nats_url,
+            "--install",
+            install,
+            "--data-dir",
+            &data,
+        ];
+        args.extend_from_slice(extra);
+        Proc::spawn("ferry-runner", &args, log)
     }
 
     /// SIGTERM, then waits up to `within` for the process to exit by itself; its exit status, or

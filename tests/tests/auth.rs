@@ -111,8 +111,8 @@ fn every_request_needs_a_token_whose_role_and_org_allow_it() {
 
 /// The first admin token of another org on the same hub.
 fn mint_for_org(nats_url: &str, org: &str) -> String {
-    let out = std::process::Command::new(ferry_tests::bin("ferry-server"))
-        .args(["--nats-url", nats_url, "init", "--org", org])
+    let out = ferry_tests::ferry_server(nats_url)
+        .args(["init", "--org", org])
         .output()
         .unwrap();
     assert!(
@@ -129,8 +129,8 @@ fn init_prints_the_first_admin_token_once_and_login_saves_a_token() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     // The harness ran init: a second init is refused.
-    let out = std::process::Command::new(ferry_tests::bin("ferry-server"))
-        .args(["--nats-url", &nats.url, "init"])
+    let out = ferry_tests::ferry_server(&nats.url)
+        .arg("init")
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -229,7 +229,7 @@ fn a_runner_applies_only_a_plan_it_produced_itself() {
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let js = async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap());
+        let js = async_nats::jetstream::new(nats.admin().await);
         let kv = js.get_key_value("approvals").await.unwrap();
         let key = format!("default.{approval}");
         let entry = kv.entry(&key).await.unwrap().unwrap();

@@ -43,19 +43,12 @@ fn cancel_stops_a_job_that_traps_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let (app, pid_file) = stubborn_example(dir.path());
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let _runner = Proc::spawn(
-        "ferry-runner",
-        &[
-            "--nats-url",
-            &nats.url,
-            "--install",
-            "prod",
-            "--data-dir",
-            dir.path().join("runner").to_str().unwrap(),
-            "--cancel-grace-secs",
-            "1",
-        ],
+    let _runner = Proc::runner_with(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
         dir.path().join("runner.log"),
+        &["--cancel-grace-secs", "1"],
     );
     let wf = sync_and_create(&api, &app, "prod");
     let job = running_job(&api, &wf, "greeter", "apply");
@@ -311,7 +304,7 @@ fn a_job_past_its_timeout_is_killed_and_timed_out() {
 }
 
 #[test]
-fn a_result_larger_than_a_message_goes_through_the_object_store_and_plans_stay_home() {
+fn a_result_larger_than_a_message_goes_in_chunks_and_plans_stay_home() {
     let nats = NatsServer::start_with_max_payload("1MB");
     let dir = tempfile::tempdir().unwrap();
     let app = dir.path().join("hello");
@@ -351,14 +344,14 @@ fn a_result_larger_than_a_message_goes_through_the_object_store_and_plans_stay_h
     assert_eq!(big, 1_200_000);
     let runner_log = std::fs::read_to_string(dir.path().join("runner.log")).unwrap();
     assert!(
-        runner_log.contains("result too large for a message: stored"),
+        runner_log.contains("result too large for a message: sent in chunks"),
         "the result was not offloaded:\n{runner_log}"
     );
     // The plan file itself never left the install: the hub keeps only each plan's changes.
     let rt = tokio::runtime::Runtime::new().unwrap();
     let names: Vec<String> = rt.block_on(async {
         use futures_util::StreamExt;
-        let js = async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap());
+        let js = async_nats::jetstream::new(nats.admin().await);
         let store = js.get_object_store("plans").await.unwrap();
         let mut list = store.list().await.unwrap();
         let mut names = Vec::new();

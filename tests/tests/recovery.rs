@@ -97,7 +97,7 @@ fn garbage_on_a_runner_subject_is_rejected_and_counted() {
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let js = async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap());
+        let js = async_nats::jetstream::new(nats.admin().await);
         // An unknown protocol version, then bytes that are not a message at all.
         js.publish(
             "ferry.rx.default.prod.event.j1",
@@ -264,8 +264,8 @@ fn a_job_runs_on_while_the_control_plane_is_down_longer_than_its_lease() {
 
 /// Starts ferry-server against `nats_url` and expects it to refuse to start; returns what it said.
 fn refused_start(nats_url: &str) -> String {
-    let out = std::process::Command::new(ferry_tests::bin("ferry-server"))
-        .args(["--nats-url", nats_url, "--http-addr"])
+    let out = ferry_tests::ferry_server(nats_url)
+        .arg("--http-addr")
         .arg(format!("127.0.0.1:{}", ferry_tests::free_port()))
         .output()
         .unwrap();
@@ -284,9 +284,7 @@ fn services_refuse_to_start_when_the_audit_stream_was_truncated_or_deleted() {
     server.terminate(std::time::Duration::from_secs(10));
 
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let js = rt.block_on(async {
-        async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap())
-    });
+    let js = rt.block_on(async { async_nats::jetstream::new(nats.admin().await) });
     // deny-delete and deny-purge do not stop a reconfiguration that keeps one message.
     rt.block_on(async {
         let mut s = js.get_stream("AUDIT").await.unwrap();

@@ -12,6 +12,10 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    Unavailable(String),
     #[error("the app package is invalid")]
     InvalidPackage(ferry_appconfig::Diagnostics),
     #[error("store: {0}")]
@@ -24,6 +28,8 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(m) => (StatusCode::BAD_REQUEST, json!({ "error": m })),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, json!({ "error": m })),
             ApiError::Conflict(m) => (StatusCode::CONFLICT, json!({ "error": m })),
+            ApiError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, json!({ "error": m })),
+            ApiError::Unavailable(m) => (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": m })),
             ApiError::InvalidPackage(d) => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 json!({ "error": self.to_string(), "diagnostics": d }),

@@ -148,6 +148,7 @@ pub async fn create_install(
         }
         Err(e) => return Err(e.into()),
     }
+    let runner_token = Some(crate::bootstrap::issue(&s, &install.name).await?);
     request_workflow(&s, &wf).await?;
     let workflow_id = wf.id;
     audit(
@@ -163,6 +164,7 @@ pub async fn create_install(
         Json(CreatedInstall {
             install: install.redacted(),
             workflow_id,
+            runner_token,
         }),
     ))
 }

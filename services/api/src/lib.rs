@@ -17,8 +17,16 @@
 //! * workflows: `GET /v1/workflows`, `…/{id}/cancel | approve | deny | retry | skip`;
 //!   `GET /v1/approvals`, `GET /v1/runners`, `POST /v1/jobs/{id}/cancel`, `GET /v1/jobs/{id}/plan`
 //! * `GET | POST /v1/tokens`, `DELETE /v1/tokens/{id}` (admin)
+//! * `POST /v1/installs/{name}/runner-token` (admin): a one-time token for a runner;
+//!   `POST /v1/bootstrap` (no API token: the runner's one-time token is the credential) trades it
+//!   and a CSR for the install's certificate (`bootstrap.rs`)
+//!
+//! Beside the routes, `callout::serve` is the hub's NATS auth callout: it decides which install
+//! a connecting runner is, from its certificate.
 
 mod auth;
+pub mod bootstrap;
+pub mod callout;
 mod error;
 mod handlers;
 mod installs;
@@ -41,16 +49,30 @@ pub struct ApiState {
     pub org: String,
     /// Who acts, as audit records and steps name it (`token:<name>`).
     pub actor: String,
+    /// Issues runners' certificates at bootstrap; `None` without a CA.
+    pub issuer: Option<bootstrap::Issuer>,
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// The API's routes, to be served by `ferry-server` beside `/healthz` and `/metrics`.
-pub fn router(store: Store) -> Router {
+pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
     // The org and actor here are never used: `auth::Ctx` replaces both with the caller's.
     let state = ApiState {
         store,
         org: String::new(),
         actor: String::new(),
+        issuer,
     };
+    let open = Router::new()
+        .route("/v1/bootstrap", post(bootstrap::bootstrap))
+        .with_state(state.clone());
     Router::new()
         .route("/v1/apps", get(handlers::list_apps))
         .route("/v1/apps/{app}", get(handlers::get_app))
@@ -73,6 +95,10 @@ pub fn router(store: Store) -> Router {
             post(installs::teardown_install),
         )
         .route("/v1/installs/{name}/inputs", post(installs::update_inputs))
+        .route(
+            "/v1/installs/{name}/runner-token",
+            post(bootstrap::runner_token),
+        )
         .route(
             "/v1/installs/{name}/approve-all",
             post(installs::set_approve_all),
@@ -108,4 +134,5 @@ pub fn router(store: Store) -> Router {
         // Packages are capped at 32 MiB by the CLI; leave room for the bundle's framing.
         .layer(axum::extract::DefaultBodyLimit::max(40 * 1024 * 1024))
         .with_state(state)
+        .merge(open)
 }

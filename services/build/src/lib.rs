@@ -5,6 +5,8 @@
 //! reused by every later config version and install. In the embedded default the vendor store is the
 //! `artifacts` JetStream object store; registries and ECR plug in behind `ferry_artifacts::BlobStore`.
 
+mod serve;
+
 use ferry_artifacts::{ArtifactConfig, NatsObjectStore, pack, push};
 use ferry_model as m;
 use ferry_protocol::resources::{consumers, objects};
@@ -19,12 +21,15 @@ pub enum BuildError {
     /// Opening the vendor artifact store failed; the source keeps its kind.
     #[error("NATS: {0}")]
     Nats(#[source] async_nats::Error),
+    #[error("the artifact request subscription ended")]
+    SubscriptionEnded,
 }
 
 #[derive(Clone)]
 pub struct BuildService {
     store: Store,
     vendor: NatsObjectStore,
+    allowed: serve::Allowed,
 }
 
 impl BuildService {
@@ -37,10 +42,18 @@ impl BuildService {
         Ok(BuildService {
             store,
             vendor: NatsObjectStore::new(os),
+            allowed: serve::Allowed::default(),
         })
     }
 
+    /// Builds on request, and serves the artifacts to installs (`serve.rs`).
     pub async fn run(self) -> Result<(), BuildError> {
+        let serving = self.clone().serve_artifacts();
+        tokio::try_join!(serving, self.build_requests())?;
+        Ok(())
+    }
+
+    async fn build_requests(self) -> Result<(), BuildError> {
         let consumer = self
             .store
             .bus()

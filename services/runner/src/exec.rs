@@ -7,22 +7,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream;
-use ferry_artifacts::{LocalLayout, NatsObjectStore};
+use ferry_artifacts::LocalLayout;
 use ferry_protocol::messages::{
-    EventBody, JobEvent, JobOffer, JobResult, JobSpec, LogStream, Outcome, PlanData, SyncJob,
+    EventBody, JobEvent, JobOffer, JobResult, JobSpec, LogStream, Offloaded, Outcome, PlanData,
+    SyncJob,
 };
-use ferry_protocol::resources::objects;
 use ferry_protocol::{encode, subjects};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::sync::Notify;
 use tracing::{Instrument, info, info_span, warn};
 
+use crate::artifacts::HubArtifacts;
 use crate::logsink::{self, LogHandle, publish_until_acked};
 use crate::plugin::{Phase, PluginJob, PluginResult};
 use crate::runner::RunnerConfig;
 
 pub struct Executor {
+    client: async_nats::Client,
     js: jetstream::Context,
     org: String,
     install: String,
@@ -30,8 +32,6 @@ pub struct Executor {
     /// The install's own artifact store; deployments only ever read from it.
     registry: LocalLayout,
     cancel_grace: Duration,
-    /// The largest message the hub accepts; a larger result goes to the `job_results` store.
-    max_payload: usize,
 }
 
 /// Room left in a message for headers and framing.
@@ -80,9 +80,9 @@ fn failed(error: impl Into<String>) -> JobResult {
 
 impl Executor {
     pub fn new(
+        client: async_nats::Client,
         js: jetstream::Context,
         cfg: &RunnerConfig,
-        max_payload: usize,
     ) -> std::io::Result<Executor> {
         for d in ["state", "work"] {
             std::fs::create_dir_all(cfg.data_dir.join(d))?;
@@ -90,14 +90,24 @@ impl Executor {
         let registry =
             LocalLayout::open(&cfg.data_dir.join("registry")).map_err(std::io::Error::other)?;
         Ok(Executor {
+            client,
             js,
             org: cfg.org.clone(),
             install: cfg.install.clone(),
             data_dir: cfg.data_dir.clone(),
             registry,
             cancel_grace: cfg.cancel_grace,
-            max_payload,
         })
+    }
+
+    /// The largest message the hub accepts (a larger result goes in chunks, stream `RESULTS`).
+    /// Read from the live connection: the runner may start before its first connect, when the
+    /// server has said nothing yet (then NATS's default, 1 MiB).
+    fn max_payload(&self) -> usize {
+        match self.client.server_info().max_payload {
+            0 => 1024 * 1024,
+            n => n,
+        }
     }
 
     /// Runs one job to its end; `stop` ends it early (see [`Self::plugin_in`] for how a process
@@ -168,7 +178,7 @@ impl Executor {
                 body: EventBody::Finished(Box::new(result)),
             };
             let mut payload = encode(&finished);
-            if payload.len() + RESULT_HEADROOM > self.max_payload
+            if payload.len() + RESULT_HEADROOM > self.max_payload()
                 && let EventBody::Finished(result) = &finished.body
             {
                 let small = self.offload(&execution_id, result, payload.len()).await;
@@ -236,45 +246,49 @@ impl Executor {
         Ok(p)
     }
 
-    /// A result too large for a message, stored in `job_results`; returns the small result that
-    /// names it, or a failure saying why it could not be delivered.
+    /// A result too large for a message, published in chunks on the execution's result subject
+    /// (stream `RESULTS`); returns the small result that points at them, or a failure saying why
+    /// it could not be delivered.
     async fn offload(&self, execution_id: &str, result: &JobResult, size: usize) -> JobResult {
-        let name = JobResult::offload_name(&self.org, &self.install, execution_id);
+        let subject = subjects::result_chunks(&self.org, &self.install, execution_id);
         let bytes = encode(result);
+        let chunk = self.max_payload().saturating_sub(RESULT_HEADROOM).max(1024);
+        let chunks = bytes.chunks(chunk).count() as u32;
         let stored = async {
-            let os = self.js.get_object_store(objects::JOB_RESULTS).await?;
-            os.put(name.as_str(), &mut bytes.as_slice()).await?;
-            Ok::<(), async_nats::Error>(())
-        };
-        match tokio::time::timeout(Duration::from_secs(60), stored).await {
-            Ok(Ok(())) => {
-                info!(bytes = size, object = %name, "result too large for a message: stored");
-                JobResult {
-                    status: result.status,
-                    outputs_json: "{}".into(),
-                    plan: None,
-                    error: None,
-                    sensitive_outputs: vec![],
-                    offloaded: Some(name),
-                }
+            for (n, part) in bytes.chunks(chunk).enumerate() {
+                let id = format!("{execution_id}-r{n}");
+                publish_until_acked(&self.js, &subject, &id, part.to_vec()).await;
             }
-            Ok(Err(e)) => failed(format!(
-                "the result ({size} bytes, over the {} byte message limit) could not be delivered: {e}",
-                self.max_payload
-            )),
-            Err(_) => failed(format!(
-                "the result ({size} bytes, over the {} byte message limit) could not be stored within 60 s",
-                self.max_payload
-            )),
+        };
+        if tokio::time::timeout(Duration::from_secs(120), stored)
+            .await
+            .is_err()
+        {
+            return failed(format!(
+                "the result ({size} bytes, over the {} byte message limit) could not be delivered within 120 s",
+                self.max_payload()
+            ));
+        }
+        info!(
+            bytes = size,
+            chunks, "result too large for a message: sent in chunks"
+        );
+        JobResult {
+            status: result.status,
+            outputs_json: "{}".into(),
+            plan: None,
+            error: None,
+            sensitive_outputs: vec![],
+            offloaded: Some(Offloaded {
+                chunks,
+                digest: ferry_artifacts::sha256_digest(&bytes),
+            }),
         }
     }
 
     /// Copies the artifact from the vendor store into the install's own store, verifying digests.
     async fn sync(&self, s: &SyncJob, log: &LogHandle) -> JobResult {
-        let vendor = match self.js.get_object_store(objects::ARTIFACTS).await {
-            Ok(os) => NatsObjectStore::new(os),
-            Err(e) => return failed(format!("vendor artifact store unavailable: {e}")),
-        };
+        let vendor = HubArtifacts::new(&self.client, &self.org, &self.install, &s.digest);
         log.system(format!(
             "syncing {}@{} into the install's store",
             s.repository, s.digest

@@ -1,12 +1,14 @@
 //! `ferry-runner`, the install runner.
 //!
 //! It listens on no port and keeps no state of record. It holds one NATS connection (to the install's
-//! leaf server, or directly to the hub), and:
+//! leaf server, or directly to the hub), over mTLS with its install's certificate; the hub admits
+//! that certificate with exactly its install's permissions (`ferry_protocol::subjects::
+//! install_permissions`): everything it sends is under `ferry.rx.<org>.<install>.>`, and it
+//! receives only its doorbell, its cancels and replies in its own inbox. It:
 //!
-//! 1. waits for its install's doorbell (`ferry.wake.<org>.<install>`) or a slow timer, then pulls job
-//!    offers from its install's consumer (`ferry.jobs.<org>.<install>.*`; memory-backed, expiring
-//!    when idle, shared by all of the install's runners) — no durable consumer per install, so the
-//!    hub's cost stays flat in the number of installs;
+//! 1. waits for its install's doorbell (`ferry.wake.<org>.<install>`, which carries the offer) or a
+//!    slow timer, then asks the scheduler for its install's open offers (`offers.rs`) — no consumer
+//!    per install, so the hub's cost stays flat in the number of installs;
 //! 2. claims each offer from the scheduler (`ferry.rx.<org>.<install>.claim`): exactly one runner
 //!    process wins a job;
 //! 3. runs the job — artifact syncs itself, everything else as a child process `ferry-runner plugin`
@@ -15,6 +17,8 @@
 //!
 //! Kill it at any moment: offers it had not claimed are redelivered to the next runner.
 
+pub mod artifacts;
+pub mod bootstrap;
 pub mod exec;
 pub mod logsink;
 pub mod offers;

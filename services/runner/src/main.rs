@@ -14,15 +14,25 @@ struct Args {
     /// NATS URL: the install's leaf nats-server, or the hub in direct mode.
     #[arg(long, env = "FERRY_NATS_URL", default_value = "nats://127.0.0.1:4222")]
     nats_url: String,
-    /// The org this install belongs to.
-    #[arg(long, env = "FERRY_ORG", default_value = "default")]
-    org: String,
-    /// The install this runner serves.
+    /// The install this runner serves, as a check: the runner serves the install its certificate
+    /// names, and refuses to start if this names another.
     #[arg(long, env = "FERRY_INSTALL")]
     install: Option<String>,
     /// Install-side data: the install's artifact store, component state, job work directories.
     #[arg(long, env = "FERRY_RUNNER_DATA_DIR", default_value = ".ferry/runner")]
     data_dir: PathBuf,
+    /// The install's identity: `key.pem` (made here, never sent), `cert.pem` (from the hub's CA)
+    /// and `ca.pem`. Default: `<data-dir>/identity`.
+    #[arg(long, env = "FERRY_IDENTITY_DIR")]
+    identity_dir: Option<PathBuf>,
+    /// A one-time bootstrap token (from `ferry installs create` or `ferry installs runner-token`):
+    /// the runner makes its key, sends a CSR with the token to --api, stores the certificate it
+    /// gets, and from then on uses only that. Ignored once the identity directory holds one.
+    #[arg(long, env = "FERRY_BOOTSTRAP_TOKEN")]
+    bootstrap: Option<String>,
+    /// The control plane's API, for --bootstrap.
+    #[arg(long, env = "FERRY_API", default_value = "http://127.0.0.1:4600")]
+    api: String,
     /// How many jobs run at once.
     #[arg(long, env = "FERRY_MAX_JOBS", default_value_t = 4)]
     max_jobs: usize,
@@ -55,19 +65,12 @@ async fn main() {
     }
     let _ = rustls::crypto::ring::default_provider().install_default();
     ferry_telemetry::init_tracing();
-    let Some(install) = args.install.clone() else {
-        eprintln!("ferry-runner: --install (or FERRY_INSTALL) is required");
-        std::process::exit(2);
-    };
-    let cfg = RunnerConfig {
-        nats_url: args.nats_url,
-        org: args.org,
-        install,
-        data_dir: args.data_dir,
-        max_jobs: args.max_jobs,
-        idle_poll: Duration::from_secs(30),
-        cancel_grace: Duration::from_secs(args.cancel_grace_secs),
-        drain: Duration::from_secs(args.drain_secs),
+    let cfg = match config(args).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ferry-runner: {e}");
+            std::process::exit(2);
+        }
     };
     let runner = match Runner::connect(cfg).await {
         Ok(r) => r,
@@ -95,4 +98,50 @@ async fn terminate() {
         }
         Err(_) => std::future::pending().await,
     }
+}
+
+/// The runner's configuration: its org and install are the ones its certificate names.
+async fn config(args: Args) -> Result<RunnerConfig, String> {
+    let files = ferry_pki::InstallFiles::new(
+        &args
+            .identity_dir
+            .clone()
+            .unwrap_or_else(|| args.data_dir.join("identity")),
+    );
+    if !files.exists()
+        && let Some(token) = &args.bootstrap
+    {
+        ferry_runner::bootstrap::run(&files, &args.api, token, args.install.as_deref())
+            .await
+            .map_err(|e| format!("bootstrap: {e}"))?;
+    }
+    if !files.exists() {
+        return Err(format!(
+            "no install certificate in {}: bootstrap the runner first (`ferry installs runner-bundle`)",
+            files.dir.display()
+        ));
+    }
+    let info = files
+        .info()
+        .map_err(|e| format!("the certificate in {}: {e}", files.dir.display()))?;
+    let id = info.identity;
+    if let Some(asked) = &args.install
+        && *asked != id.install
+    {
+        return Err(format!(
+            "--install {asked}: this runner's certificate is for install {} (org {}), and a runner serves only that",
+            id.install, id.org
+        ));
+    }
+    Ok(RunnerConfig {
+        nats_url: args.nats_url,
+        credentials: files.credentials(&id),
+        org: id.org,
+        install: id.install,
+        data_dir: args.data_dir,
+        max_jobs: args.max_jobs,
+        idle_poll: Duration::from_secs(30),
+        cancel_grace: Duration::from_secs(args.cancel_grace_secs),
+        drain: Duration::from_secs(args.drain_secs),
+    })
 }

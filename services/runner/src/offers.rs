@@ -1,15 +1,16 @@
-//! Reading an install's job offers without a consumer.
+//! Reading an install's job offers without a consumer, and without reading `JOBS`.
 //!
 //! Offers are messages in the `JOBS` stream on `ferry.jobs.<org>.<install>.<job>`. A consumer per
-//! install made the hub's cost grow with the number of installs (each creation a JetStream API round
-//! trip, and in a cluster a metadata proposal; `loadtest dispatch` measured it). Instead a runner
-//! reads its install's offers by direct get — "the next message on this subject filter after
-//! sequence N", answered from the stream's subject index — and the scheduler deletes an offer once
-//! its claim is decided. The hub keeps no state per install for dispatch.
+//! install made the hub's cost grow with the number of installs (`loadtest dispatch` measured it),
+//! and a runner may not read the control plane's streams at all (its permissions stop at its own
+//! subjects). So a runner asks the scheduler, on `ferry.rx.<org>.<install>.offers`, for "the next
+//! offer after sequence N"; the scheduler answers by direct get from the stream's subject index and
+//! deletes an offer once its claim is decided. The hub keeps no state per install for dispatch.
 
-use async_nats::jetstream::{self, stream::DirectGetErrorKind};
-use ferry_protocol::messages::{Doorbell, JobOffer};
-use ferry_protocol::{decode, subjects};
+use std::time::Duration;
+
+use ferry_protocol::messages::{Doorbell, JobOffer, OfferQuery, OfferReply};
+use ferry_protocol::{decode, encode, subjects};
 
 /// One offer read: its sequence in `JOBS` (the claim names it) and its decoded body.
 pub struct Next {
@@ -27,32 +28,40 @@ pub fn rung(payload: &[u8]) -> Option<Next> {
     })
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum OffersError {
+    #[error("asking for offers: {0}")]
+    Request(#[from] async_nats::RequestError),
+    #[error("no answer for offers within 10 s")]
+    Timeout,
+    #[error("the offers reply: {0}")]
+    Decode(#[from] ferry_protocol::CodecError),
+}
+
 pub struct Offers {
-    js: jetstream::Context,
-    filter: String,
+    client: async_nats::Client,
+    subject: String,
 }
 
 impl Offers {
-    pub fn new(js: &jetstream::Context, org: &str, install: &str) -> Offers {
+    pub fn new(client: &async_nats::Client, org: &str, install: &str) -> Offers {
         Offers {
-            js: js.clone(),
-            filter: subjects::jobs_of_install(org, install),
+            client: client.clone(),
+            subject: subjects::offers(org, install),
         }
     }
 
     /// The first offer after sequence `after`, or `None` when there is none.
-    pub async fn next(&self, after: u64) -> Result<Option<Next>, async_nats::Error> {
-        let stream = self.js.get_stream_no_info("JOBS").await?;
-        match stream
-            .direct_get_next_for_subject(&self.filter, Some(after + 1))
+    pub async fn next(&self, after: u64) -> Result<Option<Next>, OffersError> {
+        let ask = self
+            .client
+            .request(self.subject.clone(), encode(&OfferQuery { after }).into());
+        let reply = tokio::time::timeout(Duration::from_secs(10), ask)
             .await
-        {
-            Ok(msg) => Ok(Some(Next {
-                seq: msg.sequence,
-                offer: decode::<JobOffer>(&msg.payload),
-            })),
-            Err(e) if e.kind() == DirectGetErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Box::new(e)),
-        }
+            .map_err(|_| OffersError::Timeout)??;
+        Ok(decode::<OfferReply>(&reply.payload)?.next.map(|bell| Next {
+            seq: bell.seq,
+            offer: Ok(bell.offer),
+        }))
     }
 }

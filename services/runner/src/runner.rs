@@ -16,6 +16,8 @@ use crate::exec::{Executor, Stop};
 #[derive(Debug, Clone)]
 pub struct RunnerConfig {
     pub nats_url: String,
+    /// The install's certificate and key; org and install are the ones it names.
+    pub credentials: ferry_pki::Credentials,
     pub org: String,
     pub install: String,
     /// Install-side state: the install's artifact store, component state, job work directories.
@@ -50,7 +52,6 @@ pub struct Runner {
     cfg: RunnerConfig,
     id: String,
     client: async_nats::Client,
-    js: jetstream::Context,
     executor: Arc<Executor>,
     slots: Arc<Semaphore>,
     running: Running,
@@ -75,7 +76,9 @@ impl Runner {
             );
         }
         let id = format!("runner-{}", ulid::Ulid::new().to_string().to_lowercase());
-        let client = async_nats::ConnectOptions::new()
+        let client = cfg
+            .credentials
+            .connect_options()
             .name(format!("ferry-runner {}/{} {id}", cfg.org, cfg.install))
             .retry_on_initial_connect()
             .connect(&cfg.nats_url)
@@ -83,7 +86,7 @@ impl Runner {
             .map_err(nats)?;
         let js = jetstream::new(client.clone());
         let executor = Arc::new(
-            Executor::new(js.clone(), &cfg, client.server_info().max_payload)
+            Executor::new(client.clone(), js, &cfg)
                 .map_err(|e| RunnerError::Setup(e.to_string()))?,
         );
         let slots = Arc::new(Semaphore::new(cfg.max_jobs.max(1)));
@@ -91,7 +94,6 @@ impl Runner {
             cfg,
             id,
             client,
-            js,
             executor,
             slots,
             running: Running::default(),
@@ -168,7 +170,7 @@ impl Runner {
                 .map_err(nats)?;
             tokio::spawn(relay_cancels(cancels, self.running.clone()));
             info!(nats = %self.cfg.nats_url, "runner started");
-            let offers = crate::offers::Offers::new(&self.js, &org, &install);
+            let offers = crate::offers::Offers::new(&self.client, &org, &install);
             let mut walk = true;
             loop {
                 if walk && let Err(e) = self.take_offers(&offers).await {
@@ -212,7 +214,7 @@ impl Runner {
                     .map_err(|e| RunnerError::Setup(e.to_string()))?;
                 drop(permit);
             }
-            let Some(next) = offers.next(after).await.map_err(RunnerError::Nats)? else {
+            let Some(next) = offers.next(after).await.map_err(nats)? else {
                 return Ok(());
             };
             after = next.seq;

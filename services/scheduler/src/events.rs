@@ -1,8 +1,8 @@
 //! Results coming back from runners on `JOB_EVENTS`.
 
 use ferry_model::{self as m, StepOutcome};
-use ferry_protocol::messages::{EventBody, JobEvent, JobResult, Outcome};
-use ferry_protocol::resources::objects;
+use ferry_protocol::messages::{EventBody, JobEvent, JobResult, Offloaded, Outcome};
+use ferry_protocol::resources::{RESULTS, objects};
 use ferry_protocol::subjects;
 use ferry_store::{Handled, StoreError};
 use tracing::{debug, info, warn};
@@ -36,10 +36,7 @@ impl Scheduler {
     ) -> Result<(), SchedulerError> {
         let offloaded = result.offloaded.clone();
         let mut result = match &offloaded {
-            Some(name) => {
-                self.offloaded_result(org, install, execution_id, name)
-                    .await?
-            }
+            Some(o) => self.offloaded_result(org, install, execution_id, o).await?,
             None => result,
         };
         // The plan file stays in the install; its changes (secrets masked) are kept for review,
@@ -129,20 +126,26 @@ impl Scheduler {
                 detail: serde_json::json!({ "kind": job.kind, "component": job.component, "workflow": job.workflow_id }),
             })
             .await;
-        if let Some(name) = &offloaded {
-            self.store.delete_object(objects::JOB_RESULTS, name).await?;
+        if offloaded.is_some() {
+            self.store
+                .purge_subject(
+                    RESULTS.name,
+                    &subjects::result_chunks(org, install, execution_id),
+                )
+                .await?;
         }
         self.apply_job_result(&job).await
     }
 
-    /// The result a runner stored because it did not fit in a message. Only the name derived from
-    /// the reporting install and execution is read: a runner cannot point at another's result.
+    /// The result a runner sent in chunks because it did not fit in a message. Only the subject
+    /// derived from the reporting install and execution is read: a runner cannot point at
+    /// another's result.
     async fn offloaded_result(
         &self,
         org: &str,
         install: &str,
         execution_id: &str,
-        name: &str,
+        o: &Offloaded,
     ) -> Result<JobResult, SchedulerError> {
         let failed = |why: String| JobResult {
             status: Outcome::Failed,
@@ -152,18 +155,25 @@ impl Scheduler {
             sensitive_outputs: vec![],
             offloaded: None,
         };
-        if name != JobResult::offload_name(org, install, execution_id) {
+        let subject = subjects::result_chunks(org, install, execution_id);
+        let limit = 1 << 30;
+        let Some(bytes) = self
+            .store
+            .read_chunks(RESULTS.name, &subject, o.chunks, limit)
+            .await?
+        else {
             return Ok(failed(format!(
-                "the result names object {name}, which is not this execution's"
+                "the result's {} chunks are not all there",
+                o.chunks
             )));
-        }
-        let Some(bytes) = self.store.get_object(objects::JOB_RESULTS, name).await? else {
-            return Ok(failed(format!("the stored result {name} is missing")));
         };
+        if ferry_artifacts::sha256_digest(&bytes) != o.digest {
+            return Ok(failed("the result's chunks do not match its digest".into()));
+        }
         Ok(match ferry_protocol::decode::<JobResult>(&bytes) {
             Ok(r) if r.offloaded.is_none() => r,
-            Ok(_) => failed(format!("the stored result {name} points further")),
-            Err(e) => failed(format!("the stored result {name} is unreadable: {e}")),
+            Ok(_) => failed("the offloaded result points further".into()),
+            Err(e) => failed(format!("the offloaded result is unreadable: {e}")),
         })
     }
 

@@ -161,6 +161,7 @@ impl Scheduler {
         let claims = self.clone().serve_claims();
         let leases = self.clone().serve_leases();
         let heartbeats = self.clone().serve_heartbeats();
+        let offer_queries = self.clone().serve_offer_queries();
         let reconcile = self.clone().reconcile_loop();
         tokio::try_join!(
             async { control_loop.await.map_err(SchedulerError::from) },
@@ -168,6 +169,7 @@ impl Scheduler {
             claims,
             leases,
             heartbeats,
+            offer_queries,
             reconcile,
         )?;
         Ok(())

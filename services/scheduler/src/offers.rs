@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use async_nats::jetstream::stream::DirectGetErrorKind;
 use ferry_model as m;
-use ferry_protocol::messages::{Doorbell, JobOffer};
+use ferry_protocol::messages::{Doorbell, JobOffer, OfferQuery, OfferReply};
 use ferry_protocol::{encode, subjects};
 use ferry_store::{StoreError, Versioned};
 use tracing::debug;
@@ -163,5 +163,74 @@ impl Scheduler {
             self.start_step(wf, job.step).await?;
         }
         Ok(())
+    }
+}
+
+impl Scheduler {
+    /// Answers runners' "next offer after N" (`OfferQuery`) from `JOBS`, for the install the
+    /// subject names: a runner may not read the stream itself, and gets only its own install's
+    /// offers.
+    pub(crate) async fn serve_offer_queries(self) -> Result<(), SchedulerError> {
+        use futures_util::StreamExt;
+        let mut sub = self
+            .client
+            .queue_subscribe(subjects::OFFERS_ALL, "scheduler".into())
+            .await
+            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
+        while let Some(msg) = sub.next().await {
+            let s = self.clone();
+            tokio::spawn(async move {
+                let (Some(reply), Some((org, install))) =
+                    (msg.reply.clone(), subjects::org_install(&msg.subject))
+                else {
+                    return;
+                };
+                let Ok(q) = ferry_protocol::decode::<OfferQuery>(&msg.payload) else {
+                    debug!(subject = %msg.subject, "undecodable offer query");
+                    return;
+                };
+                match s.next_offer(org, install, q.after).await {
+                    Ok(next) => {
+                        let answer = encode(&OfferReply { next });
+                        if let Err(e) = s.client.publish(reply, answer.into()).await {
+                            debug!(error = %e, "could not answer an offer query");
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "reading offers failed"),
+                }
+            });
+        }
+        Err(SchedulerError::SubscriptionEnded("offers"))
+    }
+
+    /// The install's first decodable offer after sequence `after`.
+    async fn next_offer(
+        &self,
+        org: &str,
+        install: &str,
+        mut after: u64,
+    ) -> Result<Option<Doorbell>, SchedulerError> {
+        let stream = self
+            .store
+            .js
+            .get_stream_no_info(ferry_protocol::resources::JOBS.name)
+            .await
+            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
+        let filter = subjects::jobs_of_install(org, install);
+        loop {
+            let msg = match stream
+                .direct_get_next_for_subject(&filter, Some(after + 1))
+                .await
+            {
+                Ok(m) => m,
+                Err(e) if e.kind() == DirectGetErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(SchedulerError::Nats(Box::new(e))),
+            };
+            after = msg.sequence;
+            match ferry_protocol::decode::<JobOffer>(&msg.payload) {
+                Ok(offer) => return Ok(Some(Doorbell { seq: after, offer })),
+                Err(e) => debug!(seq = after, error = %e, "skipping an undecodable offer"),
+            }
+        }
     }
 }

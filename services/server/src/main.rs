@@ -19,6 +19,11 @@ struct Args {
     /// NATS URL of the hub.
     #[arg(long, env = "FERRY_NATS_URL", default_value = "nats://127.0.0.1:4222")]
     nats_url: String,
+    /// The hub's trust directory (CA, certificates, NATS credentials, the callout's key), made by
+    /// `ferry-server hub-init`. The services connect with its credentials, the api serves the
+    /// hub's auth callout with its key, and installs' certificates are signed by its CA.
+    #[arg(long, env = "FERRY_HUB_DIR", default_value = ".ferry/hub")]
+    hub_dir: std::path::PathBuf,
     /// Comma-separated services to run, or `all`.
     #[arg(long, env = "FERRY_SERVICES", default_value = "all")]
     services: String,
@@ -40,12 +45,25 @@ struct Args {
     /// is applied (scheduler; 72 h).
     #[arg(long, env = "FERRY_MAX_PLAN_AGE_SECS", default_value_t = 72 * 3600)]
     max_plan_age_secs: u64,
+    /// Seconds an install certificate issued at bootstrap lives (api; 24 h).
+    #[arg(long, env = "FERRY_CERT_LIFETIME_SECS", default_value_t = ferry_pki::DEFAULT_CERT_LIFETIME.as_secs())]
+    cert_lifetime_secs: u64,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
 
 #[derive(clap::Subcommand, Debug)]
 enum Cmd {
+    /// Creates the hub's trust directory (--hub-dir) if it is missing — Ferry's CA, the hub's
+    /// TLS certificate, the services' and the operator's NATS credentials, the auth callout's
+    /// key — and writes `auth.conf` there, for the hub's nats-server configuration to
+    /// `include`. Safe to run again: what exists is kept.
+    HubInit {
+        /// More DNS names or IP addresses the hub's certificate covers (besides localhost and
+        /// 127.0.0.1).
+        #[arg(long = "server-name")]
+        server_names: Vec<String>,
+    },
     /// Creates an org's first admin token and prints it (the only time it is shown): run once
     /// per hub; further tokens come from `ferry tokens create`. Refused if the org has tokens.
     Init {
@@ -71,6 +89,12 @@ async fn main() {
 }
 
 async fn run(args: Args) -> Result<()> {
+    if let Some(Cmd::HubInit { server_names }) = &args.cmd {
+        let hub = ferry_pki::HubFiles::load_or_create(&args.hub_dir, server_names)
+            .with_context(|| format!("creating the hub directory {}", args.hub_dir.display()))?;
+        println!("{}", hub.path("auth.conf").display());
+        return Ok(());
+    }
     if let Some(Cmd::Init {
         org,
         name,
@@ -81,12 +105,8 @@ async fn run(args: Args) -> Result<()> {
     }
     let services =
         parse_services(&args.services).map_err(|e| anyhow::anyhow!("--services: {e}"))?;
-    let client = async_nats::ConnectOptions::new()
-        .name("ferry-server")
-        .retry_on_initial_connect()
-        .connect(&args.nats_url)
-        .await
-        .with_context(|| format!("connecting to NATS at {}", args.nats_url))?;
+    let hub = ferry_pki::HubFiles::open(&args.hub_dir)?;
+    let client = connect(&args, &hub, "ferry-server").await?;
     let js = async_nats::jetstream::new(client.clone());
     let store = ensure_store(js, args.replicas).await?;
 
@@ -99,7 +119,13 @@ async fn run(args: Args) -> Result<()> {
             .job_available_secs
             .map(|s| std::time::Duration::from_secs(s.max(1)));
         match svc {
-            Service::Api => {}
+            Service::Api => {
+                let issuer = hub.callout_key()?;
+                tasks.spawn(async move {
+                    let r = ferry_api::callout::serve(client, issuer).await;
+                    (svc, r.map_err(Into::into))
+                });
+            }
             Service::Scheduler => {
                 let mut scheduler = ferry_scheduler::Scheduler::new(client, store)
                     .with_lease(lease)
@@ -156,7 +182,11 @@ async fn run(args: Args) -> Result<()> {
             get(|| async { ferry_telemetry::encode_metrics() }),
         );
     if services.contains(&Service::Api) {
-        app = app.merge(ferry_api::router(store.clone()));
+        let issuer = ferry_api::bootstrap::Issuer {
+            ca: std::sync::Arc::new(hub.ca()?),
+            lifetime: Duration::from_secs(args.cert_lifetime_secs.max(60)),
+        };
+        app = app.merge(ferry_api::router(store.clone(), Some(issuer)));
     }
     let listener = tokio::net::TcpListener::bind(args.http_addr)
         .await
@@ -184,11 +214,8 @@ async fn run(args: Args) -> Result<()> {
 }
 
 async fn init(args: &Args, org: &str, name: &str, file: Option<&std::path::Path>) -> Result<()> {
-    let client = async_nats::ConnectOptions::new()
-        .name("ferry-server init")
-        .connect(&args.nats_url)
-        .await
-        .with_context(|| format!("connecting to NATS at {}", args.nats_url))?;
+    let hub = ferry_pki::HubFiles::open(&args.hub_dir)?;
+    let client = connect(args, &hub, "ferry-server init").await?;
     let store = ensure_store(async_nats::jetstream::new(client), args.replicas).await?;
     let tokens = store.repo::<ferry_model::ApiToken>();
     if !tokens.list(org).await?.is_empty() {
@@ -205,6 +232,18 @@ async fn init(args: &Args, org: &str, name: &str, file: Option<&std::path::Path>
     println!("{text}");
     eprintln!("admin token `{name}` of org `{org}` created: it is shown only now");
     Ok(())
+}
+
+/// Connects to the hub as the control plane's services (TLS client certificate and the services'
+/// user, which may do anything but change or delete the audit stream).
+async fn connect(args: &Args, hub: &ferry_pki::HubFiles, name: &str) -> Result<async_nats::Client> {
+    hub.credentials(ferry_pki::hub::SERVICES_USER)?
+        .connect_options()
+        .name(name)
+        .retry_on_initial_connect()
+        .connect(&args.nats_url)
+        .await
+        .with_context(|| format!("connecting to NATS at {}", args.nats_url))
 }
 
 /// Writes a secret readable by its owner only.

@@ -39,7 +39,7 @@ fn packing_is_reproducible() {
 #[tokio::test]
 async fn copy_from_nats_to_a_local_layout_verifies_and_skips() {
     let nats = NatsServer::start();
-    let js = async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap());
+    let js = async_nats::jetstream::new(nats.admin().await);
     let os = js
         .create_object_store(async_nats::jetstream::object_store::Config {
             bucket: "artifacts".into(),

@@ -43,6 +43,18 @@ pub struct CreateInstall {
 pub struct CreatedInstall {
     pub install: Install,
     pub workflow_id: String,
+    /// The one-time token the install's first runner bootstraps with (shown only now).
+    #[serde(default)]
+    pub runner_token: Option<RunnerToken>,
+}
+
+/// A one-time bootstrap token for an install's runner (`ferry-runner --bootstrap`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunnerToken {
+    /// `ferryboot_<org>_<id>_<secret>`: shown only now.
+    pub token: String,
+    pub install: String,
+    pub expires_in_secs: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

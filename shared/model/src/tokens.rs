@@ -36,7 +36,9 @@ impl Role {
         let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
         match (method, segments.as_slice()) {
             (_, ["", "v1", "tokens", ..]) | (_, ["", "v1", "apps", ..]) => Role::Admin,
-            ("POST", ["", "v1", "installs"]) | ("DELETE", ["", "v1", "installs", _]) => Role::Admin,
+            ("POST", ["", "v1", "installs"])
+            | ("DELETE", ["", "v1", "installs", _])
+            | ("POST", ["", "v1", "installs", _, "runner-token"]) => Role::Admin,
             _ => Role::Operator,
         }
     }
@@ -64,9 +66,51 @@ pub struct TokenText {
     pub secret: String,
 }
 
+/// What a runner's one-time bootstrap token starts with (an API token starts `ferry_`).
+pub const BOOTSTRAP_PREFIX: &str = "ferryboot_";
+
+/// How long a bootstrap token may wait for its runner.
+pub const BOOTSTRAP_LIFETIME_SECS: u64 = 3600;
+
+/// A one-time token a runner trades, with a CSR, for its install's certificate
+/// (`POST /v1/bootstrap`). Stored only as a hash; refused once used or past `expires_unix`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BootstrapToken {
+    pub id: String,
+    pub org: String,
+    pub install: String,
+    /// Hex SHA-256 of the secret.
+    pub secret_sha256: String,
+    pub created_at: String,
+    pub expires_unix: u64,
+    pub used_at: Option<String>,
+}
+
+impl BootstrapToken {
+    /// Why this token cannot be used at `now_unix`, if it cannot.
+    pub fn unusable(&self, now_unix: u64) -> Option<&'static str> {
+        if self.used_at.is_some() {
+            Some("this bootstrap token was already used")
+        } else if now_unix >= self.expires_unix {
+            Some("this bootstrap token has expired")
+        } else {
+            None
+        }
+    }
+}
+
 impl TokenText {
     pub fn parse(text: &str) -> Option<TokenText> {
-        let mut parts = text.strip_prefix("ferry_")?.split('_');
+        TokenText::parse_with("ferry_", text)
+    }
+
+    /// A bootstrap token's parts (`ferryboot_<org>_<id>_<secret>`).
+    pub fn parse_bootstrap(text: &str) -> Option<TokenText> {
+        TokenText::parse_with(BOOTSTRAP_PREFIX, text)
+    }
+
+    fn parse_with(prefix: &str, text: &str) -> Option<TokenText> {
+        let mut parts = text.strip_prefix(prefix)?.split('_');
         let (org, id, secret) = (parts.next()?, parts.next()?, parts.next()?);
         if parts.next().is_some() || [org, id, secret].iter().any(|p| p.is_empty()) {
             return None;
@@ -80,6 +124,10 @@ impl TokenText {
 
     pub fn render(&self) -> String {
         format!("ferry_{}_{}_{}", self.org, self.id, self.secret)
+    }
+
+    pub fn render_bootstrap(&self) -> String {
+        format!("{BOOTSTRAP_PREFIX}{}_{}_{}", self.org, self.id, self.secret)
     }
 }
 
@@ -97,6 +145,11 @@ mod tests {
         assert_eq!(needs("POST", "/v1/jobs/j/cancel"), Role::Operator);
         assert_eq!(needs("POST", "/v1/installs"), Role::Admin);
         assert_eq!(needs("DELETE", "/v1/installs/prod"), Role::Admin);
+        assert_eq!(
+            needs("POST", "/v1/installs/prod/runner-token"),
+            Role::Admin,
+            "identities are an admin's to hand out"
+        );
         assert_eq!(needs("POST", "/v1/apps/hello/configs"), Role::Admin);
         assert_eq!(
             needs("GET", "/v1/tokens"),
@@ -104,6 +157,27 @@ mod tests {
             "tokens are an admin's"
         );
         assert!(Role::Admin > Role::Operator && Role::Operator > Role::Viewer);
+    }
+
+    #[test]
+    fn a_bootstrap_token_is_usable_once_and_until_it_expires() {
+        let mut t = BootstrapToken {
+            id: "b1".into(),
+            org: "acme".into(),
+            install: "prod".into(),
+            secret_sha256: "00".into(),
+            created_at: "2026-01-01T00:00:00Z".into(),
+            expires_unix: 1000,
+            used_at: None,
+        };
+        assert_eq!(t.unusable(999), None);
+        assert!(t.unusable(1000).unwrap().contains("expired"));
+        t.used_at = Some("2026-01-01T00:00:01Z".into());
+        assert!(t.unusable(10).unwrap().contains("already used"));
+        let text = TokenText::parse_bootstrap("ferryboot_acme_b1_ff").unwrap();
+        assert_eq!(text.render_bootstrap(), "ferryboot_acme_b1_ff");
+        assert!(TokenText::parse("ferryboot_acme_b1_ff").is_none());
+        assert!(TokenText::parse_bootstrap("ferry_acme_b1_ff").is_none());
     }
 
     #[test]

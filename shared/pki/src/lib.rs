@@ -11,9 +11,15 @@
 //! Rotation over the live connection, revocation at the hub and the bootstrap exchange build on
 //! this (issue 8).
 
+use std::path::Path;
 use std::time::Duration;
 
-use std::path::Path;
+pub mod hub;
+pub mod install;
+pub mod natsjwt;
+
+pub use hub::{Credentials, HubFiles};
+pub use install::{CertInfo, InstallFiles};
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName,
@@ -29,14 +35,16 @@ pub enum PkiError {
     Rcgen(#[from] rcgen::Error),
     #[error("invalid identity `{0}`: org and install must be lowercase names")]
     InvalidIdentity(String),
-    #[error("the CA in {dir}: {source}")]
-    Store {
-        dir: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("no randomness for a serial number: {0}")]
+    /// The error is shown in the message, not chained as a source, so that every caller's
+    /// report carries it exactly once.
+    #[error("the trust directory {dir}: {error}")]
+    Store { dir: String, error: std::io::Error },
+    #[error("no randomness: {0}")]
     Random(getrandom::Error),
+    #[error("nkey: {0}")]
+    Key(String),
+    #[error("certificate: {0}")]
+    Certificate(String),
 }
 
 /// Who an install certificate speaks for.
@@ -123,9 +131,9 @@ impl Ca {
     /// The CA kept in `dir` (`ca.pem`, and `ca-key.pem` readable by its owner only), created there
     /// the first time.
     pub fn load_or_create(dir: &Path, name: &str) -> Result<Ca, PkiError> {
-        let io = |source| PkiError::Store {
+        let io = |error| PkiError::Store {
             dir: dir.display().to_string(),
-            source,
+            error,
         };
         let (cert, key) = (dir.join("ca.pem"), dir.join("ca-key.pem"));
         if cert.exists() {
@@ -149,6 +157,10 @@ impl Ca {
             cert_pem: cert_pem.into(),
             key_pem: key_pem.into(),
         })
+    }
+
+    pub(crate) fn issuer(&self) -> &Issuer<'static, KeyPair> {
+        &self.issuer
     }
 
     pub fn cert_pem(&self) -> &str {
@@ -192,7 +204,7 @@ impl Ca {
 }
 
 /// 16 random bytes, the top bit clear (a serial is a positive integer).
-fn random_serial() -> Result<[u8; 16], PkiError> {
+pub(crate) fn random_serial() -> Result<[u8; 16], PkiError> {
     let mut serial = [0u8; 16];
     getrandom::fill(&mut serial).map_err(PkiError::Random)?;
     serial[0] &= 0x7f;
@@ -201,7 +213,7 @@ fn random_serial() -> Result<[u8; 16], PkiError> {
 
 /// Writes a new file with `mode` (never over an existing one: two processes creating the CA at
 /// once must not both win).
-fn write_new(path: &Path, text: &str, mode: u32) -> std::io::Result<()> {
+pub(crate) fn write_new(path: &Path, text: &str, mode: u32) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()

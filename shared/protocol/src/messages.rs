@@ -200,17 +200,21 @@ pub struct JobResult {
     /// Outputs the tool marks sensitive (Terraform's `sensitive = true`): stored and passed to
     /// templates like the others, never shown in clear by the API.
     pub sensitive_outputs: Vec<String>,
-    /// The real result did not fit in a message: it is this object of `job_results`
-    /// (`<org>.<install>.<execution>`, the encoded `JobResult`), and the fields above are empty.
-    pub offloaded: Option<String>,
+    /// The real result did not fit in a message: it was published in chunks on
+    /// `ferry.rx.<org>.<install>.result.<execution>` (stream `RESULTS`), and the fields above are
+    /// empty.
+    pub offloaded: Option<Offloaded>,
 }
 message!(JobResult, 10);
 
-impl JobResult {
-    /// The name a runner stores an offloaded result under; the scheduler accepts no other.
-    pub fn offload_name(org: &str, install: &str, execution_id: &str) -> String {
-        format!("{org}.{install}.{execution_id}")
-    }
+/// Where an offloaded [`JobResult`] is: `chunks` messages on the execution's result subject,
+/// which joined are the encoded result with this digest. The subject is derived from the job's
+/// install and execution, so a runner can only ever point at chunks it published itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Offloaded {
+    pub chunks: u32,
+    /// `sha256:<hex>` of the joined chunks.
+    pub digest: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -404,3 +408,39 @@ impl Control {
         }
     }
 }
+
+/// Runner → control plane on `ferry.rx.<org>.<install>.offers` (request/reply): the install's
+/// first offer in `JOBS` after sequence `after`. Runners may not read `JOBS` themselves (their
+/// permissions stop at their own subjects); the scheduler reads it for them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OfferQuery {
+    pub after: u64,
+}
+message!(OfferQuery, 12);
+
+/// The reply: the next offer, or `None` when there is none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OfferReply {
+    pub next: Option<Doorbell>,
+}
+message!(OfferReply, 13);
+
+/// Runner → control plane on `ferry.rx.<org>.<install>.artifact` (request/reply): bytes of a blob
+/// of an artifact built for the install's org, from `offset`. `manifest` names the artifact the
+/// blob belongs to (or is, for the manifest itself).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactRead {
+    pub manifest: String,
+    pub digest: String,
+    pub offset: u64,
+}
+message!(ArtifactRead, 14);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ArtifactReply {
+    /// Up to a chunk of the blob from the offset asked for; `total` is the blob's size.
+    Chunk { total: u64, bytes: Vec<u8> },
+    /// Not an artifact of this install's org, or not found.
+    Refused { reason: String },
+}
+message!(ArtifactReply, 15);

@@ -103,12 +103,28 @@ pub const AUDIT: StreamDef = StreamDef {
     allow_direct: false,
 };
 
-pub const STREAMS: &[StreamDef] = &[JOBS, JOB_EVENTS, LOGS, METRICS, CONTROL, AUDIT];
+/// Results too large for one message, in chunks (`messages::Offloaded`); the scheduler reads
+/// them by direct get and purges an execution's subject once the result is recorded.
+pub const RESULTS: StreamDef = StreamDef {
+    name: "RESULTS",
+    subjects: &["ferry.rx.*.*.result.*"],
+    retention: Retention::Limits,
+    max_age_secs: DAY,
+    duplicate_window_secs: 600,
+    deny_delete: false,
+    deny_purge: false,
+    max_consumers: 0,
+    allow_direct: true,
+};
+
+pub const STREAMS: &[StreamDef] = &[JOBS, JOB_EVENTS, LOGS, METRICS, CONTROL, AUDIT, RESULTS];
 
 /// KV buckets of record. Every write is a compare-and-swap on the revision it read.
 pub mod buckets {
     pub const ORGS: &str = "orgs";
     pub const TOKENS: &str = "tokens";
+    /// Runners' one-time bootstrap tokens.
+    pub const BOOTSTRAP_TOKENS: &str = "bootstrap_tokens";
     pub const APPS: &str = "apps";
     pub const APP_CONFIGS: &str = "app_configs";
     pub const BUILDS: &str = "builds";
@@ -125,6 +141,7 @@ pub mod buckets {
     pub const ALL: &[&str] = &[
         ORGS,
         TOKENS,
+        BOOTSTRAP_TOKENS,
         APPS,
         APP_CONFIGS,
         BUILDS,
@@ -150,11 +167,7 @@ pub mod objects {
     /// Complete job logs archived by log-ingest, by `<org>.<job>`.
     pub const JOB_LOGS: &str = "job_logs";
 
-    /// Job results too large for one message, by `<org>.<install>.<execution>`: the runner puts
-    /// the encoded result here and sends its name; the scheduler reads and removes it.
-    pub const JOB_RESULTS: &str = "job_results";
-
-    pub const ALL: &[&str] = &[APP_SOURCES, ARTIFACTS, PLANS, JOB_LOGS, JOB_RESULTS];
+    pub const ALL: &[&str] = &[APP_SOURCES, ARTIFACTS, PLANS, JOB_LOGS];
 
     /// A plan job's plan as structured JSON in `PLANS` (when its plugin gives one).
     pub fn plan_json(org: &str, job_id: &str) -> String {

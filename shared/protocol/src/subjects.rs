@@ -53,6 +53,47 @@ pub fn lease(org: &str, install: &str) -> String {
     format!("ferry.rx.{org}.{install}.lease")
 }
 
+/// A runner's request for its install's next offer (see `messages::OfferQuery`).
+pub fn offers(org: &str, install: &str) -> String {
+    format!("ferry.rx.{org}.{install}.offers")
+}
+
+/// A runner's request for artifact bytes (see `messages::ArtifactRead`).
+pub fn artifact(org: &str, install: &str) -> String {
+    format!("ferry.rx.{org}.{install}.artifact")
+}
+
+/// The chunks of an execution's offloaded result (stream `RESULTS`).
+pub fn result_chunks(org: &str, install: &str, execution: &str) -> String {
+    format!("ferry.rx.{org}.{install}.result.{execution}")
+}
+
+/// Every install's offer queries.
+pub const OFFERS_ALL: &str = "ferry.rx.*.*.offers";
+/// Every install's artifact reads.
+pub const ARTIFACT_ALL: &str = "ferry.rx.*.*.artifact";
+
+/// The inbox prefix of an install's connections. Replies to a runner's requests go there, and
+/// it may subscribe to no other inbox.
+pub fn install_inbox(org: &str, install: &str) -> String {
+    format!("_INBOX.{org}.{install}")
+}
+
+/// What an install's connection may publish and subscribe to: the one definition the hub's auth
+/// callout grants (and the permission tests check). Publishing only under
+/// `ferry.rx.<org>.<install>.>`; receiving only its own doorbell, cancels and replies. No
+/// JetStream API, KV bucket, stream or object store of the control plane is reachable.
+pub fn install_permissions(org: &str, install: &str) -> (Vec<String>, Vec<String>) {
+    (
+        vec![format!("ferry.rx.{org}.{install}.>")],
+        vec![
+            wake(org, install),
+            cancel(org, install, "*"),
+            format!("{}.>", install_inbox(org, install)),
+        ],
+    )
+}
+
 /// Every install's claim requests: the scheduler's queue-group subscription.
 pub const CLAIM_ALL: &str = "ferry.rx.*.*.claim";
 /// Every install's lease renewals.

@@ -223,6 +223,48 @@ impl Store {
         Ok(Some(buf))
     }
 
+    /// The first `chunks` messages on `subject` in `stream`, joined (read by direct get), or
+    /// `None` if fewer are there or they pass `limit` bytes.
+    pub async fn read_chunks(
+        &self,
+        stream: &'static str,
+        subject: &str,
+        chunks: u32,
+        limit: usize,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        use async_nats::jetstream::stream::DirectGetErrorKind;
+        let s = self.js.get_stream_no_info(stream).await.map_err(nats)?;
+        let (mut out, mut after) = (Vec::new(), 0u64);
+        for _ in 0..chunks {
+            match s
+                .direct_get_next_for_subject(subject, Some(after + 1))
+                .await
+            {
+                Ok(m) => {
+                    after = m.sequence;
+                    out.extend_from_slice(&m.payload);
+                    if out.len() > limit {
+                        return Ok(None);
+                    }
+                }
+                Err(e) if e.kind() == DirectGetErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(nats(e)),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// Removes every message on `subject` from `stream`.
+    pub async fn purge_subject(
+        &self,
+        stream: &'static str,
+        subject: &str,
+    ) -> Result<(), StoreError> {
+        let s = self.js.get_stream_no_info(stream).await.map_err(nats)?;
+        s.purge().filter(subject).await.map_err(nats)?;
+        Ok(())
+    }
+
     /// An app config version's record and its package files.
     pub async fn package(
         &self,

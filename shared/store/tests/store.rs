@@ -16,7 +16,7 @@ fn app(org: &str, name: &str) -> App {
 #[tokio::test]
 async fn kv_records_are_compare_and_swap_and_org_scoped() {
     let nats = NatsServer::start();
-    let client = async_nats::connect(&nats.url).await.unwrap();
+    let client = nats.admin().await;
     let js = async_nats::jetstream::new(client);
     Store::ensure(js.clone(), 1).await.unwrap();
     // Idempotent: a second service start-up finds everything in place.
@@ -106,7 +106,7 @@ async fn kv_records_are_compare_and_swap_and_org_scoped() {
 #[tokio::test]
 async fn audit_stream_refuses_purge() {
     let nats = NatsServer::start();
-    let client = async_nats::connect(&nats.url).await.unwrap();
+    let client = nats.admin().await;
     let js = async_nats::jetstream::new(client);
     let store = Store::ensure(js.clone(), 1).await.unwrap();
     store

@@ -1,0 +1,128 @@
+//! Serving the vendor's artifacts to installs.
+//!
+//! A runner may not read the hub's object stores; its artifact sync asks on
+//! `ferry.rx.<org>.<install>.artifact` (`ArtifactRead`) for one blob at a time, chunk by chunk.
+//! The install is the one the subject names (the hub lets an install publish only under its own
+//! subjects), and it gets only artifacts built for its own app: the manifest it names must be a
+//! build's digest for that app, and the blob that manifest itself or one it lists. The runner
+//! verifies every digest itself.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use ferry_artifacts::{BlobStore, Manifest};
+use ferry_model as m;
+use ferry_protocol::messages::{ArtifactRead, ArtifactReply};
+use ferry_protocol::{decode, encode, subjects};
+use futures_util::StreamExt;
+use tracing::{debug, warn};
+
+use crate::{BuildError, BuildService};
+
+/// `org.install.manifest` triples already found to be the install's app's builds (a build's
+/// digest never changes, so a yes stays true).
+#[derive(Clone, Default)]
+pub(crate) struct Allowed(Arc<Mutex<HashSet<String>>>);
+
+impl BuildService {
+    pub async fn serve_artifacts(self) -> Result<(), BuildError> {
+        let client = self.store.js.client();
+        let mut sub = client
+            .queue_subscribe(subjects::ARTIFACT_ALL, "build".into())
+            .await
+            .map_err(|e| BuildError::Nats(Box::new(e)))?;
+        // A reply is one message: half the limit leaves room for framing.
+        let chunk = (client.server_info().max_payload / 2).max(1024);
+        while let Some(msg) = sub.next().await {
+            let s = self.clone();
+            let client = client.clone();
+            tokio::spawn(async move {
+                let (Some(reply), Some((org, install))) =
+                    (msg.reply.clone(), subjects::org_install(&msg.subject))
+                else {
+                    return;
+                };
+                let answer = match decode::<ArtifactRead>(&msg.payload) {
+                    Ok(read) => s.read(org, install, &read, chunk).await,
+                    Err(e) => ArtifactReply::Refused {
+                        reason: format!("undecodable request: {e}"),
+                    },
+                };
+                if let Err(e) = client.publish(reply, encode(&answer).into()).await {
+                    debug!(error = %e, "could not answer an artifact read");
+                }
+            });
+        }
+        Err(BuildError::SubscriptionEnded)
+    }
+
+    async fn read(
+        &self,
+        org: &str,
+        install: &str,
+        r: &ArtifactRead,
+        chunk: usize,
+    ) -> ArtifactReply {
+        let refused = |reason: String| ArtifactReply::Refused { reason };
+        match self.allowed(org, install, &r.manifest).await {
+            Ok(true) => {}
+            Ok(false) => {
+                warn!(org, install, manifest = %r.manifest, "artifact read refused: not a build of the install's app");
+                return refused(format!(
+                    "{} is not an artifact of this install's app",
+                    r.manifest
+                ));
+            }
+            Err(e) => return refused(format!("checking the artifact: {e}")),
+        }
+        if r.digest != r.manifest {
+            let listed = match self.vendor.get_blob(&r.manifest).await {
+                Ok(bytes) => Manifest::parse(&r.manifest, &bytes).map(|m| {
+                    std::iter::once(&m.config)
+                        .chain(m.layers.iter())
+                        .any(|d| d.digest == r.digest)
+                }),
+                Err(e) => Err(e),
+            };
+            match listed {
+                Ok(true) => {}
+                Ok(false) => return refused(format!("{} is not part of {}", r.digest, r.manifest)),
+                Err(e) => return refused(e.to_string()),
+            }
+        }
+        // The whole blob is read for each chunk: artifacts are mostly smaller than one chunk,
+        // and a cache here would hold vendor code in memory for no install in particular.
+        match self.vendor.get_blob(&r.digest).await {
+            Ok(bytes) => {
+                let from = (r.offset as usize).min(bytes.len());
+                let to = (from + chunk).min(bytes.len());
+                ArtifactReply::Chunk {
+                    total: bytes.len() as u64,
+                    bytes: bytes[from..to].to_vec(),
+                }
+            }
+            Err(e) => refused(e.to_string()),
+        }
+    }
+
+    async fn allowed(&self, org: &str, install: &str, manifest: &str) -> Result<bool, BuildError> {
+        let key = format!("{org}.{install}.{manifest}");
+        if self.allowed.0.lock().is_ok_and(|a| a.contains(&key)) {
+            return Ok(true);
+        }
+        let Some(inst) = self.store.repo::<m::Install>().get(org, install).await? else {
+            return Ok(false);
+        };
+        let ok = self
+            .store
+            .repo::<m::Build>()
+            .list(org)
+            .await?
+            .iter()
+            .any(|b| b.app == inst.value.app && b.digest.as_deref() == Some(manifest));
+        if ok && let Ok(mut a) = self.allowed.0.lock() {
+            a.insert(key);
+        }
+        Ok(ok)
+    }
+}

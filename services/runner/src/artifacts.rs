@@ -1,0 +1,95 @@
+//! The vendor's artifacts, read through the install's own subjects.
+//!
+//! A runner may not open the hub's object stores (its permissions stop at its own subjects), so
+//! an artifact sync asks the control plane for each blob on `ferry.rx.<org>.<install>.artifact`,
+//! chunk by chunk; the build service answers only for artifacts built for the install's org.
+//! Every blob is verified against its digest here, whoever answered.
+
+use std::time::Duration;
+
+use ferry_artifacts::{ArtifactError, BlobStore, verify};
+use ferry_protocol::messages::{ArtifactRead, ArtifactReply};
+use ferry_protocol::{decode, encode, subjects};
+
+/// Artifacts larger than this are refused rather than held in memory.
+const MAX_BLOB: u64 = 4 << 30;
+
+/// A read-only [`BlobStore`] over the artifact request subject, for one artifact (`manifest`).
+pub struct HubArtifacts {
+    client: async_nats::Client,
+    subject: String,
+    manifest: String,
+}
+
+impl HubArtifacts {
+    pub fn new(client: &async_nats::Client, org: &str, install: &str, manifest: &str) -> Self {
+        HubArtifacts {
+            client: client.clone(),
+            subject: subjects::artifact(org, install),
+            manifest: manifest.to_string(),
+        }
+    }
+
+    async fn read(&self, digest: &str, offset: u64) -> Result<ArtifactReply, ArtifactError> {
+        let req = ArtifactRead {
+            manifest: self.manifest.clone(),
+            digest: digest.to_string(),
+            offset,
+        };
+        let ask = self
+            .client
+            .request(self.subject.clone(), encode(&req).into());
+        let reply = tokio::time::timeout(Duration::from_secs(30), ask)
+            .await
+            .map_err(|_| ArtifactError::Store(format!("no answer for {digest} within 30 s")))?
+            .map_err(|e| ArtifactError::Store(format!("asking for {digest}: {e}")))?;
+        decode::<ArtifactReply>(&reply.payload)
+            .map_err(|e| ArtifactError::Store(format!("the reply for {digest}: {e}")))
+    }
+}
+
+impl BlobStore for HubArtifacts {
+    async fn has_blob(&self, digest: &str) -> Result<bool, ArtifactError> {
+        Ok(matches!(
+            self.read(digest, 0).await?,
+            ArtifactReply::Chunk { .. }
+        ))
+    }
+
+    async fn get_blob(&self, digest: &str) -> Result<Vec<u8>, ArtifactError> {
+        let mut blob = Vec::new();
+        loop {
+            match self.read(digest, blob.len() as u64).await? {
+                ArtifactReply::Refused { reason } => {
+                    return Err(ArtifactError::Store(format!("{digest}: {reason}")));
+                }
+                ArtifactReply::Chunk { total, bytes } => {
+                    if total > MAX_BLOB {
+                        return Err(ArtifactError::Store(format!(
+                            "{digest} is {total} bytes, over the {MAX_BLOB} byte limit"
+                        )));
+                    }
+                    let empty = bytes.is_empty();
+                    blob.extend_from_slice(&bytes);
+                    if blob.len() as u64 >= total {
+                        break;
+                    }
+                    if empty {
+                        return Err(ArtifactError::Store(format!(
+                            "{digest}: the reply stopped at {} of {total} bytes",
+                            blob.len()
+                        )));
+                    }
+                }
+            }
+        }
+        verify(digest, &blob)?;
+        Ok(blob)
+    }
+
+    async fn put_blob(&self, digest: &str, _bytes: &[u8]) -> Result<(), ArtifactError> {
+        Err(ArtifactError::Store(format!(
+            "{digest}: the vendor's artifacts are read-only to an install"
+        )))
+    }
+}

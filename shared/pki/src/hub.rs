@@ -1,0 +1,278 @@
+//! The hub's trust material, kept in one directory the control plane owns, and how each party
+//! connects with it.
+//!
+//! `HubFiles::load_or_create(dir)` makes, once, and then keeps:
+//!
+//! | file | what |
+//! |---|---|
+//! | `ca.pem`, `ca-key.pem` | Ferry's CA: signs install certificates from CSRs |
+//! | `server.pem`, `server-key.pem` | the hub nats-server's TLS certificate |
+//! | `services.pem`, `services-key.pem` | the control plane's client certificate |
+//! | `callout.nk` | the account key that signs the users the auth callout admits |
+//! | `ferry.password`, `admin.password`, `sys.password` | the NATS users' passwords |
+//! | `auth.conf` | the nats-server configuration that puts all of this to use (rewritten each time) |
+//!
+//! Every client of the hub presents a certificate from the CA (`tls { verify: true }`). The
+//! control plane's services then log in as user `ferry`, which may do anything in account `FERRY`
+//! except change or delete the `AUDIT` stream; the operator's `admin` user may do that too.
+//! Everyone else — runners — is decided by the auth callout (served by the `api` service): the
+//! server asks it about each connection, with the verified client certificate, and it admits an
+//! install's certificate with exactly that install's permissions (`ferry_protocol::permissions`).
+//! Adding an install therefore needs no hub restart and no configuration change.
+
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose, SanType,
+};
+
+use crate::{Ca, PkiError, write_new};
+
+/// The NATS account every Ferry connection lands in.
+pub const ACCOUNT: &str = "FERRY";
+/// The control plane's user.
+pub const SERVICES_USER: &str = "ferry";
+/// The operator's user: may also reconfigure or delete `AUDIT`.
+pub const ADMIN_USER: &str = "admin";
+/// The system account's user (kicks connections of revoked certificates).
+pub const SYS_USER: &str = "sys";
+
+/// What the services' user may not do: change, delete, purge or erase from the audit stream.
+pub const AUDIT_ADMIN_SUBJECTS: [&str; 4] = [
+    "$JS.API.STREAM.UPDATE.AUDIT",
+    "$JS.API.STREAM.DELETE.AUDIT",
+    "$JS.API.STREAM.PURGE.AUDIT",
+    "$JS.API.STREAM.MSG.DELETE.AUDIT",
+];
+
+/// The hub's trust directory.
+#[derive(Debug, Clone)]
+pub struct HubFiles {
+    pub dir: PathBuf,
+}
+
+/// How a client of the hub proves who it is.
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// `(user, password)` for the configured users; `None` for runners (the callout decides).
+    pub login: Option<(String, String)>,
+    /// Where replies to this client's requests go (`_INBOX.<org>.<install>` for a runner, which
+    /// may read no other inbox).
+    pub inbox_prefix: Option<String>,
+}
+
+impl Credentials {
+    /// Connect options presenting these credentials over TLS.
+    pub fn connect_options(&self) -> async_nats::ConnectOptions {
+        let mut o = async_nats::ConnectOptions::new();
+        if let Some((user, password)) = &self.login {
+            o = async_nats::ConnectOptions::with_user_and_password(user.clone(), password.clone());
+        }
+        if let Some(prefix) = &self.inbox_prefix {
+            o = o.custom_inbox_prefix(prefix.clone());
+        }
+        o.require_tls(true)
+            .add_root_certificates(self.ca.clone())
+            .add_client_certificate(self.cert.clone(), self.key.clone())
+    }
+}
+
+fn io(dir: &Path) -> impl Fn(std::io::Error) -> PkiError + '_ {
+    move |error| PkiError::Store {
+        dir: dir.display().to_string(),
+        error,
+    }
+}
+
+impl HubFiles {
+    /// Creates what is missing in `dir` (the CA first, once) and rewrites `auth.conf`.
+    /// `server_names` are the DNS names and IP addresses the hub's certificate covers, besides
+    /// `localhost` and `127.0.0.1`.
+    pub fn load_or_create(dir: &Path, server_names: &[String]) -> Result<HubFiles, PkiError> {
+        let ca = Ca::load_or_create(dir, "ferry")?;
+        let hub = HubFiles {
+            dir: dir.to_path_buf(),
+        };
+        if !hub.path("server.pem").exists() {
+            let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+            names.extend(server_names.iter().cloned());
+            let (cert, key) =
+                ca.sign_leaf("ferry-hub", &names, ExtendedKeyUsagePurpose::ServerAuth)?;
+            write_new(&hub.path("server-key.pem"), &key, 0o600).map_err(io(dir))?;
+            write_new(&hub.path("server.pem"), &cert, 0o644).map_err(io(dir))?;
+        }
+        if !hub.path("services.pem").exists() {
+            let (cert, key) =
+                ca.sign_leaf("ferry-services", &[], ExtendedKeyUsagePurpose::ClientAuth)?;
+            write_new(&hub.path("services-key.pem"), &key, 0o600).map_err(io(dir))?;
+            write_new(&hub.path("services.pem"), &cert, 0o644).map_err(io(dir))?;
+        }
+        if !hub.path("callout.nk").exists() {
+            let seed = nkeys::KeyPair::new_account()
+                .seed()
+                .map_err(|e| PkiError::Key(e.to_string()))?;
+            write_new(&hub.path("callout.nk"), &seed, 0o600).map_err(io(dir))?;
+        }
+        for user in [SERVICES_USER, ADMIN_USER, SYS_USER] {
+            let p = hub.path(&format!("{user}.password"));
+            if !p.exists() {
+                write_new(&p, &hex_secret()?, 0o600).map_err(io(dir))?;
+            }
+        }
+        std::fs::write(hub.path("auth.conf"), hub.auth_conf()?).map_err(io(dir))?;
+        Ok(hub)
+    }
+
+    /// The existing trust directory `dir` (made by [`HubFiles::load_or_create`]).
+    pub fn open(dir: &Path) -> Result<HubFiles, PkiError> {
+        let hub = HubFiles {
+            dir: dir.to_path_buf(),
+        };
+        let password = format!("{SERVICES_USER}.password");
+        for f in ["ca.pem", "services.pem", "callout.nk", password.as_str()] {
+            if !hub.path(f).exists() {
+                return Err(PkiError::Store {
+                    dir: dir.display().to_string(),
+                    error: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!(
+                            "{f} is missing: create the directory with `ferry-server hub-init`"
+                        ),
+                    ),
+                });
+            }
+        }
+        Ok(hub)
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn read(&self, name: &str) -> Result<String, PkiError> {
+        let path = self.path(name);
+        std::fs::read_to_string(&path)
+            .map(|s| s.trim().to_string())
+            .map_err(|error| PkiError::Store {
+                dir: path.display().to_string(),
+                error,
+            })
+    }
+
+    /// The CA, to sign install certificates.
+    pub fn ca(&self) -> Result<Ca, PkiError> {
+        Ca::load(&self.read("ca.pem")?, &self.read("ca-key.pem")?)
+    }
+
+    /// The key that signs the users the auth callout admits.
+    pub fn callout_key(&self) -> Result<nkeys::KeyPair, PkiError> {
+        nkeys::KeyPair::from_seed(&self.read("callout.nk")?)
+            .map_err(|e| PkiError::Key(e.to_string()))
+    }
+
+    /// Credentials of one of the configured users (`SERVICES_USER`, `ADMIN_USER`, `SYS_USER`).
+    pub fn credentials(&self, user: &str) -> Result<Credentials, PkiError> {
+        Ok(Credentials {
+            ca: self.path("ca.pem"),
+            cert: self.path("services.pem"),
+            key: self.path("services-key.pem"),
+            login: Some((user.to_string(), self.read(&format!("{user}.password"))?)),
+            inbox_prefix: None,
+        })
+    }
+
+    /// The nats-server configuration of the hub's authentication and authorization, to be
+    /// included in the hub's own configuration (which says where to listen and store).
+    pub fn auth_conf(&self) -> Result<String, PkiError> {
+        let issuer = self.callout_key()?.public_key();
+        let q = |p: &str| format!("\"{}\"", self.path(p).display());
+        let deny = AUDIT_ADMIN_SUBJECTS
+            .iter()
+            .map(|s| format!("\"{s}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Ok(format!(
+            r#"# Written by Ferry (ferry_pki::hub); rewritten on each start. See docs/security.md.
+tls {{
+  cert_file: {server}
+  key_file: {server_key}
+  ca_file: {ca}
+  verify: true
+  timeout: 5
+}}
+accounts {{
+  {ACCOUNT} {{
+    jetstream: enabled
+    users: [
+      {{ user: "{SERVICES_USER}", password: "{services}", permissions: {{ publish: {{ deny: [{deny}] }} }} }}
+      {{ user: "{ADMIN_USER}", password: "{admin}" }}
+    ]
+  }}
+  SYS {{ users: [ {{ user: "{SYS_USER}", password: "{sys}" }} ] }}
+}}
+system_account: SYS
+authorization {{
+  auth_callout {{
+    issuer: "{issuer}"
+    account: {ACCOUNT}
+    users: [ "{SERVICES_USER}", "{ADMIN_USER}" ]
+  }}
+}}
+"#,
+            server = q("server.pem"),
+            server_key = q("server-key.pem"),
+            ca = q("ca.pem"),
+            services = self.read(&format!("{SERVICES_USER}.password"))?,
+            admin = self.read(&format!("{ADMIN_USER}.password"))?,
+            sys = self.read(&format!("{SYS_USER}.password"))?,
+        ))
+    }
+}
+
+fn hex_secret() -> Result<String, PkiError> {
+    let mut b = [0u8; 24];
+    getrandom::fill(&mut b).map_err(PkiError::Random)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+impl Ca {
+    /// A certificate and its new key for a party of the control plane itself (the hub's server
+    /// certificate, the services' client certificate): `names` become DNS or IP SANs.
+    pub fn sign_leaf(
+        &self,
+        common_name: &str,
+        names: &[String],
+        usage: ExtendedKeyUsagePurpose,
+    ) -> Result<(String, String), PkiError> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::OrganizationName, "ferry");
+        dn.push(DnType::CommonName, common_name);
+        params.distinguished_name = dn;
+        params.is_ca = IsCa::ExplicitNoCa;
+        for n in names {
+            params
+                .subject_alt_names
+                .push(match n.parse::<std::net::IpAddr>() {
+                    Ok(ip) => SanType::IpAddress(ip),
+                    Err(_) => SanType::DnsName(n.as_str().try_into()?),
+                });
+        }
+        params.serial_number = Some(rcgen::SerialNumber::from_slice(&crate::random_serial()?));
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![usage];
+        let now = time::OffsetDateTime::now_utc();
+        params.not_before = now - time::Duration::minutes(5);
+        params.not_after = now + time::Duration::days(825);
+        let cert = params.signed_by(&key, self.issuer())?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+}
