@@ -200,6 +200,12 @@ pub async fn installs_create(
             println!("follow it with: ferry workflows wait {id}");
         }
     }
+    if !json_out && let Some(token) = r["runner_token"]["token"].as_str() {
+        println!(
+            "its runner bootstraps with this one-time token (valid an hour; `ferry installs runner-bundle {name}` writes a new one with everything else):\n  ferry-runner --bootstrap {token} --api {}",
+            api.base()
+        );
+    }
     Ok(id)
 }
 

@@ -414,9 +414,7 @@ impl Runners {
             .arg("--data-dir")
             .arg(&dir);
         if !dir.join("identity").join("cert.pem").exists() {
-            let t: ferry_model::api::RunnerToken = api
-                .post(&format!("/v1/installs/{install}/runner-token"), &json!({}))
-                .await?;
+            let t = crate::bootstrap::runner_token(api, install).await?;
             cmd.args(["--api", api.base()])
                 .env("FERRY_BOOTSTRAP_TOKEN", t.token);
         }

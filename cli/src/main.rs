@@ -1,5 +1,6 @@
 //! `ferry`, the vendor's command-line tool.
 
+mod bootstrap;
 mod client;
 mod commands;
 mod dev;
@@ -157,6 +158,25 @@ enum InstallsCmd {
         wait: bool,
         #[arg(long)]
         json: bool,
+    },
+    /// A new one-time token for a runner of this install (`ferry-runner --bootstrap`); printed
+    /// once, usable once, for an hour.
+    RunnerToken {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write what a runner host needs into a directory: runner.env (hub address, one-time
+    /// token), a systemd unit, and how to install and start it.
+    RunnerBundle {
+        name: String,
+        /// Where to write the bundle.
+        #[arg(long, default_value = "ferry-runner-bundle")]
+        out: std::path::PathBuf,
+        /// The hub's NATS URL as the runner host reaches it (default: the API's host, port
+        /// 4222).
+        #[arg(long)]
+        hub_url: Option<String>,
     },
     /// Show an install: its components, their status and outputs.
     Get {
@@ -410,6 +430,29 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
                 commands::installs_create(&api, &app, &name, &inputs, approve_all, json, wait)
                     .await?;
             commands::then_wait(&api, started, wait, json).await
+        }
+        Command::Installs(InstallsCmd::RunnerToken { name, json }) => {
+            let t = bootstrap::runner_token(&api, &name).await?;
+            if json {
+                commands::print_json(&t)?;
+            } else {
+                println!("{}", t.token);
+                eprintln!(
+                    "one-time runner token for install {name}, valid {} minutes: ferry-runner --bootstrap TOKEN --api {}",
+                    t.expires_in_secs / 60,
+                    api.base()
+                );
+            }
+            Ok(0)
+        }
+        Command::Installs(InstallsCmd::RunnerBundle { name, out, hub_url }) => {
+            let hub = hub_url.unwrap_or_else(|| bootstrap::default_hub_url(api.base()));
+            bootstrap::runner_bundle(&api, &name, &out, &hub).await?;
+            println!(
+                "runner bundle for install {name} written to {}",
+                out.display()
+            );
+            Ok(0)
         }
         Command::Installs(InstallsCmd::Get { name, json }) => {
             commands::installs_get(&api, &name, json).await

@@ -400,10 +400,16 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(binary: &str, args: &[&str], log: PathBuf) -> Proc {
+        Proc::spawn_env(binary, args, &[], log)
+    }
+
+    /// [`Proc::spawn`] with environment variables set.
+    pub fn spawn_env(binary: &str, args: &[&str], env: &[(String, String)], log: PathBuf) -> Proc {
         let out = std::fs::File::create(&log).expect("log file");
         let child = Command::new(bin(binary))
             .current_dir(repo_root())
             .args(args)
+            .envs(env.iter().cloned())
             .stdout(out.try_clone().expect("clone"))
             .stderr(out)
             .spawn()
@@ -483,6 +489,18 @@ impl Proc {
             .arg("-TERM")
             .arg(self.child.id().to_string())
             .status();
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    /// Waits up to `within` for the process to exit by itself; its exit status, or `None`.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {

@@ -1,0 +1,100 @@
+//! Getting a runner into an install: one-time bootstrap tokens and the runner bundle.
+//!
+//! A runner proves who it is with a certificate whose key it made itself. To get the certificate
+//! it needs, once, a one-time token (`installs create` prints the first; `installs runner-token`
+//! makes another). `installs runner-bundle` writes what a customer needs on the runner host: the
+//! environment file with the hub's address and the token, a systemd unit, and how to start it.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use ferry_model::api::RunnerToken;
+use serde_json::json;
+
+use crate::client::Api;
+
+/// A new one-time token for a runner of `install`.
+pub async fn runner_token(api: &Api, install: &str) -> Result<RunnerToken> {
+    api.post(&format!("/v1/installs/{install}/runner-token"), &json!({}))
+        .await
+}
+
+/// The hub's NATS URL when none is given: the API's host, NATS's port.
+pub fn default_hub_url(api: &str) -> String {
+    let host = api
+        .split("://")
+        .nth(1)
+        .unwrap_or(api)
+        .split(['/', ':'])
+        .next()
+        .unwrap_or("127.0.0.1");
+    format!("nats://{host}:4222")
+}
+
+/// Writes the runner bundle for `install` into `out` (created; existing files are replaced).
+pub async fn runner_bundle(api: &Api, install: &str, out: &Path, hub_url: &str) -> Result<()> {
+    let token = runner_token(api, install).await?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let env = format!(
+        "# ferry-runner for install {install}. Keep this file private: the token is a credential\n\
+         # until the runner's first start (it can be used once, within {} minutes).\n\
+         FERRY_NATS_URL={hub_url}\n\
+         FERRY_API={api}\n\
+         FERRY_INSTALL={install}\n\
+         FERRY_RUNNER_DATA_DIR=/var/lib/ferry-runner\n\
+         FERRY_BOOTSTRAP_TOKEN={token}\n",
+        token.expires_in_secs / 60,
+        api = api.base(),
+        token = token.token,
+    );
+    let unit = format!(
+        "[Unit]\n\
+         Description=Ferry runner for install {install}\n\
+         After=network-online.target\n\
+         Wants=network-online.target\n\n\
+         [Service]\n\
+         EnvironmentFile=/etc/ferry/runner.env\n\
+         ExecStart=/usr/local/bin/ferry-runner\n\
+         Restart=always\n\
+         RestartSec=2\n\
+         KillMode=mixed\n\
+         TimeoutStopSec=90\n\
+         StateDirectory=ferry-runner\n\
+         NoNewPrivileges=true\n\n\
+         [Install]\n\
+         WantedBy=multi-user.target\n"
+    );
+    let readme = format!(
+        "Ferry runner for install {install}\n\n\
+         The runner opens no port and makes one outbound connection, to {hub_url}.\n\
+         On its first start it makes its private key in /var/lib/ferry-runner/identity (the key\n\
+         never leaves this host), trades the one-time token in runner.env for its certificate,\n\
+         and from then on uses only the certificate.\n\n\
+         Install and start (as root):\n\
+           install -m 0755 ferry-runner /usr/local/bin/ferry-runner\n\
+           install -d -m 0700 /etc/ferry && install -m 0600 runner.env /etc/ferry/runner.env\n\
+           install -m 0644 ferry-runner.service /etc/systemd/system/ferry-runner.service\n\
+           systemctl daemon-reload && systemctl enable --now ferry-runner\n\n\
+         Or in the foreground:\n\
+           env $(grep -v '^#' runner.env | xargs) ferry-runner\n"
+    );
+    write(out, "runner.env", &env, 0o600)?;
+    write(out, "ferry-runner.service", &unit, 0o644)?;
+    write(out, "README.txt", &readme, 0o644)?;
+    Ok(())
+}
+
+fn write(dir: &Path, name: &str, text: &str, mode: u32) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}

@@ -1,0 +1,207 @@
+//! Runner bootstrap, end to end: a one-time token from `installs create` or `installs
+//! runner-bundle`, a key made by the runner itself, a certificate from the hub's CA, and a deploy
+//! over the connection that certificate admits. Tokens work once; a runner serves only the
+//! install its certificate names.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use ferry_tests::{NatsServer, Proc, ferry, ferry_json, sync_hello, wait_for};
+
+fn example() -> std::path::PathBuf {
+    ferry_tests::repo_root().join("examples/hello")
+}
+
+#[test]
+fn a_runner_bootstraps_with_its_one_time_token_and_the_token_works_once() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    sync_hello(&api, &example());
+    let created = ferry_json(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--json",
+        ],
+    );
+    let token = created["runner_token"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(token.starts_with("ferryboot_default_"), "{created}");
+    let wf = created["workflow_id"].as_str().unwrap().to_string();
+
+    let data = dir.path().join("runner");
+    let _runner = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &nats.url,
+            "--api",
+            &api,
+            "--bootstrap",
+            &token,
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        dir.path().join("runner.log"),
+    );
+    let done = wait_for(&api, &wf, 120, "the first deploy", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    // The key was made here and kept private; the certificate names the install.
+    let identity = ferry_pki::InstallFiles::new(&data.join("identity"));
+    let mode = std::fs::metadata(identity.key())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let info = identity.info().unwrap();
+    assert_eq!(
+        (info.identity.org.as_str(), info.identity.install.as_str()),
+        ("default", "prod")
+    );
+
+    // The same token again: refused, and the runner says why.
+    let mut replay = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &nats.url,
+            "--api",
+            &api,
+            "--bootstrap",
+            &token,
+            "--data-dir",
+            dir.path().join("replay").to_str().unwrap(),
+        ],
+        dir.path().join("replay.log"),
+    );
+    let status = replay
+        .wait_exit(Duration::from_secs(30))
+        .expect("the replay exits");
+    assert!(!status.success());
+    let said = std::fs::read_to_string(dir.path().join("replay.log")).unwrap();
+    assert!(
+        said.contains("this bootstrap token was already used") && said.contains("401"),
+        "{said}"
+    );
+    assert!(!dir.path().join("replay/identity/cert.pem").exists());
+}
+
+#[test]
+fn a_runner_bundle_holds_what_the_runner_host_needs() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    sync_hello(&api, &example());
+    let (code, out, err) = ferry_tests::create_hello(&api, "edge", &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("ferry-runner --bootstrap ferryboot_default_"),
+        "{out}"
+    );
+    let bundle = dir.path().join("bundle");
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "runner-bundle",
+            "edge",
+            "--out",
+            bundle.to_str().unwrap(),
+            "--hub-url",
+            &nats.url,
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let env_text = std::fs::read_to_string(bundle.join("runner.env")).unwrap();
+    let mode = std::fs::metadata(bundle.join("runner.env"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the token file is private");
+    let unit = std::fs::read_to_string(bundle.join("ferry-runner.service")).unwrap();
+    assert!(
+        unit.contains("EnvironmentFile=/etc/ferry/runner.env"),
+        "{unit}"
+    );
+    assert!(
+        std::fs::read_to_string(bundle.join("README.txt"))
+            .unwrap()
+            .contains("systemctl")
+    );
+
+    // The runner, started with the bundle's environment (its data elsewhere), deploys.
+    let mut env: Vec<(String, String)> = env_text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    env.retain(|(k, _)| k != "FERRY_RUNNER_DATA_DIR");
+    env.push((
+        "FERRY_RUNNER_DATA_DIR".into(),
+        dir.path().join("edge").to_string_lossy().into_owned(),
+    ));
+    let _runner = Proc::spawn_env("ferry-runner", &[], &env, dir.path().join("runner.log"));
+    let installs = ferry_json(&api, &["installs", "get", "edge", "--json"]);
+    let wf = installs["last_workflow"].as_str().unwrap().to_string();
+    let done = wait_for(&api, &wf, 120, "the deploy", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+}
+
+#[test]
+fn a_runner_serves_only_the_install_its_certificate_names() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("runner");
+    nats.issue_install("default", "a", &data.join("identity"));
+    let mut runner = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &nats.url,
+            "--install",
+            "b",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        dir.path().join("runner.log"),
+    );
+    let status = runner.wait_exit(Duration::from_secs(20)).expect("it exits");
+    assert_eq!(status.code(), Some(2));
+    let said = std::fs::read_to_string(dir.path().join("runner.log")).unwrap();
+    assert!(
+        said.contains("--install b: this runner's certificate is for install a"),
+        "{said}"
+    );
+    // Without any certificate, it says how to get one.
+    let mut bare = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &nats.url,
+            "--data-dir",
+            dir.path().join("bare").to_str().unwrap(),
+        ],
+        dir.path().join("bare.log"),
+    );
+    assert_eq!(
+        bare.wait_exit(Duration::from_secs(20))
+            .and_then(|s| s.code()),
+        Some(2)
+    );
+    let said = std::fs::read_to_string(dir.path().join("bare.log")).unwrap();
+    assert!(said.contains("no install certificate"), "{said}");
+}

@@ -1,0 +1,323 @@
+//! What an install's identity can and cannot do on the hub, tried as an attacker would: with a
+//! raw NATS client holding install `a`'s real certificate (issued by the hub's CA, admitted by the
+//! api's auth callout), against a real nats-server and ferry-server. One test per attempt, each
+//! asserting the server's permission error.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferry_tests::{NatsServer, ORG, Proc};
+
+/// A hub with the control plane running, and a connection holding install `a`'s certificate,
+/// recording every error the server sends it.
+struct Attacker {
+    client: async_nats::Client,
+    errors: Arc<Mutex<Vec<String>>>,
+    nats: NatsServer,
+    _server: Proc,
+    dir: tempfile::TempDir,
+}
+
+async fn install_a() -> Attacker {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let creds = nats.issue_install(ORG, "a", &dir.path().join("a"));
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let seen = errors.clone();
+    let client = creds
+        .connect_options()
+        .event_callback(move |e| {
+            let seen = seen.clone();
+            async move {
+                if let async_nats::Event::ServerError(e) = e {
+                    seen.lock().unwrap().push(e.to_string());
+                }
+            }
+        })
+        .connect(&nats.url)
+        .await
+        .expect("install a's certificate is admitted");
+    Attacker {
+        client,
+        errors,
+        nats,
+        _server: server,
+        dir,
+    }
+}
+
+impl Attacker {
+    /// Waits for the server's permission error naming `subject` (as publish or subscription).
+    async fn refused(&self, what: &str, subject: &str) {
+        let _ = self.client.flush().await;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let wanted = format!("permissions violation for {what} to \"{subject}\"").to_lowercase();
+        loop {
+            let errors = self.errors.lock().unwrap().clone();
+            if errors.iter().any(|e| e.to_lowercase().contains(&wanted)) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no permission error for {what} to {subject}; the server said: {errors:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn publish_refused(&self, subject: &str) {
+        self.client
+            .publish(subject.to_string(), "forged".into())
+            .await
+            .unwrap();
+        self.refused("publish", subject).await;
+    }
+
+    async fn subscribe_refused(&self, subject: &str) {
+        let _sub = self.client.subscribe(subject.to_string()).await.unwrap();
+        self.refused("subscription", subject).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_install_may_use_its_own_subjects() {
+    let a = install_a().await;
+    let mut wake = a.client.subscribe("ferry.wake.default.a").await.unwrap();
+    a.client
+        .publish("ferry.rx.default.a.hb", "x".into())
+        .await
+        .unwrap();
+    a.client.flush().await.unwrap();
+    // The doorbell reaches it (published by the control plane's user).
+    let services = a.nats.connect_as(ferry_pki::hub::SERVICES_USER).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let got = loop {
+        services
+            .publish("ferry.wake.default.a", "ring".into())
+            .await
+            .unwrap();
+        services.flush().await.unwrap();
+        if let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(200), {
+            use futures_util::StreamExt;
+            wake.next()
+        })
+        .await
+        {
+            break m;
+        }
+        assert!(Instant::now() < deadline, "the doorbell never arrived");
+    };
+    assert_eq!(&got.payload[..], b"ring");
+    assert!(a.errors.lock().unwrap().is_empty(), "{:?}", a.errors);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_install_cannot_claim_another_installs_jobs() {
+    install_a()
+        .await
+        .publish_refused("ferry.rx.default.b.claim")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_install_cannot_ask_for_another_installs_offers_or_artifacts() {
+    let a = install_a().await;
+    a.publish_refused("ferry.rx.default.b.offers").await;
+    a.publish_refused("ferry.rx.default.b.artifact").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_install_cannot_receive_another_installs_doorbell() {
+    install_a()
+        .await
+        .subscribe_refused("ferry.wake.default.b")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_install_cannot_receive_another_installs_cancels() {
+    install_a()
+        .await
+        .subscribe_refused("ferry.cancel.default.b.*")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_install_cannot_publish_events_as_another() {
+    install_a()
+        .await
+        .publish_refused("ferry.rx.default.b.event.j1")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_install_cannot_publish_logs_as_another() {
+    install_a()
+        .await
+        .publish_refused("ferry.rx.default.b.log.j1")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_install_cannot_read_another_installs_replies() {
+    install_a()
+        .await
+        .subscribe_refused("_INBOX.default.b.>")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_install_cannot_subscribe_to_everything() {
+    install_a().await.subscribe_refused(">").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_install_cannot_touch_any_bucket_stream_or_object_store() {
+    let a = install_a().await;
+    let js = async_nats::jetstream::new(a.client.clone());
+    // Every JetStream API call is a publish under $JS.API, which the install may not make.
+    assert!(js.get_key_value("installs").await.is_err());
+    a.refused("publish", "$JS.API.STREAM.INFO.KV_installs")
+        .await;
+    for bucket in ferry_protocol::resources::buckets::ALL {
+        a.publish_refused(&format!("$KV.{bucket}.default.a")).await;
+    }
+    for stream in ferry_protocol::resources::STREAMS {
+        a.publish_refused(&format!("$JS.API.STREAM.INFO.{}", stream.name))
+            .await;
+        a.publish_refused(&format!("$JS.API.DIRECT.GET.{}", stream.name))
+            .await;
+    }
+    for store in ferry_protocol::resources::objects::ALL {
+        a.publish_refused(&format!("$JS.API.STREAM.INFO.OBJ_{store}"))
+            .await;
+    }
+    a.subscribe_refused("$KV.installs.>").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_install_cannot_call_internal_subjects_or_decide_approvals() {
+    let a = install_a().await;
+    // A forged approval decision, a forged audit record, a forged auth answer.
+    a.publish_refused("ferry.ctl.approval-done.default").await;
+    a.publish_refused("ferry.ctl.workflow.default").await;
+    a.publish_refused("ferry.audit.default.install").await;
+    a.publish_refused("$SYS.REQ.USER.AUTH").await;
+    a.publish_refused("ferry.jobs.default.a.forged").await;
+}
+
+/// Connects to `nats` with `opts`; the error if it is refused.
+async fn refused_connection(nats: &NatsServer, opts: async_nats::ConnectOptions) -> String {
+    match tokio::time::timeout(Duration::from_secs(10), opts.connect(&nats.url)).await {
+        Ok(Ok(_)) => panic!("the connection was admitted"),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => "timed out".into(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_without_a_certificate_is_refused() {
+    let a = install_a().await;
+    let opts = async_nats::ConnectOptions::new()
+        .require_tls(true)
+        .add_root_certificates(a.nats.hub.path("ca.pem"));
+    let err = refused_connection(&a.nats, opts).await;
+    assert!(!err.is_empty());
+    // Nor does a user name help without the password.
+    let opts = async_nats::ConnectOptions::with_user_and_password("ferry".into(), "guess".into())
+        .require_tls(true)
+        .add_root_certificates(a.nats.hub.path("ca.pem"))
+        .add_client_certificate(
+            a.dir.path().join("a/cert.pem"),
+            a.dir.path().join("a/key.pem"),
+        );
+    let err = refused_connection(&a.nats, opts).await;
+    assert!(err.to_lowercase().contains("authorization"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_certificate_from_another_ca_is_refused() {
+    let a = install_a().await;
+    let other = ferry_pki::Ca::generate("not ferry's").unwrap();
+    let id = ferry_pki::InstallIdentity::new(ORG, "a").unwrap();
+    let files = ferry_pki::InstallFiles::new(&a.dir.path().join("forged"));
+    let csr = files.new_key_and_csr(&id).unwrap();
+    let cert = other
+        .sign_install_csr(&csr, &id, Duration::from_secs(3600))
+        .unwrap();
+    files
+        .store(
+            &cert,
+            &std::fs::read_to_string(a.nats.hub.path("ca.pem")).unwrap(),
+        )
+        .unwrap();
+    let err = refused_connection(&a.nats, files.credentials(&id).connect_options()).await;
+    assert!(!err.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_certificate_is_refused() {
+    let a = install_a().await;
+    let hub = ferry_pki::HubFiles::open(&a.nats.hub.dir).unwrap();
+    let id = ferry_pki::InstallIdentity::new(ORG, "a").unwrap();
+    let files = ferry_pki::InstallFiles::new(&a.dir.path().join("expired"));
+    let csr = files.new_key_and_csr(&id).unwrap();
+    let ca = hub.ca().unwrap();
+    let cert = ca
+        .sign_install_csr(&csr, &id, Duration::from_secs(1))
+        .unwrap();
+    files.store(&cert, ca.cert_pem()).unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let err = refused_connection(&a.nats, files.credentials(&id).connect_options()).await;
+    assert!(!err.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_services_credentials_cannot_change_or_delete_the_audit_stream() {
+    let a = install_a().await;
+    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = errors.clone();
+    let services = a
+        .nats
+        .hub
+        .credentials(ferry_pki::hub::SERVICES_USER)
+        .unwrap()
+        .connect_options()
+        .event_callback(move |e| {
+            let seen = seen.clone();
+            async move {
+                if let async_nats::Event::ServerError(e) = e {
+                    seen.lock().unwrap().push(e.to_string().to_lowercase());
+                }
+            }
+        })
+        .connect(&a.nats.url)
+        .await
+        .unwrap();
+    let js = async_nats::jetstream::new(services);
+    let mut stream = js.get_stream("AUDIT").await.unwrap();
+    let mut config = stream.info().await.unwrap().config.clone();
+    config.max_messages = 1;
+    assert!(js.update_stream(config).await.is_err());
+    assert!(stream.purge().await.is_err());
+    assert!(js.delete_stream("AUDIT").await.is_err());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for subject in ferry_pki::hub::AUDIT_ADMIN_SUBJECTS.iter().take(3) {
+        let wanted = format!("permissions violation for publish to \"{subject}\"").to_lowercase();
+        while !errors.lock().unwrap().iter().any(|e| e.contains(&wanted)) {
+            assert!(Instant::now() < deadline, "{wanted}: {:?}", errors);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    // The stream is as it was.
+    let info = js
+        .get_stream("AUDIT")
+        .await
+        .unwrap()
+        .info()
+        .await
+        .unwrap()
+        .clone();
+    assert_eq!(info.config.max_messages, -1);
+}
