@@ -195,13 +195,21 @@ impl Scheduler {
         };
         let mut granted = None;
         let lease_ms = self.lease.as_millis() as u64;
+        // The random part of a ULID: 80 bits no other install can guess (see `Job::claim`).
+        let secret = m::new_id()[10..].to_string();
         let known = self.known.take(org, &req.job_id);
         let r = self
             .store
             .repo::<m::Job>()
             .modify_from(known, org, &req.job_id, |j| {
-                granted =
-                    Some(j.claim(install, &req.runner_id, &m::now(), m::now_ms(), lease_ms)?);
+                granted = Some(j.claim(
+                    install,
+                    &req.runner_id,
+                    &m::now(),
+                    m::now_ms(),
+                    lease_ms,
+                    &secret,
+                )?);
                 Ok(true)
             })
             .await;

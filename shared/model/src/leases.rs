@@ -61,6 +61,10 @@ impl Job {
     }
 
     /// Grants a queued job to `runner`: a new execution holding a lease until `now_ms + lease_ms`.
+    ///
+    /// `secret` (random, from the caller) ends the execution's id. The id goes only to the runner
+    /// that claimed (in its own inbox), and its events are de-duplicated by it: no other install
+    /// can guess it to have a forged message taken, or the real one dropped as a duplicate.
     pub fn claim(
         &mut self,
         install: &str,
@@ -68,6 +72,7 @@ impl Job {
         now: &str,
         now_ms: u64,
         lease_ms: u64,
+        secret: &str,
     ) -> Result<Granted, String> {
         if self.install != install {
             return Err(format!("job {} is not a job of install {install}", self.id));
@@ -82,7 +87,10 @@ impl Job {
             ));
         }
         let attempt = self.executions.len() as u32 + 1;
-        let execution_id = format!("{}-{attempt}", self.id);
+        let execution_id = match secret {
+            "" => format!("{}-{attempt}", self.id),
+            s => format!("{}-{attempt}-{s}", self.id),
+        };
         self.executions.push(Execution {
             id: execution_id.clone(),
             attempt,
@@ -214,9 +222,18 @@ mod tests {
     }
 
     #[test]
+    fn an_execution_id_ends_with_the_claims_secret() {
+        let mut j = job(2);
+        let g = j.claim("i", "r1", "t1", 1_000, 500, "k3y").unwrap();
+        assert_eq!(g.execution_id, "j-1-k3y");
+        assert_eq!(j.current_execution().unwrap().id, "j-1-k3y");
+        assert!(j.renew("j-1", 1_100, 500).is_err(), "the guessable form is not it");
+    }
+
+    #[test]
     fn a_claim_grants_one_execution_with_a_lease() {
         let mut j = job(2);
-        let g = j.claim("i", "r1", "t1", 1_000, 500).unwrap();
+        let g = j.claim("i", "r1", "t1", 1_000, 500, "").unwrap();
         assert_eq!(g.execution_id, "j-1");
         assert_eq!(g.attempt, 1);
         assert_eq!(j.status, JobStatus::InProgress);
@@ -224,14 +241,14 @@ mod tests {
         assert_eq!(j.current_execution().unwrap().runner, "r1");
         // A second claim (another runner, the same offer delivered twice) is refused.
         assert_eq!(
-            j.claim("i", "r2", "t1", 1_000, 500).unwrap_err(),
+            j.claim("i", "r2", "t1", 1_000, 500, "").unwrap_err(),
             "job j is in_progress"
         );
         // Another install's runner cannot claim it.
         let mut other = job(2);
         assert!(
             other
-                .claim("x", "r", "t", 0, 1)
+                .claim("x", "r", "t", 0, 1, "")
                 .unwrap_err()
                 .contains("install x")
         );
@@ -255,7 +272,7 @@ mod tests {
         assert_eq!(j.status, JobStatus::NotAttempted);
 
         let mut r = job(2);
-        r.claim("i", "r", "t", 0, 1_000).unwrap();
+        r.claim("i", "r", "t", 0, 1_000, "").unwrap();
         assert!(!r.cancel_unclaimed("t"), "its runner must stop it");
         // Lost once, then cancelled while queued again: it did run.
         r.expire("t", 1_000).unwrap();
@@ -266,7 +283,7 @@ mod tests {
     #[test]
     fn renewals_extend_only_the_current_execution_until_it_is_expired() {
         let mut j = job(2);
-        j.claim("i", "r1", "t1", 1_000, 500).unwrap();
+        j.claim("i", "r1", "t1", 1_000, 500, "").unwrap();
         j.renew("j-1", 1_400, 500).unwrap();
         assert_eq!(j.lease_expires_ms, Some(1_900));
         assert!(
@@ -283,7 +300,7 @@ mod tests {
     #[test]
     fn an_expired_lease_loses_the_execution_and_requeues_until_none_are_left() {
         let mut j = job(2);
-        j.claim("i", "r1", "t1", 1_000, 500).unwrap();
+        j.claim("i", "r1", "t1", 1_000, 500, "").unwrap();
         assert_eq!(j.expire("t2", 1_499), None, "still leased");
         assert_eq!(
             j.expire("t2", 1_500),
@@ -300,7 +317,7 @@ mod tests {
             "the lost runner cannot renew"
         );
 
-        let g = j.claim("i", "r2", "t3", 2_000, 500).unwrap();
+        let g = j.claim("i", "r2", "t3", 2_000, 500, "").unwrap();
         assert_eq!((g.execution_id.as_str(), g.attempt), ("j-2", 2));
         assert!(matches!(
             j.expire("t4", 2_500),
@@ -314,6 +331,6 @@ mod tests {
                 .ends_with("all 2 executions used")
         );
         assert_eq!(j.expire("t5", 9_999), None, "a failed job has no lease");
-        assert!(j.claim("i", "r3", "t", 3_000, 500).is_err());
+        assert!(j.claim("i", "r3", "t", 3_000, 500, "").is_err());
     }
 }

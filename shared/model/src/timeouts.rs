@@ -232,7 +232,8 @@ mod tests {
     fn an_execution_its_runner_never_reports_times_out_one_grace_later() {
         let mut j = job(0);
         j.offered(&format_ms(0));
-        j.claim("i", "r", &format_ms(1_000), 1_000, 500).unwrap();
+        j.claim("i", "r", &format_ms(1_000), 1_000, 500, "")
+            .unwrap();
         assert_eq!(j.check_timeouts("t", 31_000 + 4_999, 5_000), None);
         let t = j.check_timeouts("t", 36_000, 5_000).unwrap();
         assert!(t.was_running, "the runner must be told to stop");
@@ -249,7 +250,8 @@ mod tests {
         let mut j = job(0);
         j.timeouts.execution_secs = 1_000;
         j.offered(&format_ms(0));
-        j.claim("i", "r", &format_ms(1_000), 1_000, 500).unwrap();
+        j.claim("i", "r", &format_ms(1_000), 1_000, 500, "")
+            .unwrap();
         // Lost and queued again: the queue clock restarts, the overall one does not.
         j.expire(&format_ms(90_000), 90_000).unwrap();
         assert_eq!(j.check_timeouts("t", 99_999, 0), None);
