@@ -178,6 +178,13 @@ enum InstallsCmd {
         #[arg(long)]
         hub_url: Option<String>,
     },
+    /// Revoke the install's runner certificates: its runners are disconnected within seconds and
+    /// refused until bootstrapped anew (`installs runner-token`).
+    Revoke {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Show an install: its components, their status and outputs.
     Get {
         name: String,
@@ -452,6 +459,24 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
                 "runner bundle for install {name} written to {}",
                 out.display()
             );
+            Ok(0)
+        }
+        Command::Installs(InstallsCmd::Revoke { name, json }) => {
+            let r: serde_json::Value = api
+                .post(
+                    &format!("/v1/installs/{name}/revoke"),
+                    &serde_json::json!({}),
+                )
+                .await?;
+            if json {
+                commands::print_json(&r)?;
+            } else {
+                println!(
+                    "install {name}: {} certificate(s) revoked, {} connection(s) closed",
+                    r["certificates"].as_array().map_or(0, Vec::len),
+                    r["connections_closed"]
+                );
+            }
             Ok(0)
         }
         Command::Installs(InstallsCmd::Get { name, json }) => {

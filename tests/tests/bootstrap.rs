@@ -205,3 +205,105 @@ fn a_runner_serves_only_the_install_its_certificate_names() {
     let said = std::fs::read_to_string(dir.path().join("bare.log")).unwrap();
     assert!(said.contains("no install certificate"), "{said}");
 }
+
+#[test]
+fn a_revoked_certificate_loses_its_connection_within_seconds_and_is_refused_after() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    sync_hello(&api, &example());
+    let created = ferry_json(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--json",
+        ],
+    );
+    let token = created["runner_token"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    let data = dir.path().join("runner");
+    let _runner = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &nats.url,
+            "--api",
+            &api,
+            "--bootstrap",
+            &token,
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        dir.path().join("runner.log"),
+    );
+    let done = wait_for(&api, &wf, 120, "the first deploy", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+
+    let identity = ferry_pki::InstallFiles::new(&data.join("identity"));
+    let id = identity.info().unwrap().identity;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let watcher = rt.block_on(async {
+        identity
+            .credentials(&id)
+            .connect_options()
+            .max_reconnects(Some(1))
+            .event_callback(move |e| {
+                let tx = tx.clone();
+                async move {
+                    if matches!(e, async_nats::Event::Disconnected) {
+                        let _ = tx.send(std::time::Instant::now());
+                    }
+                }
+            })
+            .connect(&nats.url)
+            .await
+            .expect("the install's certificate is admitted before the revocation")
+    });
+
+    let asked = std::time::Instant::now();
+    let revoked = ferry_json(&api, &["installs", "revoke", "prod", "--json"]);
+    assert_eq!(
+        revoked["certificates"].as_array().unwrap().len(),
+        1,
+        "{revoked}"
+    );
+    assert!(
+        revoked["connections_closed"].as_u64().unwrap() >= 2,
+        "runner and watcher: {revoked}"
+    );
+    let dropped = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("disconnected within 5 s");
+    assert!(dropped.duration_since(asked) < Duration::from_secs(5));
+    drop(watcher);
+
+    // The next connection with it is refused.
+    let again = rt.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            identity
+                .credentials(&id)
+                .connect_options()
+                .connect(&nats.url),
+        )
+        .await
+    });
+    assert!(
+        !matches!(again, Ok(Ok(_))),
+        "a revoked certificate was admitted again"
+    );
+    let log = std::fs::read_to_string(nats.dir.path().join("nats.log")).unwrap();
+    assert!(log.contains("was revoked at"), "the hub says why");
+}

@@ -438,14 +438,15 @@ fn a_plugin_that_crashes_fails_its_step_and_leaves_nothing_running() {
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let wf = sync_and_create(&api, &app, "prod");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !pid_file.exists() {
+    // The file exists before the script has written its pid into it: wait for the pid.
+    let script = loop {
+        let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if !pid.trim().is_empty() {
+            break pid.trim().to_string();
+        }
         assert!(Instant::now() < deadline, "the apply script never started");
         std::thread::sleep(Duration::from_millis(50));
-    }
-    let script = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_string();
+    };
     // The plugin process (the script's parent) dies as in a crash.
     let stat = std::fs::read_to_string(format!("/proc/{script}/stat")).unwrap();
     let plugin = stat

@@ -24,11 +24,81 @@ use crate::error::ApiError;
 use crate::handlers::audit;
 use crate::{ApiState, now_unix};
 
-/// What issues certificates: the hub's CA and how long its certificates live.
+/// What issues and revokes certificates: the hub's CA, how long its certificates live, and a
+/// system-account connection to close a revoked certificate's live connections.
 #[derive(Clone)]
 pub struct Issuer {
     pub ca: Arc<ferry_pki::Ca>,
     pub lifetime: Duration,
+    pub sys: async_nats::Client,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Revoked {
+    pub install: String,
+    /// Serials revoked now.
+    pub certificates: Vec<String>,
+    /// Live connections closed.
+    pub connections_closed: usize,
+}
+
+/// Revokes every certificate issued to `install` and closes its live connections.
+pub(crate) async fn revoke_install(s: &ApiState, install: &str) -> Result<Revoked, ApiError> {
+    let certs = s.store.repo::<m::IssuedCert>();
+    let mut revoked = Vec::new();
+    for c in certs.list(&s.org).await? {
+        if c.install != install || c.revoked_at.is_some() {
+            continue;
+        }
+        let now = m::now();
+        let _always: Result<_, std::convert::Infallible> = certs
+            .modify(&s.org, &c.serial, |c| {
+                c.revoked_at.get_or_insert(now.clone());
+                Ok(true)
+            })
+            .await?;
+        revoked.push(c.serial);
+    }
+    // Revoked first, then closed: a reconnect asks the callout, which now refuses it.
+    let closed = match &s.issuer {
+        Some(i) => {
+            let kick = crate::callout::kick(&i.sys, &s.org, install);
+            match tokio::time::timeout(Duration::from_secs(10), kick).await {
+                Ok(r) => r.map_err(|e| {
+                    ApiError::Unavailable(format!("closing the install's connections: {e}"))
+                })?,
+                Err(_) => {
+                    return Err(ApiError::Unavailable(
+                        "the certificates are revoked, but the hub did not answer within 10 s: their live connections may stay until they reconnect".into(),
+                    ));
+                }
+            }
+        }
+        None => 0,
+    };
+    audit(
+        s,
+        "install.certificates_revoked",
+        install,
+        serde_json::json!({ "certificates": revoked, "connections_closed": closed }),
+    )
+    .await?;
+    Ok(Revoked {
+        install: install.into(),
+        certificates: revoked,
+        connections_closed: closed,
+    })
+}
+
+/// `POST /v1/installs/{name}/revoke` (admin): revokes the install's runner certificates; its
+/// runners are disconnected within seconds and refused from then on, until bootstrapped anew.
+pub async fn revoke(Ctx(s): Ctx, Path(name): Path<String>) -> Result<Json<Revoked>, ApiError> {
+    s.store
+        .repo::<m::Install>()
+        .get(&s.org, &name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
+    Ok(Json(revoke_install(&s, &name).await?))
 }
 
 /// A new bootstrap token for `install` of the caller's org.
@@ -130,6 +200,8 @@ pub async fn bootstrap(
         .ca
         .sign_install_csr(&req.csr, &identity, issuer.lifetime)
         .map_err(|e| ApiError::BadRequest(format!("the CSR: {e}")))?;
+    let info = ferry_pki::CertInfo::parse(&certificate)
+        .map_err(|e| ApiError::Unavailable(format!("reading the certificate just issued: {e}")))?;
     // Used once: of two runners presenting it at once, the swap lets one through.
     let mut used = record.clone();
     used.used_at = Some(m::now());
@@ -142,6 +214,17 @@ pub async fn bootstrap(
             }
             e => e.into(),
         })?;
+    s.store
+        .repo::<m::IssuedCert>()
+        .create(&m::IssuedCert {
+            serial: info.serial.clone(),
+            org: record.org.clone(),
+            install: record.install.clone(),
+            issued_at: m::now(),
+            not_after_unix: info.not_after_unix,
+            revoked_at: None,
+        })
+        .await?;
     let s = ApiState {
         org: record.org.clone(),
         actor: format!("bootstrap:{}", record.id),
@@ -151,10 +234,10 @@ pub async fn bootstrap(
         &s,
         "install.runner_bootstrapped",
         &record.install,
-        serde_json::json!({ "token": record.id }),
+        serde_json::json!({ "token": record.id, "certificate": info.serial }),
     )
     .await?;
-    info!(org = %record.org, install = %record.install, "runner bootstrapped");
+    info!(org = %record.org, install = %record.install, serial = %info.serial, "runner bootstrapped");
     Ok(Json(BootstrapReply {
         org: record.org,
         install: record.install,

@@ -8,9 +8,13 @@
 //! certificate expires. Anything else is refused with the reason, which the server logs. A new
 //! install needs no hub restart and no configuration change.
 
+use std::time::Duration;
+
+use ferry_model as m;
 use ferry_pki::natsjwt::{self, AuthRequest, Grant, Permissions, SubjectRule};
 use ferry_pki::{CertInfo, hub};
 use ferry_protocol::subjects;
+use ferry_store::Store;
 use futures_util::StreamExt;
 use tracing::{info, warn};
 
@@ -23,6 +27,14 @@ pub enum CalloutError {
     Subscribe(#[source] async_nats::SubscribeError),
     #[error("the authorization request subscription ended")]
     Ended,
+    #[error("asking the hub's servers: {0}")]
+    Sys(String),
+}
+
+/// The NATS user name an install's connections carry (what the server's connection list shows,
+/// and what a revocation looks for).
+pub fn user_name(org: &str, install: &str) -> String {
+    format!("install:{org}.{install}")
 }
 
 /// What the callout decided about one connection.
@@ -32,19 +44,29 @@ pub enum Decision {
     Refuse(String),
 }
 
-/// The decision for a connection, from what the server says about it.
-pub fn decide(req: &AuthRequest) -> Decision {
-    let Some(pem) = req.client_tls.as_ref().and_then(|t| t.verified_leaf()) else {
-        return Decision::Refuse("no client certificate verified by the hub's CA".into());
-    };
-    let info = match CertInfo::parse(pem) {
-        Ok(i) => i,
-        Err(e) => return Decision::Refuse(e.to_string()),
-    };
+/// The certificate the server verified for the connection `req` describes.
+pub fn certificate(req: &AuthRequest) -> Result<CertInfo, String> {
+    let pem = req
+        .client_tls
+        .as_ref()
+        .and_then(|t| t.verified_leaf())
+        .ok_or("no client certificate verified by the hub's CA")?;
+    CertInfo::parse(pem).map_err(|e| e.to_string())
+}
+
+/// The decision for a connection with certificate `info`, given its revocation (from the
+/// `certificates` bucket: `revoked_at` of the record of its serial, if it has one).
+pub fn decide(info: &CertInfo, revoked_at: Option<&str>) -> Decision {
+    if let Some(at) = revoked_at {
+        return Decision::Refuse(format!(
+            "certificate {} of install {}/{} was revoked at {at}",
+            info.serial, info.identity.org, info.identity.install
+        ));
+    }
     let id = &info.identity;
     let (publish, subscribe) = subjects::install_permissions(&id.org, &id.install);
     Decision::Admit(Box::new(Grant {
-        name: format!("install:{}.{}", id.org, id.install),
+        name: user_name(&id.org, &id.install),
         account: hub::ACCOUNT.into(),
         permissions: Permissions {
             publish: SubjectRule {
@@ -62,7 +84,11 @@ pub fn decide(req: &AuthRequest) -> Decision {
 
 /// Serves authorization requests until the subscription ends. Every replica answers in one
 /// queue group.
-pub async fn serve(client: async_nats::Client, issuer: nkeys::KeyPair) -> Result<(), CalloutError> {
+pub async fn serve(
+    client: async_nats::Client,
+    issuer: nkeys::KeyPair,
+    store: Store,
+) -> Result<(), CalloutError> {
     let mut sub = client
         .queue_subscribe(AUTH_SUBJECT, "ferry-auth".into())
         .await
@@ -82,7 +108,15 @@ pub async fn serve(client: async_nats::Client, issuer: nkeys::KeyPair) -> Result
                 continue;
             }
         };
-        let response = match decide(&req) {
+        let decision = match certificate(&req) {
+            Err(why) => Decision::Refuse(why),
+            Ok(info) => match revocation(&store, &info).await {
+                Ok(revoked_at) => decide(&info, revoked_at.as_deref()),
+                // Unknown is not admitted: the server retries the connection.
+                Err(e) => Decision::Refuse(format!("cannot check revocation now: {e}")),
+            },
+        };
+        let response = match decision {
             Decision::Admit(grant) => {
                 info!(user = %grant.name, client = req.client_info.id, host = %req.client_info.host, "connection admitted");
                 natsjwt::allow(&req, &grant, &issuer)
@@ -102,4 +136,71 @@ pub async fn serve(client: async_nats::Client, issuer: nkeys::KeyPair) -> Result
         }
     }
     Err(CalloutError::Ended)
+}
+
+/// When the certificate was revoked, if it was.
+async fn revocation(
+    store: &Store,
+    info: &CertInfo,
+) -> Result<Option<String>, ferry_store::StoreError> {
+    Ok(store
+        .repo::<m::IssuedCert>()
+        .get(&info.identity.org, &info.serial)
+        .await?
+        .and_then(|c| c.value.revoked_at))
+}
+
+/// Closes every live connection of `install` on every hub server (with a system-account
+/// connection): lists each server's connections of account `FERRY` (`CONNZ`) and kicks the
+/// install's. Returns how many were closed.
+pub async fn kick(
+    sys: &async_nats::Client,
+    org: &str,
+    install: &str,
+) -> Result<usize, CalloutError> {
+    let err = |e: &dyn std::fmt::Display| CalloutError::Sys(e.to_string());
+    let user = user_name(org, install);
+    let inbox = sys.new_inbox();
+    let mut replies = sys.subscribe(inbox.clone()).await.map_err(|e| err(&e))?;
+    let filter = serde_json::json!({ "acc": hub::ACCOUNT, "auth": true, "limit": 100_000 });
+    sys.publish_with_reply(
+        "$SYS.REQ.SERVER.PING.CONNZ",
+        inbox,
+        filter.to_string().into(),
+    )
+    .await
+    .map_err(|e| err(&e))?;
+    sys.flush().await.map_err(|e| err(&e))?;
+    let mut targets = Vec::new();
+    // Every server answers; gather what arrives within a short window.
+    let window = tokio::time::sleep(Duration::from_millis(500));
+    tokio::pin!(window);
+    loop {
+        tokio::select! {
+            _ = &mut window => break,
+            msg = replies.next() => {
+                let Some(msg) = msg else { break };
+                let Ok(v) = serde_json::from_slice::<serde_json::Value>(&msg.payload) else { continue };
+                let server = v["server"]["id"].as_str().unwrap_or_default().to_string();
+                for c in v["data"]["connections"].as_array().into_iter().flatten() {
+                    if c["authorized_user"].as_str() == Some(user.as_str()) {
+                        targets.push((server.clone(), c["cid"].as_u64().unwrap_or_default()));
+                    }
+                }
+            }
+        }
+    }
+    let mut closed = 0;
+    for (server, cid) in targets {
+        let body = serde_json::json!({ "cid": cid }).to_string();
+        match sys
+            .request(format!("$SYS.REQ.SERVER.{server}.KICK"), body.into())
+            .await
+        {
+            Ok(_) => closed += 1,
+            Err(e) => warn!(%server, cid, error = %e, "could not close a revoked connection"),
+        }
+    }
+    info!(org, install, closed, "closed the install's connections");
+    Ok(closed)
 }

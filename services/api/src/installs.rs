@@ -306,6 +306,8 @@ pub async fn delete_install(
         )));
     }
     installs.delete(&s.org, &name).await?;
+    // A deleted install's runners have nothing left to do: their certificates end with it.
+    crate::bootstrap::revoke_install(&s, &name).await?;
     audit(
         &s,
         "install.deleted",

@@ -17,6 +17,8 @@
 //! * workflows: `GET /v1/workflows`, `…/{id}/cancel | approve | deny | retry | skip`;
 //!   `GET /v1/approvals`, `GET /v1/runners`, `POST /v1/jobs/{id}/cancel`, `GET /v1/jobs/{id}/plan`
 //! * `GET | POST /v1/tokens`, `DELETE /v1/tokens/{id}` (admin)
+//! * `POST /v1/installs/{name}/revoke` (admin): revokes the install's runner certificates and
+//!   closes their connections
 //! * `POST /v1/installs/{name}/runner-token` (admin): a one-time token for a runner;
 //!   `POST /v1/bootstrap` (no API token: the runner's one-time token is the credential) trades it
 //!   and a CSR for the install's certificate (`bootstrap.rs`)
@@ -99,6 +101,7 @@ pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
             "/v1/installs/{name}/runner-token",
             post(bootstrap::runner_token),
         )
+        .route("/v1/installs/{name}/revoke", post(bootstrap::revoke))
         .route(
             "/v1/installs/{name}/approve-all",
             post(installs::set_approve_all),

@@ -122,7 +122,7 @@ async fn run(args: Args) -> Result<()> {
             Service::Api => {
                 let issuer = hub.callout_key()?;
                 tasks.spawn(async move {
-                    let r = ferry_api::callout::serve(client, issuer).await;
+                    let r = ferry_api::callout::serve(client, issuer, store).await;
                     (svc, r.map_err(Into::into))
                 });
             }
@@ -182,9 +182,20 @@ async fn run(args: Args) -> Result<()> {
             get(|| async { ferry_telemetry::encode_metrics() }),
         );
     if services.contains(&Service::Api) {
+        let sys = hub
+            .credentials(ferry_pki::hub::SYS_USER)?
+            .connect_options()
+            .name("ferry-server (system)")
+            .retry_on_initial_connect()
+            .connect(&args.nats_url)
+            .await
+            .with_context(|| {
+                format!("connecting to NATS at {} as the system user", args.nats_url)
+            })?;
         let issuer = ferry_api::bootstrap::Issuer {
             ca: std::sync::Arc::new(hub.ca()?),
             lifetime: Duration::from_secs(args.cert_lifetime_secs.max(60)),
+            sys,
         };
         app = app.merge(ferry_api::router(store.clone(), Some(issuer)));
     }

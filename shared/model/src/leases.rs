@@ -227,7 +227,10 @@ mod tests {
         let g = j.claim("i", "r1", "t1", 1_000, 500, "k3y").unwrap();
         assert_eq!(g.execution_id, "j-1-k3y");
         assert_eq!(j.current_execution().unwrap().id, "j-1-k3y");
-        assert!(j.renew("j-1", 1_100, 500).is_err(), "the guessable form is not it");
+        assert!(
+            j.renew("j-1", 1_100, 500).is_err(),
+            "the guessable form is not it"
+        );
     }
 
     #[test]

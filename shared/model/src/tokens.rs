@@ -38,7 +38,7 @@ impl Role {
             (_, ["", "v1", "tokens", ..]) | (_, ["", "v1", "apps", ..]) => Role::Admin,
             ("POST", ["", "v1", "installs"])
             | ("DELETE", ["", "v1", "installs", _])
-            | ("POST", ["", "v1", "installs", _, "runner-token"]) => Role::Admin,
+            | ("POST", ["", "v1", "installs", _, "runner-token" | "revoke"]) => Role::Admin,
             _ => Role::Operator,
         }
     }
@@ -97,6 +97,19 @@ impl BootstrapToken {
             None
         }
     }
+}
+
+/// An install certificate the control plane issued (at bootstrap), by serial: what a revocation
+/// marks, and what the hub's auth callout checks on every connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuedCert {
+    /// The serial, lowercase hex.
+    pub serial: String,
+    pub org: String,
+    pub install: String,
+    pub issued_at: String,
+    pub not_after_unix: u64,
+    pub revoked_at: Option<String>,
 }
 
 impl TokenText {

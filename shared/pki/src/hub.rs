@@ -219,7 +219,7 @@ authorization {{
   auth_callout {{
     issuer: "{issuer}"
     account: {ACCOUNT}
-    users: [ "{SERVICES_USER}", "{ADMIN_USER}" ]
+    users: [ "{SERVICES_USER}", "{ADMIN_USER}", "{SYS_USER}" ]
   }}
 }}
 "#,

@@ -125,6 +125,8 @@ pub mod buckets {
     pub const TOKENS: &str = "tokens";
     /// Runners' one-time bootstrap tokens.
     pub const BOOTSTRAP_TOKENS: &str = "bootstrap_tokens";
+    /// Install certificates issued, by `<org>.<serial>`, with their revocation.
+    pub const CERTIFICATES: &str = "certificates";
     pub const APPS: &str = "apps";
     pub const APP_CONFIGS: &str = "app_configs";
     pub const BUILDS: &str = "builds";
@@ -142,6 +144,7 @@ pub mod buckets {
         ORGS,
         TOKENS,
         BOOTSTRAP_TOKENS,
+        CERTIFICATES,
         APPS,
         APP_CONFIGS,
         BUILDS,

@@ -41,6 +41,7 @@ record!(m::RunnerRecord, buckets::RUNNERS, id);
 record!(m::Approval, buckets::APPROVALS, id);
 record!(m::ApiToken, buckets::TOKENS, id);
 record!(m::BootstrapToken, buckets::BOOTSTRAP_TOKENS, id);
+record!(m::IssuedCert, buckets::CERTIFICATES, serial);
 
 /// A record with the revision it was read at: the revision a compare-and-swap must name.
 #[derive(Debug, Clone)]
