@@ -19,7 +19,7 @@ pub async fn runner_token(api: &Api, install: &str) -> Result<RunnerToken> {
         .await
 }
 
-/// The hub's NATS URL when none is given: the API's host, NATS's port.
+/// The hub's leafnode URL when none is given: the API's host, the leafnode port.
 pub fn default_hub_url(api: &str) -> String {
     let host = api
         .split("://")
@@ -28,7 +28,7 @@ pub fn default_hub_url(api: &str) -> String {
         .split(['/', ':'])
         .next()
         .unwrap_or("127.0.0.1");
-    format!("nats://{host}:4222")
+    format!("tls://{host}:7422")
 }
 
 /// Writes the runner bundle for `install` into `out` (created; existing files are replaced).
@@ -66,7 +66,10 @@ pub async fn runner_bundle(api: &Api, install: &str, out: &Path, hub_url: &str) 
     );
     let readme = format!(
         "Ferry runner for install {install}\n\n\
-         The runner opens no port and makes one outbound connection, to {hub_url}.\n\
+         The runner opens no port. It starts a nats-server beside it (put the nats-server binary\n\
+         next to ferry-runner, or on PATH), which makes the one outbound connection, to\n\
+         {hub_url}, and keeps the runner's events on disk while the hub is out of reach.\n\
+         (FERRY_DIRECT=true connects the runner itself instead, to the hub's client port.)\n\
          On its first start it makes its private key in /var/lib/ferry-runner/identity (the key\n\
          never leaves this host), trades the one-time token in runner.env for its certificate,\n\
          and from then on uses only the certificate.\n\n\

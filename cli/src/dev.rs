@@ -211,10 +211,12 @@ pub async fn run(args: DevArgs) -> Result<i32> {
     // The hub's trust directory: Ferry's CA, the hub's certificate, the services' credentials,
     // the auth callout's key — made once, kept with the data.
     let hub_dir = data.join("hub");
+    let leaf_port = free_port()?;
     let out = Command::new(&server_bin)
         .arg("--hub-dir")
         .arg(&hub_dir)
-        .arg("hub-init")
+        .args(["hub-init", "--leafnode-listen"])
+        .arg(format!("127.0.0.1:{leaf_port}"))
         .output()
         .context("running ferry-server hub-init")?;
     if !out.status.success() {
@@ -227,7 +229,8 @@ pub async fn run(args: DevArgs) -> Result<i32> {
         .replace("{{client_port}}", &client_port.to_string())
         .replace("{{monitor_port}}", &monitor_port.to_string())
         .replace("{{store_dir}}", &data.join("jetstream").to_string_lossy())
-        .replace("{{auth_conf}}", "hub/auth.conf");
+        .replace("{{auth_conf}}", "hub/auth.conf")
+        .replace("{{leafnodes_conf}}", "hub/leafnodes.conf");
     let conf_path = data.join("nats.conf");
     std::fs::write(&conf_path, conf)?;
     step(
@@ -313,7 +316,8 @@ pub async fn run(args: DevArgs) -> Result<i32> {
     //    bootstrapped with a one-time token the first time; then watch.
     let runners = Runners {
         bin: runner_bin,
-        nats_url: nats_url.clone(),
+        leaf_url: format!("tls://127.0.0.1:{leaf_port}"),
+        nats_bin: nats_bin.clone(),
         data: data.clone(),
     };
     let mut running = std::collections::BTreeSet::new();
@@ -399,7 +403,9 @@ pub async fn run(args: DevArgs) -> Result<i32> {
 /// How `ferry dev` starts a runner for an install: its own data directory and log.
 struct Runners {
     bin: PathBuf,
-    nats_url: String,
+    /// The hub's leafnode URL: each runner's leaf nats-server connects there.
+    leaf_url: String,
+    nats_bin: PathBuf,
     data: PathBuf,
 }
 
@@ -410,7 +416,9 @@ impl Runners {
         let dir = self.data.join("installs").join(install);
         std::fs::create_dir_all(&dir)?;
         let mut cmd = Command::new(&self.bin);
-        cmd.args(["--nats-url", &self.nats_url, "--install", install])
+        cmd.args(["--nats-url", &self.leaf_url, "--install", install])
+            .arg("--nats-server")
+            .arg(&self.nats_bin)
             .arg("--data-dir")
             .arg(&dir);
         if !dir.join("identity").join("cert.pem").exists() {

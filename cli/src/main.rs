@@ -173,8 +173,8 @@ enum InstallsCmd {
         /// Where to write the bundle.
         #[arg(long, default_value = "ferry-runner-bundle")]
         out: std::path::PathBuf,
-        /// The hub's NATS URL as the runner host reaches it (default: the API's host, port
-        /// 4222).
+        /// The hub's leafnode URL as the runner host reaches it (default: the API's host, port
+        /// 7422).
         #[arg(long)]
         hub_url: Option<String>,
     },

@@ -63,6 +63,8 @@ pub fn bin(name: &str) -> PathBuf {
 pub struct NatsServer {
     pub port: u16,
     pub url: String,
+    /// The hub's leafnode URL (`tls://127.0.0.1:PORT`): installs' leaf servers connect there.
+    pub leaf_url: String,
     child: Child,
     pub dir: tempfile::TempDir,
     /// The hub's trust directory (`ferry-server --hub-dir`).
@@ -85,6 +87,16 @@ pub fn hub_dir(nats_url: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("no hub started at {nats_url}"))
 }
 
+/// The leafnode URL of the hub test started at `nats_url`.
+pub fn leaf_url(nats_url: &str) -> String {
+    hubs()
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&format!("leaf:{nats_url}")).cloned())
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| panic!("no hub started at {nats_url}"))
+}
+
 /// The org runners and tokens default to.
 pub const ORG: &str = "default";
 
@@ -101,13 +113,15 @@ impl NatsServer {
         let hub = ferry_pki::HubFiles::load_or_create(&dir.path().join("hub"), &[])
             .expect("hub trust directory");
         let port = free_port();
+        let leaf_port = free_port();
         let conf = dir.path().join("nats.conf");
         std::fs::write(
             &conf,
             format!(
-                "listen: \"127.0.0.1:{port}\"\nmax_payload: {max_payload}\njetstream {{\n  domain: hub\n  store_dir: \"{}\"\n}}\n{}",
+                "listen: \"127.0.0.1:{port}\"\nmax_payload: {max_payload}\njetstream {{\n  domain: hub\n  store_dir: \"{}\"\n}}\n{}{}",
                 dir.path().join("js").display(),
                 hub.auth_conf().expect("auth.conf"),
+                hub.leafnodes_conf(&format!("127.0.0.1:{leaf_port}")),
             ),
         )
         .expect("write nats.conf");
@@ -127,12 +141,15 @@ impl NatsServer {
             std::thread::sleep(Duration::from_millis(20));
         }
         let url = format!("nats://127.0.0.1:{port}");
+        let leaf_url = format!("tls://127.0.0.1:{leaf_port}");
         if let Ok(mut m) = hubs().lock() {
             m.insert(url.clone(), hub.dir.clone());
+            m.insert(format!("leaf:{url}"), PathBuf::from(&leaf_url));
         }
         NatsServer {
             port,
             url,
+            leaf_url,
             child,
             dir,
             hub,
@@ -451,8 +468,9 @@ impl Proc {
         (p, api)
     }
 
-    /// A runner for `install` of the default org, with a certificate from the hub's CA (issued
-    /// into `<data_dir>/identity` on first use).
+    /// A runner for `install` of the default org, in leaf mode (its own nats-server, whose one
+    /// remote is the hub's leafnode port), with a certificate from the hub's CA (issued into
+    /// `<data_dir>/identity` on first use).
     pub fn runner(nats_url: &str, install: &str, data_dir: &Path, log: PathBuf) -> Proc {
         Proc::runner_with(nats_url, install, data_dir, log, &[])
     }
@@ -470,9 +488,14 @@ impl Proc {
             issue_install(&hub_dir(nats_url), ORG, install, &identity);
         }
         let data = data_dir.to_string_lossy().to_string();
+        // Leaf mode, the default: the runner's own nats-server connects to the hub's leafnode port.
+        let leaf = leaf_url(nats_url);
+        let nats_bin = nats_server_bin().to_string_lossy().into_owned();
         let mut args = vec![
             "--nats-url",
-            nats_url,
+            &leaf,
+            "--nats-server",
+            &nats_bin,
             "--install",
             install,
             "--data-dir",

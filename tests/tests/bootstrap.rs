@@ -43,7 +43,9 @@ fn a_runner_bootstraps_with_its_one_time_token_and_the_token_works_once() {
         "ferry-runner",
         &[
             "--nats-url",
-            &nats.url,
+            &nats.leaf_url,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
             "--api",
             &api,
             "--bootstrap",
@@ -75,7 +77,9 @@ fn a_runner_bootstraps_with_its_one_time_token_and_the_token_works_once() {
         "ferry-runner",
         &[
             "--nats-url",
-            &nats.url,
+            &nats.leaf_url,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
             "--api",
             &api,
             "--bootstrap",
@@ -119,7 +123,7 @@ fn a_runner_bundle_holds_what_the_runner_host_needs() {
             "--out",
             bundle.to_str().unwrap(),
             "--hub-url",
-            &nats.url,
+            &nats.leaf_url,
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
@@ -149,6 +153,12 @@ fn a_runner_bundle_holds_what_the_runner_host_needs() {
         .collect();
     env.retain(|(k, _)| k != "FERRY_RUNNER_DATA_DIR");
     env.push((
+        "FERRY_NATS_SERVER".into(),
+        ferry_tests::nats_server_bin()
+            .to_string_lossy()
+            .into_owned(),
+    ));
+    env.push((
         "FERRY_RUNNER_DATA_DIR".into(),
         dir.path().join("edge").to_string_lossy().into_owned(),
     ));
@@ -171,7 +181,9 @@ fn a_runner_serves_only_the_install_its_certificate_names() {
         "ferry-runner",
         &[
             "--nats-url",
-            &nats.url,
+            &nats.leaf_url,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
             "--install",
             "b",
             "--data-dir",
@@ -191,7 +203,9 @@ fn a_runner_serves_only_the_install_its_certificate_names() {
         "ferry-runner",
         &[
             "--nats-url",
-            &nats.url,
+            &nats.leaf_url,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
             "--data-dir",
             dir.path().join("bare").to_str().unwrap(),
         ],
@@ -235,7 +249,9 @@ fn a_revoked_certificate_loses_its_connection_within_seconds_and_is_refused_afte
         "ferry-runner",
         &[
             "--nats-url",
-            &nats.url,
+            &nats.leaf_url,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
             "--api",
             &api,
             "--bootstrap",

@@ -6,7 +6,6 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_nats::jetstream;
 use ferry_artifacts::LocalLayout;
 use ferry_protocol::messages::{
     EventBody, JobEvent, JobOffer, JobResult, JobSpec, LogStream, Offloaded, Outcome, PlanData,
@@ -19,13 +18,14 @@ use tokio::sync::Notify;
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::artifacts::HubArtifacts;
-use crate::logsink::{self, LogHandle, publish_until_acked};
+use crate::logsink::{self, LogHandle};
+use crate::outbox::Outbox;
 use crate::plugin::{Phase, PluginJob, PluginResult};
 use crate::runner::RunnerConfig;
 
 pub struct Executor {
     client: async_nats::Client,
-    js: jetstream::Context,
+    outbox: Outbox,
     org: String,
     install: String,
     data_dir: PathBuf,
@@ -81,7 +81,7 @@ fn failed(error: impl Into<String>) -> JobResult {
 impl Executor {
     pub fn new(
         client: async_nats::Client,
-        js: jetstream::Context,
+        outbox: Outbox,
         cfg: &RunnerConfig,
     ) -> std::io::Result<Executor> {
         for d in ["state", "work"] {
@@ -91,7 +91,7 @@ impl Executor {
             LocalLayout::open(&cfg.data_dir.join("registry")).map_err(std::io::Error::other)?;
         Ok(Executor {
             client,
-            js,
+            outbox,
             org: cfg.org.clone(),
             install: cfg.install.clone(),
             data_dir: cfg.data_dir.clone(),
@@ -125,16 +125,16 @@ impl Executor {
                 at_ms: now_ms(),
                 body: EventBody::Started,
             };
-            publish_until_acked(
-                &self.js,
-                &event_subject,
-                &format!("{execution_id}-0"),
-                encode(&started),
-            )
-            .await;
+            self.outbox
+                .send(
+                    &event_subject,
+                    &format!("{execution_id}-0"),
+                    encode(&started),
+                )
+                .await;
 
             let (log, log_task) = logsink::start(
-                self.js.clone(),
+                self.outbox.clone(),
                 &self.org,
                 &self.install,
                 &offer.job_id,
@@ -185,13 +185,9 @@ impl Executor {
                 finished.body = EventBody::Finished(Box::new(small));
                 payload = encode(&finished);
             }
-            publish_until_acked(
-                &self.js,
-                &event_subject,
-                &format!("{execution_id}-1"),
-                payload,
-            )
-            .await;
+            self.outbox
+                .send(&event_subject, &format!("{execution_id}-1"), payload)
+                .await;
             metrics.jobs_running.dec();
         }
         .instrument(span)
@@ -257,7 +253,7 @@ impl Executor {
         let stored = async {
             for (n, part) in bytes.chunks(chunk).enumerate() {
                 let id = format!("{execution_id}-r{n}");
-                publish_until_acked(&self.js, &subject, &id, part.to_vec()).await;
+                self.outbox.send(&subject, &id, part.to_vec()).await;
             }
         };
         if tokio::time::timeout(Duration::from_secs(120), stored)

@@ -20,9 +20,11 @@
 pub mod artifacts;
 pub mod bootstrap;
 pub mod exec;
+pub mod leaf;
 pub mod logsink;
 pub mod offers;
 pub mod orphans;
+pub mod outbox;
 pub mod plugin;
 pub mod runner;
 

@@ -6,11 +6,10 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream;
+use crate::outbox::Outbox;
 use ferry_protocol::messages::{LogBatch, LogLine, LogStream};
 use ferry_protocol::{encode, subjects};
 use tokio::sync::mpsc;
-use tracing::warn;
 
 pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
 pub const MAX_LINES: usize = 200;
@@ -61,7 +60,7 @@ fn ferry_now_ms() -> u64 {
 
 /// Starts the batching task. Drop every [`LogHandle`] and await the returned task to flush the rest.
 pub fn start(
-    js: jetstream::Context,
+    outbox: Outbox,
     org: &str,
     install: &str,
     job_id: &str,
@@ -105,45 +104,16 @@ pub fn start(
                 lines: std::mem::take(&mut buf),
             };
             let n = batch.lines.len() as u64;
-            publish_until_acked(
-                &js,
-                &subject,
-                &format!("{execution_id}-log-{seq}"),
-                encode(&batch),
-            )
-            .await;
+            outbox
+                .send(
+                    &subject,
+                    &format!("{execution_id}-log-{seq}"),
+                    encode(&batch),
+                )
+                .await;
             seq += n;
         }
         seq
     });
     (LogHandle { tx }, task)
-}
-
-/// Publishes to a stream, retrying with backoff until the stream acknowledges.
-pub async fn publish_until_acked(
-    js: &jetstream::Context,
-    subject: &str,
-    msg_id: &str,
-    payload: Vec<u8>,
-) {
-    let mut delay = Duration::from_millis(100);
-    loop {
-        let mut headers = async_nats::HeaderMap::new();
-        headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id);
-        let r = match js
-            .publish_with_headers(subject.to_string(), headers, payload.clone().into())
-            .await
-        {
-            Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        match r {
-            Ok(()) => return,
-            Err(e) => {
-                warn!(subject, error = %e, "publish failed; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
-            }
-        }
-    }
 }

@@ -2,6 +2,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use ferry_runner::leaf::LeafConfig;
+use ferry_runner::runner::Mode;
 use ferry_runner::{Runner, RunnerConfig};
 
 /// Ferry's install runner: pulls its install's jobs over one outbound NATS connection and runs each
@@ -11,9 +13,18 @@ use ferry_runner::{Runner, RunnerConfig};
 struct Args {
     #[command(subcommand)]
     command: Option<Cmd>,
-    /// NATS URL: the install's leaf nats-server, or the hub in direct mode.
-    #[arg(long, env = "FERRY_NATS_URL", default_value = "nats://127.0.0.1:4222")]
+    /// The hub: its leafnode URL (`tls://hub:7422`), which the runner's leaf nats-server connects
+    /// to; with --direct, its client URL (`nats://hub:4222`), which the runner connects to.
+    #[arg(long, env = "FERRY_NATS_URL", default_value = "tls://127.0.0.1:7422")]
     nats_url: String,
+    /// Connect to the hub directly (mTLS, same identity and permissions) instead of through a
+    /// leaf nats-server beside the runner: for hosts that cannot run one, and for load tests.
+    /// Without the leaf there is no disk spool: events wait in memory while the hub is away.
+    #[arg(long, env = "FERRY_DIRECT")]
+    direct: bool,
+    /// The nats-server binary for the leaf (default: beside ferry-runner, or on PATH).
+    #[arg(long, env = "FERRY_NATS_SERVER")]
+    nats_server: Option<PathBuf>,
     /// The install this runner serves, as a check: the runner serves the install its certificate
     /// names, and refuses to start if this names another.
     #[arg(long, env = "FERRY_INSTALL")]
@@ -133,7 +144,20 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
             id.install, id.org
         ));
     }
+    let mode = if args.direct {
+        Mode::Direct
+    } else {
+        Mode::Leaf(LeafConfig {
+            binary: ferry_runner::leaf::find_binary(args.nats_server.as_deref())
+                .map_err(|e| e.to_string())?,
+            hub: args.nats_url.clone(),
+            install: id.install.clone(),
+            dir: args.data_dir.join("leaf"),
+            identity: files.clone(),
+        })
+    };
     Ok(RunnerConfig {
+        mode,
         nats_url: args.nats_url,
         credentials: files.credentials(&id),
         org: id.org,

@@ -12,6 +12,7 @@ use tokio::sync::Semaphore;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::exec::{Executor, Stop};
+use crate::outbox::Outbox;
 
 #[derive(Debug, Clone)]
 pub struct RunnerConfig {
@@ -30,7 +31,21 @@ pub struct RunnerConfig {
     pub cancel_grace: Duration,
     /// When stopping: how long running jobs may finish before they are cancelled.
     pub drain: Duration,
+    /// How the runner reaches the hub: through its leaf (with its spool), or directly.
+    pub mode: Mode,
 }
+
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// The runner connects to the hub itself (`nats_url` is the hub's client URL), over mTLS.
+    Direct,
+    /// The runner starts a leaf nats-server whose one remote is the hub's leafnode URL
+    /// (`nats_url`), and talks only to it (`leaf.rs`).
+    Leaf(crate::leaf::LeafConfig),
+}
+
+/// How long a stopping runner waits for the hub to take its spool.
+const SPOOL_SETTLE: Duration = Duration::from_secs(30);
 
 /// The jobs this runner is executing, each with the signal that cancels it.
 type Running = Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<Stop>>>>;
@@ -49,6 +64,9 @@ fn nats<E: std::error::Error + Send + Sync + 'static>(e: E) -> RunnerError {
 }
 
 pub struct Runner {
+    /// The leaf this runner supervises (leaf mode); dropped with the runner, which stops it.
+    _leaf: Option<crate::leaf::Leaf>,
+    outbox: Outbox,
     cfg: RunnerConfig,
     id: String,
     client: async_nats::Client,
@@ -76,21 +94,56 @@ impl Runner {
             );
         }
         let id = format!("runner-{}", ulid::Ulid::new().to_string().to_lowercase());
-        let client = cfg
-            .credentials
-            .connect_options()
-            .name(format!("ferry-runner {}/{} {id}", cfg.org, cfg.install))
-            .retry_on_initial_connect()
-            .connect(&cfg.nats_url)
-            .await
-            .map_err(nats)?;
+        let name = format!("ferry-runner {}/{} {id}", cfg.org, cfg.install);
+        let (leaf, client) = match &cfg.mode {
+            Mode::Direct => {
+                let client = cfg
+                    .credentials
+                    .connect_options()
+                    .name(name)
+                    .retry_on_initial_connect()
+                    .connect(&cfg.nats_url)
+                    .await
+                    .map_err(nats)?;
+                (None, client)
+            }
+            Mode::Leaf(leaf_cfg) => {
+                let leaf = crate::leaf::start(leaf_cfg.clone())
+                    .await
+                    .map_err(|e| RunnerError::Setup(e.to_string()))?;
+                // Loopback to the install's own server: the leaf holds the hub connection and
+                // the certificate; replies still come to the install's own inbox space.
+                let prefix = cfg.credentials.inbox_prefix.clone().unwrap_or_default();
+                let client = async_nats::ConnectOptions::new()
+                    .name(name)
+                    .custom_inbox_prefix(prefix)
+                    .retry_on_initial_connect()
+                    .connect(&leaf.url)
+                    .await
+                    .map_err(nats)?;
+                (Some(leaf), client)
+            }
+        };
         let js = jetstream::new(client.clone());
+        let outbox = match leaf {
+            None => Outbox::Direct(js),
+            Some(_) => {
+                crate::outbox::open_spool(&js)
+                    .await
+                    .map_err(RunnerError::Nats)?;
+                let sent = Arc::new(tokio::sync::Notify::new());
+                tokio::spawn(crate::outbox::forward(js.clone(), js.clone(), sent.clone()));
+                Outbox::Spool { local: js, sent }
+            }
+        };
         let executor = Arc::new(
-            Executor::new(client.clone(), js, &cfg)
+            Executor::new(client.clone(), outbox.clone(), &cfg)
                 .map_err(|e| RunnerError::Setup(e.to_string()))?,
         );
         let slots = Arc::new(Semaphore::new(cfg.max_jobs.max(1)));
         Ok(Runner {
+            _leaf: leaf,
+            outbox,
             cfg,
             id,
             client,
@@ -140,6 +193,12 @@ impl Runner {
                 this.slots.acquire_many(all),
             )
             .await;
+        }
+        // What the jobs reported is in the spool (leaf mode): give the hub a moment to take it
+        // before the leaf stops with the runner. What it does not take stays on disk for the
+        // next runner.
+        if !this.outbox.settle(SPOOL_SETTLE).await {
+            warn!("the hub did not take the whole spool; the next runner sends the rest");
         }
         info!("stopped");
         Ok(())
@@ -392,9 +451,17 @@ async fn heartbeats(
     slots: Arc<Semaphore>,
     max: usize,
 ) {
-    let mut tick = tokio::time::interval(HEARTBEAT_INTERVAL);
-    loop {
-        tick.tick().await;
+    // The first few come every second: a runner that just started (its leaf still connecting
+    // to the hub, whose interest is not here yet) becomes known within seconds, not an interval.
+    for sent in 0u32.. {
+        if sent > 0 {
+            let pause = if sent < 10 {
+                Duration::from_secs(1)
+            } else {
+                HEARTBEAT_INTERVAL
+            };
+            tokio::time::sleep(pause).await;
+        }
         let hb = Heartbeat {
             runner_id: runner_id.clone(),
             version: env!("CARGO_PKG_VERSION").to_string(),

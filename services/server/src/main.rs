@@ -63,6 +63,10 @@ enum Cmd {
         /// 127.0.0.1).
         #[arg(long = "server-name")]
         server_names: Vec<String>,
+        /// Where the hub listens for installs' leaf servers; written to `leafnodes.conf` for
+        /// the hub's configuration to `include`.
+        #[arg(long, default_value = "0.0.0.0:7422")]
+        leafnode_listen: String,
     },
     /// Creates an org's first admin token and prints it (the only time it is shown): run once
     /// per hub; further tokens come from `ferry tokens create`. Refused if the org has tokens.
@@ -89,9 +93,18 @@ async fn main() {
 }
 
 async fn run(args: Args) -> Result<()> {
-    if let Some(Cmd::HubInit { server_names }) = &args.cmd {
+    if let Some(Cmd::HubInit {
+        server_names,
+        leafnode_listen,
+    }) = &args.cmd
+    {
         let hub = ferry_pki::HubFiles::load_or_create(&args.hub_dir, server_names)
             .with_context(|| format!("creating the hub directory {}", args.hub_dir.display()))?;
+        std::fs::write(
+            hub.path("leafnodes.conf"),
+            hub.leafnodes_conf(leafnode_listen),
+        )
+        .with_context(|| format!("writing {}", hub.path("leafnodes.conf").display()))?;
         println!("{}", hub.path("auth.conf").display());
         return Ok(());
     }

@@ -11,6 +11,7 @@
 //! | `callout.nk` | the account key that signs the users the auth callout admits |
 //! | `ferry.password`, `admin.password`, `sys.password` | the NATS users' passwords |
 //! | `auth.conf` | the nats-server configuration that puts all of this to use (rewritten each time) |
+//! | `leafnodes.conf` | the hub's leafnode listener for installs' leaf servers (written by `hub-init`) |
 //!
 //! Every client of the hub presents a certificate from the CA (`tls { verify: true }`). The
 //! control plane's services then log in as user `ferry`, which may do anything in account `FERRY`
@@ -183,6 +184,19 @@ impl HubFiles {
             login: Some((user.to_string(), self.read(&format!("{user}.password"))?)),
             inbox_prefix: None,
         })
+    }
+
+    /// The hub's leafnode listener on `listen` (`0.0.0.0:7422`): installs' leaf servers connect
+    /// there over TLS with their install's certificate, which the auth callout decides on as it
+    /// does for a client connection.
+    pub fn leafnodes_conf(&self, listen: &str) -> String {
+        let q = |p: &str| format!("\"{}\"", self.path(p).display());
+        format!(
+            "# Written by Ferry (ferry_pki::hub).\nleafnodes {{\n  listen: \"{listen}\"\n  tls {{\n    cert_file: {}\n    key_file: {}\n    ca_file: {}\n    verify: true\n    timeout: 5\n  }}\n}}\n",
+            q("server.pem"),
+            q("server-key.pem"),
+            q("ca.pem"),
+        )
     }
 
     /// The nats-server configuration of the hub's authentication and authorization, to be

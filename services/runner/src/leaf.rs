@@ -1,0 +1,176 @@
+//! Leaf mode: the runner starts and supervises a nats-server beside it, in leaf mode, with its own
+//! JetStream domain (`install-<install>`). The leaf's only remote is the hub's leafnode port, over
+//! mTLS with the install's certificate: that is the install's one outbound connection, and the hub
+//! admits it with exactly the install's permissions, as it would the runner itself. The runner
+//! (and anything a job starts) talks only to this local server, on loopback; the leaf's JetStream
+//! holds the spool (`outbox.rs`) that keeps events and logs while the hub is out of reach.
+//!
+//! The leaf is the runner's child: it is restarted if it exits, and stopped with the runner (its
+//! JetStream data stays in `<data>/leaf`, so a spool left behind is sent by the next runner).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+use tracing::{info, warn};
+
+use ferry_pki::InstallFiles;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LeafError {
+    #[error("nats-server for the leaf: {0}")]
+    Binary(String),
+    #[error("the leaf's directory {dir}: {error}")]
+    Io { dir: String, error: std::io::Error },
+    #[error("the leaf nats-server did not start within 20 s; its log is {0}")]
+    NotStarted(String),
+}
+
+/// How to run the install's leaf.
+#[derive(Debug, Clone)]
+pub struct LeafConfig {
+    /// The nats-server binary.
+    pub binary: PathBuf,
+    /// The hub's leafnode URL (`tls://hub:7422`).
+    pub hub: String,
+    pub install: String,
+    /// `<data>/leaf`: configuration, log, JetStream store.
+    pub dir: PathBuf,
+    pub identity: InstallFiles,
+}
+
+/// The running leaf: its local URL; dropping it stops the supervisor and the server.
+pub struct Leaf {
+    pub url: String,
+    supervisor: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Leaf {
+    fn drop(&mut self) {
+        self.supervisor.abort();
+    }
+}
+
+/// Finds a nats-server: `given`, else `nats-server` next to this executable, else on `PATH`.
+pub fn find_binary(given: Option<&Path>) -> Result<PathBuf, LeafError> {
+    if let Some(p) = given {
+        return if p.is_file() {
+            Ok(p.to_path_buf())
+        } else {
+            Err(LeafError::Binary(format!("{} is not a file", p.display())))
+        };
+    }
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.join("nats-server")));
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join("nats-server"));
+    beside
+        .into_iter()
+        .chain(on_path)
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            LeafError::Binary(
+                "not found beside ferry-runner or on PATH: pass --nats-server PATH (or --direct)"
+                    .into(),
+            )
+        })
+}
+
+fn q(p: &Path) -> String {
+    format!("\"{}\"", p.display())
+}
+
+/// The leaf's configuration: loopback only, its own JetStream domain, one remote. Its message
+/// limit is NATS's default, 1 MiB, the smallest a Ferry hub has: a message the spool takes must
+/// also fit the hub (a larger result goes in chunks of the leaf's limit).
+fn config(cfg: &LeafConfig, port: u16) -> String {
+    let id = &cfg.identity;
+    format!(
+        "# Written by ferry-runner on each start (leaf.rs).\n\
+         server_name: \"leaf-{install}\"\n\
+         listen: \"127.0.0.1:{port}\"\n\
+         max_payload: 1MB\n\
+         jetstream {{\n  domain: \"install-{install}\"\n  store_dir: {store}\n  max_memory_store: 64MB\n  max_file_store: 4GB\n}}\n\
+         leafnodes {{\n  reconnect: 1\n  remotes: [ {{\n    urls: [\"{hub}\"]\n    tls: {{ cert_file: {cert}, key_file: {key}, ca_file: {ca} }}\n  }} ]\n}}\n",
+        install = cfg.install,
+        store = q(&cfg.dir.join("js")),
+        hub = cfg.hub,
+        cert = q(&id.cert()),
+        key = q(&id.key()),
+        ca = q(&id.ca()),
+    )
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+fn spawn(cfg: &LeafConfig, conf: &Path) -> Result<Child, LeafError> {
+    let io = |error| LeafError::Io {
+        dir: cfg.dir.display().to_string(),
+        error,
+    };
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(cfg.dir.join("nats.log"))
+        .map_err(io)?;
+    Command::new(&cfg.binary)
+        .arg("-c")
+        .arg(conf)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(io)
+}
+
+/// Starts the leaf and waits until it accepts connections.
+pub async fn start(cfg: LeafConfig) -> Result<Leaf, LeafError> {
+    let io = |error| LeafError::Io {
+        dir: cfg.dir.display().to_string(),
+        error,
+    };
+    std::fs::create_dir_all(&cfg.dir).map_err(io)?;
+    let port = free_port().map_err(io)?;
+    let conf = cfg.dir.join("nats.conf");
+    std::fs::write(&conf, config(&cfg, port)).map_err(io)?;
+    let mut child = spawn(&cfg, &conf)?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        if tokio::time::Instant::now() > deadline || matches!(child.try_wait(), Ok(Some(_))) {
+            return Err(LeafError::NotStarted(
+                cfg.dir.join("nats.log").display().to_string(),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    info!(port, hub = %cfg.hub, "leaf nats-server started");
+    let supervisor = tokio::spawn(async move {
+        loop {
+            let status = child.wait().await;
+            warn!(?status, "the leaf nats-server exited; starting it again");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            match spawn(&cfg, &conf) {
+                Ok(c) => child = c,
+                Err(e) => {
+                    warn!(error = %e, "could not start the leaf nats-server; trying again");
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                }
+            }
+        }
+    });
+    Ok(Leaf {
+        url: format!("nats://127.0.0.1:{port}"),
+        supervisor,
+    })
+}
