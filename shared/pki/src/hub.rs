@@ -188,11 +188,13 @@ impl HubFiles {
 
     /// The hub's leafnode listener on `listen` (`0.0.0.0:7422`): installs' leaf servers connect
     /// there over TLS with their install's certificate, which the auth callout decides on as it
-    /// does for a client connection.
+    /// does for a client connection. The hub does not advertise its servers' own addresses to the
+    /// leaves: an install reaches the hub only at the address it was given (a load balancer,
+    /// say), never at addresses of the vendor's network.
     pub fn leafnodes_conf(&self, listen: &str) -> String {
         let q = |p: &str| format!("\"{}\"", self.path(p).display());
         format!(
-            "# Written by Ferry (ferry_pki::hub).\nleafnodes {{\n  listen: \"{listen}\"\n  tls {{\n    cert_file: {}\n    key_file: {}\n    ca_file: {}\n    verify: true\n    timeout: 5\n  }}\n}}\n",
+            "# Written by Ferry (ferry_pki::hub).\nleafnodes {{\n  listen: \"{listen}\"\n  no_advertise: true\n  tls {{\n    cert_file: {}\n    key_file: {}\n    ca_file: {}\n    verify: true\n    timeout: 5\n  }}\n}}\n",
             q("server.pem"),
             q("server-key.pem"),
             q("ca.pem"),
