@@ -323,3 +323,95 @@ fn a_revoked_certificate_loses_its_connection_within_seconds_and_is_refused_afte
     let log = std::fs::read_to_string(nats.dir.path().join("nats.log")).unwrap();
     assert!(log.contains("was revoked at"), "the hub says why");
 }
+
+#[test]
+fn a_certificate_is_renewed_before_it_expires_without_interrupting_a_running_job() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&example(), &app);
+    // greeter's apply runs 70 s, longer than a certificate lives here.
+    let apply = app.join("components/src/greeter/apply.sh");
+    let script = std::fs::read_to_string(&apply).unwrap();
+    std::fs::write(
+        &apply,
+        script.replace(
+            "set -eu\n",
+            "set -eu\ni=1; while [ $i -le 70 ]; do echo \"tick $i\"; i=$((i+1)); sleep 1; done\n",
+        ),
+    )
+    .unwrap();
+    let (_server, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &["--cert-lifetime-secs", "40"],
+    );
+    sync_hello(&api, &app);
+    let created = ferry_json(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--json",
+        ],
+    );
+    let token = created["runner_token"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    let data = dir.path().join("runner");
+    let _runner = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &nats.leaf_url,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
+            "--api",
+            &api,
+            "--bootstrap",
+            &token,
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        dir.path().join("runner.log"),
+    );
+    let identity = ferry_pki::InstallFiles::new(&data.join("identity"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !identity.exists() {
+        assert!(std::time::Instant::now() < deadline, "no certificate");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let first = identity.info().unwrap();
+    let done = wait_for(&api, &wf, 200, "the workflow to end", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let job = ferry_tests::step(&done, "greeter", "apply")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(
+        j["executions"].as_array().unwrap().len(),
+        1,
+        "not interrupted: {j}"
+    );
+    // The first certificate expired during the job; the runner holds a later one.
+    let now = identity.info().unwrap();
+    assert_ne!(now.serial, first.serial);
+    assert!(now.not_after_unix > first.not_after_unix);
+    let log = std::fs::read_to_string(dir.path().join("runner.log")).unwrap();
+    assert!(
+        log.contains("certificate renewed; reconnecting with it"),
+        "{log}"
+    );
+    let ticks = ferry(&api, &["logs", "--job", &job]).1;
+    assert!(ticks.contains("tick 70"), "{ticks}");
+}

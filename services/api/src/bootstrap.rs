@@ -245,3 +245,95 @@ pub async fn bootstrap(
         ca: issuer.ca.cert_pem().to_string(),
     }))
 }
+
+/// Serves runners' certificate renewals (`RenewRequest` on `ferry.rx.<org>.<install>.renew`):
+/// the connection was admitted with the install's current certificate, so the new one names the
+/// install the subject does. Every replica answers in one queue group.
+pub async fn serve_renewals(
+    client: async_nats::Client,
+    store: ferry_store::Store,
+    issuer: Issuer,
+) -> Result<(), crate::callout::CalloutError> {
+    use ferry_protocol::messages::{RenewReply, RenewRequest};
+    use futures_util::StreamExt;
+    let mut sub = client
+        .queue_subscribe(ferry_protocol::subjects::RENEW_ALL, "ferry-renew".into())
+        .await
+        .map_err(crate::callout::CalloutError::Subscribe)?;
+    while let Some(msg) = sub.next().await {
+        let (Some(reply), Some((org, install))) = (
+            msg.reply.clone(),
+            ferry_protocol::subjects::org_install(&msg.subject),
+        ) else {
+            continue;
+        };
+        let s = ApiState {
+            store: store.clone(),
+            org: org.to_string(),
+            actor: format!("runner:{install}"),
+            issuer: Some(issuer.clone()),
+        };
+        let answer = match ferry_protocol::decode::<RenewRequest>(&msg.payload) {
+            Ok(req) => match renew(&s, install, &req.csr).await {
+                Ok((certificate, serial)) => {
+                    info!(org, install, %serial, "certificate renewed");
+                    RenewReply::Issued {
+                        certificate,
+                        ca: issuer.ca.cert_pem().to_string(),
+                    }
+                }
+                Err(e) => {
+                    warn!(org, install, error = %e, "certificate renewal refused");
+                    RenewReply::Refused {
+                        reason: e.to_string(),
+                    }
+                }
+            },
+            Err(e) => RenewReply::Refused {
+                reason: format!("undecodable request: {e}"),
+            },
+        };
+        if let Err(e) = client
+            .publish(reply, ferry_protocol::encode(&answer).into())
+            .await
+        {
+            warn!(error = %e, "could not answer a renewal");
+        }
+    }
+    Err(crate::callout::CalloutError::Ended)
+}
+
+/// A new certificate for `install` of `s.org` over `csr`, recorded and audited.
+async fn renew(s: &ApiState, install: &str, csr: &str) -> Result<(String, String), ApiError> {
+    let issuer = s
+        .issuer
+        .as_ref()
+        .ok_or_else(|| ApiError::Unavailable("no CA".into()))?;
+    let identity = ferry_pki::InstallIdentity::new(&s.org, install)
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let certificate = issuer
+        .ca
+        .sign_install_csr(csr, &identity, issuer.lifetime)
+        .map_err(|e| ApiError::BadRequest(format!("the CSR: {e}")))?;
+    let info = ferry_pki::CertInfo::parse(&certificate)
+        .map_err(|e| ApiError::Unavailable(format!("reading the certificate just issued: {e}")))?;
+    s.store
+        .repo::<m::IssuedCert>()
+        .create(&m::IssuedCert {
+            serial: info.serial.clone(),
+            org: s.org.clone(),
+            install: install.into(),
+            issued_at: m::now(),
+            not_after_unix: info.not_after_unix,
+            revoked_at: None,
+        })
+        .await?;
+    audit(
+        s,
+        "install.certificate_renewed",
+        install,
+        serde_json::json!({ "certificate": info.serial }),
+    )
+    .await?;
+    Ok((certificate, info.serial))
+}

@@ -43,6 +43,8 @@ pub struct LeafConfig {
 /// The running leaf: its local URL; dropping it stops the supervisor and the server.
 pub struct Leaf {
     pub url: String,
+    /// Notified: the supervisor restarts the server (to take up a renewed certificate).
+    pub restart: std::sync::Arc<tokio::sync::Notify>,
     supervisor: tokio::task::JoinHandle<()>,
 }
 
@@ -155,11 +157,20 @@ pub async fn start(cfg: LeafConfig) -> Result<Leaf, LeafError> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     info!(port, hub = %cfg.hub, "leaf nats-server started");
+    let restart = std::sync::Arc::new(tokio::sync::Notify::new());
+    let asked = restart.clone();
     let supervisor = tokio::spawn(async move {
         loop {
-            let status = child.wait().await;
-            warn!(?status, "the leaf nats-server exited; starting it again");
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            tokio::select! {
+                status = child.wait() => {
+                    warn!(?status, "the leaf nats-server exited; starting it again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                _ = asked.notified() => {
+                    info!("restarting the leaf nats-server");
+                    let _ = child.kill().await;
+                }
+            }
             match spawn(&cfg, &conf) {
                 Ok(c) => child = c,
                 Err(e) => {
@@ -171,6 +182,7 @@ pub async fn start(cfg: LeafConfig) -> Result<Leaf, LeafError> {
     });
     Ok(Leaf {
         url: format!("nats://127.0.0.1:{port}"),
+        restart,
         supervisor,
     })
 }

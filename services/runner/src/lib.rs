@@ -26,6 +26,7 @@ pub mod offers;
 pub mod orphans;
 pub mod outbox;
 pub mod plugin;
+pub mod rotate;
 pub mod runner;
 
 pub use runner::{Runner, RunnerConfig};

@@ -160,6 +160,7 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
         mode,
         nats_url: args.nats_url,
         credentials: files.credentials(&id),
+        identity: Some(files.clone()),
         org: id.org,
         install: id.install,
         data_dir: args.data_dir,

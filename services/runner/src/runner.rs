@@ -19,6 +19,8 @@ pub struct RunnerConfig {
     pub nats_url: String,
     /// The install's certificate and key; org and install are the ones it names.
     pub credentials: ferry_pki::Credentials,
+    /// Where the certificate is kept, to renew it before it expires (`rotate.rs`).
+    pub identity: Option<ferry_pki::InstallFiles>,
     pub org: String,
     pub install: String,
     /// Install-side state: the install's artifact store, component state, job work directories.
@@ -66,6 +68,8 @@ fn nats<E: std::error::Error + Send + Sync + 'static>(e: E) -> RunnerError {
 pub struct Runner {
     /// The leaf this runner supervises (leaf mode); dropped with the runner, which stops it.
     _leaf: Option<crate::leaf::Leaf>,
+    /// The spool's forwarder and the certificate's rotation: stopped with the runner.
+    background: Vec<tokio::task::JoinHandle<()>>,
     outbox: Outbox,
     cfg: RunnerConfig,
     id: String,
@@ -73,6 +77,14 @@ pub struct Runner {
     executor: Arc<Executor>,
     slots: Arc<Semaphore>,
     running: Running,
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        for t in &self.background {
+            t.abort();
+        }
+    }
 }
 
 impl Runner {
@@ -125,6 +137,7 @@ impl Runner {
             }
         };
         let js = jetstream::new(client.clone());
+        let mut background = Vec::new();
         let outbox = match leaf {
             None => Outbox::Direct(js),
             Some(_) => {
@@ -132,7 +145,11 @@ impl Runner {
                     .await
                     .map_err(RunnerError::Nats)?;
                 let sent = Arc::new(tokio::sync::Notify::new());
-                tokio::spawn(crate::outbox::forward(js.clone(), js.clone(), sent.clone()));
+                background.push(tokio::spawn(crate::outbox::forward(
+                    js.clone(),
+                    js.clone(),
+                    sent.clone(),
+                )));
                 Outbox::Spool { local: js, sent }
             }
         };
@@ -140,9 +157,24 @@ impl Runner {
             Executor::new(client.clone(), outbox.clone(), &cfg)
                 .map_err(|e| RunnerError::Setup(e.to_string()))?,
         );
+        if let Some(files) = &cfg.identity {
+            let reconnect = match &leaf {
+                Some(l) => crate::rotate::Reconnect::Leaf(l.restart.clone()),
+                None => crate::rotate::Reconnect::Direct(client.clone()),
+            };
+            let identity = ferry_pki::InstallIdentity::new(&cfg.org, &cfg.install)
+                .map_err(|e| RunnerError::Setup(e.to_string()))?;
+            background.push(tokio::spawn(crate::rotate::rotate_loop(
+                client.clone(),
+                files.clone(),
+                identity,
+                reconnect,
+            )));
+        }
         let slots = Arc::new(Semaphore::new(cfg.max_jobs.max(1)));
         Ok(Runner {
             _leaf: leaf,
+            background,
             outbox,
             cfg,
             id,

@@ -210,6 +210,9 @@ async fn run(args: Args) -> Result<()> {
             lifetime: Duration::from_secs(args.cert_lifetime_secs.max(60)),
             sys,
         };
+        let renewals =
+            ferry_api::bootstrap::serve_renewals(client.clone(), store.clone(), issuer.clone());
+        tasks.spawn(async move { (Service::Api, renewals.await.map_err(Into::into)) });
         app = app.merge(ferry_api::router(store.clone(), Some(issuer)));
     }
     let listener = tokio::net::TcpListener::bind(args.http_addr)

@@ -18,7 +18,16 @@ pub struct CertInfo {
     pub identity: InstallIdentity,
     /// The serial in lowercase hex: what a revocation names.
     pub serial: String,
+    pub not_before_unix: u64,
     pub not_after_unix: u64,
+}
+
+impl CertInfo {
+    /// Whether it is time to renew at `now_unix`: less than a third of its life left.
+    pub fn due(&self, now_unix: u64) -> bool {
+        let life = self.not_after_unix.saturating_sub(self.not_before_unix);
+        self.not_after_unix.saturating_sub(now_unix) < life / 3
+    }
 }
 
 impl CertInfo {
@@ -57,6 +66,7 @@ impl CertInfo {
         Ok(CertInfo {
             identity,
             serial,
+            not_before_unix: cert.validity().not_before.timestamp().max(0) as u64,
             not_after_unix: cert.validity().not_after.timestamp().max(0) as u64,
         })
     }
@@ -172,6 +182,11 @@ mod tests {
             .unwrap()
             .as_secs();
         assert!(info.not_after_unix > now + 3500 && info.not_after_unix <= now + 3600);
+        // Issued 5 minutes back-dated (the most): 65 minutes of life, due in its last 21 or so.
+        assert!(!info.due(now));
+        assert!(!info.due(info.not_after_unix - 22 * 60));
+        assert!(info.due(info.not_after_unix - 21 * 60));
+        assert!(info.due(info.not_after_unix + 1));
         // A certificate of the control plane names no install.
         let (server, _) = ca
             .sign_leaf(

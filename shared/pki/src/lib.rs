@@ -192,7 +192,10 @@ impl Ca {
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         let now = time::OffsetDateTime::now_utc();
-        params.not_before = now - time::Duration::minutes(5);
+        // Back-dated for clocks a little behind, by at most a quarter of a short lifetime (so a
+        // short-lived certificate does not start out due for renewal).
+        let skew = (validity.as_secs() / 4).min(300) as i64;
+        params.not_before = now - time::Duration::seconds(skew);
         params.not_after = now + time::Duration::seconds(validity.as_secs() as i64);
         let signed = CertificateSigningRequestParams {
             params,

@@ -444,3 +444,20 @@ pub enum ArtifactReply {
     Refused { reason: String },
 }
 message!(ArtifactReply, 15);
+
+/// Runner → control plane on `ferry.rx.<org>.<install>.renew` (request/reply): a certificate for a
+/// new key, before the current one expires. Asked over the live connection, which the hub admitted
+/// with the install's current certificate: the new one names the same install.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenewRequest {
+    /// PEM CSR for the new key (made in the install).
+    pub csr: String,
+}
+message!(RenewRequest, 16);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RenewReply {
+    Issued { certificate: String, ca: String },
+    Refused { reason: String },
+}
+message!(RenewReply, 17);

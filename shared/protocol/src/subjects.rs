@@ -68,6 +68,14 @@ pub fn result_chunks(org: &str, install: &str, execution: &str) -> String {
     format!("ferry.rx.{org}.{install}.result.{execution}")
 }
 
+/// A runner's certificate renewal (see `messages::RenewRequest`).
+pub fn renew(org: &str, install: &str) -> String {
+    format!("ferry.rx.{org}.{install}.renew")
+}
+
+/// Every install's certificate renewals.
+pub const RENEW_ALL: &str = "ferry.rx.*.*.renew";
+
 /// Every install's offer queries.
 pub const OFFERS_ALL: &str = "ferry.rx.*.*.offers";
 /// Every install's artifact reads.
