@@ -321,3 +321,90 @@ async fn the_services_credentials_cannot_change_or_delete_the_audit_stream() {
         .clone();
     assert_eq!(info.config.max_messages, -1);
 }
+
+/// Forged results from the install's own identity — a connection that is not the runner granted
+/// the jobs — published before the runner even starts, for every job id the workflow will have
+/// and the execution ids a counter would give them: none is taken, and none pre-empts the real
+/// result's de-duplication id (execution ids end with a secret only the granted runner gets).
+#[tokio::test(flavor = "multi_thread")]
+async fn forged_results_from_the_installs_own_identity_are_ignored_and_preempt_nothing() {
+    use ferry_protocol::messages::{EventBody, JobEvent, JobResult, Outcome, PlanData};
+    use ferry_tests::{ferry_json, step, wait_for};
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    ferry_tests::sync_hello(&api, &ferry_tests::repo_root().join("examples/hello"));
+    let created = ferry_json(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--json",
+        ],
+    );
+    let wf = created["workflow_id"].as_str().unwrap().to_string();
+
+    let creds = nats.issue_install(ORG, "prod", &dir.path().join("forger"));
+    let forger = creds.connect_options().connect(&nats.url).await.unwrap();
+    let js = async_nats::jetstream::new(forger);
+    for n in 0..40 {
+        let job = format!("{wf}-{n}");
+        for seq in 0..2u32 {
+            let execution_id = format!("{job}-1");
+            let forged = JobEvent {
+                job_id: job.clone(),
+                execution_id: execution_id.clone(),
+                seq,
+                at_ms: 0,
+                body: EventBody::Finished(Box::new(JobResult {
+                    status: Outcome::Succeeded,
+                    outputs_json: r#"{"forged":"yes"}"#.into(),
+                    plan: Some(PlanData {
+                        digest: format!("sha256:{}", "f".repeat(64)),
+                        changes: true,
+                        summary: "forged".into(),
+                        diff_json: vec![],
+                    }),
+                    error: None,
+                    sensitive_outputs: vec![],
+                    offloaded: None,
+                })),
+            };
+            let mut headers = async_nats::HeaderMap::new();
+            let id = format!("{execution_id}-{seq}");
+            headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
+            js.publish_with_headers(
+                format!("ferry.rx.{ORG}.prod.event.{job}"),
+                headers,
+                ferry_protocol::encode(&forged).into(),
+            )
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+        }
+    }
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let done = tokio::task::spawn_blocking(move || {
+        wait_for(&api, &wf, 120, "the workflow to end", |w| {
+            w["status"] == "succeeded" || w["status"] == "failed"
+        })
+    })
+    .await
+    .unwrap();
+    assert_eq!(done["status"], "succeeded", "{done}");
+    for s in done["steps"].as_array().unwrap() {
+        assert_ne!(s["message"], "forged", "{s}");
+    }
+    assert_ne!(step(&done, "sandbox", "plan")["message"], "forged");
+}
