@@ -408,3 +408,83 @@ async fn forged_results_from_the_installs_own_identity_are_ignored_and_preempt_n
     }
     assert_ne!(step(&done, "sandbox", "plan")["message"], "forged");
 }
+
+/// Connects as one of the services' users and records the server's errors.
+async fn service_user(
+    nats: &NatsServer,
+    user: &str,
+) -> (async_nats::Client, Arc<Mutex<Vec<String>>>) {
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let seen = errors.clone();
+    let client = nats
+        .hub
+        .credentials(user)
+        .unwrap()
+        .connect_options()
+        .event_callback(move |e| {
+            let seen = seen.clone();
+            async move {
+                if let async_nats::Event::ServerError(e) = e {
+                    seen.lock().unwrap().push(e.to_string().to_lowercase());
+                }
+            }
+        })
+        .connect(&nats.url)
+        .await
+        .unwrap();
+    (client, errors)
+}
+
+async fn violation(errors: &Arc<Mutex<Vec<String>>>, what: &str, subject: &str) {
+    let wanted = format!("permissions violation for {what} to \"{subject}\"").to_lowercase();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !errors.lock().unwrap().iter().any(|e| e.contains(&wanted)) {
+        assert!(Instant::now() < deadline, "{wanted}: {:?}", errors);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_service_user_may_do_only_what_its_role_needs() {
+    let a = install_a().await;
+    // build: no job offers, no doorbells, no tokens, no claims to serve.
+    let (build, errors) = service_user(&a.nats, "build").await;
+    for subject in [
+        "ferry.jobs.default.a.j1",
+        "ferry.wake.default.a",
+        "$KV.tokens.default.t1",
+        "$JS.API.DIRECT.GET.KV_tokens.$KV.tokens.default.t1",
+    ] {
+        build.publish(subject, "x".into()).await.unwrap();
+        build.flush().await.unwrap();
+        violation(&errors, "publish", subject).await;
+    }
+    let _claims = build
+        .subscribe(ferry_protocol::subjects::CLAIM_ALL)
+        .await
+        .unwrap();
+    build.flush().await.unwrap();
+    violation(&errors, "subscription", ferry_protocol::subjects::CLAIM_ALL).await;
+    // approval: no installs' subjects, no artifacts.
+    let (approval, errors) = service_user(&a.nats, "approval").await;
+    for subject in ["ferry.cancel.default.a.j1", "$O.artifacts.C.x"] {
+        approval.publish(subject, "x".into()).await.unwrap();
+        approval.flush().await.unwrap();
+        violation(&errors, "publish", subject).await;
+    }
+    // log-ingest: no control messages (it decides nothing).
+    let (logs, errors) = service_user(&a.nats, "log-ingest").await;
+    logs.publish("ferry.ctl.approval-done.default", "x".into())
+        .await
+        .unwrap();
+    logs.flush().await.unwrap();
+    violation(&errors, "publish", "ferry.ctl.approval-done.default").await;
+    // And no service user may touch the audit stream's configuration.
+    let (scheduler, errors) = service_user(&a.nats, "scheduler").await;
+    scheduler
+        .publish("$JS.API.STREAM.DELETE.AUDIT", "".into())
+        .await
+        .unwrap();
+    scheduler.flush().await.unwrap();
+    violation(&errors, "publish", "$JS.API.STREAM.DELETE.AUDIT").await;
+}

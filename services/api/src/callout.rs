@@ -4,7 +4,7 @@
 //! control plane's configured users (`ferry_pki::hub`). By then the server's TLS layer has
 //! verified the client certificate against Ferry's CA; the request carries it. The callout reads
 //! the install the certificate names (its SPIFFE SAN URI), and admits the connection as a user
-//! allowed exactly that install's subjects (`subjects::install_permissions`) until the
+//! allowed exactly that install's subjects (`permissions::install`) until the
 //! certificate expires. Anything else is refused with the reason, which the server logs. A new
 //! install needs no hub restart and no configuration change.
 
@@ -13,7 +13,6 @@ use std::time::Duration;
 use ferry_model as m;
 use ferry_pki::natsjwt::{self, AuthRequest, Grant, Permissions, SubjectRule};
 use ferry_pki::{CertInfo, hub};
-use ferry_protocol::subjects;
 use ferry_store::Store;
 use futures_util::StreamExt;
 use tracing::{info, warn};
@@ -64,7 +63,8 @@ pub fn decide(info: &CertInfo, revoked_at: Option<&str>) -> Decision {
         ));
     }
     let id = &info.identity;
-    let (publish, subscribe) = subjects::install_permissions(&id.org, &id.install);
+    let grant = ferry_protocol::permissions::install(&id.org, &id.install);
+    let (publish, subscribe) = (grant.publish, grant.subscribe);
     Decision::Admit(Box::new(Grant {
         name: user_name(&id.org, &id.install),
         account: hub::ACCOUNT.into(),

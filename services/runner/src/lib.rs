@@ -2,8 +2,8 @@
 //!
 //! It listens on no port and keeps no state of record. It holds one NATS connection (to the install's
 //! leaf server, or directly to the hub), over mTLS with its install's certificate; the hub admits
-//! that certificate with exactly its install's permissions (`ferry_protocol::subjects::
-//! install_permissions`): everything it sends is under `ferry.rx.<org>.<install>.>`, and it
+//! that certificate with exactly its install's permissions (`ferry_protocol::permissions::
+//! install`): everything it sends is under `ferry.rx.<org>.<install>.>`, and it
 //! receives only its doorbell, its cancels and replies in its own inbox. It:
 //!
 //! 1. waits for its install's doorbell (`ferry.wake.<org>.<install>`, which carries the offer) or a

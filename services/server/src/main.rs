@@ -121,24 +121,23 @@ async fn run(args: Args) -> Result<()> {
     let hub = ferry_pki::HubFiles::open(&args.hub_dir)?;
     let client = connect(&args, &hub, "ferry-server").await?;
     let js = async_nats::jetstream::new(client.clone());
-    let store = ensure_store(js, args.replicas).await?;
+    // Set up (or check) streams and buckets as the setup user; the services then open them as
+    // their own users, which may not create or change them.
+    ensure_store(js, args.replicas).await?;
 
     let mut tasks: JoinSet<(Service, Result<()>)> = JoinSet::new();
     for &svc in &services {
-        let store = store.clone();
-        let client = client.clone();
+        if svc == Service::Api {
+            continue; // below: it serves HTTP too
+        }
+        // Each service works as its own NATS user, allowed only what its role needs.
+        let (client, store) = service_store(&args, &hub, svc).await?;
         let lease = std::time::Duration::from_secs(args.job_lease_secs.max(1));
         let available = args
             .job_available_secs
             .map(|s| std::time::Duration::from_secs(s.max(1)));
         match svc {
-            Service::Api => {
-                let issuer = hub.callout_key()?;
-                tasks.spawn(async move {
-                    let r = ferry_api::callout::serve(client, issuer, store).await;
-                    (svc, r.map_err(Into::into))
-                });
-            }
+            Service::Api => {}
             Service::Scheduler => {
                 let mut scheduler = ferry_scheduler::Scheduler::new(client, store)
                     .with_lease(lease)
@@ -195,25 +194,7 @@ async fn run(args: Args) -> Result<()> {
             get(|| async { ferry_telemetry::encode_metrics() }),
         );
     if services.contains(&Service::Api) {
-        let sys = hub
-            .credentials(ferry_pki::hub::SYS_USER)?
-            .connect_options()
-            .name("ferry-server (system)")
-            .retry_on_initial_connect()
-            .connect(&args.nats_url)
-            .await
-            .with_context(|| {
-                format!("connecting to NATS at {} as the system user", args.nats_url)
-            })?;
-        let issuer = ferry_api::bootstrap::Issuer {
-            ca: std::sync::Arc::new(hub.ca()?),
-            lifetime: Duration::from_secs(args.cert_lifetime_secs.max(60)),
-            sys,
-        };
-        let renewals =
-            ferry_api::bootstrap::serve_renewals(client.clone(), store.clone(), issuer.clone());
-        tasks.spawn(async move { (Service::Api, renewals.await.map_err(Into::into)) });
-        app = app.merge(ferry_api::router(store.clone(), Some(issuer)));
+        app = app.merge(start_api(&args, &hub, &mut tasks).await?);
     }
     let listener = tokio::net::TcpListener::bind(args.http_addr)
         .await
@@ -261,10 +242,63 @@ async fn init(args: &Args, org: &str, name: &str, file: Option<&std::path::Path>
     Ok(())
 }
 
-/// Connects to the hub as the control plane's services (TLS client certificate and the services'
-/// user, which may do anything but change or delete the audit stream).
+/// The api service: its NATS user's connection and store; the hub's auth callout and runners'
+/// certificate renewals as tasks; its HTTP routes returned.
+async fn start_api(
+    args: &Args,
+    hub: &ferry_pki::HubFiles,
+    tasks: &mut JoinSet<(Service, Result<()>)>,
+) -> Result<Router> {
+    let (client, store) = service_store(args, hub, Service::Api).await?;
+    let sys = connect_with(args, hub, ferry_pki::hub::SYS_USER, "ferry-server (system)").await?;
+    let issuer = ferry_api::bootstrap::Issuer {
+        ca: std::sync::Arc::new(hub.ca()?),
+        lifetime: Duration::from_secs(args.cert_lifetime_secs.max(60)),
+        sys,
+    };
+    let key = hub.callout_key()?;
+    let (c, st) = (client.clone(), store.clone());
+    tasks.spawn(async move {
+        let r = ferry_api::callout::serve(c, key, st).await;
+        (Service::Api, r.map_err(Into::into))
+    });
+    let renewals = ferry_api::bootstrap::serve_renewals(client, store.clone(), issuer.clone());
+    tasks.spawn(async move { (Service::Api, renewals.await.map_err(Into::into)) });
+    Ok(ferry_api::router(store, Some(issuer)))
+}
+
+/// A connection as `svc`'s own user, and the store opened through it.
+async fn service_store(
+    args: &Args,
+    hub: &ferry_pki::HubFiles,
+    svc: Service,
+) -> Result<(async_nats::Client, Store)> {
+    let client = connect_with(
+        args,
+        hub,
+        svc.name(),
+        &format!("ferry-server {}", svc.name()),
+    )
+    .await?;
+    let store = Store::open(async_nats::jetstream::new(client.clone()))
+        .await
+        .with_context(|| format!("opening the store as {}", svc.name()))?;
+    Ok((client, store))
+}
+
+/// Connects to the hub as the control plane's setup user (TLS client certificate; it may do
+/// anything but change or delete the audit stream): streams and buckets, the first token.
 async fn connect(args: &Args, hub: &ferry_pki::HubFiles, name: &str) -> Result<async_nats::Client> {
-    hub.credentials(ferry_pki::hub::SERVICES_USER)?
+    connect_with(args, hub, ferry_pki::hub::SERVICES_USER, name).await
+}
+
+async fn connect_with(
+    args: &Args,
+    hub: &ferry_pki::HubFiles,
+    user: &str,
+    name: &str,
+) -> Result<async_nats::Client> {
+    hub.credentials(user)?
         .connect_options()
         .name(name)
         .retry_on_initial_connect()

@@ -32,7 +32,9 @@ use crate::{Ca, PkiError, write_new};
 
 /// The NATS account every Ferry connection lands in.
 pub const ACCOUNT: &str = "FERRY";
-/// The control plane's user.
+/// The control plane's setup user: creates streams and buckets at start-up and mints the first
+/// token (`ferry-server init`); may do anything but administer `AUDIT`. Each service then works
+/// as its own user, allowed only what its role needs (`ferry_protocol::permissions::service`).
 pub const SERVICES_USER: &str = "ferry";
 /// The operator's user: may also reconfigure or delete `AUDIT`.
 pub const ADMIN_USER: &str = "admin";
@@ -118,7 +120,7 @@ impl HubFiles {
                 .map_err(|e| PkiError::Key(e.to_string()))?;
             write_new(&hub.path("callout.nk"), &seed, 0o600).map_err(io(dir))?;
         }
-        for user in [SERVICES_USER, ADMIN_USER, SYS_USER] {
+        for user in all_users() {
             let p = hub.path(&format!("{user}.password"));
             if !p.exists() {
                 write_new(&p, &hex_secret()?, 0o600).map_err(io(dir))?;
@@ -206,9 +208,31 @@ impl HubFiles {
     pub fn auth_conf(&self) -> Result<String, PkiError> {
         let issuer = self.callout_key()?.public_key();
         let q = |p: &str| format!("\"{}\"", self.path(p).display());
-        let deny = AUDIT_ADMIN_SUBJECTS
-            .iter()
-            .map(|s| format!("\"{s}\""))
+        let deny = list(&AUDIT_ADMIN_SUBJECTS.map(String::from));
+        let password = |u: &str| self.read(&format!("{u}.password"));
+        let mut users = vec![
+            format!(
+                "{{ user: \"{SERVICES_USER}\", password: \"{}\", permissions: {{ publish: {{ deny: [{deny}] }} }} }}",
+                password(SERVICES_USER)?
+            ),
+            format!(
+                "{{ user: \"{ADMIN_USER}\", password: \"{}\" }}",
+                password(ADMIN_USER)?
+            ),
+        ];
+        for svc in ferry_protocol::permissions::SERVICES {
+            let Some(g) = ferry_protocol::permissions::service(svc) else {
+                continue;
+            };
+            users.push(format!(
+                "{{ user: \"{svc}\", password: \"{}\", permissions: {{ publish: {{ allow: [{}], deny: [{deny}] }}, subscribe: {{ allow: [{}] }}, allow_responses: true }} }}",
+                password(svc)?,
+                list(&g.publish),
+                list(&g.subscribe),
+            ));
+        }
+        let bypass = all_users()
+            .map(|u| format!("\"{u}\""))
             .collect::<Vec<_>>()
             .join(", ");
         Ok(format!(
@@ -224,8 +248,7 @@ accounts {{
   {ACCOUNT} {{
     jetstream: enabled
     users: [
-      {{ user: "{SERVICES_USER}", password: "{services}", permissions: {{ publish: {{ deny: [{deny}] }} }} }}
-      {{ user: "{ADMIN_USER}", password: "{admin}" }}
+      {users}
     ]
   }}
   SYS {{ users: [ {{ user: "{SYS_USER}", password: "{sys}" }} ] }}
@@ -235,18 +258,32 @@ authorization {{
   auth_callout {{
     issuer: "{issuer}"
     account: {ACCOUNT}
-    users: [ "{SERVICES_USER}", "{ADMIN_USER}", "{SYS_USER}" ]
+    users: [ {bypass} ]
   }}
 }}
 "#,
             server = q("server.pem"),
             server_key = q("server-key.pem"),
             ca = q("ca.pem"),
-            services = self.read(&format!("{SERVICES_USER}.password"))?,
-            admin = self.read(&format!("{ADMIN_USER}.password"))?,
-            sys = self.read(&format!("{SYS_USER}.password"))?,
+            users = users.join("\n      "),
+            sys = password(SYS_USER)?,
         ))
     }
+}
+
+/// Every configured user: the setup user, the operator, the system user, one per service.
+fn all_users() -> impl Iterator<Item = &'static str> {
+    [SERVICES_USER, ADMIN_USER, SYS_USER]
+        .into_iter()
+        .chain(ferry_protocol::permissions::SERVICES)
+}
+
+fn list(subjects: &[String]) -> String {
+    subjects
+        .iter()
+        .map(|s| format!("\"{s}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn hex_secret() -> Result<String, PkiError> {

@@ -3,11 +3,12 @@
 //!
 //! Everything that crosses a process boundary is defined here and nowhere else, so that a reader can
 //! check one crate to learn what a runner may say to the control plane and what one service may say to
-//! another. This crate imports no other workspace crate: the runner, the services and the CLI all depend
+//! another — and what each may do on the hub (`permissions`). This crate imports no other workspace crate: the runner, the services and the CLI all depend
 //! on it, never the other way round.
 
 pub mod codec;
 pub mod messages;
+pub mod permissions;
 pub mod resources;
 pub mod subjects;
 

@@ -87,21 +87,6 @@ pub fn install_inbox(org: &str, install: &str) -> String {
     format!("_INBOX.{org}.{install}")
 }
 
-/// What an install's connection may publish and subscribe to: the one definition the hub's auth
-/// callout grants (and the permission tests check). Publishing only under
-/// `ferry.rx.<org>.<install>.>`; receiving only its own doorbell, cancels and replies. No
-/// JetStream API, KV bucket, stream or object store of the control plane is reachable.
-pub fn install_permissions(org: &str, install: &str) -> (Vec<String>, Vec<String>) {
-    (
-        vec![format!("ferry.rx.{org}.{install}.>")],
-        vec![
-            wake(org, install),
-            cancel(org, install, "*"),
-            format!("{}.>", install_inbox(org, install)),
-        ],
-    )
-}
-
 /// Every install's claim requests: the scheduler's queue-group subscription.
 pub const CLAIM_ALL: &str = "ferry.rx.*.*.claim";
 /// Every install's lease renewals.

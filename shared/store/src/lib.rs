@@ -139,6 +139,32 @@ impl Store {
         })
     }
 
+    /// Opens what [`Store::ensure`] set up, creating nothing: for a connection whose user may
+    /// read and write records but not create streams (each service's own).
+    pub async fn open(js: jetstream::Context) -> Result<Store, StoreError> {
+        let mut buckets = HashMap::new();
+        for &name in resources::buckets::ALL {
+            let kv = js
+                .get_key_value(name)
+                .await
+                .map_err(setup(format!("KV bucket {name}")))?;
+            buckets.insert(name, kv);
+        }
+        let mut objects = HashMap::new();
+        for &name in resources::objects::ALL {
+            let os = js
+                .get_object_store(name)
+                .await
+                .map_err(setup(format!("object store {name}")))?;
+            objects.insert(name, os);
+        }
+        Ok(Store {
+            js,
+            buckets,
+            objects,
+        })
+    }
+
     pub fn repo<T: Record>(&self) -> Repo<T> {
         // Every Record's BUCKET is one of resources::buckets::ALL, all opened by ensure().
         let kv = self
