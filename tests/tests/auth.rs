@@ -249,6 +249,20 @@ fn a_runner_applies_only_a_plan_it_produced_itself() {
             .await
             .unwrap();
     });
+    // A decision comes only from a person allowed to decide: a viewer's approval is refused.
+    let (viewer, _) = new_token(&api, "vic", "viewer");
+    let (code, _, err) = as_token(
+        &api,
+        Some(&viewer),
+        &["workflows", "approve", &wf, "--step", "sandbox"],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("403"), "{err}");
+    let still = ferry_json(&api, &["workflows", "get", &wf, "--json"]);
+    assert_eq!(
+        ferry_tests::step(&still, "sandbox", "approve")["status"],
+        "waiting"
+    );
     let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
     assert_eq!(code, 0, "{out}{err}");
     let done = ferry_tests::wait_for(&api, &wf, 60, "the apply to end", |w| {

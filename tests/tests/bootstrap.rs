@@ -415,3 +415,29 @@ fn a_certificate_is_renewed_before_it_expires_without_interrupting_a_running_job
     let ticks = ferry(&api, &["logs", "--job", &job]).1;
     assert!(ticks.contains("tick 70"), "{ticks}");
 }
+
+#[test]
+fn a_runner_in_direct_mode_connects_itself_with_the_same_identity() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let data = dir.path().join("runner");
+    nats.issue_install("default", "prod", &data.join("identity"));
+    let _runner = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--direct",
+            "--nats-url",
+            &nats.url,
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        dir.path().join("runner.log"),
+    );
+    let wf = ferry_tests::sync_and_create(&api, &example(), "prod");
+    let done = wait_for(&api, &wf, 120, "the deploy", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert!(!data.join("leaf").exists(), "no leaf in direct mode");
+}
