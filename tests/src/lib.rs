@@ -7,9 +7,15 @@
 //! * [`bin`] finds the workspace's built binaries (`ferry`, `ferry-server`, `ferry-runner`) in the
 //!   target directory the tests run from.
 
+mod hub;
+mod link;
+
+pub use hub::{NatsServer, ORG, hub_dir, issue_install, leaf_url};
+pub use link::Link;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// The repository root.
@@ -58,157 +64,6 @@ pub fn bin(name: &str) -> PathBuf {
         p.display()
     );
     p
-}
-
-pub struct NatsServer {
-    pub port: u16,
-    pub url: String,
-    /// The hub's leafnode URL (`tls://127.0.0.1:PORT`): installs' leaf servers connect there.
-    pub leaf_url: String,
-    child: Child,
-    pub dir: tempfile::TempDir,
-    /// The hub's trust directory (`ferry-server --hub-dir`).
-    pub hub: ferry_pki::HubFiles,
-}
-
-/// Trust directories of the hubs tests started, by NATS URL (so `Proc::server(url)` finds it).
-fn hubs() -> &'static std::sync::Mutex<std::collections::HashMap<String, PathBuf>> {
-    static HUBS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, PathBuf>>> =
-        std::sync::OnceLock::new();
-    HUBS.get_or_init(Default::default)
-}
-
-/// The trust directory of the hub at `nats_url`.
-pub fn hub_dir(nats_url: &str) -> PathBuf {
-    hubs()
-        .lock()
-        .ok()
-        .and_then(|m| m.get(nats_url).cloned())
-        .unwrap_or_else(|| panic!("no hub started at {nats_url}"))
-}
-
-/// The leafnode URL of the hub test started at `nats_url`.
-pub fn leaf_url(nats_url: &str) -> String {
-    hubs()
-        .lock()
-        .ok()
-        .and_then(|m| m.get(&format!("leaf:{nats_url}")).cloned())
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|| panic!("no hub started at {nats_url}"))
-}
-
-/// The org runners and tokens default to.
-pub const ORG: &str = "default";
-
-impl NatsServer {
-    /// Starts a single JetStream server (domain `hub`) on a free loopback port and waits until it
-    /// accepts connections.
-    pub fn start() -> NatsServer {
-        NatsServer::start_with_max_payload("8MB")
-    }
-
-    /// [`NatsServer::start`] with another message size limit (`"1MB"`), to test what does not fit.
-    pub fn start_with_max_payload(max_payload: &str) -> NatsServer {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let hub = ferry_pki::HubFiles::load_or_create(&dir.path().join("hub"), &[])
-            .expect("hub trust directory");
-        let port = free_port();
-        let leaf_port = free_port();
-        let conf = dir.path().join("nats.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "listen: \"127.0.0.1:{port}\"\nmax_payload: {max_payload}\njetstream {{\n  domain: hub\n  store_dir: \"{}\"\n}}\n{}{}",
-                dir.path().join("js").display(),
-                hub.auth_conf().expect("auth.conf"),
-                hub.leafnodes_conf(&format!("127.0.0.1:{leaf_port}")),
-            ),
-        )
-        .expect("write nats.conf");
-        let child = Command::new(nats_server_bin())
-            .arg("-c")
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("nats.log")).expect("nats.log"))
-            .spawn()
-            .expect("spawn nats-server");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "nats-server did not start on port {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let url = format!("nats://127.0.0.1:{port}");
-        let leaf_url = format!("tls://127.0.0.1:{leaf_port}");
-        if let Ok(mut m) = hubs().lock() {
-            m.insert(url.clone(), hub.dir.clone());
-            m.insert(format!("leaf:{url}"), PathBuf::from(&leaf_url));
-        }
-        NatsServer {
-            port,
-            url,
-            leaf_url,
-            child,
-            dir,
-            hub,
-        }
-    }
-
-    /// Connects as one of the hub's configured users (`ferry_pki::hub::{SERVICES_USER,
-    /// ADMIN_USER, SYS_USER}`).
-    pub async fn connect_as(&self, user: &str) -> async_nats::Client {
-        self.hub
-            .credentials(user)
-            .expect("credentials")
-            .connect_options()
-            .connect(&self.url)
-            .await
-            .unwrap_or_else(|e| panic!("connecting as {user}: {e}"))
-    }
-
-    /// The operator's connection: may do anything, the audit stream included.
-    pub async fn admin(&self) -> async_nats::Client {
-        self.connect_as(ferry_pki::hub::ADMIN_USER).await
-    }
-
-    /// Issues install `install` of `org` a certificate from the hub's CA into `identity_dir`
-    /// (the key made there), as bootstrapping does; returns the credentials.
-    pub fn issue_install(
-        &self,
-        org: &str,
-        install: &str,
-        identity_dir: &Path,
-    ) -> ferry_pki::Credentials {
-        issue_install(&self.hub.dir, org, install, identity_dir)
-    }
-}
-
-/// [`NatsServer::issue_install`] for the hub whose trust directory is `hub_dir`.
-pub fn issue_install(
-    hub_dir: &Path,
-    org: &str,
-    install: &str,
-    identity_dir: &Path,
-) -> ferry_pki::Credentials {
-    let hub = ferry_pki::HubFiles::open(hub_dir).expect("hub");
-    let id = ferry_pki::InstallIdentity::new(org, install).expect("identity");
-    let files = ferry_pki::InstallFiles::new(identity_dir);
-    let csr = files.new_key_and_csr(&id).expect("key and CSR");
-    let ca = hub.ca().expect("CA");
-    let cert = ca
-        .sign_install_csr(&csr, &id, ferry_pki::DEFAULT_CERT_LIFETIME)
-        .expect("sign");
-    files.store(&cert, ca.cert_pem()).expect("store identity");
-    files.credentials(&id)
-}
-
-impl Drop for NatsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A running `ferry dev` (without `--exit-when-deployed`), stopped with SIGTERM when dropped.
@@ -648,89 +503,4 @@ pub fn server_and_runner(nats: &NatsServer, dir: &Path) -> (Proc, Proc, String) 
         dir.join("runner.log"),
     );
     (server, runner, api)
-}
-
-/// A TCP relay standing for the network between an install and the hub: `cut` drops every
-/// connection through it and refuses new ones until `restore`.
-pub struct Link {
-    pub port: u16,
-    up: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// Bumped by `cut`: relays of an older generation stop.
-    generation: std::sync::Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl Link {
-    /// Relays 127.0.0.1:`port` (a free port) to 127.0.0.1:`target`.
-    pub fn start(target: u16) -> Link {
-        use std::sync::Arc;
-        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the link");
-        let port = listener.local_addr().expect("addr").port();
-        let up = Arc::new(AtomicBool::new(true));
-        let generation = Arc::new(AtomicU64::new(0));
-        let (up2, gen2) = (up.clone(), generation.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(inbound) = conn else { continue };
-                if !up2.load(Ordering::SeqCst) {
-                    drop(inbound);
-                    continue;
-                }
-                let Ok(outbound) = std::net::TcpStream::connect(("127.0.0.1", target)) else {
-                    continue;
-                };
-                let born = gen2.load(Ordering::SeqCst);
-                for (from, to) in [
-                    (inbound.try_clone(), outbound.try_clone()),
-                    (outbound.try_clone(), inbound.try_clone()),
-                ] {
-                    let (Ok(mut from), Ok(mut to)) = (from, to) else {
-                        continue;
-                    };
-                    let g = gen2.clone();
-                    std::thread::spawn(move || {
-                        use std::io::{Read, Write};
-                        let _ = from.set_read_timeout(Some(Duration::from_millis(100)));
-                        let mut buf = [0u8; 16384];
-                        while g.load(Ordering::SeqCst) == born {
-                            match from.read(&mut buf) {
-                                Ok(0) => break,
-                                Ok(n) => {
-                                    if to.write_all(&buf[..n]).is_err() {
-                                        break;
-                                    }
-                                }
-                                Err(e)
-                                    if matches!(
-                                        e.kind(),
-                                        std::io::ErrorKind::WouldBlock
-                                            | std::io::ErrorKind::TimedOut
-                                    ) => {}
-                                Err(_) => break,
-                            }
-                        }
-                        let _ = from.shutdown(std::net::Shutdown::Both);
-                        let _ = to.shutdown(std::net::Shutdown::Both);
-                    });
-                }
-            }
-        });
-        Link {
-            port,
-            up,
-            generation,
-        }
-    }
-
-    /// Drops every connection and refuses new ones.
-    pub fn cut(&self) {
-        use std::sync::atomic::Ordering;
-        self.up.store(false, Ordering::SeqCst);
-        self.generation.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// Lets connections through again.
-    pub fn restore(&self) {
-        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
 }

@@ -28,7 +28,7 @@ pub struct Executor {
     outbox: Outbox,
     org: String,
     install: String,
-    data_dir: PathBuf,
+    pub(crate) data_dir: PathBuf,
     /// The install's own artifact store; deployments only ever read from it.
     registry: LocalLayout,
     cancel_grace: Duration,
@@ -48,17 +48,6 @@ pub struct Stop {
 }
 
 const LEASE_LOST: &str = "the lease could not be renewed; stopped so it cannot run twice";
-
-/// Refuses to apply plan `digest`, made from artifact `made_from`, with another `artifact`.
-fn same_artifact(digest: &str, made_from: Option<&str>, artifact: &str) -> Result<(), String> {
-    match made_from.map(str::trim) {
-        Some(m) if m == artifact => Ok(()),
-        m => Err(format!(
-            "refusing to apply: plan {digest} was made from artifact {}, not {artifact}",
-            m.filter(|m| !m.is_empty()).unwrap_or("unknown")
-        )),
-    }
-}
 
 /// Whether any process of the group led by `pid` is still there (signal 0 checks without sending).
 fn group_alive(pid: Option<u32>) -> bool {
@@ -203,69 +192,6 @@ impl Executor {
         }
         .instrument(span)
         .await
-    }
-
-    /// Where the runner keeps the plans it made, by digest, until the component's next plan
-    /// (an apply run again after a lost execution still finds its plan): an apply runs only a
-    /// plan this install produced itself, never bytes from the hub (a forged plan result cannot
-    /// become an apply).
-    fn plan_copy(&self, component: &str, digest: &str) -> PathBuf {
-        let name = digest.strip_prefix("sha256:").unwrap_or(digest);
-        self.data_dir.join("plans").join(component).join(name)
-    }
-
-    /// Keeps a new plan of `component`, with the artifact it was made from; the component's
-    /// older plans are stale now (one workflow at a time runs on an install) and are removed.
-    async fn keep_plan(
-        &self,
-        component: &str,
-        digest: &str,
-        bytes: &[u8],
-        artifact: &str,
-    ) -> Result<(), String> {
-        let path = self.plan_copy(component, digest);
-        if let Some(dir) = path.parent() {
-            let _ = tokio::fs::remove_dir_all(dir).await;
-            tokio::fs::create_dir_all(dir)
-                .await
-                .map_err(|e| format!("keeping the plan: {e}"))?;
-        }
-        tokio::fs::write(path.with_extension("artifact"), artifact)
-            .await
-            .map_err(|e| format!("keeping the plan: {e}"))?;
-        tokio::fs::write(&path, bytes)
-            .await
-            .map_err(|e| format!("keeping the plan: {e}"))
-    }
-
-    /// The install's own copy of the approved plan, put in the work directory for the plugin
-    /// (which checks its digest again). The plan must have been made from the artifact the apply
-    /// names: a plan is never applied to another configuration than the one it was made from.
-    async fn own_plan(
-        &self,
-        component: &str,
-        digest: &str,
-        artifact: &str,
-        work: &Path,
-    ) -> Result<PathBuf, String> {
-        let ours = self.plan_copy(component, digest);
-        if ours.exists() {
-            let made_from = tokio::fs::read_to_string(ours.with_extension("artifact"))
-                .await
-                .ok();
-            same_artifact(digest, made_from.as_deref(), artifact)?;
-        }
-        let bytes = tokio::fs::read(&ours).await.map_err(|_| {
-            format!(
-                "refusing to apply: this install holds no plan {digest} of its own (it applies \
-                 only plans it produced); retry the step to plan again"
-            )
-        })?;
-        let p = work.join("plan.in");
-        tokio::fs::write(&p, bytes)
-            .await
-            .map_err(|e| format!("writing the plan: {e}"))?;
-        Ok(p)
     }
 
     /// A result too large for a message, published in chunks on the execution's result subject

@@ -25,6 +25,7 @@ pub mod logsink;
 pub mod offers;
 pub mod orphans;
 pub mod outbox;
+pub mod plans;
 pub mod plugin;
 pub mod rotate;
 pub mod runner;

@@ -1,0 +1,160 @@
+//! The hub a test runs against: a real nats-server secured as in production (TLS with client
+//! certificates from its own CA, the services' users, the auth callout's configuration, a leafnode
+//! port), and the registry that lets helpers find a hub's trust directory by its URL.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::{free_port, nats_server_bin};
+
+pub struct NatsServer {
+    pub port: u16,
+    pub url: String,
+    /// The hub's leafnode URL (`tls://127.0.0.1:PORT`): installs' leaf servers connect there.
+    pub leaf_url: String,
+    child: Child,
+    pub dir: tempfile::TempDir,
+    /// The hub's trust directory (`ferry-server --hub-dir`).
+    pub hub: ferry_pki::HubFiles,
+}
+
+/// Trust directories of the hubs tests started, by NATS URL (so `Proc::server(url)` finds it).
+fn hubs() -> &'static std::sync::Mutex<std::collections::HashMap<String, PathBuf>> {
+    static HUBS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, PathBuf>>> =
+        std::sync::OnceLock::new();
+    HUBS.get_or_init(Default::default)
+}
+
+/// The trust directory of the hub at `nats_url`.
+pub fn hub_dir(nats_url: &str) -> PathBuf {
+    hubs()
+        .lock()
+        .ok()
+        .and_then(|m| m.get(nats_url).cloned())
+        .unwrap_or_else(|| panic!("no hub started at {nats_url}"))
+}
+
+/// The leafnode URL of the hub test started at `nats_url`.
+pub fn leaf_url(nats_url: &str) -> String {
+    hubs()
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&format!("leaf:{nats_url}")).cloned())
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| panic!("no hub started at {nats_url}"))
+}
+
+/// The org runners and tokens default to.
+pub const ORG: &str = "default";
+
+impl NatsServer {
+    /// Starts a single JetStream server (domain `hub`) on a free loopback port and waits until it
+    /// accepts connections.
+    pub fn start() -> NatsServer {
+        NatsServer::start_with_max_payload("8MB")
+    }
+
+    /// [`NatsServer::start`] with another message size limit (`"1MB"`), to test what does not fit.
+    pub fn start_with_max_payload(max_payload: &str) -> NatsServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let hub = ferry_pki::HubFiles::load_or_create(&dir.path().join("hub"), &[])
+            .expect("hub trust directory");
+        let port = free_port();
+        let leaf_port = free_port();
+        let conf = dir.path().join("nats.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listen: \"127.0.0.1:{port}\"\nmax_payload: {max_payload}\njetstream {{\n  domain: hub\n  store_dir: \"{}\"\n}}\n{}{}",
+                dir.path().join("js").display(),
+                hub.auth_conf().expect("auth.conf"),
+                hub.leafnodes_conf(&format!("127.0.0.1:{leaf_port}")),
+            ),
+        )
+        .expect("write nats.conf");
+        let child = Command::new(nats_server_bin())
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("nats.log")).expect("nats.log"))
+            .spawn()
+            .expect("spawn nats-server");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "nats-server did not start on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let url = format!("nats://127.0.0.1:{port}");
+        let leaf_url = format!("tls://127.0.0.1:{leaf_port}");
+        if let Ok(mut m) = hubs().lock() {
+            m.insert(url.clone(), hub.dir.clone());
+            m.insert(format!("leaf:{url}"), PathBuf::from(&leaf_url));
+        }
+        NatsServer {
+            port,
+            url,
+            leaf_url,
+            child,
+            dir,
+            hub,
+        }
+    }
+
+    /// Connects as one of the hub's configured users (`ferry_pki::hub::{SERVICES_USER,
+    /// ADMIN_USER, SYS_USER}`).
+    pub async fn connect_as(&self, user: &str) -> async_nats::Client {
+        self.hub
+            .credentials(user)
+            .expect("credentials")
+            .connect_options()
+            .connect(&self.url)
+            .await
+            .unwrap_or_else(|e| panic!("connecting as {user}: {e}"))
+    }
+
+    /// The operator's connection: may do anything, the audit stream included.
+    pub async fn admin(&self) -> async_nats::Client {
+        self.connect_as(ferry_pki::hub::ADMIN_USER).await
+    }
+
+    /// Issues install `install` of `org` a certificate from the hub's CA into `identity_dir`
+    /// (the key made there), as bootstrapping does; returns the credentials.
+    pub fn issue_install(
+        &self,
+        org: &str,
+        install: &str,
+        identity_dir: &Path,
+    ) -> ferry_pki::Credentials {
+        issue_install(&self.hub.dir, org, install, identity_dir)
+    }
+}
+
+/// [`NatsServer::issue_install`] for the hub whose trust directory is `hub_dir`.
+pub fn issue_install(
+    hub_dir: &Path,
+    org: &str,
+    install: &str,
+    identity_dir: &Path,
+) -> ferry_pki::Credentials {
+    let hub = ferry_pki::HubFiles::open(hub_dir).expect("hub");
+    let id = ferry_pki::InstallIdentity::new(org, install).expect("identity");
+    let files = ferry_pki::InstallFiles::new(identity_dir);
+    let csr = files.new_key_and_csr(&id).expect("key and CSR");
+    let ca = hub.ca().expect("CA");
+    let cert = ca
+        .sign_install_csr(&csr, &id, ferry_pki::DEFAULT_CERT_LIFETIME)
+        .expect("sign");
+    files.store(&cert, ca.cert_pem()).expect("store identity");
+    files.credentials(&id)
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
