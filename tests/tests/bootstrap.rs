@@ -441,3 +441,46 @@ fn a_runner_in_direct_mode_connects_itself_with_the_same_identity() {
     assert_eq!(done["status"], "succeeded", "{done}");
     assert!(!data.join("leaf").exists(), "no leaf in direct mode");
 }
+
+#[test]
+fn an_expired_bootstrap_token_is_refused() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &["--runner-token-secs", "1"],
+    );
+    sync_hello(&api, &example());
+    let created = ferry_json(
+        &api,
+        &[
+            "installs", "create", "--app", "hello", "--name", "prod", "--json",
+        ],
+    );
+    assert_eq!(created["runner_token"]["expires_in_secs"], 1);
+    let token = created["runner_token"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::thread::sleep(Duration::from_secs(2));
+    let mut runner = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &nats.leaf_url,
+            "--api",
+            &api,
+            "--bootstrap",
+            &token,
+            "--data-dir",
+            dir.path().join("runner").to_str().unwrap(),
+        ],
+        dir.path().join("runner.log"),
+    );
+    let status = runner.wait_exit(Duration::from_secs(30)).expect("it exits");
+    assert!(!status.success());
+    let said = std::fs::read_to_string(dir.path().join("runner.log")).unwrap();
+    assert!(said.contains("this bootstrap token has expired"), "{said}");
+    assert!(!dir.path().join("runner/identity/cert.pem").exists());
+}

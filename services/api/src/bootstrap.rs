@@ -3,7 +3,7 @@
 //!
 //! `installs create` hands out the first token (and `POST /v1/installs/{name}/runner-token` a
 //! new one, for another runner host). The token is stored only as a hash, lives
-//! `BOOTSTRAP_LIFETIME_SECS`, and is used once: the compare-and-swap that marks it used decides
+//! `Issuer::token_lifetime` (an hour by default), and is used once: the compare-and-swap that marks it used decides
 //! between two runners presenting it at once. `POST /v1/bootstrap` needs no API token (the runner
 //! has none); the bootstrap token is the credential, and the CA — not the CSR — decides the
 //! certificate's identity: the token's org and install.
@@ -30,6 +30,8 @@ use crate::{ApiState, now_unix};
 pub struct Issuer {
     pub ca: Arc<ferry_pki::Ca>,
     pub lifetime: Duration,
+    /// How long a bootstrap token waits for its runner.
+    pub token_lifetime: Duration,
     pub sys: async_nats::Client,
 }
 
@@ -103,6 +105,10 @@ pub async fn revoke(Ctx(s): Ctx, Path(name): Path<String>) -> Result<Json<Revoke
 
 /// A new bootstrap token for `install` of the caller's org.
 pub(crate) async fn issue(s: &ApiState, install: &str) -> Result<RunnerToken, ApiError> {
+    let lifetime = s
+        .issuer
+        .as_ref()
+        .map_or(m::BOOTSTRAP_LIFETIME_SECS, |i| i.token_lifetime.as_secs());
     let mut secret = [0u8; 32];
     getrandom::fill(&mut secret)
         .map_err(|e| ApiError::Unavailable(format!("no randomness for a token: {e}")))?;
@@ -117,7 +123,7 @@ pub(crate) async fn issue(s: &ApiState, install: &str) -> Result<RunnerToken, Ap
         install: install.into(),
         secret_sha256: hex::encode(Sha256::digest(text.secret.as_bytes())),
         created_at: m::now(),
-        expires_unix: now_unix() + m::BOOTSTRAP_LIFETIME_SECS,
+        expires_unix: now_unix() + lifetime,
         used_at: None,
     };
     s.store.repo::<BootstrapToken>().create(&record).await?;
@@ -131,7 +137,7 @@ pub(crate) async fn issue(s: &ApiState, install: &str) -> Result<RunnerToken, Ap
     Ok(RunnerToken {
         token: text.render_bootstrap(),
         install: install.into(),
-        expires_in_secs: m::BOOTSTRAP_LIFETIME_SECS,
+        expires_in_secs: lifetime,
     })
 }
 

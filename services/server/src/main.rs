@@ -45,6 +45,9 @@ struct Args {
     /// is applied (scheduler; 72 h).
     #[arg(long, env = "FERRY_MAX_PLAN_AGE_SECS", default_value_t = 72 * 3600)]
     max_plan_age_secs: u64,
+    /// Seconds a runner's one-time bootstrap token stays usable (api; an hour).
+    #[arg(long, env = "FERRY_RUNNER_TOKEN_SECS", default_value_t = ferry_model::BOOTSTRAP_LIFETIME_SECS)]
+    runner_token_secs: u64,
     /// Seconds an install certificate issued at bootstrap lives (api; 24 h).
     #[arg(long, env = "FERRY_CERT_LIFETIME_SECS", default_value_t = ferry_pki::DEFAULT_CERT_LIFETIME.as_secs())]
     cert_lifetime_secs: u64,
@@ -254,6 +257,7 @@ async fn start_api(
     let issuer = ferry_api::bootstrap::Issuer {
         ca: std::sync::Arc::new(hub.ca()?),
         lifetime: Duration::from_secs(args.cert_lifetime_secs.max(60)),
+        token_lifetime: Duration::from_secs(args.runner_token_secs.max(1)),
         sys,
     };
     let key = hub.callout_key()?;

@@ -69,7 +69,7 @@ pub struct TokenText {
 /// What a runner's one-time bootstrap token starts with (an API token starts `ferry_`).
 pub const BOOTSTRAP_PREFIX: &str = "ferryboot_";
 
-/// How long a bootstrap token may wait for its runner.
+/// How long a bootstrap token may wait for its runner, unless the control plane says otherwise.
 pub const BOOTSTRAP_LIFETIME_SECS: u64 = 3600;
 
 /// A one-time token a runner trades, with a CSR, for its install's certificate
