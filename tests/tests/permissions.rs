@@ -447,9 +447,11 @@ async fn violation(errors: &Arc<Mutex<Vec<String>>>, what: &str, subject: &str) 
 #[tokio::test(flavor = "multi_thread")]
 async fn each_service_user_may_do_only_what_its_role_needs() {
     let a = install_a().await;
-    // build: no job offers, no doorbells, no tokens, no claims to serve.
+    // build: no runner's events (no service can forge a job result), no job offers, no
+    // doorbells, no tokens, no claims to serve.
     let (build, errors) = service_user(&a.nats, "build").await;
     for subject in [
+        "ferry.rx.default.a.event.j1",
         "ferry.jobs.default.a.j1",
         "ferry.wake.default.a",
         "$KV.tokens.default.t1",
