@@ -30,6 +30,20 @@ fn stubborn_example(dir: &Path) -> (PathBuf, PathBuf) {
     (app, pid_file)
 }
 
+/// How many processes have `arg` in their command line.
+fn processes_with(arg: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(arg))
+                .unwrap_or(false)
+        })
+        .count()
+}
+
 fn alive(pid: &str) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
         && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -225,6 +239,17 @@ fn a_runner_killed_mid_job_loses_the_execution_and_the_job_runs_again_once() {
         std::thread::sleep(Duration::from_millis(50));
     }
     first.kill();
+    // Its leaf nats-server goes with it (it is asked to die with its parent): nothing of the dead
+    // runner holds the install's link or store.
+    let conf = data.join("leaf/nats.conf").to_string_lossy().into_owned();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while processes_with(&conf) > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the dead runner's leaf still runs"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let _second = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-2.log"));
 
     let done = wait_for(&api, &wf, 120, "the workflow to finish", |w| {

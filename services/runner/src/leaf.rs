@@ -113,7 +113,10 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
-fn spawn(cfg: &LeafConfig, conf: &Path) -> Result<Child, LeafError> {
+fn spawn(
+    cfg: &LeafConfig,
+    conf: &Path,
+) -> Result<(Child, Option<crate::orphans::Marker>), LeafError> {
     let io = |error| LeafError::Io {
         dir: cfg.dir.display().to_string(),
         error,
@@ -123,14 +126,32 @@ fn spawn(cfg: &LeafConfig, conf: &Path) -> Result<Child, LeafError> {
         .append(true)
         .open(cfg.dir.join("nats.log"))
         .map_err(io)?;
-    Command::new(&cfg.binary)
-        .arg("-c")
+    let mut cmd = Command::new(&cfg.binary);
+    cmd.arg("-c")
         .arg(conf)
         .stdout(Stdio::null())
         .stderr(log)
         .kill_on_drop(true)
-        .spawn()
-        .map_err(io)
+        // Its own process group, recorded like a job's: a runner SIGKILLed (which no drop
+        // handler sees) leaves it behind, and the next runner for the install kills it before
+        // starting its own on the same store (`orphans.rs`).
+        .process_group(0);
+    // SAFETY: prctl is async-signal-safe; between fork and exec the child only asks to be
+    // killed when its parent dies, so a dead runner's leaf goes with it at once.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(io)?;
+    let marker = child.id().and_then(|pid| {
+        let data = cfg.dir.parent().unwrap_or(&cfg.dir);
+        crate::orphans::record(data, Path::new("leaf"), pid)
+    });
+    Ok((child, marker))
 }
 
 /// Starts the leaf and waits until it accepts connections.
@@ -143,7 +164,7 @@ pub async fn start(cfg: LeafConfig) -> Result<Leaf, LeafError> {
     let port = free_port().map_err(io)?;
     let conf = cfg.dir.join("nats.conf");
     std::fs::write(&conf, config(&cfg, port)).map_err(io)?;
-    let mut child = spawn(&cfg, &conf)?;
+    let (mut child, mut marker) = spawn(&cfg, &conf)?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
@@ -171,8 +192,12 @@ pub async fn start(cfg: LeafConfig) -> Result<Leaf, LeafError> {
                     let _ = child.kill().await;
                 }
             }
+            drop(marker.take());
             match spawn(&cfg, &conf) {
-                Ok(c) => child = c,
+                Ok((c, m)) => {
+                    child = c;
+                    marker = m;
+                }
                 Err(e) => {
                     warn!(error = %e, "could not start the leaf nats-server; trying again");
                     tokio::time::sleep(Duration::from_secs(5)).await;

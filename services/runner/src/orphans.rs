@@ -5,6 +5,7 @@
 //! and it would run on beside the execution that replaces it. So each running group is recorded
 //! in `<data>/running/` (pid and start time, which tell a live group from a reused pid), and a
 //! runner process starting for the install kills every recorded group before it takes any work.
+//! The leaf nats-server (`leaf.rs`) is recorded the same way, as `leaf`.
 
 use std::path::{Path, PathBuf};
 
@@ -64,8 +65,14 @@ pub fn kill_left_behind(data: &Path) -> usize {
         {
             let group = nix::unistd::Pid::from_raw(pid as i32);
             if nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).is_ok() {
-                info!(pid, execution = %entry.file_name().to_string_lossy(), "killed a process group a dead runner left behind");
+                info!(pid, what = %entry.file_name().to_string_lossy(), "killed a process group a dead runner left behind");
                 killed += 1;
+                // Gone before anything is started in its place (the leaf's store is locked
+                // while its server lives).
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+                while start_time(pid) == Some(started) && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
             }
         }
         let _ = std::fs::remove_file(&path);
