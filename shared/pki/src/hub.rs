@@ -126,7 +126,8 @@ impl HubFiles {
                 write_new(&p, &hex_secret()?, 0o600).map_err(io(dir))?;
             }
         }
-        std::fs::write(hub.path("auth.conf"), hub.auth_conf()?).map_err(io(dir))?;
+        // It holds the users' passwords: readable by its owner only.
+        write_private(&hub.path("auth.conf"), &hub.auth_conf()?).map_err(io(dir))?;
         Ok(hub)
     }
 
@@ -271,6 +272,21 @@ authorization {{
     }
 }
 
+/// Replaces `path` with `text`, readable by its owner only.
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // An older file keeps its mode on open: set it.
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    f.write_all(text.as_bytes())
+}
+
 /// Every configured user: the setup user, the operator, the system user, one per service.
 fn all_users() -> impl Iterator<Item = &'static str> {
     [SERVICES_USER, ADMIN_USER, SYS_USER]
@@ -327,5 +343,47 @@ impl Ca {
         params.not_after = now + time::Duration::days(825);
         let cert = params.signed_by(&key, self.issuer())?;
         Ok((cert.pem(), key.serialize_pem()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_trust_directory_is_made_once_and_its_secrets_stay_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let hub = HubFiles::load_or_create(dir.path(), &["hub.example.com".into()]).unwrap();
+        let ca = std::fs::read_to_string(hub.path("ca.pem")).unwrap();
+        let password = std::fs::read_to_string(hub.path("api.password")).unwrap();
+        // Again, as every `hub-init` does: what exists is kept.
+        let hub = HubFiles::load_or_create(dir.path(), &[]).unwrap();
+        assert_eq!(std::fs::read_to_string(hub.path("ca.pem")).unwrap(), ca);
+        assert_eq!(
+            std::fs::read_to_string(hub.path("api.password")).unwrap(),
+            password
+        );
+        for secret in [
+            "auth.conf",
+            "ca-key.pem",
+            "callout.nk",
+            "api.password",
+            "admin.password",
+        ] {
+            let mode = std::fs::metadata(hub.path(secret))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{secret}");
+        }
+        let conf = std::fs::read_to_string(hub.path("auth.conf")).unwrap();
+        for user in all_users() {
+            assert!(conf.contains(&format!("user: \"{user}\"")), "{user}");
+        }
+        assert!(conf.contains("verify: true"));
+        assert!(conf.contains(&hub.callout_key().unwrap().public_key()));
+        assert!(conf.contains("\"$JS.API.STREAM.DELETE.AUDIT\""));
+        assert!(hub.credentials("api").unwrap().login.is_some());
     }
 }
