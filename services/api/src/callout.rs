@@ -94,48 +94,62 @@ pub async fn serve(
         .await
         .map_err(CalloutError::Subscribe)?;
     info!("auth callout serving");
+    let issuer = std::sync::Arc::new(issuer);
     while let Some(msg) = sub.next().await {
-        let Some(reply) = msg.reply.clone() else {
-            continue;
-        };
-        let text = String::from_utf8_lossy(&msg.payload);
-        let req = match natsjwt::decode_request(&text) {
-            Ok(r) => r,
-            Err(e) => {
-                // Without a readable request there is no one to address a refusal to: the
-                // server times the connection out.
-                warn!(error = %e, "unreadable authorization request");
-                continue;
-            }
-        };
-        let decision = match certificate(&req) {
-            Err(why) => Decision::Refuse(why),
-            Ok(info) => match revocation(&store, &info).await {
-                Ok(revoked_at) => decide(&info, revoked_at.as_deref()),
-                // Unknown is not admitted: the server retries the connection.
-                Err(e) => Decision::Refuse(format!("cannot check revocation now: {e}")),
-            },
-        };
-        let response = match decision {
-            Decision::Admit(grant) => {
-                info!(user = %grant.name, client = req.client_info.id, host = %req.client_info.host, "connection admitted");
-                natsjwt::allow(&req, &grant, &issuer)
-            }
-            Decision::Refuse(reason) => {
-                warn!(%reason, client = req.client_info.id, host = %req.client_info.host, "connection refused");
-                natsjwt::deny(&req, &reason, &issuer)
-            }
-        };
-        match response {
-            Ok(jwt) => {
-                if let Err(e) = client.publish(reply, jwt.into()).await {
-                    warn!(error = %e, "could not answer an authorization request");
-                }
-            }
-            Err(e) => warn!(error = %e, "could not sign an authorization response"),
-        }
+        // Each in its own task: a hub restarting with thousands of installs asks about all of
+        // them at once.
+        let (client, issuer, store) = (client.clone(), issuer.clone(), store.clone());
+        tokio::spawn(async move { answer(&client, &issuer, &store, msg).await });
     }
     Err(CalloutError::Ended)
+}
+
+/// Decides about one connection and answers the server.
+async fn answer(
+    client: &async_nats::Client,
+    issuer: &nkeys::KeyPair,
+    store: &Store,
+    msg: async_nats::Message,
+) {
+    let Some(reply) = msg.reply.clone() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&msg.payload);
+    let req = match natsjwt::decode_request(&text) {
+        Ok(r) => r,
+        Err(e) => {
+            // Without a readable request there is no one to address a refusal to: the
+            // server times the connection out.
+            warn!(error = %e, "unreadable authorization request");
+            return;
+        }
+    };
+    let decision = match certificate(&req) {
+        Err(why) => Decision::Refuse(why),
+        Ok(info) => match revocation(store, &info).await {
+            Ok(revoked_at) => decide(&info, revoked_at.as_deref()),
+            // Unknown is not admitted: the server retries the connection.
+            Err(e) => Decision::Refuse(format!("cannot check revocation now: {e}")),
+        },
+    };
+    let response = match decision {
+        Decision::Admit(grant) => {
+            info!(user = %grant.name, client = req.client_info.id, host = %req.client_info.host, "connection admitted");
+            natsjwt::allow(&req, &grant, issuer)
+        }
+        Decision::Refuse(reason) => {
+            warn!(%reason, client = req.client_info.id, host = %req.client_info.host, "connection refused");
+            natsjwt::deny(&req, &reason, issuer)
+        }
+    };
+    match response {
+        Ok(jwt) => {
+            if let Err(e) = client.publish(reply, jwt.into()).await {
+                warn!(error = %e, "could not answer an authorization request");
+            }
+        }
+        Err(e) => warn!(error = %e, "could not sign an authorization response"),
+    }
 }
 
 /// When the certificate was revoked, if it was.
@@ -203,4 +217,46 @@ pub async fn kick(
     }
     info!(org, install, closed, "closed the install's connections");
     Ok(closed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn info_for(install: &str) -> CertInfo {
+        let ca = ferry_pki::Ca::generate("test").unwrap();
+        let id = ferry_pki::InstallIdentity::new("acme", install).unwrap();
+        let (csr, _key) = ferry_pki::generate_install_csr(&id).unwrap();
+        let pem = ca
+            .sign_install_csr(&csr, &id, Duration::from_secs(600))
+            .unwrap();
+        CertInfo::parse(&pem).unwrap()
+    }
+
+    #[test]
+    fn an_install_certificate_is_admitted_with_its_install_permissions_until_it_expires() {
+        let info = info_for("prod");
+        let Decision::Admit(grant) = decide(&info, None) else {
+            panic!("refused");
+        };
+        assert_eq!(grant.name, "install:acme.prod");
+        assert_eq!(grant.account, hub::ACCOUNT);
+        assert_eq!(grant.expires_unix, Some(info.not_after_unix));
+        let expected = ferry_protocol::permissions::install("acme", "prod");
+        assert_eq!(grant.permissions.publish.allow, expected.publish);
+        assert_eq!(grant.permissions.subscribe.allow, expected.subscribe);
+    }
+
+    #[test]
+    fn a_revoked_certificate_is_refused_with_the_reason() {
+        let info = info_for("prod");
+        let Decision::Refuse(why) = decide(&info, Some("2026-01-01T00:00:00Z")) else {
+            panic!("admitted");
+        };
+        assert!(
+            why.contains(&info.serial) && why.contains("revoked at 2026-01-01"),
+            "{why}"
+        );
+    }
 }
