@@ -4,6 +4,7 @@
 //! install its certificate names.
 
 use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ferry_tests::{NatsServer, Proc, ferry, ferry_json, sync_hello, wait_for};
@@ -12,25 +13,50 @@ fn example() -> std::path::PathBuf {
     ferry_tests::repo_root().join("examples/hello")
 }
 
+/// `ferry-runner --bootstrap TOKEN` in leaf mode, with its data in `data`.
+fn bootstrapping_runner(
+    nats: &NatsServer,
+    api: &str,
+    token: &str,
+    data: &Path,
+    log: PathBuf,
+) -> Proc {
+    Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &nats.leaf_url,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
+            "--api",
+            api,
+            "--bootstrap",
+            token,
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        log,
+    )
+}
+
+/// `installs create` of app `hello` as `prod`, its JSON (the first workflow, the runner's token).
+fn create_prod(api: &str, approve_all: bool) -> serde_json::Value {
+    let mut args = vec![
+        "installs", "create", "--app", "hello", "--name", "prod", "--json",
+    ];
+    if approve_all {
+        args.push("--approve-all");
+    }
+    ferry_json(api, &args)
+}
+
 #[test]
 fn a_runner_bootstraps_with_its_one_time_token_and_the_token_works_once() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     sync_hello(&api, &example());
-    let created = ferry_json(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "hello",
-            "--name",
-            "prod",
-            "--approve-all",
-            "--json",
-        ],
-    );
+    let created = create_prod(&api, true);
     let token = created["runner_token"]["token"]
         .as_str()
         .unwrap()
@@ -39,22 +65,7 @@ fn a_runner_bootstraps_with_its_one_time_token_and_the_token_works_once() {
     let wf = created["workflow_id"].as_str().unwrap().to_string();
 
     let data = dir.path().join("runner");
-    let _runner = Proc::spawn(
-        "ferry-runner",
-        &[
-            "--nats-url",
-            &nats.leaf_url,
-            "--nats-server",
-            ferry_tests::nats_server_bin().to_str().unwrap(),
-            "--api",
-            &api,
-            "--bootstrap",
-            &token,
-            "--data-dir",
-            data.to_str().unwrap(),
-        ],
-        dir.path().join("runner.log"),
-    );
+    let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
     let done = wait_for(&api, &wf, 120, "the first deploy", |w| {
         w["status"] == "succeeded" || w["status"] == "failed"
     });
@@ -73,20 +84,11 @@ fn a_runner_bootstraps_with_its_one_time_token_and_the_token_works_once() {
     );
 
     // The same token again: refused, and the runner says why.
-    let mut replay = Proc::spawn(
-        "ferry-runner",
-        &[
-            "--nats-url",
-            &nats.leaf_url,
-            "--nats-server",
-            ferry_tests::nats_server_bin().to_str().unwrap(),
-            "--api",
-            &api,
-            "--bootstrap",
-            &token,
-            "--data-dir",
-            dir.path().join("replay").to_str().unwrap(),
-        ],
+    let mut replay = bootstrapping_runner(
+        &nats,
+        &api,
+        &token,
+        &dir.path().join("replay"),
         dir.path().join("replay.log"),
     );
     let status = replay
@@ -226,41 +228,14 @@ fn a_revoked_certificate_loses_its_connection_within_seconds_and_is_refused_afte
     let dir = tempfile::tempdir().unwrap();
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     sync_hello(&api, &example());
-    let created = ferry_json(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "hello",
-            "--name",
-            "prod",
-            "--approve-all",
-            "--json",
-        ],
-    );
+    let created = create_prod(&api, true);
     let token = created["runner_token"]["token"]
         .as_str()
         .unwrap()
         .to_string();
     let wf = created["workflow_id"].as_str().unwrap().to_string();
     let data = dir.path().join("runner");
-    let _runner = Proc::spawn(
-        "ferry-runner",
-        &[
-            "--nats-url",
-            &nats.leaf_url,
-            "--nats-server",
-            ferry_tests::nats_server_bin().to_str().unwrap(),
-            "--api",
-            &api,
-            "--bootstrap",
-            &token,
-            "--data-dir",
-            data.to_str().unwrap(),
-        ],
-        dir.path().join("runner.log"),
-    );
+    let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
     let done = wait_for(&api, &wf, 120, "the first deploy", |w| {
         w["status"] == "succeeded" || w["status"] == "failed"
     });
@@ -347,41 +322,14 @@ fn a_certificate_is_renewed_before_it_expires_without_interrupting_a_running_job
         &["--cert-lifetime-secs", "40"],
     );
     sync_hello(&api, &app);
-    let created = ferry_json(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "hello",
-            "--name",
-            "prod",
-            "--approve-all",
-            "--json",
-        ],
-    );
+    let created = create_prod(&api, true);
     let token = created["runner_token"]["token"]
         .as_str()
         .unwrap()
         .to_string();
     let wf = created["workflow_id"].as_str().unwrap().to_string();
     let data = dir.path().join("runner");
-    let _runner = Proc::spawn(
-        "ferry-runner",
-        &[
-            "--nats-url",
-            &nats.leaf_url,
-            "--nats-server",
-            ferry_tests::nats_server_bin().to_str().unwrap(),
-            "--api",
-            &api,
-            "--bootstrap",
-            &token,
-            "--data-dir",
-            data.to_str().unwrap(),
-        ],
-        dir.path().join("runner.log"),
-    );
+    let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
     let identity = ferry_pki::InstallFiles::new(&data.join("identity"));
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !identity.exists() {
@@ -452,12 +400,7 @@ fn an_expired_bootstrap_token_is_refused() {
         &["--runner-token-secs", "1"],
     );
     sync_hello(&api, &example());
-    let created = ferry_json(
-        &api,
-        &[
-            "installs", "create", "--app", "hello", "--name", "prod", "--json",
-        ],
-    );
+    let created = create_prod(&api, false);
     assert_eq!(created["runner_token"]["expires_in_secs"], 1);
     let token = created["runner_token"]["token"]
         .as_str()

@@ -12,7 +12,7 @@ use ferry_tests::{NatsServer, ORG, Proc};
 /// recording every error the server sends it.
 struct Attacker {
     client: async_nats::Client,
-    errors: Arc<Mutex<Vec<String>>>,
+    errors: Errors,
     nats: NatsServer,
     _server: Proc,
     dir: tempfile::TempDir,
@@ -23,18 +23,8 @@ async fn install_a() -> Attacker {
     let dir = tempfile::tempdir().unwrap();
     let (server, _api) = Proc::server(&nats.url, dir.path().join("server.log"));
     let creds = nats.issue_install(ORG, "a", &dir.path().join("a"));
-    let errors = Arc::new(Mutex::new(Vec::new()));
-    let seen = errors.clone();
-    let client = creds
-        .connect_options()
-        .event_callback(move |e| {
-            let seen = seen.clone();
-            async move {
-                if let async_nats::Event::ServerError(e) = e {
-                    seen.lock().unwrap().push(e.to_string());
-                }
-            }
-        })
+    let (opts, errors) = recording(creds.connect_options());
+    let client = opts
         .connect(&nats.url)
         .await
         .expect("install a's certificate is admitted");
@@ -51,19 +41,7 @@ impl Attacker {
     /// Waits for the server's permission error naming `subject` (as publish or subscription).
     async fn refused(&self, what: &str, subject: &str) {
         let _ = self.client.flush().await;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let wanted = format!("permissions violation for {what} to \"{subject}\"").to_lowercase();
-        loop {
-            let errors = self.errors.lock().unwrap().clone();
-            if errors.iter().any(|e| e.to_lowercase().contains(&wanted)) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no permission error for {what} to {subject}; the server said: {errors:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        violation(&self.errors, what, subject).await;
     }
 
     async fn publish_refused(&self, subject: &str) {
@@ -276,25 +254,7 @@ async fn an_expired_certificate_is_refused() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_services_credentials_cannot_change_or_delete_the_audit_stream() {
     let a = install_a().await;
-    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
-    let seen = errors.clone();
-    let services = a
-        .nats
-        .hub
-        .credentials(ferry_pki::hub::SERVICES_USER)
-        .unwrap()
-        .connect_options()
-        .event_callback(move |e| {
-            let seen = seen.clone();
-            async move {
-                if let async_nats::Event::ServerError(e) = e {
-                    seen.lock().unwrap().push(e.to_string().to_lowercase());
-                }
-            }
-        })
-        .connect(&a.nats.url)
-        .await
-        .unwrap();
+    let (services, errors) = service_user(&a.nats, ferry_pki::hub::SERVICES_USER).await;
     let js = async_nats::jetstream::new(services);
     let mut stream = js.get_stream("AUDIT").await.unwrap();
     let mut config = stream.info().await.unwrap().config.clone();
@@ -302,13 +262,8 @@ async fn the_services_credentials_cannot_change_or_delete_the_audit_stream() {
     assert!(js.update_stream(config).await.is_err());
     assert!(stream.purge().await.is_err());
     assert!(js.delete_stream("AUDIT").await.is_err());
-    let deadline = Instant::now() + Duration::from_secs(5);
     for subject in ferry_pki::hub::AUDIT_ADMIN_SUBJECTS.iter().take(3) {
-        let wanted = format!("permissions violation for publish to \"{subject}\"").to_lowercase();
-        while !errors.lock().unwrap().iter().any(|e| e.contains(&wanted)) {
-            assert!(Instant::now() < deadline, "{wanted}: {:?}", errors);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        violation(&errors, "publish", subject).await;
     }
     // The stream is as it was.
     let info = js
@@ -410,32 +365,32 @@ async fn forged_results_from_the_installs_own_identity_are_ignored_and_preempt_n
 }
 
 /// Connects as one of the services' users and records the server's errors.
-async fn service_user(
-    nats: &NatsServer,
-    user: &str,
-) -> (async_nats::Client, Arc<Mutex<Vec<String>>>) {
-    let errors = Arc::new(Mutex::new(Vec::new()));
-    let seen = errors.clone();
-    let client = nats
-        .hub
-        .credentials(user)
-        .unwrap()
-        .connect_options()
-        .event_callback(move |e| {
-            let seen = seen.clone();
-            async move {
-                if let async_nats::Event::ServerError(e) = e {
-                    seen.lock().unwrap().push(e.to_string().to_lowercase());
-                }
-            }
-        })
-        .connect(&nats.url)
-        .await
-        .unwrap();
-    (client, errors)
+async fn service_user(nats: &NatsServer, user: &str) -> (async_nats::Client, Errors) {
+    let (opts, errors) = recording(nats.hub.credentials(user).unwrap().connect_options());
+    (opts.connect(&nats.url).await.unwrap(), errors)
 }
 
-async fn violation(errors: &Arc<Mutex<Vec<String>>>, what: &str, subject: &str) {
+/// The errors the server sent a connection, lowercased.
+type Errors = Arc<Mutex<Vec<String>>>;
+
+/// `opts` recording every error the server sends.
+fn recording(opts: async_nats::ConnectOptions) -> (async_nats::ConnectOptions, Errors) {
+    let errors = Errors::default();
+    let seen = errors.clone();
+    let opts = opts.event_callback(move |e| {
+        let seen = seen.clone();
+        async move {
+            if let async_nats::Event::ServerError(e) = e {
+                seen.lock().unwrap().push(e.to_string().to_lowercase());
+            }
+        }
+    });
+    (opts, errors)
+}
+
+/// Waits up to 5 s for the server's permission error for `what` (publish, subscription) to
+/// `subject`.
+async fn violation(errors: &Errors, what: &str, subject: &str) {
     let wanted = format!("permissions violation for {what} to \"{subject}\"").to_lowercase();
     let deadline = Instant::now() + Duration::from_secs(5);
     while !errors.lock().unwrap().iter().any(|e| e.contains(&wanted)) {
