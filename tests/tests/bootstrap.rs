@@ -39,15 +39,24 @@ fn bootstrapping_runner(
     )
 }
 
-/// `installs create` of app `hello` as `prod`, its JSON (the first workflow, the runner's token).
-fn create_prod(api: &str, approve_all: bool) -> serde_json::Value {
+/// `installs create` of app `hello` as `prod`: its first workflow, its runner's one-time token,
+/// and the whole answer.
+fn create_prod(api: &str, approve_all: bool) -> (String, String, serde_json::Value) {
     let mut args = vec![
         "installs", "create", "--app", "hello", "--name", "prod", "--json",
     ];
     if approve_all {
         args.push("--approve-all");
     }
-    ferry_json(api, &args)
+    let created = ferry_json(api, &args);
+    let field = |v: &serde_json::Value| v.as_str().map(str::to_string);
+    match (
+        field(&created["workflow_id"]),
+        field(&created["runner_token"]["token"]),
+    ) {
+        (Some(wf), Some(token)) => (wf, token, created),
+        _ => panic!("no workflow or token in {created}"),
+    }
 }
 
 #[test]
@@ -56,13 +65,8 @@ fn a_runner_bootstraps_with_its_one_time_token_and_the_token_works_once() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     sync_hello(&api, &example());
-    let created = create_prod(&api, true);
-    let token = created["runner_token"]["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (wf, token, created) = create_prod(&api, true);
     assert!(token.starts_with("ferryboot_default_"), "{created}");
-    let wf = created["workflow_id"].as_str().unwrap().to_string();
 
     let data = dir.path().join("runner");
     let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
@@ -228,12 +232,7 @@ fn a_revoked_certificate_loses_its_connection_within_seconds_and_is_refused_afte
     let dir = tempfile::tempdir().unwrap();
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     sync_hello(&api, &example());
-    let created = create_prod(&api, true);
-    let token = created["runner_token"]["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    let (wf, token, _) = create_prod(&api, true);
     let data = dir.path().join("runner");
     let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
     let done = wait_for(&api, &wf, 120, "the first deploy", |w| {
@@ -322,12 +321,7 @@ fn a_certificate_is_renewed_before_it_expires_without_interrupting_a_running_job
         &["--cert-lifetime-secs", "40"],
     );
     sync_hello(&api, &app);
-    let created = create_prod(&api, true);
-    let token = created["runner_token"]["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    let (wf, token, _) = create_prod(&api, true);
     let data = dir.path().join("runner");
     let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
     let identity = ferry_pki::InstallFiles::new(&data.join("identity"));
@@ -400,12 +394,8 @@ fn an_expired_bootstrap_token_is_refused() {
         &["--runner-token-secs", "1"],
     );
     sync_hello(&api, &example());
-    let created = create_prod(&api, false);
+    let (_, token, created) = create_prod(&api, false);
     assert_eq!(created["runner_token"]["expires_in_secs"], 1);
-    let token = created["runner_token"]["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
     std::thread::sleep(Duration::from_secs(2));
     let mut runner = Proc::spawn(
         "ferry-runner",
