@@ -610,3 +610,37 @@ fn cancelling_one_job_ends_its_step_and_its_workflow_cancelled() {
     assert_eq!(code, 1);
     assert!(err.contains("has already ended (not_attempted)"), "{err}");
 }
+
+#[test]
+fn an_artifact_larger_than_the_installs_messages_syncs_in_chunks_through_the_leaf() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    // 3 MB that does not compress: the greeter's artifact is larger than any message the
+    // install's leaf takes (1 MiB) and than a chunk the hub would send by its own limit.
+    let mut noise = Vec::with_capacity(3 << 20);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    while noise.len() < 3 << 20 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        noise.extend_from_slice(&x.to_le_bytes());
+    }
+    std::fs::write(app.join("components/src/greeter/noise.bin"), &noise).unwrap();
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
+    let wf = sync_and_create(&api, &app, "prod");
+    let done = wait_for(&api, &wf, 120, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let sync = step(&done, "greeter", "sync");
+    let job = ferry_json(
+        &api,
+        &["jobs", "get", sync["job_id"].as_str().unwrap(), "--json"],
+    );
+    assert!(
+        job["outputs"]["blobs_copied"].as_u64().unwrap() >= 1,
+        "{job}"
+    );
+}

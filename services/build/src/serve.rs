@@ -95,6 +95,9 @@ impl BuildService {
         match self.vendor.get_blob(&r.digest).await {
             Ok(bytes) => {
                 let from = (r.offset as usize).min(bytes.len());
+                // No more than the asking runner's server takes (a leaf may take less than
+                // the hub).
+                let chunk = chunk.min(r.max_chunk.max(1024) as usize);
                 let to = (from + chunk).min(bytes.len());
                 ArtifactReply::Chunk {
                     total: bytes.len() as u64,

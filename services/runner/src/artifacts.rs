@@ -31,10 +31,16 @@ impl HubArtifacts {
     }
 
     async fn read(&self, digest: &str, offset: u64) -> Result<ArtifactReply, ArtifactError> {
+        // Half of what this connection's server takes leaves room for the reply's framing.
+        let limit = match self.client.server_info().max_payload {
+            0 => 1024 * 1024,
+            n => n,
+        };
         let req = ArtifactRead {
             manifest: self.manifest.clone(),
             digest: digest.to_string(),
             offset,
+            max_chunk: (limit / 2).max(1024) as u32,
         };
         let ask = self
             .client

@@ -433,6 +433,9 @@ pub struct ArtifactRead {
     pub manifest: String,
     pub digest: String,
     pub offset: u64,
+    /// The most bytes a reply may carry: the runner's own server (its leaf) may take smaller
+    /// messages than the hub.
+    pub max_chunk: u32,
 }
 message!(ArtifactRead, 14);
 
