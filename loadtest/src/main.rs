@@ -26,7 +26,7 @@ use ferry_protocol::messages::{
     ClaimReply, ClaimRequest, ComponentJob, ComponentKind, JobOffer, JobSpec, Timeouts,
 };
 use ferry_protocol::{decode, encode, subjects};
-use ferry_runner::offers::{self, Next};
+use ferry_runner::offers;
 use futures_util::StreamExt;
 
 #[derive(Parser)]
@@ -58,6 +58,9 @@ enum Cmd {
         /// Jobs dispatched at once (the scheduler's concurrent handlers).
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
+        /// Jobs dispatched one after another's claim, for the latency figures.
+        #[arg(long, default_value_t = 1000)]
+        samples: usize,
     },
 }
 
@@ -100,6 +103,7 @@ async fn main() -> Result<()> {
             installs,
             jobs,
             concurrency,
+            samples,
         } => {
             println!(
                 "{:>8} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9}",
@@ -124,14 +128,14 @@ async fn main() -> Result<()> {
             let mut first_ratio = None;
             for n in installs {
                 // Latency one job at a time (no queueing), throughput with concurrent dispatch.
-                let lat = dispatch(&client, &store, &scheduler, n, jobs.min(200), 1).await?;
+                let lat = latency(&client, &scheduler, n, samples).await?;
                 let d = dispatch(&client, &store, &scheduler, n, jobs, concurrency).await?;
                 let rr = request_reply(&client, BASELINE_SAMPLES).await?;
                 let raw = baseline(&js, BASELINE_SAMPLES, d.offer_size).await?;
                 let ratio = d.rate / raw;
                 let d = Dispatched {
-                    p50: lat.p50,
-                    p99: lat.p99,
+                    p50: lat.0,
+                    p99: lat.1,
                     ..d
                 };
                 let first = *first_ratio.get_or_insert(ratio);
@@ -203,14 +207,12 @@ async fn runners(
         let (client, granted, name) = (client.clone(), granted.clone(), name.clone());
         let offers = offers::Offers::new(&client, ORG, &name);
         tasks.push(tokio::spawn(async move {
-            let claim = |next: Next| {
+            let claim = |o: JobOffer| {
                 let (client, granted, name) = (client.clone(), granted.clone(), name.clone());
                 async move {
-                    let Ok(o) = next.offer else { return };
                     let req = ClaimRequest {
                         job_id: o.job_id.clone(),
                         runner_id: format!("runner-{name}"),
-                        offer_seq: next.seq,
                     };
                     let reply = client
                         .request(subjects::claim(ORG, &name), encode(&req).into())
@@ -225,14 +227,14 @@ async fn runners(
             while let Some(bell) = wake.next().await {
                 // As `ferry-runner` does: the doorbell's own offer first; walk the stream only
                 // for an empty ring.
-                if let Some(next) = offers::rung(&bell.payload) {
-                    claim(next).await;
+                if let Some(offer) = offers::rung(&bell.payload) {
+                    claim(offer).await;
                     continue;
                 }
                 let mut after = 0;
                 while let Ok(Some(next)) = offers.next(after).await {
                     after = next.seq;
-                    claim(next).await;
+                    claim(next.offer).await;
                 }
             }
         }));
@@ -317,12 +319,52 @@ async fn dispatch(
     })
 }
 
+/// Dispatch-to-start latency, p50 and p99: `samples` noop jobs over `installs` installs, each
+/// dispatched once the one before was claimed, so the figure is the path's and not queueing's.
+async fn latency(
+    client: &async_nats::Client,
+    scheduler: &ferry_scheduler::Scheduler,
+    installs: usize,
+    samples: usize,
+) -> Result<(Duration, Duration)> {
+    let run = m::new_id();
+    let names: Vec<String> = (0..installs)
+        .map(|i| format!("l{i}-{}", &run[20..]))
+        .collect();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let tasks = runners(client, &names, tx).await?;
+    let mut latencies = Vec::with_capacity(samples);
+    for i in 0..samples {
+        let install = &names[(i * 7919) % names.len()];
+        let id = format!("{run}-l{i}");
+        let t0 = Instant::now();
+        scheduler
+            .offer_job(job(install, &id), offer(install, &id))
+            .await?;
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+                Ok(Some((granted, at))) if granted == id => {
+                    latencies.push(at.saturating_duration_since(t0));
+                    break;
+                }
+                Ok(Some(_)) => continue,
+                _ => anyhow::bail!("job {i} of the latency run was not claimed within 10 s"),
+            }
+        }
+    }
+    for t in tasks {
+        t.abort();
+    }
+    latencies.sort();
+    let at = |q: usize| latencies[(latencies.len() * q / 100).min(latencies.len() - 1)];
+    Ok((at(50), at(99)))
+}
+
 /// Waits until the scheduler answers claims (a claim of an unknown job is refused, not unanswered).
 async fn scheduler_ready(client: &async_nats::Client) -> Result<()> {
     let probe = encode(&ClaimRequest {
         job_id: "none".into(),
         runner_id: "probe".into(),
-        offer_seq: 0,
     });
     for _ in 0..100 {
         if client

@@ -9,23 +9,26 @@
 
 use std::time::Duration;
 
-use ferry_protocol::messages::{Doorbell, JobOffer, OfferQuery, OfferReply};
+use ferry_protocol::messages::{Doorbell, JobOffer, OfferQuery, OfferReply, StoredOffer};
 use ferry_protocol::{decode, encode, subjects};
 
-/// One offer read: its sequence in `JOBS` (the claim names it) and its decoded body.
-pub struct Next {
-    pub seq: u64,
-    pub offer: Result<JobOffer, ferry_protocol::CodecError>,
-}
-
-/// The offer a doorbell carries, if it carries one: an empty ring (or one that does not decode)
-/// means "walk the stream", which holds every offer anyway.
-pub fn rung(payload: &[u8]) -> Option<Next> {
-    let bell = decode::<Doorbell>(payload).ok()?;
-    Some(Next {
-        seq: bell.seq,
-        offer: Ok(bell.offer),
-    })
+/// The offer a doorbell carries, if it carries one: an empty ring means "walk the stream", which
+/// holds every offer anyway. A ring that does not decode is counted and walked past the same way.
+pub fn rung(payload: &[u8]) -> Option<JobOffer> {
+    if payload.is_empty() {
+        return None;
+    }
+    match decode::<Doorbell>(payload) {
+        Ok(bell) => Some(bell.offer),
+        Err(e) => {
+            tracing::warn!(error = %e, "undecodable doorbell; walking the offers instead");
+            ferry_telemetry::metrics()
+                .messages_rejected
+                .get_or_create(&ferry_telemetry::consumer_label("runner-offers"))
+                .inc();
+            None
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,16 +55,13 @@ impl Offers {
     }
 
     /// The first offer after sequence `after`, or `None` when there is none.
-    pub async fn next(&self, after: u64) -> Result<Option<Next>, OffersError> {
+    pub async fn next(&self, after: u64) -> Result<Option<StoredOffer>, OffersError> {
         let ask = self
             .client
             .request(self.subject.clone(), encode(&OfferQuery { after }).into());
         let reply = tokio::time::timeout(Duration::from_secs(10), ask)
             .await
             .map_err(|_| OffersError::Timeout)??;
-        Ok(decode::<OfferReply>(&reply.payload)?.next.map(|bell| Next {
-            seq: bell.seq,
-            offer: Ok(bell.offer),
-        }))
+        Ok(decode::<OfferReply>(&reply.payload)?.next)
     }
 }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream;
-use ferry_protocol::messages::{ClaimReply, ClaimRequest, Heartbeat, LeaseRenewal, LeaseReply};
+use ferry_protocol::messages::{
+    ClaimReply, ClaimRequest, Heartbeat, JobOffer, LeaseRenewal, LeaseReply,
+};
 use ferry_protocol::{decode, encode, subjects};
 use futures_util::StreamExt;
 use tokio::sync::Semaphore;
@@ -309,24 +311,13 @@ impl Runner {
                 return Ok(());
             };
             after = next.seq;
-            self.take_offer(next).await;
+            self.take_offer(next.offer).await;
         }
     }
 
     /// Claims one offer and, if granted, runs its job. Returns whether the claim was answered
     /// (granted or refused); an unanswered one stays in `JOBS` for the next walk.
-    async fn take_offer(&self, next: crate::offers::Next) -> bool {
-        let offer = match next.offer {
-            Ok(o) => o,
-            Err(e) => {
-                warn!(seq = next.seq, error = %e, "skipping an undecodable job offer");
-                ferry_telemetry::metrics()
-                    .messages_rejected
-                    .get_or_create(&ferry_telemetry::consumer_label("runner-offers"))
-                    .inc();
-                return true;
-            }
-        };
+    async fn take_offer(&self, offer: JobOffer) -> bool {
         if offer.org != self.cfg.org || offer.install != self.cfg.install {
             warn!(job = %offer.job_id, "offer for another install; ignoring");
             return true;
@@ -334,7 +325,6 @@ impl Runner {
         let req = ClaimRequest {
             job_id: offer.job_id.clone(),
             runner_id: self.id.clone(),
-            offer_seq: next.seq,
         };
         // The lease the scheduler grants starts after this, by its clock: counting from here errs
         // on the safe side.

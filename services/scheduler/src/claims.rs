@@ -1,19 +1,27 @@
 //! What runners ask of the scheduler, over core request/reply in the scheduler's queue group:
 //! job claims (exactly one per job is granted, by a compare-and-swap on the job record, and only for
-//! a job of the install the subject names; the decided offer is then deleted), lease renewals, and
-//! heartbeats (kept in the `runners` bucket).
+//! a job of the install the subject names; the decided job's offers are then retired), lease
+//! renewals, and heartbeats (kept in the `runners` bucket).
+
+use std::time::Duration;
 
 use ferry_model as m;
 use ferry_protocol::messages::{ClaimReply, ClaimRequest, Heartbeat, LeaseRenewal, LeaseReply};
 use ferry_protocol::{decode, encode, subjects};
-use ferry_store::StoreError;
+use ferry_store::{StoreError, Versioned};
 use futures_util::StreamExt;
 use tracing::{info, warn};
 
 use crate::{Scheduler, SchedulerError};
 
-/// An offer to delete once its claim is answered: org, install, job, sequence.
-type Retire = (String, String, String, u64);
+/// Offers to retire once a claim is answered: org, install, job, and the offering in flight on
+/// this scheduler (whose publish the retire waits for), if any.
+type Retire = (String, String, String, Option<crate::offers::Offering>);
+
+/// How long a claim of a job with no record waits before reading again: the doorbell is rung as
+/// the record is written, so a claim that reached another replica can, rarely, overtake the write.
+/// Generous, since only a claim of a job that does not exist (or not yet) ever waits it.
+const RECORD_RACE: Duration = Duration::from_millis(200);
 
 impl Scheduler {
     /// A subscription shared by the scheduler replicas: each message reaches one of them.
@@ -44,8 +52,11 @@ impl Scheduler {
                 let (answer, retire) = s.claim(&msg.subject, &msg.payload).await;
                 s.answer(reply, &answer).await;
                 // After the answer: deleting the decided offer is off the runner's critical path.
-                if let Some((org, install, job, seq)) = retire {
-                    s.retire_offer(&org, &install, &job, seq).await;
+                if let Some((org, install, job, offering)) = retire {
+                    if let Some(o) = offering {
+                        o.published().await;
+                    }
+                    s.retire_offers(&org, &install, &job).await;
                 }
             });
         }
@@ -193,71 +204,85 @@ impl Scheduler {
         let Some((org, install)) = subjects::org_install(subject) else {
             return (refuse("bad subject".into()), None);
         };
-        let mut granted = None;
-        let lease_ms = self.lease.as_millis() as u64;
         // The random part of a ULID: 80 bits no other install can guess (see `Job::claim`).
         let secret = m::new_id()[10..].to_string();
-        let known = self.known.take(org, &req.job_id);
-        let r = self
-            .store
-            .repo::<m::Job>()
-            .modify_from(known, org, &req.job_id, |j| {
-                granted = Some(j.claim(
-                    install,
-                    &req.runner_id,
-                    &m::now(),
-                    m::now_ms(),
-                    lease_ms,
-                    &secret,
-                )?);
-                Ok(true)
-            })
-            .await;
-        // Granted or refused for good: the offer has served. (Not on a store error: the runner asks
-        // again.)
+        let mut offering = self.known.take(org, &req.job_id);
+        let known = match offering.as_mut() {
+            Some(o) => o.record().await,
+            None => None,
+        };
+        let mut r = self.try_claim(known, org, install, &req, &secret).await;
+        if matches!(r, Err(StoreError::NotFound { .. })) && offering.is_none() {
+            tokio::time::sleep(RECORD_RACE).await;
+            r = self.try_claim(None, org, install, &req, &secret).await;
+        }
+        // Granted or refused for good: the job's offers have served. (Not on a store error: the
+        // runner asks again.)
         let retire = matches!(r, Ok(_) | Err(StoreError::NotFound { .. })).then(|| {
             (
                 org.to_string(),
                 install.to_string(),
                 req.job_id.clone(),
-                req.offer_seq,
+                offering,
             )
         });
         let answer = match r {
-            Ok(Ok(_)) => match granted {
-                Some(g) => {
-                    info!(org, install, job = %req.job_id, execution = %g.execution_id, runner = %req.runner_id, "job claimed");
-                    ClaimReply::Granted {
-                        execution_id: g.execution_id,
-                        attempt: g.attempt,
-                        lease_ms: lease_ms as u32,
-                    }
+            Ok(Ok(g)) => {
+                info!(org, install, job = %req.job_id, execution = %g.execution_id, runner = %req.runner_id, "job claimed");
+                ClaimReply::Granted {
+                    execution_id: g.execution_id,
+                    attempt: g.attempt,
+                    lease_ms: self.lease.as_millis() as u32,
                 }
-                None => refuse("not granted".into()),
-            },
+            }
             Ok(Err(reason)) => refuse(reason),
             Err(e) => refuse(e.to_string()),
         };
         (answer, retire)
     }
 
-    /// Deletes the offer at `seq` from `JOBS`, if it is this install's offer of this job (a runner
-    /// names the sequence; it cannot make the scheduler delete another install's offers).
-    async fn retire_offer(&self, org: &str, install: &str, job_id: &str, seq: u64) {
-        let stream = self.store.js.get_stream_no_info("JOBS").await;
-        let Ok(stream) = stream else { return };
-        let expected = subjects::job(org, install, job_id);
-        match stream.direct_get(seq).await {
-            Ok(msg) if msg.subject.as_str() == expected => {
-                if let Err(e) = stream.delete_message(seq).await {
-                    warn!(org, install, job = job_id, seq, error = %e, "could not delete a decided offer");
-                }
-            }
-            Ok(msg) => {
-                warn!(org, install, job = job_id, seq, subject = %msg.subject, "a claim named another offer's sequence");
-            }
-            // Already gone (an earlier claim of the same offer).
-            Err(_) => {}
+    /// The claim's compare-and-swap on the job record (`known`: the copy this scheduler wrote,
+    /// saving the read).
+    async fn try_claim(
+        &self,
+        known: Option<Versioned<m::Job>>,
+        org: &str,
+        install: &str,
+        req: &ClaimRequest,
+        secret: &str,
+    ) -> Result<Result<m::Granted, String>, StoreError> {
+        let lease_ms = self.lease.as_millis() as u64;
+        let mut granted = None;
+        let r = self
+            .store
+            .repo::<m::Job>()
+            .modify_from(known, org, &req.job_id, |j| {
+                let now = m::now();
+                granted =
+                    Some(j.claim(install, &req.runner_id, &now, m::now_ms(), lease_ms, secret)?);
+                Ok(true)
+            })
+            .await?;
+        Ok(r.and_then(|_| granted.ok_or_else(|| "not granted".to_string())))
+    }
+
+    /// Deletes a decided job's offers from `JOBS`: every offer on its subject, which names the
+    /// install the claim came from, so a runner cannot retire another install's offers.
+    async fn retire_offers(&self, org: &str, install: &str, job_id: &str) {
+        let Ok(stream) = self
+            .store
+            .js
+            .get_stream_no_info(ferry_protocol::resources::JOBS.name)
+            .await
+        else {
+            return;
+        };
+        if let Err(e) = stream
+            .purge()
+            .filter(subjects::job(org, install, job_id))
+            .await
+        {
+            warn!(org, install, job = job_id, error = %e, "could not retire a decided offer");
         }
     }
 }

@@ -1,124 +1,192 @@
 //! Offering jobs to runners, on the shortest path the record's safety allows.
 //!
-//! A job's record is written `available` first, then its offer is published on `JOBS`, then the
-//! install's doorbell rings carrying the offer itself (`Doorbell`): the runner claims at once,
-//! without reading the stream. The scheduler keeps the record it just wrote (with its revision), so
-//! the claim's compare-and-swap needs no read either (`Repo::modify_from`; a stale copy — another
-//! replica wrote since — costs one lost swap and a read). `loadtest dispatch` measures this path.
+//! Offering a job is three writes: the job's record (`available`), its offer on `JOBS`, and the
+//! install's doorbell carrying the offer itself (`Doorbell`), so the runner claims at once without
+//! reading the stream. They are sent together, not one after another's acknowledgement: the
+//! doorbell's trip to the runner and the claim's trip back overlap the two JetStream writes, and
+//! the claim waits for the record instead (`KnownJobs`). Nothing is granted before the record is
+//! durably written — the claim's compare-and-swap is on the revision the create returned — so this
+//! costs no safety, only the order of waiting. `loadtest dispatch` measures the path.
 //!
 //! The stream stays the source of truth: a runner that missed the doorbell finds the offer by walking
 //! `JOBS`, and a crash between the record and the publish (an `available` job with no offer) is found
-//! by the reconcile pass (`reoffer_if_lost`), which queues the job again to be offered anew.
+//! by the reconcile pass (`reoffer_if_lost`), which queues the job again to be offered anew. A claim
+//! decided (granted, or refused for good) retires the job's offers by their subject, once the
+//! publish is acknowledged, so a retire never runs ahead of the offer it retires.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_nats::jetstream::stream::DirectGetErrorKind;
 use ferry_model as m;
-use ferry_protocol::messages::{Doorbell, JobOffer, OfferQuery, OfferReply};
+use ferry_protocol::messages::{Doorbell, JobOffer, OfferQuery, OfferReply, StoredOffer};
 use ferry_protocol::{encode, subjects};
 use ferry_store::{StoreError, Versioned};
+use tokio::sync::watch;
 use tracing::debug;
 
 use crate::{RECONCILE_INTERVAL, Scheduler, SchedulerError};
 
-/// Job records this scheduler wrote last, by `org.job`, for the claim that usually follows.
-#[derive(Clone, Default)]
-pub(crate) struct KnownJobs(Arc<Mutex<HashMap<String, Versioned<m::Job>>>>);
+/// The record of a job being offered, as its claim will find it.
+#[derive(Clone)]
+enum Written {
+    /// The create is on its way.
+    Pending,
+    /// Written at this revision.
+    Record(Box<Versioned<m::Job>>),
+    /// Not written by this offer (an error, or the job was not offerable): the claim reads it.
+    Unknown,
+}
 
-/// Records kept at most; past it the map starts over (an unclaimed job's entry is only an
+/// Jobs this scheduler is offering, by `org.job`, for the claim that usually follows: it waits for
+/// the record's write instead of reading it, and its retire waits for the offer's publish (the
+/// offering's sender is dropped once the publish is acknowledged).
+#[derive(Clone, Default)]
+pub(crate) struct KnownJobs(Arc<Mutex<HashMap<String, watch::Receiver<Written>>>>);
+
+/// Offerings kept at most; past it the map starts over (an unclaimed job's entry is only an
 /// optimisation, never needed).
 const KNOWN_JOBS_MAX: usize = 10_000;
 
+/// How long a claim waits for its job's record to be written by the offer in flight; past it, it
+/// reads the record like any other claim.
+const WRITE_WAIT: Duration = Duration::from_secs(5);
+
 impl KnownJobs {
-    fn remember(&self, v: Versioned<m::Job>) {
+    fn offering(&self, org: &str, job_id: &str) -> watch::Sender<Written> {
+        let (tx, rx) = watch::channel(Written::Pending);
         if let Ok(mut map) = self.0.lock() {
             if map.len() >= KNOWN_JOBS_MAX {
                 map.clear();
             }
-            map.insert(format!("{}.{}", v.value.org, v.value.id), v);
+            map.insert(format!("{org}.{job_id}"), rx);
+        }
+        tx
+    }
+
+    /// The offering of a job, taken out (a claim uses it once).
+    pub(crate) fn take(&self, org: &str, job_id: &str) -> Option<Offering> {
+        self.0
+            .lock()
+            .ok()?
+            .remove(&format!("{org}.{job_id}"))
+            .map(Offering)
+    }
+}
+
+/// A job being offered by this scheduler, as its claim sees it.
+pub(crate) struct Offering(watch::Receiver<Written>);
+
+impl Offering {
+    /// The record the offer wrote, once written; `None` when the claim must read it.
+    pub(crate) async fn record(&mut self) -> Option<Versioned<m::Job>> {
+        let written = async {
+            let w = self.0.wait_for(|w| !matches!(w, Written::Pending)).await;
+            w.ok().map(|w| w.clone())
+        };
+        match tokio::time::timeout(WRITE_WAIT, written).await {
+            Ok(Some(Written::Record(v))) => Some(*v),
+            _ => None,
         }
     }
 
-    /// The copy kept of a job, taken out (a claim uses it once).
-    pub(crate) fn take(&self, org: &str, job_id: &str) -> Option<Versioned<m::Job>> {
-        self.0.lock().ok()?.remove(&format!("{org}.{job_id}"))
+    /// Returns once the offer's publish is acknowledged (or failed), so that retiring it cannot
+    /// run ahead of it.
+    pub(crate) async fn published(mut self) {
+        let closed = async { while self.0.changed().await.is_ok() {} };
+        let _ = tokio::time::timeout(WRITE_WAIT, closed).await;
     }
 }
 
 impl Scheduler {
     /// Offers a job to its install's runners: the record (created `available`, or a queued one —
-    /// again after a lost execution — marked so), the offer on `JOBS`, the doorbell carrying it. A
-    /// job already offered, running or ended is left alone. The loadtest dispatches through this.
+    /// again after a lost execution — marked so), the offer on `JOBS`, the doorbell carrying it,
+    /// all sent at once (see the module's doc). The loadtest dispatches through this.
     pub async fn offer_job(&self, mut job: m::Job, offer: JobOffer) -> Result<(), SchedulerError> {
-        let jobs = self.store.repo::<m::Job>();
         let now = m::now();
         job.offered(&now);
         let (org, install, id) = (job.org.clone(), job.install.clone(), job.id.clone());
-        // The record first: a runner that finds the offer (by the doorbell or by walking the
-        // stream) always finds its record. (Writing both at once measured no faster here, and
-        // would let a walking runner's claim retire an offer whose record is not there yet.)
-        let stored = match jobs.create(&job).await {
-            Ok(revision) => Versioned {
+        let offering = self.known.offering(&org, &id);
+        // One message id per time it is offered: a re-offer is not a duplicate of the first.
+        let msg_id = format!("{id}-{now}");
+        let bus = self.store.bus();
+        // `join!` polls in order, so the record's create, the offer and the doorbell leave on the
+        // connection in that order. Boxed: `join!` holds all three futures at once, and inlined
+        // into the step machinery's futures they overflowed a worker thread's stack (debug build).
+        let (written, published, ()) = tokio::join!(
+            Box::pin(self.write_offered(job, &now, &offering)),
+            Box::pin(bus.publish_msg(subjects::job(&org, &install, &id), &msg_id, &offer)),
+            self.ring(&org, &install, &offer),
+        );
+        drop(offering);
+        if !written? {
+            // Already offered, running or ended: the claim of this offer is refused, which
+            // retires it.
+            return Ok(());
+        }
+        let seq = published?;
+        debug!(org, install, job = id, seq, "job offered");
+        Ok(())
+    }
+
+    /// Writes a job's record `available`; false when it was not offerable (already offered,
+    /// running or ended). The claim waiting on `offering` gets the record as written.
+    async fn write_offered(
+        &self,
+        job: m::Job,
+        now: &str,
+        offering: &watch::Sender<Written>,
+    ) -> Result<bool, SchedulerError> {
+        let jobs = self.store.repo::<m::Job>();
+        let (org, id) = (job.org.clone(), job.id.clone());
+        let written = match jobs.create(&job).await {
+            Ok(revision) => Ok(Some(Versioned {
                 value: job,
                 revision,
-            },
+            })),
             // Queued again after a lost execution (or a dispatch retried after a crash).
             Err(StoreError::AlreadyExists { .. }) => {
                 let mut marked = false;
                 let v = jobs
                     .modify_from(None, &org, &id, |j| {
-                        marked = j.offered(&now);
+                        marked = j.offered(now);
                         Ok::<bool, ()>(marked)
                     })
-                    .await?;
+                    .await;
                 match v {
-                    Ok(v) if marked => v,
-                    _ => return Ok(()),
+                    Ok(Ok(v)) if marked => Ok(Some(v)),
+                    Ok(_) => Ok(None),
+                    Err(e) => Err(e),
                 }
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => Err(e),
         };
-        self.known.remember(stored);
-        // One message id per time it is offered: a re-offer is not a duplicate of the first.
-        let seq = self
-            .store
-            .bus()
-            .publish_msg(
-                subjects::job(&org, &install, &id),
-                &format!("{id}-{now}"),
-                &offer,
-            )
-            .await?;
-        self.ring(&org, &install, seq, offer).await?;
-        debug!(org, install, job = id, seq, "job offered");
-        Ok(())
+        let (state, result) = match written {
+            Ok(Some(v)) => (Written::Record(Box::new(v)), Ok(true)),
+            Ok(None) => (Written::Unknown, Ok(false)),
+            Err(e) => (Written::Unknown, Err(e.into())),
+        };
+        offering.send_replace(state);
+        result
     }
 
     /// Rings an install's doorbell with its new offer; an offer too large for a core message rings
-    /// an empty doorbell (the runner then reads the offer from `JOBS`).
-    async fn ring(
-        &self,
-        org: &str,
-        install: &str,
-        seq: u64,
-        offer: JobOffer,
-    ) -> Result<(), SchedulerError> {
+    /// an empty doorbell (the runner then walks the offers). A failed ring only delays the runner
+    /// to its next walk, so it is logged, not returned.
+    async fn ring(&self, org: &str, install: &str, offer: &JobOffer) {
         let subject = subjects::wake(org, install);
-        let bell = encode(&Doorbell { seq, offer });
-        if bell.len() <= self.client.server_info().max_payload
-            && self
-                .client
-                .publish(subject.clone(), bell.into())
-                .await
-                .is_ok()
-        {
-            return Ok(());
+        let bell = encode(&Doorbell {
+            offer: offer.clone(),
+        });
+        let bell = if bell.len() <= self.client.server_info().max_payload {
+            bell
+        } else {
+            Vec::new()
+        };
+        if let Err(e) = self.client.publish(subject, bell.into()).await {
+            debug!(org, install, error = %e, "could not ring a doorbell");
         }
-        self.client
-            .publish(subject, Default::default())
-            .await
-            .map_err(|e| SchedulerError::Nats(Box::new(e)))
     }
 
     /// An `available` job whose offer is not in `JOBS` (the scheduler stopped between writing the
@@ -140,7 +208,7 @@ impl Scheduler {
         let stream = self
             .store
             .js
-            .get_stream_no_info("JOBS")
+            .get_stream_no_info(ferry_protocol::resources::JOBS.name)
             .await
             .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
         let subject = subjects::job(&job.org, &job.install, &job.id);
@@ -209,7 +277,7 @@ impl Scheduler {
         org: &str,
         install: &str,
         mut after: u64,
-    ) -> Result<Option<Doorbell>, SchedulerError> {
+    ) -> Result<Option<StoredOffer>, SchedulerError> {
         let stream = self
             .store
             .js
@@ -228,7 +296,7 @@ impl Scheduler {
             };
             after = msg.sequence;
             match ferry_protocol::decode::<JobOffer>(&msg.payload) {
-                Ok(offer) => return Ok(Some(Doorbell { seq: after, offer })),
+                Ok(offer) => return Ok(Some(StoredOffer { seq: after, offer })),
                 Err(e) => debug!(seq = after, error = %e, "skipping an undecodable offer"),
             }
         }

@@ -113,21 +113,26 @@ pub struct ApplyJob {
 pub struct ClaimRequest {
     pub job_id: String,
     pub runner_id: String,
-    /// Sequence of the offer in `JOBS`: the scheduler deletes it once the claim is decided.
-    pub offer_seq: u64,
 }
 message!(ClaimRequest, 2);
 
 /// Control plane → runner, on `ferry.wake.<org>.<install>` (core NATS): a new offer, carried whole
-/// so the runner can claim it without reading `JOBS` first. An empty doorbell (or a missed one) makes
-/// the runner walk its install's offers in `JOBS` instead; the stream stays the source of truth.
+/// so the runner can claim it without asking for it first. It rings as the offer is written, not
+/// after, so it names no sequence in `JOBS` (the scheduler retires a decided offer by its subject).
+/// An empty doorbell (or a missed one) makes the runner walk its install's offers in `JOBS` instead;
+/// the stream stays the source of truth.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Doorbell {
-    /// The offer's sequence in `JOBS` (its claim names it).
-    pub seq: u64,
     pub offer: JobOffer,
 }
 message!(Doorbell, 11);
+
+/// An offer as stored in `JOBS`, with its sequence (a walking runner asks for the next one after it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredOffer {
+    pub seq: u64,
+    pub offer: JobOffer,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClaimReply {
@@ -421,7 +426,7 @@ message!(OfferQuery, 12);
 /// The reply: the next offer, or `None` when there is none.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OfferReply {
-    pub next: Option<Doorbell>,
+    pub next: Option<StoredOffer>,
 }
 message!(OfferReply, 13);
 

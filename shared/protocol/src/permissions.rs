@@ -118,7 +118,7 @@ pub fn service(name: &str) -> Option<Grant> {
                 subjects::wake("*", "*"),
                 subjects::cancel("*", "*", "*"),
                 "ferry.rx.*.*.log.*".to_string(),
-                format!("$JS.API.STREAM.MSG.DELETE.{jobs}"),
+                format!("$JS.API.STREAM.PURGE.{jobs}"),
                 format!("$JS.API.STREAM.PURGE.{}", resources::RESULTS.name),
             ])
             .read(jobs)
