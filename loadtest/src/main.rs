@@ -2,20 +2,20 @@
 //! the same run, on the same server. Never a pass/fail timing assertion: a report.
 //!
 //! `dispatch`: N simulated installs, each with a lightweight runner in this process (a doorbell
-//! subscription; a ring carries its offer, which it claims, and an empty ring makes it walk its
-//! install's offers by direct get, exactly as `ferry-runner` does, through `ferry_runner::offers`).
-//! The real scheduler runs in this process and grants the claims. A fixed sample of noop jobs is
-//! dispatched through the scheduler's own `offer_job` (job record, offer, doorbell); the time from
-//! that call to the granted claim is the dispatch-to-start latency, measured one job at a time (so it is the path's latency, not queueing);
-//! offers/s is measured with `--concurrency` dispatches at once. Baselines: a core NATS
-//! request-reply round trip, and JetStream publish + pull of same-size messages.
+//! subscription; a ring carries its offer, which it claims, and an empty ring makes it ask the
+//! scheduler for its install's offers, exactly as `ferry-runner` does, through
+//! `ferry_runner::offers`). The real scheduler runs in this process and grants the claims. Noop jobs
+//! are dispatched through the scheduler's own `offer_job` (job record, offer, doorbell). Latency is
+//! the time from that call to the granted claim, each job dispatched once the one before was
+//! claimed (the path's latency, not queueing); offers/s is measured with `--concurrency`
+//! dispatches at once. Baselines: a core NATS request-reply round trip, and JetStream publish +
+//! pull of same-size messages.
 //!
 //! ```text
 //! cargo run --release -p ferry-loadtest -- dispatch --installs 10,100,1000,5000 --jobs 300
 //! ```
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -133,20 +133,16 @@ async fn main() -> Result<()> {
                 let rr = request_reply(&client, BASELINE_SAMPLES).await?;
                 let raw = baseline(&js, BASELINE_SAMPLES, d.offer_size).await?;
                 let ratio = d.rate / raw;
-                let d = Dispatched {
-                    p50: lat.0,
-                    p99: lat.1,
-                    ..d
-                };
+                let (p50, p99) = lat;
                 let first = *first_ratio.get_or_insert(ratio);
                 println!(
                     "{n:>8} {jobs:>6} {:>10.0} {:>10.2} {:>10.2} {:>9} {:>9.3} {raw:>10.0} {:>9.1} {ratio:>9.3} {:>9.2}",
                     d.rate,
-                    d.p50.as_secs_f64() * 1e3,
-                    d.p99.as_secs_f64() * 1e3,
+                    p50.as_secs_f64() * 1e3,
+                    p99.as_secs_f64() * 1e3,
                     d.consumers,
                     rr.as_secs_f64() * 1e3,
-                    d.p99.as_secs_f64() / rr.as_secs_f64(),
+                    p99.as_secs_f64() / rr.as_secs_f64(),
                     ratio / first,
                 );
             }
@@ -187,13 +183,9 @@ fn job(install: &str, id: &str) -> m::Job {
 
 struct Dispatched {
     rate: f64,
-    p50: Duration,
-    p99: Duration,
     consumers: usize,
     offer_size: usize,
 }
-
-type Started = Arc<Mutex<HashMap<String, Instant>>>;
 
 /// Starts the lightweight runners of `names`; each reports the job ids it was granted.
 async fn runners(
@@ -258,19 +250,13 @@ async fn dispatch(
         .collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let tasks = runners(client, &names, tx).await?;
-    let offered: Started = Arc::default();
     let size = encode(&offer(&names[0], "x")).len();
     let start = Instant::now();
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut pubs = Vec::new();
     for _ in 0..concurrency.max(1) {
-        let (scheduler, names, offered, next, run) = (
-            scheduler.clone(),
-            names.clone(),
-            offered.clone(),
-            next.clone(),
-            run.clone(),
-        );
+        let (scheduler, names, next, run) =
+            (scheduler.clone(), names.clone(), next.clone(), run.clone());
         pubs.push(tokio::spawn(async move {
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -280,9 +266,6 @@ async fn dispatch(
                 // Spread over the installs: a fixed sample, the same at every install count.
                 let install = &names[(i * 7919) % names.len()];
                 let id = format!("{run}-j{i}");
-                if let Ok(mut o) = offered.lock() {
-                    o.insert(id.clone(), Instant::now());
-                }
                 // The scheduler's own dispatch: record, offer, doorbell.
                 scheduler
                     .offer_job(job(install, &id), offer(install, &id))
@@ -293,27 +276,22 @@ async fn dispatch(
     for p in pubs {
         p.await??;
     }
-    let mut latencies = Vec::with_capacity(jobs);
+    let mut claimed = 0;
     let deadline = Instant::now() + Duration::from_secs(120);
-    while latencies.len() < jobs {
+    while claimed < jobs {
         let left = deadline.saturating_duration_since(Instant::now());
-        let Ok(Some((id, at))) = tokio::time::timeout(left, rx.recv()).await else {
-            anyhow::bail!("only {} of {jobs} jobs were claimed", latencies.len());
+        let Ok(Some(_)) = tokio::time::timeout(left, rx.recv()).await else {
+            anyhow::bail!("only {claimed} of {jobs} jobs were claimed");
         };
-        if let Some(t0) = offered.lock().ok().and_then(|o| o.get(&id).copied()) {
-            latencies.push(at.saturating_duration_since(t0));
-        }
+        claimed += 1;
     }
     let rate = jobs as f64 / start.elapsed().as_secs_f64();
     let consumers = consumer_count(&store.js).await?;
     for t in tasks {
         t.abort();
     }
-    latencies.sort();
     Ok(Dispatched {
         rate,
-        p50: latencies[latencies.len() / 2],
-        p99: latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)],
         consumers,
         offer_size: size,
     })
