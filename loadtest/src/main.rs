@@ -22,11 +22,10 @@ use anyhow::{Context, Result};
 use async_nats::jetstream::{self, consumer::pull, stream};
 use clap::{Parser, Subcommand};
 use ferry_model as m;
-use ferry_protocol::messages::{
-    ClaimReply, ClaimRequest, ComponentJob, ComponentKind, JobOffer, JobSpec, Timeouts,
-};
+use ferry_protocol::messages::{ClaimReply, ClaimRequest, JobOffer};
 use ferry_protocol::{decode, encode, subjects};
 use ferry_runner::offers;
+use ferry_tests::fixtures::plan_job;
 use futures_util::StreamExt;
 
 #[derive(Parser)]
@@ -151,36 +150,6 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-fn offer(install: &str, job_id: &str) -> JobOffer {
-    JobOffer {
-        job_id: job_id.into(),
-        org: ORG.into(),
-        install: install.into(),
-        workflow_id: "wf".into(),
-        spec: JobSpec::Plan(ComponentJob {
-            component: "web".into(),
-            kind: ComponentKind::Script,
-            artifact_digest: format!("sha256:{}", "0".repeat(64)),
-            vars: vec![("region".into(), "eu-west-1".into())],
-            env: vec![("GREETING".into(), "hello".into())],
-            applied_digest: None,
-        }),
-        timeouts: Timeouts::default(),
-    }
-}
-
-fn job(install: &str, id: &str) -> m::Job {
-    m::Job::queued(
-        id.into(),
-        ORG.into(),
-        install.into(),
-        "wf".into(),
-        0,
-        m::JobKind::Plan,
-        "web".into(),
-    )
-}
-
 struct Dispatched {
     rate: f64,
     consumers: usize,
@@ -250,7 +219,7 @@ async fn dispatch(
         .collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let tasks = runners(client, &names, tx).await?;
-    let size = encode(&offer(&names[0], "x")).len();
+    let size = encode(&plan_job(ORG, &names[0], "x").1).len();
     let start = Instant::now();
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut pubs = Vec::new();
@@ -267,9 +236,8 @@ async fn dispatch(
                 let install = &names[(i * 7919) % names.len()];
                 let id = format!("{run}-j{i}");
                 // The scheduler's own dispatch: record, offer, doorbell.
-                scheduler
-                    .offer_job(job(install, &id), offer(install, &id))
-                    .await?;
+                let (job, offer) = plan_job(ORG, install, &id);
+                scheduler.offer_job(job, offer).await?;
             }
         }));
     }
@@ -316,9 +284,8 @@ async fn latency(
         let install = &names[(i * 7919) % names.len()];
         let id = format!("{run}-l{i}");
         let t0 = Instant::now();
-        scheduler
-            .offer_job(job(install, &id), offer(install, &id))
-            .await?;
+        let (job, offer) = plan_job(ORG, install, &id);
+        scheduler.offer_job(job, offer).await?;
         loop {
             match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
                 Ok(Some((granted, at))) if granted == id => {

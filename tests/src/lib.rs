@@ -6,7 +6,9 @@
 //!   auth callout (`ferry_pki::hub`), so every test runs with the permissions production has.
 //! * [`bin`] finds the workspace's built binaries (`ferry`, `ferry-server`, `ferry-runner`) in the
 //!   target directory the tests run from.
+//! * [`fixtures`] makes jobs as the scheduler does, for tests that drive it in-process.
 
+pub mod fixtures;
 mod hub;
 mod link;
 

@@ -121,8 +121,8 @@ impl Scheduler {
         );
         drop(offering);
         if !written? {
-            // Already offered, running or ended: the claim of this offer is refused, which
-            // retires it.
+            // Already offered, running or ended: a claim of this extra offer is decided like any
+            // other (granted only if the job is still unclaimed), and its decision retires it.
             return Ok(());
         }
         let seq = published?;

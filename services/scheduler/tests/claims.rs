@@ -6,11 +6,10 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, stream::DirectGetErrorKind};
 use ferry_model as m;
-use ferry_protocol::messages::{
-    ClaimReply, ClaimRequest, ComponentJob, ComponentKind, JobOffer, JobSpec, Timeouts,
-};
+use ferry_protocol::messages::{ClaimReply, ClaimRequest};
 use ferry_protocol::{decode, encode, resources, subjects};
 use ferry_tests::NatsServer;
+use ferry_tests::fixtures::plan_job;
 
 const ORG: &str = "acme";
 
@@ -29,36 +28,6 @@ async fn hub() -> (NatsServer, ferry_scheduler::Scheduler, async_nats::Client) {
     let scheduler = ferry_scheduler::Scheduler::new(client, store);
     tokio::spawn(scheduler.clone().run());
     (nats, scheduler, setup)
-}
-
-fn job(install: &str, id: &str) -> m::Job {
-    m::Job::queued(
-        id.into(),
-        ORG.into(),
-        install.into(),
-        "wf".into(),
-        0,
-        m::JobKind::Plan,
-        "web".into(),
-    )
-}
-
-fn offer(install: &str, id: &str) -> JobOffer {
-    JobOffer {
-        job_id: id.into(),
-        org: ORG.into(),
-        install: install.into(),
-        workflow_id: "wf".into(),
-        spec: JobSpec::Plan(ComponentJob {
-            component: "web".into(),
-            kind: ComponentKind::Script,
-            artifact_digest: format!("sha256:{}", "0".repeat(64)),
-            vars: vec![],
-            env: vec![],
-            applied_digest: None,
-        }),
-        timeouts: Timeouts::default(),
-    }
 }
 
 async fn claim(client: &async_nats::Client, install: &str, id: &str) -> ClaimReply {
@@ -125,7 +94,7 @@ async fn a_claim_that_overtakes_its_jobs_record_is_granted_once_the_record_is_wr
     // The claim reaches the scheduler first, as it can when the doorbell outruns the record's write
     // (another replica took the claim); the record follows a moment later.
     tokio::time::sleep(Duration::from_millis(30)).await;
-    let mut j = job("web", &id);
+    let (mut j, _) = plan_job(ORG, "web", &id);
     assert!(j.offered(&m::now()));
     let store = ferry_store::Store::open(jetstream::new(client.clone()))
         .await
@@ -148,10 +117,8 @@ async fn a_claim_that_overtakes_its_jobs_record_is_granted_once_the_record_is_wr
 async fn a_decided_claim_retires_its_jobs_offers_and_another_installs_claim_retires_none() {
     let (_nats, scheduler, client) = hub().await;
     let id = m::new_id();
-    scheduler
-        .offer_job(job("web", &id), offer("web", &id))
-        .await
-        .expect("offered");
+    let (job, offer) = plan_job(ORG, "web", &id);
+    scheduler.offer_job(job, offer).await.expect("offered");
     assert!(offered(&client, "web", &id).await);
 
     // Another install names the job: refused, and the offer stays.
