@@ -1,0 +1,303 @@
+//! Actions (triggers, steps, timeouts) and runbooks (steps that deploy components or run
+//! actions).
+
+use super::*;
+
+impl<'a> Loader<'a> {
+    /// The actions, each with its triggers, steps, dependencies and timeout.
+    pub(super) fn actions(
+        &mut self,
+        docs: Vec<(Doc, &'static Schema)>,
+        components: &BTreeSet<String>,
+    ) -> Vec<Action> {
+        let mut out: Vec<Action> = Vec::new();
+        for (doc, schema) in docs {
+            let r = &doc.root;
+            let name = r.str_of("name").unwrap_or_default().to_string();
+            self.check(&doc, r, schema, &format!("action:{name}"), true);
+            let name_at = r.get("name").map(|n| n.span.start).unwrap_or(0);
+            if out.iter().any(|a| a.name == name) && !name.is_empty() {
+                self.err(
+                    &doc.path,
+                    name_at,
+                    format!("action `{name}` is declared twice"),
+                );
+                continue;
+            }
+            let triggers = self.triggers(&doc, r, components);
+            let steps = self.action_steps(&doc, r);
+            let deps = self.action_dependencies(&doc, r, components);
+            let timeout_secs = r.str_of("timeout").and_then(parse_duration);
+            if let (Some(t), Some(n)) = (timeout_secs, r.get("timeout"))
+                && t > MAX_ACTION_TIMEOUT_SECS
+            {
+                self.err(
+                    &doc.path,
+                    n.span.start,
+                    "an action's `timeout` is at most `1h`",
+                );
+            }
+            out.push(Action {
+                name,
+                file: doc.path.clone(),
+                triggers,
+                steps,
+                timeout_secs,
+                dependencies: deps,
+            });
+        }
+        out
+    }
+
+    /// An action's triggers: Nuon's legacy spellings rewritten, at most one `cron`, and
+    /// `component_name` exactly on the component triggers.
+    fn triggers(&mut self, doc: &Doc, r: &Node, components: &BTreeSet<String>) -> Vec<Trigger> {
+        let mut crons = 0;
+        r.get("triggers")
+            .map(Node::items)
+            .unwrap_or_default()
+            .iter()
+            .map(|t| self.trigger(doc, t, components, &mut crons))
+            .collect()
+    }
+
+    fn trigger(
+        &mut self,
+        doc: &Doc,
+        t: &Node,
+        components: &BTreeSet<String>,
+        crons: &mut usize,
+    ) -> Trigger {
+        let written = t.str_of("type").unwrap_or_default();
+        // Nuon rewrites its legacy spellings.
+        let kind = match written {
+            "pre-component-deploy" => "pre-deploy-component",
+            "post-component-deploy" => "post-deploy-component",
+            k => k,
+        }
+        .to_string();
+        let at = t.get("type").map(|n| n.span.start).unwrap_or(t.span.start);
+        if kind == "cron" {
+            *crons += 1;
+            if *crons == 2 {
+                self.err(&doc.path, at, "an action has at most one `cron` trigger");
+            }
+            if t.str_of("cron_schedule").is_none_or(str::is_empty) {
+                self.warn(
+                    &doc.path,
+                    at,
+                    "this `cron` trigger has no `cron_schedule`: it never fires".to_string(),
+                );
+            }
+        }
+        if kind != "cron"
+            && let Some(n) = t.get("cron_schedule")
+        {
+            self.err(
+                &doc.path,
+                n.span.start,
+                format!("`cron_schedule` is only used by `cron` triggers, not `{kind}`"),
+            );
+        }
+        let component = t.str_of("component_name").map(String::from);
+        if schema::COMPONENT_TRIGGERS.contains(&kind.as_str()) {
+            match (&component, t.get("component_name")) {
+                (None, _) => self.err(
+                    &doc.path,
+                    at,
+                    format!("a `{kind}` trigger needs `component_name`"),
+                ),
+                (Some(c), Some(n)) if !components.contains(c) => {
+                    let hint = did_you_mean(c, components.iter().map(String::as_str));
+                    self.err(
+                        &doc.path,
+                        n.span.start,
+                        format!("unknown component `{c}` in trigger{hint}"),
+                    );
+                }
+                _ => {}
+            }
+        } else if let Some(n) = t.get("component_name") {
+            self.err(
+                &doc.path,
+                n.span.start,
+                format!("`component_name` is only used by component triggers, not `{kind}`"),
+            );
+        }
+        Trigger {
+            kind,
+            cron_schedule: t
+                .str_of("cron_schedule")
+                .filter(|c| !c.is_empty())
+                .map(String::from),
+            component,
+        }
+    }
+
+    /// An action's step names; each step runs `command` or `inline_contents` (or a repository's).
+    fn action_steps(&mut self, doc: &Doc, r: &Node) -> Vec<String> {
+        let mut steps = Vec::new();
+        for s in r.get("steps").map(Node::items).unwrap_or_default() {
+            let step_name = s.str_of("name").unwrap_or_default().to_string();
+            match (s.entry("command"), s.entry("inline_contents")) {
+                (None, None)
+                    if s.get("public_repo").is_none() && s.get("connected_repo").is_none() =>
+                {
+                    self.err(
+                        &doc.path,
+                        s.span.start,
+                        format!("step `{step_name}` needs `command` or `inline_contents`"),
+                    )
+                }
+                (Some(_), Some(e)) => self.err(
+                    &doc.path,
+                    e.key_span.start,
+                    format!(
+                        "step `{step_name}`: `command` and `inline_contents` are mutually exclusive"
+                    ),
+                ),
+                _ => {}
+            }
+            steps.push(step_name);
+        }
+        steps
+    }
+
+    /// An action's explicit dependencies, each a known component.
+    fn action_dependencies(
+        &mut self,
+        doc: &Doc,
+        r: &Node,
+        components: &BTreeSet<String>,
+    ) -> Vec<String> {
+        let mut deps = Vec::new();
+        for d in r.get("dependencies").map(Node::items).unwrap_or_default() {
+            let Some(dep) = d.as_str() else { continue };
+            if components.contains(dep) {
+                deps.push(dep.to_string());
+            } else {
+                let hint = did_you_mean(dep, components.iter().map(String::as_str));
+                self.err(
+                    &doc.path,
+                    d.span.start,
+                    format!("unknown component `{dep}` in dependencies{hint}"),
+                );
+            }
+        }
+        deps
+    }
+
+    pub(super) fn runbooks(
+        &mut self,
+        docs: Vec<(Doc, &'static Schema)>,
+        components: &BTreeSet<String>,
+        actions: &BTreeSet<String>,
+    ) -> Vec<Runbook> {
+        let mut out = Vec::new();
+        for (doc, schema) in docs {
+            let r = &doc.root;
+            self.check(&doc, r, schema, "runbook", true);
+            let mut steps = Vec::new();
+            for s in r.get("steps").map(Node::items).unwrap_or_default() {
+                if let Some(step) = self.runbook_step(&doc, s, components, actions) {
+                    steps.push(step);
+                }
+            }
+            out.push(Runbook {
+                name: r.str_of("name").unwrap_or_default().into(),
+                file: doc.path.clone(),
+                steps,
+            });
+        }
+        out
+    }
+
+    /// One runbook step: `deploy` (or `component_deploy`) a component, or run an `action` — a
+    /// declared one (`action_name`) or one given inline (`command` / `inline_contents`).
+    pub(super) fn runbook_step(
+        &mut self,
+        doc: &Doc,
+        s: &Node,
+        components: &BTreeSet<String>,
+        actions: &BTreeSet<String>,
+    ) -> Option<(String, String, String)> {
+        let name = s.str_of("name").unwrap_or_default().to_string();
+        let kind = match s.str_of("type")? {
+            "component_deploy" | "deploy" => "deploy",
+            "action" => "action",
+            _ => return None,
+        };
+        let mut push = |at: usize, severity, msg: String| {
+            self.diags.push(&doc.path, &doc.src, at, severity, msg)
+        };
+        let inline = s.entry("command").or(s.entry("inline_contents"));
+        let (key, known, what) = match kind {
+            "action" => ("action_name", actions, "action"),
+            _ => ("component_name", components, "component"),
+        };
+        if kind == "deploy" {
+            for k in [
+                "command",
+                "inline_contents",
+                "env_vars",
+                "timeout",
+                "action_name",
+            ] {
+                if let Some(e) = s.entry(k) {
+                    push(
+                        e.key_span.start,
+                        Severity::Error,
+                        format!("`{k}` belongs to `action` steps, not `deploy`"),
+                    );
+                }
+            }
+        } else if let (Some(_), Some(i)) = (s.entry("action_name"), inline) {
+            push(
+                i.key_span.start,
+                Severity::Error,
+                format!(
+                    "step `{name}`: an `action` step runs `action_name` or an inline action (`{}`), not both",
+                    i.key
+                ),
+            );
+            return None;
+        } else if inline.is_some() {
+            if let (Some(_), Some(e)) = (s.entry("command"), s.entry("inline_contents")) {
+                push(
+                    e.key_span.start,
+                    Severity::Error,
+                    format!(
+                        "step `{name}`: `command` and `inline_contents` are mutually exclusive"
+                    ),
+                );
+            }
+            return Some((name, kind.into(), String::new()));
+        }
+        let Some(n) = s.get(key) else {
+            let want = if kind == "action" {
+                "`action_name`, or an inline `command` or `inline_contents`"
+            } else {
+                "`component_name`"
+            };
+            push(
+                s.span.start,
+                Severity::Error,
+                format!("a `{kind}` step needs {want}"),
+            );
+            return None;
+        };
+        let target = n.as_str().unwrap_or_default().to_string();
+        if !known.contains(&target) {
+            let hint = did_you_mean(&target, known.iter().map(String::as_str));
+            push(
+                n.span.start,
+                Severity::Error,
+                format!("unknown {what} `{target}`{hint}"),
+            );
+        }
+        Some((name, kind.into(), target))
+    }
+}
+
+/// Longest action timeout Nuon accepts.
+const MAX_ACTION_TIMEOUT_SECS: f64 = 3600.0;

@@ -1,0 +1,293 @@
+//! What a package says, as Ferry uses it: the [`AppConfig`] and its parts, with what the control
+//! plane asks of them (input checks, rendering, which components read which inputs).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::schema;
+use crate::template::Template;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppConfig {
+    pub metadata: Metadata,
+    pub inputs: Vec<Input>,
+    pub secrets: Vec<String>,
+    /// The sandbox, deployed first, like a component named `sandbox`.
+    pub sandbox: Option<Component>,
+    pub components: Vec<Component>,
+    pub actions: Vec<Action>,
+    pub runbooks: Vec<Runbook>,
+    pub installs: Vec<InstallDecl>,
+    pub policies: Vec<Policy>,
+    /// Deploy stages of the components (not the sandbox), from explicit and implicit dependencies.
+    pub deploy_order: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metadata {
+    pub version: String,
+    pub description: Option<String>,
+    pub display_name: Option<String>,
+    pub readme: Option<String>,
+    /// Free-form tables (`[onboarding]`, ...), kept as they are.
+    pub extra: serde_json::Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Input {
+    pub name: String,
+    pub display_name: Option<String>,
+    pub description: Option<String>,
+    pub group: Option<String>,
+    pub default: Option<String>,
+    pub required: bool,
+    pub sensitive: bool,
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComponentType {
+    /// Ferry's own: `plan.sh` / `apply.sh` / `teardown.sh` from the component's directory.
+    Script,
+    TerraformModule,
+    HelmChart,
+    KubernetesManifest,
+    ContainerImage,
+    DockerBuild,
+    Job,
+    Pulumi,
+}
+
+impl ComponentType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ComponentType::Script => "script",
+            ComponentType::TerraformModule => "terraform_module",
+            ComponentType::HelmChart => "helm_chart",
+            ComponentType::KubernetesManifest => "kubernetes_manifest",
+            ComponentType::ContainerImage => "container_image",
+            ComponentType::DockerBuild => "docker_build",
+            ComponentType::Job => "job",
+            ComponentType::Pulumi => "pulumi",
+        }
+    }
+
+    pub(super) fn from_name(s: &str) -> Option<ComponentType> {
+        Some(match s {
+            "script" => ComponentType::Script,
+            "terraform_module" | "terraform" => ComponentType::TerraformModule,
+            "helm_chart" => ComponentType::HelmChart,
+            "kubernetes_manifest" => ComponentType::KubernetesManifest,
+            "container_image" | "external_image" => ComponentType::ContainerImage,
+            "docker_build" => ComponentType::DockerBuild,
+            "job" => ComponentType::Job,
+            "pulumi" => ComponentType::Pulumi,
+            _ => return None,
+        })
+    }
+
+    /// Whether this version of Ferry has a plugin that deploys it (the schema's component table
+    /// says which).
+    pub fn deployable(self) -> bool {
+        schema::component_schema(self.as_str()).is_some_and(|(_, deployable)| deployable)
+    }
+
+    /// The type names this version deploys, for messages.
+    pub fn deployable_names() -> Vec<&'static str> {
+        schema::COMPONENT_TYPES
+            .iter()
+            .filter(|(_, _, d)| *d)
+            .map(|(n, _, _)| *n)
+            .collect()
+    }
+}
+
+/// A deployable: a component, or the sandbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Component {
+    pub name: String,
+    pub kind: ComponentType,
+    /// The file that declares it.
+    pub file: String,
+    /// Directory of the package holding its source, if it has a local one.
+    pub directory: Option<String>,
+    /// Explicit dependencies and the implicit ones from template references, sorted.
+    pub dependencies: Vec<String>,
+    /// Template sources of variables (Terraform vars; scripts get them as environment too).
+    pub vars: BTreeMap<String, String>,
+    /// Template sources of environment variables for the component's tools.
+    pub env_vars: BTreeMap<String, String>,
+    /// Hash of its declaration, its directory and every file it references: equal hashes, equal builds.
+    pub content_hash: String,
+    /// Longest a plan or an apply of it may run (`deploy_timeout`, or `timeout`), in seconds.
+    pub timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Action {
+    pub name: String,
+    pub file: String,
+    pub triggers: Vec<Trigger>,
+    pub steps: Vec<String>,
+    pub timeout_secs: Option<f64>,
+    /// Components it reads outputs of, or names in `dependencies`.
+    pub dependencies: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trigger {
+    pub kind: String,
+    pub cron_schedule: Option<String>,
+    pub component: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Runbook {
+    pub name: String,
+    pub file: String,
+    /// `(step name, "deploy" | "action", target)`: `component_deploy` is read as `deploy`; an inline
+    /// action has an empty target.
+    pub steps: Vec<(String, String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstallDecl {
+    pub name: String,
+    pub file: String,
+    pub inputs: BTreeMap<String, String>,
+    pub approve_all: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub file: String,
+    /// `name`, or the defining file's name.
+    pub name: String,
+    pub kind: String,
+    pub engine: String,
+    pub contents: String,
+    /// The components it applies to; empty: every component of its type (also `["*"]`).
+    pub components: Vec<String>,
+}
+
+/// A rendered component: its variables with every template replaced by the install's values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub vars: Vec<(String, String)>,
+    pub env_vars: Vec<(String, String)>,
+}
+
+impl Input {
+    /// Checks a value given for this input against its declared type.
+    pub fn check(&self, value: &str) -> Result<(), String> {
+        let bad = |what: &str| {
+            Err(format!(
+                "input `{}` must be {what}, got `{value}`",
+                self.name
+            ))
+        };
+        match self.kind.as_str() {
+            "number" if value.trim().parse::<f64>().map_or(true, |n| !n.is_finite()) => {
+                bad("a number")
+            }
+            "bool" if !matches!(value, "true" | "false") => bad("`true` or `false`"),
+            "json" if serde_json::from_str::<Value>(value).is_err() => bad("JSON"),
+            "list"
+                if value.trim_start().starts_with('[')
+                    && serde_json::from_str::<Vec<Value>>(value).is_err() =>
+            {
+                bad("a list (a JSON array, or comma-separated values)")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl AppConfig {
+    /// Checks an install's input values: every one declared and of its type, every required one
+    /// given (or defaulted). The first problem, as a sentence naming the input.
+    pub fn check_inputs(&self, values: &BTreeMap<String, String>) -> Result<(), String> {
+        for (name, value) in values {
+            let Some(input) = self.inputs.iter().find(|i| &i.name == name) else {
+                let hint = crate::did_you_mean(name, self.inputs.iter().map(|i| i.name.as_str()));
+                return Err(format!("unknown input `{name}`{hint}"));
+            };
+            input.check(value)?;
+        }
+        match self
+            .inputs
+            .iter()
+            .find(|i| i.required && i.default.is_none() && !values.contains_key(&i.name))
+        {
+            Some(i) => Err(format!("input `{}` is required", i.name)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Component {
+    /// Whether its templates read any of `inputs` (`.nuon.inputs.inputs.X`, `.nuon.install.inputs.X`);
+    /// a template that reads the whole inputs map, or does not parse, counts as reading them all.
+    pub fn reads_inputs(&self, inputs: &BTreeSet<String>) -> bool {
+        self.vars.values().chain(self.env_vars.values()).any(|src| {
+            let Ok(t) = Template::parse(src) else {
+                return true;
+            };
+            t.references().iter().any(|r| {
+                let p: Vec<&str> = r.path.iter().map(String::as_str).collect();
+                match p.as_slice() {
+                    [_, "inputs", "inputs", name, ..] | [_, "install", "inputs", name, ..] => {
+                        inputs.contains(*name)
+                    }
+                    [_, "inputs"] | [_, "inputs", "inputs"] | [_, "install", "inputs"] => true,
+                    _ => false,
+                }
+            })
+        })
+    }
+
+    /// Renders vars and env vars against an install state built by [`AppConfig::template_state`].
+    pub fn render(&self, state: &Value) -> Result<Rendered, String> {
+        let r = |m: &BTreeMap<String, String>| -> Result<Vec<(String, String)>, String> {
+            m.iter()
+                .map(|(k, src)| {
+                    crate::template::render(src, state)
+                        .map(|v| (k.clone(), v))
+                        .map_err(|e| format!("{}: `{k}`: {e}", self.file))
+                })
+                .collect()
+        };
+        Ok(Rendered {
+            vars: r(&self.vars)?,
+            env_vars: r(&self.env_vars)?,
+        })
+    }
+}
+
+impl AppConfig {
+    /// The sandbox and components whose templates read any of `inputs` (what an input change
+    /// must redeploy, with what depends on them).
+    pub fn readers_of(&self, inputs: &BTreeSet<String>) -> Vec<String> {
+        self.sandbox
+            .iter()
+            .chain(&self.components)
+            .filter(|c| c.reads_inputs(inputs))
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    pub fn component(&self, name: &str) -> Option<&Component> {
+        if name == "sandbox" {
+            self.sandbox.as_ref()
+        } else {
+            self.components.iter().find(|c| c.name == name)
+        }
+    }
+
+    /// The template state of an install, in Nuon's shape, so `{{.nuon.*}}` paths resolve. Built by
+    /// [`crate::state::build`], the same definition validation checks templates against.
+    pub fn template_state(&self, facts: &crate::state::Facts) -> Value {
+        crate::state::build(self, facts)
+    }
+}
