@@ -19,6 +19,40 @@ pub async fn runner_token(api: &Api, install: &str) -> Result<RunnerToken> {
         .await
 }
 
+/// `installs runner-token`: a new one-time token, printed alone on stdout (for scripts), with how
+/// to use it on stderr.
+pub async fn print_runner_token(api: &Api, install: &str, json: bool) -> Result<i32> {
+    let t = runner_token(api, install).await?;
+    if json {
+        crate::commands::print_json(&t)?;
+    } else {
+        println!("{}", t.token);
+        eprintln!(
+            "one-time runner token for install {install}, valid {} minutes: ferry-runner --bootstrap TOKEN --api {}",
+            t.expires_in_secs / 60,
+            api.base()
+        );
+    }
+    Ok(0)
+}
+
+/// `installs revoke`: the install's certificates revoked and its live connections closed.
+pub async fn revoke(api: &Api, install: &str, json: bool) -> Result<i32> {
+    let r: serde_json::Value = api
+        .post(&format!("/v1/installs/{install}/revoke"), &json!({}))
+        .await?;
+    if json {
+        crate::commands::print_json(&r)?;
+    } else {
+        println!(
+            "install {install}: {} certificate(s) revoked, {} connection(s) closed",
+            r["certificates"].as_array().map_or(0, Vec::len),
+            r["connections_closed"]
+        );
+    }
+    Ok(0)
+}
+
 /// The hub's leafnode URL when none is given: the API's host, the leafnode port.
 pub fn default_hub_url(api: &str) -> String {
     let host = api

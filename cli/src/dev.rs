@@ -7,7 +7,7 @@
 //! supervises them. Each child gets `PR_SET_PDEATHSIG`, so even if `ferry dev` itself is killed with
 //! SIGKILL, nothing is left behind.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -162,9 +162,18 @@ fn sibling(name: &str) -> Result<PathBuf> {
     })
 }
 
-fn wait_for_port(port: u16, children: &mut Children, what: &str, timeout: Duration) -> Result<()> {
+/// Waits until something listens on `port`, failing early if a child exits meanwhile.
+async fn wait_for_port(
+    port: u16,
+    children: &mut Children,
+    what: &str,
+    timeout: Duration,
+) -> Result<()> {
     let deadline = Instant::now() + timeout;
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
         if let Some((name, status, log)) = children.exited() {
             bail!(
                 "{name} exited ({status}) while starting {what}; its log ({}):\n{}",
@@ -178,14 +187,82 @@ fn wait_for_port(port: u16, children: &mut Children, what: &str, timeout: Durati
                 timeout.as_secs()
             );
         }
-        std::thread::sleep(Duration::from_millis(25));
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
     Ok(())
 }
 
+/// What `ferry dev` runs, found before anything starts, and the processes it started.
+struct Platform {
+    started: Instant,
+    /// `--data-dir`, absolute.
+    data: PathBuf,
+    nats_bin: PathBuf,
+    server_bin: PathBuf,
+    runner_bin: PathBuf,
+    children: Children,
+}
+
+/// The hub as started: its NATS URL, its trust directory and its leafnode port.
+struct Hub {
+    nats_url: String,
+    dir: PathBuf,
+    leaf_port: u16,
+}
+
 pub async fn run(args: DevArgs) -> Result<i32> {
+    let mut p = preflight(&args)?;
+    let hub = start_hub(&mut p).await?;
+    let api = start_server(&mut p, &args, &hub).await?;
+    let workflow_id = sync_and_deploy(&api, &args, p.started).await?;
+
+    // The install's runner (and, later, one for every other install created meanwhile),
+    // bootstrapped with a one-time token the first time; then watch.
+    let runners = Runners {
+        bin: p.runner_bin.clone(),
+        leaf_url: format!("tls://127.0.0.1:{}", hub.leaf_port),
+        nats_bin: p.nats_bin.clone(),
+        data: p.data.clone(),
+    };
+    let mut running = std::collections::BTreeSet::new();
+    step(
+        p.started,
+        &format!("starting ferry-runner for install {}", args.install),
+    );
+    runners.start(&mut p.children, &api, &args.install).await?;
+    running.insert(args.install.clone());
+
+    let wf = tokio::select! {
+        wf = watch(&api, &workflow_id, p.started, &mut p.children) => wf?,
+        _ = stop_signal() => {
+            eprintln!("interrupted; stopping");
+            return Ok(130);
+        }
+    };
+    let deployed = report(&api, &args, &wf, &p).await?;
+    if args.exit_when_deployed {
+        return Ok(if deployed { 0 } else { 1 });
+    }
+    let base = api.base().to_string();
+    println!("\nFerry is running. API: {base}  NATS: {}", hub.nats_url);
+    println!(
+        "  export FERRY_TOKEN=$(cat {})    # the local admin token",
+        p.data.join(ADMIN_TOKEN).display()
+    );
+    println!("  ferry --api {base} installs get {}", args.install);
+    println!("  ferry --api {base} workflows get {workflow_id}");
+    println!(
+        "Logs of the processes are in {}. Press Ctrl-C to stop.",
+        p.data.display()
+    );
+    println!("  installs created meanwhile get a runner of their own");
+    supervise(&api, &runners, &mut p, running).await
+}
+
+/// Checks what can be checked before starting anything: the app package (the likeliest first
+/// error), the API's address, the data directory and the binaries.
+fn preflight(args: &DevArgs) -> Result<Platform> {
     let started = Instant::now();
-    // Validate the app before starting anything: a bad package is the most likely first error.
     let (_, cfg) = commands::load_package(&args.app)?;
     if let Err(diags) = cfg {
         eprintln!("{diags}");
@@ -199,22 +276,24 @@ pub async fn run(args: DevArgs) -> Result<i32> {
     }
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
-    let data = std::fs::canonicalize(&args.data_dir)?;
-    let nats_bin = find_tool("nats-server").ok_or_else(|| anyhow!("nats-server not found: run nats/install (it installs the pinned version into .tools/bin)"))?;
-    let server_bin = sibling("ferry-server")?;
-    let runner_bin = sibling("ferry-runner")?;
+    Ok(Platform {
+        started,
+        data: std::fs::canonicalize(&args.data_dir)?,
+        nats_bin: find_tool("nats-server").ok_or_else(|| anyhow!("nats-server not found: run nats/install (it installs the pinned version into .tools/bin)"))?,
+        server_bin: sibling("ferry-server")?,
+        runner_bin: sibling("ferry-runner")?,
+        children: Children { list: Vec::new() },
+    })
+}
 
-    let mut children = Children { list: Vec::new() };
-
-    // 1. NATS
-    let (client_port, monitor_port) = (free_port()?, free_port()?);
-    // The hub's trust directory: Ferry's CA, the hub's certificate, the services' credentials,
-    // the auth callout's key — made once, kept with the data.
-    let hub_dir = data.join("hub");
-    let leaf_port = free_port()?;
-    let out = Command::new(&server_bin)
+/// The hub's trust directory (Ferry's CA, the hub's certificate, the services' credentials, the
+/// auth callout's key — made once, kept with the data), then its nats-server.
+async fn start_hub(p: &mut Platform) -> Result<Hub> {
+    let (client_port, monitor_port, leaf_port) = (free_port()?, free_port()?, free_port()?);
+    let dir = p.data.join("hub");
+    let out = Command::new(&p.server_bin)
         .arg("--hub-dir")
-        .arg(&hub_dir)
+        .arg(&dir)
         .args(["hub-init", "--leafnode-listen"])
         .arg(format!("127.0.0.1:{leaf_port}"))
         .output()
@@ -228,171 +307,131 @@ pub async fn run(args: DevArgs) -> Result<i32> {
     let conf = include_str!("../../nats/hub.conf")
         .replace("{{client_port}}", &client_port.to_string())
         .replace("{{monitor_port}}", &monitor_port.to_string())
-        .replace("{{store_dir}}", &data.join("jetstream").to_string_lossy())
+        .replace("{{store_dir}}", &p.data.join("jetstream").to_string_lossy())
         .replace("{{auth_conf}}", "hub/auth.conf")
         .replace("{{leafnodes_conf}}", "hub/leafnodes.conf");
-    let conf_path = data.join("nats.conf");
+    let conf_path = p.data.join("nats.conf");
     std::fs::write(&conf_path, conf)?;
     step(
-        started,
-        &format!("starting nats-server ({})", nats_bin.display()),
+        p.started,
+        &format!("starting nats-server ({})", p.nats_bin.display()),
     );
-    children.spawn(
+    p.children.spawn(
         "nats-server",
-        Command::new(&nats_bin).arg("-c").arg(&conf_path),
-        data.join("nats.log"),
+        Command::new(&p.nats_bin).arg("-c").arg(&conf_path),
+        p.data.join("nats.log"),
     )?;
-    wait_for_port(
-        client_port,
-        &mut children,
-        "nats-server",
-        Duration::from_secs(30),
-    )?;
-    let nats_url = format!("nats://127.0.0.1:{client_port}");
+    let wait = Duration::from_secs(30);
+    wait_for_port(client_port, &mut p.children, "nats-server", wait).await?;
+    Ok(Hub {
+        nats_url: format!("nats://127.0.0.1:{client_port}"),
+        dir,
+        leaf_port,
+    })
+}
 
-    // 2. The control plane, every service in one process.
+/// The control plane, every service in one process; returns the API with the local admin token.
+async fn start_server(p: &mut Platform, args: &DevArgs, hub: &Hub) -> Result<Api> {
     step(
-        started,
+        p.started,
         "starting ferry-server (api, scheduler, build, log-ingest, approval)",
     );
-    children.spawn(
+    let http_addr = args.http_addr.to_string();
+    p.children.spawn(
         "ferry-server",
-        Command::new(&server_bin)
-            .args([
-                "--nats-url",
-                &nats_url,
-                "--http-addr",
-                &args.http_addr.to_string(),
-            ])
+        Command::new(&p.server_bin)
+            .args(["--nats-url", &hub.nats_url, "--http-addr", &http_addr])
             .arg("--hub-dir")
-            .arg(&hub_dir),
-        data.join("server.log"),
+            .arg(&hub.dir),
+        p.data.join("server.log"),
     )?;
-    wait_for_port(
-        args.http_addr.port(),
-        &mut children,
-        "ferry-server",
-        Duration::from_secs(60),
-    )?;
-    let token = admin_token(&server_bin, &nats_url, &hub_dir, &data)?;
-    let api = Api::new(&format!("http://{}", args.http_addr), Some(&token))?;
+    let wait = Duration::from_secs(60);
+    wait_for_port(args.http_addr.port(), &mut p.children, "ferry-server", wait).await?;
+    let token = admin_token(&p.server_bin, &hub.nats_url, &hub.dir, &p.data)?;
+    Api::new(&format!("http://{}", args.http_addr), Some(&token))
+}
 
-    // 3. Sync, create or redeploy.
+/// Syncs the app, then creates the install (with approve-all) or deploys the existing one with
+/// the latest config; returns the workflow started.
+async fn sync_and_deploy(api: &Api, args: &DevArgs, started: Instant) -> Result<String> {
     let app_name = app_dir_name(&args.app)?;
-    let sync = commands::sync(&api, &args.app, &app_name).await?;
+    let sync = commands::sync(api, &args.app, &app_name).await?;
     step(started, &render::sync(&sync).replace('\n', "\n           "));
     let existing: Option<Install> = api
         .get_opt(&format!("/v1/installs/{}", args.install))
         .await?;
-    let workflow_id = match existing {
-        Some(_) => {
-            let d: Deployed = api
-                .post(&format!("/v1/installs/{}/deploy", args.install), &json!({}))
-                .await?;
-            step(
-                started,
-                &format!(
-                    "install {} exists: deploying the latest config (workflow {})",
-                    args.install, d.workflow_id
-                ),
-            );
-            d.workflow_id
-        }
-        None => {
-            let body = json!({ "app": app_name, "name": args.install, "inputs": commands::parse_inputs(&args.inputs)?, "approve_all": true });
-            let c: CreatedInstall = api.post("/v1/installs", &body).await?;
-            step(
-                started,
-                &format!(
-                    "install {} created with approve-all: provisioning (workflow {})",
-                    args.install, c.workflow_id
-                ),
-            );
-            c.workflow_id
-        }
-    };
-
-    // 4. The install's runner (and, later, one for every other install created meanwhile),
-    //    bootstrapped with a one-time token the first time; then watch.
-    let runners = Runners {
-        bin: runner_bin,
-        leaf_url: format!("tls://127.0.0.1:{leaf_port}"),
-        nats_bin: nats_bin.clone(),
-        data: data.clone(),
-    };
-    let mut running = std::collections::BTreeSet::new();
+    if existing.is_some() {
+        let d: Deployed = api
+            .post(&format!("/v1/installs/{}/deploy", args.install), &json!({}))
+            .await?;
+        step(
+            started,
+            &format!(
+                "install {} exists: deploying the latest config (workflow {})",
+                args.install, d.workflow_id
+            ),
+        );
+        return Ok(d.workflow_id);
+    }
+    let body = json!({ "app": app_name, "name": args.install, "inputs": commands::parse_inputs(&args.inputs)?, "approve_all": true });
+    let c: CreatedInstall = api.post("/v1/installs", &body).await?;
     step(
         started,
-        &format!("starting ferry-runner for install {}", args.install),
+        &format!(
+            "install {} created with approve-all: provisioning (workflow {})",
+            args.install, c.workflow_id
+        ),
     );
-    runners.start(&mut children, &api, &args.install).await?;
-    running.insert(args.install.clone());
+    Ok(c.workflow_id)
+}
 
-    let wf = tokio::select! {
-        wf = watch(&api, &workflow_id, started, &mut children) => wf?,
-        _ = stop_signal() => {
-            eprintln!("interrupted; stopping");
-            return Ok(130);
-        }
-    };
+/// Prints how the deploy ended (the failing step's log, or the install); returns whether it
+/// succeeded.
+async fn report(api: &Api, args: &DevArgs, wf: &Workflow, p: &Platform) -> Result<bool> {
     let install: Install = api.get(&format!("/v1/installs/{}", args.install)).await?;
+    let secs = p.started.elapsed().as_secs_f64();
     if wf.status != WorkflowStatus::Succeeded {
-        report_failure(&api, &wf).await;
+        report_failure(api, wf).await;
         eprintln!(
-            "\ndeploy of install {} failed after {:.1}s (logs: {})",
+            "\ndeploy of install {} failed after {secs:.1}s (logs: {})",
             args.install,
-            started.elapsed().as_secs_f64(),
-            data.display()
+            p.data.display()
         );
-        if args.exit_when_deployed {
-            return Ok(1);
-        }
-    } else if args.json && args.exit_when_deployed {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({ "workflow": wf, "install": install }))?
-        );
+        return Ok(false);
+    }
+    if args.json && args.exit_when_deployed {
+        let out = json!({ "workflow": wf, "install": install });
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!(
-            "\ninstall {} deployed in {:.1}s\n",
-            args.install,
-            started.elapsed().as_secs_f64()
-        );
+        println!("\ninstall {} deployed in {secs:.1}s\n", args.install);
         println!("{}", render::install(&install));
     }
-    if args.exit_when_deployed {
-        return Ok(0);
-    }
+    Ok(true)
+}
 
-    let base = api.base().to_string();
-    println!("\nFerry is running. API: {base}  NATS: {nats_url}");
-    println!(
-        "  export FERRY_TOKEN=$(cat {})    # the local admin token",
-        data.join(ADMIN_TOKEN).display()
-    );
-    println!("  ferry --api {base} installs get {}", args.install);
-    println!("  ferry --api {base} workflows get {workflow_id}");
-    println!(
-        "Logs of the processes are in {}. Press Ctrl-C to stop.",
-        data.display()
-    );
-    println!("  installs created meanwhile get a runner of their own");
+/// Runs until Ctrl-C or SIGTERM (0), or until a process it started exits (1), starting a runner
+/// for every install created meanwhile.
+async fn supervise(
+    api: &Api,
+    runners: &Runners,
+    p: &mut Platform,
+    mut running: std::collections::BTreeSet<String>,
+) -> Result<i32> {
     loop {
         tokio::select! {
             _ = stop_signal() => return Ok(0),
             _ = tokio::time::sleep(Duration::from_millis(500)) => {
-                if let Some((name, status, log)) = children.exited() {
+                if let Some((name, status, log)) = p.children.exited() {
                     eprintln!("{name} exited ({status}); its log ({}):\n{}", log.display(), tail(&log, 20));
                     return Ok(1);
                 }
-                let installs: Vec<Install> = match api.get("/v1/installs").await {
-                    Ok(i) => i,
-                    Err(_) => continue,
+                let Ok(installs) = api.get::<Vec<Install>>("/v1/installs").await else {
+                    continue;
                 };
                 for i in installs {
                     if running.insert(i.name.clone()) {
-                        step(started, &format!("starting ferry-runner for install {}", i.name));
-                        runners.start(&mut children, &api, &i.name).await?;
+                        step(p.started, &format!("starting ferry-runner for install {}", i.name));
+                        runners.start(&mut p.children, api, &i.name).await?;
                     }
                 }
             }

@@ -1,5 +1,6 @@
 //! `ferry`, the vendor's command-line tool.
 
+mod args;
 mod bootstrap;
 mod client;
 mod commands;
@@ -10,388 +11,11 @@ mod render;
 mod tokens;
 mod watch;
 
-use std::path::PathBuf;
+use clap::Parser;
 
-use clap::{Parser, Subcommand};
-
-/// Ferry: run your software in your customers' cloud accounts.
-///
-/// Package an app as a directory of TOML files, sync it, create installs, and watch them deploy.
-/// `ferry dev` runs the whole platform on this machine and deploys the example app.
-#[derive(Parser, Debug)]
-#[command(name = "ferry", version, propagate_version = true)]
-struct Cli {
-    /// Base URL of the Ferry API.
-    #[arg(
-        long,
-        global = true,
-        env = "FERRY_API",
-        default_value = "http://127.0.0.1:4600"
-    )]
-    api: String,
-    /// API token (default: the one `ferry login` saved).
-    #[arg(long, global = true, env = "FERRY_TOKEN", hide_env_values = true)]
-    token: Option<String>,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// App packages: validate, sync, list.
-    #[command(subcommand)]
-    Apps(AppsCmd),
-    /// Installs of an app: create, get, list, deploy.
-    #[command(subcommand)]
-    Installs(InstallsCmd),
-    /// Workflows: the step-by-step record of a deploy.
-    #[command(subcommand)]
-    Workflows(WorkflowsCmd),
-    /// Jobs: one unit of work for one install (sync, plan, apply) and its executions.
-    #[command(subcommand)]
-    Jobs(JobsCmd),
-    /// Runners: the processes in each install's account that run its jobs, and their health.
-    #[command(subcommand)]
-    Runners(RunnersCmd),
-    /// Approvals: plans waiting for a decision (`ferry workflows approve` / `deny` decide them).
-    #[command(subcommand)]
-    Approvals(ApprovalsCmd),
-    /// Print (or follow) a job's log.
-    Logs {
-        /// The job id (shown by `ferry workflows get`).
-        #[arg(long)]
-        job: String,
-        /// Keep printing new lines until the job finishes.
-        #[arg(short, long)]
-        follow: bool,
-        /// JSON lines: one object per log line.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Run the whole platform on this machine (NATS, all services, a runner) and deploy an app.
-    Dev(dev::DevArgs),
-    /// Check a token against the API and save it for later commands.
-    Login {
-        #[arg(long)]
-        token: String,
-    },
-    /// API tokens of your org (admin): create, list, revoke.
-    #[command(subcommand)]
-    Tokens(TokensCmd),
-}
-
-#[derive(Subcommand, Debug)]
-enum TokensCmd {
-    /// Create a token; its text is printed once. Viewers read; operators also deploy and respond
-    /// to workflows; admins also manage apps, installs and tokens.
-    Create {
-        #[arg(long)]
-        name: String,
-        #[arg(long, value_parser = ["viewer", "operator", "admin"])]
-        role: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// List tokens (never their secrets).
-    List {
-        #[arg(long)]
-        json: bool,
-    },
-    /// Revoke a token: refused from its next request on.
-    Revoke { id: String },
-}
-
-#[derive(Subcommand, Debug)]
-enum AppsCmd {
-    /// Check an app directory without uploading it: every error and warning as
-    /// `file:line:col: severity: message`, then the deploy order. Exit 0 when valid, 1 when not.
-    ///
-    /// Ferry accepts every package Nuon accepts: what Nuon accepts but Ferry doubts (unknown keys,
-    /// templates that would fail at deploy, ...) is a warning, and a package with only warnings is
-    /// valid.
-    Validate {
-        dir: PathBuf,
-        #[arg(long)]
-        json: bool,
-        /// Treat every warning as an error (exit 1 when there is any).
-        #[arg(long)]
-        strict: bool,
-    },
-    /// Upload an app directory as a new config version (only if something changed).
-    Sync {
-        dir: PathBuf,
-        /// App name (default: the directory's name).
-        #[arg(long)]
-        name: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
-    /// List apps.
-    List {
-        #[arg(long)]
-        json: bool,
-    },
-    /// Print the JSON Schema of the package format (for editors), or its Markdown reference.
-    Schema {
-        /// The Markdown reference (docs/app-config.md's generated part) instead of JSON Schema.
-        #[arg(long)]
-        markdown: bool,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-enum InstallsCmd {
-    /// Create an install of an app and start provisioning it.
-    Create {
-        #[arg(long)]
-        app: String,
-        #[arg(long)]
-        name: String,
-        /// An input value, `name=value` (repeatable).
-        #[arg(long = "input", value_name = "NAME=VALUE")]
-        inputs: Vec<String>,
-        /// Approve every plan of this install without review.
-        #[arg(long)]
-        approve_all: bool,
-        /// Follow the provisioning workflow until it ends; exit 1 unless it succeeded.
-        #[arg(long)]
-        wait: bool,
-        #[arg(long)]
-        json: bool,
-    },
-    /// A new one-time token for a runner of this install (`ferry-runner --bootstrap`); printed
-    /// once, usable once, for an hour.
-    RunnerToken {
-        name: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Write what a runner host needs into a directory: runner.env (hub address, one-time
-    /// token), a systemd unit, and how to install and start it.
-    RunnerBundle {
-        name: String,
-        /// Where to write the bundle.
-        #[arg(long, default_value = "ferry-runner-bundle")]
-        out: std::path::PathBuf,
-        /// The hub's leafnode URL as the runner host reaches it (default: the API's host, port
-        /// 7422).
-        #[arg(long)]
-        hub_url: Option<String>,
-    },
-    /// Revoke the install's runner certificates: its runners are disconnected within seconds and
-    /// refused until bootstrapped anew (`installs runner-token`).
-    Revoke {
-        name: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Show an install: its components, their status and outputs.
-    Get {
-        name: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// List installs.
-    List {
-        #[arg(long)]
-        json: bool,
-    },
-    /// Switch approve-all on or off; switched on, plans waiting for a decision are released at once.
-    ApproveAll {
-        name: String,
-        #[arg(value_parser = ["on", "off"])]
-        state: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Change input values (checked against their types) and deploy: only what the change
-    /// affects applies.
-    UpdateInputs {
-        name: String,
-        /// An input value, `name=value` (repeatable).
-        #[arg(long = "input", value_name = "NAME=VALUE", required = true)]
-        inputs: Vec<String>,
-        /// Follow the workflow until it ends; exit 1 unless it succeeded.
-        #[arg(long)]
-        wait: bool,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Forget an install. Refused while anything of it is deployed (tear it down first), unless
-    /// --force, which leaves those resources with nobody to manage them.
-    Delete {
-        name: String,
-        #[arg(long)]
-        force: bool,
-    },
-    /// Destroy what an install has deployed: components in reverse deploy order, then the sandbox.
-    Teardown {
-        name: String,
-        /// Follow the workflow until it ends; exit 1 unless it succeeded.
-        #[arg(long)]
-        wait: bool,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Deploy the app's latest config to an install: every component (and the sandbox), or only
-    /// those named with --component.
-    Deploy {
-        name: String,
-        /// Only this component (repeat for more; `sandbox` is the sandbox). Components it depends
-        /// on keep what they have deployed.
-        #[arg(long = "component", value_name = "NAME")]
-        components: Vec<String>,
-        /// With --component: also everything that depends on those components, directly or not.
-        #[arg(long, requires = "components")]
-        with_dependents: bool,
-        /// Build, sync and plan, then stop: nothing is approved or applied. Review the plans with
-        /// `ferry workflows get W`.
-        #[arg(long)]
-        plan_only: bool,
-        /// Follow the workflow until it ends; exit 1 unless it succeeded.
-        #[arg(long)]
-        wait: bool,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Plan and apply the install's sandbox again (after its approval); components stay as they
-    /// are.
-    Reprovision {
-        name: String,
-        /// Follow the workflow until it ends; exit 1 unless it succeeded.
-        #[arg(long)]
-        wait: bool,
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-enum WorkflowsCmd {
-    /// Show a workflow's steps; exit 1 when it failed or was cancelled.
-    Get {
-        id: String,
-        /// Also show each plan: the resources it adds, changes, replaces and destroys (from
-        /// Terraform's `show -json`; a script's plan is in its job's log).
-        #[arg(long)]
-        diff: bool,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Follow a workflow, printing each step as it changes, until it ends; exit 1 unless it
-    /// succeeded (the failed steps' reasons and the end of their logs are printed).
-    Wait {
-        id: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// List workflows, newest first.
-    List {
-        /// Only this install's.
-        #[arg(long)]
-        install: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Approve waiting plans: one step (its index, or its component's name) or every one that waits.
-    Approve {
-        id: String,
-        #[arg(long, conflicts_with = "all", required_unless_present = "all")]
-        step: Option<String>,
-        #[arg(long)]
-        all: bool,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Run a failed (or cancelled) workflow again from one step (its index or component); a failed
-    /// apply plans again first. With --wait, follows it to its end.
-    Retry {
-        id: String,
-        #[arg(long)]
-        step: String,
-        #[arg(long)]
-        wait: bool,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Skip a step (its index or component) with the later steps of its component: one that has
-    /// not run, a waiting approval, or a failed or cancelled step of an ended workflow (which then
-    /// runs on). What depends on it runs with what the component has deployed.
-    Skip {
-        id: String,
-        #[arg(long)]
-        step: String,
-        #[arg(long)]
-        wait: bool,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Deny a waiting plan: its apply does not run and the workflow fails.
-    Deny {
-        id: String,
-        #[arg(long)]
-        step: String,
-        /// Skip the denied apply and go on, instead of failing the workflow.
-        #[arg(long, conflicts_with = "skip_dependents")]
-        skip_current: bool,
-        /// Skip the denied apply and every step that depends on it, and go on.
-        #[arg(long)]
-        skip_dependents: bool,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Stop a workflow: steps not started are cancelled, running jobs are stopped on the runner
-    /// (SIGTERM to the job's processes, SIGKILL after a grace period). Waits until it has ended.
-    Cancel {
-        id: String,
-        /// Return at once instead of waiting for the workflow to end.
-        #[arg(long)]
-        no_wait: bool,
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-enum ApprovalsCmd {
-    /// List plans waiting for a decision, oldest first, with each plan's summary.
-    List {
-        /// Only this install's.
-        #[arg(long)]
-        install: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-enum RunnersCmd {
-    /// List runners heard from: active (heartbeats arrive), unhealthy (a few missed), offline.
-    List {
-        /// Only this install's.
-        #[arg(long)]
-        install: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-enum JobsCmd {
-    /// Show a job: its status, executions, outputs and plan.
-    Get {
-        id: String,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Stop one job: queued, it is cancelled at once; running, its runner stops it (SIGTERM, then
-    /// SIGKILL after the grace period). Its step ends cancelled. Waits until the job has ended.
-    Cancel {
-        id: String,
-        #[arg(long)]
-        json: bool,
-    },
-}
+use args::{
+    ApprovalsCmd, AppsCmd, Cli, Command, InstallsCmd, JobsCmd, RunnersCmd, TokensCmd, WorkflowsCmd,
+};
 
 #[tokio::main]
 async fn main() {
@@ -417,188 +41,11 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     let token = tokens::resolve(cli.token.clone());
     let api = client::Api::new(&cli.api, token.as_deref())?;
     match cli.command {
-        Command::Apps(AppsCmd::Validate { dir, json, strict }) => {
-            commands::apps_validate(&dir, json, strict)
-        }
-        Command::Apps(AppsCmd::Sync { dir, name, json }) => {
-            commands::apps_sync(&api, &dir, name, json).await
-        }
-        Command::Apps(AppsCmd::List { json }) => commands::apps_list(&api, json).await,
-        Command::Apps(AppsCmd::Schema { markdown }) => commands::apps_schema(markdown),
-        Command::Installs(InstallsCmd::Create {
-            app,
-            name,
-            inputs,
-            approve_all,
-            wait,
-            json,
-        }) => {
-            let started =
-                commands::installs_create(&api, &app, &name, &inputs, approve_all, json, wait)
-                    .await?;
-            commands::then_wait(&api, started, wait, json).await
-        }
-        Command::Installs(InstallsCmd::RunnerToken { name, json }) => {
-            let t = bootstrap::runner_token(&api, &name).await?;
-            if json {
-                commands::print_json(&t)?;
-            } else {
-                println!("{}", t.token);
-                eprintln!(
-                    "one-time runner token for install {name}, valid {} minutes: ferry-runner --bootstrap TOKEN --api {}",
-                    t.expires_in_secs / 60,
-                    api.base()
-                );
-            }
-            Ok(0)
-        }
-        Command::Installs(InstallsCmd::RunnerBundle { name, out, hub_url }) => {
-            let hub = hub_url.unwrap_or_else(|| bootstrap::default_hub_url(api.base()));
-            bootstrap::runner_bundle(&api, &name, &out, &hub).await?;
-            println!(
-                "runner bundle for install {name} written to {}",
-                out.display()
-            );
-            Ok(0)
-        }
-        Command::Installs(InstallsCmd::Revoke { name, json }) => {
-            let r: serde_json::Value = api
-                .post(
-                    &format!("/v1/installs/{name}/revoke"),
-                    &serde_json::json!({}),
-                )
-                .await?;
-            if json {
-                commands::print_json(&r)?;
-            } else {
-                println!(
-                    "install {name}: {} certificate(s) revoked, {} connection(s) closed",
-                    r["certificates"].as_array().map_or(0, Vec::len),
-                    r["connections_closed"]
-                );
-            }
-            Ok(0)
-        }
-        Command::Installs(InstallsCmd::Get { name, json }) => {
-            commands::installs_get(&api, &name, json).await
-        }
-        Command::Installs(InstallsCmd::List { json }) => commands::installs_list(&api, json).await,
-        Command::Installs(InstallsCmd::ApproveAll { name, state, json }) => {
-            commands::installs_approve_all(&api, &name, state == "on", json).await
-        }
-        Command::Installs(InstallsCmd::Deploy {
-            name,
-            components,
-            with_dependents,
-            plan_only,
-            wait,
-            json,
-        }) => {
-            let scope = ferry_model::DeployScope {
-                components,
-                with_dependents,
-                plan_only,
-            };
-            let started =
-                commands::installs_deploy(&api, &name, "deploy", &scope, json, wait).await?;
-            commands::then_wait(&api, started, wait, json).await
-        }
-        Command::Installs(InstallsCmd::Reprovision { name, wait, json }) => {
-            let scope = Default::default();
-            let started =
-                commands::installs_deploy(&api, &name, "reprovision", &scope, json, wait).await?;
-            commands::then_wait(&api, started, wait, json).await
-        }
-        Command::Installs(InstallsCmd::UpdateInputs {
-            name,
-            inputs,
-            wait,
-            json,
-        }) => {
-            let started =
-                commands::installs_update_inputs(&api, &name, &inputs, json, wait).await?;
-            commands::then_wait(&api, started, wait, json).await
-        }
-        Command::Installs(InstallsCmd::Delete { name, force }) => {
-            let path = format!("/v1/installs/{name}?force={force}");
-            api.delete(&path).await?;
-            println!("install {name} deleted");
-            Ok(0)
-        }
-        Command::Installs(InstallsCmd::Teardown { name, wait, json }) => {
-            let scope = Default::default();
-            let started =
-                commands::installs_deploy(&api, &name, "teardown", &scope, json, wait).await?;
-            commands::then_wait(&api, started, wait, json).await
-        }
-        Command::Workflows(WorkflowsCmd::Wait { id, json }) => {
-            commands::then_wait(&api, id, true, json).await
-        }
-        Command::Workflows(WorkflowsCmd::Get { id, diff, json }) => {
-            if diff {
-                plans::workflow_with_plans(&api, &id, json).await
-            } else {
-                commands::workflows_get(&api, &id, json).await
-            }
-        }
-        Command::Workflows(WorkflowsCmd::List { install, json }) => {
-            commands::workflows_list(&api, install.as_deref(), json).await
-        }
-        Command::Workflows(WorkflowsCmd::Cancel { id, no_wait, json }) => {
-            commands::workflows_cancel(&api, &id, !no_wait, json).await
-        }
+        Command::Apps(cmd) => apps(&api, cmd).await,
+        Command::Installs(cmd) => installs(&api, cmd).await,
+        Command::Workflows(cmd) => workflows(&api, cmd).await,
         Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
         Command::Jobs(JobsCmd::Cancel { id, json }) => commands::jobs_cancel(&api, &id, json).await,
-        Command::Workflows(WorkflowsCmd::Approve {
-            id,
-            step,
-            all,
-            json,
-        }) => {
-            let d = ferry_model::api::Decision {
-                step,
-                all,
-                on_deny: Default::default(),
-            };
-            commands::workflows_decide(&api, &id, d, true, json).await
-        }
-        Command::Workflows(WorkflowsCmd::Retry {
-            id,
-            step,
-            wait,
-            json,
-        }) => {
-            commands::workflows_step_response(&api, &id, "retry", &step, json && !wait).await?;
-            commands::then_wait(&api, id, wait, json).await
-        }
-        Command::Workflows(WorkflowsCmd::Skip {
-            id,
-            step,
-            wait,
-            json,
-        }) => {
-            commands::workflows_step_response(&api, &id, "skip", &step, json && !wait).await?;
-            commands::then_wait(&api, id, wait, json).await
-        }
-        Command::Workflows(WorkflowsCmd::Deny {
-            id,
-            step,
-            skip_current,
-            skip_dependents,
-            json,
-        }) => {
-            let on_deny = match (skip_current, skip_dependents) {
-                (true, _) => ferry_model::OnDeny::SkipCurrent,
-                (_, true) => ferry_model::OnDeny::SkipDependents,
-                _ => ferry_model::OnDeny::Fail,
-            };
-            let d = ferry_model::api::Decision {
-                step: Some(step),
-                all: false,
-                on_deny,
-            };
-            commands::workflows_decide(&api, &id, d, false, json).await
-        }
         Command::Approvals(ApprovalsCmd::List { install, json }) => {
             commands::approvals_list(&api, install.as_deref(), json).await
         }
@@ -613,5 +60,168 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Tokens(TokensCmd::List { json }) => tokens::list(&api, json).await,
         Command::Tokens(TokensCmd::Revoke { id }) => tokens::revoke(&api, &id).await,
+    }
+}
+
+async fn apps(api: &client::Api, cmd: AppsCmd) -> anyhow::Result<i32> {
+    match cmd {
+        AppsCmd::Validate { dir, json, strict } => commands::apps_validate(&dir, json, strict),
+        AppsCmd::Sync { dir, name, json } => commands::apps_sync(api, &dir, name, json).await,
+        AppsCmd::List { json } => commands::apps_list(api, json).await,
+        AppsCmd::Schema { markdown } => commands::apps_schema(markdown),
+    }
+}
+
+async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
+    match cmd {
+        InstallsCmd::Create {
+            app,
+            name,
+            inputs,
+            approve_all,
+            wait,
+            json,
+        } => {
+            let started =
+                commands::installs_create(api, &app, &name, &inputs, approve_all, json, wait)
+                    .await?;
+            commands::then_wait(api, started, wait, json).await
+        }
+        InstallsCmd::UpdateInputs {
+            name,
+            inputs,
+            wait,
+            json,
+        } => {
+            let started = commands::installs_update_inputs(api, &name, &inputs, json, wait).await?;
+            commands::then_wait(api, started, wait, json).await
+        }
+        InstallsCmd::Deploy {
+            name,
+            components,
+            with_dependents,
+            plan_only,
+            wait,
+            json,
+        } => {
+            let scope = ferry_model::DeployScope {
+                components,
+                with_dependents,
+                plan_only,
+            };
+            start(api, &name, "deploy", &scope, wait, json).await
+        }
+        InstallsCmd::Reprovision { name, wait, json } => {
+            start(api, &name, "reprovision", &Default::default(), wait, json).await
+        }
+        InstallsCmd::Teardown { name, wait, json } => {
+            start(api, &name, "teardown", &Default::default(), wait, json).await
+        }
+        InstallsCmd::RunnerToken { name, json } => {
+            bootstrap::print_runner_token(api, &name, json).await
+        }
+        InstallsCmd::RunnerBundle { name, out, hub_url } => {
+            let hub = hub_url.unwrap_or_else(|| bootstrap::default_hub_url(api.base()));
+            bootstrap::runner_bundle(api, &name, &out, &hub).await?;
+            println!(
+                "runner bundle for install {name} written to {}",
+                out.display()
+            );
+            Ok(0)
+        }
+        InstallsCmd::Revoke { name, json } => bootstrap::revoke(api, &name, json).await,
+        InstallsCmd::Get { name, json } => commands::installs_get(api, &name, json).await,
+        InstallsCmd::List { json } => commands::installs_list(api, json).await,
+        InstallsCmd::ApproveAll { name, state, json } => {
+            commands::installs_approve_all(api, &name, state == "on", json).await
+        }
+        InstallsCmd::Delete { name, force } => {
+            api.delete(&format!("/v1/installs/{name}?force={force}"))
+                .await?;
+            println!("install {name} deleted");
+            Ok(0)
+        }
+    }
+}
+
+/// Starts a deploy-like workflow of an install (`kind`: deploy, reprovision, teardown) and prints
+/// it, or follows it to its end with `--wait`.
+async fn start(
+    api: &client::Api,
+    name: &str,
+    kind: &str,
+    scope: &ferry_model::DeployScope,
+    wait: bool,
+    json: bool,
+) -> anyhow::Result<i32> {
+    let started = commands::installs_deploy(api, name, kind, scope, json, wait).await?;
+    commands::then_wait(api, started, wait, json).await
+}
+
+async fn workflows(api: &client::Api, cmd: WorkflowsCmd) -> anyhow::Result<i32> {
+    match cmd {
+        WorkflowsCmd::Wait { id, json } => commands::then_wait(api, id, true, json).await,
+        WorkflowsCmd::Get {
+            id,
+            diff: true,
+            json,
+        } => plans::workflow_with_plans(api, &id, json).await,
+        WorkflowsCmd::Get { id, json, .. } => commands::workflows_get(api, &id, json).await,
+        WorkflowsCmd::List { install, json } => {
+            commands::workflows_list(api, install.as_deref(), json).await
+        }
+        WorkflowsCmd::Cancel { id, no_wait, json } => {
+            commands::workflows_cancel(api, &id, !no_wait, json).await
+        }
+        WorkflowsCmd::Approve {
+            id,
+            step,
+            all,
+            json,
+        } => {
+            let d = ferry_model::api::Decision {
+                step,
+                all,
+                on_deny: Default::default(),
+            };
+            commands::workflows_decide(api, &id, d, true, json).await
+        }
+        WorkflowsCmd::Retry {
+            id,
+            step,
+            wait,
+            json,
+        } => {
+            commands::workflows_step_response(api, &id, "retry", &step, json && !wait).await?;
+            commands::then_wait(api, id, wait, json).await
+        }
+        WorkflowsCmd::Skip {
+            id,
+            step,
+            wait,
+            json,
+        } => {
+            commands::workflows_step_response(api, &id, "skip", &step, json && !wait).await?;
+            commands::then_wait(api, id, wait, json).await
+        }
+        WorkflowsCmd::Deny {
+            id,
+            step,
+            skip_current,
+            skip_dependents,
+            json,
+        } => {
+            let on_deny = match (skip_current, skip_dependents) {
+                (true, _) => ferry_model::OnDeny::SkipCurrent,
+                (_, true) => ferry_model::OnDeny::SkipDependents,
+                _ => ferry_model::OnDeny::Fail,
+            };
+            let d = ferry_model::api::Decision {
+                step: Some(step),
+                all: false,
+                on_deny,
+            };
+            commands::workflows_decide(api, &id, d, false, json).await
+        }
     }
 }

@@ -1,0 +1,386 @@
+//! The command line, as clap reads it: every command, its flags and their `--help` text.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::dev;
+
+/// Ferry: run your software in your customers' cloud accounts.
+///
+/// Package an app as a directory of TOML files, sync it, create installs, and watch them deploy.
+/// `ferry dev` runs the whole platform on this machine and deploys the example app.
+#[derive(Parser, Debug)]
+#[command(name = "ferry", version, propagate_version = true)]
+pub(crate) struct Cli {
+    /// Base URL of the Ferry API.
+    #[arg(
+        long,
+        global = true,
+        env = "FERRY_API",
+        default_value = "http://127.0.0.1:4600"
+    )]
+    pub(crate) api: String,
+    /// API token (default: the one `ferry login` saved).
+    #[arg(long, global = true, env = "FERRY_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// App packages: validate, sync, list.
+    #[command(subcommand)]
+    Apps(AppsCmd),
+    /// Installs of an app: create, get, list, deploy.
+    #[command(subcommand)]
+    Installs(InstallsCmd),
+    /// Workflows: the step-by-step record of a deploy.
+    #[command(subcommand)]
+    Workflows(WorkflowsCmd),
+    /// Jobs: one unit of work for one install (sync, plan, apply) and its executions.
+    #[command(subcommand)]
+    Jobs(JobsCmd),
+    /// Runners: the processes in each install's account that run its jobs, and their health.
+    #[command(subcommand)]
+    Runners(RunnersCmd),
+    /// Approvals: plans waiting for a decision (`ferry workflows approve` / `deny` decide them).
+    #[command(subcommand)]
+    Approvals(ApprovalsCmd),
+    /// Print (or follow) a job's log.
+    Logs {
+        /// The job id (shown by `ferry workflows get`).
+        #[arg(long)]
+        job: String,
+        /// Keep printing new lines until the job finishes.
+        #[arg(short, long)]
+        follow: bool,
+        /// JSON lines: one object per log line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the whole platform on this machine (NATS, all services, a runner) and deploy an app.
+    Dev(dev::DevArgs),
+    /// Check a token against the API and save it for later commands.
+    Login {
+        #[arg(long)]
+        token: String,
+    },
+    /// API tokens of your org (admin): create, list, revoke.
+    #[command(subcommand)]
+    Tokens(TokensCmd),
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum TokensCmd {
+    /// Create a token; its text is printed once. Viewers read; operators also deploy and respond
+    /// to workflows; admins also manage apps, installs and tokens.
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long, value_parser = ["viewer", "operator", "admin"])]
+        role: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List tokens (never their secrets).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token: refused from its next request on.
+    Revoke { id: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum AppsCmd {
+    /// Check an app directory without uploading it: every error and warning as
+    /// `file:line:col: severity: message`, then the deploy order. Exit 0 when valid, 1 when not.
+    ///
+    /// Ferry accepts every package Nuon accepts: what Nuon accepts but Ferry doubts (unknown keys,
+    /// templates that would fail at deploy, ...) is a warning, and a package with only warnings is
+    /// valid.
+    Validate {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// Treat every warning as an error (exit 1 when there is any).
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Upload an app directory as a new config version (only if something changed).
+    Sync {
+        dir: PathBuf,
+        /// App name (default: the directory's name).
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List apps.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the JSON Schema of the package format (for editors), or its Markdown reference.
+    Schema {
+        /// The Markdown reference (docs/app-config.md's generated part) instead of JSON Schema.
+        #[arg(long)]
+        markdown: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum InstallsCmd {
+    /// Create an install of an app and start provisioning it.
+    Create {
+        #[arg(long)]
+        app: String,
+        #[arg(long)]
+        name: String,
+        /// An input value, `name=value` (repeatable).
+        #[arg(long = "input", value_name = "NAME=VALUE")]
+        inputs: Vec<String>,
+        /// Approve every plan of this install without review.
+        #[arg(long)]
+        approve_all: bool,
+        /// Follow the provisioning workflow until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A new one-time token for a runner of this install (`ferry-runner --bootstrap`); printed
+    /// once, usable once, for an hour.
+    RunnerToken {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write what a runner host needs into a directory: runner.env (hub address, one-time
+    /// token), a systemd unit, and how to install and start it.
+    RunnerBundle {
+        name: String,
+        /// Where to write the bundle.
+        #[arg(long, default_value = "ferry-runner-bundle")]
+        out: std::path::PathBuf,
+        /// The hub's leafnode URL as the runner host reaches it (default: the API's host, port
+        /// 7422).
+        #[arg(long)]
+        hub_url: Option<String>,
+    },
+    /// Revoke the install's runner certificates: its runners are disconnected within seconds and
+    /// refused until bootstrapped anew (`installs runner-token`).
+    Revoke {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show an install: its components, their status and outputs.
+    Get {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List installs.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Switch approve-all on or off; switched on, plans waiting for a decision are released at once.
+    ApproveAll {
+        name: String,
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change input values (checked against their types) and deploy: only what the change
+    /// affects applies.
+    UpdateInputs {
+        name: String,
+        /// An input value, `name=value` (repeatable).
+        #[arg(long = "input", value_name = "NAME=VALUE", required = true)]
+        inputs: Vec<String>,
+        /// Follow the workflow until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget an install. Refused while anything of it is deployed (tear it down first), unless
+    /// --force, which leaves those resources with nobody to manage them.
+    Delete {
+        name: String,
+        #[arg(long)]
+        force: bool,
+    },
+    /// Destroy what an install has deployed: components in reverse deploy order, then the sandbox.
+    Teardown {
+        name: String,
+        /// Follow the workflow until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deploy the app's latest config to an install: every component (and the sandbox), or only
+    /// those named with --component.
+    Deploy {
+        name: String,
+        /// Only this component (repeat for more; `sandbox` is the sandbox). Components it depends
+        /// on keep what they have deployed.
+        #[arg(long = "component", value_name = "NAME")]
+        components: Vec<String>,
+        /// With --component: also everything that depends on those components, directly or not.
+        #[arg(long, requires = "components")]
+        with_dependents: bool,
+        /// Build, sync and plan, then stop: nothing is approved or applied. Review the plans with
+        /// `ferry workflows get W`.
+        #[arg(long)]
+        plan_only: bool,
+        /// Follow the workflow until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Plan and apply the install's sandbox again (after its approval); components stay as they
+    /// are.
+    Reprovision {
+        name: String,
+        /// Follow the workflow until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum WorkflowsCmd {
+    /// Show a workflow's steps; exit 1 when it failed or was cancelled.
+    Get {
+        id: String,
+        /// Also show each plan: the resources it adds, changes, replaces and destroys (from
+        /// Terraform's `show -json`; a script's plan is in its job's log).
+        #[arg(long)]
+        diff: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Follow a workflow, printing each step as it changes, until it ends; exit 1 unless it
+    /// succeeded (the failed steps' reasons and the end of their logs are printed).
+    Wait {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List workflows, newest first.
+    List {
+        /// Only this install's.
+        #[arg(long)]
+        install: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve waiting plans: one step (its index, or its component's name) or every one that waits.
+    Approve {
+        id: String,
+        #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+        step: Option<String>,
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a failed (or cancelled) workflow again from one step (its index or component); a failed
+    /// apply plans again first. With --wait, follows it to its end.
+    Retry {
+        id: String,
+        #[arg(long)]
+        step: String,
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Skip a step (its index or component) with the later steps of its component: one that has
+    /// not run, a waiting approval, or a failed or cancelled step of an ended workflow (which then
+    /// runs on). What depends on it runs with what the component has deployed.
+    Skip {
+        id: String,
+        #[arg(long)]
+        step: String,
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deny a waiting plan: its apply does not run and the workflow fails.
+    Deny {
+        id: String,
+        #[arg(long)]
+        step: String,
+        /// Skip the denied apply and go on, instead of failing the workflow.
+        #[arg(long, conflicts_with = "skip_dependents")]
+        skip_current: bool,
+        /// Skip the denied apply and every step that depends on it, and go on.
+        #[arg(long)]
+        skip_dependents: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a workflow: steps not started are cancelled, running jobs are stopped on the runner
+    /// (SIGTERM to the job's processes, SIGKILL after a grace period). Waits until it has ended.
+    Cancel {
+        id: String,
+        /// Return at once instead of waiting for the workflow to end.
+        #[arg(long)]
+        no_wait: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum ApprovalsCmd {
+    /// List plans waiting for a decision, oldest first, with each plan's summary.
+    List {
+        /// Only this install's.
+        #[arg(long)]
+        install: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum RunnersCmd {
+    /// List runners heard from: active (heartbeats arrive), unhealthy (a few missed), offline.
+    List {
+        /// Only this install's.
+        #[arg(long)]
+        install: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum JobsCmd {
+    /// Show a job: its status, executions, outputs and plan.
+    Get {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop one job: queued, it is cancelled at once; running, its runner stops it (SIGTERM, then
+    /// SIGKILL after the grace period). Its step ends cancelled. Waits until the job has ended.
+    Cancel {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
