@@ -279,9 +279,7 @@ impl Executor {
         r
     }
 
-    /// Runs the plugin process in its own process group. A timeout kills the group; a cancel sends
-    /// it SIGTERM, then SIGKILL after the grace period, so a job that traps SIGTERM stops too; a
-    /// lost lease kills it at once, before another runner may start the job.
+    /// Prepares the job's work directory, runs the plugin in it and reads what it produced.
     async fn plugin_in(
         &self,
         offer: &JobOffer,
@@ -290,42 +288,57 @@ impl Executor {
         log: &LogHandle,
         stop: &Stop,
     ) -> JobResult {
+        let job = match self.prepare(offer, work).await {
+            Ok(job) => job,
+            Err(why) => return failed(why),
+        };
+        let status = match self.run_plugin(&job, limit, log, stop).await {
+            Ok(status) => status,
+            Err(ended) => return ended,
+        };
+        match self.collect(&job, status).await {
+            Ok(r) | Err(r) => r,
+        }
+    }
+
+    /// The plugin's job: the artifact unpacked into `work/src`, the component's state directory,
+    /// the plan an apply runs (this install's own copy), written to `work/job.json`.
+    async fn prepare(&self, offer: &JobOffer, work: &Path) -> Result<PluginJob, String> {
         let (phase, c, plan) = match &offer.spec {
             JobSpec::Plan(c) => (Phase::Plan, c, None),
             JobSpec::Teardown(c) => (Phase::Teardown, c, None),
             JobSpec::Apply(a) => (Phase::Apply, &a.component, Some(&a.plan_digest)),
-            JobSpec::SyncArtifact(_) => return failed("not a plugin job"),
+            JobSpec::SyncArtifact(_) => return Err("not a plugin job".into()),
         };
         // The component's name becomes a directory of the install's state and plans: one plain
         // path segment, whatever an offer says.
         if !plain_name(&c.component) {
-            return failed(format!(
+            return Err(format!(
                 "refusing a job for component {:?}: not a plain name",
                 c.component
             ));
         }
         let src = work.join("src");
-        if let Err(e) = tokio::fs::create_dir_all(&src).await {
-            return failed(format!("creating the work directory: {e}"));
-        }
-        if let Err(e) = ferry_artifacts::unpack(&self.registry, &c.artifact_digest, &src).await {
-            return failed(format!(
-                "artifact {} is not usable from the install's store: {e}",
-                c.artifact_digest
-            ));
-        }
+        tokio::fs::create_dir_all(&src)
+            .await
+            .map_err(|e| format!("creating the work directory: {e}"))?;
+        ferry_artifacts::unpack(&self.registry, &c.artifact_digest, &src)
+            .await
+            .map_err(|e| {
+                format!(
+                    "artifact {} is not usable from the install's store: {e}",
+                    c.artifact_digest
+                )
+            })?;
         let state = self.data_dir.join("state").join(&c.component);
-        if let Err(e) = tokio::fs::create_dir_all(&state).await {
-            return failed(format!("creating the component's state directory: {e}"));
-        }
+        tokio::fs::create_dir_all(&state)
+            .await
+            .map_err(|e| format!("creating the component's state directory: {e}"))?;
         let plan_file = match plan {
-            Some(digest) => match self
-                .own_plan(&c.component, digest, &c.artifact_digest, work)
-                .await
-            {
-                Ok(p) => Some(p),
-                Err(why) => return failed(why),
-            },
+            Some(digest) => Some(
+                self.own_plan(&c.component, digest, &c.artifact_digest, work)
+                    .await?,
+            ),
             None => None,
         };
         let job = PluginJob {
@@ -340,49 +353,54 @@ impl Executor {
             applied_digest: c.applied_digest.clone(),
             plan_file,
             plan_digest: plan.cloned(),
-            src_dir: src.clone(),
+            src_dir: src,
             state_dir: state,
             work_dir: work.to_path_buf(),
         };
-        let job_path = work.join("job.json");
-        let result_path = work.join("result.json");
-        match serde_json::to_vec_pretty(&job) {
-            Ok(bytes) => {
-                if let Err(e) = tokio::fs::write(&job_path, bytes).await {
-                    return failed(format!("writing the plugin's job file: {e}"));
-                }
-            }
-            Err(e) => return failed(format!("encoding the plugin's job file: {e}")),
-        }
-        let exe = match std::env::current_exe() {
-            Ok(e) => e,
-            Err(e) => {
-                return failed(format!(
-                    "cannot find the runner executable to start the plugin: {e}"
-                ));
-            }
-        };
+        let bytes = serde_json::to_vec_pretty(&job)
+            .map_err(|e| format!("encoding the plugin's job file: {e}"))?;
+        tokio::fs::write(work.join("job.json"), bytes)
+            .await
+            .map_err(|e| format!("writing the plugin's job file: {e}"))?;
+        Ok(job)
+    }
+
+    /// Runs the plugin process in its own process group until it exits. A timeout kills the
+    /// group; a cancel sends it SIGTERM, then SIGKILL after the grace period, so a job that traps
+    /// SIGTERM stops too; a lost lease kills it at once, before another runner may start the job.
+    /// `Err` is how the job ended when the plugin did not end by itself.
+    async fn run_plugin(
+        &self,
+        job: &PluginJob,
+        limit: Duration,
+        log: &LogHandle,
+        stop: &Stop,
+    ) -> Result<std::process::ExitStatus, JobResult> {
+        let exe = std::env::current_exe().map_err(|e| {
+            failed(format!(
+                "cannot find the runner executable to start the plugin: {e}"
+            ))
+        })?;
         let mut cmd = tokio::process::Command::new(exe);
         cmd.arg("plugin")
             .arg("--job")
-            .arg(&job_path)
+            .arg(job.work_dir.join("job.json"))
             .arg("--result")
-            .arg(&result_path)
-            .current_dir(&src)
+            .arg(job.work_dir.join("result.json"))
+            .current_dir(&job.src_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            // Its own process group, so a timeout (and, later, a cancel) reaches every tool it started.
+            // Its own process group, so a timeout or a cancel reaches every tool it started.
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => return failed(format!("starting the plugin: {e}")),
-        };
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| failed(format!("starting the plugin: {e}")))?;
         let pid = child.id();
         // Recorded until it has ended: if this runner process dies (SIGKILL, a crash), the next
         // one for the install kills the group it left behind before taking any work.
-        let _marker = pid.and_then(|p| crate::orphans::record(&self.data_dir, work, p));
+        let _marker = pid.and_then(|p| crate::orphans::record(&self.data_dir, &job.work_dir, p));
         let out = child
             .stdout
             .take()
@@ -400,19 +418,19 @@ impl Executor {
         let status = tokio::select! {
             r = tokio::time::timeout(limit, child.wait()) => match r {
                 Ok(Ok(s)) => s,
-                Ok(Err(e)) => return failed(format!("waiting for the plugin: {e}")),
+                Ok(Err(e)) => return Err(failed(format!("waiting for the plugin: {e}"))),
                 Err(_) => {
                     signal(SIGKILL);
                     let _ = child.wait().await;
                     let mut r = failed(format!("timed out after {}s", limit.as_secs()));
                     r.status = Outcome::TimedOut;
-                    return r;
+                    return Err(r);
                 }
             },
             _ = stop.lost.notified() => {
                 signal(SIGKILL);
                 let _ = child.wait().await;
-                return failed(LEASE_LOST);
+                return Err(failed(LEASE_LOST));
             }
             _ = stop.cancel.notified() => {
                 log.system(format!(
@@ -430,7 +448,7 @@ impl Executor {
                 }
                 signal(SIGKILL);
                 let _ = child.wait().await;
-                return cancelled("cancelled");
+                return Err(cancelled("cancelled"));
             }
         };
         // The plugin has exited; whatever it started and left behind (it crashed, or forgot a
@@ -439,7 +457,17 @@ impl Executor {
         for t in [out, err].into_iter().flatten() {
             let _ = t.await;
         }
-        let result: Option<PluginResult> = tokio::fs::read(&result_path)
+        Ok(status)
+    }
+
+    /// The job's result from what the plugin wrote: its error, or its outputs and plan (the plan
+    /// kept install-side, only its digest, summary and JSON going to the hub).
+    async fn collect(
+        &self,
+        job: &PluginJob,
+        status: std::process::ExitStatus,
+    ) -> Result<JobResult, JobResult> {
+        let result: Option<PluginResult> = tokio::fs::read(job.work_dir.join("result.json"))
             .await
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
@@ -447,50 +475,44 @@ impl Executor {
             let why = result
                 .and_then(|r| r.error)
                 .unwrap_or_else(|| format!("plugin exited with {status}"));
-            return failed(why);
+            return Err(failed(why));
         }
-        let Some(result) = result else {
-            return failed("the plugin wrote no result");
-        };
+        let result = result.ok_or_else(|| failed("the plugin wrote no result"))?;
         if let Some(e) = result.error {
-            return failed(e);
+            return Err(failed(e));
         }
         let plan = match result.plan {
-            Some(p) => match tokio::fs::read(&p.file).await {
-                Ok(bytes) => {
-                    let digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
-                    let diff_json = match &p.diff {
-                        Some(f) => match tokio::fs::read(f).await {
-                            Ok(d) => d,
-                            Err(e) => return failed(format!("reading the plan's JSON: {e}")),
-                        },
-                        None => vec![],
-                    };
-                    if let Err(e) = self
-                        .keep_plan(&job.component, &digest, &bytes, &job.artifact_digest)
+            Some(p) => {
+                let bytes = tokio::fs::read(&p.file)
+                    .await
+                    .map_err(|e| failed(format!("reading the plan file: {e}")))?;
+                let digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
+                let diff_json = match &p.diff {
+                    Some(f) => tokio::fs::read(f)
                         .await
-                    {
-                        return failed(e);
-                    }
-                    Some(PlanData {
-                        digest,
-                        changes: p.changes,
-                        summary: p.summary,
-                        diff_json,
-                    })
-                }
-                Err(e) => return failed(format!("reading the plan file: {e}")),
-            },
+                        .map_err(|e| failed(format!("reading the plan's JSON: {e}")))?,
+                    None => vec![],
+                };
+                self.keep_plan(&job.component, &digest, &bytes, &job.artifact_digest)
+                    .await
+                    .map_err(failed)?;
+                Some(PlanData {
+                    digest,
+                    changes: p.changes,
+                    summary: p.summary,
+                    diff_json,
+                })
+            }
             None => None,
         };
-        JobResult {
+        Ok(JobResult {
             status: Outcome::Succeeded,
             outputs_json: serde_json::Value::Object(result.outputs).to_string(),
             plan,
             error: None,
             sensitive_outputs: result.sensitive_outputs,
             offloaded: None,
-        }
+        })
     }
 }
 
