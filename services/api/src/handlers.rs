@@ -44,6 +44,8 @@ pub(crate) async fn audit(
     Ok(())
 }
 
+/// `POST /v1/apps/{app}/configs`: validates the uploaded package and stores it as the app's next
+/// config version, unless it is identical to the latest (then nothing is stored).
 pub async fn sync_app(
     Ctx(s): Ctx,
     Path(app): Path<String>,
@@ -59,16 +61,74 @@ pub async fn sync_app(
         .ok_or(ApiError::InvalidPackage(report.diagnostics))?;
     let content_hash = pkg.content_hash();
 
-    let apps = s.store.repo::<App>();
-    let configs = s.store.repo::<AppConfigVersion>();
-    let existing = apps.get(&s.org, &app).await?;
+    let existing = s.store.repo::<App>().get(&s.org, &app).await?;
     let previous = match existing
         .as_ref()
         .and_then(|a| a.value.latest_config.clone())
     {
-        Some(id) => configs.get(&s.org, &id).await?.map(|v| v.value),
+        Some(id) => s
+            .store
+            .repo::<AppConfigVersion>()
+            .get(&s.org, &id)
+            .await?
+            .map(|v| v.value),
         None => None,
     };
+    let summaries = summaries(&cfg);
+    if let Some(p) = previous.as_ref().filter(|p| p.content_hash == content_hash) {
+        let components = SyncComponent::compared(&summaries, Some(p))
+            .into_iter()
+            .map(|c| SyncComponent {
+                changed: false,
+                ..c
+            })
+            .collect();
+        return Ok((
+            StatusCode::OK,
+            Json(SyncResponse {
+                app,
+                config_id: p.id.clone(),
+                version: p.version,
+                changed: false,
+                components,
+                deploy_order: p.deploy_order.clone(),
+            }),
+        ));
+    }
+    let components = SyncComponent::compared(&summaries, previous.as_ref());
+    let version = previous.as_ref().map(|p| p.version + 1).unwrap_or(1);
+    let rec = AppConfigVersion {
+        id: m::new_id(),
+        org: s.org.clone(),
+        app: app.clone(),
+        version,
+        source_object: format!(
+            "{}.{}.{}",
+            s.org,
+            app,
+            content_hash.trim_start_matches("sha256:")
+        ),
+        content_hash,
+        components: summaries,
+        deploy_order: cfg.deploy_order,
+        created_at: m::now(),
+    };
+    store_version(&s, &rec, &body, existing.is_none()).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(SyncResponse {
+            app,
+            config_id: rec.id,
+            version,
+            changed: true,
+            components,
+            deploy_order: rec.deploy_order,
+        }),
+    ))
+}
+
+/// The sandbox's and components' summaries, by name.
+fn summaries(cfg: &ferry_appconfig::AppConfig) -> Vec<m::ComponentSummary> {
     let mut summaries: Vec<m::ComponentSummary> = cfg
         .sandbox
         .iter()
@@ -81,99 +141,42 @@ pub async fn sync_app(
         })
         .collect();
     summaries.sort_by(|a, b| a.name.cmp(&b.name));
-    let components = |prev: Option<&AppConfigVersion>| -> Vec<SyncComponent> {
-        summaries
-            .iter()
-            .map(|c| SyncComponent {
-                name: c.name.clone(),
-                kind: c.kind.clone(),
-                content_hash: c.content_hash.clone(),
-                changed: !prev.is_some_and(|p| {
-                    p.components
-                        .iter()
-                        .any(|pc| pc.name == c.name && pc.content_hash == c.content_hash)
-                }),
-            })
-            .collect()
-    };
-    if let Some(p) = previous.as_ref().filter(|p| p.content_hash == content_hash) {
-        return Ok((
-            StatusCode::OK,
-            Json(SyncResponse {
-                app,
-                config_id: p.id.clone(),
-                version: p.version,
-                changed: false,
-                components: components(Some(p))
-                    .into_iter()
-                    .map(|c| SyncComponent {
-                        changed: false,
-                        ..c
-                    })
-                    .collect(),
-                deploy_order: p.deploy_order.clone(),
-            }),
-        ));
-    }
+    summaries
+}
 
-    let source_object = format!(
-        "{}.{}.{}",
-        s.org,
-        app,
-        content_hash.trim_start_matches("sha256:")
-    );
+/// Stores a new config version: its package's bytes, its record, the app (created with it, or
+/// pointed at it), and the audit event.
+async fn store_version(
+    s: &ApiState,
+    rec: &AppConfigVersion,
+    body: &[u8],
+    new_app: bool,
+) -> Result<(), ApiError> {
     s.store
-        .put_object(objects::APP_SOURCES, &source_object, &body)
+        .put_object(objects::APP_SOURCES, &rec.source_object, body)
         .await?;
-    let version = previous.as_ref().map(|p| p.version + 1).unwrap_or(1);
-    let rec = AppConfigVersion {
-        id: m::new_id(),
-        org: s.org.clone(),
-        app: app.clone(),
-        version,
-        content_hash,
-        source_object,
-        components: summaries.clone(),
-        deploy_order: cfg.deploy_order.clone(),
-        created_at: m::now(),
-    };
-    configs.create(&rec).await?;
-    match existing {
-        None => {
-            let a = App {
-                org: s.org.clone(),
-                name: app.clone(),
-                created_at: m::now(),
-                updated_at: m::now(),
-                latest_config: Some(rec.id.clone()),
-                config_count: 1,
-            };
-            // Created concurrently by another sync: record this version as the latest instead.
-            if !apps.create_if_absent(&a).await? {
-                set_latest(&s, &app, &rec).await?;
-            }
+    s.store.repo::<AppConfigVersion>().create(rec).await?;
+    let app = &rec.app;
+    if new_app {
+        let a = App {
+            org: s.org.clone(),
+            name: app.clone(),
+            created_at: m::now(),
+            updated_at: m::now(),
+            latest_config: Some(rec.id.clone()),
+            config_count: 1,
+        };
+        // Created concurrently by another sync: record this version as the latest instead.
+        if !s.store.repo::<App>().create_if_absent(&a).await? {
+            set_latest(s, app, rec).await?;
         }
-        Some(_) => set_latest(&s, &app, &rec).await?,
+    } else {
+        set_latest(s, app, rec).await?;
     }
-    audit(
-        &s,
-        "app.synced",
-        &app,
-        serde_json::json!({ "config_id": rec.id, "version": version }),
-    )
-    .await?;
-    info!(org = %s.org, app = %app, config = %rec.id, version, "app config stored");
-    Ok((
-        StatusCode::CREATED,
-        Json(SyncResponse {
-            app,
-            config_id: rec.id.clone(),
-            version,
-            changed: true,
-            components: components(previous.as_ref()),
-            deploy_order: rec.deploy_order,
-        }),
-    ))
+    let detail = serde_json::json!({ "config_id": rec.id, "version": rec.version });
+    audit(s, "app.synced", app, detail).await?;
+    info!(org = %s.org, app = %app, config = %rec.id, version = rec.version, "app config stored");
+    Ok(())
 }
 
 async fn set_latest(s: &ApiState, app: &str, rec: &AppConfigVersion) -> Result<(), ApiError> {

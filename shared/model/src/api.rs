@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Install;
+use crate::{AppConfigVersion, ComponentSummary, Install};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SyncComponent {
@@ -15,6 +15,30 @@ pub struct SyncComponent {
     pub content_hash: String,
     /// True when the component differs from the previous config version (it needs a new build).
     pub changed: bool,
+}
+
+impl SyncComponent {
+    /// A synced package's components against the app's previous version: a component is changed
+    /// unless that version has it, by name, with the same content hash (a first version changes
+    /// them all).
+    pub fn compared(
+        components: &[ComponentSummary],
+        previous: Option<&AppConfigVersion>,
+    ) -> Vec<SyncComponent> {
+        components
+            .iter()
+            .map(|c| SyncComponent {
+                name: c.name.clone(),
+                kind: c.kind.clone(),
+                content_hash: c.content_hash.clone(),
+                changed: !previous.is_some_and(|p| {
+                    p.components
+                        .iter()
+                        .any(|pc| pc.name == c.name && pc.content_hash == c.content_hash)
+                }),
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,4 +122,55 @@ pub struct RunnerInfo {
     pub health: crate::RunnerHealth,
     /// When it was last heard from (RFC 3339).
     pub last_seen: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(name: &str, hash: &str) -> ComponentSummary {
+        ComponentSummary {
+            name: name.into(),
+            kind: "script".into(),
+            content_hash: hash.into(),
+            dependencies: vec![],
+        }
+    }
+
+    #[test]
+    fn a_component_is_changed_unless_the_previous_version_has_it_with_the_same_hash() {
+        let previous = AppConfigVersion {
+            id: "v1".into(),
+            org: "acme".into(),
+            app: "shop".into(),
+            version: 1,
+            content_hash: "sha256:p".into(),
+            source_object: "o".into(),
+            components: vec![summary("web", "h1"), summary("db", "h2")],
+            deploy_order: vec![],
+            created_at: "2026-11-23T00:00:00.000Z".into(),
+        };
+        let now = [
+            summary("web", "h1"),
+            summary("db", "h3"),
+            summary("cache", "h4"),
+        ];
+        let changed: Vec<(String, bool)> = SyncComponent::compared(&now, Some(&previous))
+            .into_iter()
+            .map(|c| (c.name, c.changed))
+            .collect();
+        assert_eq!(
+            changed,
+            [
+                ("web".to_string(), false),
+                ("db".to_string(), true),
+                ("cache".to_string(), true)
+            ]
+        );
+        assert!(
+            SyncComponent::compared(&now, None)
+                .iter()
+                .all(|c| c.changed)
+        );
+    }
 }
