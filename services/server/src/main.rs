@@ -96,28 +96,17 @@ async fn main() {
 }
 
 async fn run(args: Args) -> Result<()> {
-    if let Some(Cmd::HubInit {
-        server_names,
-        leafnode_listen,
-    }) = &args.cmd
-    {
-        let hub = ferry_pki::HubFiles::load_or_create(&args.hub_dir, server_names)
-            .with_context(|| format!("creating the hub directory {}", args.hub_dir.display()))?;
-        std::fs::write(
-            hub.path("leafnodes.conf"),
-            hub.leafnodes_conf(leafnode_listen),
-        )
-        .with_context(|| format!("writing {}", hub.path("leafnodes.conf").display()))?;
-        println!("{}", hub.path("auth.conf").display());
-        return Ok(());
-    }
-    if let Some(Cmd::Init {
-        org,
-        name,
-        token_file,
-    }) = &args.cmd
-    {
-        return init(&args, org, name, token_file.as_deref()).await;
+    match &args.cmd {
+        Some(Cmd::HubInit {
+            server_names,
+            leafnode_listen,
+        }) => return hub_init(&args, server_names, leafnode_listen),
+        Some(Cmd::Init {
+            org,
+            name,
+            token_file,
+        }) => return init(&args, org, name, token_file.as_deref()).await,
+        None => {}
     }
     let services =
         parse_services(&args.services).map_err(|e| anyhow::anyhow!("--services: {e}"))?;
@@ -129,66 +118,16 @@ async fn run(args: Args) -> Result<()> {
     ensure_store(js, args.replicas).await?;
 
     let mut tasks: JoinSet<(Service, Result<()>)> = JoinSet::new();
-    for &svc in &services {
-        if svc == Service::Api {
-            continue; // below: it serves HTTP too
-        }
-        // Each service works as its own NATS user, allowed only what its role needs.
-        let (client, store) = service_store(&args, &hub, svc).await?;
-        let lease = std::time::Duration::from_secs(args.job_lease_secs.max(1));
-        let available = args
-            .job_available_secs
-            .map(|s| std::time::Duration::from_secs(s.max(1)));
-        match svc {
-            Service::Api => {}
-            Service::Scheduler => {
-                let mut scheduler = ferry_scheduler::Scheduler::new(client, store)
-                    .with_lease(lease)
-                    .with_max_plan_age(Duration::from_secs(args.max_plan_age_secs));
-                if let Some(available) = available {
-                    scheduler = scheduler.with_available(available);
-                }
-                tasks.spawn(async move { (svc, scheduler.run().await.map_err(Into::into)) });
-            }
-            Service::Build => {
-                tasks.spawn(async move {
-                    let r =
-                        async { ferry_build::BuildService::new(store).await?.run().await }.await;
-                    (svc, r.map_err(Into::into))
-                });
-            }
-            Service::LogIngest => {
-                tasks.spawn(async move {
-                    (
-                        svc,
-                        ferry_log_ingest::LogIngest::new(store)
-                            .run()
-                            .await
-                            .map_err(Into::into),
-                    )
-                });
-            }
-            Service::Approval => {
-                tasks.spawn(async move {
-                    (
-                        svc,
-                        ferry_approval::ApprovalService::new(store)
-                            .run()
-                            .await
-                            .map_err(Into::into),
-                    )
-                });
-            }
-        }
+    // The api serves HTTP too: it joins the router below.
+    for &svc in services.iter().filter(|&&s| s != Service::Api) {
+        spawn_service(&args, &hub, svc, &mut tasks).await?;
     }
-
-    let names: Vec<&str> = services.iter().map(|s| s.name()).collect();
+    let names: Vec<String> = services.iter().map(|s| s.name().to_string()).collect();
     let mut app = Router::new()
         .route(
             "/healthz",
             get({
-                let client = client.clone();
-                let names = names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+                let (client, names) = (client.clone(), names.clone());
                 move || healthz(client.clone(), names.clone())
             }),
         )
@@ -222,6 +161,54 @@ async fn run(args: Args) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// `hub-init`: the hub's trust directory, made once, and `leafnodes.conf` beside `auth.conf`.
+fn hub_init(args: &Args, server_names: &[String], leafnode_listen: &str) -> Result<()> {
+    let hub = ferry_pki::HubFiles::load_or_create(&args.hub_dir, server_names)
+        .with_context(|| format!("creating the hub directory {}", args.hub_dir.display()))?;
+    let leafnodes = hub.path("leafnodes.conf");
+    std::fs::write(&leafnodes, hub.leafnodes_conf(leafnode_listen))
+        .with_context(|| format!("writing {}", leafnodes.display()))?;
+    println!("{}", hub.path("auth.conf").display());
+    Ok(())
+}
+
+/// Starts one service (not the api) as its own NATS user, allowed only what its role needs.
+async fn spawn_service(
+    args: &Args,
+    hub: &ferry_pki::HubFiles,
+    svc: Service,
+    tasks: &mut JoinSet<(Service, Result<()>)>,
+) -> Result<()> {
+    let (client, store) = service_store(args, hub, svc).await?;
+    match svc {
+        Service::Api => {}
+        Service::Scheduler => {
+            let mut scheduler = ferry_scheduler::Scheduler::new(client, store)
+                .with_lease(Duration::from_secs(args.job_lease_secs.max(1)))
+                .with_max_plan_age(Duration::from_secs(args.max_plan_age_secs));
+            if let Some(secs) = args.job_available_secs {
+                scheduler = scheduler.with_available(Duration::from_secs(secs.max(1)));
+            }
+            tasks.spawn(async move { (svc, scheduler.run().await.map_err(Into::into)) });
+        }
+        Service::Build => {
+            tasks.spawn(async move {
+                let r = async { ferry_build::BuildService::new(store).await?.run().await }.await;
+                (svc, r.map_err(Into::into))
+            });
+        }
+        Service::LogIngest => {
+            let service = ferry_log_ingest::LogIngest::new(store);
+            tasks.spawn(async move { (svc, service.run().await.map_err(Into::into)) });
+        }
+        Service::Approval => {
+            let service = ferry_approval::ApprovalService::new(store);
+            tasks.spawn(async move { (svc, service.run().await.map_err(Into::into)) });
+        }
+    }
+    Ok(())
 }
 
 async fn init(args: &Args, org: &str, name: &str, file: Option<&std::path::Path>) -> Result<()> {
