@@ -51,46 +51,28 @@ impl Scheduler {
                 .await?;
         }
         let outputs = checked_outputs(&mut result, self.client.server_info().max_payload / 4);
-        let jobs = self.store.repo::<m::Job>();
-        let updated = jobs
+        let finished = m::Finished {
+            status: match result.status {
+                Outcome::Succeeded => m::ExecutionStatus::Finished,
+                Outcome::Failed => m::ExecutionStatus::Failed,
+                Outcome::Cancelled => m::ExecutionStatus::Cancelled,
+                Outcome::TimedOut => m::ExecutionStatus::TimedOut,
+            },
+            outputs,
+            sensitive_outputs: result.sensitive_outputs,
+            error: result.error,
+            plan: result.plan.map(|p| m::PlanMade {
+                digest: p.digest,
+                changes: p.changes,
+                summary: p.summary,
+            }),
+        };
+        let now = m::now();
+        let updated = self
+            .store
+            .repo::<m::Job>()
             .modify(org, job_id, |j| {
-                if j.install != install {
-                    // A runner may only report on its own install's jobs.
-                    return Err(format!(
-                        "job {job_id} belongs to install {}, not {install}",
-                        j.install
-                    ));
-                }
-                if j.status.is_terminal() {
-                    return Ok(false);
-                }
-                if j.current_execution().is_none_or(|e| e.id != execution_id) {
-                    // A lost execution's late result: the job has moved on without it.
-                    return Err(format!(
-                        "result of execution {execution_id}, which is not the job's current one"
-                    ));
-                }
-                let ended = match result.status {
-                    Outcome::Succeeded => m::ExecutionStatus::Finished,
-                    Outcome::Failed => m::ExecutionStatus::Failed,
-                    Outcome::Cancelled => m::ExecutionStatus::Cancelled,
-                    Outcome::TimedOut => m::ExecutionStatus::TimedOut,
-                };
-                j.status = ended.job_status();
-                j.outputs = outputs.clone();
-                j.sensitive_outputs = result.sensitive_outputs.clone();
-                j.error = result.error.clone();
-                if let Some(p) = &result.plan {
-                    j.plan_digest = Some(p.digest.clone());
-                    j.plan_changes = Some(p.changes);
-                    j.plan_summary = Some(p.summary.clone());
-                }
-                j.finished_at = Some(m::now());
-                if let Some(e) = j.executions.iter_mut().find(|e| e.id == execution_id) {
-                    e.status = ended;
-                    e.finished_at = Some(m::now());
-                }
-                Ok(true)
+                j.finish(install, execution_id, finished.clone(), &now)
             })
             .await;
         let job = match updated {

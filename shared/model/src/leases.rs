@@ -6,7 +6,7 @@
 //! is queued again while executions remain, and fails when none do. The runner kills its job before
 //! its own view of the lease ends, so a second execution never overlaps the first.
 
-use crate::{Execution, ExecutionStatus, Job, JobStatus};
+use crate::{Execution, ExecutionStatus, Job, JobStatus, Outputs};
 
 /// An execution granted by [`Job::claim`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +22,27 @@ pub enum Expired {
     Requeued { lost: String },
     /// No executions left: the job failed.
     Exhausted { lost: String },
+}
+
+/// How a runner says an execution ended, as [`Job::finish`] records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    /// `Finished`, `Failed`, `Cancelled` or `TimedOut`.
+    pub status: ExecutionStatus,
+    pub outputs: Outputs,
+    pub sensitive_outputs: Vec<String>,
+    pub error: Option<String>,
+    /// The plan a plan job made.
+    pub plan: Option<PlanMade>,
+}
+
+/// A plan as the job record keeps it: its digest (the plan itself stays in the install), whether
+/// it changes anything, and its one-line summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanMade {
+    pub digest: String,
+    pub changes: bool,
+    pub summary: String,
 }
 
 impl Job {
@@ -165,6 +186,52 @@ impl Job {
         true
     }
 
+    /// Records how an execution ended, as its runner reports it: the job ends with it. Refused,
+    /// with the reason, for a job of another install and for an execution that is not the job's
+    /// current one (a lost execution's late result: the job has moved on without it); `Ok(false)`
+    /// when the job has already ended.
+    pub fn finish(
+        &mut self,
+        install: &str,
+        execution_id: &str,
+        f: Finished,
+        now: &str,
+    ) -> Result<bool, String> {
+        if self.install != install {
+            return Err(format!(
+                "job {} belongs to install {}, not {install}",
+                self.id, self.install
+            ));
+        }
+        if self.status.is_terminal() {
+            return Ok(false);
+        }
+        if self
+            .current_execution()
+            .is_none_or(|e| e.id != execution_id)
+        {
+            return Err(format!(
+                "result of execution {execution_id}, which is not the job's current one"
+            ));
+        }
+        self.status = f.status.job_status();
+        self.outputs = f.outputs;
+        self.sensitive_outputs = f.sensitive_outputs;
+        self.error = f.error;
+        if let Some(p) = f.plan {
+            self.plan_digest = Some(p.digest);
+            self.plan_changes = Some(p.changes);
+            self.plan_summary = Some(p.summary);
+        }
+        self.finished_at = Some(now.to_string());
+        self.lease_expires_ms = None;
+        if let Some(e) = self.executions.iter_mut().find(|e| e.id == execution_id) {
+            e.status = f.status;
+            e.finished_at = Some(now.to_string());
+        }
+        Ok(true)
+    }
+
     /// Whether the current execution's lease has ended.
     pub fn lease_expired(&self, now_ms: u64) -> bool {
         self.status == JobStatus::InProgress && self.lease_expires_ms.is_some_and(|t| t <= now_ms)
@@ -219,6 +286,74 @@ mod tests {
         j.max_executions = max;
         j.offered_at = Some("t0".into());
         j
+    }
+
+    fn succeeded(plan: Option<PlanMade>) -> Finished {
+        let mut outputs = Outputs::new();
+        outputs.insert("url".into(), "https://x".into());
+        Finished {
+            status: ExecutionStatus::Finished,
+            outputs,
+            sensitive_outputs: vec![],
+            error: None,
+            plan,
+        }
+    }
+
+    #[test]
+    fn a_result_ends_the_job_only_from_its_install_and_its_current_execution() {
+        let mut j = job(2);
+        j.claim("i", "r1", "t1", 1_000, 500, "s").unwrap();
+        assert!(
+            j.finish("x", "j-1-s", succeeded(None), "t2")
+                .unwrap_err()
+                .contains("install i, not x")
+        );
+        assert!(
+            j.finish("i", "j-1", succeeded(None), "t2")
+                .unwrap_err()
+                .contains("not the job's current one")
+        );
+        assert_eq!(j.status, JobStatus::InProgress, "refusals change nothing");
+        let plan = PlanMade {
+            digest: "sha256:p".into(),
+            changes: true,
+            summary: "1 to add".into(),
+        };
+        assert_eq!(
+            j.finish("i", "j-1-s", succeeded(Some(plan)), "t2"),
+            Ok(true)
+        );
+        assert_eq!(j.status, JobStatus::Finished);
+        assert_eq!(j.outputs["url"], "https://x");
+        assert_eq!(
+            (
+                j.plan_digest.as_deref(),
+                j.plan_changes,
+                j.plan_summary.as_deref()
+            ),
+            (Some("sha256:p"), Some(true), Some("1 to add"))
+        );
+        assert_eq!(j.executions[0].status, ExecutionStatus::Finished);
+        assert_eq!(j.finished_at.as_deref(), Some("t2"));
+        assert_eq!(j.lease_expires_ms, None);
+        // A second report of the same end (a redelivered event) changes nothing.
+        assert_eq!(j.finish("i", "j-1-s", succeeded(None), "t3"), Ok(false));
+        assert_eq!(j.finished_at.as_deref(), Some("t2"));
+    }
+
+    #[test]
+    fn a_lost_executions_late_result_is_refused() {
+        let mut j = job(2);
+        j.claim("i", "r1", "t1", 1_000, 500, "").unwrap();
+        j.expire("t2", 1_500).unwrap();
+        j.claim("i", "r2", "t3", 2_000, 500, "").unwrap();
+        let mut failed = succeeded(None);
+        failed.status = ExecutionStatus::Failed;
+        assert!(j.finish("i", "j-1", failed.clone(), "t4").is_err());
+        assert_eq!(j.finish("i", "j-2", failed, "t4"), Ok(true));
+        assert_eq!(j.status, JobStatus::Failed);
+        assert_eq!(j.executions[0].status, ExecutionStatus::Lost);
     }
 
     #[test]
