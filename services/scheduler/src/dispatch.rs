@@ -89,34 +89,24 @@ impl Scheduler {
                         .map(|v| v.value),
                     None => None,
                 };
-                match job {
-                    None => self.start_step(wf, index).await,
-                    Some(j) if j.status.is_terminal() => self.apply_job_result(&j).await,
-                    // Past one of its limits (queue, available, execution, overall): it ends
-                    // `timed_out`, and a runner still running it is told to stop. A running job's
-                    // limits wait, like its lease, until this scheduler has been up a lease period:
-                    // its runner's result may still be on its way after an outage.
-                    Some(j)
-                        if (j.status != m::JobStatus::InProgress || self.may_expire_leases())
-                            && j.passed_limit(m::now_ms(), self.grace_ms()).is_some() =>
-                    {
-                        self.time_out(wf, &j.id).await
-                    }
-                    Some(j) if j.status == m::JobStatus::Queued => self.start_step(wf, index).await,
+                let check = m::JobCheck::of(
+                    job.as_ref(),
+                    m::now_ms(),
+                    self.grace_ms(),
+                    self.may_expire_leases(),
+                    wf.cancel_requested,
+                );
+                match (check, job) {
+                    (m::JobCheck::Offer, _) => self.start_step(wf, index).await,
+                    (m::JobCheck::ApplyResult, Some(j)) => self.apply_job_result(&j).await,
+                    (m::JobCheck::TimeOut, Some(j)) => self.time_out(wf, &j.id).await,
                     // Offered: the offer waits in the JOBS stream until a runner claims it, or
                     // until its available time is over (unless it never got there).
-                    Some(j) if j.status == m::JobStatus::Available => {
-                        self.reoffer_if_lost(wf, &j).await
-                    }
-                    // Its runner stopped renewing the lease: lost; run it again or fail it.
-                    Some(j) if j.lease_expired(m::now_ms()) && self.may_expire_leases() => {
-                        self.expire_lease(wf, &j.id).await
-                    }
-                    // Running, and the workflow is being cancelled: ask again (a cancel is a core
-                    // NATS message; a runner that missed it hears it now).
-                    Some(j) if wf.cancel_requested => self.cancel_job(wf, &j.id).await,
-                    // In progress: its runner holds the lease.
-                    Some(_) => Ok(()),
+                    (m::JobCheck::CheckOffer, Some(j)) => self.reoffer_if_lost(wf, &j).await,
+                    (m::JobCheck::ExpireLease, Some(j)) => self.expire_lease(wf, &j.id).await,
+                    // A cancel is a core NATS message: a runner that missed it hears it now.
+                    (m::JobCheck::Cancel, Some(j)) => self.cancel_job(wf, &j.id).await,
+                    _ => Ok(()),
                 }
             }
             StepKind::Approve => {

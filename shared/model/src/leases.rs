@@ -45,6 +45,59 @@ pub struct PlanMade {
     pub summary: String,
 }
 
+/// What the reconcile pass does about a started step's job, from its record alone
+/// ([`JobCheck::of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobCheck {
+    /// No record yet, or queued (again): offer it.
+    Offer,
+    /// Ended: apply its result to the step.
+    ApplyResult,
+    /// Past one of its limits: it ends `timed_out` (a runner still running it is told to stop).
+    TimeOut,
+    /// Offered and waiting: make sure the offer is really there.
+    CheckOffer,
+    /// Its runner stopped renewing the lease: the execution is lost.
+    ExpireLease,
+    /// Running while its workflow is cancelled: ask the runner again to stop it.
+    Cancel,
+    /// Running under its lease: nothing to do.
+    Wait,
+}
+
+impl JobCheck {
+    /// The check for a job record (`None`: the step has none yet). `leases_may_expire` is false
+    /// until the scheduler has been up a lease period: a running job's runner may still be
+    /// reporting after an outage, so neither its lease nor its limits end it before then.
+    pub fn of(
+        job: Option<&Job>,
+        now_ms: u64,
+        grace_ms: u64,
+        leases_may_expire: bool,
+        cancel_requested: bool,
+    ) -> JobCheck {
+        let Some(j) = job else {
+            return JobCheck::Offer;
+        };
+        let running = j.status == JobStatus::InProgress;
+        if j.status.is_terminal() {
+            JobCheck::ApplyResult
+        } else if (!running || leases_may_expire) && j.passed_limit(now_ms, grace_ms).is_some() {
+            JobCheck::TimeOut
+        } else if j.status == JobStatus::Queued {
+            JobCheck::Offer
+        } else if j.status == JobStatus::Available {
+            JobCheck::CheckOffer
+        } else if j.lease_expired(now_ms) && leases_may_expire {
+            JobCheck::ExpireLease
+        } else if cancel_requested {
+            JobCheck::Cancel
+        } else {
+            JobCheck::Wait
+        }
+    }
+}
+
 impl Job {
     /// A new job, queued, not offered yet.
     pub fn queued(
@@ -286,6 +339,35 @@ mod tests {
         j.max_executions = max;
         j.offered_at = Some("t0".into());
         j
+    }
+
+    #[test]
+    fn the_reconcile_check_of_a_job_follows_its_record() {
+        let check =
+            |j: Option<&Job>, now, may_expire, cancel| JobCheck::of(j, now, 0, may_expire, cancel);
+        assert_eq!(check(None, 0, true, false), JobCheck::Offer);
+        let mut j = job(2);
+        j.offered_at = None;
+        assert_eq!(check(Some(&j), 0, true, false), JobCheck::Offer);
+        j.offered("t0");
+        assert_eq!(check(Some(&j), 0, true, false), JobCheck::CheckOffer);
+        j.claim("i", "r", "t1", 1_000, 500, "").unwrap();
+        assert_eq!(check(Some(&j), 1_100, true, false), JobCheck::Wait);
+        assert_eq!(check(Some(&j), 1_100, true, true), JobCheck::Cancel);
+        assert_eq!(check(Some(&j), 1_500, true, false), JobCheck::ExpireLease);
+        assert_eq!(
+            check(Some(&j), 1_500, false, false),
+            JobCheck::Wait,
+            "not before the scheduler has been up a lease period"
+        );
+        // Past its overall limit: timed out, also while running, once leases may expire.
+        j.created_at = "2026-11-22T12:00:00.000Z".into();
+        j.timeouts.overall_secs = 1;
+        let late = crate::ms_of(&j.created_at).unwrap() + 2_000;
+        assert_eq!(check(Some(&j), late, true, false), JobCheck::TimeOut);
+        assert_eq!(check(Some(&j), late, false, false), JobCheck::Wait);
+        j.finish("i", "j-1", succeeded(None), "t2").unwrap();
+        assert_eq!(check(Some(&j), late, true, false), JobCheck::ApplyResult);
     }
 
     fn succeeded(plan: Option<PlanMade>) -> Finished {
