@@ -191,104 +191,8 @@ fn first_error(out: &str) -> Option<String> {
 pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
     init(job)?;
     match job.phase {
-        Phase::Plan => {
-            write_vars(job)?;
-            let file = job.work_dir.join("plan.tfplan");
-            // `-json`: Terraform's machine-readable stream; its human messages go to the log,
-            // and a failure's first diagnostic becomes the step's message.
-            let (status, out) = run_tee_shown(
-                terraform(job)
-                    .args([
-                        "plan",
-                        "-input=false",
-                        "-no-color",
-                        "-json",
-                        "-detailed-exitcode",
-                        "-out",
-                    ])
-                    .arg(&file),
-                human,
-            )?;
-            let changes = match status.code() {
-                Some(0) => false,
-                Some(2) => true,
-                _ => {
-                    return Err(PluginError(
-                        first_error(&out)
-                            .unwrap_or_else(|| format!("terraform plan failed ({status})")),
-                    ));
-                }
-            };
-            // The plan as Terraform describes it to programs: the summary is counted from it,
-            // and `ferry workflows get --diff` shows it.
-            let shown = terraform(job)
-                .args(["show", "-json", "-no-color"])
-                .arg(&file)
-                .output()?;
-            if !shown.status.success() {
-                return Err(PluginError(format!(
-                    "terraform show -json failed: {}",
-                    String::from_utf8_lossy(&shown.stderr).trim()
-                )));
-            }
-            let json: serde_json::Value = serde_json::from_slice(&shown.stdout)?;
-            let diff = job.work_dir.join("plan.json");
-            std::fs::write(&diff, serde_json::to_vec(&changes_only(&json))?)?;
-            Ok(PluginResult {
-                plan: Some(PluginPlan {
-                    file,
-                    changes,
-                    summary: summarize(&json),
-                    diff: Some(diff),
-                }),
-                ..Default::default()
-            })
-        }
-        Phase::Apply => {
-            approved_plan(job)?;
-            let plan = job
-                .plan_file
-                .clone()
-                .ok_or_else(|| PluginError("no plan".into()))?;
-            check(
-                run(terraform(job)
-                    .args(["apply", "-input=false", "-no-color", "-auto-approve"])
-                    .arg(&plan))?,
-                "apply",
-            )?;
-            let out = terraform(job)
-                .args(["output", "-json", "-no-color"])
-                .output()?;
-            if !out.status.success() {
-                return Err(PluginError(format!(
-                    "terraform output failed: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                )));
-            }
-            let raw: serde_json::Map<String, serde_json::Value> =
-                serde_json::from_slice(&out.stdout)?;
-            // `output -json` gives {name: {value, type, sensitive}}; components expose the values,
-            // and the API hides the sensitive ones.
-            let sensitive_outputs = raw
-                .iter()
-                .filter(|(_, v)| v["sensitive"] == true)
-                .map(|(k, _)| k.clone())
-                .collect();
-            let outputs = raw
-                .into_iter()
-                .map(|(k, v)| {
-                    (
-                        k,
-                        v.get("value").cloned().unwrap_or(serde_json::Value::Null),
-                    )
-                })
-                .collect();
-            Ok(PluginResult {
-                outputs,
-                sensitive_outputs,
-                ..Default::default()
-            })
-        }
+        Phase::Plan => plan(job),
+        Phase::Apply => apply(job),
         Phase::Teardown => {
             write_vars(job)?;
             check(
@@ -303,6 +207,107 @@ pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
             Ok(PluginResult::default())
         }
     }
+}
+
+/// `terraform plan -out`, then `show -json`: the plan file stays in the install, its changes
+/// (sensitive values masked) and summary go to review.
+fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
+    write_vars(job)?;
+    let file = job.work_dir.join("plan.tfplan");
+    // `-json`: Terraform's machine-readable stream; its human messages go to the log, and a
+    // failure's first diagnostic becomes the step's message.
+    let (status, out) = run_tee_shown(
+        terraform(job)
+            .args([
+                "plan",
+                "-input=false",
+                "-no-color",
+                "-json",
+                "-detailed-exitcode",
+                "-out",
+            ])
+            .arg(&file),
+        human,
+    )?;
+    let changes = match status.code() {
+        Some(0) => false,
+        Some(2) => true,
+        _ => {
+            return Err(PluginError(
+                first_error(&out).unwrap_or_else(|| format!("terraform plan failed ({status})")),
+            ));
+        }
+    };
+    // The plan as Terraform describes it to programs: the summary is counted from it, and
+    // `ferry workflows get --diff` shows it.
+    let shown = terraform(job)
+        .args(["show", "-json", "-no-color"])
+        .arg(&file)
+        .output()?;
+    if !shown.status.success() {
+        return Err(PluginError(format!(
+            "terraform show -json failed: {}",
+            String::from_utf8_lossy(&shown.stderr).trim()
+        )));
+    }
+    let json: serde_json::Value = serde_json::from_slice(&shown.stdout)?;
+    let diff = job.work_dir.join("plan.json");
+    std::fs::write(&diff, serde_json::to_vec(&changes_only(&json))?)?;
+    Ok(PluginResult {
+        plan: Some(PluginPlan {
+            file,
+            changes,
+            summary: summarize(&json),
+            diff: Some(diff),
+        }),
+        ..Default::default()
+    })
+}
+
+/// `terraform apply` of the approved plan (this install's own copy), then its outputs.
+fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
+    approved_plan(job)?;
+    let plan = job
+        .plan_file
+        .clone()
+        .ok_or_else(|| PluginError("no plan".into()))?;
+    check(
+        run(terraform(job)
+            .args(["apply", "-input=false", "-no-color", "-auto-approve"])
+            .arg(&plan))?,
+        "apply",
+    )?;
+    let out = terraform(job)
+        .args(["output", "-json", "-no-color"])
+        .output()?;
+    if !out.status.success() {
+        return Err(PluginError(format!(
+            "terraform output failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let raw: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&out.stdout)?;
+    // `output -json` gives {name: {value, type, sensitive}}; components expose the values, and
+    // the API hides the sensitive ones.
+    let sensitive_outputs = raw
+        .iter()
+        .filter(|(_, v)| v["sensitive"] == true)
+        .map(|(k, _)| k.clone())
+        .collect();
+    let outputs = raw
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                k,
+                v.get("value").cloned().unwrap_or(serde_json::Value::Null),
+            )
+        })
+        .collect();
+    Ok(PluginResult {
+        outputs,
+        sensitive_outputs,
+        ..Default::default()
+    })
 }
 
 #[cfg(test)]
