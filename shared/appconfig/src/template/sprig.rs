@@ -168,10 +168,19 @@ fn list(v: &V) -> Vec<V> {
     }
 }
 
-/// Calls a Sprig function; `None` when `name` is not one.
+/// Calls a Sprig function; `None` when `name` is not one. Grouped as Sprig's documentation
+/// groups them.
 pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
+    values(name, args)
+        .or_else(|| strings(name, args))
+        .or_else(|| collections(name, args))
+        .or_else(|| numbers(name, args))
+}
+
+/// Tests, defaults and conversions: `required`, `empty`, `coalesce`, `ternary`, `toString`,
+/// `fromJson`, `toPrettyJson`, `toYaml`.
+fn values(name: &str, args: &[V]) -> Option<Result<V, String>> {
     let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
-    let last = || args.last().cloned().unwrap_or(V::Null);
     Some(Ok(match name {
         "required" => {
             if matches!(arg(1), V::Null) || arg(1) == V::Str(String::new()) {
@@ -203,6 +212,15 @@ pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
                 .trim_end_matches('\n')
                 .to_string(),
         ),
+        _ => return None,
+    }))
+}
+
+/// String functions: indentation, trimming, splitting, `substr`, `title`, regular expressions,
+/// `sha256sum`.
+fn strings(name: &str, args: &[V]) -> Option<Result<V, String>> {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
+    Some(Ok(match name {
         "indent" | "nindent" => {
             let pad = " ".repeat(int(&arg(0)).clamp(0, 1024) as usize);
             let body = format!("{pad}{}", s(&arg(1)).replace('\n', &format!("\n{pad}")));
@@ -240,6 +258,16 @@ pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
             Ok(r) => V::Str(r.replace_all(&s(&arg(1)), s(&arg(2)).as_str()).into_owned()),
             Err(e) => return Some(Err(format!("`regexReplaceAll`: {e}"))),
         },
+        "sha256sum" => V::Str(hex::encode(Sha256::digest(s(&arg(0)).as_bytes()))),
+        _ => return None,
+    }))
+}
+
+/// Lists and maps: `list`, `dict`, `get`, `set`, `hasKey`, `keys`, `values`, `first`, `last`,
+/// `has`, `uniq`, `sortAlpha`.
+fn collections(name: &str, args: &[V]) -> Option<Result<V, String>> {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
+    Some(Ok(match name {
         "list" => V::List(args.to_vec()),
         "dict" => V::Map(
             args.chunks(2)
@@ -295,6 +323,16 @@ pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
             items.sort();
             V::List(items.into_iter().map(V::Str).collect())
         }
+        _ => return None,
+    }))
+}
+
+/// Numbers, versions and time: conversions, arithmetic, `max`/`min`, `semverCompare`, `now`,
+/// `date`.
+fn numbers(name: &str, args: &[V]) -> Option<Result<V, String>> {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
+    let last = || args.last().cloned().unwrap_or(V::Null);
+    Some(Ok(match name {
         "int" | "atoi" => num(if name == "atoi" {
             s(&arg(0)).parse::<i64>().unwrap_or(0)
         } else {
@@ -317,7 +355,6 @@ pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
         }
         "max" => num(args.iter().map(int).max().unwrap_or(0)),
         "min" => num(args.iter().map(int).min().unwrap_or(0)),
-        "sha256sum" => V::Str(hex::encode(Sha256::digest(s(&arg(0)).as_bytes()))),
         "semverCompare" => match semver_compare(&s(&arg(0)), &s(&arg(1))) {
             Ok(b) => V::Bool(b),
             Err(e) => return Some(Err(format!("`semverCompare`: {e}"))),
