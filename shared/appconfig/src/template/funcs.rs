@@ -147,8 +147,22 @@ pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
     {
         return Ok(V::Unknown);
     }
+    if let Some(v) = builtin(name, &args)? {
+        return Ok(v);
+    }
+    if let Some(v) = strings(name, &args)? {
+        return Ok(v);
+    }
+    match super::sprig::call(name, &args) {
+        Some(r) => r,
+        None => Err(format!("unknown function `{name}`")),
+    }
+}
+
+/// Go's own template functions: logic, comparisons, `len`, `index`, `print`, `printf`.
+fn builtin(name: &str, args: &[V]) -> Result<Option<V>, String> {
     let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
-    Ok(match name {
+    Ok(Some(match name {
         "and" => args
             .iter()
             .find(|a| !a.truthy())
@@ -160,14 +174,6 @@ pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
             .cloned()
             .unwrap_or_else(|| arg(args.len() - 1)),
         "not" => V::Bool(!arg(0).truthy()),
-        "default" => {
-            let value = arg(1);
-            if args.len() < 2 || !value.truthy() {
-                arg(0)
-            } else {
-                value
-            }
-        }
         "eq" => V::Bool(args[1..].iter().any(|b| args[0].equals(b))),
         "ne" => V::Bool(!arg(0).equals(&arg(1))),
         "lt" | "le" | "gt" | "ge" => {
@@ -214,6 +220,25 @@ pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
             }
             cur
         }
+        "print" => V::Str(sprint(args)),
+        "printf" => V::Str(printf(&s(&arg(0)), &args[1..])?),
+        _ => return Ok(None),
+    }))
+}
+
+/// `default` and Sprig's string and encoding functions that Ferry evaluates itself (quoting,
+/// case, trimming, splitting and joining, base64, JSON).
+fn strings(name: &str, args: &[V]) -> Result<Option<V>, String> {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
+    Ok(Some(match name {
+        "default" => {
+            let value = arg(1);
+            if args.len() < 2 || !value.truthy() {
+                arg(0)
+            } else {
+                value
+            }
+        }
         "join" => match arg(1) {
             V::List(l) => V::Str(l.iter().map(V::print).collect::<Vec<_>>().join(&s(&arg(0)))),
             V::Null => V::Str(String::new()),
@@ -258,13 +283,8 @@ pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
         "contains" => V::Bool(s(&arg(1)).contains(&s(&arg(0)))),
         "hasPrefix" => V::Bool(s(&arg(1)).starts_with(&s(&arg(0)))),
         "hasSuffix" => V::Bool(s(&arg(1)).ends_with(&s(&arg(0)))),
-        "print" => V::Str(sprint(&args)),
-        "printf" => V::Str(printf(&s(&arg(0)), &args[1..])?),
-        _ => match super::sprig::call(name, &args) {
-            Some(r) => r?,
-            None => return Err(format!("unknown function `{name}`")),
-        },
-    })
+        _ => return Ok(None),
+    }))
 }
 
 /// Go's `%q` for the strings configs carry: JSON string escaping is the same for them.
