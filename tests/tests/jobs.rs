@@ -1,5 +1,6 @@
 //! Jobs end the way users ask: cancelled on the runner (also when they trap SIGTERM), cancelled
 //! while nobody runs them, and one workflow per install at a time however many deploys race.
+//! Long because each check of the issue is a test of its own against real processes.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -2,6 +2,9 @@
 //! whether Ferry acts on it yet. One definition drives validation (unknown keys with "did you mean",
 //! types, required keys, warnings for keys Ferry accepts but ignores), the JSON Schema editors use
 //! (`ferry apps schema`), and the reference in `docs/app-config.md` (a test keeps it in sync).
+//!
+//! Long because it is one table: every block and key of the format in one place, so that a key is
+//! added, documented and validated by one edit. Splitting it would split that one definition.
 
 /// The type of a value.
 #[derive(Debug, Clone, Copy)]

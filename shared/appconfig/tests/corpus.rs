@@ -1,5 +1,7 @@
 //! The fixture corpus: app directories shaped like real vendor apps must validate with the expected
 //! deploy order, and each invalid variant must give exactly the expected first diagnostic.
+//!
+//! Long because it is a table of cases: one line of expected diagnostic per invalid variant.
 
 use std::path::{Path, PathBuf};
 

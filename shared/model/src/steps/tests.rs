@@ -1,4 +1,4 @@
-//! Every transition of the step state machine, legal and illegal.
+//! Every transition of the step state machine, legal and illegal (long because it is every one).
 
 use super::*;
 use crate::{Deployable, WorkflowKind};
