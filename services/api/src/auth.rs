@@ -8,7 +8,7 @@
 //! refused from the next request on.
 
 use axum::Json;
-use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::middleware::Next;
@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::handlers::{audit, check_name};
+use crate::ids::Name;
 use crate::{ApiError, ApiState};
 
 /// Who is calling: resolved from the request's token by [`require_token`].
@@ -195,11 +196,7 @@ pub async fn list_tokens(Ctx(s): Ctx) -> Result<Json<Vec<TokenInfo>>, ApiError> 
 }
 
 /// Revokes a token: refused from its next request on.
-pub async fn revoke_token(
-    Ctx(s): Ctx,
-    Path(id): Path<String>,
-) -> Result<Json<TokenInfo>, ApiError> {
-    check_name("token", &id)?;
+pub async fn revoke_token(Ctx(s): Ctx, Name(id): Name) -> Result<Json<TokenInfo>, ApiError> {
     let t = s
         .store
         .repo::<ApiToken>()

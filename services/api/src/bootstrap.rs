@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use ferry_model::api::RunnerToken;
 use ferry_model::{self as m, BootstrapToken, TokenText};
 use serde::{Deserialize, Serialize};
@@ -22,6 +22,7 @@ use tracing::{info, warn};
 use crate::auth::Ctx;
 use crate::error::ApiError;
 use crate::handlers::audit;
+use crate::ids::Name;
 use crate::{ApiState, now_unix};
 
 /// What issues and revokes certificates: the hub's CA, how long its certificates live, and a
@@ -44,15 +45,54 @@ pub struct Revoked {
     pub connections_closed: usize,
 }
 
-/// Revokes every certificate issued to `install` and closes its live connections.
+/// The install's runner access as recorded (open with epoch `""` when it has no record).
+pub(crate) async fn access(
+    store: &ferry_store::Store,
+    org: &str,
+    install: &str,
+) -> Result<m::RunnerAccess, ferry_store::StoreError> {
+    Ok(store
+        .repo::<m::RunnerAccess>()
+        .get(org, install)
+        .await?
+        .map_or_else(|| m::RunnerAccess::open(org, install), |v| v.value))
+}
+
+/// Changes the install's runner access (creating its record); returns it as stored.
+async fn change_access(
+    s: &ApiState,
+    install: &str,
+    f: impl Fn(&mut m::RunnerAccess),
+) -> Result<m::RunnerAccess, ApiError> {
+    let changed = s
+        .store
+        .repo::<m::RunnerAccess>()
+        .upsert(
+            &s.org,
+            install,
+            || m::RunnerAccess::open(&s.org, install),
+            |a| {
+                f(a);
+                Ok::<bool, std::convert::Infallible>(true)
+            },
+        )
+        .await?;
+    Ok(changed.unwrap_or_else(|never| match never {}))
+}
+
+/// Revokes the install (see `ferry_model::RunnerAccess`): first its access, in one
+/// compare-and-swap — from then on no certificate of it is admitted, renewed or bootstrapped —
+/// then marks its issued certificates, then closes its live connections.
 pub(crate) async fn revoke_install(s: &ApiState, install: &str) -> Result<Revoked, ApiError> {
+    let now = m::now();
+    let epoch = m::new_id();
+    change_access(s, install, |a| a.revoke(epoch.clone(), &now)).await?;
     let certs = s.store.repo::<m::IssuedCert>();
     let mut revoked = Vec::new();
     for c in certs.list(&s.org).await? {
         if c.install != install || c.revoked_at.is_some() {
             continue;
         }
-        let now = m::now();
         let _always: Result<_, std::convert::Infallible> = certs
             .modify(&s.org, &c.serial, |c| {
                 c.revoked_at.get_or_insert(now.clone());
@@ -71,7 +111,7 @@ pub(crate) async fn revoke_install(s: &ApiState, install: &str) -> Result<Revoke
                 })?,
                 Err(_) => {
                     return Err(ApiError::Unavailable(
-                        "the certificates are revoked, but the hub did not answer within 10 s: their live connections may stay until they reconnect".into(),
+                        "the install is revoked, but the hub did not answer within 10 s: its live connections may stay until they reconnect".into(),
                     ));
                 }
             }
@@ -82,7 +122,7 @@ pub(crate) async fn revoke_install(s: &ApiState, install: &str) -> Result<Revoke
         s,
         "install.certificates_revoked",
         install,
-        serde_json::json!({ "certificates": revoked, "connections_closed": closed }),
+        serde_json::json!({ "certificates": revoked, "connections_closed": closed, "epoch": epoch }),
     )
     .await?;
     Ok(Revoked {
@@ -92,9 +132,10 @@ pub(crate) async fn revoke_install(s: &ApiState, install: &str) -> Result<Revoke
     })
 }
 
-/// `POST /v1/installs/{name}/revoke` (admin): revokes the install's runner certificates; its
-/// runners are disconnected within seconds and refused from then on, until bootstrapped anew.
-pub async fn revoke(Ctx(s): Ctx, Path(name): Path<String>) -> Result<Json<Revoked>, ApiError> {
+/// `POST /v1/installs/{name}/revoke` (admin): revokes the install; its runners are disconnected
+/// within seconds and refused from then on, until an operator issues a new bootstrap token and a
+/// runner bootstraps with it.
+pub async fn revoke(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Revoked>, ApiError> {
     s.store
         .repo::<m::Install>()
         .get(&s.org, &name)
@@ -103,8 +144,10 @@ pub async fn revoke(Ctx(s): Ctx, Path(name): Path<String>) -> Result<Json<Revoke
     Ok(Json(revoke_install(&s, &name).await?))
 }
 
-/// A new bootstrap token for `install` of the caller's org.
+/// A new bootstrap token for `install` of the caller's org. It opens a revoked install again, to
+/// runners bootstrapped from now on.
 pub(crate) async fn issue(s: &ApiState, install: &str) -> Result<RunnerToken, ApiError> {
+    let access = change_access(s, install, m::RunnerAccess::reopen).await?;
     let lifetime = s
         .issuer
         .as_ref()
@@ -125,6 +168,7 @@ pub(crate) async fn issue(s: &ApiState, install: &str) -> Result<RunnerToken, Ap
         created_at: m::now(),
         expires_unix: now_unix() + lifetime,
         used_at: None,
+        epoch: access.epoch,
     };
     s.store.repo::<BootstrapToken>().create(&record).await?;
     audit(
@@ -142,10 +186,7 @@ pub(crate) async fn issue(s: &ApiState, install: &str) -> Result<RunnerToken, Ap
 }
 
 /// `POST /v1/installs/{name}/runner-token` (admin): a new one-time token for a runner.
-pub async fn runner_token(
-    Ctx(s): Ctx,
-    Path(name): Path<String>,
-) -> Result<Json<RunnerToken>, ApiError> {
+pub async fn runner_token(Ctx(s): Ctx, Name(name): Name) -> Result<Json<RunnerToken>, ApiError> {
     s.store
         .repo::<m::Install>()
         .get(&s.org, &name)
@@ -200,6 +241,10 @@ pub async fn bootstrap(
         return Err(refused(why));
     }
     let record = found.value.clone();
+    let access = access(&s.store, &record.org, &record.install).await?;
+    if let Some(why) = access.refuses_token(&record) {
+        return Err(refused(&why));
+    }
     let identity = ferry_pki::InstallIdentity::new(&record.org, &record.install)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let certificate = issuer
@@ -229,6 +274,7 @@ pub async fn bootstrap(
             issued_at: m::now(),
             not_after_unix: info.not_after_unix,
             revoked_at: None,
+            epoch: access.epoch.clone(),
         })
         .await?;
     let s = ApiState {
@@ -315,6 +361,12 @@ async fn renew(s: &ApiState, install: &str, csr: &str) -> Result<(String, String
         .issuer
         .as_ref()
         .ok_or_else(|| ApiError::Unavailable("no CA".into()))?;
+    // Read before signing: a revocation that lands after this read starts a new epoch, and the
+    // certificate recorded below, in this one, is never admitted.
+    let access = access(&s.store, &s.org, install).await?;
+    if let Some(why) = access.refuses_issue() {
+        return Err(ApiError::Unauthorized(why));
+    }
     let identity = ferry_pki::InstallIdentity::new(&s.org, install)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let certificate = issuer
@@ -332,6 +384,7 @@ async fn renew(s: &ApiState, install: &str, csr: &str) -> Result<(String, String
             issued_at: m::now(),
             not_after_unix: info.not_after_unix,
             revoked_at: None,
+            epoch: access.epoch,
         })
         .await?;
     audit(

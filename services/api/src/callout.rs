@@ -53,14 +53,16 @@ pub fn certificate(req: &AuthRequest) -> Result<CertInfo, String> {
     CertInfo::parse(pem).map_err(|e| e.to_string())
 }
 
-/// The decision for a connection with certificate `info`, given its revocation (from the
-/// `certificates` bucket: `revoked_at` of the record of its serial, if it has one).
-pub fn decide(info: &CertInfo, revoked_at: Option<&str>) -> Decision {
-    if let Some(at) = revoked_at {
-        return Decision::Refuse(format!(
-            "certificate {} of install {}/{} was revoked at {at}",
-            info.serial, info.identity.org, info.identity.install
-        ));
+/// The decision for a connection with certificate `info`, given its install's runner access and
+/// the record of its issue (from the `certificates` bucket, if it has one): see
+/// `ferry_model::RunnerAccess::refuses_certificate`.
+pub fn decide(
+    info: &CertInfo,
+    access: &m::RunnerAccess,
+    issued: Option<&m::IssuedCert>,
+) -> Decision {
+    if let Some(why) = access.refuses_certificate(&info.serial, issued) {
+        return Decision::Refuse(why);
     }
     let id = &info.identity;
     let grant = ferry_protocol::permissions::install(&id.org, &id.install);
@@ -126,8 +128,8 @@ async fn answer(
     };
     let decision = match certificate(&req) {
         Err(why) => Decision::Refuse(why),
-        Ok(info) => match revocation(store, &info).await {
-            Ok(revoked_at) => decide(&info, revoked_at.as_deref()),
+        Ok(info) => match standing(store, &info).await {
+            Ok((access, issued)) => decide(&info, &access, issued.as_ref()),
             // Unknown is not admitted: the server retries the connection.
             Err(e) => Decision::Refuse(format!("cannot check revocation now: {e}")),
         },
@@ -152,16 +154,19 @@ async fn answer(
     }
 }
 
-/// When the certificate was revoked, if it was.
-async fn revocation(
+/// The certificate's install's runner access, and the record of its issue.
+async fn standing(
     store: &Store,
     info: &CertInfo,
-) -> Result<Option<String>, ferry_store::StoreError> {
-    Ok(store
+) -> Result<(m::RunnerAccess, Option<m::IssuedCert>), ferry_store::StoreError> {
+    let id = &info.identity;
+    let access = crate::bootstrap::access(store, &id.org, &id.install).await?;
+    let issued = store
         .repo::<m::IssuedCert>()
-        .get(&info.identity.org, &info.serial)
+        .get(&id.org, &info.serial)
         .await?
-        .and_then(|c| c.value.revoked_at))
+        .map(|c| c.value);
+    Ok((access, issued))
 }
 
 /// Closes every live connection of `install` on every hub server (with a system-account
@@ -237,7 +242,8 @@ mod tests {
     #[test]
     fn an_install_certificate_is_admitted_with_its_install_permissions_until_it_expires() {
         let info = info_for("prod");
-        let Decision::Admit(grant) = decide(&info, None) else {
+        let access = m::RunnerAccess::open("acme", "prod");
+        let Decision::Admit(grant) = decide(&info, &access, None) else {
             panic!("refused");
         };
         assert_eq!(grant.name, "install:acme.prod");
@@ -249,14 +255,13 @@ mod tests {
     }
 
     #[test]
-    fn a_revoked_certificate_is_refused_with_the_reason() {
+    fn every_certificate_of_a_revoked_install_is_refused_with_the_reason() {
         let info = info_for("prod");
-        let Decision::Refuse(why) = decide(&info, Some("2026-01-01T00:00:00Z")) else {
+        let mut access = m::RunnerAccess::open("acme", "prod");
+        access.revoke("e1".into(), "2026-01-01T00:00:00Z");
+        let Decision::Refuse(why) = decide(&info, &access, None) else {
             panic!("admitted");
         };
-        assert!(
-            why.contains(&info.serial) && why.contains("revoked at 2026-01-01"),
-            "{why}"
-        );
+        assert!(why.contains("revoked at 2026-01-01"), "{why}");
     }
 }

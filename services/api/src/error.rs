@@ -16,6 +16,9 @@ pub enum ApiError {
     Unauthorized(String),
     #[error("{0}")]
     Unavailable(String),
+    /// More than the control plane can store (413): the message says the limit.
+    #[error("{0}")]
+    TooLarge(String),
     #[error("the app package is invalid")]
     InvalidPackage(ferry_appconfig::Diagnostics),
     #[error("store: {0}")]
@@ -30,6 +33,7 @@ impl IntoResponse for ApiError {
             ApiError::Conflict(m) => (StatusCode::CONFLICT, json!({ "error": m })),
             ApiError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, json!({ "error": m })),
             ApiError::Unavailable(m) => (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": m })),
+            ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, json!({ "error": m })),
             ApiError::InvalidPackage(d) => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 json!({ "error": self.to_string(), "diagnostics": d }),

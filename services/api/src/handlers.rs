@@ -2,27 +2,18 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::Path;
 use axum::http::StatusCode;
 use ferry_appconfig::Package;
 use ferry_model::api::{SyncComponent, SyncResponse};
 use ferry_model::{self as m, App, AppConfigVersion};
 use ferry_protocol::resources::objects;
-use ferry_protocol::subjects;
 use tracing::info;
 
 use crate::auth::Ctx;
+use crate::ids::Name;
 use crate::{ApiError, ApiState};
 
-pub(crate) fn check_name(kind: &str, name: &str) -> Result<(), ApiError> {
-    if subjects::is_valid_token(name) {
-        Ok(())
-    } else {
-        Err(ApiError::BadRequest(format!(
-            "invalid {kind} name `{name}`: use 1-63 lowercase letters, digits and `-`"
-        )))
-    }
-}
+pub(crate) use crate::ids::check_name;
 
 pub(crate) async fn audit(
     s: &ApiState,
@@ -48,10 +39,9 @@ pub(crate) async fn audit(
 /// config version, unless it is identical to the latest (then nothing is stored).
 pub async fn sync_app(
     Ctx(s): Ctx,
-    Path(app): Path<String>,
+    Name(app): Name,
     body: Bytes,
 ) -> Result<(StatusCode, Json<SyncResponse>), ApiError> {
-    check_name("app", &app)?;
     let pkg = Package::from_bundle(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let (pkg, report) = ferry_store::validate_package(pkg)
         .await
@@ -199,8 +189,7 @@ pub async fn list_apps(Ctx(s): Ctx) -> Result<Json<Vec<App>>, ApiError> {
     Ok(Json(apps))
 }
 
-pub async fn get_app(Ctx(s): Ctx, Path(app): Path<String>) -> Result<Json<App>, ApiError> {
-    check_name("app", &app)?;
+pub async fn get_app(Ctx(s): Ctx, Name(app): Name) -> Result<Json<App>, ApiError> {
     let a = s
         .store
         .repo::<App>()

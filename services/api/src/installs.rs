@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::Path;
 use axum::http::StatusCode;
 use ferry_model::api::{CreateInstall, CreatedInstall, Deployed};
 use ferry_model::{self as m, App, Install, Workflow};
@@ -16,6 +15,7 @@ use tracing::info;
 
 use crate::auth::Ctx;
 use crate::handlers::{audit, check_name};
+use crate::ids::Name;
 use crate::{ApiError, ApiState};
 
 /// Checks input values against the config's declarations; returns the config.
@@ -24,6 +24,9 @@ async fn check_inputs(
     config_id: &str,
     inputs: &BTreeMap<String, String>,
 ) -> Result<ferry_appconfig::AppConfig, ApiError> {
+    if let Some(why) = Install::inputs_too_large(inputs) {
+        return Err(ApiError::TooLarge(why));
+    }
     let (_, _, cfg) = s.store.config(&s.org, config_id).await?;
     cfg.check_inputs(inputs).map_err(ApiError::BadRequest)?;
     Ok(cfg)
@@ -175,8 +178,7 @@ pub async fn list_installs(Ctx(s): Ctx) -> Result<Json<Vec<Install>>, ApiError> 
     Ok(Json(installs.into_iter().map(Install::redacted).collect()))
 }
 
-pub async fn get_install(Ctx(s): Ctx, Path(name): Path<String>) -> Result<Json<Install>, ApiError> {
-    check_name("install", &name)?;
+pub async fn get_install(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Install>, ApiError> {
     let i = s
         .store
         .repo::<Install>()
@@ -190,10 +192,9 @@ pub async fn get_install(Ctx(s): Ctx, Path(name): Path<String>) -> Result<Json<I
 /// are released at once (the approval service decides them as approve-all).
 pub async fn set_approve_all(
     Ctx(s): Ctx,
-    Path(name): Path<String>,
+    Name(name): Name,
     Json(req): Json<m::api::ApproveAll>,
 ) -> Result<Json<Install>, ApiError> {
-    check_name("install", &name)?;
     let install = s
         .store
         .repo::<Install>()
@@ -244,7 +245,7 @@ pub async fn set_approve_all(
 /// components, with or without their dependents; plans only).
 pub async fn deploy_install(
     Ctx(s): Ctx,
-    Path(name): Path<String>,
+    Name(name): Name,
     body: Option<Json<m::DeployScope>>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     let scope = body.map(|Json(b)| b).unwrap_or_default();
@@ -255,7 +256,7 @@ pub async fn deploy_install(
 /// config; the components stay as they are.
 pub async fn reprovision_install(
     Ctx(s): Ctx,
-    Path(name): Path<String>,
+    Name(name): Name,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     let scope = m::DeployScope {
         components: vec![m::SANDBOX.into()],
@@ -275,10 +276,9 @@ pub struct DeleteOptions {
 /// them.
 pub async fn delete_install(
     Ctx(s): Ctx,
-    Path(name): Path<String>,
+    Name(name): Name,
     axum::extract::Query(o): axum::extract::Query<DeleteOptions>,
 ) -> Result<StatusCode, ApiError> {
-    check_name("install", &name)?;
     let installs = s.store.repo::<Install>();
     let cur = installs
         .get(&s.org, &name)
@@ -322,7 +322,7 @@ pub async fn delete_install(
 /// with the config it was deployed with.
 pub async fn teardown_install(
     Ctx(s): Ctx,
-    Path(name): Path<String>,
+    Name(name): Name,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     start_on_install(
         &s,
@@ -338,7 +338,7 @@ pub async fn teardown_install(
 /// depends on it (everything, if the app changed since the install's last deploy).
 pub async fn update_inputs(
     Ctx(s): Ctx,
-    Path(name): Path<String>,
+    Name(name): Name,
     Json(changes): Json<BTreeMap<String, String>>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     if changes.is_empty() {

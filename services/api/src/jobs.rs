@@ -1,7 +1,6 @@
 //! Job routes: get one (with its executions), its plan as structured JSON, cancel one.
 
 use axum::Json;
-use axum::extract::Path;
 use axum::http::StatusCode;
 use ferry_model as m;
 use ferry_protocol::Control;
@@ -9,15 +8,15 @@ use ferry_protocol::resources::objects;
 
 use crate::ApiError;
 use crate::auth::Ctx;
-use crate::handlers::{audit, check_name};
+use crate::handlers::audit;
+use crate::ids::Name;
 
 /// Asks the scheduler to stop one job (202): a queued one is cancelled at once, a running one on
 /// its runner. Its step ends cancelled and its workflow starts nothing new.
 pub async fn cancel_job(
     Ctx(s): Ctx,
-    Path(id): Path<String>,
+    Name(id): Name,
 ) -> Result<(StatusCode, Json<m::Job>), ApiError> {
-    check_name("job", &id)?;
     let j = s
         .store
         .repo::<m::Job>()
@@ -53,9 +52,8 @@ pub async fn cancel_job(
 /// for a job without one (a script's plan is its log).
 pub async fn job_plan(
     Ctx(s): Ctx,
-    Path(id): Path<String>,
+    Name(id): Name,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
-    check_name("job", &id)?;
     let bytes = s
         .store
         .get_object(objects::PLANS, &objects::plan_json(&s.org, &id))
@@ -71,8 +69,7 @@ pub async fn job_plan(
     ))
 }
 
-pub async fn get_job(Ctx(s): Ctx, Path(id): Path<String>) -> Result<Json<m::Job>, ApiError> {
-    check_name("job", &id)?;
+pub async fn get_job(Ctx(s): Ctx, Name(id): Name) -> Result<Json<m::Job>, ApiError> {
     let j = s
         .store
         .repo::<m::Job>()

@@ -31,6 +31,7 @@ pub mod bootstrap;
 pub mod callout;
 mod error;
 mod handlers;
+mod ids;
 mod installs;
 mod jobs;
 mod logs;

@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, Query};
+use axum::extract::Query;
 use axum::http::header;
 use axum::response::Response;
 use ferry_model::{self as m, LogEntry};
@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::ApiError;
 use crate::auth::Ctx;
+use crate::ids::Name;
 
 #[derive(Debug, Deserialize)]
 pub struct LogQuery {
@@ -30,7 +31,7 @@ fn line(e: &LogEntry) -> Bytes {
 
 pub async fn job_logs(
     Ctx(s): Ctx,
-    Path(id): Path<String>,
+    Name(id): Name,
     Query(q): Query<LogQuery>,
 ) -> Result<Response, ApiError> {
     let job = s
@@ -51,7 +52,7 @@ pub async fn job_logs(
         return Ok(ndjson(Body::from(body)));
     }
     if !q.follow || job.status.is_terminal() {
-        let entries = s.store.job_log(&s.org, &job.install, &id).await?;
+        let entries = s.store.job_log(&job).await?;
         let body: Vec<u8> = entries.iter().flat_map(|e| line(e).to_vec()).collect();
         return Ok(ndjson(Body::from(body)));
     }
@@ -62,7 +63,7 @@ pub async fn job_logs(
     let store = s.store.clone();
     let org = s.org.clone();
     tokio::spawn(async move {
-        let Ok(live) = store.job_log_stream(&org, &job.install, &id).await else {
+        let Ok(live) = store.job_log_stream(job.clone()).await else {
             return;
         };
         let mut live = std::pin::pin!(live);
@@ -79,7 +80,7 @@ pub async fn job_logs(
                 _ = tick.tick() => {
                     let done = matches!(store.repo::<m::Job>().get(&org, &id).await, Ok(Some(j)) if j.value.status.is_terminal());
                     if done {
-                        if let Ok(all) = store.job_log(&org, &job.install, &id).await {
+                        if let Ok(all) = store.job_log(&job).await {
                             for e in all {
                                 if sent.insert((e.execution.clone(), e.seq)) && tx.send(line(&e)).await.is_err() {
                                     return;

@@ -4,7 +4,6 @@ use axum::Json;
 use ferry_model as m;
 
 use crate::auth::Ctx;
-use crate::handlers::check_name;
 use crate::{ApiError, ApiState};
 
 #[derive(Debug, serde::Deserialize)]
@@ -18,9 +17,7 @@ pub async fn list_runners(
     Ctx(s): Ctx,
     axum::extract::Query(f): axum::extract::Query<RunnerFilter>,
 ) -> Result<Json<Vec<m::api::RunnerInfo>>, ApiError> {
-    if let Some(i) = &f.install {
-        check_name("install", i)?;
-    }
+    crate::ids::check_filter("install", f.install.as_deref())?;
     Ok(Json(runners(&s, f.install.as_deref()).await?))
 }
 

@@ -3,17 +3,17 @@
 //! wrong one is a 409 that changes nothing; the scheduler and the approval service make the change.
 
 use axum::Json;
-use axum::extract::Path;
 use axum::http::StatusCode;
 use ferry_model::{self as m, Install, Workflow};
 use ferry_protocol::Control;
 use ferry_store::StoreError;
 
 use crate::auth::Ctx;
-use crate::handlers::{audit, check_name};
+use crate::handlers::audit;
+use crate::ids::Name;
 use crate::{ApiError, ApiState};
 
-pub async fn get_workflow(Ctx(s): Ctx, Path(id): Path<String>) -> Result<Json<Workflow>, ApiError> {
+pub async fn get_workflow(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Workflow>, ApiError> {
     let mut wf = workflow(&s, &id).await?;
     explain_queued_steps(&s, &mut wf).await?;
     Ok(Json(wf))
@@ -21,7 +21,6 @@ pub async fn get_workflow(Ctx(s): Ctx, Path(id): Path<String>) -> Result<Json<Wo
 
 /// The workflow named in a request's path, or a 404.
 async fn workflow(s: &ApiState, id: &str) -> Result<Workflow, ApiError> {
-    check_name("workflow", id)?;
     Ok(s.store
         .repo::<Workflow>()
         .get(&s.org, id)
@@ -40,9 +39,7 @@ pub async fn list_workflows(
     Ctx(s): Ctx,
     axum::extract::Query(f): axum::extract::Query<WorkflowFilter>,
 ) -> Result<Json<Vec<Workflow>>, ApiError> {
-    if let Some(i) = &f.install {
-        check_name("install", i)?;
-    }
+    crate::ids::check_filter("install", f.install.as_deref())?;
     let mut all = s.store.repo::<Workflow>().list(&s.org).await?;
     all.retain(|w| f.install.as_ref().is_none_or(|i| &w.install == i));
     // Ids are ULIDs: their order is creation order.
@@ -54,7 +51,7 @@ pub async fn list_workflows(
 /// stopped on their runners. 202: the workflow shows `cancelled` once its jobs have stopped.
 pub async fn cancel_workflow(
     Ctx(s): Ctx,
-    Path(id): Path<String>,
+    Name(id): Name,
 ) -> Result<(StatusCode, Json<Workflow>), ApiError> {
     let w = workflow(&s, &id).await?;
     if w.status.is_terminal() {
@@ -126,9 +123,7 @@ pub async fn list_approvals(
     Ctx(s): Ctx,
     axum::extract::Query(f): axum::extract::Query<ApprovalFilter>,
 ) -> Result<Json<Vec<m::Approval>>, ApiError> {
-    if let Some(i) = &f.install {
-        check_name("install", i)?;
-    }
+    crate::ids::check_filter("install", f.install.as_deref())?;
     let mut all = s.store.repo::<m::Approval>().list(&s.org).await?;
     all.retain(|a| {
         a.status == m::ApprovalStatus::Pending && f.install.as_ref().is_none_or(|i| &a.install == i)
@@ -162,7 +157,7 @@ pub async fn list_approvals(
 
 pub async fn approve_workflow(
     state: Ctx,
-    path: Path<String>,
+    path: Name,
     body: Json<m::api::Decision>,
 ) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
     decide(state, path, body, true).await
@@ -170,7 +165,7 @@ pub async fn approve_workflow(
 
 pub async fn deny_workflow(
     state: Ctx,
-    path: Path<String>,
+    path: Name,
     body: Json<m::api::Decision>,
 ) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
     decide(state, path, body, false).await
@@ -180,7 +175,7 @@ pub async fn deny_workflow(
 /// (202). A step that does not wait for a decision is a 409 that changes nothing.
 async fn decide(
     Ctx(s): Ctx,
-    Path(id): Path<String>,
+    Name(id): Name,
     Json(d): Json<m::api::Decision>,
     approved: bool,
 ) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
@@ -237,7 +232,7 @@ async fn decide(
 /// moved on to another workflow: the install is reserved for it again, then the scheduler retries.
 pub async fn retry_workflow(
     Ctx(s): Ctx,
-    Path(id): Path<String>,
+    Name(id): Name,
     Json(r): Json<m::api::StepRef>,
 ) -> Result<(StatusCode, Json<Workflow>), ApiError> {
     let wf = workflow(&s, &id).await?;
@@ -288,7 +283,7 @@ pub async fn retry_workflow(
 /// machine decides what may be skipped: a step it refuses is a 409 that changes nothing.
 pub async fn skip_workflow(
     Ctx(s): Ctx,
-    Path(id): Path<String>,
+    Name(id): Name,
     Json(r): Json<m::api::StepRef>,
 ) -> Result<(StatusCode, Json<Workflow>), ApiError> {
     let wf = workflow(&s, &id).await?;

@@ -2,12 +2,18 @@
 //! stream (where the API follows them live); when a job finishes, log-ingest archives its complete log
 //! as JSON lines in the `job_logs` object store, so the log outlives the stream's retention. S3 as the
 //! archive, and runner metrics aggregation, come in a later issue behind the same flow.
+//!
+//! Every event is judged by the install in its subject before anything is stored: the job it
+//! names must be that install's and the execution it names one granted to it (its token, see
+//! `ferry_model::executions`); and only the lines of the job's own executions are archived
+//! (`ferry_store::accepted_batch`). So no install can put its lines in another's archive.
 
+use ferry_model::Job;
 use ferry_protocol::messages::{EventBody, JobEvent};
 use ferry_protocol::resources::consumers;
 use ferry_protocol::subjects;
 use ferry_store::{Handled, Store, StoreError, consume_messages};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogIngestError {
@@ -44,7 +50,7 @@ impl LogIngest {
                     let Some((org, install)) = subjects::org_install(&subject) else {
                         return Handled::Reject(format!("unexpected subject {subject}"));
                     };
-                    match s.archive(org, install, &ev.job_id).await {
+                    match s.archive(org, install, &ev.job_id, &ev.execution_id).await {
                         Ok(()) => Handled::Done,
                         Err(e) => Handled::Retry(e.to_string()),
                     }
@@ -55,12 +61,44 @@ impl LogIngest {
         Ok(())
     }
 
-    /// Writes the job's complete log as JSON lines. The runner publishes (and has acknowledged) every
-    /// log batch before the job's final event, so the log is complete when this runs.
-    async fn archive(&self, org: &str, install: &str, job: &str) -> Result<(), LogIngestError> {
-        let entries = self.store.job_log(org, install, job).await?;
+    /// Writes the job's complete log as JSON lines, for a `Finished` event that install `install`
+    /// sent for execution `token` of job `job`; nothing for an event the install may not send
+    /// (counted and logged). The runner publishes (and has acknowledged) every log batch before
+    /// the job's final event, so the log is complete when this runs.
+    async fn archive(
+        &self,
+        org: &str,
+        install: &str,
+        job: &str,
+        token: &str,
+    ) -> Result<(), LogIngestError> {
+        let Some(record) = self.store.repo::<Job>().get(org, job).await? else {
+            refused(org, install, job, "no such job");
+            return Ok(());
+        };
+        let record = record.value;
+        if let Err(why) = record.accepts_log(install, token) {
+            refused(org, install, job, &why);
+            return Ok(());
+        }
+        let entries = self.store.job_log(&record).await?;
         self.store.archive_job_log(org, job, &entries).await?;
         debug!(org, install, job, lines = entries.len(), "job log archived");
         Ok(())
     }
+}
+
+/// An event that may not have its job's log archived: counted and logged, never retried.
+fn refused(org: &str, install: &str, job: &str, why: &str) {
+    warn!(
+        org,
+        install,
+        job,
+        reason = why,
+        "finished event refused: log not archived"
+    );
+    ferry_telemetry::metrics()
+        .messages_rejected
+        .get_or_create(&ferry_telemetry::consumer_label("log-ingest-refused"))
+        .inc();
 }

@@ -112,8 +112,12 @@ impl Executor {
 
     /// Runs one job to its end; `stop` ends it early (see [`Self::plugin_in`] for how a process
     /// stops).
-    pub async fn run(&self, offer: JobOffer, execution_id: String, stop: Arc<Stop>) {
-        let span = info_span!("job", org = %self.org, install = %self.install, workflow = %offer.workflow_id, job = %offer.job_id, execution = %execution_id);
+    /// `execution_id` is the execution's token: it goes back with every event and log batch (and
+    /// starts their de-duplication ids), and is never printed; logs name the execution by its
+    /// public id.
+    pub async fn run(&self, offer: JobOffer, execution_id: String, attempt: u32, stop: Arc<Stop>) {
+        let public_id = ferry_model::execution_public_id(&offer.job_id, attempt);
+        let span = info_span!("job", org = %self.org, install = %self.install, workflow = %offer.workflow_id, job = %offer.job_id, execution = %public_id);
         async {
             let metrics = ferry_telemetry::metrics();
             metrics.jobs_running.inc();
@@ -141,7 +145,7 @@ impl Executor {
                 &execution_id,
             );
             log.system(format!(
-                "{} {}: execution {execution_id}",
+                "{} {}: execution {public_id}",
                 offer.spec.label(),
                 offer.spec.component()
             ))

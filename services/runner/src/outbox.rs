@@ -32,9 +32,15 @@ pub enum Outbox {
 }
 
 impl Outbox {
-    /// Sends `payload` on `subject` with de-duplication id `msg_id`, durably: returns once the
-    /// hub's stream (direct) or the leaf's spool has it, retrying until then.
+    /// Sends `payload` on `subject` with de-duplication id `msg_id` (namespaced here by the org
+    /// and install of the subject: `subjects::msg_id`), durably: returns once the hub's stream
+    /// (direct) or the leaf's spool has it, retrying until then.
     pub async fn send(&self, subject: &str, msg_id: &str, payload: Vec<u8>) {
+        let namespaced = match ferry_protocol::subjects::org_install(subject) {
+            Some((org, install)) => ferry_protocol::subjects::msg_id(org, install, msg_id),
+            None => msg_id.to_string(),
+        };
+        let msg_id = namespaced.as_str();
         match self {
             Outbox::Direct(js) => publish_until_acked(js, subject, msg_id, payload).await,
             Outbox::Spool { local, sent } => {

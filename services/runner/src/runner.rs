@@ -358,7 +358,8 @@ impl Runner {
                     Err(_) => return true,
                 };
                 let exec = self.executor.clone();
-                info!(job = %offer.job_id, execution = %execution_id, attempt, kind = offer.spec.label(), component = offer.spec.component(), "job claimed");
+                let public_id = ferry_model::execution_public_id(&offer.job_id, attempt);
+                info!(job = %offer.job_id, execution = %public_id, attempt, kind = offer.spec.label(), component = offer.spec.component(), "job claimed");
                 let stop = Arc::new(Stop::default());
                 if let Ok(mut r) = self.running.lock() {
                     r.insert(offer.job_id.clone(), stop.clone());
@@ -377,7 +378,7 @@ impl Runner {
                 let running = self.running.clone();
                 tokio::spawn(async move {
                     let job_id = offer.job_id.clone();
-                    exec.run(offer, execution_id, stop).await;
+                    exec.run(offer, execution_id, attempt, stop).await;
                     keeper.abort();
                     if let Ok(mut r) = running.lock() {
                         r.remove(&job_id);
@@ -425,7 +426,7 @@ async fn keep_lease(
                 held_until = sent + lease - lease / 3;
             }
             Ok(Ok(Ok(LeaseReply::Lost { reason }))) => {
-                warn!(job = %renewal.job_id, execution = %renewal.execution_id, %reason, "lease lost; stopping the job");
+                warn!(job = %renewal.job_id, %reason, "lease lost; stopping the job");
                 stop.lost.notify_one();
                 return;
             }
@@ -439,7 +440,7 @@ async fn keep_lease(
             _ => debug!(job = %renewal.job_id, "lease renewal not answered"),
         }
         if tokio::time::Instant::now() >= held_until {
-            warn!(job = %renewal.job_id, execution = %renewal.execution_id, "lease not renewed in time; stopping the job");
+            warn!(job = %renewal.job_id, "lease not renewed in time; stopping the job");
             stop.lost.notify_one();
             return;
         }

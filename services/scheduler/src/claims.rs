@@ -177,7 +177,7 @@ impl Scheduler {
                 lease_ms: lease_ms as u32,
             }),
             Ok(Err(reason)) => {
-                warn!(org, install, job = %req.job_id, execution = %req.execution_id, %reason, "lease not renewed");
+                warn!(org, install, job = %req.job_id, %reason, "lease not renewed");
                 Some(lost(reason))
             }
             Err(StoreError::NotFound { .. }) => Some(lost(format!("no job {}", req.job_id))),
@@ -228,7 +228,7 @@ impl Scheduler {
         });
         let answer = match r {
             Ok(Ok(g)) => {
-                info!(org, install, job = %req.job_id, execution = %g.execution_id, runner = %req.runner_id, "job claimed");
+                info!(org, install, job = %req.job_id, execution = %g.public_id, runner = %req.runner_id, "job claimed");
                 ClaimReply::Granted {
                     execution_id: g.execution_id,
                     attempt: g.attempt,

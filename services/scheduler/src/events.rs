@@ -16,7 +16,7 @@ impl Scheduler {
         };
         match ev.body {
             EventBody::Started => {
-                debug!(org, install, job = %ev.job_id, execution = %ev.execution_id, "job started");
+                debug!(org, install, job = %ev.job_id, "job started");
                 Handled::Done
             }
             EventBody::Finished(result) => handled(
@@ -34,14 +34,40 @@ impl Scheduler {
         execution_id: &str,
         result: JobResult,
     ) -> Result<(), SchedulerError> {
-        let offloaded = result.offloaded.clone();
+        // Judged by the install in the subject before anything is stored: a result for another
+        // install's job, or from an execution that is not the job's current one, stores nothing
+        // (no plan under the job's key, no outputs, no chunks read).
+        let accepted = match self.store.repo::<m::Job>().get(org, job_id).await? {
+            None => {
+                warn!(org, install, job = job_id, "result for an unknown job");
+                return Ok(());
+            }
+            Some(j) => j.value.accepts_result(install, execution_id),
+        };
+        let fresh = match accepted {
+            Ok(fresh) => fresh,
+            Err(refused) => {
+                warn!(org, install, job = job_id, "{refused}");
+                ferry_telemetry::metrics()
+                    .messages_rejected
+                    .get_or_create(&ferry_telemetry::consumer_label("results-refused"))
+                    .inc();
+                return Ok(());
+            }
+        };
+        let offloaded = result.offloaded.clone().filter(|_| fresh);
         let mut result = match &offloaded {
             Some(o) => self.offloaded_result(org, install, execution_id, o).await?,
             None => result,
         };
         // The plan file stays in the install; its changes (secrets masked) are kept for review,
-        // stored before the job record says "planned".
-        if let Some(plan) = result.plan.as_ref().filter(|p| !p.diff_json.is_empty()) {
+        // stored before the job record says "planned" (and only for a result that will be
+        // recorded: a repeated one keeps the first's).
+        if let Some(plan) = result
+            .plan
+            .as_ref()
+            .filter(|p| fresh && !p.diff_json.is_empty())
+        {
             self.store
                 .put_object(
                     objects::PLANS,

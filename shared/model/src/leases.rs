@@ -11,7 +11,10 @@ use crate::{Execution, ExecutionStatus, Job, JobStatus, Outputs};
 /// An execution granted by [`Job::claim`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Granted {
+    /// The execution's token: for the claiming runner only.
     pub execution_id: String,
+    /// Its public id, for logs and people.
+    pub public_id: String,
     pub attempt: u32,
 }
 
@@ -136,9 +139,9 @@ impl Job {
 
     /// Grants a queued job to `runner`: a new execution holding a lease until `now_ms + lease_ms`.
     ///
-    /// `secret` (random, from the caller) ends the execution's id. The id goes only to the runner
-    /// that claimed (in its own inbox), and its events are de-duplicated by it: no other install
-    /// can guess it to have a forged message taken, or the real one dropped as a duplicate.
+    /// `secret` (random, from the caller) is the execution's key: the granted `execution_id` is
+    /// the execution's token, which goes only to the runner that claimed (in its own inbox); the
+    /// record keeps its public id and the key's hash (see `executions.rs`).
     pub fn claim(
         &mut self,
         install: &str,
@@ -161,12 +164,11 @@ impl Job {
             ));
         }
         let attempt = self.executions.len() as u32 + 1;
-        let execution_id = match secret {
-            "" => format!("{}-{attempt}", self.id),
-            s => format!("{}-{attempt}-{s}", self.id),
-        };
+        let public_id = crate::execution_public_id(&self.id, attempt);
+        let execution_id = crate::execution_token(&public_id, secret);
         self.executions.push(Execution {
-            id: execution_id.clone(),
+            id: public_id.clone(),
+            key_sha256: crate::execution_key_hash(secret),
             attempt,
             runner: runner.to_string(),
             status: ExecutionStatus::InProgress,
@@ -177,6 +179,7 @@ impl Job {
         self.lease_expires_ms = Some(now_ms + lease_ms);
         Ok(Granted {
             execution_id,
+            public_id,
             attempt,
         })
     }
@@ -193,8 +196,8 @@ impl Job {
     /// and after a control-plane outage every lease is past its time.
     pub fn renew(&mut self, execution_id: &str, now_ms: u64, lease_ms: u64) -> Result<(), String> {
         match self.current_execution() {
-            Some(e) if e.id == execution_id => {}
-            _ => return Err(format!("execution {execution_id} is not running any more")),
+            Some(e) if e.has_token(execution_id) => {}
+            _ => return Err("the execution is not running any more".to_string()),
         }
         self.lease_expires_ms = Some(now_ms + lease_ms);
         Ok(())
@@ -250,22 +253,8 @@ impl Job {
         f: Finished,
         now: &str,
     ) -> Result<bool, String> {
-        if self.install != install {
-            return Err(format!(
-                "job {} belongs to install {}, not {install}",
-                self.id, self.install
-            ));
-        }
-        if self.status.is_terminal() {
+        if !self.accepts_result(install, execution_id)? {
             return Ok(false);
-        }
-        if self
-            .current_execution()
-            .is_none_or(|e| e.id != execution_id)
-        {
-            return Err(format!(
-                "result of execution {execution_id}, which is not the job's current one"
-            ));
         }
         self.status = f.status.job_status();
         self.outputs = f.outputs;
@@ -278,7 +267,11 @@ impl Job {
         }
         self.finished_at = Some(now.to_string());
         self.lease_expires_ms = None;
-        if let Some(e) = self.executions.iter_mut().find(|e| e.id == execution_id) {
+        if let Some(e) = self
+            .executions
+            .iter_mut()
+            .find(|e| e.has_token(execution_id))
+        {
             e.status = f.status;
             e.finished_at = Some(now.to_string());
         }
@@ -394,7 +387,7 @@ mod tests {
         assert!(
             j.finish("i", "j-1", succeeded(None), "t2")
                 .unwrap_err()
-                .contains("not the job's current one")
+                .contains("not its current one")
         );
         assert_eq!(j.status, JobStatus::InProgress, "refusals change nothing");
         let plan = PlanMade {
@@ -439,11 +432,12 @@ mod tests {
     }
 
     #[test]
-    fn an_execution_id_ends_with_the_claims_secret() {
+    fn the_granted_token_ends_with_the_claims_secret_and_the_record_shows_the_public_id() {
         let mut j = job(2);
         let g = j.claim("i", "r1", "t1", 1_000, 500, "k3y").unwrap();
         assert_eq!(g.execution_id, "j-1-k3y");
-        assert_eq!(j.current_execution().unwrap().id, "j-1-k3y");
+        assert_eq!(j.current_execution().unwrap().id, "j-1");
+        assert!(j.renew("j-1-k3y", 1_100, 500).is_ok());
         assert!(
             j.renew("j-1", 1_100, 500).is_err(),
             "the guessable form is not it"

@@ -6,8 +6,10 @@
 //!
 //! This crate imports no other workspace crate.
 
+mod access;
 pub mod api;
 mod approvals;
+mod executions;
 mod leases;
 mod records;
 mod runners;
@@ -17,6 +19,8 @@ mod timeouts;
 mod tokens;
 mod workflow;
 
+pub use access::*;
+pub use executions::*;
 pub use leases::*;
 pub use records::*;
 pub use runners::*;

@@ -131,7 +131,23 @@ pub struct Install {
     pub updated_at: String,
 }
 
+/// The most bytes an install's input names and values may take together: the install record
+/// holds them beside every component's outputs, and a record must fit in one NATS message (1 MiB
+/// by default; outputs get a quarter each, see the scheduler's `checked_outputs`).
+pub const MAX_INPUTS_BYTES: usize = 256 * 1024;
+
 impl Install {
+    /// Why `inputs` cannot be stored in an install record, if they cannot.
+    pub fn inputs_too_large(inputs: &BTreeMap<String, String>) -> Option<String> {
+        let size: usize = inputs.iter().map(|(k, v)| k.len() + v.len()).sum();
+        (size > MAX_INPUTS_BYTES).then(|| {
+            format!(
+                "the inputs take {size} bytes, more than the {MAX_INPUTS_BYTES} an install can \
+                 hold: keep large values in the install's own storage and pass their location"
+            )
+        })
+    }
+
     pub fn component_mut(&mut self, name: &str) -> &mut ComponentState {
         if name == crate::SANDBOX {
             &mut self.sandbox
@@ -217,6 +233,9 @@ impl Job {
     /// The job as the API shows it: sensitive outputs read [`REDACTED`].
     pub fn redacted(mut self) -> Job {
         redact(&mut self.outputs, &self.sensitive_outputs);
+        for e in &mut self.executions {
+            e.key_sha256.clear();
+        }
         self
     }
 }
@@ -314,7 +333,11 @@ impl ExecutionStatus {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Execution {
+    /// The public id, `<job>-<attempt>` (see `executions.rs`).
     pub id: String,
+    /// Hex SHA-256 of the key that ends the token granted to its runner; never shown by the API.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key_sha256: String,
     pub attempt: u32,
     pub runner: String,
     pub status: ExecutionStatus,

@@ -84,6 +84,9 @@ pub struct BootstrapToken {
     pub created_at: String,
     pub expires_unix: u64,
     pub used_at: Option<String>,
+    /// The install's runner-access epoch when it was issued (see `access.rs`).
+    #[serde(default)]
+    pub epoch: String,
 }
 
 impl BootstrapToken {
@@ -110,6 +113,9 @@ pub struct IssuedCert {
     pub issued_at: String,
     pub not_after_unix: u64,
     pub revoked_at: Option<String>,
+    /// The install's runner-access epoch when it was issued (see `access.rs`).
+    #[serde(default)]
+    pub epoch: String,
 }
 
 impl TokenText {
@@ -182,6 +188,7 @@ mod tests {
             created_at: "2026-01-01T00:00:00Z".into(),
             expires_unix: 1000,
             used_at: None,
+            epoch: String::new(),
         };
         assert_eq!(t.unusable(999), None);
         assert!(t.unusable(1000).unwrap().contains("expired"));

@@ -97,7 +97,6 @@ pub fn service(name: &str) -> Option<Grant> {
             g.publish([control, audit])
                 .consume(resources::LOGS.name)
                 .read(resources::LOGS.name)
-                .publish(["ferry.rx.*.*.log.*".to_string()])
                 .subscribe([
                     "$SYS.REQ.USER.AUTH".to_string(),
                     subjects::RENEW_ALL.to_string(),
@@ -117,7 +116,7 @@ pub fn service(name: &str) -> Option<Grant> {
                 "ferry.jobs.>".to_string(),
                 subjects::wake("*", "*"),
                 subjects::cancel("*", "*", "*"),
-                "ferry.rx.*.*.log.*".to_string(),
+                subjects::system_log("*", "*", "*"),
                 format!("$JS.API.STREAM.PURGE.{jobs}"),
                 format!("$JS.API.STREAM.PURGE.{}", resources::RESULTS.name),
             ])

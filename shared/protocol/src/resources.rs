@@ -57,7 +57,8 @@ pub const JOB_EVENTS: StreamDef = StreamDef {
 
 pub const LOGS: StreamDef = StreamDef {
     name: "LOGS",
-    subjects: &["ferry.rx.*.*.log.*"],
+    // The runners' lines, and the control plane's own (`subjects::system_log`).
+    subjects: &["ferry.rx.*.*.log.*", "ferry.sys.*.*.log.*"],
     retention: Retention::Limits,
     max_age_secs: 7 * DAY,
     duplicate_window_secs: 120,
@@ -127,6 +128,8 @@ pub mod buckets {
     pub const BOOTSTRAP_TOKENS: &str = "bootstrap_tokens";
     /// Install certificates issued, by `<org>.<serial>`, with their revocation.
     pub const CERTIFICATES: &str = "certificates";
+    /// Each install's runner access (revoked or not, and its epoch), by `<org>.<install>`.
+    pub const RUNNER_ACCESS: &str = "runner_access";
     pub const APPS: &str = "apps";
     pub const APP_CONFIGS: &str = "app_configs";
     pub const BUILDS: &str = "builds";
@@ -145,6 +148,7 @@ pub mod buckets {
         TOKENS,
         BOOTSTRAP_TOKENS,
         CERTIFICATES,
+        RUNNER_ACCESS,
         APPS,
         APP_CONFIGS,
         BUILDS,

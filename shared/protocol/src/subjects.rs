@@ -37,6 +37,22 @@ pub fn log(org: &str, install: &str, job: &str) -> String {
     format!("ferry.rx.{org}.{install}.log.{job}")
 }
 
+/// Lines the control plane itself adds to a job's log (a lost lease), in stream `LOGS` beside the
+/// runner's. No install may publish under `ferry.sys.>`, so a reader takes these without an
+/// execution's token.
+pub fn system_log(org: &str, install: &str, job: &str) -> String {
+    format!("ferry.sys.{org}.{install}.log.{job}")
+}
+
+/// The JetStream de-duplication id (`Nats-Msg-Id`) of message `local` of install `install`.
+/// JetStream de-duplicates across a whole stream, so every id an install's runner sends is
+/// namespaced by its org and install; `local` starts with the execution's token, which only the
+/// granted runner knows (see `ferry_model::execution_token`): no install can pre-empt another's
+/// message, nor another execution's of its own.
+pub fn msg_id(org: &str, install: &str, local: &str) -> String {
+    format!("{org}.{install}.{local}")
+}
+
 pub fn heartbeat(org: &str, install: &str) -> String {
     format!("ferry.rx.{org}.{install}.hb")
 }

@@ -11,6 +11,7 @@ mod packages;
 mod repo;
 
 pub use bus::{Bus, Handled, consume, consume_messages};
+pub use logs::accepted_batch;
 pub use packages::{VALIDATE_DEADLINE, ValidateError, deploy_stages, validate_package};
 pub use repo::{Record, Repo, Versioned};
 

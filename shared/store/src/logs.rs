@@ -1,24 +1,23 @@
 //! Reading job logs back from the `LOGS` stream, for archiving (log-ingest) and serving (api).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
-use ferry_model::LogEntry;
+use ferry_model::{Job, LogEntry};
 use ferry_protocol::messages::{LogBatch, LogStream};
 use ferry_protocol::{decode, subjects};
 use futures_util::{Stream, StreamExt};
+use tracing::warn;
 
 use crate::{Store, StoreError, nats};
 
-fn entries(batch: LogBatch) -> impl Iterator<Item = LogEntry> {
+fn entries(batch: LogBatch, execution: String) -> impl Iterator<Item = LogEntry> {
     let LogBatch {
-        execution_id,
-        first_seq,
-        lines,
-        ..
+        first_seq, lines, ..
     } = batch;
     lines.into_iter().enumerate().map(move |(i, l)| LogEntry {
-        execution: execution_id.clone(),
+        execution: execution.clone(),
         seq: first_seq + i as u64,
         at_ms: l.at_ms,
         stream: match l.stream {
@@ -31,55 +30,103 @@ fn entries(batch: LogBatch) -> impl Iterator<Item = LogEntry> {
     })
 }
 
+fn rejected(why: &str) {
+    ferry_telemetry::metrics()
+        .messages_rejected
+        .get_or_create(&ferry_telemetry::consumer_label(why))
+        .inc();
+}
+
+/// Whether a log batch stored on `subject` counts for `job`, and the public id of the execution
+/// its lines are shown under. The control plane's own lines (`subjects::system_log`) count as
+/// they are; a runner's count only if they name the job and the token of an execution granted
+/// to the install in the subject (`Job::accepts_log`). A batch read here was published on the
+/// job's own subjects, so a refusal means a runner of the job's own install sent it without
+/// holding the execution: counted and logged, never shown.
+pub fn accepted_batch(job: &Job, subject: &str, batch: &LogBatch) -> Result<String, String> {
+    let Some((_, install)) = subjects::org_install(subject) else {
+        return Err(format!("a log batch on unexpected subject {subject}"));
+    };
+    if batch.job_id != job.id {
+        return Err(format!(
+            "a log batch on job {}'s subject names job {}",
+            job.id, batch.job_id
+        ));
+    }
+    if subject.starts_with("ferry.sys.") {
+        return Ok(batch.execution_id.clone());
+    }
+    job.accepts_log(install, &batch.execution_id)
+        .map(str::to_string)
+}
+
+/// The subjects a job's log is read from: its runners' and the control plane's.
+fn log_subjects(job: &Job) -> Vec<String> {
+    vec![
+        subjects::log(&job.org, &job.install, &job.id),
+        subjects::system_log(&job.org, &job.install, &job.id),
+    ]
+}
+
 impl Store {
     /// Live log of a job from its first line: every line stored so far, then new ones as they come.
     /// The stream never ends by itself; the caller stops when the job is finished and it has caught
-    /// up (see [`Store::job_log`]). Undecodable batches are skipped and counted.
+    /// up (see [`Store::job_log`]). Undecodable batches, and batches of no execution of the job
+    /// (see [`accepted_batch`]), are skipped and counted; an execution that started after `job`
+    /// was read is looked up again.
     pub async fn job_log_stream(
         &self,
-        org: &str,
-        install: &str,
-        job: &str,
+        job: Job,
     ) -> Result<impl Stream<Item = LogEntry> + use<>, StoreError> {
         let stream = self.js.get_stream("LOGS").await.map_err(nats)?;
         let consumer = stream
             .create_consumer(OrderedConfig {
-                filter_subject: subjects::log(org, install, job),
+                filter_subjects: log_subjects(&job),
                 deliver_policy: DeliverPolicy::All,
                 ..Default::default()
             })
             .await
             .map_err(nats)?;
         let messages = consumer.messages().await.map_err(nats)?;
+        let known = Arc::new(tokio::sync::Mutex::new(job));
+        let store = self.clone();
         Ok(messages
-            .filter_map(|m| async move {
-                let m = m.ok()?;
-                match decode::<LogBatch>(&m.payload) {
-                    Ok(b) => Some(futures_util::stream::iter(entries(b))),
-                    Err(_) => {
-                        ferry_telemetry::metrics()
-                            .messages_rejected
-                            .get_or_create(&ferry_telemetry::consumer_label("logs-reader"))
-                            .inc();
-                        None
+            .filter_map(move |m| {
+                let (known, store) = (known.clone(), store.clone());
+                async move {
+                    let m = m.ok()?;
+                    let Ok(batch) = decode::<LogBatch>(&m.payload) else {
+                        rejected("logs-reader");
+                        return None;
+                    };
+                    let mut job = known.lock().await;
+                    let mut verdict = accepted_batch(&job, &m.subject, &batch);
+                    if verdict.is_err()
+                        && let Ok(Some(fresh)) = store.repo::<Job>().get(&job.org, &job.id).await
+                    {
+                        *job = fresh.value;
+                        verdict = accepted_batch(&job, &m.subject, &batch);
+                    }
+                    match verdict {
+                        Ok(execution) => Some(futures_util::stream::iter(entries(batch, execution))),
+                        Err(why) => {
+                            warn!(org = %job.org, install = %job.install, job = %job.id, reason = %why, "log batch dropped");
+                            rejected("logs-refused");
+                            None
+                        }
                     }
                 }
             })
             .flatten())
     }
 
-    /// Every line of a job's log stored so far.
-    pub async fn job_log(
-        &self,
-        org: &str,
-        install: &str,
-        job: &str,
-    ) -> Result<Vec<LogEntry>, StoreError> {
-        let subject = subjects::log(org, install, job);
+    /// Every line of a job's log stored so far, from executions of the job only (see
+    /// [`accepted_batch`]).
+    pub async fn job_log(&self, job: &Job) -> Result<Vec<LogEntry>, StoreError> {
         let stream = self.js.get_stream("LOGS").await.map_err(nats)?;
         let mut consumer = stream
             .create_consumer(OrderedConfig {
-                filter_subject: subject,
+                filter_subjects: log_subjects(job),
                 deliver_policy: DeliverPolicy::All,
                 ..Default::default()
             })
@@ -97,13 +144,15 @@ impl Store {
                 return Err(StoreError::Timeout("reading a job log"));
             };
             pending = m.info().map(|i| i.pending).unwrap_or(0);
-            match decode::<LogBatch>(&m.payload) {
-                Ok(b) => out.extend(entries(b)),
-                Err(_) => {
-                    ferry_telemetry::metrics()
-                        .messages_rejected
-                        .get_or_create(&ferry_telemetry::consumer_label("logs-reader"))
-                        .inc();
+            let Ok(batch) = decode::<LogBatch>(&m.payload) else {
+                rejected("logs-reader");
+                continue;
+            };
+            match accepted_batch(job, &m.subject, &batch) {
+                Ok(execution) => out.extend(entries(batch, execution)),
+                Err(why) => {
+                    warn!(org = %job.org, install = %job.install, job = %job.id, reason = %why, "log batch dropped");
+                    rejected("logs-refused");
                 }
             }
         }
@@ -113,7 +162,8 @@ impl Store {
 
 impl Store {
     /// Adds a line of the control plane's own to an execution's log (a lost lease): the log tells
-    /// everything that happened to the job, not only what its runner saw.
+    /// everything that happened to the job, not only what its runner saw. `execution` is the
+    /// execution's public id.
     pub async fn append_system_line(
         &self,
         org: &str,
@@ -135,8 +185,8 @@ impl Store {
         };
         self.bus()
             .publish_msg(
-                subjects::log(org, install, job),
-                &format!("{execution}-control"),
+                subjects::system_log(org, install, job),
+                &subjects::msg_id(org, install, &format!("{execution}-control")),
                 &batch,
             )
             .await

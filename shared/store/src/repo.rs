@@ -42,6 +42,7 @@ record!(m::Approval, buckets::APPROVALS, id);
 record!(m::ApiToken, buckets::TOKENS, id);
 record!(m::BootstrapToken, buckets::BOOTSTRAP_TOKENS, id);
 record!(m::IssuedCert, buckets::CERTIFICATES, serial);
+record!(m::RunnerAccess, buckets::RUNNER_ACCESS, install);
 
 /// A record with the revision it was read at: the revision a compare-and-swap must name.
 #[derive(Debug, Clone)]
@@ -184,6 +185,38 @@ impl<T: Record> Repo<T> {
             match self.update(&value, revision).await {
                 Ok(revision) => return Ok(Ok(Versioned { value, revision })),
                 Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Conflict {
+            bucket: T::BUCKET,
+            key: key(org, id),
+        })
+    }
+
+    /// [`Repo::modify`] of a record that may not exist yet: `absent` makes it, `f` changes it, and
+    /// it is created (a create that loses to another is retried as a modify).
+    pub async fn upsert<E>(
+        &self,
+        org: &str,
+        id: &str,
+        absent: impl Fn() -> T,
+        mut f: impl FnMut(&mut T) -> Result<bool, E>,
+    ) -> Result<Result<T, E>, StoreError> {
+        for _ in 0..MAX_CAS_RETRIES {
+            if let Some(v) = self.get(org, id).await? {
+                return Ok(self
+                    .modify_from(Some(v), org, id, &mut f)
+                    .await?
+                    .map(|v| v.value));
+            }
+            let mut value = absent();
+            if let Err(e) = f(&mut value) {
+                return Ok(Err(e));
+            }
+            match self.create(&value).await {
+                Ok(_) => return Ok(Ok(value)),
+                Err(StoreError::AlreadyExists { .. }) => continue,
                 Err(e) => return Err(e),
             }
         }
