@@ -13,7 +13,7 @@ use ferry_protocol::messages::{EventBody, JobEvent};
 use ferry_protocol::resources::consumers;
 use ferry_protocol::subjects;
 use ferry_store::{Handled, Store, StoreError, consume_messages};
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogIngestError {
@@ -83,7 +83,7 @@ impl LogIngest {
         }
         let entries = self.store.job_log(&record).await?;
         self.store.archive_job_log(org, job, &entries).await?;
-        debug!(org, install, job, lines = entries.len(), "job log archived");
+        info!(org, install, job, lines = entries.len(), "job log archived");
         Ok(())
     }
 }
