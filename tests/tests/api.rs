@@ -209,3 +209,107 @@ fn hostile_uploads_are_refused_with_located_errors() {
         );
     }
 }
+
+/// Every route that takes a name or id in its path or a filter, with the method it answers.
+const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/v1/apps/{}"),
+    ("POST", "/v1/apps/{}/configs"),
+    ("GET", "/v1/installs/{}"),
+    ("DELETE", "/v1/installs/{}"),
+    ("POST", "/v1/installs/{}/deploy"),
+    ("POST", "/v1/installs/{}/reprovision"),
+    ("POST", "/v1/installs/{}/teardown"),
+    ("POST", "/v1/installs/{}/inputs"),
+    ("POST", "/v1/installs/{}/runner-token"),
+    ("POST", "/v1/installs/{}/revoke"),
+    ("POST", "/v1/installs/{}/approve-all"),
+    ("GET", "/v1/workflows/{}"),
+    ("POST", "/v1/workflows/{}/cancel"),
+    ("POST", "/v1/workflows/{}/approve"),
+    ("POST", "/v1/workflows/{}/deny"),
+    ("POST", "/v1/workflows/{}/retry"),
+    ("POST", "/v1/workflows/{}/skip"),
+    ("GET", "/v1/jobs/{}"),
+    ("POST", "/v1/jobs/{}/cancel"),
+    ("GET", "/v1/jobs/{}/plan"),
+    ("GET", "/v1/jobs/{}/logs"),
+    ("DELETE", "/v1/tokens/{}"),
+    ("GET", "/v1/workflows?install={}"),
+    ("GET", "/v1/approvals?install={}"),
+    ("GET", "/v1/runners?install={}"),
+];
+
+/// `curl` as the hub's admin: the status and the body.
+fn call(api: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let token = ferry_tests::token_for(api).expect("the admin token");
+    let mut curl = Command::new("curl")
+        .args(["-s", "--path-as-is", "-w", "\n%{http_code}", "-X", method])
+        .args(["-H", &format!("Authorization: Bearer {token}")])
+        .args(["-H", "Content-Type: application/json", "--data-binary", "@-"])
+        .arg(format!("{api}{path}"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("curl");
+    if let Some(mut stdin) = curl.stdin.take() {
+        use std::io::Write;
+        stdin.write_all(body.as_bytes()).expect("the request body");
+    }
+    let out = curl.wait_with_output().expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, status) = text.rsplit_once('\n').unwrap_or_default();
+    (status.parse().unwrap_or(0), body.to_string())
+}
+
+/// Ids that could never name a record are client errors on every route, answered before the store
+/// is asked (the log route used to answer 503 for `*`).
+#[test]
+fn every_route_refuses_ids_that_name_nothing_as_a_client_error() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    ferry_tests::ferry(&api, &["tokens", "list"]);
+    let long = "a".repeat(10_000);
+    for (method, route) in ROUTES {
+        for bad in ["*", "%3E", "..", &long] {
+            let path = route.replace("{}", bad);
+            let (status, body) = call(&api, method, &path, "{}");
+            assert_eq!(status, 400, "{method} {path:.80}: {body:.300}");
+            let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+            assert!(
+                error["error"].as_str().unwrap().contains("invalid"),
+                "{body:.300}"
+            );
+            assert!(body.len() < 1_000, "the id is not echoed whole");
+        }
+        if route.contains("?") {
+            continue;
+        }
+        let (status, body) = call(&api, method, &route.replace("{}", ""), "{}");
+        assert!(
+            (400..500).contains(&status),
+            "{method} {route} with an empty id: {status} {body}"
+        );
+    }
+}
+
+/// Inputs too large for an install record are a 413 that says the limit, not a 503 a client
+/// would retry for ever.
+#[test]
+fn inputs_too_large_for_the_store_are_413_with_the_limit() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    ferry_tests::sync_hello(&api, &ferry_tests::repo_root().join("examples/hello"));
+    let body = serde_json::json!({
+        "app": "hello",
+        "name": "big",
+        "inputs": { "greeting": "x".repeat(2 << 20) },
+    });
+    let (status, reply) = call(&api, "POST", "/v1/installs", &body.to_string());
+    assert_eq!(status, 413, "{reply}");
+    assert!(
+        reply.contains(&ferry_model::MAX_INPUTS_BYTES.to_string()),
+        "{reply}"
+    );
+}
