@@ -245,7 +245,12 @@ fn call(api: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     let mut curl = Command::new("curl")
         .args(["-s", "--path-as-is", "-w", "\n%{http_code}", "-X", method])
         .args(["-H", &format!("Authorization: Bearer {token}")])
-        .args(["-H", "Content-Type: application/json", "--data-binary", "@-"])
+        .args([
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            "@-",
+        ])
         .arg(format!("{api}{path}"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -120,17 +120,17 @@ fn renewals_racing_a_revoke_yield_no_certificate_that_works_after_it() {
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let renewer = rt.block_on(async {
+    let client = rt.block_on(async {
         assert!(admitted(&nats, &dir.path().join("first")).await);
         let id = ferry_pki::InstallIdentity::new(ORG, "prod").unwrap();
-        let client = ferry_pki::InstallFiles::new(&dir.path().join("first"))
+        ferry_pki::InstallFiles::new(&dir.path().join("first"))
             .credentials(&id)
             .connect_options()
             .connect(&nats.url)
             .await
-            .unwrap();
-        tokio::spawn(renew_until(client, dir.path().to_path_buf(), stop.clone()))
+            .unwrap()
     });
+    let renewer = rt.spawn(renew_until(client, dir.path().to_path_buf(), stop.clone()));
     // Renewals work until the revocation, then race it.
     std::thread::sleep(Duration::from_millis(500));
     let revoked = ferry_json(&api, &["installs", "revoke", "prod", "--json"]);
