@@ -27,10 +27,17 @@ impl Api {
             .default_headers(headers)
             .build()
             .context("creating the HTTP client")?;
-        Ok(Api {
-            base: base.trim_end_matches('/').to_string(),
-            http,
-        })
+        // `--api 127.0.0.1:4600` means the plain-HTTP API there, as `ferry dev` prints it.
+        let base = base.trim_end_matches('/');
+        let base = if base.contains("://") {
+            base.to_string()
+        } else {
+            format!("http://{base}")
+        };
+        if !base.starts_with("http://") && !base.starts_with("https://") {
+            bail!("--api {base}: the API's URL starts with http:// or https://");
+        }
+        Ok(Api { base, http })
     }
 
     pub fn base(&self) -> &str {

@@ -50,11 +50,12 @@ pub struct DevArgs {
 
 /// The child processes, stopped in reverse start order (runner, server, NATS) on drop.
 struct Children {
-    list: Vec<(&'static str, Child, PathBuf)>,
+    /// Each child's name (`ferry-runner <install>` for a runner), process and log file.
+    list: Vec<(String, Child, PathBuf)>,
 }
 
 impl Children {
-    fn spawn(&mut self, name: &'static str, cmd: &mut Command, log: PathBuf) -> Result<()> {
+    fn spawn(&mut self, name: &str, cmd: &mut Command, log: PathBuf) -> Result<()> {
         let out =
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let err = out.try_clone()?;
@@ -73,36 +74,49 @@ impl Children {
         let child = cmd
             .spawn()
             .with_context(|| format!("starting {name} ({:?})", cmd.get_program()))?;
-        self.list.push((name, child, log));
+        self.list.push((name.to_string(), child, log));
         Ok(())
     }
 
     /// A child that has exited: its name, status and log file.
-    fn exited(&mut self) -> Option<(&'static str, String, PathBuf)> {
+    fn exited(&mut self) -> Option<(String, String, PathBuf)> {
         for (name, child, log) in &mut self.list {
             if let Ok(Some(status)) = child.try_wait() {
-                return Some((name, status.to_string(), log.clone()));
+                return Some((name.clone(), status.to_string(), log.clone()));
             }
         }
         None
     }
 
     fn stop(&mut self) {
-        while let Some((_, mut child, _)) = self.list.pop() {
-            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-            let deadline = Instant::now() + Duration::from_secs(5);
-            loop {
-                match child.try_wait() {
-                    Ok(Some(_)) | Err(_) => break,
-                    Ok(None) if Instant::now() > deadline => {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        break;
-                    }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                }
+        while let Some((_, child, _)) = self.list.pop() {
+            stop_child(child);
+        }
+    }
+
+    /// Stops the child named `name`, if there is one.
+    fn stop_one(&mut self, name: &str) {
+        if let Some(i) = self.list.iter().position(|(n, _, _)| n == name) {
+            let (_, child, _) = self.list.remove(i);
+            stop_child(child);
+        }
+    }
+}
+
+/// SIGTERM, then SIGKILL after 5 s.
+fn stop_child(mut child: Child) {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => break,
+            Ok(None) if Instant::now() > deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break;
             }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
 }
@@ -194,6 +208,8 @@ async fn wait_for_port(
 
 /// What `ferry dev` runs, found before anything starts, and the processes it started.
 struct Platform {
+    /// The data directory's lock, held while this `ferry dev` runs (see [`lock_data_dir`]).
+    _lock: std::fs::File,
     started: Instant,
     /// `--data-dir`, absolute.
     data: PathBuf,
@@ -268,15 +284,17 @@ fn preflight(args: &DevArgs) -> Result<Platform> {
         eprintln!("{diags}");
         bail!("{} is not a valid app package", args.app.display());
     }
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let lock = lock_data_dir(&args.data_dir)?;
     if TcpListener::bind(args.http_addr).is_err() {
         bail!(
-            "{} is in use (another `ferry dev`?): pass --http-addr 127.0.0.1:PORT",
+            "{} is in use: pass --http-addr 127.0.0.1:PORT (and, for a second `ferry dev`, its own --data-dir)",
             args.http_addr
         );
     }
-    std::fs::create_dir_all(&args.data_dir)
-        .with_context(|| format!("creating {}", args.data_dir.display()))?;
     Ok(Platform {
+        _lock: lock,
         started,
         data: std::fs::canonicalize(&args.data_dir)?,
         nats_bin: find_tool("nats-server").ok_or_else(|| anyhow!("nats-server not found: run nats/install (it installs the pinned version into .tools/bin)"))?,
@@ -284,6 +302,40 @@ fn preflight(args: &DevArgs) -> Result<Platform> {
         runner_bin: sibling("ferry-runner")?,
         children: Children { list: Vec::new() },
     })
+}
+
+/// Locks `data` for this process (`<data>/dev.lock`, holding its pid): a second `ferry dev` on
+/// the same directory would start a second hub on the same JetStream store and runners on the same
+/// install state, and silently break the first. The lock goes with the process, however it ends.
+fn lock_data_dir(data: &Path) -> Result<std::fs::File> {
+    use std::io::Write;
+    let path = data.join("dev.lock");
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {
+            file.set_len(0)?;
+            write!(file, "{}", std::process::id())?;
+            Ok(file)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let pid = std::fs::read_to_string(&path).unwrap_or_default();
+            bail!(
+                "{} is in use by another `ferry dev` (pid {}): stop that one first, or give this one \
+                 its own --data-dir and --http-addr",
+                data.display(),
+                pid.trim()
+            )
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("locking {}", path.display()))
+        }
+    }
 }
 
 /// The hub's trust directory (Ferry's CA, the hub's certificate, the services' credentials, the
@@ -360,6 +412,16 @@ async fn sync_and_deploy(api: &Api, args: &DevArgs, started: Instant) -> Result<
     let existing: Option<Install> = api
         .get_opt(&format!("/v1/installs/{}", args.install))
         .await?;
+    if let Some(busy) = running_workflow(api, existing.as_ref()).await? {
+        step(
+            started,
+            &format!(
+                "install {} is busy with workflow {busy} (started before): following it",
+                args.install
+            ),
+        );
+        return Ok(busy);
+    }
     if existing.is_some() {
         let d: Deployed = api
             .post(&format!("/v1/installs/{}/deploy", args.install), &json!({}))
@@ -383,6 +445,16 @@ async fn sync_and_deploy(api: &Api, args: &DevArgs, started: Instant) -> Result<
         ),
     );
     Ok(c.workflow_id)
+}
+
+/// The workflow `install` is busy with, if one is still running (an earlier `ferry dev` stopped
+/// while it ran: the new one follows it rather than failing on the install's reservation).
+async fn running_workflow(api: &Api, install: Option<&Install>) -> Result<Option<String>> {
+    let Some(id) = install.and_then(|i| i.last_workflow.as_deref()) else {
+        return Ok(None);
+    };
+    let wf: Option<Workflow> = api.get_opt(&format!("/v1/workflows/{id}")).await?;
+    Ok(wf.filter(|w| !w.status.is_terminal()).map(|w| w.id))
 }
 
 /// Prints how the deploy ended (the failing step's log, or the install); returns whether it
@@ -428,6 +500,14 @@ async fn supervise(
                 let Ok(installs) = api.get::<Vec<Install>>("/v1/installs").await else {
                     continue;
                 };
+                let names: std::collections::BTreeSet<String> =
+                    installs.iter().map(|i| i.name.clone()).collect();
+                let gone: Vec<String> = running.difference(&names).cloned().collect();
+                for name in gone {
+                    running.remove(&name);
+                    runners.forget(&mut p.children, &name)?;
+                    step(p.started, &format!("install {name} deleted: its runner stopped, its identity and state forgotten"));
+                }
                 for i in installs {
                     if running.insert(i.name.clone()) {
                         step(p.started, &format!("starting ferry-runner for install {}", i.name));
@@ -466,10 +546,22 @@ impl Runners {
                 .env("FERRY_BOOTSTRAP_TOKEN", t.token);
         }
         children.spawn(
-            "ferry-runner",
+            &format!("ferry-runner {install}"),
             &mut cmd,
             self.data.join(format!("runner-{install}.log")),
         )
+    }
+
+    /// Stops the runner of a deleted install and forgets its data directory (its revoked
+    /// certificate, its state): an install created again under the name bootstraps anew.
+    fn forget(&self, children: &mut Children, install: &str) -> Result<()> {
+        children.stop_one(&format!("ferry-runner {install}"));
+        let dir = self.data.join("installs").join(install);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e).with_context(|| format!("removing {}", dir.display())),
+        }
     }
 }
 

@@ -128,6 +128,11 @@ impl FerryDev {
     pub fn cli(&self, args: &[&str]) -> (i32, String, String) {
         ferry(&self.api, args)
     }
+
+    /// The `ferry dev` process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for FerryDev {

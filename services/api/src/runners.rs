@@ -12,7 +12,7 @@ pub struct RunnerFilter {
 }
 
 /// Runners heard from, with their health now; `?install=NAME` keeps one install's. Offline
-/// runners stay listed for a day, then are forgotten.
+/// runners stay listed for a day, then are forgotten; runners of deleted installs at once.
 pub async fn list_runners(
     Ctx(s): Ctx,
     axum::extract::Query(f): axum::extract::Query<RunnerFilter>,
@@ -25,8 +25,17 @@ async fn runners(s: &ApiState, install: Option<&str>) -> Result<Vec<m::api::Runn
     const FORGET_AFTER_MS: u64 = 24 * 3600 * 1000;
     let now = m::now_ms();
     let mut all = s.store.repo::<m::RunnerRecord>().list(&s.org).await?;
+    let installs: std::collections::BTreeSet<String> = s
+        .store
+        .repo::<m::Install>()
+        .list(&s.org)
+        .await?
+        .into_iter()
+        .map(|i| i.name)
+        .collect();
     all.retain(|r| {
         install.is_none_or(|i| r.install == i)
+            && installs.contains(&r.install)
             && now.saturating_sub(r.last_seen_ms) < FORGET_AFTER_MS
     });
     all.sort_by(|a, b| (&a.install, b.last_seen_ms).cmp(&(&b.install, a.last_seen_ms)));

@@ -267,6 +267,28 @@ impl Executor {
         }
     }
 
+    /// Makes sure the artifact is in this host's store. An install may have several runner hosts
+    /// (each with its own store), and its sync job may have run on another one: then this host
+    /// copies the artifact itself, by the same digest-verified path a sync takes.
+    async fn ensure_artifact(&self, digest: &str, log: &LogHandle) -> Result<(), String> {
+        // A copy writes the manifest last: a manifest present means the whole artifact is.
+        if ferry_artifacts::BlobStore::has_blob(&self.registry, digest)
+            .await
+            .unwrap_or(false)
+        {
+            return Ok(());
+        }
+        log.system(format!(
+            "artifact {digest} is not in this runner host's store (synced by another): copying it"
+        ))
+        .await;
+        let vendor = HubArtifacts::new(&self.client, &self.org, &self.install, digest);
+        ferry_artifacts::copy(&vendor, &self.registry, digest)
+            .await
+            .map(drop)
+            .map_err(|e| format!("artifact {digest} could not be copied to this host: {e}"))
+    }
+
     async fn plugin(
         &self,
         offer: &JobOffer,
@@ -292,7 +314,7 @@ impl Executor {
         log: &LogHandle,
         stop: &Stop,
     ) -> JobResult {
-        let job = match self.prepare(offer, work).await {
+        let job = match self.prepare(offer, work, log).await {
             Ok(job) => job,
             Err(why) => return failed(why),
         };
@@ -307,7 +329,12 @@ impl Executor {
 
     /// The plugin's job: the artifact unpacked into `work/src`, the component's state directory,
     /// the plan an apply runs (this install's own copy), written to `work/job.json`.
-    async fn prepare(&self, offer: &JobOffer, work: &Path) -> Result<PluginJob, String> {
+    async fn prepare(
+        &self,
+        offer: &JobOffer,
+        work: &Path,
+        log: &LogHandle,
+    ) -> Result<PluginJob, String> {
         let (phase, c, plan) = match &offer.spec {
             JobSpec::Plan(c) => (Phase::Plan, c, None),
             JobSpec::Teardown(c) => (Phase::Teardown, c, None),
@@ -326,6 +353,7 @@ impl Executor {
         tokio::fs::create_dir_all(&src)
             .await
             .map_err(|e| format!("creating the work directory: {e}"))?;
+        self.ensure_artifact(&c.artifact_digest, log).await?;
         ferry_artifacts::unpack(&self.registry, &c.artifact_digest, &src)
             .await
             .map_err(|e| {
@@ -521,7 +549,7 @@ impl Executor {
 }
 
 /// One path segment that stays where it is joined: not empty, not `.` or `..`, no separator.
-fn plain_name(name: &str) -> bool {
+pub(crate) fn plain_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
 }
 

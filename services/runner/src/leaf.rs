@@ -1,5 +1,5 @@
 //! Leaf mode: the runner starts and supervises a nats-server beside it, in leaf mode, with its own
-//! JetStream domain (`install-<install>`). The leaf's only remote is the hub's leafnode port, over
+//! JetStream domain (`install-<install>-<host>`, see `host_id`). The leaf's only remote is the hub's leafnode port, over
 //! mTLS with the install's certificate: that is the install's one outbound connection, and the hub
 //! admits it with exactly the install's permissions, as it would the runner itself. The runner
 //! (and anything a job starts) talks only to this local server, on loopback; the leaf's JetStream
@@ -86,17 +86,35 @@ fn q(p: &Path) -> String {
     format!("\"{}\"", p.display())
 }
 
+/// This runner host's name among its install's runners: made once per data directory and kept
+/// there. An install may have several runner hosts (each bootstrapped with its own token); the hub
+/// takes two leaf connections with one server name for one server reconnecting, and drops the
+/// older — so each leaf is named, and has its JetStream domain, after its install and its host.
+pub fn host_id(dir: &Path) -> std::io::Result<String> {
+    let file = dir.join("host-id");
+    match std::fs::read_to_string(&file) {
+        Ok(id) if !id.trim().is_empty() => Ok(id.trim().to_string()),
+        Ok(_) | Err(_) => {
+            std::fs::create_dir_all(dir)?;
+            let new = ferry_model::new_id();
+            let id = new[new.len() - 8..].to_string();
+            std::fs::write(&file, &id)?;
+            Ok(id)
+        }
+    }
+}
+
 /// The leaf's configuration: loopback only, its own JetStream domain, one remote. Its message
 /// limit is NATS's default, 1 MiB, the smallest a Ferry hub has: a message the spool takes must
 /// also fit the hub (a larger result goes in chunks of the leaf's limit).
-fn config(cfg: &LeafConfig, port: u16) -> String {
+fn config(cfg: &LeafConfig, port: u16, host: &str) -> String {
     let id = &cfg.identity;
     format!(
         "# Written by ferry-runner on each start (leaf.rs).\n\
-         server_name: \"leaf-{install}\"\n\
+         server_name: \"leaf-{install}-{host}\"\n\
          listen: \"127.0.0.1:{port}\"\n\
          max_payload: 1MB\n\
-         jetstream {{\n  domain: \"install-{install}\"\n  store_dir: {store}\n  max_memory_store: 64MB\n  max_file_store: 4GB\n}}\n\
+         jetstream {{\n  domain: \"install-{install}-{host}\"\n  store_dir: {store}\n  max_memory_store: 64MB\n  max_file_store: 4GB\n}}\n\
          leafnodes {{\n  reconnect: 1\n  remotes: [ {{\n    urls: [\"{hub}\"]\n    tls: {{ cert_file: {cert}, key_file: {key}, ca_file: {ca} }}\n  }} ]\n}}\n",
         install = cfg.install,
         store = q(&cfg.dir.join("js")),
@@ -162,8 +180,9 @@ pub async fn start(cfg: LeafConfig) -> Result<Leaf, LeafError> {
     };
     std::fs::create_dir_all(&cfg.dir).map_err(io)?;
     let port = free_port().map_err(io)?;
+    let host = host_id(&cfg.dir).map_err(io)?;
     let conf = cfg.dir.join("nats.conf");
-    std::fs::write(&conf, config(&cfg, port)).map_err(io)?;
+    std::fs::write(&conf, config(&cfg, port, &host)).map_err(io)?;
     let (mut child, mut marker) = spawn(&cfg, &conf)?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while tokio::net::TcpStream::connect(("127.0.0.1", port))

@@ -44,6 +44,12 @@ impl Executor {
     /// The install's own copy of the approved plan, put in the work directory for the plugin
     /// (which checks its digest again). The plan must have been made from the artifact the apply
     /// names: a plan is never applied to another configuration than the one it was made from.
+    /// Whether this runner host holds plan `digest` of `component` (an install's other runner
+    /// hosts keep their own plans: an apply belongs on the host that made its plan).
+    pub(crate) fn holds_plan(&self, component: &str, digest: &str) -> bool {
+        crate::exec::plain_name(component) && self.plan_copy(component, digest).exists()
+    }
+
     pub(crate) async fn own_plan(
         &self,
         component: &str,

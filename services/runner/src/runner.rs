@@ -79,7 +79,14 @@ pub struct Runner {
     executor: Arc<Executor>,
     slots: Arc<Semaphore>,
     running: Running,
+    /// Applies this host left to the install's other runner hosts, since when (see
+    /// [`Runner::leave_to_planner`]).
+    left: std::sync::Mutex<std::collections::HashMap<String, tokio::time::Instant>>,
 }
+
+/// How long a runner host leaves an apply whose plan it does not hold to the host that does,
+/// before it claims the apply itself (and fails it, saying the plan is not here).
+const LEAVE_APPLY_TO_PLANNER: Duration = Duration::from_secs(10);
 
 impl Drop for Runner {
     fn drop(&mut self) {
@@ -184,6 +191,7 @@ impl Runner {
             executor,
             slots,
             running: Running::default(),
+            left: Default::default(),
         })
     }
 
@@ -315,11 +323,37 @@ impl Runner {
         }
     }
 
+    /// Whether to leave `offer` to another runner host of the install: an apply of a plan this
+    /// host does not hold (plans stay on the host that made them) is left to the others for
+    /// [`LEAVE_APPLY_TO_PLANNER`]; after that this host claims it, and the apply fails saying why.
+    fn leave_to_planner(&self, offer: &JobOffer) -> bool {
+        let ferry_protocol::messages::JobSpec::Apply(a) = &offer.spec else {
+            return false;
+        };
+        if self
+            .executor
+            .holds_plan(&a.component.component, &a.plan_digest)
+        {
+            return false;
+        }
+        let Ok(mut left) = self.left.lock() else {
+            return false;
+        };
+        let now = tokio::time::Instant::now();
+        left.retain(|_, since| now.duration_since(*since) < LEAVE_APPLY_TO_PLANNER * 6);
+        let since = *left.entry(offer.job_id.clone()).or_insert(now);
+        now.duration_since(since) < LEAVE_APPLY_TO_PLANNER
+    }
+
     /// Claims one offer and, if granted, runs its job. Returns whether the claim was answered
     /// (granted or refused); an unanswered one stays in `JOBS` for the next walk.
     async fn take_offer(&self, offer: JobOffer) -> bool {
         if offer.org != self.cfg.org || offer.install != self.cfg.install {
             warn!(job = %offer.job_id, "offer for another install; ignoring");
+            return true;
+        }
+        if self.leave_to_planner(&offer) {
+            debug!(job = %offer.job_id, "apply of a plan another runner host made: left to it");
             return true;
         }
         let req = ClaimRequest {

@@ -1,0 +1,69 @@
+//! `ferry dev` as a newcomer uses it: started twice, installs deleted and created again.
+
+use std::process::Command;
+use std::time::Duration;
+
+use ferry_tests::{FerryDev, bin, free_port, repo_root};
+
+/// A second `ferry dev` on the same data directory refuses at once and names the one holding it,
+/// instead of starting a second hub on the same store and breaking the first.
+#[test]
+fn a_second_ferry_dev_on_the_same_data_directory_refuses_naming_the_first() {
+    let dev = FerryDev::start(&repo_root().join("examples/hello"), &[]);
+    let out = Command::new(bin("ferry"))
+        .current_dir(repo_root())
+        .args(["dev", "--exit-when-deployed", "--http-addr"])
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("--data-dir")
+        .arg(dev.data_dir.path().join("dev"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "in use by another `ferry dev` (pid {})",
+            dev.pid()
+        )),
+        "{err}"
+    );
+    // The first one is untouched.
+    let (code, out, err) = dev.cli(&["installs", "get", "dev"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// An install deleted under `ferry dev` and created again under the same name deploys: its old,
+/// revoked identity is forgotten with it, and the new runner bootstraps anew.
+#[test]
+fn an_install_deleted_and_created_again_under_ferry_dev_deploys() {
+    let dev = FerryDev::start(&repo_root().join("examples/hello"), &[]);
+    let create = || {
+        dev.cli(&[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "again",
+            "--approve-all",
+            "--wait",
+        ])
+    };
+    let (code, out, err) = create();
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = dev.cli(&["installs", "delete", "again", "--force"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let output = || std::fs::read_to_string(&dev.output).unwrap_or_default();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !output().contains("install again deleted") {
+        assert!(std::time::Instant::now() < deadline, "{}", output());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (code, out, err) = create();
+    assert_eq!(
+        code,
+        0,
+        "created again and deployed: {out}{err}\n{}",
+        output()
+    );
+}
