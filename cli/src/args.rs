@@ -13,14 +13,10 @@ use crate::dev;
 #[derive(Parser, Debug)]
 #[command(name = "ferry", version, propagate_version = true)]
 pub(crate) struct Cli {
-    /// Base URL of the Ferry API.
-    #[arg(
-        long,
-        global = true,
-        env = "FERRY_API",
-        default_value = "http://127.0.0.1:4600"
-    )]
-    pub(crate) api: String,
+    /// Base URL of the Ferry API [default: the one `ferry login` saved, else
+    /// http://127.0.0.1:4600, what `ferry dev` serves]. Without a scheme, http:// is meant.
+    #[arg(long, global = true, env = "FERRY_API")]
+    pub(crate) api: Option<String>,
     /// API token (default: the one `ferry login` saved).
     #[arg(long, global = true, env = "FERRY_TOKEN", hide_env_values = true)]
     pub(crate) token: Option<String>,
@@ -90,7 +86,11 @@ pub(crate) enum TokensCmd {
         json: bool,
     },
     /// Revoke a token: refused from its next request on.
-    Revoke { id: String },
+    Revoke {
+        /// The token's id or its name (as `tokens list` shows them).
+        #[arg(value_name = "ID_OR_NAME")]
+        which: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -260,7 +260,7 @@ pub(crate) enum InstallsCmd {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum WorkflowsCmd {
-    /// Show a workflow's steps; exit 1 when it failed or was cancelled.
+    /// Show a workflow's steps (exit 0 once read; `workflows wait` exits 1 when it failed).
     Get {
         id: String,
         /// Also show each plan: the resources it adds, changes, replaces and destroys (from

@@ -200,6 +200,9 @@ pub async fn installs_create(
             println!("follow it with: ferry workflows wait {id}");
         }
     }
+    if !json_out && r["runners_managed"] == true {
+        println!("its runner is started for you (the control plane runs under `ferry dev`)");
+    }
     if !json_out && let Some(token) = r["runner_token"]["token"].as_str() {
         println!(
             "its runner bootstraps with this one-time token (valid an hour; `ferry installs runner-bundle {name}` writes a new one with everything else):\n  ferry-runner --bootstrap {token} --api {}",
@@ -388,10 +391,9 @@ pub async fn workflows_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
     } else {
         println!("{}", render::workflow(&w));
     }
-    Ok(match w.status {
-        ferry_model::WorkflowStatus::Failed | ferry_model::WorkflowStatus::Cancelled => 1,
-        _ => 0,
-    })
+    // It read the workflow: 0, however the workflow ended (`workflows wait` is the command whose
+    // exit says how it ended).
+    Ok(0)
 }
 
 pub async fn workflows_list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {

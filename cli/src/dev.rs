@@ -393,6 +393,7 @@ async fn start_server(p: &mut Platform, args: &DevArgs, hub: &Hub) -> Result<Api
         "ferry-server",
         Command::new(&p.server_bin)
             .args(["--nats-url", &hub.nats_url, "--http-addr", &http_addr])
+            .arg("--managed-runners")
             .arg("--hub-dir")
             .arg(&hub.dir),
         p.data.join("server.log"),

@@ -39,7 +39,8 @@ async fn main() {
 
 async fn run(cli: Cli) -> anyhow::Result<i32> {
     let token = tokens::resolve(cli.token.clone());
-    let api = client::Api::new(&cli.api, token.as_deref())?;
+    let api_base = tokens::resolve_api(cli.api.clone());
+    let api = client::Api::new(&api_base, token.as_deref())?;
     match cli.command {
         Command::Apps(cmd) => apps(&api, cmd).await,
         Command::Installs(cmd) => installs(&api, cmd).await,
@@ -54,12 +55,12 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Logs { job, follow, json } => commands::logs(&api, &job, follow, json).await,
         Command::Dev(args) => dev::run(args).await,
-        Command::Login { token } => tokens::login(&cli.api, &token).await,
+        Command::Login { token } => tokens::login(&api_base, &token).await,
         Command::Tokens(TokensCmd::Create { name, role, json }) => {
             tokens::create(&api, &name, &role, json).await
         }
         Command::Tokens(TokensCmd::List { json }) => tokens::list(&api, json).await,
-        Command::Tokens(TokensCmd::Revoke { id }) => tokens::revoke(&api, &id).await,
+        Command::Tokens(TokensCmd::Revoke { which }) => tokens::revoke(&api, &which).await,
     }
 }
 

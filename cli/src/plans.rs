@@ -2,7 +2,7 @@
 //! describes them (the API keeps the plugin's JSON as it was given; this reads it for people).
 
 use anyhow::Result;
-use ferry_model::{StepKind, Workflow, WorkflowStatus};
+use ferry_model::{StepKind, Workflow};
 use serde_json::{Value, json};
 
 use crate::client::Api;
@@ -38,10 +38,7 @@ pub async fn workflow_with_plans(api: &Api, id: &str, json_out: bool) -> Result<
             }
         }
     }
-    Ok(match w.status {
-        WorkflowStatus::Failed | WorkflowStatus::Cancelled => 1,
-        _ => 0,
-    })
+    Ok(0)
 }
 
 /// One line per resource that changes (`+` create, `~` update with the attributes that change,

@@ -18,6 +18,26 @@ pub fn login_file() -> Option<PathBuf> {
     Some(base.join("ferry").join("token"))
 }
 
+/// Where `ferry login` keeps the API's URL, beside the token.
+fn api_file() -> Option<PathBuf> {
+    Some(login_file()?.with_file_name("api"))
+}
+
+/// What `--api` and `FERRY_API` default to when neither is given.
+pub const DEFAULT_API: &str = "http://127.0.0.1:4600";
+
+/// The API's URL: the one given (`--api`, `FERRY_API`), else the one `ferry login` saved, else
+/// [`DEFAULT_API`].
+pub fn resolve_api(given: Option<String>) -> String {
+    given
+        .filter(|a| !a.is_empty())
+        .or_else(|| {
+            let text = std::fs::read_to_string(api_file()?).ok()?;
+            Some(text.trim().to_string()).filter(|a| !a.is_empty())
+        })
+        .unwrap_or_else(|| DEFAULT_API.to_string())
+}
+
 /// The token to send: the one given, else the saved one, else none (the API answers 401 and
 /// says how to log in).
 pub fn resolve(given: Option<String>) -> Option<String> {
@@ -27,9 +47,11 @@ pub fn resolve(given: Option<String>) -> Option<String> {
     })
 }
 
-/// Checks a token against the API, then saves it (mode 0600) for later commands.
+/// Checks a token against the API, then saves it (mode 0600) and the API's URL for later
+/// commands.
 pub async fn login(api_base: &str, token: &str) -> Result<i32> {
     let api = Api::new(api_base, Some(token))?;
+    let api_base = api.base().to_string();
     let _: Value = api
         .get("/v1/installs")
         .await
@@ -39,9 +61,12 @@ pub async fn login(api_base: &str, token: &str) -> Result<i32> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     write_private(&path, token).with_context(|| format!("writing {}", path.display()))?;
+    let api_path = path.with_file_name("api");
+    write_private(&api_path, &api_base)
+        .with_context(|| format!("writing {}", api_path.display()))?;
     println!(
-        "logged in to {api_base}; the token is saved in {}",
-        path.display()
+        "logged in to {api_base}; the token and the API's URL are saved in {}",
+        path.parent().unwrap_or(&path).display()
     );
     Ok(0)
 }
@@ -98,8 +123,28 @@ pub async fn list(api: &Api, json_out: bool) -> Result<i32> {
     Ok(0)
 }
 
-pub async fn revoke(api: &Api, id: &str) -> Result<i32> {
+/// Revokes the token with id or name `which` (a name must be one token's, not revoked yet).
+pub async fn revoke(api: &Api, which: &str) -> Result<i32> {
+    let list: Vec<Value> = api.get("/v1/tokens").await?;
+    let field = |t: &Value, k: &str| t[k].as_str().unwrap_or_default().to_string();
+    let by_id = list.iter().find(|t| field(t, "id") == which);
+    let by_name: Vec<&Value> = list
+        .iter()
+        .filter(|t| field(t, "name") == which && t["revoked_at"].is_null())
+        .collect();
+    let token: &Value = match (by_id, by_name.as_slice()) {
+        (Some(t), _) => t,
+        (None, [t]) => t,
+        (None, []) => {
+            anyhow::bail!("no token has the id or name `{which}` (see `ferry tokens list`)")
+        }
+        (None, _) => anyhow::bail!(
+            "{} tokens are named `{which}`: revoke one by its id (see `ferry tokens list`)",
+            by_name.len()
+        ),
+    };
+    let id = field(token, "id");
     api.delete(&format!("/v1/tokens/{id}")).await?;
-    println!("token {id} revoked");
+    println!("token {} ({id}) revoked", field(token, "name"));
     Ok(0)
 }

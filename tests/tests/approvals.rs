@@ -136,9 +136,9 @@ fn wait_follows_a_workflow_and_its_exit_code_says_how_it_ended() {
     assert!(err.contains("quota exceeded"), "{err}");
     let id = wf["id"].as_str().unwrap();
     let (code, _, _) = ferry(&api, &["workflows", "get", id]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 0, "get read the workflow");
     let (code, _, _) = ferry(&api, &["workflows", "wait", id]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 1, "wait says how it ended");
 }
 
 #[test]

@@ -67,3 +67,62 @@ fn an_install_deleted_and_created_again_under_ferry_dev_deploys() {
         output()
     );
 }
+
+/// The CLI's habits a newcomer relies on: `--api` without a scheme, `ferry login --api URL`
+/// remembered, tokens revoked by name, no runner command to run by hand under `ferry dev`, and
+/// log files without terminal colours.
+#[test]
+fn cli_habits_under_ferry_dev() {
+    let dev = FerryDev::start(&repo_root().join("examples/hello"), &[]);
+    let token = ferry_tests::token_for(&dev.api).unwrap();
+    let config = tempfile::tempdir().unwrap();
+    let ferry = |args: &[&str]| {
+        let out = Command::new(bin("ferry"))
+            .current_dir(repo_root())
+            .env_remove("FERRY_TOKEN")
+            .env_remove("FERRY_API")
+            .env("XDG_CONFIG_HOME", config.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let host_port = dev.api.trim_start_matches("http://");
+    let (code, out, err) = ferry(&["login", "--api", host_port, "--token", &token]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    // Neither --api nor a token from now on: both were saved.
+    let (code, out, err) = ferry(&["installs", "get", "dev"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+
+    let (code, out, err) = ferry(&["tokens", "create", "--name", "ci", "--role", "viewer"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = ferry(&["tokens", "revoke", "ci"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("token ci ("), "{out}");
+    let (code, _, err) = ferry(&["tokens", "revoke", "nobody"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("no token has the id or name `nobody`"),
+        "{err}"
+    );
+
+    let (code, out, err) = ferry(&[
+        "installs",
+        "create",
+        "--app",
+        "hello",
+        "--name",
+        "second",
+        "--approve-all",
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(!out.contains("ferry-runner --bootstrap"), "{out}");
+    assert!(out.contains("its runner is started for you"), "{out}");
+
+    let server_log = std::fs::read_to_string(dev.data_dir.path().join("dev/server.log")).unwrap();
+    assert!(
+        !server_log.contains('\u{1b}'),
+        "no terminal escapes in a log file"
+    );
+}

@@ -34,6 +34,9 @@ pub struct Issuer {
     /// How long a bootstrap token waits for its runner.
     pub token_lifetime: Duration,
     pub sys: async_nats::Client,
+    /// Installs' runners are started by the one who started the control plane (`ferry dev`):
+    /// creating an install hands out no token (`installs runner-token` still does).
+    pub managed_runners: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

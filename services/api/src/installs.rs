@@ -151,7 +151,11 @@ pub async fn create_install(
         }
         Err(e) => return Err(e.into()),
     }
-    let runner_token = Some(crate::bootstrap::issue(&s, &install.name).await?);
+    let runners_managed = s.issuer.as_ref().is_some_and(|i| i.managed_runners);
+    let runner_token = match runners_managed {
+        true => None,
+        false => Some(crate::bootstrap::issue(&s, &install.name).await?),
+    };
     request_workflow(&s, &wf).await?;
     let workflow_id = wf.id;
     audit(
@@ -168,6 +172,7 @@ pub async fn create_install(
             install: install.redacted(),
             workflow_id,
             runner_token,
+            runners_managed,
         }),
     ))
 }

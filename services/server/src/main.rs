@@ -51,6 +51,10 @@ struct Args {
     /// Seconds an install certificate issued at bootstrap lives (api; 24 h).
     #[arg(long, env = "FERRY_CERT_LIFETIME_SECS", default_value_t = ferry_pki::DEFAULT_CERT_LIFETIME.as_secs())]
     cert_lifetime_secs: u64,
+    /// Installs' runners are started by whoever started this server (`ferry dev` does): creating
+    /// an install hands out no bootstrap token, and says so (api).
+    #[arg(long)]
+    managed_runners: bool,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -246,6 +250,7 @@ async fn start_api(
         lifetime: Duration::from_secs(args.cert_lifetime_secs.max(60)),
         token_lifetime: Duration::from_secs(args.runner_token_secs.max(1)),
         sys,
+        managed_runners: args.managed_runners,
     };
     let key = hub.callout_key()?;
     let (c, st) = (client.clone(), store.clone());

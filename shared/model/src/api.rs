@@ -70,6 +70,9 @@ pub struct CreatedInstall {
     /// The one-time token the install's first runner bootstraps with (shown only now).
     #[serde(default)]
     pub runner_token: Option<RunnerToken>,
+    /// Whoever started the control plane starts the install's runner too (`ferry dev`).
+    #[serde(default)]
+    pub runners_managed: bool,
 }
 
 /// A one-time bootstrap token for an install's runner (`ferry-runner --bootstrap`).

@@ -11,14 +11,17 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-/// Logs to stderr, filtered by `RUST_LOG` (default `info`, NATS client chatter at `warn`).
+/// Logs to stderr, filtered by `RUST_LOG` (default `info`, NATS client chatter at `warn`); colours
+/// only on a terminal, so a log file holds plain text.
 pub fn init_tracing() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,async_nats=warn"));
     // A second call (tests that start several components in one process) keeps the first subscriber.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
 
