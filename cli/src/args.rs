@@ -45,13 +45,29 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Approvals(ApprovalsCmd),
     /// Print (or follow) a job's log.
+    #[command(group(clap::ArgGroup::new("whose").required(true).args(["job", "workflow", "install"])))]
     Logs {
-        /// The job id (shown by `ferry workflows get`).
+        /// A job's log (its id, as `ferry workflows get` shows it).
         #[arg(long)]
-        job: String,
-        /// Keep printing new lines until the job finishes.
+        job: Option<String>,
+        /// A workflow's log: every job of it in step order, each after a header.
+        #[arg(long)]
+        workflow: Option<String>,
+        /// The log of the install's latest workflow.
+        #[arg(long)]
+        install: Option<String>,
+        /// With --workflow or --install: only this component's jobs.
+        #[arg(long)]
+        component: Option<String>,
+        /// Keep printing new lines until the job (or the workflow) ends.
         #[arg(short, long)]
         follow: bool,
+        /// Each line's time in front of it (the default on a terminal).
+        #[arg(long, overrides_with = "no_timestamps")]
+        timestamps: bool,
+        /// No times in front of the lines (the default when the output is not a terminal).
+        #[arg(long)]
+        no_timestamps: bool,
         /// JSON lines: one object per log line.
         #[arg(long)]
         json: bool,

@@ -5,8 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use ferry_appconfig::Package;
 use ferry_model::api::RunnerInfo;
-use ferry_model::{App, Install, LogEntry, Workflow};
-use futures_util::StreamExt;
+use ferry_model::{App, Install, Workflow};
 use serde_json::{Value, json};
 
 use crate::client::Api;
@@ -569,35 +568,4 @@ pub async fn jobs_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
         println!("{}", render::job(&j));
     }
     Ok(0)
-}
-
-pub async fn logs(api: &Api, job: &str, follow: bool, json_out: bool) -> Result<i32> {
-    let path = format!(
-        "/v1/jobs/{job}/logs{}",
-        if follow { "?follow=true" } else { "" }
-    );
-    let resp = api.stream(&path).await?;
-    let mut body = resp.bytes_stream();
-    let mut buf: Vec<u8> = Vec::new();
-    while let Some(chunk) = body.next().await {
-        buf.extend_from_slice(&chunk.context("reading the log stream")?);
-        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=pos).collect();
-            print_log_line(&line[..line.len() - 1], json_out)?;
-        }
-    }
-    if !buf.is_empty() {
-        print_log_line(&buf, json_out)?;
-    }
-    Ok(0)
-}
-
-fn print_log_line(line: &[u8], json_out: bool) -> Result<()> {
-    if json_out {
-        println!("{}", String::from_utf8_lossy(line));
-        return Ok(());
-    }
-    let e: LogEntry = serde_json::from_slice(line).context("decoding a log line")?;
-    println!("{}", render::log_line(&e));
-    Ok(())
 }

@@ -6,6 +6,7 @@ mod client;
 mod commands;
 mod dev;
 mod fetch;
+mod logs;
 mod plans;
 mod render;
 mod tokens;
@@ -53,7 +54,37 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Runners(RunnersCmd::List { install, json }) => {
             commands::runners_list(&api, install.as_deref(), json).await
         }
-        Command::Logs { job, follow, json } => commands::logs(&api, &job, follow, json).await,
+        Command::Logs {
+            job,
+            workflow,
+            install,
+            component,
+            follow,
+            timestamps,
+            no_timestamps,
+            json,
+        } => {
+            let target = match (job, workflow, install) {
+                (Some(j), _, _) => logs::Target::Job(j),
+                (_, Some(w), _) => logs::Target::Workflow(w),
+                (_, _, Some(i)) => logs::Target::Install(i),
+                (None, None, None) => {
+                    anyhow::bail!("say whose log: --job, --workflow or --install")
+                }
+            };
+            let timestamps = match (timestamps, no_timestamps) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            };
+            let show = logs::Show {
+                follow,
+                json,
+                timestamps,
+                component,
+            };
+            logs::run(&api, target, show).await
+        }
         Command::Dev(args) => dev::run(args).await,
         Command::Login { token } => tokens::login(&api_base, &token).await,
         Command::Tokens(TokensCmd::Create { name, role, json }) => {

@@ -126,3 +126,45 @@ fn cli_habits_under_ferry_dev() {
         "no terminal escapes in a log file"
     );
 }
+
+/// A workflow's log in one command: every job in step order under a header, for one component
+/// if asked, with timestamps if asked; the install's latest workflow by the install's name.
+#[test]
+fn a_workflows_log_reads_in_step_order_across_its_jobs() {
+    let dev = FerryDev::start(&repo_root().join("examples/hello"), &[]);
+    let (code, all, err) = dev.cli(&["logs", "--install", "dev"]);
+    assert_eq!(code, 0, "{err}");
+    let headers: Vec<&str> = all.lines().filter(|l| l.starts_with("── ")).collect();
+    assert!(
+        headers
+            .first()
+            .is_some_and(|h| h.starts_with("── sandbox sync")),
+        "{all}"
+    );
+    let position = |what: &str| all.find(what).unwrap_or_else(|| panic!("{what} in {all}"));
+    assert!(position("── greeter plan") < position("── greeter apply"));
+    assert!(position("── greeter apply") < position("── reporter apply"));
+    assert!(all.contains("[ferry] succeeded"), "{all}");
+
+    let (code, greeter, err) = dev.cli(&[
+        "logs",
+        "--install",
+        "dev",
+        "--component",
+        "greeter",
+        "--timestamps",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        greeter
+            .lines()
+            .filter(|l| l.starts_with("── "))
+            .all(|h| h.starts_with("── greeter ")),
+        "{greeter}"
+    );
+    let line = greeter.lines().find(|l| !l.starts_with("── ")).unwrap();
+    assert!(
+        line.starts_with("20") && line.contains('T') && line.contains("Z  "),
+        "{line}"
+    );
+}
