@@ -27,6 +27,7 @@ pub fn plan_job(org: &str, install: &str, id: &str) -> (m::Job, JobOffer) {
             vars: vec![("region".into(), "eu-west-1".into())],
             env: vec![("GREETING".into(), "hello".into())],
             applied_digest: None,
+            redact: vec![],
         }),
         timeouts: Timeouts::default(),
     };

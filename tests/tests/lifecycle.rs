@@ -267,6 +267,15 @@ fn sensitive_inputs_and_outputs_are_used_but_never_shown() {
     ] {
         assert!(!shown.contains("s3cr3t"), "{shown}");
     }
+    // Nor in the job logs: greeter echoes the sensitive greeting, which its log masks.
+    let greeter = step(&w["workflow"], "greeter", "apply")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (code, log, err) = ferry(&api, &["logs", "--job", &greeter]);
+    assert_eq!(code, 0, "{err}");
+    assert!(log.contains("greeter wrote: ***, prod!"), "{log}");
+    assert!(!log.contains("hey"), "{log}");
 }
 
 #[test]

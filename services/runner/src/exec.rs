@@ -143,6 +143,7 @@ impl Executor {
                 &self.install,
                 &offer.job_id,
                 &execution_id,
+                redacted_values(&offer.spec),
             );
             log.system(format!(
                 "{} {}: execution {public_id}",
@@ -161,6 +162,8 @@ impl Executor {
                     self.plugin(&offer, &execution_id, limit, &log, &stop).await
                 }
             };
+            let mut result = result;
+            result.error = result.error.map(|e| log.mask(&e));
             match (&result.status, &result.error) {
                 (Outcome::Succeeded, _) => log.system("succeeded").await,
                 (status, Some(e)) => {
@@ -592,6 +595,15 @@ fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+/// The values a job's log must not show, as its offer lists them.
+fn redacted_values(spec: &JobSpec) -> Vec<String> {
+    match spec {
+        JobSpec::Plan(c) | JobSpec::Teardown(c) => c.redact.clone(),
+        JobSpec::Apply(a) => a.component.redact.clone(),
+        JobSpec::SyncArtifact(_) => vec![],
+    }
 }
 
 #[cfg(test)]

@@ -22,11 +22,27 @@ pub const MAX_BATCH_BYTES: usize = 256 * 1024;
 #[derive(Clone)]
 pub struct LogHandle {
     tx: mpsc::Sender<LogLine>,
+    /// Values no line may show (the install's sensitive inputs and outputs), longest first.
+    redact: std::sync::Arc<[String]>,
 }
 
+/// What a masked value reads in a log.
+pub const MASK: &str = "***";
+
 impl LogHandle {
+    /// `text` with every value this job's log must not show replaced by [`MASK`].
+    pub fn mask(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for secret in self.redact.iter() {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), MASK);
+            }
+        }
+        out
+    }
+
     pub async fn line(&self, stream: LogStream, text: impl Into<String>) {
-        let mut text: String = text.into();
+        let mut text: String = self.mask(&text.into());
         if text.len() > MAX_LINE_BYTES {
             let mut cut = MAX_LINE_BYTES;
             while !text.is_char_boundary(cut) {
@@ -65,6 +81,7 @@ pub fn start(
     install: &str,
     job_id: &str,
     execution_id: &str,
+    redact: Vec<String>,
 ) -> (LogHandle, tokio::task::JoinHandle<u64>) {
     let (tx, mut rx) = mpsc::channel::<LogLine>(1024);
     let subject = subjects::log(org, install, job_id);
@@ -115,5 +132,6 @@ pub fn start(
         }
         seq
     });
-    (LogHandle { tx }, task)
+    let redact = redact.into();
+    (LogHandle { tx, redact }, task)
 }

@@ -367,6 +367,7 @@ impl Scheduler {
             applied_digest: install
                 .component(&component.name)
                 .and_then(|c| c.applied_digest.clone()),
+            redact: install.secret_values(),
         }))
     }
 

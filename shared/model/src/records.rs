@@ -229,6 +229,38 @@ impl Install {
     }
 }
 
+/// Shortest secret value masked in job logs: masking every `a` or `1` would make logs unreadable
+/// and hide nothing.
+pub const MIN_MASKED_LEN: usize = 3;
+
+impl Install {
+    /// The values its jobs' logs must not show: its sensitive inputs' and the sensitive outputs of
+    /// its sandbox and components (at least [`MIN_MASKED_LEN`] long), longest first so a value that
+    /// contains another is masked whole.
+    pub fn secret_values(&self) -> Vec<String> {
+        let inputs = self
+            .sensitive_inputs
+            .iter()
+            .filter_map(|n| self.inputs.get(n))
+            .cloned();
+        // A string output as it is; any other value as the JSON a tool would print.
+        let outputs = std::iter::once(&self.sandbox)
+            .chain(self.components.values())
+            .flat_map(|c| c.sensitive_outputs.iter().filter_map(|n| c.outputs.get(n)))
+            .map(|v| match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+        let mut values: Vec<String> = inputs
+            .chain(outputs)
+            .filter(|v| v.len() >= MIN_MASKED_LEN)
+            .collect();
+        values.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+        values.dedup();
+        values
+    }
+}
+
 impl Job {
     /// The job as the API shows it: sensitive outputs read [`REDACTED`].
     pub fn redacted(mut self) -> Job {
@@ -483,6 +515,40 @@ mod tests {
         assert_eq!(
             install.teardown_stages(&order, in_app),
             [vec!["sandbox"], vec!["db"], vec!["old"]]
+        );
+    }
+
+    #[test]
+    fn the_values_job_logs_mask_are_the_sensitive_inputs_and_outputs_longest_first() {
+        let mut db = ComponentState::default();
+        db.outputs.insert("password".into(), "hunter22".into());
+        db.outputs.insert("port".into(), 5432.into());
+        db.outputs.insert("host".into(), "db.local".into());
+        db.sensitive_outputs = vec!["password".into(), "port".into()];
+        let install = Install {
+            org: "o".into(),
+            name: "i".into(),
+            app: "a".into(),
+            app_config_id: "c".into(),
+            inputs: [
+                ("api_key".to_string(), "hunter22-extra".to_string()),
+                ("pin".to_string(), "12".to_string()),
+                ("region".to_string(), "eu-west-1".to_string()),
+            ]
+            .into(),
+            sensitive_inputs: vec!["api_key".into(), "pin".into()],
+            approve_all: true,
+            status: InstallStatus::Active,
+            sandbox: ComponentState::default(),
+            components: [("db".to_string(), db)].into(),
+            last_workflow: None,
+            created_at: String::new(),
+            updated_at: String::new(),
+        };
+        assert_eq!(
+            install.secret_values(),
+            ["hunter22-extra", "hunter22", "5432"],
+            "not the public ones, not the too short, the longer first"
         );
     }
 }

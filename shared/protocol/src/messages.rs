@@ -98,6 +98,9 @@ pub struct ComponentJob {
     pub env: Vec<(String, String)>,
     /// Digest of the plan last applied for this component, so a plugin can tell "no changes".
     pub applied_digest: Option<String>,
+    /// Values the job's log must not show (the install's sensitive inputs and outputs): the
+    /// runner prints `***` in their place.
+    pub redact: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
