@@ -1,4 +1,4 @@
-//! Fetching a package's remote file references at sync (nuon-format.md R2).
+//! Fetching a package's remote file references at sync (docs/app-config.md, "File references").
 //!
 //! Nuon fetches `http(s)://`, `git::URL//path` and `file://` references when an app is synced, and
 //! a failed fetch fails the sync. Ferry does the same here, in the CLI, before the upload: the

@@ -25,3 +25,40 @@ fn scripts_dev_names_every_missing_prerequisite_first() {
     }
     assert!(err.contains("apt-get install build-essential"), "{err}");
 }
+
+/// The README, ARCHITECTURE.md and docs/ point only inside the repository: every relative link
+/// names a file that exists, and nothing sends a reader to a folder beside the checkout.
+#[test]
+fn docs_point_only_inside_the_repository() {
+    let root = repo_root();
+    let mut files = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            files.push(p);
+        }
+    }
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            !text.contains("../shared"),
+            "{} points outside",
+            f.display()
+        );
+        // Markdown links: ](target)
+        for (i, _) in text.match_indices("](") {
+            let rest = &text[i + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = rest[..end].split('#').next().unwrap_or_default();
+            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let path = f.parent().unwrap().join(target);
+            assert!(
+                path.exists(),
+                "{}: link to {target} names nothing",
+                f.display()
+            );
+        }
+    }
+}

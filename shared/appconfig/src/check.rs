@@ -2,7 +2,7 @@
 //! keys, enum values, durations, cron schedules, referenced files; warns about keys Ferry accepts but
 //! does not act on yet. Collects every templated string and every referenced file on the way.
 //!
-//! Unknown keys are warnings, not errors: Nuon drops them silently (nuon-format.md R1), and Ferry
+//! Unknown keys are warnings, not errors: Nuon drops them silently (docs/app-config.md, "Where Ferry is stricter than Nuon"), and Ferry
 //! accepts every package Nuon accepts. `--strict` turns every warning into an error.
 //!
 //! File references follow Nuon's rule (R2): a value starting with `./` or `../` is a path relative to

@@ -1,4 +1,4 @@
-//! The install state templates render against (`{{.nuon.*}}`), in Nuon's shape (nuon-format.md R4).
+//! The install state templates render against (`{{.nuon.*}}`), in Nuon's shape (docs/app-config.md, "Templates").
 //!
 //! One definition serves both sides. A deploy builds it from the install's facts and renders
 //! strictly; validation builds it from stand-in facts (an install that does not exist yet) and

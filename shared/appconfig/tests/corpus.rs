@@ -103,7 +103,7 @@ fn every_fixture_validates_with_its_deploy_order() {
     }
 }
 
-/// `nuon-shapes` is written in every shape nuon-format.md R2-R6 lists, as Nuon's own examples write
+/// `nuon-shapes` is written in every shape Nuon's rules (docs/app-config.md, "Compatibility with Nuon") lists, as Nuon's own examples write
 /// them: it is valid, and its warnings are exactly these (keys Ferry reads but does not act on yet
 /// are counted, not listed: that list shrinks as features land).
 #[test]

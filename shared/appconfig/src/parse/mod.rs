@@ -500,7 +500,7 @@ fn doc_items<'d>(doc: &'d Doc, schema: &Schema, item: &Schema, key: &str) -> Vec
     }
 }
 
-/// The directory relative file references of a block are resolved against (nuon-format.md R2).
+/// The directory relative file references of a block are resolved against (docs/app-config.md, "File references").
 fn base_dir(owner: &str, doc_path: &str) -> String {
     let block = owner.split(':').next().unwrap_or_default();
     match block {

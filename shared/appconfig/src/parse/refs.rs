@@ -81,7 +81,7 @@ pub(super) struct RefCtx<'a> {
 impl RefCtx<'_> {
     /// Checks one reference from the root. Returns the component it reads (an implicit dependency)
     /// and what is wrong with it, if anything. Errors are only what Nuon itself refuses at sync
-    /// (nuon-format.md R3): references to components or actions that do not exist, and references
+    /// (docs/app-config.md, "Templates"): references to components or actions that do not exist, and references
     /// the owner may not make. Everything else fails only when rendered, so it is a warning.
     pub(super) fn check(
         &self,

@@ -60,7 +60,7 @@ impl TemplateError {
 }
 
 /// Whether a string is a template at all. Nuon renders only strings that contain `.nuon` and passes
-/// every other one through verbatim (nuon-format.md R3); Ferry also renders its `.ferry` alias.
+/// every other one through verbatim (docs/app-config.md, "Templates"); Ferry also renders its `.ferry` alias.
 pub fn is_template(src: &str) -> bool {
     src.contains(".nuon") || src.contains(".ferry")
 }
