@@ -51,3 +51,74 @@ fn two_runner_hosts_of_one_install_do_not_knock_each_other_off() {
         "a leaf displaced the other:\n{hub_log}"
     );
 }
+
+/// Waits up to 20 s for `what` in the log at `log`; returns the log.
+fn wait_in_log(log: &std::path::Path, what: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(what) {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "`{what}` never said:\n{text}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A runner cut off from the hub says why in its own log — once, with what to do — instead of
+/// "no responders" every second: a revoked install, and a hub URL nothing listens on.
+#[test]
+fn a_runner_says_once_why_it_cannot_reach_the_hub() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let wf = sync_and_create(&api, &repo_root().join("examples/hello"), "prod");
+    let log = dir.path().join("runner.log");
+    let _runner = Proc::runner(&nats.url, "prod", &dir.path().join("runner"), log.clone());
+    wait_for(&api, &wf, 120, "the deploy", |w| w["status"] == "succeeded");
+    ferry_json(&api, &["installs", "revoke", "prod", "--json"]);
+    wait_in_log(&log, "the hub refuses install prod's certificate");
+    std::thread::sleep(Duration::from_secs(5));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text.matches("the hub refuses install prod's certificate")
+            .count(),
+        1,
+        "said once:\n{text}"
+    );
+    assert!(text.contains("ferry installs runner-token prod"), "{text}");
+    assert!(
+        text.matches("reading offers failed").count() <= 1,
+        "the same failure is not repeated every second:\n{text}"
+    );
+
+    // A hub URL nothing listens on.
+    let other = dir.path().join("nowhere");
+    ferry_tests::issue_install(
+        &nats.hub.dir,
+        ferry_tests::ORG,
+        "prod",
+        &other.join("identity"),
+    );
+    let closed = format!("tls://127.0.0.1:{}", ferry_tests::free_port());
+    let nowhere_log = dir.path().join("nowhere.log");
+    let _lost = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &closed,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
+            "--install",
+            "prod",
+            "--data-dir",
+            other.to_str().unwrap(),
+        ],
+        nowhere_log.clone(),
+    );
+    let text = wait_in_log(&nowhere_log, "cannot reach the hub's leafnode port");
+    assert!(
+        text.contains(&closed) && text.contains("connection refused"),
+        "{text}"
+    );
+}

@@ -43,6 +43,9 @@ pub struct LeafConfig {
 /// The running leaf: its local URL; dropping it stops the supervisor and the server.
 pub struct Leaf {
     pub url: String,
+    /// The leaf's log, and where this start's lines begin in it (see `link.rs`).
+    pub log: PathBuf,
+    pub log_start: u64,
     /// Notified: the supervisor restarts the server (to take up a renewed certificate).
     pub restart: std::sync::Arc<tokio::sync::Notify>,
     supervisor: tokio::task::JoinHandle<()>,
@@ -183,6 +186,8 @@ pub async fn start(cfg: LeafConfig) -> Result<Leaf, LeafError> {
     let host = host_id(&cfg.dir).map_err(io)?;
     let conf = cfg.dir.join("nats.conf");
     std::fs::write(&conf, config(&cfg, port, &host)).map_err(io)?;
+    // Where this start's lines begin in the leaf's log (it is appended to across starts).
+    let log_start = std::fs::metadata(cfg.dir.join("nats.log")).map_or(0, |m| m.len());
     let (mut child, mut marker) = spawn(&cfg, &conf)?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while tokio::net::TcpStream::connect(("127.0.0.1", port))
@@ -197,6 +202,7 @@ pub async fn start(cfg: LeafConfig) -> Result<Leaf, LeafError> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     info!(port, hub = %cfg.hub, "leaf nats-server started");
+    let log = cfg.dir.join("nats.log");
     let restart = std::sync::Arc::new(tokio::sync::Notify::new());
     let asked = restart.clone();
     let supervisor = tokio::spawn(async move {
@@ -226,6 +232,8 @@ pub async fn start(cfg: LeafConfig) -> Result<Leaf, LeafError> {
     });
     Ok(Leaf {
         url: format!("nats://127.0.0.1:{port}"),
+        log,
+        log_start,
         restart,
         supervisor,
     })

@@ -21,6 +21,7 @@ pub mod artifacts;
 pub mod bootstrap;
 pub mod exec;
 pub mod leaf;
+pub mod link;
 pub mod logsink;
 pub mod offers;
 pub mod orphans;

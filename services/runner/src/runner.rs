@@ -116,6 +116,7 @@ impl Runner {
         }
         let id = format!("runner-{}", ulid::Ulid::new().to_string().to_lowercase());
         let name = format!("ferry-runner {}/{} {id}", cfg.org, cfg.install);
+        let mut link_watch = None;
         let (leaf, client) = match &cfg.mode {
             Mode::Direct => {
                 let client = cfg
@@ -132,6 +133,12 @@ impl Runner {
                 let leaf = crate::leaf::start(leaf_cfg.clone())
                     .await
                     .map_err(|e| RunnerError::Setup(e.to_string()))?;
+                link_watch = Some(tokio::spawn(crate::link::watch(
+                    leaf.log.clone(),
+                    leaf.log_start,
+                    leaf_cfg.hub.clone(),
+                    leaf_cfg.install.clone(),
+                )));
                 // Loopback to the install's own server: the leaf holds the hub connection and
                 // the certificate; replies still come to the install's own inbox space.
                 let prefix = cfg.credentials.inbox_prefix.clone().unwrap_or_default();
@@ -146,7 +153,7 @@ impl Runner {
             }
         };
         let js = jetstream::new(client.clone());
-        let mut background = Vec::new();
+        let mut background: Vec<_> = link_watch.into_iter().collect();
         let outbox = match leaf {
             None => Outbox::Direct(js),
             Some(_) => {
@@ -273,11 +280,29 @@ impl Runner {
             info!(nats = %self.cfg.nats_url, "runner started");
             let offers = crate::offers::Offers::new(&self.client, &org, &install);
             let mut walk = true;
+            // Failures in a row: the wait doubles up to 30 s, and only the first is a warning
+            // (a runner cut off for days must not fill its disk with the same line).
+            let mut failures: u32 = 0;
             loop {
-                if walk && let Err(e) = self.take_offers(&offers).await {
-                    warn!(error = %e, "reading offers failed; trying again");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
+                if walk {
+                    match self.take_offers(&offers).await {
+                        Ok(()) if failures > 0 => {
+                            info!(failures, "reading offers again");
+                            failures = 0;
+                        }
+                        Ok(()) => {}
+                        Err(e) => {
+                            if failures == 0 {
+                                warn!(error = %e, "reading offers failed; trying again, less often while it fails");
+                            } else {
+                                debug!(error = %e, failures, "reading offers failed again");
+                            }
+                            failures = failures.saturating_add(1);
+                            let wait = Duration::from_secs(1 << failures.min(5)).min(Duration::from_secs(30));
+                            tokio::time::sleep(wait).await;
+                            continue;
+                        }
+                    }
                 }
                 walk = tokio::select! {
                     bell = wake.next() => match bell {
