@@ -181,8 +181,8 @@ pub(crate) enum InstallsCmd {
         /// Where to write the bundle.
         #[arg(long, default_value = "ferry-runner-bundle")]
         out: std::path::PathBuf,
-        /// The hub's leafnode URL as the runner host reaches it (default: the API's host, port
-        /// 7422).
+        /// The hub's leafnode URL as the runner host reaches it (default: the one the control
+        /// plane was given, `ferry-server --runner-hub-url`; required when it has none).
         #[arg(long)]
         hub_url: Option<String>,
     },

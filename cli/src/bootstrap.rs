@@ -53,21 +53,22 @@ pub async fn revoke(api: &Api, install: &str, json: bool) -> Result<i32> {
     Ok(0)
 }
 
-/// The hub's leafnode URL when none is given: the API's host, the leafnode port.
-pub fn default_hub_url(api: &str) -> String {
-    let host = api
-        .split("://")
-        .nth(1)
-        .unwrap_or(api)
-        .split(['/', ':'])
-        .next()
-        .unwrap_or("127.0.0.1");
-    format!("tls://{host}:7422")
-}
-
 /// Writes the runner bundle for `install` into `out` (created; existing files are replaced).
-pub async fn runner_bundle(api: &Api, install: &str, out: &Path, hub_url: &str) -> Result<()> {
+/// The hub's URL is `hub_url`, else the one the control plane hands out with the token; with
+/// neither the bundle is refused rather than guessed (a wrong URL only shows on the runner host).
+pub async fn runner_bundle(
+    api: &Api,
+    install: &str,
+    out: &Path,
+    hub_url: Option<&str>,
+) -> Result<()> {
     let token = runner_token(api, install).await?;
+    let Some(hub_url) = hub_url.map(str::to_string).or(token.hub_url.clone()) else {
+        anyhow::bail!(
+            "the control plane does not know the hub's leafnode URL (ferry-server \
+             --runner-hub-url): pass --hub-url tls://HOST:7422, the address runner hosts reach"
+        );
+    };
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let env = format!(
         "# ferry-runner for install {install}. Keep this file private: the token is a credential\n\
@@ -107,6 +108,9 @@ pub async fn runner_bundle(api: &Api, install: &str, out: &Path, hub_url: &str) 
          On its first start it makes its private key in /var/lib/ferry-runner/identity (the key\n\
          never leaves this host), trades the one-time token in runner.env for its certificate,\n\
          and from then on uses only the certificate.\n\n\
+         The host needs: ferry-runner and nats-server (2.10 or newer), outbound access to\n\
+         {hub_url}, and the tools the app's components run: sh for scripts, terraform for\n\
+         terraform_module components.\n\n\
          Install and start (as root):\n\
            install -m 0755 ferry-runner /usr/local/bin/ferry-runner\n\
            install -d -m 0700 /etc/ferry && install -m 0600 runner.env /etc/ferry/runner.env\n\

@@ -394,6 +394,10 @@ async fn start_server(p: &mut Platform, args: &DevArgs, hub: &Hub) -> Result<Api
         Command::new(&p.server_bin)
             .args(["--nats-url", &hub.nats_url, "--http-addr", &http_addr])
             .arg("--managed-runners")
+            .arg(format!(
+                "--runner-hub-url=tls://127.0.0.1:{}",
+                hub.leaf_port
+            ))
             .arg("--hub-dir")
             .arg(&hub.dir),
         p.data.join("server.log"),

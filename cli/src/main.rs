@@ -153,8 +153,7 @@ async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
             bootstrap::print_runner_token(api, &name, json).await
         }
         InstallsCmd::RunnerBundle { name, out, hub_url } => {
-            let hub = hub_url.unwrap_or_else(|| bootstrap::default_hub_url(api.base()));
-            bootstrap::runner_bundle(api, &name, &out, &hub).await?;
+            bootstrap::runner_bundle(api, &name, &out, hub_url.as_deref()).await?;
             println!(
                 "runner bundle for install {name} written to {}",
                 out.display()

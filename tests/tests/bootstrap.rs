@@ -120,6 +120,19 @@ fn a_runner_bundle_holds_what_the_runner_host_needs() {
         "{out}"
     );
     let bundle = dir.path().join("bundle");
+    // This control plane was not told its hub's leafnode URL: the bundle is refused, not guessed.
+    let (code, _, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "runner-bundle",
+            "edge",
+            "--out",
+            bundle.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("pass --hub-url"), "{err}");
     let (code, out, err) = ferry(
         &api,
         &[
@@ -144,10 +157,11 @@ fn a_runner_bundle_holds_what_the_runner_host_needs() {
         unit.contains("EnvironmentFile=/etc/ferry/runner.env"),
         "{unit}"
     );
+    let readme = std::fs::read_to_string(bundle.join("README.txt")).unwrap();
+    assert!(readme.contains("systemctl"), "{readme}");
     assert!(
-        std::fs::read_to_string(bundle.join("README.txt"))
-            .unwrap()
-            .contains("systemctl")
+        readme.contains("The host needs: ferry-runner and nats-server"),
+        "{readme}"
     );
 
     // The runner, started with the bundle's environment (its data elsewhere), deploys.

@@ -37,6 +37,8 @@ pub struct Issuer {
     /// Installs' runners are started by the one who started the control plane (`ferry dev`):
     /// creating an install hands out no token (`installs runner-token` still does).
     pub managed_runners: bool,
+    /// The hub's leafnode URL as runner hosts reach it, if the operator said.
+    pub hub_url: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -185,6 +187,7 @@ pub(crate) async fn issue(s: &ApiState, install: &str) -> Result<RunnerToken, Ap
         token: text.render_bootstrap(),
         install: install.into(),
         expires_in_secs: lifetime,
+        hub_url: s.issuer.as_ref().and_then(|i| i.hub_url.clone()),
     })
 }
 

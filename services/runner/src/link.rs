@@ -84,7 +84,7 @@ pub async fn watch(log: PathBuf, mut offset: u64, hub: String, install: String) 
         }
         let fresh = String::from_utf8_lossy(&text[offset as usize..]).into_owned();
         offset = len;
-        let Some(now) = fresh.lines().filter_map(classify).last() else {
+        let Some(now) = fresh.lines().rev().find_map(classify) else {
             continue;
         };
         if last.as_ref() == Some(&now) {

@@ -55,6 +55,10 @@ struct Args {
     /// an install hands out no bootstrap token, and says so (api).
     #[arg(long)]
     managed_runners: bool,
+    /// The hub's leafnode URL as runner hosts reach it (`tls://hub.example.com:7422`): handed out
+    /// with every runner token, so `ferry installs runner-bundle` needs no `--hub-url` (api).
+    #[arg(long, env = "FERRY_RUNNER_HUB_URL")]
+    runner_hub_url: Option<String>,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -251,6 +255,7 @@ async fn start_api(
         token_lifetime: Duration::from_secs(args.runner_token_secs.max(1)),
         sys,
         managed_runners: args.managed_runners,
+        hub_url: args.runner_hub_url.clone(),
     };
     let key = hub.callout_key()?;
     let (c, st) = (client.clone(), store.clone());

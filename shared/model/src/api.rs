@@ -82,6 +82,9 @@ pub struct RunnerToken {
     pub token: String,
     pub install: String,
     pub expires_in_secs: u64,
+    /// The hub's leafnode URL for the runner (`ferry-server --runner-hub-url`), if configured.
+    #[serde(default)]
+    pub hub_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
