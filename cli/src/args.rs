@@ -76,6 +76,7 @@ pub(crate) enum Command {
     Dev(dev::DevArgs),
     /// Check a token against the API and save it for later commands.
     Login {
+        /// The API token to check and save (`ferry_...`).
         #[arg(long)]
         token: String,
     },
@@ -89,15 +90,19 @@ pub(crate) enum TokensCmd {
     /// Create a token; its text is printed once. Viewers read; operators also deploy and respond
     /// to workflows; admins also manage apps, installs and tokens.
     Create {
+        /// Who or what the token is for (`alice`, `ci`): audit records name it.
         #[arg(long)]
         name: String,
+        /// What the token may do: viewer, operator or admin.
         #[arg(long, value_parser = ["viewer", "operator", "admin"])]
         role: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// List tokens (never their secrets).
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -118,7 +123,9 @@ pub(crate) enum AppsCmd {
     /// templates that would fail at deploy, ...) is a warning, and a package with only warnings is
     /// valid.
     Validate {
+        /// The app package's directory.
         dir: PathBuf,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         /// Treat every warning as an error (exit 1 when there is any).
@@ -127,15 +134,18 @@ pub(crate) enum AppsCmd {
     },
     /// Upload an app directory as a new config version (only if something changed).
     Sync {
+        /// The app package's directory.
         dir: PathBuf,
         /// App name (default: the directory's name).
         #[arg(long)]
         name: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// List apps.
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -151,8 +161,10 @@ pub(crate) enum AppsCmd {
 pub(crate) enum InstallsCmd {
     /// Create an install of an app and start provisioning it.
     Create {
+        /// The app, as `apps sync` named it.
         #[arg(long)]
         app: String,
+        /// The install's name.
         #[arg(long)]
         name: String,
         /// An input value, `name=value` (repeatable).
@@ -164,19 +176,23 @@ pub(crate) enum InstallsCmd {
         /// Follow the provisioning workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// A new one-time token for a runner of this install (`ferry-runner --bootstrap`); printed
     /// once, usable once, for an hour.
     RunnerToken {
+        /// The install's name.
         name: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Write what a runner host needs into a directory: runner.env (hub address, one-time
     /// token), a systemd unit, and how to install and start it.
     RunnerBundle {
+        /// The install's name.
         name: String,
         /// Where to write the bundle.
         #[arg(long, default_value = "ferry-runner-bundle")]
@@ -186,35 +202,44 @@ pub(crate) enum InstallsCmd {
         #[arg(long)]
         hub_url: Option<String>,
     },
-    /// Revoke the install's runner certificates: its runners are disconnected within seconds and
-    /// refused until bootstrapped anew (`installs runner-token`).
+    /// Revoke the install: its runners are disconnected within seconds, and every certificate,
+    /// renewal and earlier token of it is refused until a new token (`installs runner-token`).
     Revoke {
+        /// The install's name.
         name: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Show an install: its components, their status and outputs.
     Get {
+        /// The install's name.
         name: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// List installs.
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Switch approve-all on or off; switched on, plans waiting for a decision are released at once.
     ApproveAll {
+        /// The install's name.
         name: String,
+        /// `on` or `off`.
         #[arg(value_parser = ["on", "off"])]
         state: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Change input values (checked against their types) and deploy: only what the change
     /// affects applies.
     UpdateInputs {
+        /// The install's name.
         name: String,
         /// An input value, `name=value` (repeatable).
         #[arg(long = "input", value_name = "NAME=VALUE", required = true)]
@@ -222,28 +247,34 @@ pub(crate) enum InstallsCmd {
         /// Follow the workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Forget an install. Refused while anything of it is deployed (tear it down first), unless
     /// --force, which leaves those resources with nobody to manage them.
     Delete {
+        /// The install's name.
         name: String,
+        /// Forget it even while something is deployed (what it deployed stays where it is).
         #[arg(long)]
         force: bool,
     },
     /// Destroy what an install has deployed: components in reverse deploy order, then the sandbox.
     Teardown {
+        /// The install's name.
         name: String,
         /// Follow the workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Deploy the app's latest config to an install: every component (and the sandbox), or only
     /// those named with --component.
     Deploy {
+        /// The install's name.
         name: String,
         /// Only this component (repeat for more; `sandbox` is the sandbox). Components it depends
         /// on keep what they have deployed.
@@ -259,16 +290,19 @@ pub(crate) enum InstallsCmd {
         /// Follow the workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Plan and apply the install's sandbox again (after its approval); components stay as they
     /// are.
     Reprovision {
+        /// The install's name.
         name: String,
         /// Follow the workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -278,18 +312,22 @@ pub(crate) enum InstallsCmd {
 pub(crate) enum WorkflowsCmd {
     /// Show a workflow's steps (exit 0 once read; `workflows wait` exits 1 when it failed).
     Get {
+        /// The workflow's id.
         id: String,
         /// Also show each plan: the resources it adds, changes, replaces and destroys (from
         /// Terraform's `show -json`; a script's plan is in its job's log).
         #[arg(long)]
         diff: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Follow a workflow, printing each step as it changes, until it ends; exit 1 unless it
     /// succeeded (the failed steps' reasons and the end of their logs are printed).
     Wait {
+        /// The workflow's id.
         id: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -298,27 +336,36 @@ pub(crate) enum WorkflowsCmd {
         /// Only this install's.
         #[arg(long)]
         install: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Approve waiting plans: one step (its index, or its component's name) or every one that waits.
     Approve {
+        /// The workflow's id.
         id: String,
+        /// The step: its index, or its component's name (as `workflows get` shows them).
         #[arg(long, conflicts_with = "all", required_unless_present = "all")]
         step: Option<String>,
+        /// Every step that waits for a decision.
         #[arg(long)]
         all: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Run a failed (or cancelled) workflow again from one step (its index or component); a failed
     /// apply plans again first. With --wait, follows it to its end.
     Retry {
+        /// The workflow's id.
         id: String,
+        /// The step: its index, or its component's name (as `workflows get` shows them).
         #[arg(long)]
         step: String,
+        /// Follow the workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -326,17 +373,23 @@ pub(crate) enum WorkflowsCmd {
     /// not run, a waiting approval, or a failed or cancelled step of an ended workflow (which then
     /// runs on). What depends on it runs with what the component has deployed.
     Skip {
+        /// The workflow's id.
         id: String,
+        /// The step: its index, or its component's name (as `workflows get` shows them).
         #[arg(long)]
         step: String,
+        /// Follow the workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Deny a waiting plan: its apply does not run and the workflow fails.
     Deny {
+        /// The workflow's id.
         id: String,
+        /// The step: its index, or its component's name (as `workflows get` shows them).
         #[arg(long)]
         step: String,
         /// Skip the denied apply and go on, instead of failing the workflow.
@@ -345,16 +398,19 @@ pub(crate) enum WorkflowsCmd {
         /// Skip the denied apply and every step that depends on it, and go on.
         #[arg(long)]
         skip_dependents: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Stop a workflow: steps not started are cancelled, running jobs are stopped on the runner
     /// (SIGTERM to the job's processes, SIGKILL after a grace period). Waits until it has ended.
     Cancel {
+        /// The workflow's id.
         id: String,
         /// Return at once instead of waiting for the workflow to end.
         #[arg(long)]
         no_wait: bool,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -367,6 +423,7 @@ pub(crate) enum ApprovalsCmd {
         /// Only this install's.
         #[arg(long)]
         install: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -379,6 +436,7 @@ pub(crate) enum RunnersCmd {
         /// Only this install's.
         #[arg(long)]
         install: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -388,15 +446,50 @@ pub(crate) enum RunnersCmd {
 pub(crate) enum JobsCmd {
     /// Show a job: its status, executions, outputs and plan.
     Get {
+        /// The job's id.
         id: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Stop one job: queued, it is cancelled at once; running, its runner stops it (SIGTERM, then
     /// SIGKILL after the grace period). Its step ends cancelled. Waits until the job has ended.
     Cancel {
+        /// The job's id.
         id: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every command, flag and positional argument says what it is for in `--help`.
+    #[test]
+    fn every_command_and_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id == "help" || id == "version" || arg.is_global_set() && !path.is_empty() {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(format!("{path} {} (command)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:#?}");
+    }
 }

@@ -539,6 +539,12 @@ pub async fn approvals_list(api: &Api, install: Option<&str>, json_out: bool) ->
                 &rows
             )
         );
+        if let Some(a) = list.first() {
+            println!(
+                "\nsee a plan's changes: ferry workflows get {} --diff\ndecide: ferry workflows approve {} --step {} (or deny)",
+                a.workflow_id, a.workflow_id, a.step
+            );
+        }
     }
     Ok(0)
 }

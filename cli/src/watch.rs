@@ -49,6 +49,9 @@ pub async fn follow(
                         ),
                     );
                     seen[s.index as usize] = s.status;
+                    if s.status == StepStatus::Waiting {
+                        step(started, &approve_hint(&wf, s.index, &s.component));
+                    }
                 }
             }
             if wf.status.is_terminal() {
@@ -57,6 +60,15 @@ pub async fn follow(
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// What to run about a plan waiting for a decision: see its changes, approve or deny it.
+pub fn approve_hint(wf: &Workflow, index: u32, component: &str) -> String {
+    format!(
+        "           {component}'s plan waits for a decision: `ferry workflows get {id} --diff` shows \
+         it; `ferry workflows approve {id} --step {index}` or `ferry workflows deny {id} --step {index}`",
+        id = wf.id
+    )
 }
 
 pub async fn report_failure(api: &Api, wf: &Workflow) {

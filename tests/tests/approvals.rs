@@ -46,6 +46,15 @@ fn prompted_plans_wait_and_are_approved_or_denied() {
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
     assert_eq!(list[0]["component"], "sandbox");
     assert!(!list[0]["plan_summary"].as_str().unwrap().is_empty());
+    let (_, text, _) = ferry(&api, &["approvals", "list", "--install", "prod"]);
+    assert!(
+        text.contains(&format!("ferry workflows get {wf} --diff")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("ferry workflows approve {wf} --step")),
+        "{text}"
+    );
     // A step that does not wait is refused, and nothing changes.
     let (code, _, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "0"]);
     assert_eq!(code, 1);
@@ -355,7 +364,12 @@ fn terraform_plans_are_summarised_and_shown_from_their_json_and_a_failure_names_
     let (_, out, _) = ferry(&api, &["workflows", "get", &wf, "--diff"]);
     assert!(out.contains("plan of counter (step"), "{out}");
     assert!(out.contains("  + terraform_data.message\n"), "{out}");
-    assert!(out.contains("  output upper: create\n"), "{out}");
+    assert!(out.contains("      input = \"hello, prod!\"\n"), "{out}");
+    assert!(
+        out.contains("  output upper: (known after apply)\n"),
+        "{out}"
+    );
+    assert!(out.contains("  output length: 12\n"), "{out}");
     assert!(
         out.contains("no structured plan: see `ferry logs --job"),
         "{out}"
@@ -366,6 +380,28 @@ fn terraform_plans_are_summarised_and_shown_from_their_json_and_a_failure_names_
         both["plans"][&index]["resource_changes"][0]["address"], "terraform_data.message",
         "{both}"
     );
+    // A change shows its values, as `terraform plan` does.
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "update-inputs",
+            "prod",
+            "--input",
+            "greeting=bonjour",
+            "--wait",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    let again = install["last_workflow"].as_str().unwrap();
+    let (_, out, _) = ferry(&api, &["workflows", "get", again, "--diff"]);
+    assert!(out.contains("  ~ terraform_data.message\n"), "{out}");
+    assert!(
+        out.contains("      input: \"hello, prod!\" -> \"bonjour, prod!\"\n"),
+        "{out}"
+    );
+    assert!(out.contains("  output length: 12 -> 14\n"), "{out}");
 
     // A broken module: the step says Terraform's first error and where it is.
     std::fs::write(
@@ -443,4 +479,127 @@ fn a_plan_older_than_its_age_is_planned_and_approved_again_before_it_applies() {
         }
     }
     panic!("the sandbox was never applied");
+}
+
+/// A `--wait`ing command that reaches a plan waiting for review says so, with the commands that
+/// show the plan and decide it, and goes on once it is decided.
+#[test]
+fn a_waiting_command_says_which_command_decides_a_waiting_plan() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    ferry_tests::sync_hello(&api, &repo_root().join("examples/hello"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let token = ferry_tests::token_for(&api).unwrap();
+    let waiting_cli = std::process::Command::new(ferry_tests::bin("ferry"))
+        .env("FERRY_TOKEN", &token)
+        .args([
+            "--api", &api, "installs", "create", "--app", "hello", "--name", "prod",
+        ])
+        .arg("--wait")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Decide every plan as it comes, until the workflow ends.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let wf = loop {
+        let (code, out, _) = ferry(&api, &["installs", "get", "prod", "--json"]);
+        if code == 0 {
+            let i: serde_json::Value = serde_json::from_str(&out).unwrap();
+            if let Some(wf) = i["last_workflow"].as_str() {
+                break wf.to_string();
+            }
+        }
+        assert!(std::time::Instant::now() < deadline);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    loop {
+        let w = wait_for(&api, &wf, 60, "a plan to wait, or the end", |w| {
+            waiting(w) || w["status"] == "succeeded" || w["status"] == "failed"
+        });
+        if !waiting(&w) {
+            break;
+        }
+        let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--all"]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let out = waiting_cli.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("sandbox's plan waits for a decision"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("ferry workflows approve {wf} --step")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("ferry workflows get {wf} --diff")),
+        "{text}"
+    );
+}
+
+/// Approves every waiting plan of workflow `wf` until it ends; returns it.
+fn approve_to_the_end(api: &str, wf: &str) -> serde_json::Value {
+    loop {
+        let w = wait_for(api, wf, 60, "a decision to make, or the end", |w| {
+            waiting(w) || w["status"] == "succeeded" || w["status"] == "failed"
+        });
+        if !waiting(&w) {
+            return w;
+        }
+        let (code, out, err) = ferry(api, &["workflows", "approve", wf, "--all"]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+}
+
+/// Tearing down an install without approve-all destroys nothing before a person approves each
+/// component's destruction, as any other change.
+#[test]
+fn a_teardown_without_approve_all_waits_for_each_destroy_to_be_approved() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    ferry_tests::sync_hello(&api, &repo_root().join("examples/hello"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let wf = create_prompt(&api, "prod");
+    assert_eq!(approve_to_the_end(&api, &wf)["status"], "succeeded");
+
+    let (code, out, err) = ferry(&api, &["installs", "teardown", "prod"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    let td = install["last_workflow"].as_str().unwrap().to_string();
+    let w = wait_for(&api, &td, 60, "the first destroy to wait", waiting);
+    let first = step(&w, "reporter", "teardown");
+    assert_eq!(
+        first["status"], "pending",
+        "nothing destroyed before the decision: {w}"
+    );
+    let list = ferry_json(&api, &["approvals", "list", "--install", "prod", "--json"]);
+    assert!(
+        list[0]["plan_summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("Teardown of the install: `reporter` will be torn down"),
+        "{list}"
+    );
+    let done = approve_to_the_end(&api, &td);
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let after = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    assert!(
+        after["components"].as_object().is_none_or(|c| c.is_empty()),
+        "{after}"
+    );
 }

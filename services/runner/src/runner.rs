@@ -280,10 +280,12 @@ impl Runner {
             info!(nats = %self.cfg.nats_url, "runner started");
             let offers = crate::offers::Offers::new(&self.client, &org, &install);
             let mut walk = true;
-            // Failures in a row: the wait doubles up to 30 s, and only the first is a warning
-            // (a runner cut off for days must not fill its disk with the same line).
+            // Failures in a row: the pause before the next walk doubles up to 30 s, and only the
+            // first is a warning (a runner cut off for days must not fill its disk with the same
+            // line); a doorbell still ends the pause at once.
             let mut failures: u32 = 0;
             loop {
+                let mut pause = self.cfg.idle_poll;
                 if walk {
                     match self.take_offers(&offers).await {
                         Ok(()) if failures > 0 => {
@@ -298,9 +300,7 @@ impl Runner {
                                 debug!(error = %e, failures, "reading offers failed again");
                             }
                             failures = failures.saturating_add(1);
-                            let wait = Duration::from_secs(1 << failures.min(5)).min(Duration::from_secs(30));
-                            tokio::time::sleep(wait).await;
-                            continue;
+                            pause = Duration::from_secs(1 << failures.min(5)).min(Duration::from_secs(30));
                         }
                     }
                 }
@@ -316,7 +316,7 @@ impl Runner {
                         },
                         None => return Err(RunnerError::Setup("the doorbell subscription ended".into())),
                     },
-                    _ = tokio::time::sleep(self.cfg.idle_poll) => true,
+                    _ = tokio::time::sleep(pause) => true,
                 };
             }
         }

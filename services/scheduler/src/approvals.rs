@@ -196,11 +196,15 @@ impl Scheduler {
                 step.component
             ))));
         };
+        let why = match wf.kind {
+            m::WorkflowKind::Teardown => "Teardown of the install",
+            _ => "Removed from the app",
+        };
         Ok(Ok(Subject {
             plan_job: String::new(),
             digest: artifact,
             summary: format!(
-                "Removed from the app: `{}` will be torn down, destroying everything it deployed.",
+                "{why}: `{}` will be torn down, destroying everything it deployed.",
                 step.component
             ),
         }))

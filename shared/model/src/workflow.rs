@@ -299,9 +299,11 @@ impl Workflow {
         w
     }
 
-    /// Lays out a teardown: one step per deployable, in reverse deploy order; each stage's
-    /// teardowns wait for every teardown of the stages deployed after it (their dependents), so the
-    /// sandbox goes last. `stages` is the deploy order, the sandbox (if any) first.
+    /// Lays out a teardown: per deployable, an approval then its teardown, in reverse deploy
+    /// order; each stage waits for every teardown of the stages deployed after it (their
+    /// dependents), so the sandbox goes last. A destroy is a change like any other: it waits for
+    /// a person's decision unless the install approves everything. `stages` is the deploy order,
+    /// the sandbox (if any) first.
     /// Adds, after every apply of a deploy, the teardown of each component that was removed from
     /// the app but is still deployed, each behind its own approval (which says so).
     pub fn with_removals(mut self, removed: &[String]) -> Workflow {
@@ -353,7 +355,8 @@ impl Workflow {
         for (group, stage) in stages.iter().rev().enumerate() {
             let mut this = Vec::new();
             for name in stage {
-                let index = w.push_step(name, group as u32, StepKind::Teardown, previous.clone());
+                let approve = w.push_step(name, group as u32, StepKind::Approve, previous.clone());
+                let index = w.push_step(name, group as u32, StepKind::Teardown, vec![approve]);
                 this.push(index);
             }
             previous = this;

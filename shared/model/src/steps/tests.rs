@@ -451,34 +451,49 @@ fn a_workflow_is_laid_out_once_or_fails_with_the_reason() {
 }
 
 #[test]
-fn a_teardown_runs_in_reverse_deploy_order_with_the_sandbox_last() {
+fn a_teardown_runs_in_reverse_deploy_order_each_after_its_approval_with_the_sandbox_last() {
     let stages: Vec<Vec<String>> = vec![
         vec!["sandbox".into()],
         vec!["a".into(), "b".into()],
         vec!["c".into()],
     ];
     let mut w = Workflow::teardown("w".into(), "o".into(), "i".into(), "c".into(), &stages);
-    let names = |w: &Workflow, effects: Vec<Effect>| -> Vec<String> {
-        effects
+    // Starts each round's steps, finishes them, and says which started: `component kind`.
+    let round = |w: &mut Workflow| -> Vec<String> {
+        let started: Vec<u32> = w
+            .advance(NOW)
             .iter()
             .filter_map(|e| match e {
-                Effect::Start { step } => Some(w.steps[*step as usize].component.clone()),
+                Effect::Start { step } => Some(*step),
                 _ => None,
             })
-            .collect()
+            .collect();
+        let names = started
+            .iter()
+            .map(|&i| {
+                let s = &w.steps[i as usize];
+                format!("{} {}", s.component, s.kind.label())
+            })
+            .collect();
+        for i in started {
+            ok(w, i);
+        }
+        names
     };
-    let first = w.advance(NOW);
-    assert_eq!(names(&w, first), ["c"]);
-    assert_eq!(w.steps[0].job_id.as_deref(), Some("w-0"));
-    ok(&mut w, 0);
-    let second = w.advance(NOW);
-    assert_eq!(names(&w, second), ["a", "b"]);
-    ok(&mut w, 1);
-    assert!(w.advance(NOW).is_empty(), "the sandbox waits for b too");
-    ok(&mut w, 2);
-    let third = w.advance(NOW);
-    assert_eq!(names(&w, third), ["sandbox"]);
-    ok(&mut w, 3);
+    assert_eq!(
+        round(&mut w),
+        ["c approve"],
+        "a destroy waits for a decision"
+    );
+    assert_eq!(round(&mut w), ["c teardown"]);
+    assert_eq!(round(&mut w), ["a approve", "b approve"]);
+    assert_eq!(round(&mut w), ["a teardown", "b teardown"]);
+    assert_eq!(
+        round(&mut w),
+        ["sandbox approve"],
+        "the sandbox waits for a and b"
+    );
+    assert_eq!(round(&mut w), ["sandbox teardown"]);
     assert_eq!(
         w.advance(NOW),
         vec![Effect::Finished {
