@@ -500,7 +500,12 @@ async fn supervise(
             _ = tokio::time::sleep(Duration::from_millis(500)) => {
                 if let Some((name, status, log)) = p.children.exited() {
                     eprintln!("{name} exited ({status}); its log ({}):\n{}", log.display(), tail(&log, 20));
-                    return Ok(1);
+                    // An install's runner stopping (its install revoked) stops only that install.
+                    if !name.starts_with("ferry-runner ") {
+                        return Ok(1);
+                    }
+                    p.children.stop_one(&name);
+                    eprintln!("{name} is not restarted: fix the cause, then restart `ferry dev`");
                 }
                 let Ok(installs) = api.get::<Vec<Install>>("/v1/installs").await else {
                     continue;

@@ -36,6 +36,8 @@ fn teardown_destroys_in_reverse_deploy_order_then_the_sandbox() {
         .as_array()
         .unwrap()
         .iter()
+        // Each destroy follows its approval (automatic here: approve-all).
+        .filter(|s| s["kind"] == "teardown")
         .map(|s| {
             (
                 s["component"].as_str().unwrap(),

@@ -74,22 +74,42 @@ fn a_runner_says_once_why_it_cannot_reach_the_hub() {
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     let wf = sync_and_create(&api, &repo_root().join("examples/hello"), "prod");
     let log = dir.path().join("runner.log");
-    let _runner = Proc::runner(&nats.url, "prod", &dir.path().join("runner"), log.clone());
+    let mut runner = Proc::runner_with(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        log.clone(),
+        &["--exit-when-refused-secs", "4"],
+    );
     wait_for(&api, &wf, 120, "the deploy", |w| w["status"] == "succeeded");
     ferry_json(&api, &["installs", "revoke", "prod", "--json"]);
     wait_in_log(&log, "the hub refuses install prod's certificate");
     std::thread::sleep(Duration::from_secs(5));
     let text = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(
-        text.matches("the hub refuses install prod's certificate")
-            .count(),
-        1,
-        "said once:\n{text}"
-    );
+    let warnings = text
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("the hub refuses install prod's certificate"))
+        .count();
+    assert_eq!(warnings, 1, "said once:\n{text}");
     assert!(text.contains("ferry installs runner-token prod"), "{text}");
     assert!(
         text.matches("reading offers failed").count() <= 1,
         "the same failure is not repeated every second:\n{text}"
+    );
+    // Refused without a break for longer than it was told to wait, it stops, saying why.
+    let status = runner
+        .wait_exit(Duration::from_secs(30))
+        .expect("the runner stops");
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("ferry-runner: stopped: the hub refuses install prod's certificate"),
+        "{text}"
     );
 
     // A hub URL nothing listens on.

@@ -69,11 +69,42 @@ pub fn advice(link: &Link, hub: &str, install: &str) -> String {
     }
 }
 
-/// Follows the leaf's log at `log` from `offset` (where the leaf's current start began writing)
-/// and reports each change of the link's state.
-pub async fn watch(log: PathBuf, mut offset: u64, hub: String, install: String) {
+/// What [`watch`] follows and reports on.
+pub struct Watch {
+    /// The leaf's log, and where the leaf's current start began writing in it.
+    pub log: PathBuf,
+    pub offset: u64,
+    pub hub: String,
+    pub install: String,
+    /// Refused without a break this long, the watcher gives up: it says why on `gave_up`.
+    pub give_up_after: Option<Duration>,
+}
+
+/// Follows the leaf's log and reports each change of the link's state; gives up (once) when the
+/// hub refuses the install's certificate longer than allowed.
+pub async fn watch(w: Watch, gave_up: tokio::sync::watch::Sender<Option<String>>) {
+    let Watch {
+        log,
+        mut offset,
+        hub,
+        install,
+        give_up_after,
+    } = w;
     let mut last: Option<Link> = None;
+    let mut refused_since: Option<tokio::time::Instant> = None;
     loop {
+        if let (Some(since), Some(limit)) = (refused_since, give_up_after)
+            && since.elapsed() >= limit
+        {
+            let why = format!(
+                "{} — refused for {}s without a break",
+                advice(&Link::Refused, &hub, &install),
+                limit.as_secs()
+            );
+            tracing::error!("{why}: stopping");
+            let _ = gave_up.send(Some(why));
+            return;
+        }
         tokio::time::sleep(Duration::from_secs(1)).await;
         let Ok(text) = tokio::fs::read(&log).await else {
             continue;
@@ -86,6 +117,11 @@ pub async fn watch(log: PathBuf, mut offset: u64, hub: String, install: String) 
         offset = len;
         let Some(now) = fresh.lines().rev().find_map(classify) else {
             continue;
+        };
+        refused_since = match (&now, refused_since) {
+            (Link::Refused, Some(since)) => Some(since),
+            (Link::Refused, None) => Some(tokio::time::Instant::now()),
+            _ => None,
         };
         if last.as_ref() == Some(&now) {
             continue;

@@ -54,6 +54,10 @@ struct Args {
     /// How long a cancelled job's processes get between SIGTERM and SIGKILL.
     #[arg(long, env = "FERRY_CANCEL_GRACE_SECS", default_value_t = 10)]
     cancel_grace_secs: u64,
+    /// Exit (status 3) once the hub has refused this install's certificate this long without a
+    /// break: the install was revoked or deleted (leaf mode; 0: never).
+    #[arg(long, env = "FERRY_EXIT_WHEN_REFUSED_SECS", default_value_t = 120)]
+    exit_when_refused_secs: u64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -90,15 +94,25 @@ async fn main() {
             std::process::exit(1);
         }
     };
-    let stop = async {
+    let mut gave_up = runner.gave_up();
+    let mut refused = gave_up.clone();
+    let stop = async move {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = terminate() => {}
+            // Direct mode has no link watcher: its sender is gone, and this never ends.
+            r = refused.wait_for(Option::is_some) => if r.is_err() {
+                std::future::pending::<()>().await
+            },
         }
     };
     if let Err(e) = runner.run_until(stop).await {
         eprintln!("ferry-runner: {e}");
         std::process::exit(1);
+    }
+    if let Some(why) = gave_up.borrow_and_update().clone() {
+        eprintln!("ferry-runner: stopped: {why}");
+        std::process::exit(3);
     }
 }
 
@@ -168,5 +182,7 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
         idle_poll: Duration::from_secs(30),
         cancel_grace: Duration::from_secs(args.cancel_grace_secs),
         drain: Duration::from_secs(args.drain_secs),
+        give_up_when_refused: (args.exit_when_refused_secs > 0)
+            .then(|| Duration::from_secs(args.exit_when_refused_secs)),
     })
 }

@@ -37,6 +37,9 @@ pub struct RunnerConfig {
     pub drain: Duration,
     /// How the runner reaches the hub: through its leaf (with its spool), or directly.
     pub mode: Mode,
+    /// Give up (see [`Runner::gave_up`]) once the hub has refused the install's certificate this
+    /// long without a break.
+    pub give_up_when_refused: Option<Duration>,
 }
 
 #[derive(Debug, Clone)]
@@ -82,6 +85,7 @@ pub struct Runner {
     /// Applies this host left to the install's other runner hosts, since when (see
     /// [`Runner::leave_to_planner`]).
     left: std::sync::Mutex<std::collections::HashMap<String, tokio::time::Instant>>,
+    gave_up: tokio::sync::watch::Receiver<Option<String>>,
 }
 
 /// How long a runner host leaves an apply whose plan it does not hold to the host that does,
@@ -117,6 +121,7 @@ impl Runner {
         let id = format!("runner-{}", ulid::Ulid::new().to_string().to_lowercase());
         let name = format!("ferry-runner {}/{} {id}", cfg.org, cfg.install);
         let mut link_watch = None;
+        let (gave_up_tx, gave_up) = tokio::sync::watch::channel(None);
         let (leaf, client) = match &cfg.mode {
             Mode::Direct => {
                 let client = cfg
@@ -134,10 +139,14 @@ impl Runner {
                     .await
                     .map_err(|e| RunnerError::Setup(e.to_string()))?;
                 link_watch = Some(tokio::spawn(crate::link::watch(
-                    leaf.log.clone(),
-                    leaf.log_start,
-                    leaf_cfg.hub.clone(),
-                    leaf_cfg.install.clone(),
+                    crate::link::Watch {
+                        log: leaf.log.clone(),
+                        offset: leaf.log_start,
+                        hub: leaf_cfg.hub.clone(),
+                        install: leaf_cfg.install.clone(),
+                        give_up_after: cfg.give_up_when_refused,
+                    },
+                    gave_up_tx,
                 )));
                 // Loopback to the install's own server: the leaf holds the hub connection and
                 // the certificate; replies still come to the install's own inbox space.
@@ -199,7 +208,14 @@ impl Runner {
             slots,
             running: Running::default(),
             left: Default::default(),
+            gave_up,
         })
+    }
+
+    /// Says why, once this runner has given up: the hub refused its install's certificate for
+    /// longer than `give_up_when_refused` (the install was revoked or deleted).
+    pub fn gave_up(&self) -> tokio::sync::watch::Receiver<Option<String>> {
+        self.gave_up.clone()
     }
 
     pub fn id(&self) -> &str {
@@ -285,8 +301,7 @@ impl Runner {
             // line); a doorbell still ends the pause at once.
             let mut failures: u32 = 0;
             loop {
-                let mut pause = self.cfg.idle_poll;
-                if walk {
+                if walk || failures > 0 {
                     match self.take_offers(&offers).await {
                         Ok(()) if failures > 0 => {
                             info!(failures, "reading offers again");
@@ -300,10 +315,15 @@ impl Runner {
                                 debug!(error = %e, failures, "reading offers failed again");
                             }
                             failures = failures.saturating_add(1);
-                            pause = Duration::from_secs(1 << failures.min(5)).min(Duration::from_secs(30));
                         }
                     }
                 }
+                // While reading fails, the next walk comes after the back-off even if doorbells
+                // (answered on their own) come meanwhile: offers made before may wait.
+                let pause = match failures {
+                    0 => self.cfg.idle_poll,
+                    n => Duration::from_secs(1 << n.min(5)).min(Duration::from_secs(30)),
+                };
                 walk = tokio::select! {
                     bell = wake.next() => match bell {
                         // The doorbell carries its offer: claim it at once, no walk needed.
