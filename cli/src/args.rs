@@ -201,6 +201,9 @@ pub(crate) enum InstallsCmd {
         /// plane was given, `ferry-server --runner-hub-url`; required when it has none).
         #[arg(long)]
         hub_url: Option<String>,
+        /// The runner's data directory on its host: its identity, the install's state.
+        #[arg(long, default_value = "/var/lib/ferry-runner")]
+        data_dir: std::path::PathBuf,
     },
     /// Revoke the install: its runners are disconnected within seconds, and every certificate,
     /// renewal and earlier token of it is refused until a new token (`installs runner-token`).

@@ -61,6 +61,7 @@ pub async fn runner_bundle(
     install: &str,
     out: &Path,
     hub_url: Option<&str>,
+    data_dir: &Path,
 ) -> Result<()> {
     let token = runner_token(api, install).await?;
     let Some(hub_url) = hub_url.map(str::to_string).or(token.hub_url.clone()) else {
@@ -76,11 +77,12 @@ pub async fn runner_bundle(
          FERRY_NATS_URL={hub_url}\n\
          FERRY_API={api}\n\
          FERRY_INSTALL={install}\n\
-         FERRY_RUNNER_DATA_DIR=/var/lib/ferry-runner\n\
+         FERRY_RUNNER_DATA_DIR={data}\n\
          FERRY_BOOTSTRAP_TOKEN={token}\n",
         token.expires_in_secs / 60,
         api = api.base(),
         token = token.token,
+        data = data_dir.display(),
     );
     let unit = format!(
         "[Unit]\n\
@@ -99,13 +101,14 @@ pub async fn runner_bundle(
          [Install]\n\
          WantedBy=multi-user.target\n"
     );
+    let data = data_dir.display();
     let readme = format!(
         "Ferry runner for install {install}\n\n\
          The runner opens no port. It starts a nats-server beside it (put the nats-server binary\n\
          next to ferry-runner, or on PATH), which makes the one outbound connection, to\n\
          {hub_url}, and keeps the runner's events on disk while the hub is out of reach.\n\
          (FERRY_DIRECT=true connects the runner itself instead, to the hub's client port.)\n\
-         On its first start it makes its private key in /var/lib/ferry-runner/identity (the key\n\
+         On its first start it makes its private key in {data}/identity (the key\n\
          never leaves this host), trades the one-time token in runner.env for its certificate,\n\
          and from then on uses only the certificate.\n\n\
          The host needs: ferry-runner and nats-server (2.10 or newer), outbound access to\n\

@@ -343,11 +343,16 @@ fn lock_data_dir(data: &Path) -> Result<std::fs::File> {
 async fn start_hub(p: &mut Platform) -> Result<Hub> {
     let (client_port, monitor_port, leaf_port) = (free_port()?, free_port()?, free_port()?);
     let dir = p.data.join("hub");
+    // Exactly what an operator runs: `hub-init` writes the hub's complete configuration.
     let out = Command::new(&p.server_bin)
         .arg("--hub-dir")
         .arg(&dir)
         .args(["hub-init", "--leafnode-listen"])
         .arg(format!("127.0.0.1:{leaf_port}"))
+        .arg(format!("--listen=127.0.0.1:{client_port}"))
+        .arg(format!("--monitor=127.0.0.1:{monitor_port}"))
+        .arg("--store-dir")
+        .arg(p.data.join("jetstream"))
         .output()
         .context("running ferry-server hub-init")?;
     if !out.status.success() {
@@ -356,14 +361,7 @@ async fn start_hub(p: &mut Platform) -> Result<Hub> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let conf = include_str!("../../nats/hub.conf")
-        .replace("{{client_port}}", &client_port.to_string())
-        .replace("{{monitor_port}}", &monitor_port.to_string())
-        .replace("{{store_dir}}", &p.data.join("jetstream").to_string_lossy())
-        .replace("{{auth_conf}}", "hub/auth.conf")
-        .replace("{{leafnodes_conf}}", "hub/leafnodes.conf");
-    let conf_path = p.data.join("nats.conf");
-    std::fs::write(&conf_path, conf)?;
+    let conf_path = dir.join("hub.conf");
     step(
         p.started,
         &format!("starting nats-server ({})", p.nats_bin.display()),

@@ -152,8 +152,13 @@ async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
         InstallsCmd::RunnerToken { name, json } => {
             bootstrap::print_runner_token(api, &name, json).await
         }
-        InstallsCmd::RunnerBundle { name, out, hub_url } => {
-            bootstrap::runner_bundle(api, &name, &out, hub_url.as_deref()).await?;
+        InstallsCmd::RunnerBundle {
+            name,
+            out,
+            hub_url,
+            data_dir,
+        } => {
+            bootstrap::runner_bundle(api, &name, &out, hub_url.as_deref(), &data_dir).await?;
             println!(
                 "runner bundle for install {name} written to {}",
                 out.display()

@@ -67,8 +67,9 @@ struct Args {
 enum Cmd {
     /// Creates the hub's trust directory (--hub-dir) if it is missing — Ferry's CA, the hub's
     /// TLS certificate, the services' and the operator's NATS credentials, the auth callout's
-    /// key — and writes `auth.conf` there, for the hub's nats-server configuration to
-    /// `include`. Safe to run again: what exists is kept.
+    /// key — and writes the hub's complete nats-server configuration there (`hub.conf`, with
+    /// `auth.conf` and `leafnodes.conf`): `nats-server -c <hub-dir>/hub.conf` runs the hub.
+    /// Safe to run again: trust files are kept, configurations rewritten.
     HubInit {
         /// More DNS names or IP addresses the hub's certificate covers (besides localhost and
         /// 127.0.0.1).
@@ -78,6 +79,15 @@ enum Cmd {
         /// the hub's configuration to `include`.
         #[arg(long, default_value = "0.0.0.0:7422")]
         leafnode_listen: String,
+        /// Where the hub listens for clients (the control plane, `ferry-server --nats-url`).
+        #[arg(long, default_value = "0.0.0.0:4222")]
+        listen: String,
+        /// Where the hub serves its monitoring endpoints (none unless given).
+        #[arg(long)]
+        monitor: Option<String>,
+        /// The hub's JetStream store (default: `jetstream` in the hub directory).
+        #[arg(long)]
+        store_dir: Option<std::path::PathBuf>,
     },
     /// Creates an org's first admin token and prints it (the only time it is shown): run once
     /// per hub; further tokens come from `ferry tokens create`. Refused if the org has tokens.
@@ -108,7 +118,21 @@ async fn run(args: Args) -> Result<()> {
         Some(Cmd::HubInit {
             server_names,
             leafnode_listen,
-        }) => return hub_init(&args, server_names, leafnode_listen),
+            listen,
+            monitor,
+            store_dir,
+        }) => {
+            let store = store_dir
+                .clone()
+                .unwrap_or_else(|| args.hub_dir.join("jetstream"));
+            return hub_init(
+                &args,
+                server_names,
+                leafnode_listen,
+                (listen, monitor.as_deref()),
+                &store,
+            );
+        }
         Some(Cmd::Init {
             org,
             name,
@@ -171,14 +195,43 @@ async fn run(args: Args) -> Result<()> {
     }
 }
 
-/// `hub-init`: the hub's trust directory, made once, and `leafnodes.conf` beside `auth.conf`.
-fn hub_init(args: &Args, server_names: &[String], leafnode_listen: &str) -> Result<()> {
-    let hub = ferry_pki::HubFiles::load_or_create(&args.hub_dir, server_names)
-        .with_context(|| format!("creating the hub directory {}", args.hub_dir.display()))?;
+/// `hub-init`: the hub's trust directory, made once, and its nats-server configuration —
+/// `hub.conf`, complete, including `auth.conf` and `leafnodes.conf` — written anew; prints every
+/// file the directory holds and how to start the hub.
+fn hub_init(
+    args: &Args,
+    server_names: &[String],
+    leafnode_listen: &str,
+    (listen, monitor): (&str, Option<&str>),
+    store_dir: &std::path::Path,
+) -> Result<()> {
+    // By its absolute path: the configurations name the files in it, and nats-server may run
+    // from anywhere.
+    std::fs::create_dir_all(&args.hub_dir)
+        .with_context(|| format!("creating {}", args.hub_dir.display()))?;
+    let dir = std::fs::canonicalize(&args.hub_dir)
+        .with_context(|| format!("reading {}", args.hub_dir.display()))?;
+    let hub = ferry_pki::HubFiles::load_or_create(&dir, server_names)
+        .with_context(|| format!("creating the hub directory {}", dir.display()))?;
     let leafnodes = hub.path("leafnodes.conf");
     std::fs::write(&leafnodes, hub.leafnodes_conf(leafnode_listen))
         .with_context(|| format!("writing {}", leafnodes.display()))?;
-    println!("{}", hub.path("auth.conf").display());
+    let conf = hub.path("hub.conf");
+    std::fs::write(&conf, hub.hub_conf(listen, monitor, store_dir))
+        .with_context(|| format!("writing {}", conf.display()))?;
+    let mut files: Vec<_> = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    println!(
+        "hub directory {} (trust files are made once and kept):",
+        dir.display()
+    );
+    for f in files {
+        println!("  {}", f.display());
+    }
+    println!("start the hub with: nats-server -c {}", conf.display());
     Ok(())
 }
 

@@ -204,6 +204,24 @@ impl HubFiles {
         )
     }
 
+    /// The hub's complete nats-server configuration (`nats/hub.conf` filled in): clients on
+    /// `listen`, monitoring on `monitor` (none when `None`), JetStream (domain `hub`) in
+    /// `store_dir`, and `auth.conf` and `leafnodes.conf` beside it included (nats-server reads an
+    /// include relative to the including file, so the configuration is written into this
+    /// directory, as `hub.conf`).
+    pub fn hub_conf(&self, listen: &str, monitor: Option<&str>, store_dir: &Path) -> String {
+        let monitor = match monitor {
+            Some(m) => format!("http: \"{m}\""),
+            None => "# no monitoring port (hub-init --monitor HOST:PORT adds one)".to_string(),
+        };
+        include_str!("../../../nats/hub.conf")
+            .replace("{{listen}}", listen)
+            .replace("http: \"{{monitor}}\"", &monitor)
+            .replace("{{store_dir}}", &store_dir.display().to_string())
+            .replace("{{auth_conf}}", "auth.conf")
+            .replace("{{leafnodes_conf}}", "leafnodes.conf")
+    }
+
     /// The nats-server configuration of the hub's authentication and authorization, to be
     /// included in the hub's own configuration (which says where to listen and store).
     pub fn auth_conf(&self) -> Result<String, PkiError> {

@@ -1,0 +1,131 @@
+//! The README's production steps, run exactly as written — with this machine's names, ports and
+//! directories in place of the examples' — deploy the example app: nothing to fill in by hand.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ferry_tests::{bin, free_port, nats_server_bin, repo_root};
+
+/// The shell block after the README's `<!-- production-steps -->` marker.
+fn production_steps() -> String {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let after = readme
+        .split_once("<!-- production-steps -->")
+        .expect("the README marks its production steps")
+        .1;
+    let body = after.split_once("```sh\n").expect("a sh block").1;
+    body.split_once("\n```")
+        .expect("the block ends")
+        .0
+        .to_string()
+}
+
+/// Kills the steps' whole process group (nats-server, ferry-server, the runner) when dropped.
+struct Group(u32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        for signal in ["-TERM", "-KILL"] {
+            let _ = Command::new("kill")
+                .args([signal, "--", &format!("-{}", self.0)])
+                .status();
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+/// `ferry` as the logged-in vendor of the steps (its token, its API), with `args`.
+fn ferry(dir: &Path, api: &str, args: &[&str]) -> Option<serde_json::Value> {
+    let token = std::fs::read_to_string(dir.join("admin.token")).ok()?;
+    let out = Command::new(bin("ferry"))
+        .env("FERRY_TOKEN", token.trim())
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .args(["--api", api])
+        .args(args)
+        .output()
+        .ok()?;
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+#[test]
+fn the_readmes_production_steps_deploy_the_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let (nats, leaf, http) = (free_port(), free_port(), free_port());
+    let here = |p: &str| dir.path().join(p).display().to_string();
+    let example = repo_root().join("examples/hello").display().to_string();
+    let mut steps = production_steps();
+    for (from, to) in [
+        ("/etc/ferry/hub", here("hub")),
+        ("hub.example.com", "127.0.0.1".to_string()),
+        ("0.0.0.0", "127.0.0.1".to_string()),
+        (":4222", format!(":{nats}")),
+        (":7422", format!(":{leaf}")),
+        (":4600", format!(":{http}")),
+        ("apps sync examples/hello", format!("apps sync {example}")),
+        (
+            "--out bundle",
+            format!("--out bundle --data-dir {}", here("runner")),
+        ),
+    ] {
+        assert!(
+            steps.contains(from),
+            "the README's steps name {from}:\n{steps}"
+        );
+        steps = steps.replace(from, &to);
+    }
+    let script = dir.path().join("steps.sh");
+    std::fs::write(&script, format!("set -euo pipefail\n{steps}\n")).unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        bin("ferry").parent().unwrap().display(),
+        nats_server_bin().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let log = std::fs::File::create(dir.path().join("steps.log")).unwrap();
+    let child = Command::new("bash")
+        .arg(&script)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env_remove("FERRY_TOKEN")
+        .env_remove("FERRY_API")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let _group = Group(child.id());
+
+    let api = format!("http://127.0.0.1:{http}");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let status = loop {
+        let wf = ferry(dir.path(), &api, &["installs", "get", "prod", "--json"])
+            .and_then(|i| i["last_workflow"].as_str().map(str::to_string));
+        if let Some(wf) = wf
+            && let Some(w) = ferry(dir.path(), &api, &["workflows", "get", &wf, "--json"])
+            && (w["status"] == "succeeded" || w["status"] == "failed")
+        {
+            break w["status"].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the steps did not deploy within 3 minutes:\n{}",
+            std::fs::read_to_string(dir.path().join("steps.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let log = std::fs::read_to_string(dir.path().join("steps.log")).unwrap_or_default();
+    assert_eq!(status, "succeeded", "{log}");
+    // hub-init says what it wrote, the runner bootstrapped itself from the bundle.
+    assert!(
+        log.contains("hub.conf") && log.contains("auth.conf"),
+        "{log}"
+    );
+    assert!(
+        dir.path().join("runner/identity/cert.pem").exists(),
+        "{log}"
+    );
+}
