@@ -22,17 +22,19 @@ fn production_steps() -> String {
         .to_string()
 }
 
-/// Kills the steps' whole process group (nats-server, ferry-server, the runner) when dropped.
-struct Group(u32);
+/// Kills the steps' whole process group (nats-server, ferry-server, the runner) when dropped,
+/// and reaps the shell that ran them.
+struct Group(std::process::Child);
 
 impl Drop for Group {
     fn drop(&mut self) {
         for signal in ["-TERM", "-KILL"] {
             let _ = Command::new("kill")
-                .args([signal, "--", &format!("-{}", self.0)])
+                .args([signal, "--", &format!("-{}", self.0.id())])
                 .status();
             std::thread::sleep(Duration::from_millis(500));
         }
+        let _ = self.0.wait();
     }
 }
 
@@ -97,7 +99,7 @@ fn the_readmes_production_steps_deploy_the_example() {
         .process_group(0)
         .spawn()
         .unwrap();
-    let _group = Group(child.id());
+    let _group = Group(child);
 
     let api = format!("http://127.0.0.1:{http}");
     let deadline = Instant::now() + Duration::from_secs(180);
