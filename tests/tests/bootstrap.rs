@@ -68,6 +68,32 @@ fn a_runner_bootstraps_with_its_one_time_token_and_the_token_works_once() {
     let (wf, token, created) = create_prod(&api, true);
     assert!(token.starts_with("ferryboot_default_"), "{created}");
 
+    // A hub URL nothing listens on: the runner says so before it spends the token.
+    let closed = format!("tls://127.0.0.1:{}", ferry_tests::free_port());
+    let mut lost = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &closed,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
+            "--api",
+            &api,
+            "--bootstrap",
+            &token,
+            "--data-dir",
+            dir.path().join("lost").to_str().unwrap(),
+        ],
+        dir.path().join("lost.log"),
+    );
+    let status = lost.wait_exit(Duration::from_secs(30)).expect("it exits");
+    assert!(!status.success());
+    let said = std::fs::read_to_string(dir.path().join("lost.log")).unwrap();
+    assert!(
+        said.contains("cannot reach the hub") && said.contains("the one-time token was not used"),
+        "{said}"
+    );
+
     let data = dir.path().join("runner");
     let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
     let done = wait_for(&api, &wf, 120, "the first deploy", |w| {
@@ -247,6 +273,32 @@ fn a_revoked_certificate_loses_its_connection_within_seconds_and_is_refused_afte
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     sync_hello(&api, &example());
     let (wf, token, _) = create_prod(&api, true);
+    // A hub URL nothing listens on: the runner says so before it spends the token.
+    let closed = format!("tls://127.0.0.1:{}", ferry_tests::free_port());
+    let mut lost = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &closed,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
+            "--api",
+            &api,
+            "--bootstrap",
+            &token,
+            "--data-dir",
+            dir.path().join("lost").to_str().unwrap(),
+        ],
+        dir.path().join("lost.log"),
+    );
+    let status = lost.wait_exit(Duration::from_secs(30)).expect("it exits");
+    assert!(!status.success());
+    let said = std::fs::read_to_string(dir.path().join("lost.log")).unwrap();
+    assert!(
+        said.contains("cannot reach the hub") && said.contains("the one-time token was not used"),
+        "{said}"
+    );
+
     let data = dir.path().join("runner");
     let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
     let done = wait_for(&api, &wf, 120, "the first deploy", |w| {

@@ -125,6 +125,36 @@ async fn terminate() {
     }
 }
 
+/// What can be checked before the one-time token is spent: the leaf's nats-server is there (in
+/// leaf mode), and something listens at the hub's address. A token spent by a runner that then
+/// cannot start is a token the operator must issue again.
+async fn preflight(args: &Args) -> Result<(), String> {
+    let kept = "the one-time token was not used";
+    if !args.direct {
+        ferry_runner::leaf::find_binary(args.nats_server.as_deref())
+            .map_err(|e| format!("{e} ({kept})"))?;
+    }
+    let address = args
+        .nats_url
+        .split("://")
+        .last()
+        .unwrap_or(&args.nats_url)
+        .trim_end_matches('/')
+        .to_string();
+    let connect = tokio::net::TcpStream::connect(address.clone());
+    match tokio::time::timeout(Duration::from_secs(5), connect).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!(
+            "cannot reach the hub at {} ({e}): check --nats-url, the hub's leafnode URL ({kept})",
+            args.nats_url
+        )),
+        Err(_) => Err(format!(
+            "the hub at {} did not answer within 5 s: check --nats-url and the network ({kept})",
+            args.nats_url
+        )),
+    }
+}
+
 /// The runner's configuration: its org and install are the ones its certificate names.
 async fn config(args: Args) -> Result<RunnerConfig, String> {
     let files = ferry_pki::InstallFiles::new(
@@ -136,6 +166,7 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
     if !files.exists()
         && let Some(token) = &args.bootstrap
     {
+        preflight(&args).await?;
         ferry_runner::bootstrap::run(&files, &args.api, token, args.install.as_deref())
             .await
             .map_err(|e| format!("bootstrap: {e}"))?;
