@@ -23,6 +23,7 @@ pub async fn follow(
     mut check: impl FnMut() -> Result<()>,
 ) -> Result<Workflow> {
     let mut seen: Vec<StepStatus> = Vec::new();
+    let mut latest = LatestLines::default();
     loop {
         check()?;
         if let Some(wf) = api
@@ -57,8 +58,59 @@ pub async fn follow(
             if wf.status.is_terminal() {
                 return Ok(wf);
             }
+            latest.show(api, &wf, started).await;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// A long step's latest log line, shown while it runs: a step running longer than [`LONG`]
+/// gets its newest line printed (when it changed) at most every [`LONG`].
+#[derive(Default)]
+struct LatestLines {
+    /// Per step: when its line was last looked at, and the line shown.
+    shown: std::collections::HashMap<u32, (Instant, String)>,
+}
+
+const LONG: Duration = Duration::from_secs(3);
+
+impl LatestLines {
+    async fn show(&mut self, api: &Api, wf: &Workflow, started: Instant) {
+        for s in wf.steps.iter().filter(|s| s.status == StepStatus::Running) {
+            let Some(job) = &s.job_id else { continue };
+            let running_for = s
+                .started_at
+                .as_deref()
+                .and_then(ferry_model::ms_of)
+                .map(|t| ferry_model::now_ms().saturating_sub(t));
+            if running_for.is_none_or(|ms| ms < LONG.as_millis() as u64) {
+                continue;
+            }
+            if self
+                .shown
+                .get(&s.index)
+                .is_some_and(|(at, _)| at.elapsed() < LONG)
+            {
+                continue;
+            }
+            let Ok(resp) = api.stream(&format!("/v1/jobs/{job}/logs?tail=1")).await else {
+                continue;
+            };
+            let text = resp.text().await.unwrap_or_default();
+            let line = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<ferry_model::LogEntry>(l).ok())
+                .next_back()
+                .map(|e| render::log_line(&e))
+                .unwrap_or_default();
+            let before = self.shown.insert(s.index, (Instant::now(), line.clone()));
+            if !line.is_empty() && before.is_none_or(|(_, l)| l != line) {
+                step(
+                    started,
+                    &format!("{:<10} {:<8} │ {line}", s.component, s.kind.label()),
+                );
+            }
+        }
     }
 }
 

@@ -94,6 +94,33 @@ fn a_runner_bootstraps_with_its_one_time_token_and_the_token_works_once() {
         "{said}"
     );
 
+    // Something that is not a NATS server (the API's HTTP port): said, and the token kept.
+    let http = api.replace("http://", "tls://");
+    let mut wrong = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &http,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
+            "--api",
+            &api,
+            "--bootstrap",
+            &token,
+            "--data-dir",
+            dir.path().join("wrong").to_str().unwrap(),
+        ],
+        dir.path().join("wrong.log"),
+    );
+    assert!(
+        !wrong
+            .wait_exit(Duration::from_secs(30))
+            .expect("it exits")
+            .success()
+    );
+    let said = std::fs::read_to_string(dir.path().join("wrong.log")).unwrap();
+    assert!(said.contains("does not answer as a NATS server"), "{said}");
+
     let data = dir.path().join("runner");
     let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
     let done = wait_for(&api, &wf, 120, "the first deploy", |w| {
@@ -299,6 +326,33 @@ fn a_revoked_certificate_loses_its_connection_within_seconds_and_is_refused_afte
         "{said}"
     );
 
+    // Something that is not a NATS server (the API's HTTP port): said, and the token kept.
+    let http = api.replace("http://", "tls://");
+    let mut wrong = Proc::spawn(
+        "ferry-runner",
+        &[
+            "--nats-url",
+            &http,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
+            "--api",
+            &api,
+            "--bootstrap",
+            &token,
+            "--data-dir",
+            dir.path().join("wrong").to_str().unwrap(),
+        ],
+        dir.path().join("wrong.log"),
+    );
+    assert!(
+        !wrong
+            .wait_exit(Duration::from_secs(30))
+            .expect("it exits")
+            .success()
+    );
+    let said = std::fs::read_to_string(dir.path().join("wrong.log")).unwrap();
+    assert!(said.contains("does not answer as a NATS server"), "{said}");
+
     let data = dir.path().join("runner");
     let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
     let done = wait_for(&api, &wf, 120, "the first deploy", |w| {
@@ -468,6 +522,8 @@ fn an_expired_bootstrap_token_is_refused() {
         &[
             "--nats-url",
             &nats.leaf_url,
+            "--nats-server",
+            ferry_tests::nats_server_bin().to_str().unwrap(),
             "--api",
             &api,
             "--bootstrap",

@@ -645,3 +645,28 @@ fn an_artifact_larger_than_the_installs_messages_syncs_in_chunks_through_the_lea
         "{job}"
     );
 }
+
+/// `--wait` shows a long step's latest log line while it runs, so nobody stares at a silent
+/// "running" for minutes.
+#[test]
+fn waiting_on_a_long_step_shows_its_latest_log_line() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
+    let app = dir.path().join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    let path = app.join("components/src/greeter/apply.sh");
+    let apply = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        apply.replace(
+            "set -eu\n",
+            "set -eu\nfor i in $(seq 16); do echo \"warming up $i of 16\"; sleep 0.5; done\n",
+        ),
+    )
+    .unwrap();
+    ferry_tests::sync_hello(&api, &app);
+    let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--wait"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("greeter    apply    │ warming up "), "{out}");
+}

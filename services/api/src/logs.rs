@@ -21,6 +21,17 @@ use crate::ids::Name;
 pub struct LogQuery {
     #[serde(default)]
     follow: bool,
+    /// Only the last this many lines (not with `follow`).
+    #[serde(default)]
+    tail: Option<usize>,
+}
+
+/// The last `tail` entries, or all.
+fn tailed(mut entries: Vec<LogEntry>, tail: Option<usize>) -> Vec<LogEntry> {
+    if let Some(n) = tail {
+        entries.drain(..entries.len().saturating_sub(n));
+    }
+    entries
 }
 
 fn line(e: &LogEntry) -> Bytes {
@@ -48,11 +59,12 @@ pub async fn job_logs(
             .unwrap_or_default()
     };
     if let Some(entries) = s.store.archived_job_log(&s.org, &id).await? {
+        let entries = tailed(entries, q.tail);
         let body: Vec<u8> = entries.iter().flat_map(|e| line(e).to_vec()).collect();
         return Ok(ndjson(Body::from(body)));
     }
-    if !q.follow || job.status.is_terminal() {
-        let entries = s.store.job_log(&job).await?;
+    if !q.follow || job.status.is_terminal() || q.tail.is_some() {
+        let entries = tailed(s.store.job_log(&job).await?, q.tail);
         let body: Vec<u8> = entries.iter().flat_map(|e| line(e).to_vec()).collect();
         return Ok(ndjson(Body::from(body)));
     }

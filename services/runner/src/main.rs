@@ -143,7 +143,7 @@ async fn preflight(args: &Args) -> Result<(), String> {
         .to_string();
     let connect = tokio::net::TcpStream::connect(address.clone());
     match tokio::time::timeout(Duration::from_secs(5), connect).await {
-        Ok(Ok(_)) => Ok(()),
+        Ok(Ok(stream)) => hub_greeting(stream, &args.nats_url, kept).await,
         Ok(Err(e)) => Err(format!(
             "cannot reach the hub at {} ({e}): check --nats-url, the hub's leafnode URL ({kept})",
             args.nats_url
@@ -153,6 +153,35 @@ async fn preflight(args: &Args) -> Result<(), String> {
             args.nats_url
         )),
     }
+}
+
+/// Checks that what answers at the hub's address is a NATS server that requires TLS, as a Ferry
+/// hub does on every port: a NATS server greets in clear text (`INFO {...}`) before the TLS
+/// handshake, so this needs no certificate yet.
+async fn hub_greeting(
+    mut stream: tokio::net::TcpStream,
+    url: &str,
+    kept: &str,
+) -> Result<(), String> {
+    use tokio::io::AsyncReadExt;
+    let mut greeting = vec![0u8; 4096];
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut greeting)).await;
+    let n = match read {
+        Ok(Ok(n)) => n,
+        _ => 0,
+    };
+    let text = String::from_utf8_lossy(&greeting[..n]);
+    if !text.starts_with("INFO ") {
+        return Err(format!(
+            "{url} does not answer as a NATS server: check --nats-url, the hub's leafnode URL ({kept})"
+        ));
+    }
+    if !text.contains("\"tls_required\":true") {
+        return Err(format!(
+            "the NATS server at {url} does not require TLS, as a Ferry hub does: check --nats-url ({kept})"
+        ));
+    }
+    Ok(())
 }
 
 /// The runner's configuration: its org and install are the ones its certificate names.
