@@ -5,6 +5,7 @@ mod bootstrap;
 mod client;
 mod commands;
 mod dev;
+mod devprocs;
 mod fetch;
 mod logs;
 mod plans;

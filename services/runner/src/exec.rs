@@ -1,5 +1,10 @@
 //! Running one claimed job: report it started, do it (sync in-process, everything else through a
 //! plugin process), stream its output, report the result.
+//!
+//! Long (about 600 lines with its tests) because it is one execution's whole path, in order:
+//! preparing the work directory (the artifact copied here if another runner host synced it), the
+//! plugin's process group and its stop, collecting and offloading the result. Split, a reader
+//! would chase one execution across files.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
