@@ -21,11 +21,22 @@ fn bootstrapping_runner(
     data: &Path,
     log: PathBuf,
 ) -> Proc {
+    runner_bootstrapping_at(&nats.leaf_url, api, token, data, log)
+}
+
+/// [`bootstrapping_runner`] with the hub at `hub_url`.
+fn runner_bootstrapping_at(
+    hub_url: &str,
+    api: &str,
+    token: &str,
+    data: &Path,
+    log: PathBuf,
+) -> Proc {
     Proc::spawn(
         "ferry-runner",
         &[
             "--nats-url",
-            &nats.leaf_url,
+            hub_url,
             "--nats-server",
             ferry_tests::nats_server_bin().to_str().unwrap(),
             "--api",
@@ -68,58 +79,25 @@ fn a_runner_bootstraps_with_its_one_time_token_and_the_token_works_once() {
     let (wf, token, created) = create_prod(&api, true);
     assert!(token.starts_with("ferryboot_default_"), "{created}");
 
-    // A hub URL nothing listens on: the runner says so before it spends the token.
+    // A hub URL nothing listens on, and something that is not a NATS server (the API's HTTP
+    // port): the runner says so before it spends the token, which stays usable.
     let closed = format!("tls://127.0.0.1:{}", ferry_tests::free_port());
-    let mut lost = Proc::spawn(
-        "ferry-runner",
-        &[
-            "--nats-url",
-            &closed,
-            "--nats-server",
-            ferry_tests::nats_server_bin().to_str().unwrap(),
-            "--api",
-            &api,
-            "--bootstrap",
-            &token,
-            "--data-dir",
-            dir.path().join("lost").to_str().unwrap(),
-        ],
-        dir.path().join("lost.log"),
-    );
-    let status = lost.wait_exit(Duration::from_secs(30)).expect("it exits");
-    assert!(!status.success());
-    let said = std::fs::read_to_string(dir.path().join("lost.log")).unwrap();
-    assert!(
-        said.contains("cannot reach the hub") && said.contains("the one-time token was not used"),
-        "{said}"
-    );
-
-    // Something that is not a NATS server (the API's HTTP port): said, and the token kept.
     let http = api.replace("http://", "tls://");
-    let mut wrong = Proc::spawn(
-        "ferry-runner",
-        &[
-            "--nats-url",
-            &http,
-            "--nats-server",
-            ferry_tests::nats_server_bin().to_str().unwrap(),
-            "--api",
-            &api,
-            "--bootstrap",
-            &token,
-            "--data-dir",
-            dir.path().join("wrong").to_str().unwrap(),
-        ],
-        dir.path().join("wrong.log"),
-    );
-    assert!(
-        !wrong
-            .wait_exit(Duration::from_secs(30))
-            .expect("it exits")
-            .success()
-    );
-    let said = std::fs::read_to_string(dir.path().join("wrong.log")).unwrap();
-    assert!(said.contains("does not answer as a NATS server"), "{said}");
+    for (name, url, what) in [
+        ("lost", closed.as_str(), "cannot reach the hub"),
+        ("wrong", http.as_str(), "does not answer as a NATS server"),
+    ] {
+        let log = dir.path().join(format!("{name}.log"));
+        let mut runner =
+            runner_bootstrapping_at(url, &api, &token, &dir.path().join(name), log.clone());
+        let status = runner.wait_exit(Duration::from_secs(30)).expect("it exits");
+        assert!(!status.success());
+        let said = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            said.contains(what) && said.contains("the one-time token was not used"),
+            "{said}"
+        );
+    }
 
     let data = dir.path().join("runner");
     let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
@@ -300,59 +278,6 @@ fn a_revoked_certificate_loses_its_connection_within_seconds_and_is_refused_afte
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     sync_hello(&api, &example());
     let (wf, token, _) = create_prod(&api, true);
-    // A hub URL nothing listens on: the runner says so before it spends the token.
-    let closed = format!("tls://127.0.0.1:{}", ferry_tests::free_port());
-    let mut lost = Proc::spawn(
-        "ferry-runner",
-        &[
-            "--nats-url",
-            &closed,
-            "--nats-server",
-            ferry_tests::nats_server_bin().to_str().unwrap(),
-            "--api",
-            &api,
-            "--bootstrap",
-            &token,
-            "--data-dir",
-            dir.path().join("lost").to_str().unwrap(),
-        ],
-        dir.path().join("lost.log"),
-    );
-    let status = lost.wait_exit(Duration::from_secs(30)).expect("it exits");
-    assert!(!status.success());
-    let said = std::fs::read_to_string(dir.path().join("lost.log")).unwrap();
-    assert!(
-        said.contains("cannot reach the hub") && said.contains("the one-time token was not used"),
-        "{said}"
-    );
-
-    // Something that is not a NATS server (the API's HTTP port): said, and the token kept.
-    let http = api.replace("http://", "tls://");
-    let mut wrong = Proc::spawn(
-        "ferry-runner",
-        &[
-            "--nats-url",
-            &http,
-            "--nats-server",
-            ferry_tests::nats_server_bin().to_str().unwrap(),
-            "--api",
-            &api,
-            "--bootstrap",
-            &token,
-            "--data-dir",
-            dir.path().join("wrong").to_str().unwrap(),
-        ],
-        dir.path().join("wrong.log"),
-    );
-    assert!(
-        !wrong
-            .wait_exit(Duration::from_secs(30))
-            .expect("it exits")
-            .success()
-    );
-    let said = std::fs::read_to_string(dir.path().join("wrong.log")).unwrap();
-    assert!(said.contains("does not answer as a NATS server"), "{said}");
-
     let data = dir.path().join("runner");
     let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
     let done = wait_for(&api, &wf, 120, "the first deploy", |w| {
