@@ -119,8 +119,13 @@ impl InstallFiles {
     /// Stores the certificate issued for the key [`InstallFiles::new_key_and_csr`] made, and the CA
     /// that issued it; from then on the runner uses only these.
     pub fn store(&self, cert_pem: &str, ca_pem: &str) -> Result<(), PkiError> {
+        // Each file is written beside and renamed into place: a reader (the leaf restarting, a
+        // crash) never sees half a certificate.
         let write = |name: &str, text: &str| {
-            std::fs::write(self.dir.join(name), text).map_err(|source| self.err(source))
+            let part = self.dir.join(format!("{name}.part"));
+            std::fs::write(&part, text)
+                .and_then(|()| std::fs::rename(&part, self.dir.join(name)))
+                .map_err(|source| self.err(source))
         };
         write("ca.pem", ca_pem)?;
         let new_key = self.dir.join("key.pem.new");
