@@ -91,13 +91,15 @@ impl Store {
     /// Creates (or updates) every stream, bucket and object store, then opens them. Idempotent: every
     /// service runs it at start-up, concurrently with its replicas.
     pub async fn ensure(js: jetstream::Context, replicas: usize) -> Result<Store, StoreError> {
-        // A hub Ferry has never set up has none of its streams yet.
+        // A hub Ferry has never set up has none of its streams yet. `JOBS` is the mark of a hub set
+        // up: the protected streams are made before any other, so a process that sees `JOBS` (made by
+        // another starting at the same moment: `ferry-server` and `ferry-server init`, or replicas)
+        // also sees them, and never takes a stream still being made for one that was deleted.
         let fresh = js.get_stream(resources::JOBS.name).await.is_err();
-        for def in resources::STREAMS {
-            if def.deny_delete {
-                ensure_protected(&js, def, replicas, fresh).await?;
-                continue;
-            }
+        for def in resources::STREAMS.iter().filter(|d| d.deny_delete) {
+            ensure_protected(&js, def, replicas, fresh).await?;
+        }
+        for def in resources::STREAMS.iter().filter(|d| !d.deny_delete) {
             js.create_or_update_stream(stream_config(def, replicas))
                 .await
                 .map_err(setup(format!("stream {}", def.name)))?;

@@ -241,17 +241,29 @@ impl<T: Record> Repo<T> {
         self.list_prefix("").await
     }
 
+    /// The records whose keys start with `prefix`. The keys come from the bucket stream's subject
+    /// state, one snapshot the server takes at once, not from `kv.keys()`: that walks the stream with
+    /// a consumer, and a key written again while it walks (a runner's heartbeat, with only
+    /// [`HISTORY`](ferry_protocol::resources::buckets::HISTORY) revisions kept) can be passed over
+    /// entirely or met twice.
     async fn list_prefix(&self, prefix: &str) -> Result<Vec<T>, StoreError> {
-        let keys: Vec<String> = match self.kv.keys().await {
-            Ok(k) => k
-                .try_filter(|k| futures_util::future::ready(k.starts_with(prefix)))
-                .try_collect()
-                .await
-                .map_err(nats)?,
-            Err(e) => return Err(nats(e)),
-        };
+        let filter = format!("{}{prefix}>", self.kv.prefix);
+        let mut subjects = self
+            .kv
+            .stream
+            .info_with_subjects(&filter)
+            .await
+            .map_err(nats)?;
+        let mut keys = Vec::new();
+        while let Some((subject, _count)) = subjects.try_next().await.map_err(nats)? {
+            if let Some(k) = subject.strip_prefix(self.kv.prefix.as_str()) {
+                keys.push(k.to_string());
+            }
+        }
+        keys.sort();
         let mut out = Vec::with_capacity(keys.len());
         for k in keys {
+            // A deleted key keeps its marker in the stream: `get` reads it as absent.
             if let Some((org, id)) = k.split_once('.')
                 && let Some(v) = self.get(org, id).await?
             {

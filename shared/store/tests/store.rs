@@ -133,3 +133,65 @@ async fn audit_stream_refuses_purge() {
         "AUDIT must refuse delete"
     );
 }
+
+/// `ferry-server` and `ferry-server init` (or replicas) start at the same moment on a fresh hub:
+/// none may take a protected stream another is still making for one that was deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn services_starting_together_on_a_fresh_hub_all_set_it_up() {
+    for _hub in 0..6 {
+        let nats = NatsServer::start();
+        let js = async_nats::jetstream::new(nats.admin().await);
+        let starts: Vec<_> = (0..12u64)
+            .map(|i| {
+                let js = js.clone();
+                tokio::spawn(async move {
+                    // Staggered, so that some look while another is half-way through.
+                    tokio::time::sleep(std::time::Duration::from_micros(700 * i)).await;
+                    Store::ensure(js, 1).await.map(|_| ())
+                })
+            })
+            .collect();
+        for start in starts {
+            let started = start.await.unwrap();
+            assert!(started.is_ok(), "{started:?}");
+        }
+    }
+}
+
+/// A record written again and again while it is listed (a runner's heartbeat) is listed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_written_during_a_listing_is_listed_once() {
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js, 1).await.unwrap();
+    let apps = store.repo::<App>();
+    for i in 0..20 {
+        apps.create(&app(DEFAULT_ORG, &format!("a{i}")))
+            .await
+            .unwrap();
+    }
+    let writer = {
+        let apps = apps.clone();
+        tokio::spawn(async move {
+            for n in 0..400u32 {
+                let bump = |a: &mut App| {
+                    a.config_count = n;
+                    Ok::<_, StoreError>(true)
+                };
+                apps.upsert(DEFAULT_ORG, "a0", || app(DEFAULT_ORG, "a0"), bump)
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+        })
+    };
+    while !writer.is_finished() {
+        let listed = apps.list(DEFAULT_ORG).await.unwrap();
+        assert_eq!(
+            listed.len(),
+            20,
+            "{:?}",
+            listed.iter().map(|a| &a.name).collect::<Vec<_>>()
+        );
+    }
+}
