@@ -386,6 +386,12 @@ impl Runners {
             .arg(&self.nats_bin)
             .arg("--data-dir")
             .arg(&dir);
+        // helm and kubectl from .tools/bin (scripts/dev installs them), for Kubernetes components.
+        for tool in ["helm", "kubectl"] {
+            if let Some(p) = find_tool(tool) {
+                cmd.arg(format!("--{tool}")).arg(p);
+            }
+        }
         if !dir.join("identity").join("cert.pem").exists() {
             let t = crate::bootstrap::runner_token(api, install).await?;
             cmd.args(["--api", api.base()])

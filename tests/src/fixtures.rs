@@ -28,6 +28,9 @@ pub fn plan_job(org: &str, install: &str, id: &str) -> (m::Job, JobOffer) {
             env: vec![("GREETING".into(), "hello".into())],
             applied_digest: None,
             redact: vec![],
+            settings: Default::default(),
+            timeout_secs: None,
+            cluster: None,
         }),
         timeouts: Timeouts::default(),
     };

@@ -363,6 +363,14 @@ impl Proc {
             "--data-dir",
             &data,
         ];
+        // helm and kubectl as scripts/install-helm-kubectl puts them, for Kubernetes components.
+        let tools: Vec<String> = ["helm", "kubectl"]
+            .iter()
+            .map(|t| (t, repo_root().join(".tools/bin").join(t)))
+            .filter(|(_, p)| p.is_file())
+            .flat_map(|(t, p)| [format!("--{t}"), p.display().to_string()])
+            .collect();
+        args.extend(tools.iter().map(String::as_str));
         args.extend_from_slice(extra);
         Proc::spawn("ferry-runner", &args, log)
     }

@@ -167,15 +167,20 @@ impl BuildService {
                 ferry_appconfig::ComponentType::deployable_names().join(" and ")
             ));
         }
-        let directory = component.directory.as_deref().ok_or_else(|| {
-            format!(
-                "component `{}` has no local `directory`: git sources are not fetched by this version of Ferry",
-                component.name
-            )
-        })?;
-        let prefix = format!("{}/", directory.trim_end_matches('/'));
-        let files: Vec<(&str, &[u8], bool)> = pkg
-            .under(directory)
+        let directory = match component.directory.as_deref() {
+            Some(d) => Some(d),
+            None if !component.builds_from_directory() => None,
+            None => {
+                return Err(format!(
+                    "component `{}` has no local `directory`: git sources are not fetched by this version of Ferry",
+                    component.name
+                ));
+            }
+        };
+        let prefix = format!("{}/", directory.unwrap_or_default().trim_end_matches('/'));
+        let files: Vec<(&str, &[u8], bool)> = directory
+            .into_iter()
+            .flat_map(|d| pkg.under(d))
             .map(|(path, bytes)| {
                 (
                     &path[prefix.len()..],

@@ -37,6 +37,7 @@ pub struct Executor {
     /// The install's own artifact store; deployments only ever read from it.
     registry: LocalLayout,
     cancel_grace: Duration,
+    tools: crate::plugin::Tools,
 }
 
 /// Room left in a message for headers and framing.
@@ -102,6 +103,7 @@ impl Executor {
             data_dir: cfg.data_dir.clone(),
             registry,
             cancel_grace: cfg.cancel_grace,
+            tools: cfg.tools.clone(),
         })
     }
 
@@ -396,6 +398,10 @@ impl Executor {
             src_dir: src,
             state_dir: state,
             work_dir: work.to_path_buf(),
+            settings: c.settings.clone(),
+            timeout_secs: c.timeout_secs,
+            cluster: c.cluster.clone(),
+            tools: self.tools.clone(),
         };
         let bytes = serde_json::to_vec_pretty(&job)
             .map_err(|e| format!("encoding the plugin's job file: {e}"))?;

@@ -58,6 +58,16 @@ struct Args {
     /// break: the install was revoked or deleted (leaf mode; 0: never).
     #[arg(long, env = "FERRY_EXIT_WHEN_REFUSED_SECS", default_value_t = 120)]
     exit_when_refused_secs: u64,
+    /// The helm binary for helm_chart components (default: `helm` on PATH).
+    #[arg(long, env = "FERRY_HELM")]
+    helm: Option<PathBuf>,
+    /// The kubectl binary for kubernetes_manifest components (default: `kubectl` on PATH).
+    #[arg(long, env = "FERRY_KUBECTL")]
+    kubectl: Option<PathBuf>,
+    /// The cluster to deploy Kubernetes components into when the install's sandbox names none
+    /// (without it, and outside a cluster, such components fail saying so).
+    #[arg(long, env = "FERRY_KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -244,5 +254,10 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
         drain: Duration::from_secs(args.drain_secs),
         give_up_when_refused: (args.exit_when_refused_secs > 0)
             .then(|| Duration::from_secs(args.exit_when_refused_secs)),
+        tools: ferry_runner::plugin::Tools {
+            helm: args.helm,
+            kubectl: args.kubectl,
+            kubeconfig: args.kubeconfig,
+        },
     })
 }

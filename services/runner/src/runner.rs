@@ -40,6 +40,8 @@ pub struct RunnerConfig {
     /// Give up (see [`Runner::gave_up`]) once the hub has refused the install's certificate this
     /// long without a break.
     pub give_up_when_refused: Option<Duration>,
+    /// helm, kubectl and the runner's own kubeconfig, for the Kubernetes plugins.
+    pub tools: crate::plugin::Tools,
 }
 
 #[derive(Debug, Clone)]

@@ -349,11 +349,22 @@ impl Scheduler {
             Ok(r) => r,
             Err(e) => return Ok(Err(Permanent(format!("cannot render templates: {e}")))),
         };
+        let needs_cluster = matches!(
+            component.kind,
+            ComponentType::HelmChart | ComponentType::KubernetesManifest
+        );
+        let cluster = match ferry_appconfig::cluster::access(&install.sandbox.outputs) {
+            Ok(c) => c.filter(|_| needs_cluster),
+            Err(e) if needs_cluster => return Ok(Err(Permanent(e))),
+            Err(_) => None,
+        };
         Ok(Ok(ComponentJob {
             component: component.name.clone(),
             kind: match component.kind {
                 ComponentType::Script => ComponentKind::Script,
                 ComponentType::TerraformModule => ComponentKind::Terraform,
+                ComponentType::HelmChart => ComponentKind::Helm,
+                ComponentType::KubernetesManifest => ComponentKind::KubernetesManifest,
                 other => {
                     return Ok(Err(Permanent(format!(
                         "`{}` components cannot be deployed by this version of Ferry yet",
@@ -368,6 +379,9 @@ impl Scheduler {
                 .component(&component.name)
                 .and_then(|c| c.applied_digest.clone()),
             redact: install.secret_values(),
+            settings: rendered.settings,
+            timeout_secs: component.timeout_secs,
+            cluster,
         }))
     }
 

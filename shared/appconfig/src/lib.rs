@@ -7,6 +7,7 @@
 //! the control plane (after upload) run exactly the same validation over exactly the same bytes.
 
 mod check;
+pub mod cluster;
 mod diagnostics;
 mod generate;
 mod graph;

@@ -1116,8 +1116,8 @@ pub static SCRIPT: Schema = Schema {
 pub const COMPONENT_TYPES: &[(&str, &Schema, bool)] = &[
     ("terraform_module", &TERRAFORM_MODULE, true),
     ("script", &SCRIPT, true),
-    ("helm_chart", &HELM_CHART, false),
-    ("kubernetes_manifest", &KUBERNETES_MANIFEST, false),
+    ("helm_chart", &HELM_CHART, true),
+    ("kubernetes_manifest", &KUBERNETES_MANIFEST, true),
     ("container_image", &CONTAINER_IMAGE, false),
     ("external_image", &CONTAINER_IMAGE, false),
     ("docker_build", &DOCKER_BUILD, false),

@@ -8,7 +8,7 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 /// The protocol generation this build speaks. Bump it when a message changes shape.
-pub const PROTOCOL_VERSION: u8 = 6;
+pub const PROTOCOL_VERSION: u8 = 7;
 
 /// A type that travels on the wire. `KIND` is unique per type (checked by a unit test).
 pub trait Message: Serialize + DeserializeOwned {
@@ -97,6 +97,9 @@ mod tests {
                 env: vec![],
                 applied_digest: None,
                 redact: vec![],
+                settings: Default::default(),
+                timeout_secs: None,
+                cluster: None,
             }),
             timeouts: Timeouts::default(),
         }

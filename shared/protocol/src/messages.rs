@@ -84,6 +84,74 @@ pub struct SyncJob {
 pub enum ComponentKind {
     Script,
     Terraform,
+    Helm,
+    KubernetesManifest,
+}
+
+/// What a component of a Kubernetes type says beyond its variables. The app config holds it with
+/// template sources; a job carries it rendered with the install's values (one type, both times).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KindSettings {
+    #[default]
+    None,
+    Helm(HelmSettings),
+    Manifest(ManifestSettings),
+}
+
+/// A `helm_chart` component.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelmSettings {
+    /// The release name (`chart_name`).
+    pub release: String,
+    /// Namespace of the release; empty: the install's name (Nuon's default is the install id).
+    pub namespace: String,
+    /// `configmap` or `secret` (Helm's `HELM_DRIVER`); empty: Helm's default, `secret`.
+    pub storage_driver: String,
+    /// The contents of each `values_file`, in the order declared: Helm merges them in that order.
+    pub values_files: Vec<String>,
+    /// `[values]` (and the older `[[value]]`) as `--set path=value`, applied after the files.
+    pub set: Vec<(String, String)>,
+    /// A chart from a Helm repository, fetched install-side at plan time.
+    pub repo: Option<HelmRepo>,
+    pub take_ownership: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelmRepo {
+    pub url: String,
+    pub chart: String,
+    pub version: Option<String>,
+}
+
+/// A `kubernetes_manifest` component: a manifest, or a kustomization in its source.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestSettings {
+    /// The YAML (inline, or the referenced file's contents).
+    pub manifest: Option<String>,
+    pub kustomize: Option<Kustomize>,
+    pub namespace: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kustomize {
+    /// The kustomization's directory, relative to the component's source.
+    pub path: String,
+    /// Patch files (relative to the source), applied on top of the build.
+    pub patches: Vec<String>,
+    pub enable_helm: bool,
+    /// `none` or `rootOnly` (Nuon's spelling); empty: kustomize's default.
+    pub load_restrictor: String,
+}
+
+/// The Kubernetes cluster a component deploys into, as the install's sandbox describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterAccess {
+    /// A kubeconfig (JSON or YAML) for the plugin's helm and kubectl.
+    pub kubeconfig: String,
+    /// The API server's address, for messages.
+    pub server: String,
+    /// Where it came from, for messages ("the sandbox's `kubeconfig` output").
+    pub source: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +169,13 @@ pub struct ComponentJob {
     /// Values the job's log must not show (the install's sensitive inputs and outputs): the
     /// runner prints `***` in their place.
     pub redact: Vec<String>,
+    /// What its type needs beyond variables, rendered.
+    pub settings: KindSettings,
+    /// Longest a plan or an apply may take (the component's `deploy_timeout`): Helm waits that long.
+    pub timeout_secs: Option<u64>,
+    /// The cluster, when the sandbox names one; the runner's own (in-cluster or `--kubeconfig`)
+    /// otherwise.
+    pub cluster: Option<ClusterAccess>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,14 +5,15 @@
 //! plain synchronous code driving the component's tools (sh, terraform, ...), and talks to nothing
 //! but the local machine.
 
+mod kube;
 mod script;
-mod terraform;
+pub(crate) mod terraform;
 
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
-use ferry_protocol::messages::ComponentKind;
+use ferry_protocol::messages::{ClusterAccess, ComponentKind, KindSettings};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -44,6 +45,25 @@ pub struct PluginJob {
     pub state_dir: PathBuf,
     /// This execution's scratch directory.
     pub work_dir: PathBuf,
+    /// What the component's type needs beyond variables (a chart, a manifest), rendered.
+    #[serde(default)]
+    pub settings: KindSettings,
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+    /// The sandbox's cluster, if it names one.
+    #[serde(default)]
+    pub cluster: Option<ClusterAccess>,
+    #[serde(default)]
+    pub tools: Tools,
+}
+
+/// The runner host's tools for the Kubernetes plugins, from its flags (`None`: found on `PATH`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Tools {
+    pub helm: Option<PathBuf>,
+    pub kubectl: Option<PathBuf>,
+    /// The runner's own cluster, used when the sandbox names none.
+    pub kubeconfig: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -87,6 +107,8 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
         .and_then(|job| match job.kind {
             ComponentKind::Script => script::execute(&job),
             ComponentKind::Terraform => terraform::execute(&job),
+            ComponentKind::Helm => kube::helm::execute(&job),
+            ComponentKind::KubernetesManifest => kube::manifest::execute(&job),
         });
     let (result, code) = match outcome {
         Ok(r) => (r, 0),

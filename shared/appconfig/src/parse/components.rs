@@ -1,6 +1,8 @@
 //! Deployables: the sandbox and the components, each with the schema of its type, its source
 //! (a local directory, a repository, or an image) and its content hash.
 
+use ferry_protocol::messages::KindSettings;
+
 use super::*;
 
 impl<'a> Loader<'a> {
@@ -31,6 +33,7 @@ impl<'a> Loader<'a> {
             env_vars: string_map(r.get("env_vars")),
             content_hash: String::new(),
             timeout_secs: deploy_timeout(r),
+            settings: KindSettings::None,
         })
     }
 
@@ -277,6 +280,7 @@ impl<'a> Loader<'a> {
                     env_vars: string_map(r.get("env_vars")),
                     content_hash: String::new(),
                     timeout_secs: deploy_timeout(r),
+                    settings: self.settings(r, kind, "components"),
                 },
                 name_at,
                 src: doc.src.clone(),
@@ -315,6 +319,7 @@ pub(super) fn stand_in_component(name: &str) -> Component {
         env_vars: BTreeMap::new(),
         content_hash: String::new(),
         timeout_secs: None,
+        settings: KindSettings::None,
     }
 }
 

@@ -26,6 +26,7 @@ mod installs;
 mod model;
 mod refs;
 mod roles;
+mod settings;
 
 pub use model::{
     Action, AppConfig, Component, ComponentType, Input, InstallDecl, Metadata, Policy, Rendered,

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use ferry_protocol::messages::KindSettings;
 use serde_json::Value;
 
 use crate::schema;
@@ -122,6 +123,9 @@ pub struct Component {
     pub content_hash: String,
     /// Longest a plan or an apply of it may run (`deploy_timeout`, or `timeout`), in seconds.
     pub timeout_secs: Option<u64>,
+    /// What its type says beyond variables (a chart's release and values, a manifest), as template
+    /// sources.
+    pub settings: KindSettings,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -176,6 +180,7 @@ pub struct Policy {
 pub struct Rendered {
     pub vars: Vec<(String, String)>,
     pub env_vars: Vec<(String, String)>,
+    pub settings: KindSettings,
 }
 
 impl Input {
@@ -227,10 +232,28 @@ impl AppConfig {
 }
 
 impl Component {
+    /// Whether it deploys from files of the package (its `directory`): an inline manifest and a
+    /// chart from a Helm repository do not, and build an artifact without files.
+    pub fn builds_from_directory(&self) -> bool {
+        !matches!(
+            &self.settings,
+            KindSettings::Manifest(ferry_protocol::messages::ManifestSettings {
+                manifest: Some(_),
+                ..
+            }) | KindSettings::Helm(ferry_protocol::messages::HelmSettings { repo: Some(_), .. })
+        )
+    }
+
     /// Whether its templates read any of `inputs` (`.nuon.inputs.inputs.X`, `.nuon.install.inputs.X`);
     /// a template that reads the whole inputs map, or does not parse, counts as reading them all.
     pub fn reads_inputs(&self, inputs: &BTreeSet<String>) -> bool {
-        self.vars.values().chain(self.env_vars.values()).any(|src| {
+        let settings = super::settings::templates(&self.settings);
+        let mut sources = self
+            .vars
+            .values()
+            .chain(self.env_vars.values())
+            .chain(settings);
+        sources.any(|src| {
             let Ok(t) = Template::parse(src) else {
                 return true;
             };
@@ -258,9 +281,13 @@ impl Component {
                 })
                 .collect()
         };
+        let one = |key: &str, src: &str| {
+            crate::template::render(src, state).map_err(|e| format!("{}: `{key}`: {e}", self.file))
+        };
         Ok(Rendered {
             vars: r(&self.vars)?,
             env_vars: r(&self.env_vars)?,
+            settings: super::settings::render(&self.settings, one)?,
         })
     }
 }

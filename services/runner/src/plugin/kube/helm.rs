@@ -1,0 +1,269 @@
+//! The `helm_chart` plugin, over the real `helm`.
+//!
+//! Plan: the chart (the package's directory, unpacked from the artifact; or, for `helm_repo`, pulled
+//! install-side and kept whole in the plan) rendered with `helm template` and the install's values:
+//! each values file in the order declared, then `[values]` as `--set` (Helm's precedence, as Nuon
+//! applies them). The plan document holds everything the apply runs with, so its digest binds the
+//! approval to the chart, the values and the rendered objects.
+//!
+//! Apply: `helm upgrade --install` of exactly the planned chart and values, `--wait` within the
+//! component's timeout, so the customer's `helm list` and `helm history` show Ferry's releases.
+//! Teardown: `helm uninstall`.
+
+use std::process::Command;
+
+use base64::Engine;
+use ferry_protocol::messages::{HelmSettings, KindSettings};
+use serde::{Deserialize, Serialize};
+
+use super::{Cluster, object_plan, record_applied, run_against, run_offline, tool};
+use crate::plugin::{Phase, PluginError, PluginJob, PluginResult, approved_plan};
+
+/// Helm's own default when a component gives none (Nuon's default is 5 minutes too).
+const DEFAULT_TIMEOUT_SECS: u64 = 300;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct HelmPlan {
+    component: String,
+    artifact_digest: String,
+    release: String,
+    namespace: String,
+    storage_driver: String,
+    take_ownership: bool,
+    values_files: Vec<String>,
+    set: Vec<(String, String)>,
+    /// A chart pulled from a Helm repository, as the packaged bytes (base64): the apply installs
+    /// these, not whatever the repository serves later.
+    chart_package: Option<String>,
+    /// What `helm template` rendered.
+    manifest: String,
+}
+
+fn settings(job: &PluginJob) -> Result<&HelmSettings, PluginError> {
+    match &job.settings {
+        KindSettings::Helm(h) if !h.release.is_empty() => Ok(h),
+        KindSettings::Helm(_) => Err(PluginError(
+            "the chart has no `chart_name` (release)".into(),
+        )),
+        _ => Err(PluginError(
+            "a helm_chart job without its chart's settings".into(),
+        )),
+    }
+}
+
+fn namespace(job: &PluginJob, h: &HelmSettings) -> String {
+    if h.namespace.is_empty() {
+        job.install.clone()
+    } else {
+        h.namespace.clone()
+    }
+}
+
+fn helm(job: &PluginJob) -> Command {
+    let mut cmd = tool(&job.tools.helm, "helm");
+    cmd.current_dir(&job.work_dir)
+        .envs(job.env.iter().cloned())
+        // Helm's caches and repository list stay in the job's scratch directory.
+        .env("HELM_CACHE_HOME", job.work_dir.join("helm/cache"))
+        .env("HELM_CONFIG_HOME", job.work_dir.join("helm/config"))
+        .env("HELM_DATA_HOME", job.work_dir.join("helm/data"));
+    cmd
+}
+
+/// The values arguments: `-f` per values file (written into the work directory), then `--set`.
+fn values_args(
+    job: &PluginJob,
+    files: &[String],
+    set: &[(String, String)],
+) -> Result<Vec<String>, PluginError> {
+    let mut args = Vec::new();
+    for (i, contents) in files.iter().enumerate() {
+        let path = job.work_dir.join(format!("values-{i}.yaml"));
+        std::fs::write(&path, contents)?;
+        args.push("-f".to_string());
+        args.push(path.display().to_string());
+    }
+    for (k, v) in set {
+        args.push("--set".to_string());
+        args.push(format!("{k}={v}"));
+    }
+    Ok(args)
+}
+
+/// The chart to render or install: the pulled package (written into the work directory), else
+/// the component's unpacked directory.
+fn chart_path(job: &PluginJob, package: Option<&str>) -> Result<String, PluginError> {
+    match package {
+        Some(b64) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|e| PluginError(format!("the plan's chart package: {e}")))?;
+            let path = job.work_dir.join("chart.tgz");
+            std::fs::write(&path, bytes)?;
+            Ok(path.display().to_string())
+        }
+        None if job.src_dir.join("Chart.yaml").is_file() => Ok(job.src_dir.display().to_string()),
+        None => Err(PluginError(
+            "the component's directory has no Chart.yaml".into(),
+        )),
+    }
+}
+
+/// Pulls a `helm_repo` chart into the work directory; its packaged bytes, base64.
+fn pull(job: &PluginJob, h: &HelmSettings) -> Result<Option<String>, PluginError> {
+    let Some(repo) = &h.repo else { return Ok(None) };
+    let dest = job.work_dir.join("pulled");
+    std::fs::create_dir_all(&dest)?;
+    let mut cmd = helm(job);
+    cmd.args(["pull", &repo.chart, "--repo", &repo.url, "--destination"])
+        .arg(&dest);
+    if let Some(v) = &repo.version {
+        cmd.args(["--version", v]);
+    }
+    let doing = format!("helm pull of chart `{}` from {}", repo.chart, repo.url);
+    run_offline(&mut cmd, &doing)?;
+    let file = std::fs::read_dir(&dest)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "tgz"))
+        .ok_or_else(|| PluginError(format!("{doing}: no chart package came")))?;
+    let bytes = std::fs::read(file)?;
+    println!(
+        "pulled chart `{}` ({})",
+        repo.chart,
+        crate::plugin::sha256(&bytes)
+    );
+    Ok(Some(
+        base64::engine::general_purpose::STANDARD.encode(bytes),
+    ))
+}
+
+fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
+    let h = settings(job)?;
+    let ns = namespace(job, h);
+    let chart_package = pull(job, h)?;
+    let chart = chart_path(job, chart_package.as_deref())?;
+    let mut cmd = helm(job);
+    cmd.args(["template", &h.release, &chart, "--namespace", &ns])
+        .args(values_args(job, &h.values_files, &h.set)?);
+    let manifest = run_offline(
+        &mut cmd,
+        &format!("helm template of release `{}`", h.release),
+    )?;
+    let plan = HelmPlan {
+        component: job.component.clone(),
+        artifact_digest: job.artifact_digest.clone(),
+        release: h.release.clone(),
+        namespace: ns.clone(),
+        storage_driver: h.storage_driver.clone(),
+        take_ownership: h.take_ownership,
+        values_files: h.values_files.clone(),
+        set: h.set.clone(),
+        chart_package,
+        manifest,
+    };
+    let bytes = serde_json::to_vec_pretty(&plan)?;
+    let what = format!("release `{}` in namespace `{ns}`", h.release);
+    let p = object_plan(job, &bytes, &plan.manifest, &ns, &what)?;
+    Ok(PluginResult {
+        plan: Some(p),
+        ..Default::default()
+    })
+}
+
+fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
+    let plan: HelmPlan = serde_json::from_slice(&approved_plan(job)?)?;
+    if plan.artifact_digest != job.artifact_digest {
+        return Err(PluginError(format!(
+            "the approved plan is for artifact {}, not {}",
+            plan.artifact_digest, job.artifact_digest
+        )));
+    }
+    let cluster = Cluster::of(job)?;
+    let chart = chart_path(job, plan.chart_package.as_deref())?;
+    let timeout = job.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    let mut cmd = helm(job);
+    cmd.args(["upgrade", "--install", &plan.release, &chart])
+        .args([
+            "--namespace",
+            &plan.namespace,
+            "--create-namespace",
+            "--wait",
+        ])
+        .arg(format!("--timeout={timeout}s"))
+        .args(values_args(job, &plan.values_files, &plan.set)?)
+        .args(cluster.args());
+    if plan.take_ownership {
+        cmd.arg("--take-ownership");
+    }
+    if !plan.storage_driver.is_empty() {
+        cmd.env("HELM_DRIVER", &plan.storage_driver);
+    }
+    let doing = format!(
+        "helm upgrade --install of release `{}` into namespace `{}`",
+        plan.release, plan.namespace
+    );
+    run_against(&mut cmd, &doing, &cluster)?;
+    record_applied(job, &plan.manifest)?;
+    let mut status = helm(job);
+    status
+        .args([
+            "status",
+            &plan.release,
+            "--namespace",
+            &plan.namespace,
+            "-o",
+            "json",
+        ])
+        .args(cluster.args());
+    if !plan.storage_driver.is_empty() {
+        status.env("HELM_DRIVER", &plan.storage_driver);
+    }
+    let shown = run_against(&mut status, "helm status", &cluster)?;
+    let s: serde_json::Value = serde_json::from_str(&shown).unwrap_or_default();
+    let mut outputs = serde_json::Map::new();
+    outputs.insert("release".into(), plan.release.clone().into());
+    outputs.insert("namespace".into(), plan.namespace.clone().into());
+    outputs.insert("revision".into(), s["version"].clone());
+    outputs.insert("status".into(), s["info"]["status"].clone());
+    Ok(PluginResult {
+        outputs,
+        ..Default::default()
+    })
+}
+
+fn teardown(job: &PluginJob) -> Result<PluginResult, PluginError> {
+    let h = settings(job)?;
+    let ns = namespace(job, h);
+    let cluster = Cluster::of(job)?;
+    let timeout = job.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    let mut cmd = helm(job);
+    cmd.args([
+        "uninstall",
+        &h.release,
+        "--namespace",
+        &ns,
+        "--wait",
+        "--ignore-not-found",
+    ])
+    .arg(format!("--timeout={timeout}s"))
+    .args(cluster.args());
+    if !h.storage_driver.is_empty() {
+        cmd.env("HELM_DRIVER", &h.storage_driver);
+    }
+    let doing = format!(
+        "helm uninstall of release `{}` from namespace `{ns}`",
+        h.release
+    );
+    run_against(&mut cmd, &doing, &cluster)?;
+    let _ = std::fs::remove_file(super::applied_path(job));
+    Ok(PluginResult::default())
+}
+
+pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
+    match job.phase {
+        Phase::Plan => plan(job),
+        Phase::Apply => apply(job),
+        Phase::Teardown => teardown(job),
+    }
+}
