@@ -11,9 +11,11 @@
 pub mod fixtures;
 mod hub;
 mod link;
+mod registry;
 
 pub use hub::{NatsServer, ORG, hub_dir, issue_install, leaf_url};
 pub use link::Link;
+pub use registry::RegistryServer;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

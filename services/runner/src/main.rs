@@ -85,10 +85,10 @@ enum Cmd {
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     if let Some(Cmd::Plugin { job, result }) = &args.command {
         std::process::exit(ferry_runner::plugin::main(job, result));
     }
-    let _ = rustls::crypto::ring::default_provider().install_default();
     ferry_telemetry::init_tracing();
     let cfg = match config(args).await {
         Ok(c) => c,

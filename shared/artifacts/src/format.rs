@@ -21,6 +21,7 @@ pub struct Descriptor {
 #[serde(rename_all = "camelCase")]
 pub struct Manifest {
     pub schema_version: u32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub media_type: String,
     #[serde(default)]
     pub artifact_type: Option<String>,
@@ -57,9 +58,13 @@ pub struct ArtifactConfig {
 pub struct BuiltArtifact {
     pub manifest_digest: String,
     pub manifest_bytes: Vec<u8>,
+    /// The manifest's media type (what a registry is told it is).
+    pub media_type: String,
     /// Config and layer blobs by digest.
     pub blobs: Vec<(String, Vec<u8>)>,
     pub size: u64,
+    /// The name it is pushed under besides its digest (a chart's version), if any.
+    pub tag: Option<String>,
 }
 
 /// Packs files (path relative to the component's directory, content, executable) into an artifact.
@@ -108,6 +113,8 @@ pub fn pack<'a>(
     Ok(BuiltArtifact {
         manifest_digest: sha256_digest(&manifest_bytes),
         manifest_bytes,
+        media_type: MANIFEST_MEDIA_TYPE.into(),
+        tag: None,
         blobs: vec![
             (manifest.config.digest.clone(), config_bytes),
             (manifest.layers[0].digest.clone(), layer),
@@ -134,4 +141,64 @@ pub fn unpack_layer(bytes: &[u8], dir: &Path) -> Result<(), ArtifactError> {
         }
     }
     Ok(())
+}
+
+/// A manifest as a copy walks it: an image (or artifact) and its blobs, or an index and the
+/// manifests it lists. Docker's schema-2 manifests and manifest lists read as the OCI ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    Image {
+        media_type: String,
+        /// The config's digest, then each layer's.
+        blobs: Vec<String>,
+    },
+    Index {
+        media_type: String,
+        manifests: Vec<String>,
+    },
+}
+
+pub const INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
+pub const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.manifest.v2+json";
+pub const DOCKER_LIST_MEDIA_TYPE: &str =
+    "application/vnd.docker.distribution.manifest.list.v2+json";
+
+/// Parses any manifest after verifying it hashes to `digest` (with `oci-spec`'s types).
+pub fn parse_any(digest: &str, bytes: &[u8]) -> Result<Parsed, ArtifactError> {
+    crate::verify(digest, bytes)?;
+    let invalid = |reason: String| ArtifactError::InvalidManifest {
+        digest: digest.into(),
+        reason,
+    };
+    let probe: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
+    let declared = probe["mediaType"].as_str().map(str::to_string);
+    let checked = |d: String| -> Result<String, ArtifactError> {
+        crate::digest_hex(&d)?;
+        Ok(d)
+    };
+    if probe.get("manifests").is_some() {
+        let index =
+            oci_spec::image::ImageIndex::from_reader(bytes).map_err(|e| invalid(e.to_string()))?;
+        let manifests = index
+            .manifests()
+            .iter()
+            .map(|m| checked(m.digest().to_string()))
+            .collect::<Result<_, _>>()?;
+        Ok(Parsed::Index {
+            media_type: declared.unwrap_or_else(|| INDEX_MEDIA_TYPE.into()),
+            manifests,
+        })
+    } else {
+        let m = oci_spec::image::ImageManifest::from_reader(bytes)
+            .map_err(|e| invalid(e.to_string()))?;
+        let blobs = std::iter::once(m.config())
+            .chain(m.layers())
+            .map(|d| checked(d.digest().to_string()))
+            .collect::<Result<_, _>>()?;
+        Ok(Parsed::Image {
+            media_type: declared.unwrap_or_else(|| MANIFEST_MEDIA_TYPE.into()),
+            blobs,
+        })
+    }
 }

@@ -2,13 +2,20 @@ use std::path::{Path, PathBuf};
 
 use crate::{ArtifactError, BlobStore, digest_hex, verify};
 
-/// An OCI image-layout directory (`oci-layout`, `blobs/sha256/<hex>`): the install's own store in the
-/// embedded default. Writes go to a temporary file and are renamed into place, so a crash never
-/// leaves a partial blob under a digest's name.
+/// An OCI image-layout directory (`oci-layout`, `index.json`, `blobs/sha256/<hex>`): the install's
+/// own store in the embedded default. Writes go to a temporary file and are renamed into place, so a
+/// crash never leaves a partial blob under a digest's name, nor half an `index.json`. A manifest
+/// stored with a tag is listed in `index.json` under that name
+/// (`org.opencontainers.image.ref.name`), so standard tools (skopeo `oci:DIR:TAG`, oras, crane)
+/// open it.
 #[derive(Debug, Clone)]
 pub struct LocalLayout {
     root: PathBuf,
+    /// `index.json` is read, changed and written whole: one writer at a time in this process.
+    index: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
+
+const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
 impl LocalLayout {
     pub fn open(root: &Path) -> Result<LocalLayout, ArtifactError> {
@@ -17,9 +24,51 @@ impl LocalLayout {
         if !marker.exists() {
             std::fs::write(&marker, br#"{"imageLayoutVersion":"1.0.0"}"#)?;
         }
+        let index = root.join("index.json");
+        if !index.exists() {
+            std::fs::write(
+                &index,
+                br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#,
+            )?;
+        }
         Ok(LocalLayout {
             root: root.to_path_buf(),
+            index: Default::default(),
         })
+    }
+
+    /// Lists `digest` in `index.json` as `tag` (replacing what had that name).
+    async fn name(
+        &self,
+        digest: &str,
+        size: usize,
+        media_type: &str,
+        tag: &str,
+    ) -> Result<(), ArtifactError> {
+        let _one = self.index.lock().await;
+        let path = self.root.join("index.json");
+        let bytes = tokio::fs::read(&path).await?;
+        let mut index: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| ArtifactError::Store(format!("{}: {e}", path.display())))?;
+        let entry = serde_json::json!({
+            "mediaType": media_type,
+            "digest": digest,
+            "size": size,
+            "annotations": { REF_NAME: tag },
+        });
+        let list = index["manifests"].as_array_mut().ok_or_else(|| {
+            ArtifactError::Store(format!("{}: no `manifests` list", path.display()))
+        })?;
+        list.retain(|m| m["annotations"][REF_NAME] != tag);
+        list.push(entry);
+        let tmp = path.with_extension(format!("json.tmp-{}", std::process::id()));
+        tokio::fs::write(
+            &tmp,
+            serde_json::to_vec(&index).map_err(|e| ArtifactError::Store(e.to_string()))?,
+        )
+        .await?;
+        tokio::fs::rename(&tmp, &path).await?;
+        Ok(())
     }
 
     fn path(&self, digest: &str) -> Result<PathBuf, ArtifactError> {
@@ -50,6 +99,20 @@ impl BlobStore for LocalLayout {
         let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
         tokio::fs::write(&tmp, bytes).await?;
         tokio::fs::rename(&tmp, &path).await?;
+        Ok(())
+    }
+
+    async fn put_manifest(
+        &self,
+        digest: &str,
+        bytes: &[u8],
+        media_type: &str,
+        tag: Option<&str>,
+    ) -> Result<(), ArtifactError> {
+        self.put_blob(digest, bytes).await?;
+        if let Some(tag) = tag {
+            self.name(digest, bytes.len(), media_type, tag).await?;
+        }
         Ok(())
     }
 }
