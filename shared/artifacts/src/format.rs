@@ -23,7 +23,7 @@ pub struct Manifest {
     pub schema_version: u32,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub media_type: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_type: Option<String>,
     pub config: Descriptor,
     pub layers: Vec<Descriptor>,
@@ -74,22 +74,7 @@ pub fn pack<'a>(
     config: &ArtifactConfig,
     files: impl IntoIterator<Item = (&'a str, &'a [u8], bool)>,
 ) -> Result<BuiltArtifact, ArtifactError> {
-    let mut files: Vec<(&str, &[u8], bool)> = files.into_iter().collect();
-    files.sort_by(|a, b| a.0.cmp(b.0));
-    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    let mut tar = tar::Builder::new(gz);
-    tar.mode(tar::HeaderMode::Deterministic);
-    for (path, bytes, exec) in files {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(bytes.len() as u64);
-        h.set_mode(if exec { 0o755 } else { 0o644 });
-        h.set_mtime(0);
-        h.set_uid(0);
-        h.set_gid(0);
-        h.set_entry_type(tar::EntryType::Regular);
-        tar.append_data(&mut h, path, bytes)?;
-    }
-    let layer = tar.into_inner()?.finish()?;
+    let layer = tar_gz(files)?;
     let config_bytes =
         serde_json::to_vec(config).map_err(|e| ArtifactError::Store(e.to_string()))?;
     let manifest = Manifest {
@@ -121,6 +106,29 @@ pub fn pack<'a>(
         ],
         size,
     })
+}
+
+/// A reproducible `tar+gzip` of `files` (path, content, executable): sorted entries, zero
+/// timestamps and owners, so the same files always give the same bytes.
+pub(crate) fn tar_gz<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a [u8], bool)>,
+) -> Result<Vec<u8>, ArtifactError> {
+    let mut files: Vec<(&str, &[u8], bool)> = files.into_iter().collect();
+    files.sort_by(|a, b| a.0.cmp(b.0));
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    tar.mode(tar::HeaderMode::Deterministic);
+    for (path, bytes, exec) in files {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(if exec { 0o755 } else { 0o644 });
+        h.set_mtime(0);
+        h.set_uid(0);
+        h.set_gid(0);
+        h.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(&mut h, path, bytes)?;
+    }
+    Ok(tar.into_inner()?.finish()?)
 }
 
 /// Extracts a `tar+gzip` layer into `dir`. Entries that would land outside `dir` (absolute paths,

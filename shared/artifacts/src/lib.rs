@@ -11,6 +11,7 @@
 //! `docker-registry`, Docker Hub, ECR, ...; anonymous, basic or bearer-token auth).
 
 mod format;
+mod helm;
 mod local;
 mod nats;
 mod registry;
@@ -19,6 +20,7 @@ pub use format::{
     ArtifactConfig, BuiltArtifact, Descriptor, MANIFEST_MEDIA_TYPE, Manifest, Parsed, pack,
     parse_any, unpack_layer,
 };
+pub use helm::{HELM_CHART_MEDIA_TYPE, HELM_CONFIG_MEDIA_TYPE, pack_helm_chart};
 pub use local::LocalLayout;
 pub use nats::NatsObjectStore;
 pub use registry::{Auth, Registry};

@@ -147,3 +147,77 @@ async fn an_install_layout_opens_with_a_standard_tool() {
     );
     assert_eq!(sha256_digest(&out.stdout), index);
 }
+
+/// A chart packed by the build service is Helm's own OCI chart: `helm pull oci://` takes it, and
+/// renders the same as the chart's directory.
+#[tokio::test]
+async fn a_packed_chart_is_pulled_by_helm_from_a_registry() {
+    let vendor = RegistryServer::start();
+    let chart_dir = ferry_tests::repo_root().join("examples/k8s/components/src/web");
+    let mut files = Vec::new();
+    for entry in walk(&chart_dir) {
+        let rel = entry
+            .strip_prefix(&chart_dir)
+            .unwrap()
+            .display()
+            .to_string();
+        files.push((rel, std::fs::read(&entry).unwrap()));
+    }
+    let art = ferry_artifacts::pack_helm_chart(
+        files.iter().map(|(p, b)| (p.as_str(), b.as_slice(), false)),
+    )
+    .unwrap();
+    assert_eq!(art.tag.as_deref(), Some("0.1.0"));
+    let reg = Registry::new(&vendor.url("acme/charts/web"), Auth::Anonymous).unwrap();
+    push(&reg, &art).await.unwrap();
+    // Reproducible: the same files pack to the same digest.
+    let again = ferry_artifacts::pack_helm_chart(
+        files
+            .iter()
+            .rev()
+            .map(|(p, b)| (p.as_str(), b.as_slice(), false)),
+    )
+    .unwrap();
+    assert_eq!(again.manifest_digest, art.manifest_digest);
+
+    let helm = ferry_tests::repo_root().join(".tools/bin/helm");
+    let out = tempfile::tempdir().unwrap();
+    let pulled = std::process::Command::new(&helm)
+        .args(["pull", &format!("oci://{}/acme/charts/web", vendor.host)])
+        .args(["--version", "0.1.0", "--plain-http", "--destination"])
+        .arg(out.path())
+        .env("HELM_CONFIG_HOME", out.path().join("config"))
+        .env("HELM_CACHE_HOME", out.path().join("cache"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&pulled.stderr).to_string()
+        + &String::from_utf8_lossy(&pulled.stdout);
+    assert!(pulled.status.success(), "{said}");
+    assert!(said.contains(&art.manifest_digest), "{said}");
+    let render = |chart: &std::path::Path| {
+        let o = std::process::Command::new(&helm)
+            .args(["template", "web"])
+            .arg(chart)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    assert_eq!(
+        render(&out.path().join("web-0.1.0.tgz")),
+        render(&chart_dir)
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
