@@ -162,3 +162,90 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
     // The inline manifest reads web's outputs: it was never planned.
     assert_ne!(step(&w, "banner", "apply")["status"], "succeeded", "{w}");
 }
+
+/// With a vendor registry (ferry-server --vendor-registry) and an install registry (ferry-runner
+/// --registry), both real `docker-registry` processes: the chart is built as Helm's OCI chart into
+/// the vendor's, copied into the install's, and `helm pull oci://` takes either, identical; the
+/// plan is made from the install's copy.
+#[test]
+fn charts_build_into_the_vendor_registry_and_sync_into_the_installs() {
+    let (vendor, installs) = (
+        ferry_tests::RegistryServer::start(),
+        ferry_tests::RegistryServer::start(),
+    );
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let vendor_url = vendor.url("ferry");
+    let (_server, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &["--vendor-registry", &vendor_url],
+    );
+    let app = repo_root().join("examples/k8s");
+    let (code, out, err) = ferry(&api, &["apps", "sync", app.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let install_url = installs.url("prod");
+    let _runner = Proc::runner_with(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+        &["--registry", &install_url],
+    );
+    let server = format!("https://127.0.0.1:{}", free_port());
+    let created = ferry_json(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "k8s",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--input",
+            &format!("cluster_server={server}"),
+            "--input",
+            "cluster_token=t",
+            "--json",
+        ],
+    );
+    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    let w = wait_for(&api, &wf, 180, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    // Planned from the install's copy; stopped only at the cluster.
+    assert_eq!(step(&w, "web", "plan")["status"], "succeeded", "{w}");
+    assert_eq!(step(&w, "web", "apply")["status"], "failed", "{w}");
+
+    let pull = |reference: &str, into: &std::path::Path| {
+        std::fs::create_dir_all(into).unwrap();
+        let out = Command::new(helm())
+            .args([
+                "pull",
+                reference,
+                "--version",
+                "0.1.0",
+                "--plain-http",
+                "--destination",
+            ])
+            .arg(into)
+            .env("HELM_CONFIG_HOME", into.join("config"))
+            .env("HELM_CACHE_HOME", into.join("cache"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{reference}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::read(into.join("web-0.1.0.tgz")).unwrap()
+    };
+    let (a, b) = (
+        dir.path().join("from-vendor"),
+        dir.path().join("from-install"),
+    );
+    let from_vendor = pull(&format!("oci://{}/ferry/default/k8s/web", vendor.host), &a);
+    let from_install = pull(&format!("oci://{}/prod/web", installs.host), &b);
+    assert_eq!(from_vendor, from_install);
+}

@@ -2,12 +2,17 @@
 //! artifact in the vendor store and records the artifact's digest on the build record.
 //!
 //! Builds are keyed by the component's content hash, so an unchanged component is built once and
-//! reused by every later config version and install. In the embedded default the vendor store is the
-//! `artifacts` JetStream object store; registries and ECR plug in behind `ferry_artifacts::BlobStore`.
+//! reused by every later config version and install. The vendor store is the `artifacts` JetStream
+//! object store (the embedded default) or an OCI registry (`vendor.rs`). A `helm_chart` is packed
+//! as Helm's own OCI chart (`helm pull oci://` takes it from a registry); every other component as
+//! Ferry's component artifact (its files in one `tar+gzip` layer).
 
 mod serve;
+mod vendor;
 
-use ferry_artifacts::{ArtifactConfig, NatsObjectStore, pack, push};
+pub use vendor::Vendor;
+
+use ferry_artifacts::{ArtifactConfig, NatsObjectStore, Registry, pack, pack_helm_chart, push};
 use ferry_model as m;
 use ferry_protocol::resources::{consumers, objects};
 use ferry_protocol::{Control, subjects};
@@ -28,20 +33,34 @@ pub enum BuildError {
 #[derive(Clone)]
 pub struct BuildService {
     store: Store,
-    vendor: NatsObjectStore,
+    vendor: Vendor,
     allowed: serve::Allowed,
 }
 
+/// What a build made: where, what, how large.
+struct Built {
+    digest: String,
+    size: u64,
+    media_type: String,
+    repository: String,
+}
+
 impl BuildService {
-    pub async fn new(store: Store) -> Result<Self, BuildError> {
-        let os = store
-            .js
-            .get_object_store(objects::ARTIFACTS)
-            .await
-            .map_err(|e| BuildError::Nats(Box::new(e)))?;
+    /// A build service pushing to `registry`, or to the hub's `artifacts` object store.
+    pub async fn new(store: Store, registry: Option<Registry>) -> Result<Self, BuildError> {
+        let vendor = match registry {
+            Some(r) => Vendor::Registry(r),
+            None => Vendor::Nats(NatsObjectStore::new(
+                store
+                    .js
+                    .get_object_store(objects::ARTIFACTS)
+                    .await
+                    .map_err(|e| BuildError::Nats(Box::new(e)))?,
+            )),
+        };
         Ok(BuildService {
             store,
-            vendor: NatsObjectStore::new(os),
+            vendor,
             allowed: serve::Allowed::default(),
         })
     }
@@ -112,10 +131,12 @@ impl BuildService {
                             return Ok::<bool, ()>(false);
                         }
                         match &result {
-                            Ok((digest, size)) => {
+                            Ok(built) => {
                                 b.status = m::BuildStatus::Succeeded;
-                                b.digest = Some(digest.clone());
-                                b.size = *size;
+                                b.digest = Some(built.digest.clone());
+                                b.size = built.size;
+                                b.media_type = Some(built.media_type.clone());
+                                b.repository = built.repository.clone();
                             }
                             Err(e) => {
                                 b.status = m::BuildStatus::Failed;
@@ -128,7 +149,9 @@ impl BuildService {
                     .await?;
                 let b = r.unwrap_or(build);
                 match &result {
-                    Ok((digest, size)) => info!(%digest, size, "build succeeded"),
+                    Ok(b) => {
+                        info!(digest = %b.digest, size = b.size, repository = %b.repository, "build succeeded")
+                    }
                     Err(e) => warn!(error = %e, "build failed"),
                 }
                 (b.status == m::BuildStatus::Succeeded, b.error)
@@ -149,7 +172,7 @@ impl BuildService {
     }
 
     /// Packs and pushes the artifact; the error is the user-facing reason the build failed.
-    async fn build(&self, build: &m::Build) -> Result<(String, u64), String> {
+    async fn build(&self, build: &m::Build) -> Result<Built, String> {
         let (_, pkg, cfg) = self
             .store
             .config(&build.org, &build.config_id)
@@ -189,18 +212,31 @@ impl BuildService {
                 )
             })
             .collect();
-        let art = pack(
-            &ArtifactConfig {
-                component: component.name.clone(),
-                kind: component.kind.as_str().into(),
-                content_hash: component.content_hash.clone(),
-            },
-            files,
-        )
-        .map_err(|e| e.to_string())?;
-        push(&self.vendor, &art)
+        let art =
+            if component.kind == ferry_appconfig::ComponentType::HelmChart && directory.is_some() {
+                pack_helm_chart(files)
+            } else {
+                pack(
+                    &ArtifactConfig {
+                        component: component.name.clone(),
+                        kind: component.kind.as_str().into(),
+                        content_hash: component.content_hash.clone(),
+                    },
+                    files,
+                )
+            }
+            .map_err(|e| format!("packing `{}`: {e}", component.name))?;
+        let vendor = self.vendor.of(&build.org, &build.app, &build.component);
+        push(&vendor, &art)
             .await
             .map_err(|e| format!("pushing to the vendor store: {e}"))?;
-        Ok((art.manifest_digest, art.size))
+        Ok(Built {
+            digest: art.manifest_digest,
+            size: art.size,
+            media_type: art.media_type,
+            repository: self
+                .vendor
+                .location(&build.org, &build.app, &build.component),
+        })
     }
 }

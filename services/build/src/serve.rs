@@ -7,7 +7,7 @@
 //! build's digest for that app, and the blob that manifest itself or one it lists. The runner
 //! verifies every digest itself.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use ferry_artifacts::{BlobStore, Manifest};
@@ -19,10 +19,10 @@ use tracing::{debug, warn};
 
 use crate::{BuildError, BuildService};
 
-/// `org.install.manifest` triples already found to be the install's app's builds (a build's
-/// digest never changes, so a yes stays true).
+/// `org.install.manifest` triples already found to be the install's app's builds, with the
+/// build's component (a build's digest never changes, so a yes stays true).
 #[derive(Clone, Default)]
-pub(crate) struct Allowed(Arc<Mutex<HashSet<String>>>);
+pub(crate) struct Allowed(Arc<Mutex<HashMap<String, (String, String)>>>);
 
 impl BuildService {
     pub async fn serve_artifacts(self) -> Result<(), BuildError> {
@@ -64,9 +64,9 @@ impl BuildService {
         chunk: usize,
     ) -> ArtifactReply {
         let refused = |reason: String| ArtifactReply::Refused { reason };
-        match self.allowed(org, install, &r.manifest).await {
-            Ok(true) => {}
-            Ok(false) => {
+        let vendor = match self.allowed(org, install, &r.manifest).await {
+            Ok(Some((app, component))) => self.vendor.of(org, &app, &component),
+            Ok(None) => {
                 warn!(org, install, manifest = %r.manifest, "artifact read refused: not a build of the install's app");
                 return refused(format!(
                     "{} is not an artifact of this install's app",
@@ -74,9 +74,9 @@ impl BuildService {
                 ));
             }
             Err(e) => return refused(format!("checking the artifact: {e}")),
-        }
+        };
         if r.digest != r.manifest {
-            let listed = match self.vendor.get_blob(&r.manifest).await {
+            let listed = match vendor.get_manifest(&r.manifest).await {
                 Ok(bytes) => Manifest::parse(&r.manifest, &bytes).map(|m| {
                     std::iter::once(&m.config)
                         .chain(m.layers.iter())
@@ -92,7 +92,12 @@ impl BuildService {
         }
         // The whole blob is read for each chunk: artifacts are mostly smaller than one chunk,
         // and a cache here would hold vendor code in memory for no install in particular.
-        match self.vendor.get_blob(&r.digest).await {
+        let read = if r.digest == r.manifest {
+            vendor.get_manifest(&r.digest).await
+        } else {
+            vendor.get_blob(&r.digest).await
+        };
+        match read {
             Ok(bytes) => {
                 let from = (r.offset as usize).min(bytes.len());
                 // No more than the asking runner's server takes (a leaf may take less than
@@ -108,24 +113,39 @@ impl BuildService {
         }
     }
 
-    async fn allowed(&self, org: &str, install: &str, manifest: &str) -> Result<bool, BuildError> {
+    /// The component whose build `manifest` is, if it is a build of the install's app.
+    async fn allowed(
+        &self,
+        org: &str,
+        install: &str,
+        manifest: &str,
+    ) -> Result<Option<(String, String)>, BuildError> {
         let key = format!("{org}.{install}.{manifest}");
-        if self.allowed.0.lock().is_ok_and(|a| a.contains(&key)) {
-            return Ok(true);
+        if let Some(found) = self
+            .allowed
+            .0
+            .lock()
+            .ok()
+            .and_then(|a| a.get(&key).cloned())
+        {
+            return Ok(Some(found));
         }
         let Some(inst) = self.store.repo::<m::Install>().get(org, install).await? else {
-            return Ok(false);
+            return Ok(None);
         };
-        let ok = self
+        let found = self
             .store
             .repo::<m::Build>()
             .list(org)
             .await?
-            .iter()
-            .any(|b| b.app == inst.value.app && b.digest.as_deref() == Some(manifest));
-        if ok && let Ok(mut a) = self.allowed.0.lock() {
-            a.insert(key);
+            .into_iter()
+            .find(|b| b.app == inst.value.app && b.digest.as_deref() == Some(manifest))
+            .map(|b| (b.app, b.component));
+        if let Some(f) = &found
+            && let Ok(mut a) = self.allowed.0.lock()
+        {
+            a.insert(key, f.clone());
         }
-        Ok(ok)
+        Ok(found)
     }
 }

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferry_artifacts::LocalLayout;
+use ferry_artifacts::{AnyStore, LocalLayout};
 use ferry_protocol::messages::{
     EventBody, JobEvent, JobOffer, JobResult, JobSpec, LogStream, Offloaded, Outcome, PlanData,
     SyncJob,
@@ -34,8 +34,9 @@ pub struct Executor {
     org: String,
     install: String,
     pub(crate) data_dir: PathBuf,
-    /// The install's own artifact store; deployments only ever read from it.
-    registry: LocalLayout,
+    /// The install's own artifact store (a registry, or a layout directory in the data
+    /// directory); deployments only ever read from it.
+    registry: AnyStore,
     cancel_grace: Duration,
     tools: crate::plugin::Tools,
 }
@@ -93,8 +94,12 @@ impl Executor {
         for d in ["state", "work"] {
             std::fs::create_dir_all(cfg.data_dir.join(d))?;
         }
-        let registry =
-            LocalLayout::open(&cfg.data_dir.join("registry")).map_err(std::io::Error::other)?;
+        let registry = match &cfg.registry {
+            Some(r) => AnyStore::Registry(r.clone()),
+            None => AnyStore::Layout(
+                LocalLayout::open(&cfg.data_dir.join("registry")).map_err(std::io::Error::other)?,
+            ),
+        };
         Ok(Executor {
             client,
             outbox,
@@ -248,6 +253,15 @@ impl Executor {
         }
     }
 
+    /// The install's store of one component's artifacts: in a registry, a repository of its own
+    /// (`<registry path>/<component>`).
+    fn store(&self, component: &str) -> AnyStore {
+        match &self.registry {
+            AnyStore::Registry(r) => AnyStore::Registry(r.child(component)),
+            other => other.clone(),
+        }
+    }
+
     /// Copies the artifact from the vendor store into the install's own store, verifying digests.
     async fn sync(&self, s: &SyncJob, log: &LogHandle) -> JobResult {
         let vendor = HubArtifacts::new(&self.client, &self.org, &self.install, &s.digest);
@@ -256,7 +270,17 @@ impl Executor {
             s.repository, s.digest
         ))
         .await;
-        match ferry_artifacts::copy(&vendor, &self.registry, &s.digest).await {
+        let store = self.store(&s.component);
+        // In a layout directory the component's name lists it in `index.json` (tools open it by
+        // that name). A registry repository is the component's own: a chart is tagged with its
+        // version there, so `helm pull oci://` finds the install's copy as the vendor's.
+        let tag = match &store {
+            AnyStore::Layout(_) => Some(s.component.clone()),
+            _ => ferry_artifacts::chart_tag(&vendor, &s.digest)
+                .await
+                .unwrap_or(None),
+        };
+        match ferry_artifacts::copy_tagged(&vendor, &store, &s.digest, tag.as_deref()).await {
             Ok(stats) => {
                 log.system(format!(
                     "copied {} blobs ({} bytes), {} already present",
@@ -280,9 +304,15 @@ impl Executor {
     /// Makes sure the artifact is in this host's store. An install may have several runner hosts
     /// (each with its own store), and its sync job may have run on another one: then this host
     /// copies the artifact itself, by the same digest-verified path a sync takes.
-    async fn ensure_artifact(&self, digest: &str, log: &LogHandle) -> Result<(), String> {
+    async fn ensure_artifact(
+        &self,
+        component: &str,
+        digest: &str,
+        log: &LogHandle,
+    ) -> Result<(), String> {
+        let store = self.store(component);
         // A copy writes the manifest last: a manifest present means the whole artifact is.
-        if ferry_artifacts::BlobStore::has_blob(&self.registry, digest)
+        if ferry_artifacts::BlobStore::has_manifest(&store, digest)
             .await
             .unwrap_or(false)
         {
@@ -293,7 +323,7 @@ impl Executor {
         ))
         .await;
         let vendor = HubArtifacts::new(&self.client, &self.org, &self.install, digest);
-        ferry_artifacts::copy(&vendor, &self.registry, digest)
+        ferry_artifacts::copy(&vendor, &store, digest)
             .await
             .map(drop)
             .map_err(|e| format!("artifact {digest} could not be copied to this host: {e}"))
@@ -363,8 +393,9 @@ impl Executor {
         tokio::fs::create_dir_all(&src)
             .await
             .map_err(|e| format!("creating the work directory: {e}"))?;
-        self.ensure_artifact(&c.artifact_digest, log).await?;
-        ferry_artifacts::unpack(&self.registry, &c.artifact_digest, &src)
+        self.ensure_artifact(&c.component, &c.artifact_digest, log)
+            .await?;
+        ferry_artifacts::unpack(&self.store(&c.component), &c.artifact_digest, &src)
             .await
             .map_err(|e| {
                 format!(

@@ -68,6 +68,13 @@ struct Args {
     /// (without it, and outside a cluster, such components fail saying so).
     #[arg(long, env = "FERRY_KUBECONFIG")]
     kubeconfig: Option<PathBuf>,
+    /// The install's own OCI registry repository (`https://123.dkr.ecr.eu-west-1.amazonaws.com/acme`,
+    /// `http://127.0.0.1:5000/acme` on this host): component artifacts and container images are
+    /// copied there, each component under `<path>/<component>`. Default: an OCI layout directory
+    /// in --data-dir. Credentials: FERRY_REGISTRY_USER and FERRY_REGISTRY_PASSWORD, or
+    /// FERRY_REGISTRY_TOKEN (environment only).
+    #[arg(long, env = "FERRY_REGISTRY")]
+    registry: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -124,6 +131,16 @@ async fn main() {
         eprintln!("ferry-runner: stopped: {why}");
         std::process::exit(3);
     }
+}
+
+/// The install registry's credentials, from the environment only (a flag would show in `ps`).
+fn registry_auth() -> ferry_artifacts::Auth {
+    let var = |k: &str| std::env::var(k).ok();
+    ferry_artifacts::Auth::from_parts(
+        var("FERRY_REGISTRY_USER"),
+        var("FERRY_REGISTRY_PASSWORD"),
+        var("FERRY_REGISTRY_TOKEN"),
+    )
 }
 
 async fn terminate() {
@@ -254,6 +271,13 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
         drain: Duration::from_secs(args.drain_secs),
         give_up_when_refused: (args.exit_when_refused_secs > 0)
             .then(|| Duration::from_secs(args.exit_when_refused_secs)),
+        registry: match &args.registry {
+            Some(url) => Some(
+                ferry_artifacts::Registry::new(url, registry_auth())
+                    .map_err(|e| format!("--registry {url}: {e}"))?,
+            ),
+            None => None,
+        },
         tools: ferry_runner::plugin::Tools {
             helm: args.helm,
             kubectl: args.kubectl,

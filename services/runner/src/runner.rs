@@ -42,6 +42,9 @@ pub struct RunnerConfig {
     pub give_up_when_refused: Option<Duration>,
     /// helm, kubectl and the runner's own kubeconfig, for the Kubernetes plugins.
     pub tools: crate::plugin::Tools,
+    /// The install's own registry (artifacts and images are copied there); `None`: a layout
+    /// directory in `data_dir`.
+    pub registry: Option<ferry_artifacts::Registry>,
 }
 
 #[derive(Debug, Clone)]

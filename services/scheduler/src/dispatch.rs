@@ -184,6 +184,7 @@ impl Scheduler {
             repository: format!("{}/{}/{}", wf.org, rec.app, component.name),
             digest: None,
             size: 0,
+            media_type: None,
             error: None,
             created_at: m::now(),
             finished_at: None,

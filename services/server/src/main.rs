@@ -59,6 +59,21 @@ struct Args {
     /// with every runner token, so `ferry installs runner-bundle` needs no `--hub-url` (api).
     #[arg(long, env = "FERRY_RUNNER_HUB_URL")]
     runner_hub_url: Option<String>,
+    /// An OCI registry repository for the vendor's artifacts (`https://registry.example.com/ferry`,
+    /// `http://127.0.0.1:5000/ferry` for one on this host): builds are pushed there, each
+    /// component under `<org>/<app>/<component>`, Helm charts as Helm's OCI charts. Default: the
+    /// hub's `artifacts` object store (build).
+    #[arg(long, env = "FERRY_VENDOR_REGISTRY")]
+    vendor_registry: Option<String>,
+    /// The vendor registry's user, with FERRY_VENDOR_REGISTRY_PASSWORD (basic auth).
+    #[arg(long, env = "FERRY_VENDOR_REGISTRY_USER")]
+    vendor_registry_user: Option<String>,
+    /// The vendor registry's password (environment only, never a flag: it would show in `ps`).
+    #[arg(skip = std::env::var("FERRY_VENDOR_REGISTRY_PASSWORD").ok())]
+    vendor_registry_password: Option<String>,
+    /// A bearer token for the vendor registry (environment only).
+    #[arg(skip = std::env::var("FERRY_VENDOR_REGISTRY_TOKEN").ok())]
+    vendor_registry_token: Option<String>,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -255,8 +270,28 @@ async fn spawn_service(
             tasks.spawn(async move { (svc, scheduler.run().await.map_err(Into::into)) });
         }
         Service::Build => {
+            let registry = match &args.vendor_registry {
+                Some(url) => Some(
+                    ferry_artifacts::Registry::new(
+                        url,
+                        ferry_artifacts::Auth::from_parts(
+                            args.vendor_registry_user.clone(),
+                            args.vendor_registry_password.clone(),
+                            args.vendor_registry_token.clone(),
+                        ),
+                    )
+                    .with_context(|| format!("--vendor-registry {url}"))?,
+                ),
+                None => None,
+            };
             tasks.spawn(async move {
-                let r = async { ferry_build::BuildService::new(store).await?.run().await }.await;
+                let r = async {
+                    ferry_build::BuildService::new(store, registry)
+                        .await?
+                        .run()
+                        .await
+                }
+                .await;
                 (svc, r.map_err(Into::into))
             });
         }

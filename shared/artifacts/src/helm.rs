@@ -69,3 +69,23 @@ pub fn pack_helm_chart<'a>(
         tag: Some(version.replace('+', "_")),
     })
 }
+
+/// The chart version of a Helm chart artifact in `store` (its tag, as Helm writes it), or `None`
+/// when the artifact is not a chart.
+pub async fn chart_tag<S: crate::BlobStore>(
+    store: &S,
+    manifest_digest: &str,
+) -> Result<Option<String>, ArtifactError> {
+    let manifest = Manifest::parse(manifest_digest, &store.get_manifest(manifest_digest).await?)?;
+    if manifest.config.media_type != HELM_CONFIG_MEDIA_TYPE {
+        return Ok(None);
+    }
+    let config: serde_json::Value =
+        serde_json::from_slice(&store.get_blob(&manifest.config.digest).await?).map_err(|e| {
+            ArtifactError::InvalidManifest {
+                digest: manifest_digest.into(),
+                reason: format!("chart config: {e}"),
+            }
+        })?;
+    Ok(config["version"].as_str().map(|v| v.replace('+', "_")))
+}

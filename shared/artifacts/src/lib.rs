@@ -10,17 +10,19 @@
 //! the embedded default, in a JetStream object store) and [`Registry`] (an OCI distribution registry:
 //! `docker-registry`, Docker Hub, ECR, ...; anonymous, basic or bearer-token auth).
 
+mod any;
 mod format;
 mod helm;
 mod local;
 mod nats;
 mod registry;
 
+pub use any::AnyStore;
 pub use format::{
     ArtifactConfig, BuiltArtifact, Descriptor, MANIFEST_MEDIA_TYPE, Manifest, Parsed, pack,
     parse_any, unpack_layer,
 };
-pub use helm::{HELM_CHART_MEDIA_TYPE, HELM_CONFIG_MEDIA_TYPE, pack_helm_chart};
+pub use helm::{HELM_CHART_MEDIA_TYPE, HELM_CONFIG_MEDIA_TYPE, chart_tag, pack_helm_chart};
 pub use local::LocalLayout;
 pub use nats::NatsObjectStore;
 pub use registry::{Auth, Registry};

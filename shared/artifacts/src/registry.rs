@@ -22,6 +22,25 @@ pub enum Auth {
     Bearer(String),
 }
 
+impl Auth {
+    /// From what an operator gives: a token wins, then a user (with its password, empty if none),
+    /// else anonymous.
+    pub fn from_parts(
+        user: Option<String>,
+        password: Option<String>,
+        token: Option<String>,
+    ) -> Auth {
+        match (token, user) {
+            (Some(t), _) if !t.is_empty() => Auth::Bearer(t),
+            (_, Some(user)) if !user.is_empty() => Auth::Basic {
+                user,
+                password: password.unwrap_or_default(),
+            },
+            _ => Auth::Anonymous,
+        }
+    }
+}
+
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print a credential.

@@ -66,6 +66,9 @@ pub struct Build {
     /// OCI manifest digest, once built.
     pub digest: Option<String>,
     pub size: u64,
+    /// The manifest's media type, once built.
+    #[serde(default)]
+    pub media_type: Option<String>,
     pub error: Option<String>,
     pub created_at: String,
     pub finished_at: Option<String>,

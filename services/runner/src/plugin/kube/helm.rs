@@ -102,10 +102,17 @@ fn chart_path(job: &PluginJob, package: Option<&str>) -> Result<String, PluginEr
             std::fs::write(&path, bytes)?;
             Ok(path.display().to_string())
         }
-        None if job.src_dir.join("Chart.yaml").is_file() => Ok(job.src_dir.display().to_string()),
-        None => Err(PluginError(
-            "the component's directory has no Chart.yaml".into(),
-        )),
+        // A chart built as Helm's OCI chart unpacks under `<name>/`; older artifacts hold the
+        // chart's files at the top.
+        None => std::iter::once(job.src_dir.clone())
+            .chain(
+                std::fs::read_dir(&job.src_dir)?
+                    .filter_map(Result::ok)
+                    .map(|e| e.path()),
+            )
+            .find(|d| d.join("Chart.yaml").is_file())
+            .map(|d| d.display().to_string())
+            .ok_or_else(|| PluginError("the component's artifact holds no Chart.yaml".into())),
     }
 }
 

@@ -1,0 +1,30 @@
+//! The vendor's artifact store: the hub's `artifacts` object store (the embedded default), or an
+//! OCI registry (`ferry-server --vendor-registry`), where each component's artifacts live in a
+//! repository of their own, `<registry path>/<org>/<app>/<component>`, so `helm pull oci://` and
+//! other registry tools find them by name.
+
+use ferry_artifacts::{AnyStore, NatsObjectStore, Registry};
+
+#[derive(Clone)]
+pub enum Vendor {
+    Nats(NatsObjectStore),
+    Registry(Registry),
+}
+
+impl Vendor {
+    /// The store of one component's artifacts.
+    pub fn of(&self, org: &str, app: &str, component: &str) -> AnyStore {
+        match self {
+            Vendor::Nats(n) => AnyStore::Nats(n.clone()),
+            Vendor::Registry(r) => AnyStore::Registry(r.child(&format!("{org}/{app}/{component}"))),
+        }
+    }
+
+    /// Where a build's artifact is, for its record (`repository`).
+    pub fn location(&self, org: &str, app: &str, component: &str) -> String {
+        match self.of(org, app, component) {
+            AnyStore::Registry(r) => r.location(),
+            _ => format!("{org}/{app}/{component}"),
+        }
+    }
+}
