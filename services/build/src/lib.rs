@@ -12,7 +12,9 @@ mod vendor;
 
 pub use vendor::Vendor;
 
-use ferry_artifacts::{ArtifactConfig, NatsObjectStore, Registry, pack, pack_helm_chart, push};
+use ferry_artifacts::{
+    AnyStore, ArtifactConfig, NatsObjectStore, Registry, pack, pack_helm_chart, push,
+};
 use ferry_model as m;
 use ferry_protocol::resources::{consumers, objects};
 use ferry_protocol::{Control, subjects};
@@ -48,16 +50,16 @@ struct Built {
 impl BuildService {
     /// A build service pushing to `registry`, or to the hub's `artifacts` object store.
     pub async fn new(store: Store, registry: Option<Registry>) -> Result<Self, BuildError> {
-        let vendor = match registry {
-            Some(r) => Vendor::Registry(r),
-            None => Vendor::Nats(NatsObjectStore::new(
+        let vendor = Vendor(match registry {
+            Some(r) => AnyStore::Registry(r),
+            None => AnyStore::Nats(Box::new(NatsObjectStore::new(
                 store
                     .js
                     .get_object_store(objects::ARTIFACTS)
                     .await
                     .map_err(|e| BuildError::Nats(Box::new(e)))?,
-            )),
-        };
+            ))),
+        });
         Ok(BuildService {
             store,
             vendor,

@@ -3,20 +3,21 @@
 //! repository of their own, `<registry path>/<org>/<app>/<component>`, so `helm pull oci://` and
 //! other registry tools find them by name.
 
-use ferry_artifacts::{AnyStore, NatsObjectStore, Registry};
+use ferry_artifacts::AnyStore;
 
+/// The vendor store as configured: an object store or a registry ([`AnyStore`]'s `Nats` or
+/// `Registry`).
 #[derive(Clone)]
-pub enum Vendor {
-    Nats(NatsObjectStore),
-    Registry(Registry),
-}
+pub struct Vendor(pub AnyStore);
 
 impl Vendor {
     /// The store of one component's artifacts.
     pub fn of(&self, org: &str, app: &str, component: &str) -> AnyStore {
-        match self {
-            Vendor::Nats(n) => AnyStore::Nats(n.clone()),
-            Vendor::Registry(r) => AnyStore::Registry(r.child(&format!("{org}/{app}/{component}"))),
+        match &self.0 {
+            AnyStore::Registry(r) => {
+                AnyStore::Registry(r.child(&format!("{org}/{app}/{component}")))
+            }
+            other => other.clone(),
         }
     }
 

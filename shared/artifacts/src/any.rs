@@ -6,7 +6,8 @@ use crate::{ArtifactError, BlobStore, LocalLayout, NatsObjectStore, Registry};
 #[derive(Clone)]
 pub enum AnyStore {
     Layout(LocalLayout),
-    Nats(NatsObjectStore),
+    /// Boxed: a JetStream handle is large beside the others.
+    Nats(Box<NatsObjectStore>),
     Registry(Registry),
 }
 
