@@ -7,7 +7,9 @@
 
 use std::process::Command;
 
-use ferry_tests::{NatsServer, Proc, ferry, ferry_json, free_port, repo_root, step, wait_for};
+use ferry_tests::{
+    NatsServer, Proc, RegistryServer, ferry, ferry_json, free_port, repo_root, step, wait_for,
+};
 
 fn waiting(w: &serde_json::Value) -> bool {
     w["steps"]
@@ -21,6 +23,69 @@ fn helm() -> std::path::PathBuf {
     repo_root().join(".tools/bin/helm")
 }
 
+/// A public image's registry: a two-platform image (each platform a small artifact) pushed to a
+/// real registry as `library/nginx:1.27-alpine`; its index digest.
+fn publish_image(source: &RegistryServer) -> String {
+    use ferry_artifacts::{ArtifactConfig, BlobStore, Registry, pack, push, sha256_digest};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let reg = Registry::new(
+            &source.url("library/nginx"),
+            ferry_artifacts::Auth::Anonymous,
+        )
+        .unwrap();
+        let mut platforms = Vec::new();
+        for arch in ["amd64", "arm64"] {
+            let config = ArtifactConfig {
+                component: format!("nginx-{arch}"),
+                kind: "image".into(),
+                content_hash: String::new(),
+            };
+            let art = pack(&config, vec![("usr/sbin/nginx", arch.as_bytes(), true)]).unwrap();
+            push(&reg, &art).await.unwrap();
+            platforms.push(serde_json::json!({
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "digest": art.manifest_digest, "size": art.manifest_bytes.len(),
+                "platform": {"architecture": arch, "os": "linux"}
+            }));
+        }
+        let index = serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": platforms,
+        }))
+        .unwrap();
+        let digest = sha256_digest(&index);
+        reg.put_manifest(
+            &digest,
+            &index,
+            "application/vnd.oci.image.index.v1+json",
+            Some("1.27-alpine"),
+        )
+        .await
+        .unwrap();
+        digest
+    })
+}
+
+/// examples/k8s with its public image taken from `source` (no other registry is reachable here).
+fn example_app(dir: &std::path::Path, source: &RegistryServer) -> std::path::PathBuf {
+    let app = dir.join("k8s");
+    ferry_tests::copy_dir(&repo_root().join("examples/k8s"), &app);
+    let image = app.join("components/nginx.toml");
+    let toml = std::fs::read_to_string(&image).unwrap();
+    assert!(toml.contains("docker.io/library/nginx"), "{toml}");
+    std::fs::write(
+        &image,
+        toml.replace(
+            "docker.io/library/nginx",
+            &format!("{}/library/nginx", source.host),
+        ),
+    )
+    .unwrap();
+    app
+}
+
 #[test]
 fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
     assert!(
@@ -30,7 +95,9 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let app = repo_root().join("examples/k8s");
+    let source = RegistryServer::start();
+    let image = publish_image(&source);
+    let app = example_app(dir.path(), &source);
     let (code, out, err) = ferry(&api, &["apps", "sync", app.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     let _runner = Proc::runner(
@@ -63,13 +130,42 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
     wait_for(&api, &wf, 90, "the sandbox plan to wait", waiting);
     let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--all"]);
     assert_eq!(code, 0, "{out}{err}");
-    let w = wait_for(&api, &wf, 120, "both first-stage plans to wait", |w| {
-        ["web", "config"]
+    let w = wait_for(&api, &wf, 120, "the second stage's plans to wait", |w| {
+        ["nginx", "config"]
             .iter()
             .all(|c| step(w, c, "approve")["status"] == "waiting")
             || w["status"] == "failed"
     });
     assert_eq!(w["status"], "running", "{w}");
+    let plan = step(&w, "nginx", "plan")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        plan.contains(&format!("/library/nginx:1.27-alpine@{image} into oci:")),
+        "{plan}"
+    );
+    // The image is copied (into the runner's layout: this install has no registry), then the
+    // chart plans with the copy's outputs.
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "workflows",
+            "approve",
+            &wf,
+            "--step",
+            &step(&w, "nginx", "approve")["index"].to_string(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let w = wait_for(&api, &wf, 120, "the chart's plan to wait", |w| {
+        step(w, "web", "approve")["status"] == "waiting" || w["status"] == "failed"
+    });
+    assert_eq!(w["status"], "running", "{w}");
+    let installed = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    let outputs = &installed["components"]["nginx"]["outputs"]["image"];
+    assert_eq!(outputs["digest"], image.as_str(), "{installed}");
+    assert_eq!(outputs["tag"], "1.27-alpine", "{installed}");
     assert!(
         step(&w, "web", "plan")["message"]
             .as_str()
@@ -98,6 +194,8 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
         "data.index.html = \"hello from prod\"",
         "spec.ports[0].port = 8080",
         "spec.replicas = 1",
+        // The install's copy of the image, from the image component's outputs.
+        ":nginx:1.27-alpine\"",
         // The kustomization, its overlay's label and the patch laid over it.
         "+ ResourceQuota/prod/app-quota",
         "metadata.labels.app.kubernetes.io/managed-by = \"ferry\"",
@@ -118,7 +216,7 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
         .arg(app.join("components/src/web"))
         .args(["--namespace", "prod", "-f"])
         .arg(&values)
-        .args(["--set", "replicaCount=1"])
+        .args(["--set", "replicaCount=1", "--set", "image=x"])
         .output()
         .unwrap();
     let rendered = String::from_utf8_lossy(&rendered.stdout);
@@ -181,7 +279,9 @@ fn charts_build_into_the_vendor_registry_and_sync_into_the_installs() {
         dir.path().join("server.log"),
         &["--vendor-registry", &vendor_url],
     );
-    let app = repo_root().join("examples/k8s");
+    let source = RegistryServer::start();
+    let image = publish_image(&source);
+    let app = example_app(dir.path(), &source);
     let (code, out, err) = ferry(&api, &["apps", "sync", app.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     let install_url = installs.url("prod");
@@ -202,7 +302,6 @@ fn charts_build_into_the_vendor_registry_and_sync_into_the_installs() {
             "k8s",
             "--name",
             "prod",
-            "--approve-all",
             "--input",
             &format!("cluster_server={server}"),
             "--input",
@@ -211,12 +310,24 @@ fn charts_build_into_the_vendor_registry_and_sync_into_the_installs() {
         ],
     );
     let wf = created["workflow_id"].as_str().unwrap().to_string();
-    let w = wait_for(&api, &wf, 180, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    // The sandbox, then the image: approved one by one; the chart then plans from the install's
+    // copy of itself, with the install's copy of the image.
+    for component in ["sandbox", "nginx"] {
+        let w = wait_for(
+            &api,
+            &wf,
+            120,
+            &format!("{component}'s plan to wait"),
+            |w| step(w, component, "approve")["status"] == "waiting" || w["status"] == "failed",
+        );
+        let at = step(&w, component, "approve")["index"].to_string();
+        let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", &at]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let w = wait_for(&api, &wf, 120, "the chart's plan to wait", |w| {
+        step(w, "web", "approve")["status"] == "waiting" || w["status"] == "failed"
     });
-    // Planned from the install's copy; stopped only at the cluster.
     assert_eq!(step(&w, "web", "plan")["status"], "succeeded", "{w}");
-    assert_eq!(step(&w, "web", "apply")["status"], "failed", "{w}");
 
     let pull = |reference: &str, into: &std::path::Path| {
         std::fs::create_dir_all(into).unwrap();
@@ -248,4 +359,34 @@ fn charts_build_into_the_vendor_registry_and_sync_into_the_installs() {
     let from_vendor = pull(&format!("oci://{}/ferry/default/k8s/web", vendor.host), &a);
     let from_install = pull(&format!("oci://{}/prod/web", installs.host), &b);
     assert_eq!(from_vendor, from_install);
+
+    // The image: copied by digest, every platform, into the install's registry, and what the
+    // chart runs.
+    let installed = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    let outputs = &installed["components"]["nginx"]["outputs"]["image"];
+    assert_eq!(
+        outputs["repository"],
+        format!("{}/prod/nginx", installs.host),
+        "{installed}"
+    );
+    assert_eq!(outputs["digest"], image.as_str(), "{installed}");
+    let copy = Command::new("skopeo")
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://{}/prod/nginx:1.27-alpine", installs.host))
+        .output()
+        .unwrap();
+    assert!(
+        copy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&copy.stderr)
+    );
+    assert_eq!(ferry_artifacts::sha256_digest(&copy.stdout), image);
+    let (_, diff, _) = ferry(&api, &["workflows", "get", &wf, "--diff"]);
+    assert!(
+        diff.contains(&format!(
+            "image = \"{}/prod/nginx:1.27-alpine\"",
+            installs.host
+        )),
+        "{diff}"
+    );
 }

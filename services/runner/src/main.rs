@@ -89,13 +89,28 @@ enum Cmd {
     },
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let args = Args::parse();
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // A plugin is plain synchronous code (one that needs async makes its own runtime): it runs
+    // before, and without, the runner's.
     if let Some(Cmd::Plugin { job, result }) = &args.command {
         std::process::exit(ferry_runner::plugin::main(job, result));
     }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ferry-runner: starting the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    rt.block_on(run(args));
+}
+
+async fn run(args: Args) {
     ferry_telemetry::init_tracing();
     let cfg = match config(args).await {
         Ok(c) => c,
@@ -264,24 +279,27 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
         identity: Some(files.clone()),
         org: id.org,
         install: id.install,
-        data_dir: args.data_dir,
+        data_dir: args.data_dir.clone(),
         max_jobs: args.max_jobs,
         idle_poll: Duration::from_secs(30),
         cancel_grace: Duration::from_secs(args.cancel_grace_secs),
         drain: Duration::from_secs(args.drain_secs),
         give_up_when_refused: (args.exit_when_refused_secs > 0)
             .then(|| Duration::from_secs(args.exit_when_refused_secs)),
+        tools: ferry_runner::plugin::Tools {
+            helm: args.helm,
+            kubectl: args.kubectl,
+            kubeconfig: args.kubeconfig,
+            registry: args.registry.clone(),
+            // Absolute: the plugin process may run elsewhere.
+            layout: std::path::absolute(args.data_dir.join("registry")).ok(),
+        },
         registry: match &args.registry {
             Some(url) => Some(
                 ferry_artifacts::Registry::new(url, registry_auth())
                     .map_err(|e| format!("--registry {url}: {e}"))?,
             ),
             None => None,
-        },
-        tools: ferry_runner::plugin::Tools {
-            helm: args.helm,
-            kubectl: args.kubectl,
-            kubeconfig: args.kubeconfig,
         },
     })
 }

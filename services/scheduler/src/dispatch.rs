@@ -366,6 +366,7 @@ impl Scheduler {
                 ComponentType::TerraformModule => ComponentKind::Terraform,
                 ComponentType::HelmChart => ComponentKind::Helm,
                 ComponentType::KubernetesManifest => ComponentKind::KubernetesManifest,
+                ComponentType::ContainerImage => ComponentKind::ContainerImage,
                 other => {
                     return Ok(Err(Permanent(format!(
                         "`{}` components cannot be deployed by this version of Ferry yet",

@@ -86,6 +86,7 @@ pub enum ComponentKind {
     Terraform,
     Helm,
     KubernetesManifest,
+    ContainerImage,
 }
 
 /// What a component of a Kubernetes type says beyond its variables. The app config holds it with
@@ -96,6 +97,28 @@ pub enum KindSettings {
     None,
     Helm(HelmSettings),
     Manifest(ManifestSettings),
+    Image(ImageSettings),
+}
+
+/// A `container_image` (or `external_image`): an existing image, copied into the install's
+/// registry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageSettings {
+    /// The repository, without tag (`docker.io/library/nginx`, `123.dkr.ecr.us-east-1.amazonaws.com/api`).
+    pub image_url: String,
+    /// The tag; empty: `latest`.
+    pub tag: String,
+    pub source: ImageSource,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ImageSource {
+    /// `[public]`: pulled anonymously.
+    Public,
+    /// `[aws_ecr]`: pulled with credentials from ECR's `GetAuthorizationToken` in `region`.
+    AwsEcr { region: String },
+    /// A source this version does not copy from (`gcp_gar`, `azure_acr`), by its key.
+    Unsupported(String),
 }
 
 /// A `helm_chart` component.

@@ -5,6 +5,7 @@
 //! plain synchronous code driving the component's tools (sh, terraform, ...), and talks to nothing
 //! but the local machine.
 
+mod image;
 mod kube;
 mod script;
 pub(crate) mod terraform;
@@ -64,6 +65,13 @@ pub struct Tools {
     pub kubectl: Option<PathBuf>,
     /// The runner's own cluster, used when the sandbox names none.
     pub kubeconfig: Option<PathBuf>,
+    /// The install's registry (`--registry`), where images are copied; its credentials are in
+    /// the environment the plugin inherits.
+    #[serde(default)]
+    pub registry: Option<String>,
+    /// The install's layout directory, where images go when there is no registry.
+    #[serde(default)]
+    pub layout: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -109,6 +117,7 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
             ComponentKind::Terraform => terraform::execute(&job),
             ComponentKind::Helm => kube::helm::execute(&job),
             ComponentKind::KubernetesManifest => kube::manifest::execute(&job),
+            ComponentKind::ContainerImage => image::execute(&job),
         });
     let (result, code) = match outcome {
         Ok(r) => (r, 0),

@@ -232,16 +232,21 @@ impl AppConfig {
 }
 
 impl Component {
-    /// Whether it deploys from files of the package (its `directory`): an inline manifest and a
-    /// chart from a Helm repository do not, and build an artifact without files.
+    /// Whether it deploys from files of the package (its `directory`): an inline manifest, a
+    /// chart from a Helm repository and a container image do not, and build an artifact without
+    /// files.
     pub fn builds_from_directory(&self) -> bool {
-        !matches!(
-            &self.settings,
-            KindSettings::Manifest(ferry_protocol::messages::ManifestSettings {
-                manifest: Some(_),
-                ..
-            }) | KindSettings::Helm(ferry_protocol::messages::HelmSettings { repo: Some(_), .. })
-        )
+        self.kind != ComponentType::ContainerImage
+            && !matches!(
+                &self.settings,
+                KindSettings::Manifest(ferry_protocol::messages::ManifestSettings {
+                    manifest: Some(_),
+                    ..
+                }) | KindSettings::Helm(ferry_protocol::messages::HelmSettings {
+                    repo: Some(_),
+                    ..
+                })
+            )
     }
 
     /// Whether its templates read any of `inputs` (`.nuon.inputs.inputs.X`, `.nuon.install.inputs.X`);

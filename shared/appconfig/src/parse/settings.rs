@@ -5,7 +5,9 @@
 //! contents here, as Nuon does at sync: what is deployed is the package's bytes. The checker has
 //! already reported a reference that is missing or leaves the package; such a value reads as empty.
 
-use ferry_protocol::messages::{HelmRepo, HelmSettings, KindSettings, Kustomize, ManifestSettings};
+use ferry_protocol::messages::{
+    HelmRepo, HelmSettings, ImageSettings, ImageSource, KindSettings, Kustomize, ManifestSettings,
+};
 
 use super::*;
 use crate::check::{Reference, reference, remote_path, resolve};
@@ -31,6 +33,9 @@ impl<'a> Loader<'a> {
                 }),
                 namespace: r.str_of("namespace").unwrap_or_default().to_string(),
             }),
+            ComponentType::ContainerImage => {
+                image(r).map_or(KindSettings::None, KindSettings::Image)
+            }
             _ => KindSettings::None,
         }
     }
@@ -101,6 +106,26 @@ impl<'a> Loader<'a> {
     }
 }
 
+/// A container image's source: the one of `public`, `aws_ecr`, `gcp_gar`, `azure_acr` present
+/// (the checker has said when there is not exactly one).
+fn image(r: &Node) -> Option<ImageSettings> {
+    let (key, t) = ["public", "aws_ecr", "gcp_gar", "azure_acr"]
+        .into_iter()
+        .find_map(|k| r.get(k).map(|t| (k, t)))?;
+    let source = match key {
+        "public" => ImageSource::Public,
+        "aws_ecr" => ImageSource::AwsEcr {
+            region: t.str_of("region").unwrap_or_default().to_string(),
+        },
+        other => ImageSource::Unsupported(other.to_string()),
+    };
+    Some(ImageSettings {
+        image_url: t.str_of("image_url").unwrap_or_default().to_string(),
+        tag: t.str_of("tag").unwrap_or_default().to_string(),
+        source,
+    })
+}
+
 /// Every template source in `settings`, for what reads an input.
 pub(super) fn templates(settings: &KindSettings) -> Vec<&String> {
     match settings {
@@ -111,6 +136,7 @@ pub(super) fn templates(settings: &KindSettings) -> Vec<&String> {
             .chain(h.set.iter().map(|(_, v)| v))
             .collect(),
         KindSettings::Manifest(m) => m.manifest.iter().chain([&m.namespace]).collect(),
+        KindSettings::Image(i) => vec![&i.tag],
     }
 }
 
@@ -147,6 +173,10 @@ pub(super) fn render(
                 .transpose()?,
             namespace: render("namespace", &m.namespace)?,
             kustomize: m.kustomize.clone(),
+        }),
+        KindSettings::Image(i) => KindSettings::Image(ImageSettings {
+            tag: render("tag", &i.tag)?,
+            ..i.clone()
         }),
     })
 }
