@@ -390,3 +390,168 @@ fn charts_build_into_the_vendor_registry_and_sync_into_the_installs() {
         "{diff}"
     );
 }
+
+/// A chart from a Helm repository (`[helm_repo]`): its index and package served over HTTP by the
+/// test, pulled by the runner with the real helm at plan time and kept whole in the plan.
+#[test]
+fn a_chart_from_a_helm_repository_is_pulled_and_planned() {
+    let dir = tempfile::tempdir().unwrap();
+    // The repository: `helm package` and `helm repo index` of the example's chart, served.
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let helm_in = |args: &[&str]| {
+        let out = Command::new(helm())
+            .args(args)
+            .env("HELM_CONFIG_HOME", dir.path().join("helm"))
+            .env("HELM_CACHE_HOME", dir.path().join("helm"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let chart = repo_root().join("examples/k8s/components/src/web");
+    helm_in(&[
+        "package",
+        chart.to_str().unwrap(),
+        "-d",
+        repo.to_str().unwrap(),
+    ]);
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    helm_in(&["repo", "index", repo.to_str().unwrap(), "--url", &url]);
+    let mut server = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(&repo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !ferry_tests::listening(port) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the chart repository did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+
+    // An app of one chart from that repository, besides the example's sandbox.
+    let app = dir.path().join("repo-app");
+    ferry_tests::copy_dir(&repo_root().join("examples/k8s"), &app);
+    for gone in ["web.toml", "nginx.toml", "config.toml", "banner.toml"] {
+        std::fs::remove_file(app.join("components").join(gone)).unwrap();
+    }
+    std::fs::write(
+        app.join("components/site.toml"),
+        format!(
+            "name = \"site\"\ntype = \"helm_chart\"\nchart_name = \"site\"\n\n[helm_repo]\nrepo_url = \"{url}\"\nchart = \"web\"\nversion = \"0.1.0\"\n\n[values]\ngreeting = \"from a repository\"\n"
+        ),
+    )
+    .unwrap();
+
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let (code, out, err) = ferry(
+        &api,
+        &["apps", "sync", app.to_str().unwrap(), "--name", "repo-app"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let created = ferry_json(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "repo-app",
+            "--name",
+            "prod",
+            "--approve-all",
+            "--input",
+            &format!("cluster_server=https://127.0.0.1:{}", free_port()),
+            "--input",
+            "cluster_token=t",
+            "--json",
+        ],
+    );
+    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    let w = wait_for(&api, &wf, 120, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    let plan = step(&w, "site", "plan")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        plan.starts_with(
+            "Plan: 3 to add, 0 to change, 0 to destroy. (release `site` in namespace `prod`)"
+        ),
+        "{w}"
+    );
+    let (_, diff, _) = ferry(&api, &["workflows", "get", &wf, "--diff"]);
+    assert!(
+        diff.contains("data.index.html = \"from a repository\""),
+        "{diff}"
+    );
+    assert!(diff.contains("+ Deployment/prod/site"), "{diff}");
+    // Applied from the plan's copy of the chart (the repository is gone by now): it fails only
+    // at the cluster.
+    let apply = step(&w, "site", "apply")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        apply.contains("helm upgrade --install of release `site`")
+            && apply.contains("connection refused"),
+        "{apply}"
+    );
+}
+
+/// Types Ferry validates but has no plugin for fail their build saying which component and why.
+#[test]
+fn a_type_without_a_plugin_fails_its_build_naming_the_component_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    std::fs::create_dir_all(app.join("components/src/img")).unwrap();
+    std::fs::write(app.join("components/src/img/Dockerfile"), "FROM scratch\n").unwrap();
+    std::fs::write(
+        app.join("components/img.toml"),
+        "name = \"img\"\ntype = \"docker_build\"\ndirectory = \"components/src/img\"\n",
+    )
+    .unwrap();
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let wf = ferry_tests::sync_and_create(&api, &app, "prod");
+    let w = wait_for(&api, &wf, 120, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    });
+    assert_eq!(w["status"], "failed");
+    assert_eq!(
+        step(&w, "img", "build")["message"],
+        "component `img` is a `docker_build`, which this version of Ferry validates but does not deploy: the runner host has no image builder (it deploys terraform_module, script, helm_chart, kubernetes_manifest, container_image, external_image)",
+        "{w}"
+    );
+}

@@ -185,11 +185,12 @@ impl BuildService {
             .ok_or_else(|| format!("component `{}` not in config", build.component))?;
         if !component.kind.deployable() {
             return Err(format!(
-                "`{}` components cannot be deployed by this version of Ferry (component `{}`): \
-                 it deploys {}",
-                component.kind.as_str(),
+                "component `{}` is a `{}`, which this version of Ferry validates but does not \
+                 deploy: {} (it deploys {})",
                 component.name,
-                ferry_appconfig::ComponentType::deployable_names().join(" and ")
+                component.kind.as_str(),
+                component.kind.why_not_deployed(),
+                ferry_appconfig::ComponentType::deployable_names().join(", ")
             ));
         }
         let directory = match component.directory.as_deref() {

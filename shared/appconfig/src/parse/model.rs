@@ -94,6 +94,16 @@ impl ComponentType {
         schema::component_schema(self.as_str()).is_some_and(|(_, deployable)| deployable)
     }
 
+    /// Why this version does not deploy a type it validates, for messages.
+    pub fn why_not_deployed(self) -> &'static str {
+        match self {
+            ComponentType::DockerBuild => "the runner host has no image builder",
+            ComponentType::Pulumi => "the runner host has no Pulumi engine",
+            ComponentType::Job => "running Kubernetes jobs is not built yet",
+            _ => "it has no plugin",
+        }
+    }
+
     /// The type names this version deploys, for messages.
     pub fn deployable_names() -> Vec<&'static str> {
         schema::COMPONENT_TYPES

@@ -274,3 +274,114 @@ pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
         Phase::Teardown => teardown(job),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::Tools;
+    use ferry_protocol::messages::ComponentKind;
+
+    fn repo() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    fn job(dir: &std::path::Path, set: &[(&str, &str)], values: &str) -> PluginJob {
+        let work = dir.join(format!("work-{}", set.len()));
+        std::fs::create_dir_all(&work).unwrap();
+        PluginJob {
+            phase: Phase::Plan,
+            org: "o".into(),
+            install: "prod".into(),
+            component: "web".into(),
+            kind: ComponentKind::Helm,
+            artifact_digest: "sha256:00".into(),
+            vars: vec![],
+            env: vec![],
+            applied_digest: None,
+            plan_file: None,
+            plan_digest: None,
+            src_dir: repo().join("examples/k8s/components/src/web"),
+            state_dir: dir.join("state"),
+            work_dir: work,
+            settings: KindSettings::Helm(HelmSettings {
+                release: "web".into(),
+                values_files: vec![values.into()],
+                set: set
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                ..Default::default()
+            }),
+            timeout_secs: None,
+            cluster: None,
+            tools: Tools {
+                helm: Some(repo().join(".tools/bin/helm")),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// A second config version's plan, against what the first one's apply recorded, shows exactly
+    /// the objects and values that differ. (The record is what `apply` writes once helm has
+    /// succeeded: no cluster can run here.)
+    #[test]
+    fn a_second_version_plans_exactly_the_changed_objects() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("state")).unwrap();
+        let first = job(dir.path(), &[("replicaCount", "1")], "greeting: hi\n");
+        let p1 = plan(&first).unwrap().plan.unwrap();
+        assert!(
+            p1.summary
+                .starts_with("Plan: 3 to add, 0 to change, 0 to destroy."),
+            "{}",
+            p1.summary
+        );
+        let planned: HelmPlan = serde_json::from_slice(&std::fs::read(&p1.file).unwrap()).unwrap();
+        record_applied(&first, &planned.manifest).unwrap();
+
+        let second = job(
+            dir.path(),
+            &[("replicaCount", "3"), ("service.port", "80")],
+            "greeting: bonjour\n",
+        );
+        let p2 = plan(&second).unwrap().plan.unwrap();
+        assert!(
+            p2.summary
+                .starts_with("Plan: 0 to add, 2 to change, 0 to destroy."),
+            "{}",
+            p2.summary
+        );
+        let changes: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p2.diff.unwrap()).unwrap()).unwrap();
+        let changed: Vec<(String, Vec<String>)> = changes["resource_changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["change"]["actions"][0] == "update")
+            .map(|r| {
+                let (b, a) = (&r["change"]["before"], &r["change"]["after"]);
+                let keys = a
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .filter(|k| b.get(k.as_str()) != a.get(k.as_str()))
+                    .cloned()
+                    .collect();
+                (r["address"].as_str().unwrap().to_string(), keys)
+            })
+            .collect();
+        assert_eq!(
+            changed,
+            [
+                (
+                    "ConfigMap/prod/web-page".to_string(),
+                    vec!["data.index.html".to_string()]
+                ),
+                (
+                    "Deployment/prod/web".to_string(),
+                    vec!["spec.replicas".to_string()]
+                ),
+            ]
+        );
+    }
+}
