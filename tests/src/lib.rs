@@ -15,7 +15,7 @@ mod registry;
 
 pub use hub::{NatsServer, ORG, hub_dir, issue_install, leaf_url};
 pub use link::Link;
-pub use registry::RegistryServer;
+pub use registry::{EcrCall, EcrStandIn, RegistryServer};
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -347,6 +347,18 @@ impl Proc {
         log: PathBuf,
         extra: &[&str],
     ) -> Proc {
+        Proc::runner_env(nats_url, install, data_dir, log, extra, &[])
+    }
+
+    /// [`Proc::runner_with`] with environment variables set (AWS credentials, for one).
+    pub fn runner_env(
+        nats_url: &str,
+        install: &str,
+        data_dir: &Path,
+        log: PathBuf,
+        extra: &[&str],
+        env: &[(String, String)],
+    ) -> Proc {
         let identity = data_dir.join("identity");
         if !ferry_pki::InstallFiles::new(&identity).exists() {
             issue_install(&hub_dir(nats_url), ORG, install, &identity);
@@ -374,7 +386,7 @@ impl Proc {
             .collect();
         args.extend(tools.iter().map(String::as_str));
         args.extend_from_slice(extra);
-        Proc::spawn("ferry-runner", &args, log)
+        Proc::spawn_env("ferry-runner", &args, env, log)
     }
 
     /// SIGTERM, then waits up to `within` for the process to exit by itself; its exit status, or

@@ -26,14 +26,15 @@ fn helm() -> std::path::PathBuf {
 /// A public image's registry: a two-platform image (each platform a small artifact) pushed to a
 /// real registry as `library/nginx:1.27-alpine`; its index digest.
 fn publish_image(source: &RegistryServer) -> String {
+    publish_image_as(source, ferry_artifacts::Auth::Anonymous)
+}
+
+/// [`publish_image`] to a registry that takes `auth`.
+fn publish_image_as(source: &RegistryServer, auth: ferry_artifacts::Auth) -> String {
     use ferry_artifacts::{ArtifactConfig, BlobStore, Registry, pack, push, sha256_digest};
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let reg = Registry::new(
-            &source.url("library/nginx"),
-            ferry_artifacts::Auth::Anonymous,
-        )
-        .unwrap();
+        let reg = Registry::new(&source.url("library/nginx"), auth).unwrap();
         let mut platforms = Vec::new();
         for arch in ["amd64", "arm64"] {
             let config = ArtifactConfig {
@@ -554,4 +555,136 @@ fn a_type_without_a_plugin_fails_its_build_naming_the_component_and_why() {
         "component `img` is a `docker_build`, which this version of Ferry validates but does not deploy: the runner host has no image builder (it deploys terraform_module, script, helm_chart, kubernetes_manifest, container_image, external_image)",
         "{w}"
     );
+}
+
+/// An `[aws_ecr]` image into an install registry that is ECR too: the runner asks ECR (here a
+/// stand-in speaking the ECR API, since no AWS account is reachable) for a token with the SDK,
+/// signed with the host's AWS credentials, copies the image from a registry that takes only those
+/// credentials into another that does too, and has each component's repository created first.
+#[test]
+fn an_ecr_image_is_copied_with_credentials_from_get_authorization_token() {
+    let source = RegistryServer::start_with_basic_auth("AWS", "ecr-token-password");
+    let ecr = ferry_tests::EcrStandIn::start("AWS", "ecr-token-password", &source.host);
+    let installs = RegistryServer::start_with_basic_auth("AWS", "ecr-token-password");
+    let install_url = installs.url("prod");
+    let image = publish_image_as(
+        &source,
+        ferry_artifacts::Auth::Basic {
+            user: "AWS".into(),
+            password: "ecr-token-password".into(),
+        },
+    );
+    // Without the token the registry refuses.
+    let anonymous = Command::new("skopeo")
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!(
+            "docker://{}/library/nginx:1.27-alpine",
+            source.host
+        ))
+        .output()
+        .unwrap();
+    assert!(!anonymous.status.success());
+
+    let dir = tempfile::tempdir().unwrap();
+    let app = example_app(dir.path(), &source);
+    let nginx = app.join("components/nginx.toml");
+    let toml = std::fs::read_to_string(&nginx).unwrap();
+    std::fs::write(
+        &nginx,
+        toml.replace("[public]", "[aws_ecr]\nregion = \"eu-west-1\""),
+    )
+    .unwrap();
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let (code, out, err) = ferry(&api, &["apps", "sync", app.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let env: Vec<(String, String)> = [
+        ("FERRY_ECR_ENDPOINT", ecr.url.as_str()),
+        ("AWS_ACCESS_KEY_ID", "AKIDFERRYTEST"),
+        ("AWS_SECRET_ACCESS_KEY", "not-a-real-secret"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let _runner = Proc::runner_env(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+        &[
+            "--registry",
+            &install_url,
+            "--registry-ecr-region",
+            "eu-west-1",
+        ],
+        &env,
+    );
+    let created = ferry_json(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "k8s",
+            "--name",
+            "prod",
+            "--input",
+            "cluster_server=https://127.0.0.1:1",
+            "--input",
+            "cluster_token=t",
+            "--json",
+        ],
+    );
+    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    for component in ["sandbox", "nginx"] {
+        let w = wait_for(
+            &api,
+            &wf,
+            120,
+            &format!("{component}'s plan to wait"),
+            |w| step(w, component, "approve")["status"] == "waiting" || w["status"] == "failed",
+        );
+        let at = step(&w, component, "approve")["index"].to_string();
+        let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", &at]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let w = wait_for(&api, &wf, 120, "the image's apply", |w| {
+        step(w, "nginx", "apply")["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(step(&w, "nginx", "apply")["status"], "succeeded", "{w}");
+    let installed = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    assert_eq!(
+        installed["components"]["nginx"]["outputs"]["image"]["digest"],
+        image.as_str(),
+        "{installed}"
+    );
+    assert_eq!(
+        installed["components"]["nginx"]["outputs"]["image"]["repository"],
+        format!("{}/prod/nginx", installs.host)
+    );
+    // The SDK's own requests, signed with the host's key, in the region: tokens, and a repository
+    // for each component before anything was pushed to it.
+    let calls = ecr.calls.lock().unwrap().clone();
+    for c in &calls {
+        assert!(
+            c.authorization
+                .starts_with("AWS4-HMAC-SHA256 Credential=AKIDFERRYTEST/")
+                && c.authorization.contains("/eu-west-1/ecr/aws4_request"),
+            "{c:?}"
+        );
+    }
+    let tokens = calls
+        .iter()
+        .filter(|c| c.target == "AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken")
+        .count();
+    assert!(tokens >= 2, "{calls:?}");
+    let created: std::collections::BTreeSet<String> = calls
+        .iter()
+        .filter(|c| c.target == "AmazonEC2ContainerRegistry_V20150921.CreateRepository")
+        .filter_map(|c| c.body["repositoryName"].as_str().map(str::to_string))
+        .collect();
+    for repo in ["prod/sandbox", "prod/nginx"] {
+        assert!(created.contains(repo), "{created:?}");
+    }
 }

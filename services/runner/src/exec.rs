@@ -34,9 +34,10 @@ pub struct Executor {
     org: String,
     install: String,
     pub(crate) data_dir: PathBuf,
-    /// The install's own artifact store (a registry, or a layout directory in the data
-    /// directory); deployments only ever read from it.
-    registry: AnyStore,
+    /// The install's own registry; `None`: `layout`. Deployments only ever read from it.
+    registry: Option<crate::registry::InstallRegistry>,
+    /// The install's OCI layout directory, in the data directory.
+    layout: LocalLayout,
     cancel_grace: Duration,
     tools: crate::plugin::Tools,
 }
@@ -94,19 +95,16 @@ impl Executor {
         for d in ["state", "work"] {
             std::fs::create_dir_all(cfg.data_dir.join(d))?;
         }
-        let registry = match &cfg.registry {
-            Some(r) => AnyStore::Registry(r.clone()),
-            None => AnyStore::Layout(
-                LocalLayout::open(&cfg.data_dir.join("registry")).map_err(std::io::Error::other)?,
-            ),
-        };
+        let layout =
+            LocalLayout::open(&cfg.data_dir.join("registry")).map_err(std::io::Error::other)?;
         Ok(Executor {
             client,
             outbox,
             org: cfg.org.clone(),
             install: cfg.install.clone(),
             data_dir: cfg.data_dir.clone(),
-            registry,
+            registry: cfg.registry.clone(),
+            layout,
             cancel_grace: cfg.cancel_grace,
             tools: cfg.tools.clone(),
         })
@@ -255,10 +253,10 @@ impl Executor {
 
     /// The install's store of one component's artifacts: in a registry, a repository of its own
     /// (`<registry path>/<component>`).
-    fn store(&self, component: &str) -> AnyStore {
+    async fn store(&self, component: &str) -> Result<AnyStore, String> {
         match &self.registry {
-            AnyStore::Registry(r) => AnyStore::Registry(r.child(component)),
-            other => other.clone(),
+            Some(r) => Ok(AnyStore::Registry(r.for_component(component).await?)),
+            None => Ok(AnyStore::Layout(self.layout.clone())),
         }
     }
 
@@ -270,7 +268,10 @@ impl Executor {
             s.repository, s.digest
         ))
         .await;
-        let store = self.store(&s.component);
+        let store = match self.store(&s.component).await {
+            Ok(s) => s,
+            Err(e) => return failed(format!("the install's registry: {e}")),
+        };
         // In a layout directory the component's name lists it in `index.json` (tools open it by
         // that name). A registry repository is the component's own: a chart is tagged with its
         // version there, so `helm pull oci://` finds the install's copy as the vendor's.
@@ -310,7 +311,7 @@ impl Executor {
         digest: &str,
         log: &LogHandle,
     ) -> Result<(), String> {
-        let store = self.store(component);
+        let store = self.store(component).await?;
         // A copy writes the manifest last: a manifest present means the whole artifact is.
         if ferry_artifacts::BlobStore::has_manifest(&store, digest)
             .await
@@ -395,7 +396,8 @@ impl Executor {
             .map_err(|e| format!("creating the work directory: {e}"))?;
         self.ensure_artifact(&c.component, &c.artifact_digest, log)
             .await?;
-        ferry_artifacts::unpack(&self.store(&c.component), &c.artifact_digest, &src)
+        let store = self.store(&c.component).await?;
+        ferry_artifacts::unpack(&store, &c.artifact_digest, &src)
             .await
             .map_err(|e| {
                 format!(

@@ -28,6 +28,7 @@ pub mod orphans;
 pub mod outbox;
 pub mod plans;
 pub mod plugin;
+pub mod registry;
 pub mod rotate;
 pub mod runner;
 

@@ -75,6 +75,11 @@ struct Args {
     /// FERRY_REGISTRY_TOKEN (environment only).
     #[arg(long, env = "FERRY_REGISTRY")]
     registry: Option<String>,
+    /// The --registry is Amazon ECR in this region: its credentials come from ECR's
+    /// GetAuthorizationToken under the host's AWS identity (asked for each job), and each
+    /// component's repository is created if missing.
+    #[arg(long, env = "FERRY_REGISTRY_ECR_REGION", requires = "registry")]
+    registry_ecr_region: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -146,16 +151,6 @@ async fn run(args: Args) {
         eprintln!("ferry-runner: stopped: {why}");
         std::process::exit(3);
     }
-}
-
-/// The install registry's credentials, from the environment only (a flag would show in `ps`).
-fn registry_auth() -> ferry_artifacts::Auth {
-    let var = |k: &str| std::env::var(k).ok();
-    ferry_artifacts::Auth::from_parts(
-        var("FERRY_REGISTRY_USER"),
-        var("FERRY_REGISTRY_PASSWORD"),
-        var("FERRY_REGISTRY_TOKEN"),
-    )
 }
 
 async fn terminate() {
@@ -272,6 +267,18 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
             identity: files.clone(),
         })
     };
+    let install_registry = match &args.registry {
+        Some(url) => {
+            // Checked now: a bad URL stops the runner at start, not at its first job.
+            ferry_artifacts::Registry::new(url, ferry_artifacts::Auth::Anonymous)
+                .map_err(|e| format!("--registry {url}: {e}"))?;
+            Some(ferry_runner::registry::InstallRegistry {
+                url: url.clone(),
+                ecr_region: args.registry_ecr_region.clone(),
+            })
+        }
+        None => None,
+    };
     Ok(RunnerConfig {
         mode,
         nats_url: args.nats_url,
@@ -290,16 +297,10 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
             helm: args.helm,
             kubectl: args.kubectl,
             kubeconfig: args.kubeconfig,
-            registry: args.registry.clone(),
+            registry: install_registry.clone(),
             // Absolute: the plugin process may run elsewhere.
             layout: std::path::absolute(args.data_dir.join("registry")).ok(),
         },
-        registry: match &args.registry {
-            Some(url) => Some(
-                ferry_artifacts::Registry::new(url, registry_auth())
-                    .map_err(|e| format!("--registry {url}: {e}"))?,
-            ),
-            None => None,
-        },
+        registry: install_registry,
     })
 }

@@ -44,7 +44,7 @@ pub struct RunnerConfig {
     pub tools: crate::plugin::Tools,
     /// The install's own registry (artifacts and images are copied there); `None`: a layout
     /// directory in `data_dir`.
-    pub registry: Option<ferry_artifacts::Registry>,
+    pub registry: Option<crate::registry::InstallRegistry>,
 }
 
 #[derive(Debug, Clone)]

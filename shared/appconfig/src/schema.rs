@@ -842,12 +842,12 @@ pub static IMAGE_ECR: Schema = Schema {
     name: "aws_ecr",
     doc: "An image from Amazon ECR.",
     groups: &[&[
-        f("iam_role_arn", Ty::Str, "role that may pull the image"),
-        f("connection", Ty::Str, "named cloud connection"),
+        ign("iam_role_arn", Ty::Str, "role that may pull the image"),
+        ign("connection", Ty::Str, "named cloud connection"),
         req("region", Ty::Str, "region of the repository"),
         req("image_url", Ty::Str, "repository URL without tag"),
-        f("tag", Ty::Str, "tag (templates allowed)"),
-        f(
+        f("tag", Ty::Str, "tag (templates allowed; default `latest`)"),
+        ign(
             "update_policy",
             Ty::Str,
             "semver constraint picking the tag at build time",
@@ -1001,10 +1001,10 @@ pub static CONTAINER_IMAGE: Schema = Schema {
         COMPONENT_COMMON,
         &[
             f("public", Ty::Table(&IMAGE_PUBLIC), "from a public registry"),
-            ign(
+            f(
                 "aws_ecr",
                 Ty::Table(&IMAGE_ECR),
-                "from Amazon ECR (checked; its deploy fails: ECR credentials are not fetched yet)",
+                "from Amazon ECR (credentials from `GetAuthorizationToken`, under the runner host's AWS identity)",
             ),
             ign(
                 "gcp_gar",

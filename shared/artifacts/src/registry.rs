@@ -123,6 +123,11 @@ impl Registry {
         }
     }
 
+    /// The repository's path in its registry.
+    pub fn repository(&self) -> &str {
+        &self.repository
+    }
+
     /// `host[:port]/repository`, as `helm pull oci://` and image references write it.
     pub fn location(&self) -> String {
         format!("{}/{}", self.registry, self.repository)

@@ -7,6 +7,9 @@
 //! an image component, `image.repository`, `image.tag` (and `image.digest`), for other components'
 //! templates. Teardown leaves the image where it is.
 //!
+//! `[public]` images are pulled anonymously; `[aws_ecr]` ones with credentials from ECR's
+//! `GetAuthorizationToken` (the `ferry-ecr` crate), under the runner host's AWS identity.
+//!
 //! A registry on the loopback address (`127.0.0.1:5000/x`, `localhost:5000/x`) is spoken to over
 //! plain HTTP, as Docker treats it; every other over HTTPS.
 
@@ -60,15 +63,18 @@ pub fn registry_url(image_url: &str) -> String {
     }
 }
 
-fn source(i: &ImageSettings) -> Result<Registry, PluginError> {
+/// The image's registry, with its credentials: anonymous for `[public]`; for `[aws_ecr]`, ECR's
+/// `GetAuthorizationToken` in the image's region under the runner host's AWS identity
+/// (`FERRY_ECR_ENDPOINT` names another ECR endpoint than AWS's).
+async fn source(i: &ImageSettings) -> Result<Registry, PluginError> {
     let auth = match &i.source {
         ImageSource::Public => Auth::Anonymous,
         ImageSource::AwsEcr { region } => {
-            return Err(PluginError(format!(
-                "`aws_ecr` images (region {region}) need ECR credentials, which this version of \
-                 Ferry does not fetch yet: copy the image to a public registry, or into the \
-                 install's registry yourself"
-            )));
+            let endpoint = std::env::var("FERRY_ECR_ENDPOINT").ok();
+            let ecr = ferry_ecr::Ecr::new(region, endpoint.as_deref()).await;
+            ecr.auth()
+                .await
+                .map_err(|e| PluginError(format!("credentials for {}: {e}", i.image_url)))?
         }
         ImageSource::Unsupported(k) => {
             return Err(PluginError(format!(
@@ -81,16 +87,13 @@ fn source(i: &ImageSettings) -> Result<Registry, PluginError> {
 
 /// The install's store of this component's images: its registry (a repository per component),
 /// else the runner's layout directory (the image listed under the component's name).
-fn destination(job: &PluginJob) -> Result<AnyStore, PluginError> {
-    if let Some(url) = &job.tools.registry {
-        let var = |k: &str| std::env::var(k).ok();
-        let auth = Auth::from_parts(
-            var("FERRY_REGISTRY_USER"),
-            var("FERRY_REGISTRY_PASSWORD"),
-            var("FERRY_REGISTRY_TOKEN"),
-        );
-        let r = Registry::new(url, auth).map_err(|e| PluginError(e.to_string()))?;
-        return Ok(AnyStore::Registry(r.child(&job.component)));
+async fn destination(job: &PluginJob) -> Result<AnyStore, PluginError> {
+    if let Some(r) = &job.tools.registry {
+        let repo = r
+            .for_component(&job.component)
+            .await
+            .map_err(|e| PluginError(format!("the install's registry: {e}")))?;
+        return Ok(AnyStore::Registry(repo));
     }
     let dir = job.tools.layout.as_ref().ok_or_else(|| {
         PluginError("the runner gave no install registry and no layout directory".into())
@@ -122,7 +125,7 @@ fn tag(i: &ImageSettings) -> &str {
 
 async fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let i = settings(job)?;
-    let src = source(i)?;
+    let src = source(i).await?;
     let digest = src.resolve(tag(i)).await.map_err(|e| {
         PluginError(format!(
             "resolving {}:{}: {e}",
@@ -130,7 +133,7 @@ async fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
             tag(i)
         ))
     })?;
-    let dst = destination(job)?;
+    let dst = destination(job).await?;
     let plan = ImagePlan {
         component: job.component.clone(),
         source: format!("{}:{}", full_name(&i.image_url), tag(i)),
@@ -165,8 +168,8 @@ async fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
 async fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let plan: ImagePlan = serde_json::from_slice(&approved_plan(job)?)?;
     let i = settings(job)?;
-    let src = source(i)?;
-    let dst = destination(job)?;
+    let src = source(i).await?;
+    let dst = destination(job).await?;
     let tag_here = match &dst {
         AnyStore::Layout(_) => job.component.clone(),
         _ => tag(i).to_string(),

@@ -66,9 +66,9 @@ pub struct Tools {
     /// The runner's own cluster, used when the sandbox names none.
     pub kubeconfig: Option<PathBuf>,
     /// The install's registry (`--registry`), where images are copied; its credentials are in
-    /// the environment the plugin inherits.
+    /// the environment the plugin inherits, or ECR's.
     #[serde(default)]
-    pub registry: Option<String>,
+    pub registry: Option<crate::registry::InstallRegistry>,
     /// The install's layout directory, where images go when there is no registry.
     #[serde(default)]
     pub layout: Option<PathBuf>,
