@@ -159,9 +159,18 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
-    let w = wait_for(&api, &wf, 120, "the chart's plan to wait", |w| {
-        step(w, "web", "approve")["status"] == "waiting" || w["status"] == "failed"
-    });
+    let w = wait_for(
+        &api,
+        &wf,
+        120,
+        "the chart's and the job's plans to wait",
+        |w| {
+            ["web", "migrate"]
+                .iter()
+                .all(|c| step(w, c, "approve")["status"] == "waiting")
+                || w["status"] == "failed"
+        },
+    );
     assert_eq!(w["status"], "running", "{w}");
     let installed = ferry_json(&api, &["installs", "get", "prod", "--json"]);
     let outputs = &installed["components"]["nginx"]["outputs"]["image"];
@@ -201,6 +210,10 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
         "+ ResourceQuota/prod/app-quota",
         "metadata.labels.app.kubernetes.io/managed-by = \"ferry\"",
         "spec.hard.pods = \"20\"",
+        // The job, with the install's copy of the image and its rendered arguments.
+        "+ Job/prod/migrate",
+        "spec.template.spec.containers[0].args[0] = \"echo migrating prod\"",
+        "spec.template.spec.containers[0].env[0].value = \"hello\"",
     ] {
         assert!(diff.contains(line), "`{line}` not in:\n{diff}");
     }
@@ -257,6 +270,14 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
             "kubectl apply of 1 object(s) into namespace `prod` failed against the cluster at"
         ) && config.contains(&server),
         "{config}"
+    );
+    let migrate = step(&w, "migrate", "apply")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        migrate.contains("failed against the cluster at") && migrate.contains(&server),
+        "{migrate}"
     );
     // The inline manifest reads web's outputs: it was never planned.
     assert_ne!(step(&w, "banner", "apply")["status"], "succeeded", "{w}");
@@ -392,8 +413,9 @@ fn charts_build_into_the_vendor_registry_and_sync_into_the_installs() {
     );
 }
 
-/// A chart from a Helm repository (`[helm_repo]`): its index and package served over HTTP by the
-/// test, pulled by the runner with the real helm at plan time and kept whole in the plan.
+/// Charts from a Helm repository (`[helm_repo]`: its index and package served over HTTP by the
+/// test) and from an OCI registry (`repo_url = "oci://..."`, pushed there by `helm push`), pulled
+/// by the runner with the real helm at plan time and kept whole in the plan.
 #[test]
 fn a_chart_from_a_helm_repository_is_pulled_and_planned() {
     let dir = tempfile::tempdir().unwrap();
@@ -423,6 +445,15 @@ fn a_chart_from_a_helm_repository_is_pulled_and_planned() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     helm_in(&["repo", "index", repo.to_str().unwrap(), "--url", &url]);
+    // And an OCI registry holding the same chart, pushed there by helm itself.
+    let oci = RegistryServer::start();
+    let package = repo.join("web-0.1.0.tgz");
+    helm_in(&[
+        "push",
+        package.to_str().unwrap(),
+        &format!("oci://{}/charts", oci.host),
+        "--plain-http",
+    ]);
     let mut server = Command::new("python3")
         .args([
             "-m",
@@ -448,13 +479,20 @@ fn a_chart_from_a_helm_repository_is_pulled_and_planned() {
     // An app of one chart from that repository, besides the example's sandbox.
     let app = dir.path().join("repo-app");
     ferry_tests::copy_dir(&repo_root().join("examples/k8s"), &app);
-    for gone in ["web.toml", "nginx.toml", "config.toml", "banner.toml"] {
-        std::fs::remove_file(app.join("components").join(gone)).unwrap();
-    }
+    std::fs::remove_dir_all(app.join("components")).unwrap();
+    std::fs::create_dir_all(app.join("components")).unwrap();
     std::fs::write(
         app.join("components/site.toml"),
         format!(
             "name = \"site\"\ntype = \"helm_chart\"\nchart_name = \"site\"\n\n[helm_repo]\nrepo_url = \"{url}\"\nchart = \"web\"\nversion = \"0.1.0\"\n\n[values]\ngreeting = \"from a repository\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("components/oci-site.toml"),
+        format!(
+            "name = \"oci-site\"\ntype = \"helm_chart\"\nchart_name = \"oci-site\"\n\n[helm_repo]\nrepo_url = \"oci://{}/charts\"\nchart = \"web\"\nversion = \"0.1.0\"\n",
+            oci.host
         ),
     )
     .unwrap();
@@ -511,6 +549,16 @@ fn a_chart_from_a_helm_repository_is_pulled_and_planned() {
         "{diff}"
     );
     assert!(diff.contains("+ Deployment/prod/site"), "{diff}");
+    // The chart from the OCI registry, pulled by reference.
+    let oci_plan = step(&w, "oci-site", "plan")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        oci_plan.starts_with("Plan: 3 to add, 0 to change, 0 to destroy. (release `oci-site`"),
+        "{w}"
+    );
+    assert!(diff.contains("+ Deployment/prod/oci-site"), "{diff}");
     // Applied from the plan's copy of the chart (the repository is gone by now): it fails only
     // at the cluster.
     let apply = step(&w, "site", "apply")["message"]
@@ -552,7 +600,7 @@ fn a_type_without_a_plugin_fails_its_build_naming_the_component_and_why() {
     assert_eq!(w["status"], "failed");
     assert_eq!(
         step(&w, "img", "build")["message"],
-        "component `img` is a `docker_build`, which this version of Ferry validates but does not deploy: the runner host has no image builder (it deploys terraform_module, script, helm_chart, kubernetes_manifest, container_image, external_image)",
+        "component `img` is a `docker_build`, which this version of Ferry validates but does not deploy: the runner host has no image builder (it deploys terraform_module, script, helm_chart, kubernetes_manifest, container_image, external_image, job)",
         "{w}"
     );
 }

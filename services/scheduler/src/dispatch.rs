@@ -352,7 +352,7 @@ impl Scheduler {
         };
         let needs_cluster = matches!(
             component.kind,
-            ComponentType::HelmChart | ComponentType::KubernetesManifest
+            ComponentType::HelmChart | ComponentType::KubernetesManifest | ComponentType::Job
         );
         let cluster = match ferry_appconfig::cluster::access(&install.sandbox.outputs) {
             Ok(c) => c.filter(|_| needs_cluster),
@@ -367,6 +367,7 @@ impl Scheduler {
                 ComponentType::HelmChart => ComponentKind::Helm,
                 ComponentType::KubernetesManifest => ComponentKind::KubernetesManifest,
                 ComponentType::ContainerImage => ComponentKind::ContainerImage,
+                ComponentType::Job => ComponentKind::Job,
                 other => {
                     return Ok(Err(Permanent(format!(
                         "`{}` components cannot be deployed by this version of Ferry yet",

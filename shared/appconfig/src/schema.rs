@@ -1125,7 +1125,7 @@ pub const COMPONENT_TYPES: &[(&str, &Schema, bool)] = &[
     ("container_image", &CONTAINER_IMAGE, true),
     ("external_image", &CONTAINER_IMAGE, true),
     ("docker_build", &DOCKER_BUILD, false),
-    ("job", &JOB, false),
+    ("job", &JOB, true),
     ("pulumi", &PULUMI, false),
 ];
 

@@ -252,13 +252,13 @@ fn keys_ferry_does_not_act_on_are_warnings_that_say_so() {
             .any(|w| w.contains("`helm_chart` components are checked")),
         "{warnings:#?}"
     );
-    let image = validate(&app("data-pipeline"));
+    let image = validate(&app("gke-pulumi"));
     let image: Vec<String> = image
         .diagnostics
         .warnings()
         .map(|d| d.to_string())
         .collect();
-    assert!(image.contains(&"components/etl.toml:2:8: warning: `job` components are checked, but this version of Ferry cannot deploy them yet".to_string()), "{image:#?}");
+    assert!(image.contains(&"components/bucket.toml:2:8: warning: `pulumi` components are checked, but this version of Ferry cannot deploy them yet".to_string()), "{image:#?}");
     assert!(
         r.diagnostics
             .0

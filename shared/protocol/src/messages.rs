@@ -87,6 +87,7 @@ pub enum ComponentKind {
     Helm,
     KubernetesManifest,
     ContainerImage,
+    Job,
 }
 
 /// What a component of a Kubernetes type says beyond its variables. The app config holds it with
@@ -98,6 +99,17 @@ pub enum KindSettings {
     Helm(HelmSettings),
     Manifest(ManifestSettings),
     Image(ImageSettings),
+    Job(JobSettings),
+}
+
+/// A `job` component: a container run to completion in the install's cluster, as a Kubernetes Job
+/// (its environment is the component's `env_vars`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSettings {
+    pub image_url: String,
+    pub tag: String,
+    pub cmd: Vec<String>,
+    pub args: Vec<String>,
 }
 
 /// A `container_image` (or `external_image`): an existing image, copied into the install's

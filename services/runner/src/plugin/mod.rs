@@ -118,6 +118,7 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
             ComponentKind::Helm => kube::helm::execute(&job),
             ComponentKind::KubernetesManifest => kube::manifest::execute(&job),
             ComponentKind::ContainerImage => image::execute(&job),
+            ComponentKind::Job => kube::job::execute(&job),
         });
     let (result, code) = match outcome {
         Ok(r) => (r, 0),

@@ -99,7 +99,6 @@ impl ComponentType {
         match self {
             ComponentType::DockerBuild => "the runner host has no image builder",
             ComponentType::Pulumi => "the runner host has no Pulumi engine",
-            ComponentType::Job => "running Kubernetes jobs is not built yet",
             _ => "it has no plugin",
         }
     }
@@ -244,19 +243,18 @@ impl AppConfig {
 impl Component {
     /// Whether it deploys from files of the package (its `directory`): an inline manifest, a
     /// chart from a Helm repository and a container image do not, and build an artifact without
-    /// files.
+    /// files; a job, whose image is its source, neither.
     pub fn builds_from_directory(&self) -> bool {
-        self.kind != ComponentType::ContainerImage
-            && !matches!(
-                &self.settings,
-                KindSettings::Manifest(ferry_protocol::messages::ManifestSettings {
-                    manifest: Some(_),
-                    ..
-                }) | KindSettings::Helm(ferry_protocol::messages::HelmSettings {
-                    repo: Some(_),
-                    ..
-                })
-            )
+        !matches!(
+            self.kind,
+            ComponentType::ContainerImage | ComponentType::Job
+        ) && !matches!(
+            &self.settings,
+            KindSettings::Manifest(ferry_protocol::messages::ManifestSettings {
+                manifest: Some(_),
+                ..
+            }) | KindSettings::Helm(ferry_protocol::messages::HelmSettings { repo: Some(_), .. })
+        )
     }
 
     /// Whether its templates read any of `inputs` (`.nuon.inputs.inputs.X`, `.nuon.install.inputs.X`);

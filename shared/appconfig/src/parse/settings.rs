@@ -6,7 +6,8 @@
 //! already reported a reference that is missing or leaves the package; such a value reads as empty.
 
 use ferry_protocol::messages::{
-    HelmRepo, HelmSettings, ImageSettings, ImageSource, KindSettings, Kustomize, ManifestSettings,
+    HelmRepo, HelmSettings, ImageSettings, ImageSource, JobSettings, KindSettings, Kustomize,
+    ManifestSettings,
 };
 
 use super::*;
@@ -36,6 +37,12 @@ impl<'a> Loader<'a> {
             ComponentType::ContainerImage => {
                 image(r).map_or(KindSettings::None, KindSettings::Image)
             }
+            ComponentType::Job => KindSettings::Job(JobSettings {
+                image_url: r.str_of("image_url").unwrap_or_default().to_string(),
+                tag: r.str_of("tag").unwrap_or_default().to_string(),
+                cmd: strings(r.get("cmd")),
+                args: strings(r.get("args")),
+            }),
             _ => KindSettings::None,
         }
     }
@@ -126,6 +133,14 @@ fn image(r: &Node) -> Option<ImageSettings> {
     })
 }
 
+fn strings(node: Option<&Node>) -> Vec<String> {
+    node.map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|n| n.as_str().map(str::to_string))
+        .collect()
+}
+
 /// Every template source in `settings`, for what reads an input.
 pub(super) fn templates(settings: &KindSettings) -> Vec<&String> {
     match settings {
@@ -137,6 +152,11 @@ pub(super) fn templates(settings: &KindSettings) -> Vec<&String> {
             .collect(),
         KindSettings::Manifest(m) => m.manifest.iter().chain([&m.namespace]).collect(),
         KindSettings::Image(i) => vec![&i.tag],
+        KindSettings::Job(j) => [&j.image_url, &j.tag]
+            .into_iter()
+            .chain(&j.cmd)
+            .chain(&j.args)
+            .collect(),
     }
 }
 
@@ -177,6 +197,20 @@ pub(super) fn render(
         KindSettings::Image(i) => KindSettings::Image(ImageSettings {
             tag: render("tag", &i.tag)?,
             ..i.clone()
+        }),
+        KindSettings::Job(j) => KindSettings::Job(JobSettings {
+            image_url: render("image_url", &j.image_url)?,
+            tag: render("tag", &j.tag)?,
+            cmd: j
+                .cmd
+                .iter()
+                .map(|c| render("cmd", c))
+                .collect::<Result<_, _>>()?,
+            args: j
+                .args
+                .iter()
+                .map(|a| render("args", a))
+                .collect::<Result<_, _>>()?,
         }),
     })
 }

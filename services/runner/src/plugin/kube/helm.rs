@@ -1,7 +1,8 @@
 //! The `helm_chart` plugin, over the real `helm`.
 //!
-//! Plan: the chart (the package's directory, unpacked from the artifact; or, for `helm_repo`, pulled
-//! install-side and kept whole in the plan) rendered with `helm template` and the install's values:
+//! Plan: the chart (the package's directory, unpacked from the artifact; or, for `helm_repo` — a
+//! chart repository, or an OCI registry as `oci://host/path` — pulled install-side and kept whole
+//! in the plan) rendered with `helm template` and the install's values:
 //! each values file in the order declared, then `[values]` as `--set` (Helm's precedence, as Nuon
 //! applies them). The plan document holds everything the apply runs with, so its digest binds the
 //! approval to the chart, the values and the rendered objects.
@@ -122,8 +123,23 @@ fn pull(job: &PluginJob, h: &HelmSettings) -> Result<Option<String>, PluginError
     let dest = job.work_dir.join("pulled");
     std::fs::create_dir_all(&dest)?;
     let mut cmd = helm(job);
-    cmd.args(["pull", &repo.chart, "--repo", &repo.url, "--destination"])
-        .arg(&dest);
+    match repo.url.strip_prefix("oci://") {
+        // An OCI registry: the chart is a repository under the URL's path.
+        Some(rest) => {
+            let reference = format!("oci://{}/{}", rest.trim_end_matches('/'), repo.chart);
+            cmd.args(["pull", &reference]);
+            let host = rest.split('/').next().unwrap_or_default();
+            let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
+            // Plain HTTP on the loopback address only, as for images.
+            if matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
+                cmd.arg("--plain-http");
+            }
+        }
+        None => {
+            cmd.args(["pull", &repo.chart, "--repo", &repo.url]);
+        }
+    }
+    cmd.arg("--destination").arg(&dest);
     if let Some(v) = &repo.version {
         cmd.args(["--version", v]);
     }

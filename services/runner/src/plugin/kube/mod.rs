@@ -1,5 +1,5 @@
-//! The Kubernetes plugins: `helm_chart` ([`helm`]) and `kubernetes_manifest` ([`manifest`]), over
-//! the real `helm` and `kubectl` binaries.
+//! The Kubernetes plugins: `helm_chart` ([`helm`]), `kubernetes_manifest` ([`manifest`]) and
+//! `job` ([`job`]), over the real `helm` and `kubectl` binaries.
 //!
 //! Both plan without a cluster: the plan is the rendered objects (`helm template`, or the manifest
 //! or `kubectl kustomize` build), compared with the objects this runner host last applied for the
@@ -8,6 +8,7 @@
 //! the runner's own (`--kubeconfig`, or in-cluster when the runner runs in a pod).
 
 pub mod helm;
+pub mod job;
 pub mod manifest;
 pub mod objects;
 
