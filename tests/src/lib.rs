@@ -305,6 +305,16 @@ impl Proc {
 
     /// [`Proc::server`] with more arguments (`--job-lease-secs 3`, `--services scheduler`).
     pub fn server_with(nats_url: &str, log: PathBuf, extra: &[&str]) -> (Proc, String) {
+        Proc::server_env(nats_url, log, extra, &[])
+    }
+
+    /// [`Proc::server_with`] with environment variables set (AWS credentials, for one).
+    pub fn server_env(
+        nats_url: &str,
+        log: PathBuf,
+        extra: &[&str],
+        env: &[(String, String)],
+    ) -> (Proc, String) {
         let port = free_port();
         let addr = format!("127.0.0.1:{port}");
         let hub = hub_dir(nats_url).to_string_lossy().to_string();
@@ -317,7 +327,7 @@ impl Proc {
             &hub,
         ];
         args.extend_from_slice(extra);
-        let p = Proc::spawn("ferry-server", &args, log);
+        let p = Proc::spawn_env("ferry-server", &args, env, log);
         let deadline = Instant::now() + Duration::from_secs(60);
         while !listening(port) {
             assert!(

@@ -605,16 +605,19 @@ fn a_type_without_a_plugin_fails_its_build_naming_the_component_and_why() {
     );
 }
 
-/// An `[aws_ecr]` image into an install registry that is ECR too: the runner asks ECR (here a
-/// stand-in speaking the ECR API, since no AWS account is reachable) for a token with the SDK,
-/// signed with the host's AWS credentials, copies the image from a registry that takes only those
-/// credentials into another that does too, and has each component's repository created first.
+/// ECR three times: an `[aws_ecr]` image, an install registry and a vendor registry on ECR. The
+/// runner and the build service ask ECR (here a stand-in speaking the ECR API, since no AWS
+/// account is reachable) for a token with the SDK, signed with the host's AWS credentials; the
+/// image is copied from a registry that takes only those credentials into another that does too;
+/// the chart is built into a third; each repository is created first.
 #[test]
-fn an_ecr_image_is_copied_with_credentials_from_get_authorization_token() {
+fn ecr_credentials_from_get_authorization_token_serve_images_and_both_registries() {
     let source = RegistryServer::start_with_basic_auth("AWS", "ecr-token-password");
     let ecr = ferry_tests::EcrStandIn::start("AWS", "ecr-token-password", &source.host);
     let installs = RegistryServer::start_with_basic_auth("AWS", "ecr-token-password");
     let install_url = installs.url("prod");
+    let vendor = RegistryServer::start_with_basic_auth("AWS", "ecr-token-password");
+    let vendor_url = vendor.url("ferry");
     let image = publish_image_as(
         &source,
         ferry_artifacts::Auth::Basic {
@@ -642,10 +645,6 @@ fn an_ecr_image_is_copied_with_credentials_from_get_authorization_token() {
         toml.replace("[public]", "[aws_ecr]\nregion = \"eu-west-1\""),
     )
     .unwrap();
-    let nats = NatsServer::start();
-    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let (code, out, err) = ferry(&api, &["apps", "sync", app.to_str().unwrap()]);
-    assert_eq!(code, 0, "{out}{err}");
     let env: Vec<(String, String)> = [
         ("FERRY_ECR_ENDPOINT", ecr.url.as_str()),
         ("AWS_ACCESS_KEY_ID", "AKIDFERRYTEST"),
@@ -655,6 +654,20 @@ fn an_ecr_image_is_copied_with_credentials_from_get_authorization_token() {
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server_env(
+        &nats.url,
+        dir.path().join("server.log"),
+        &[
+            "--vendor-registry",
+            &vendor_url,
+            "--vendor-registry-ecr-region",
+            "eu-west-1",
+        ],
+        &env,
+    );
+    let (code, out, err) = ferry(&api, &["apps", "sync", app.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
     let _runner = Proc::runner_env(
         &nats.url,
         "prod",
@@ -732,7 +745,17 @@ fn an_ecr_image_is_copied_with_credentials_from_get_authorization_token() {
         .filter(|c| c.target == "AmazonEC2ContainerRegistry_V20150921.CreateRepository")
         .filter_map(|c| c.body["repositoryName"].as_str().map(str::to_string))
         .collect();
-    for repo in ["prod/sandbox", "prod/nginx"] {
+    for repo in [
+        "prod/sandbox",
+        "prod/nginx",
+        "ferry/default/k8s/web",
+        "ferry/default/k8s/sandbox",
+    ] {
         assert!(created.contains(repo), "{created:?}");
     }
+    // The chart, built into the vendor's ECR, synced through the hub into the install's, plans.
+    let w = wait_for(&api, &wf, 120, "the chart's plan", |w| {
+        step(w, "web", "approve")["status"] == "waiting" || w["status"] == "failed"
+    });
+    assert_eq!(step(&w, "web", "plan")["status"], "succeeded", "{w}");
 }

@@ -12,9 +12,8 @@ mod vendor;
 
 pub use vendor::Vendor;
 
-use ferry_artifacts::{
-    AnyStore, ArtifactConfig, NatsObjectStore, Registry, pack, pack_helm_chart, push,
-};
+use ferry_artifacts::{ArtifactConfig, NatsObjectStore, pack, pack_helm_chart, push};
+use ferry_ecr::RegistrySite;
 use ferry_model as m;
 use ferry_protocol::resources::{consumers, objects};
 use ferry_protocol::{Control, subjects};
@@ -49,17 +48,17 @@ struct Built {
 
 impl BuildService {
     /// A build service pushing to `registry`, or to the hub's `artifacts` object store.
-    pub async fn new(store: Store, registry: Option<Registry>) -> Result<Self, BuildError> {
-        let vendor = Vendor(match registry {
-            Some(r) => AnyStore::Registry(r),
-            None => AnyStore::Nats(Box::new(NatsObjectStore::new(
+    pub async fn new(store: Store, registry: Option<RegistrySite>) -> Result<Self, BuildError> {
+        let vendor = match registry {
+            Some(r) => Vendor::Registry(r),
+            None => Vendor::Nats(Box::new(NatsObjectStore::new(
                 store
                     .js
                     .get_object_store(objects::ARTIFACTS)
                     .await
                     .map_err(|e| BuildError::Nats(Box::new(e)))?,
             ))),
-        });
+        };
         Ok(BuildService {
             store,
             vendor,
@@ -229,7 +228,11 @@ impl BuildService {
                 )
             }
             .map_err(|e| format!("packing `{}`: {e}", component.name))?;
-        let vendor = self.vendor.of(&build.org, &build.app, &build.component);
+        let vendor = self
+            .vendor
+            .of(&build.org, &build.app, &build.component)
+            .await
+            .map_err(|e| format!("the vendor registry: {e}"))?;
         push(&vendor, &art)
             .await
             .map_err(|e| format!("pushing to the vendor store: {e}"))?;

@@ -65,7 +65,10 @@ impl BuildService {
     ) -> ArtifactReply {
         let refused = |reason: String| ArtifactReply::Refused { reason };
         let vendor = match self.allowed(org, install, &r.manifest).await {
-            Ok(Some((app, component))) => self.vendor.of(org, &app, &component),
+            Ok(Some((app, component))) => match self.vendor.of(org, &app, &component).await {
+                Ok(v) => v,
+                Err(e) => return refused(format!("the vendor registry: {e}")),
+            },
             Ok(None) => {
                 warn!(org, install, manifest = %r.manifest, "artifact read refused: not a build of the install's app");
                 return refused(format!(

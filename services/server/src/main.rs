@@ -65,6 +65,14 @@ struct Args {
     /// hub's `artifacts` object store (build).
     #[arg(long, env = "FERRY_VENDOR_REGISTRY")]
     vendor_registry: Option<String>,
+    /// The --vendor-registry is Amazon ECR in this region: credentials from ECR's
+    /// GetAuthorizationToken under this host's AWS identity, each repository created if missing.
+    #[arg(
+        long,
+        env = "FERRY_VENDOR_REGISTRY_ECR_REGION",
+        requires = "vendor_registry"
+    )]
+    vendor_registry_ecr_region: Option<String>,
     /// The vendor registry's user, with FERRY_VENDOR_REGISTRY_PASSWORD (basic auth).
     #[arg(long, env = "FERRY_VENDOR_REGISTRY_USER")]
     vendor_registry_user: Option<String>,
@@ -272,14 +280,16 @@ async fn spawn_service(
         Service::Build => {
             let registry = match &args.vendor_registry {
                 Some(url) => Some(
-                    ferry_artifacts::Registry::new(
+                    ferry_ecr::RegistrySite::new(
                         url,
+                        args.vendor_registry_ecr_region.clone(),
                         ferry_artifacts::Auth::from_parts(
                             args.vendor_registry_user.clone(),
                             args.vendor_registry_password.clone(),
                             args.vendor_registry_token.clone(),
                         ),
                     )
+                    .map_err(anyhow::Error::msg)
                     .with_context(|| format!("--vendor-registry {url}"))?,
                 ),
                 None => None,

@@ -116,3 +116,82 @@ impl Ecr {
         }
     }
 }
+
+/// A registry as an operator configures one: its URL (`https://host/path`, `http://127.0.0.1:5000/path`)
+/// and, when it is Amazon ECR, its region. Repositories under it are opened with fresh credentials:
+/// the ones given, or ECR's (a token is asked again once it is an hour old; ECR's live 12 hours),
+/// and on ECR each repository is created first (ECR creates none on push).
+#[derive(Debug, Clone)]
+pub struct RegistrySite {
+    url: String,
+    ecr_region: Option<String>,
+    given: Auth,
+    /// ECR's last token, and when it was asked for.
+    token: std::sync::Arc<std::sync::Mutex<Option<(std::time::Instant, Auth)>>>,
+}
+
+/// How long an ECR token is used before another is asked for.
+const TOKEN_REUSE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+impl RegistrySite {
+    /// `given`: the credentials of a registry that is not ECR (ignored for ECR).
+    pub fn new(url: &str, ecr_region: Option<String>, given: Auth) -> Result<RegistrySite, String> {
+        // Checked now: a bad URL stops a service at start, not at its first use.
+        ferry_artifacts::Registry::new(url, Auth::Anonymous).map_err(|e| format!("{url}: {e}"))?;
+        Ok(RegistrySite {
+            url: url.to_string(),
+            ecr_region,
+            given,
+            token: Default::default(),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn ecr_region(&self) -> Option<&str> {
+        self.ecr_region.as_deref()
+    }
+
+    /// The repository `<path>/<child>`, ready to push to and pull from.
+    pub async fn repository(&self, child: &str) -> Result<ferry_artifacts::Registry, String> {
+        // Boxed: the SDK's futures are deep types, and a caller's own future (a service's whole
+        // task) would otherwise outgrow the compiler's layout depth.
+        Box::pin(self.open(child)).await
+    }
+
+    async fn open(&self, child: &str) -> Result<ferry_artifacts::Registry, String> {
+        let Some(region) = &self.ecr_region else {
+            return ferry_artifacts::Registry::new(&self.url, self.given.clone())
+                .map(|r| r.child(child))
+                .map_err(|e| e.to_string());
+        };
+        let endpoint = std::env::var("FERRY_ECR_ENDPOINT").ok();
+        let ecr = Ecr::new(region, endpoint.as_deref()).await;
+        let cached = self
+            .token
+            .lock()
+            .ok()
+            .and_then(|t| t.clone())
+            .filter(|(at, _)| at.elapsed() < TOKEN_REUSE)
+            .map(|(_, auth)| auth);
+        let auth = match cached {
+            Some(a) => a,
+            None => {
+                let a = ecr.auth().await.map_err(|e| e.to_string())?;
+                if let Ok(mut t) = self.token.lock() {
+                    *t = Some((std::time::Instant::now(), a.clone()));
+                }
+                a
+            }
+        };
+        let repo = ferry_artifacts::Registry::new(&self.url, auth)
+            .map_err(|e| e.to_string())?
+            .child(child);
+        ecr.ensure_repository(repo.repository())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(repo)
+    }
+}
