@@ -10,6 +10,7 @@
 
 pub mod fixtures;
 mod hub;
+pub mod k8s;
 mod link;
 mod registry;
 

@@ -67,6 +67,7 @@ async fn a_multi_platform_index_copies_by_digest_between_registries() {
         assert!(dst.has_manifest(p).await.unwrap(), "platform {p} copied");
     }
     // Again: every blob and platform manifest is already there; only the tag is written again.
+    // (A copy cut short resumes the same way: see `a_copy_cut_short_resumes_where_it_stopped`.)
     let again = copy_tagged(&src, &dst, &index, Some("1.0")).await.unwrap();
     assert_eq!(
         (again.blobs_copied, again.blobs_skipped),
@@ -220,4 +221,26 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// A copy cut short after one platform resumes: a second run copies only what is missing, and
+/// the index (written last) appears only once everything it names is there.
+#[tokio::test]
+async fn a_copy_cut_short_resumes_where_it_stopped() {
+    let (vendor, install) = (RegistryServer::start(), RegistryServer::start());
+    let src = Registry::new(&vendor.url("acme/api"), Auth::Anonymous).unwrap();
+    let dst = Registry::new(&install.url("mirror/api"), Auth::Anonymous).unwrap();
+    let (index, platforms) = push_index(&src, "1.0").await;
+    // The first run got as far as the first platform.
+    let partial = copy_tagged(&src, &dst, &platforms[0], None).await.unwrap();
+    assert_eq!(partial.blobs_copied, 3, "{partial:?}");
+    assert!(!dst.has_manifest(&index).await.unwrap());
+    let resumed = copy_tagged(&src, &dst, &index, Some("1.0")).await.unwrap();
+    // The first platform's config, layer and manifest are skipped; the second's and the index copied.
+    assert_eq!(
+        (resumed.blobs_copied, resumed.blobs_skipped),
+        (4, 3),
+        "{resumed:?}"
+    );
+    assert_eq!(dst.resolve("1.0").await.unwrap(), index);
 }

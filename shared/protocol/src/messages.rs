@@ -140,7 +140,7 @@ pub struct HelmSettings {
     pub release: String,
     /// Namespace of the release; empty: the install's name (Nuon's default is the install id).
     pub namespace: String,
-    /// `configmap` or `secret` (Helm's `HELM_DRIVER`); empty: Helm's default, `secret`.
+    /// `configmap` or `secret` (Helm's `HELM_DRIVER`); empty: `configmap`, as Nuon does.
     pub storage_driver: String,
     /// The contents of each `values_file`, in the order declared: Helm merges them in that order.
     pub values_files: Vec<String>,

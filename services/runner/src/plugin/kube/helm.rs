@@ -52,6 +52,16 @@ fn settings(job: &PluginJob) -> Result<&HelmSettings, PluginError> {
     }
 }
 
+/// Where Helm keeps a release's records: `storage_driver`, else `configmap` (Nuon's default;
+/// Helm's own would be `secret`).
+fn driver(storage_driver: &str) -> &str {
+    if storage_driver.is_empty() {
+        "configmap"
+    } else {
+        storage_driver
+    }
+}
+
 fn namespace(job: &PluginJob, h: &HelmSettings) -> String {
     if h.namespace.is_empty() {
         job.install.clone()
@@ -219,9 +229,7 @@ fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     if plan.take_ownership {
         cmd.arg("--take-ownership");
     }
-    if !plan.storage_driver.is_empty() {
-        cmd.env("HELM_DRIVER", &plan.storage_driver);
-    }
+    cmd.env("HELM_DRIVER", driver(&plan.storage_driver));
     let doing = format!(
         "helm upgrade --install of release `{}` into namespace `{}`",
         plan.release, plan.namespace
@@ -239,9 +247,7 @@ fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
             "json",
         ])
         .args(cluster.args());
-    if !plan.storage_driver.is_empty() {
-        status.env("HELM_DRIVER", &plan.storage_driver);
-    }
+    status.env("HELM_DRIVER", driver(&plan.storage_driver));
     let shown = run_against(&mut status, "helm status", &cluster)?;
     let s: serde_json::Value = serde_json::from_str(&shown).unwrap_or_default();
     let mut outputs = serde_json::Map::new();
@@ -271,9 +277,7 @@ fn teardown(job: &PluginJob) -> Result<PluginResult, PluginError> {
     ])
     .arg(format!("--timeout={timeout}s"))
     .args(cluster.args());
-    if !h.storage_driver.is_empty() {
-        cmd.env("HELM_DRIVER", &h.storage_driver);
-    }
+    cmd.env("HELM_DRIVER", driver(&h.storage_driver));
     let doing = format!(
         "helm uninstall of release `{}` from namespace `{ns}`",
         h.release

@@ -1,0 +1,94 @@
+//! Helpers of the Kubernetes and registry tests: the example app with its image from a test
+//! registry, an image published there, the pinned helm.
+
+use crate::{RegistryServer, repo_root};
+
+/// Whether a workflow has a step waiting for a decision.
+pub fn waiting(w: &serde_json::Value) -> bool {
+    w["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["kind"] == "approve" && s["status"] == "waiting")
+}
+
+pub fn helm() -> std::path::PathBuf {
+    repo_root().join(".tools/bin/helm")
+}
+
+/// A public image's registry: a two-platform image (each platform a small artifact) pushed to a
+/// real registry as `library/nginx:1.27-alpine`; its index digest.
+pub fn publish_image(source: &RegistryServer) -> String {
+    publish_image_as(source, ferry_artifacts::Auth::Anonymous)
+}
+
+/// [`publish_image`] to a registry that takes `auth`.
+pub fn publish_image_as(source: &RegistryServer, auth: ferry_artifacts::Auth) -> String {
+    use ferry_artifacts::{ArtifactConfig, BlobStore, Registry, pack, push, sha256_digest};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let reg = Registry::new(&source.url("library/nginx"), auth).unwrap();
+        let mut platforms = Vec::new();
+        for arch in ["amd64", "arm64"] {
+            let config = ArtifactConfig {
+                component: format!("nginx-{arch}"),
+                kind: "image".into(),
+                content_hash: String::new(),
+            };
+            let art = pack(&config, vec![("usr/sbin/nginx", arch.as_bytes(), true)]).unwrap();
+            push(&reg, &art).await.unwrap();
+            platforms.push(serde_json::json!({
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "digest": art.manifest_digest, "size": art.manifest_bytes.len(),
+                "platform": {"architecture": arch, "os": "linux"}
+            }));
+        }
+        let index = serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": platforms,
+        }))
+        .unwrap();
+        let digest = sha256_digest(&index);
+        reg.put_manifest(
+            &digest,
+            &index,
+            "application/vnd.oci.image.index.v1+json",
+            Some("1.27-alpine"),
+        )
+        .await
+        .unwrap();
+        digest
+    })
+}
+
+/// examples/k8s with its public image taken from `source` (no other registry is reachable here).
+pub fn example_app(dir: &std::path::Path, source: &RegistryServer) -> std::path::PathBuf {
+    let app = dir.join("k8s");
+    crate::copy_dir(&repo_root().join("examples/k8s"), &app);
+    let image = app.join("components/nginx.toml");
+    let toml = std::fs::read_to_string(&image).unwrap();
+    assert!(toml.contains("docker.io/library/nginx"), "{toml}");
+    std::fs::write(
+        &image,
+        toml.replace(
+            "docker.io/library/nginx",
+            &format!("{}/library/nginx", source.host),
+        ),
+    )
+    .unwrap();
+    app
+}
+
+/// The status of the `kind` step of `component`, or "" while the workflow is not laid out yet
+/// (for polling: [`crate::step`] insists the step exists).
+pub fn status<'a>(w: &'a serde_json::Value, component: &str, kind: &str) -> &'a str {
+    w["steps"]
+        .as_array()
+        .and_then(|s| {
+            s.iter()
+                .find(|s| s["component"] == component && s["kind"] == kind)
+        })
+        .and_then(|s| s["status"].as_str())
+        .unwrap_or_default()
+}
