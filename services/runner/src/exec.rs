@@ -35,7 +35,7 @@ pub struct Executor {
     install: String,
     pub(crate) data_dir: PathBuf,
     /// The install's own registry; `None`: `layout`. Deployments only ever read from it.
-    registry: Option<crate::registry::InstallRegistry>,
+    registry: Option<ferry_ecr::RegistrySite>,
     /// The install's OCI layout directory, in the data directory.
     layout: LocalLayout,
     cancel_grace: Duration,
@@ -103,7 +103,10 @@ impl Executor {
             org: cfg.org.clone(),
             install: cfg.install.clone(),
             data_dir: cfg.data_dir.clone(),
-            registry: cfg.registry.clone(),
+            registry: match &cfg.registry {
+                Some(r) => Some(r.open().map_err(std::io::Error::other)?),
+                None => None,
+            },
             layout,
             cancel_grace: cfg.cancel_grace,
             tools: cfg.tools.clone(),
@@ -255,7 +258,7 @@ impl Executor {
     /// (`<registry path>/<component>`).
     async fn store(&self, component: &str) -> Result<AnyStore, String> {
         match &self.registry {
-            Some(r) => Ok(AnyStore::Registry(r.for_component(component).await?)),
+            Some(r) => Ok(AnyStore::Registry(r.repository(component).await?)),
             None => Ok(AnyStore::Layout(self.layout.clone())),
         }
     }

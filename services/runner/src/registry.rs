@@ -16,11 +16,15 @@ pub struct InstallRegistry {
 }
 
 impl InstallRegistry {
-    /// The repository of `component`'s artifacts and images, with fresh credentials.
+    /// The registry, opened under the runner's environment: keep it to reuse ECR's token.
+    pub fn open(&self) -> Result<ferry_ecr::RegistrySite, String> {
+        ferry_ecr::RegistrySite::new(&self.url, self.ecr_region.clone(), env_auth())
+    }
+
+    /// The repository of `component`'s artifacts and images (for a process that opens the
+    /// registry once, as a plugin does).
     pub async fn for_component(&self, component: &str) -> Result<Registry, String> {
-        ferry_ecr::RegistrySite::new(&self.url, self.ecr_region.clone(), env_auth())?
-            .repository(component)
-            .await
+        self.open()?.repository(component).await
     }
 }
 

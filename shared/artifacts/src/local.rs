@@ -11,7 +11,8 @@ use crate::{ArtifactError, BlobStore, digest_hex, verify};
 #[derive(Debug, Clone)]
 pub struct LocalLayout {
     root: PathBuf,
-    /// `index.json` is read, changed and written whole: one writer at a time in this process.
+    /// `index.json` is read, changed and written whole: one writer at a time in this process
+    /// (and a file lock between processes).
     index: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -46,29 +47,17 @@ impl LocalLayout {
         tag: &str,
     ) -> Result<(), ArtifactError> {
         let _one = self.index.lock().await;
-        let path = self.root.join("index.json");
-        let bytes = tokio::fs::read(&path).await?;
-        let mut index: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| ArtifactError::Store(format!("{}: {e}", path.display())))?;
+        let root = self.root.clone();
         let entry = serde_json::json!({
             "mediaType": media_type,
             "digest": digest,
             "size": size,
             "annotations": { REF_NAME: tag },
         });
-        let list = index["manifests"].as_array_mut().ok_or_else(|| {
-            ArtifactError::Store(format!("{}: no `manifests` list", path.display()))
-        })?;
-        list.retain(|m| m["annotations"][REF_NAME] != tag);
-        list.push(entry);
-        let tmp = path.with_extension(format!("json.tmp-{}", std::process::id()));
-        tokio::fs::write(
-            &tmp,
-            serde_json::to_vec(&index).map_err(|e| ArtifactError::Store(e.to_string()))?,
-        )
-        .await?;
-        tokio::fs::rename(&tmp, &path).await?;
-        Ok(())
+        let tag = tag.to_string();
+        tokio::task::spawn_blocking(move || add_to_index(&root, entry, &tag))
+            .await
+            .map_err(|e| ArtifactError::Store(format!("updating index.json: {e}")))?
     }
 
     fn path(&self, digest: &str) -> Result<PathBuf, ArtifactError> {
@@ -115,4 +104,26 @@ impl BlobStore for LocalLayout {
         }
         Ok(())
     }
+}
+
+/// Lists `entry` in the layout's `index.json` as `tag`, under an exclusive lock on
+/// `index.json.lock`: the runner and its plugin processes (which copy images) may both write it.
+fn add_to_index(root: &Path, entry: serde_json::Value, tag: &str) -> Result<(), ArtifactError> {
+    let lock = std::fs::File::create(root.join("index.json.lock"))?;
+    lock.lock()?;
+    let path = root.join("index.json");
+    let mut index: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)
+        .map_err(|e| ArtifactError::Store(format!("{}: {e}", path.display())))?;
+    let list = index["manifests"]
+        .as_array_mut()
+        .ok_or_else(|| ArtifactError::Store(format!("{}: no `manifests` list", path.display())))?;
+    list.retain(|m| m["annotations"][REF_NAME] != tag);
+    list.push(entry);
+    let tmp = path.with_extension(format!("json.tmp-{}", std::process::id()));
+    std::fs::write(
+        &tmp,
+        serde_json::to_vec(&index).map_err(|e| ArtifactError::Store(e.to_string()))?,
+    )?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(())
 }

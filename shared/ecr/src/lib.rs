@@ -128,6 +128,8 @@ pub struct RegistrySite {
     given: Auth,
     /// ECR's last token, and when it was asked for.
     token: std::sync::Arc<std::sync::Mutex<Option<(std::time::Instant, Auth)>>>,
+    /// Repositories already made (or found) on ECR by this site.
+    made: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 /// How long an ECR token is used before another is asked for.
@@ -143,6 +145,7 @@ impl RegistrySite {
             ecr_region,
             given,
             token: Default::default(),
+            made: Default::default(),
         })
     }
 
@@ -189,9 +192,15 @@ impl RegistrySite {
         let repo = ferry_artifacts::Registry::new(&self.url, auth)
             .map_err(|e| e.to_string())?
             .child(child);
-        ecr.ensure_repository(repo.repository())
-            .await
-            .map_err(|e| e.to_string())?;
+        let name = repo.repository().to_string();
+        if !self.made.lock().is_ok_and(|m| m.contains(&name)) {
+            ecr.ensure_repository(&name)
+                .await
+                .map_err(|e| e.to_string())?;
+            if let Ok(mut m) = self.made.lock() {
+                m.insert(name);
+            }
+        }
         Ok(repo)
     }
 }
