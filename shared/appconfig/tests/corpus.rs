@@ -573,7 +573,7 @@ fn variants_give_exact_diagnostics() {
                 "inputs.toml",
                 Some("[[input]]\nname = \"port\"\ntype = \"number\"\ndefault = \"eighty\"\n"),
             )],
-            "inputs.toml:4:11: error: the default of input `port` is not a valid number",
+            "inputs.toml:4:11: warning: the default of input `port` is not a valid number: an install must give it a value",
         ),
         (
             "eks-platform",
@@ -913,6 +913,35 @@ fn install_inputs_are_checked_against_their_declared_types() {
             .unwrap_err()
             .starts_with("unknown input `nmae`")
     );
+}
+
+/// A default that does not match its input's type (Nuon's own byoc app has a required bool input
+/// defaulting to `please-provide-a-value`) is a warning at validation, and an install created
+/// without a value for that input is refused; one that gives a value is not.
+#[test]
+fn a_default_of_the_wrong_type_is_a_warning_and_needs_a_value_at_install() {
+    let mut pkg = app("local-scripts");
+    pkg.files.insert(
+        "inputs.toml".into(),
+        b"[[input]]\nname = \"enable_sso\"\ntype = \"bool\"\nrequired = true\ndefault = \"please-provide-a-value\"\n".to_vec(),
+    );
+    let r = validate(&pkg);
+    let shown: Vec<String> = r.diagnostics.0.iter().map(|d| d.to_string()).collect();
+    assert!(
+        shown.contains(&"inputs.toml:5:11: warning: the default of input `enable_sso` is not a valid bool: an install must give it a value".to_string()),
+        "{shown:#?}"
+    );
+    let cfg = r.config.expect("valid, as Nuon takes it");
+    let given = |v: &[(&str, &str)]| {
+        v.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    assert_eq!(
+        cfg.check_inputs(&given(&[])),
+        Err("input `enable_sso` needs a value: its default `please-provide-a-value` is not a valid bool".into())
+    );
+    assert!(cfg.check_inputs(&given(&[("enable_sso", "true")])).is_ok());
 }
 
 #[test]

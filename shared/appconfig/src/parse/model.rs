@@ -229,14 +229,20 @@ impl AppConfig {
             };
             input.check(value)?;
         }
-        match self
-            .inputs
-            .iter()
-            .find(|i| i.required && i.default.is_none() && !values.contains_key(&i.name))
-        {
-            Some(i) => Err(format!("input `{}` is required", i.name)),
-            None => Ok(()),
+        for i in self.inputs.iter().filter(|i| !values.contains_key(&i.name)) {
+            match &i.default {
+                None if i.required => return Err(format!("input `{}` is required", i.name)),
+                // A default of the wrong type (validation warned) stands in for no value.
+                Some(d) if i.check(d).is_err() => {
+                    return Err(format!(
+                        "input `{}` needs a value: its default `{d}` is not a valid {}",
+                        i.name, i.kind
+                    ));
+                }
+                _ => {}
+            }
         }
+        Ok(())
     }
 }
 
