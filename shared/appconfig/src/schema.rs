@@ -545,8 +545,8 @@ pub static POLICY: Schema = Schema {
 
 pub static POLICIES: Schema = Schema {
     name: "policies.toml",
-    doc: "Policies evaluated against plans before approval.",
-    groups: &[&[f("policy", Ty::Tables(&POLICY), "policies")]],
+    doc: "Policies over plans. OPA (Rego) policies are compiled at validation (a policy that does not compile is an error); this version does not yet evaluate any against plans.",
+    groups: &[&[ign("policy", Ty::Tables(&POLICY), "policies")]],
     free_tables: false,
 };
 

@@ -127,7 +127,7 @@ fn nuon_shapes_validate_with_exact_warnings_and_carry_their_values() {
             "secrets/license.toml:3:16: warning: not a template: a string without `.nuon` is never rendered (Nuon passes it through), so its `{{ }}` appear literally",
         ]
     );
-    assert_eq!(pending.len(), 19, "{pending:#?}");
+    assert_eq!(pending.len(), 20, "{pending:#?}");
     // R2: `./boundary.json` (permissions, break glass), `./values/..` (components),
     // `./scripts/..` (actions), `./no-privileged.yaml` (a policy in `policies/k8s/`) only exist under
     // their block's base directory: had any been resolved from the root, it would be an error above.
@@ -576,6 +576,14 @@ fn variants_give_exact_diagnostics() {
             "inputs.toml:4:11: warning: the default of input `port` is not a valid number: an install must give it a value",
         ),
         (
+            "lambda-api",
+            vec![(
+                "policies/on-demand.rego",
+                Some("package lambda.ondemand\n\ndeny contains msg if {\n  input.plan ==\n}\n"),
+            )],
+            "policies/on-demand.rego:5:1: error: policy does not compile: expecting expression",
+        ),
+        (
             "eks-platform",
             vec![("secrets.toml", Some("[[secret]]\nname = \"other\"\n"))],
             "secrets.toml:1:1: error: both `secrets.toml` and `secrets/` exist: use one of them",
@@ -953,4 +961,24 @@ fn an_input_change_reaches_the_components_whose_templates_read_it() {
     let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect();
     assert_eq!(cfg.readers_of(&names(&["greeting"])), ["greeter"]);
     assert!(cfg.readers_of(&names(&["nothing-reads-this"])).is_empty());
+}
+
+/// Rego with templates (Nuon renders policy contents per install) is not compiled before it is
+/// rendered: a template outside a string is no error at validation.
+#[test]
+fn a_templated_policy_is_not_compiled_before_it_is_rendered() {
+    let mut pkg = app("lambda-api");
+    pkg.files.insert(
+        "policies/on-demand.rego".into(),
+        b"package lambda.ondemand\n\ndeny contains msg if {\n  count(input.plan.resource_changes) > {{.nuon.inputs.inputs.max_changes}}\n  msg := \"too many\"\n}\n".to_vec(),
+    );
+    let r = validate(&pkg);
+    let errors: Vec<String> = r
+        .diagnostics
+        .0
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| d.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
 }

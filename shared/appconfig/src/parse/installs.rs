@@ -145,6 +145,11 @@ impl<'a> Loader<'a> {
                 format!("`{kind}` policies are evaluated by {by_type}, not {engine}"),
             );
         }
+        if engine == "opa"
+            && let Some(node) = p.get("contents")
+        {
+            self.compile_policy(doc, node, &contents);
+        }
         if let Some(want) = ext_engine.filter(|e| *e != engine) {
             self.warn(
                 &doc.path,

@@ -25,6 +25,7 @@ mod inputs;
 mod installs;
 mod model;
 mod refs;
+mod rego;
 mod roles;
 mod settings;
 
