@@ -92,3 +92,40 @@ pub fn status<'a>(w: &'a serde_json::Value, component: &str, kind: &str) -> &'a 
         .and_then(|s| s["status"].as_str())
         .unwrap_or_default()
 }
+
+/// Creates install `prod` of the k8s example (prompting for approvals) with its cluster at
+/// `cluster_server`; its first workflow's id.
+pub fn create_install(api: &str, cluster_server: &str) -> String {
+    let created = crate::ferry_json(
+        api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "k8s",
+            "--name",
+            "prod",
+            "--input",
+            &format!("cluster_server={cluster_server}"),
+            "--input",
+            "cluster_token=t0ken",
+            "--json",
+        ],
+    );
+    created["workflow_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no workflow id in {created}"))
+        .to_string()
+}
+
+/// Approves each of `components`' plans, in order, as each comes to wait.
+pub fn approve_in_order(api: &str, wf: &str, components: &[&str]) {
+    for component in components {
+        let w = crate::wait_for(api, wf, 120, &format!("{component}'s plan to wait"), |w| {
+            status(w, component, "approve") == "waiting" || w["status"] == "failed"
+        });
+        let at = crate::step(&w, component, "approve")["index"].to_string();
+        let (code, out, err) = crate::ferry(api, &["workflows", "approve", wf, "--step", &at]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+}

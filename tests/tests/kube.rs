@@ -7,7 +7,9 @@
 
 use std::process::Command;
 
-use ferry_tests::k8s::{example_app, helm, publish_image, status, waiting};
+use ferry_tests::k8s::{
+    approve_in_order, create_install, example_app, helm, publish_image, status, waiting,
+};
 use ferry_tests::{
     NatsServer, Proc, RegistryServer, ferry, ferry_json, free_port, repo_root, step, wait_for,
 };
@@ -34,23 +36,7 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
     );
     // A port nothing listens on: the cluster refuses.
     let server = format!("https://127.0.0.1:{}", free_port());
-    let created = ferry_json(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "k8s",
-            "--name",
-            "prod",
-            "--input",
-            &format!("cluster_server={server}"),
-            "--input",
-            "cluster_token=t0ken",
-            "--json",
-        ],
-    );
-    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    let wf = create_install(&api, &server);
 
     // The sandbox's plan, then its apply: it names the cluster.
     wait_for(&api, &wf, 90, "the sandbox plan to wait", waiting);
@@ -73,17 +59,7 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
     );
     // The image is copied (into the runner's layout: this install has no registry), then the
     // chart plans with the copy's outputs.
-    let (code, out, err) = ferry(
-        &api,
-        &[
-            "workflows",
-            "approve",
-            &wf,
-            "--step",
-            &step(&w, "nginx", "approve")["index"].to_string(),
-        ],
-    );
-    assert_eq!(code, 0, "{out}{err}");
+    approve_in_order(&api, &wf, &["nginx"]);
     let w = wait_for(
         &api,
         &wf,

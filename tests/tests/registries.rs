@@ -6,7 +6,9 @@
 
 use std::process::Command;
 
-use ferry_tests::k8s::{example_app, helm, publish_image, publish_image_as, status};
+use ferry_tests::k8s::{
+    approve_in_order, create_install, example_app, helm, publish_image, publish_image_as, status,
+};
 use ferry_tests::{
     NatsServer, Proc, RegistryServer, ferry, ferry_json, free_port, repo_root, step, wait_for,
 };
@@ -43,37 +45,10 @@ fn charts_build_into_the_vendor_registry_and_sync_into_the_installs() {
         &["--registry", &install_url],
     );
     let server = format!("https://127.0.0.1:{}", free_port());
-    let created = ferry_json(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "k8s",
-            "--name",
-            "prod",
-            "--input",
-            &format!("cluster_server={server}"),
-            "--input",
-            "cluster_token=t",
-            "--json",
-        ],
-    );
-    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    let wf = create_install(&api, &server);
     // The sandbox, then the image: approved one by one; the chart then plans from the install's
     // copy of itself, with the install's copy of the image.
-    for component in ["sandbox", "nginx"] {
-        let w = wait_for(
-            &api,
-            &wf,
-            120,
-            &format!("{component}'s plan to wait"),
-            |w| status(w, component, "approve") == "waiting" || w["status"] == "failed",
-        );
-        let at = step(&w, component, "approve")["index"].to_string();
-        let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", &at]);
-        assert_eq!(code, 0, "{out}{err}");
-    }
+    approve_in_order(&api, &wf, &["sandbox", "nginx"]);
     let w = wait_for(&api, &wf, 120, "the chart's plan to wait", |w| {
         status(w, "web", "approve") == "waiting" || w["status"] == "failed"
     });
@@ -376,35 +351,8 @@ fn ecr_credentials_from_get_authorization_token_serve_images_and_both_registries
         ],
         &env,
     );
-    let created = ferry_json(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "k8s",
-            "--name",
-            "prod",
-            "--input",
-            "cluster_server=https://127.0.0.1:1",
-            "--input",
-            "cluster_token=t",
-            "--json",
-        ],
-    );
-    let wf = created["workflow_id"].as_str().unwrap().to_string();
-    for component in ["sandbox", "nginx"] {
-        let w = wait_for(
-            &api,
-            &wf,
-            120,
-            &format!("{component}'s plan to wait"),
-            |w| status(w, component, "approve") == "waiting" || w["status"] == "failed",
-        );
-        let at = step(&w, component, "approve")["index"].to_string();
-        let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", &at]);
-        assert_eq!(code, 0, "{out}{err}");
-    }
+    let wf = create_install(&api, "https://127.0.0.1:1");
+    approve_in_order(&api, &wf, &["sandbox", "nginx"]);
     let w = wait_for(&api, &wf, 120, "the image's apply", |w| {
         status(w, "nginx", "apply") == "succeeded" || w["status"] == "failed"
     });

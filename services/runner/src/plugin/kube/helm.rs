@@ -195,13 +195,8 @@ fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
         chart_package,
         manifest,
     };
-    let bytes = serde_json::to_vec_pretty(&plan)?;
     let what = format!("release `{}` in namespace `{ns}`", h.release);
-    let p = object_plan(job, &bytes, &plan.manifest, &ns, &what)?;
-    Ok(PluginResult {
-        plan: Some(p),
-        ..Default::default()
-    })
+    object_plan(job, &plan, &plan.manifest, &ns, &what)
 }
 
 fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {

@@ -86,13 +86,8 @@ fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
         namespace: ns.clone(),
         manifest: object(job, j, &ns).to_string(),
     };
-    let bytes = serde_json::to_vec_pretty(&plan)?;
     let what = format!("job `{}` in namespace `{ns}`", job.component);
-    let p = object_plan(job, &bytes, &plan.manifest, &ns, &what)?;
-    Ok(PluginResult {
-        plan: Some(p),
-        ..Default::default()
-    })
+    object_plan(job, &plan, &plan.manifest, &ns, &what)
 }
 
 fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {

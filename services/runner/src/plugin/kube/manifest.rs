@@ -131,18 +131,13 @@ fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
         namespace: ns.clone(),
         manifest,
     };
-    let bytes = serde_json::to_vec_pretty(&plan)?;
-    let p = object_plan(
+    object_plan(
         job,
-        &bytes,
+        &plan,
         &plan.manifest,
         &ns,
         &format!("namespace `{ns}`"),
-    )?;
-    Ok(PluginResult {
-        plan: Some(p),
-        ..Default::default()
-    })
+    )
 }
 
 /// The objects as one JSON `List`, for kubectl's `-f` (every object already has its namespace).

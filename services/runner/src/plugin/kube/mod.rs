@@ -15,7 +15,7 @@ pub mod objects;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
-use super::{PluginError, PluginJob, PluginPlan};
+use super::{PluginError, PluginJob, PluginPlan, PluginResult};
 
 /// The objects last applied for this component, as a YAML stream, in its state directory.
 const APPLIED: &str = "applied-manifest.yaml";
@@ -43,15 +43,18 @@ pub(crate) fn record_applied(job: &PluginJob, manifest: &str) -> Result<(), Plug
     Ok(())
 }
 
-/// The plan of rendered objects against the last applied ones: its changes file (Terraform's plan
-/// shape) and summary. `changes` is whether the plan differs from the applied one by digest.
+/// The plan of rendered objects against the last applied ones: the plan document `plan` (what the
+/// apply runs with) in its file, its changes file (Terraform's plan shape) and summary. `changes`
+/// is whether the plan differs from the applied one by digest.
 pub(crate) fn object_plan(
     job: &PluginJob,
-    plan_bytes: &[u8],
+    plan: &impl serde::Serialize,
     manifest: &str,
     namespace: &str,
     what: &str,
-) -> Result<PluginPlan, PluginError> {
+) -> Result<PluginResult, PluginError> {
+    let plan_bytes = serde_json::to_vec_pretty(plan)?;
+    let plan_bytes = plan_bytes.as_slice();
     let after = objects::parse(manifest, namespace).map_err(PluginError)?;
     let before = objects::parse(&last_applied(job)?, namespace).unwrap_or_default();
     let changes_json = objects::changes(&before, &after);
@@ -78,11 +81,14 @@ pub(crate) fn object_plan(
     std::fs::write(&file, plan_bytes)?;
     let diff = job.work_dir.join("changes.json");
     std::fs::write(&diff, serde_json::to_vec(&changes_json)?)?;
-    Ok(PluginPlan {
-        file,
-        changes,
-        summary,
-        diff: Some(diff),
+    Ok(PluginResult {
+        plan: Some(PluginPlan {
+            file,
+            changes,
+            summary,
+            diff: Some(diff),
+        }),
+        ..Default::default()
     })
 }
 
