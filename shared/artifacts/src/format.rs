@@ -74,37 +74,51 @@ pub fn pack<'a>(
     config: &ArtifactConfig,
     files: impl IntoIterator<Item = (&'a str, &'a [u8], bool)>,
 ) -> Result<BuiltArtifact, ArtifactError> {
-    let layer = tar_gz(files)?;
     let config_bytes =
         serde_json::to_vec(config).map_err(|e| ArtifactError::Store(e.to_string()))?;
+    one_layer(
+        Some(ARTIFACT_TYPE),
+        (CONFIG_MEDIA_TYPE, config_bytes),
+        (LAYER_MEDIA_TYPE, tar_gz(files)?),
+        None,
+    )
+}
+
+/// An image manifest of one config blob and one layer, both `(media type, bytes)`: the shape of
+/// Ferry's component artifacts and of Helm's charts alike.
+pub(crate) fn one_layer(
+    artifact_type: Option<&str>,
+    (config_type, config): (&str, Vec<u8>),
+    (layer_type, layer): (&str, Vec<u8>),
+    tag: Option<String>,
+) -> Result<BuiltArtifact, ArtifactError> {
     let manifest = Manifest {
         schema_version: 2,
         media_type: MANIFEST_MEDIA_TYPE.into(),
-        artifact_type: Some(ARTIFACT_TYPE.into()),
+        artifact_type: artifact_type.map(str::to_string),
         config: Descriptor {
-            media_type: CONFIG_MEDIA_TYPE.into(),
-            digest: sha256_digest(&config_bytes),
-            size: config_bytes.len() as u64,
+            media_type: config_type.into(),
+            digest: sha256_digest(&config),
+            size: config.len() as u64,
         },
         layers: vec![Descriptor {
-            media_type: LAYER_MEDIA_TYPE.into(),
+            media_type: layer_type.into(),
             digest: sha256_digest(&layer),
             size: layer.len() as u64,
         }],
     };
     let manifest_bytes =
         serde_json::to_vec(&manifest).map_err(|e| ArtifactError::Store(e.to_string()))?;
-    let size = (config_bytes.len() + layer.len() + manifest_bytes.len()) as u64;
     Ok(BuiltArtifact {
         manifest_digest: sha256_digest(&manifest_bytes),
+        size: (config.len() + layer.len() + manifest_bytes.len()) as u64,
         manifest_bytes,
         media_type: MANIFEST_MEDIA_TYPE.into(),
-        tag: None,
+        tag,
         blobs: vec![
-            (manifest.config.digest.clone(), config_bytes),
+            (manifest.config.digest.clone(), config),
             (manifest.layers[0].digest.clone(), layer),
         ],
-        size,
     })
 }
 

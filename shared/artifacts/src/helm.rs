@@ -7,8 +7,8 @@
 //! package must be reproducible (sorted entries, zero times and owners), so an unchanged chart keeps
 //! its digest.
 
-use crate::format::{BuiltArtifact, Descriptor, MANIFEST_MEDIA_TYPE, Manifest};
-use crate::{ArtifactError, sha256_digest};
+use crate::ArtifactError;
+use crate::format::{BuiltArtifact, Manifest};
 
 pub const HELM_CONFIG_MEDIA_TYPE: &str = "application/vnd.cncf.helm.config.v1+json";
 pub const HELM_CHART_MEDIA_TYPE: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
@@ -39,35 +39,13 @@ pub fn pack_helm_chart<'a>(
         .collect();
     let layer = crate::format::tar_gz(prefixed.iter().map(|(p, b, x)| (p.as_str(), *b, *x)))?;
     let config = serde_json::to_vec(&meta).map_err(|e| ArtifactError::Store(e.to_string()))?;
-    let manifest = Manifest {
-        schema_version: 2,
-        media_type: MANIFEST_MEDIA_TYPE.into(),
-        artifact_type: None,
-        config: Descriptor {
-            media_type: HELM_CONFIG_MEDIA_TYPE.into(),
-            digest: sha256_digest(&config),
-            size: config.len() as u64,
-        },
-        layers: vec![Descriptor {
-            media_type: HELM_CHART_MEDIA_TYPE.into(),
-            digest: sha256_digest(&layer),
-            size: layer.len() as u64,
-        }],
-    };
-    let manifest_bytes =
-        serde_json::to_vec(&manifest).map_err(|e| ArtifactError::Store(e.to_string()))?;
-    Ok(BuiltArtifact {
-        manifest_digest: sha256_digest(&manifest_bytes),
-        size: (config.len() + layer.len() + manifest_bytes.len()) as u64,
-        manifest_bytes,
-        media_type: MANIFEST_MEDIA_TYPE.into(),
-        blobs: vec![
-            (manifest.config.digest.clone(), config),
-            (manifest.layers[0].digest.clone(), layer),
-        ],
-        // OCI tags take no `+`: Helm writes a chart version's build metadata with `_`.
-        tag: Some(version.replace('+', "_")),
-    })
+    // OCI tags take no `+`: Helm writes a chart version's build metadata with `_`.
+    crate::format::one_layer(
+        None,
+        (HELM_CONFIG_MEDIA_TYPE, config),
+        (HELM_CHART_MEDIA_TYPE, layer),
+        Some(version.replace('+', "_")),
+    )
 }
 
 /// The chart version of a Helm chart artifact in `store` (its tag, as Helm writes it), or `None`
