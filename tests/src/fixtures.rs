@@ -31,6 +31,7 @@ pub fn plan_job(org: &str, install: &str, id: &str) -> (m::Job, JobOffer) {
             settings: Default::default(),
             timeout_secs: None,
             cluster: None,
+            policies: vec![],
         }),
         timeouts: Timeouts::default(),
     };

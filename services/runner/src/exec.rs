@@ -438,6 +438,7 @@ impl Executor {
             timeout_secs: c.timeout_secs,
             cluster: c.cluster.clone(),
             tools: self.tools.clone(),
+            policies: c.policies.clone(),
         };
         let bytes = serde_json::to_vec_pretty(&job)
             .map_err(|e| format!("encoding the plugin's job file: {e}"))?;

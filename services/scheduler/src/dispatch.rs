@@ -350,6 +350,21 @@ impl Scheduler {
             Ok(r) => r,
             Err(e) => return Ok(Err(Permanent(format!("cannot render templates: {e}")))),
         };
+        let mut policies = Vec::new();
+        for p in cfg.policies_for(component) {
+            match ferry_appconfig::template::render(&p.text, &state) {
+                Ok(rego) => policies.push(ferry_protocol::messages::PolicyDoc {
+                    name: p.name.clone(),
+                    rego,
+                }),
+                Err(e) => {
+                    return Ok(Err(Permanent(format!(
+                        "cannot render policy `{}`: {e}",
+                        p.name
+                    ))));
+                }
+            }
+        }
         let needs_cluster = matches!(
             component.kind,
             ComponentType::HelmChart | ComponentType::KubernetesManifest | ComponentType::Job
@@ -385,6 +400,7 @@ impl Scheduler {
             settings: rendered.settings,
             timeout_secs: component.timeout_secs,
             cluster,
+            policies,
         }))
     }
 

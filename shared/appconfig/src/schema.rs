@@ -545,8 +545,8 @@ pub static POLICY: Schema = Schema {
 
 pub static POLICIES: Schema = Schema {
     name: "policies.toml",
-    doc: "Policies over plans. OPA (Rego) policies are compiled at validation (a policy that does not compile is an error); this version does not yet evaluate any against plans.",
-    groups: &[&[ign("policy", Ty::Tables(&POLICY), "policies")]],
+    doc: "Policies over plans. OPA (Rego) policies are compiled at validation (a policy that does not compile is an error). Those of type `terraform_module` and `sandbox` are evaluated by the install's runner against each plan (`input.plan`: `terraform show -json`): a `deny` blocks the apply, a `warn` shows on the plan. Plans of other types say which policies they were not checked against.",
+    groups: &[&[f("policy", Ty::Tables(&POLICY), "policies")]],
     free_tables: false,
 };
 

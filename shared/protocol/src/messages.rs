@@ -211,6 +211,15 @@ pub struct ComponentJob {
     /// The cluster, when the sandbox names one; the runner's own (in-cluster or `--kubeconfig`)
     /// otherwise.
     pub cluster: Option<ClusterAccess>,
+    /// The app's OPA policies over this component's plans, rendered.
+    pub policies: Vec<PolicyDoc>,
+}
+
+/// An OPA policy as a plan job carries it: its name and its Rego.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyDoc {
+    pub name: String,
+    pub rego: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,6 +7,7 @@
 
 mod image;
 mod kube;
+mod policy;
 mod script;
 pub(crate) mod terraform;
 
@@ -14,7 +15,7 @@ use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
-use ferry_protocol::messages::{ClusterAccess, ComponentKind, KindSettings};
+use ferry_protocol::messages::{ClusterAccess, ComponentKind, KindSettings, PolicyDoc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -56,6 +57,9 @@ pub struct PluginJob {
     pub cluster: Option<ClusterAccess>,
     #[serde(default)]
     pub tools: Tools,
+    /// The app's OPA policies over this component's plans.
+    #[serde(default)]
+    pub policies: Vec<PolicyDoc>,
 }
 
 /// The runner host's tools for the Kubernetes plugins, from its flags (`None`: found on `PATH`).
@@ -112,13 +116,16 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
             serde_json::from_slice::<PluginJob>(&b)
                 .map_err(|e| PluginError(format!("job file: {e}")))
         })
-        .and_then(|job| match job.kind {
-            ComponentKind::Script => script::execute(&job),
-            ComponentKind::Terraform => terraform::execute(&job),
-            ComponentKind::Helm => kube::helm::execute(&job),
-            ComponentKind::KubernetesManifest => kube::manifest::execute(&job),
-            ComponentKind::ContainerImage => image::execute(&job),
-            ComponentKind::Job => kube::job::execute(&job),
+        .and_then(|job| {
+            let result = match job.kind {
+                ComponentKind::Script => script::execute(&job),
+                ComponentKind::Terraform => terraform::execute(&job),
+                ComponentKind::Helm => kube::helm::execute(&job),
+                ComponentKind::KubernetesManifest => kube::manifest::execute(&job),
+                ComponentKind::ContainerImage => image::execute(&job),
+                ComponentKind::Job => kube::job::execute(&job),
+            };
+            result.map(|r| unevaluated_policies(&job, r))
         });
     let (result, code) = match outcome {
         Ok(r) => (r, 0),
@@ -143,6 +150,26 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
             1
         }
     }
+}
+
+/// Policies reach every plan of their type, but only Terraform plans (modules and the sandbox)
+/// are evaluated by this version: any other plan says which policies it was not checked against,
+/// rather than passing in silence.
+fn unevaluated_policies(job: &PluginJob, mut result: PluginResult) -> PluginResult {
+    if job.kind == ComponentKind::Terraform || job.policies.is_empty() {
+        return result;
+    }
+    if let Some(plan) = result.plan.as_mut() {
+        let names: Vec<&str> = job.policies.iter().map(|p| p.name.as_str()).collect();
+        let note = format!(
+            "Policies not evaluated for this type by this version: {}.",
+            names.join(", ")
+        );
+        println!("{note}");
+        plan.summary.push(' ');
+        plan.summary.push_str(&note);
+    }
+    result
 }
 
 pub(crate) fn sha256(bytes: &[u8]) -> String {

@@ -192,6 +192,7 @@ impl<'a> Loader<'a> {
                     .trim_end_matches(".toml")
                     .to_string()
             }),
+            text: self.contents(doc.path.rsplit_once('/').map_or("", |(d, _)| d), &contents),
             kind,
             engine,
             contents,

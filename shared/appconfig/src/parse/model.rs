@@ -180,6 +180,8 @@ pub struct Policy {
     pub kind: String,
     pub engine: String,
     pub contents: String,
+    /// The Rego or YAML itself (`contents` read when it names a file), a template source.
+    pub text: String,
     /// The components it applies to; empty: every component of its type (also `["*"]`).
     pub components: Vec<String>,
 }
@@ -329,6 +331,21 @@ impl AppConfig {
         } else {
             self.components.iter().find(|c| c.name == name)
         }
+    }
+
+    /// The OPA policies over `component`'s plans: of its type (`sandbox` for the sandbox), naming
+    /// it or every component of the type.
+    pub fn policies_for(&self, component: &Component) -> Vec<&Policy> {
+        let kind = if component.name == "sandbox" {
+            "sandbox"
+        } else {
+            component.kind.as_str()
+        };
+        self.policies
+            .iter()
+            .filter(|p| p.engine == "opa" && p.kind == kind)
+            .filter(|p| p.components.is_empty() || p.components.contains(&component.name))
+            .collect()
     }
 
     /// The template state of an install, in Nuon's shape, so `{{.nuon.*}}` paths resolve. Built by

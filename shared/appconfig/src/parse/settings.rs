@@ -99,7 +99,7 @@ impl<'a> Loader<'a> {
     /// A "contents" value: inline text as it is; a local reference as the file's text (resolved
     /// against `base`, then, as the checker allows with a warning, against the package root); a
     /// remote one as the bytes `ferry apps sync` fetched into the package.
-    fn contents(&self, base: &str, value: &str) -> String {
+    pub(super) fn contents(&self, base: &str, value: &str) -> String {
         let path = match reference(value) {
             Reference::Inline => return value.to_string(),
             Reference::Remote => Some(remote_path(value)),

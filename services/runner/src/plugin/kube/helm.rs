@@ -333,6 +333,7 @@ mod tests {
                 helm: Some(repo().join(".tools/bin/helm")),
                 ..Default::default()
             },
+            policies: vec![],
         }
     }
 

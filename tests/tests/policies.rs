@@ -1,0 +1,116 @@
+//! The app's OPA policies, evaluated by the install's runner against the real `terraform show
+//! -json` of each plan: a deny blocks the apply and says why, a warning annotates the plan.
+
+use ferry_tests::{NatsServer, Proc, repo_root, step, wait_for};
+
+/// examples/hello with `policies.toml` and its Rego files.
+fn app_with_policies(dir: &std::path::Path, policies: &[(&str, &str, &str)]) -> std::path::PathBuf {
+    let app = dir.join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    std::fs::create_dir_all(app.join("policies")).unwrap();
+    let mut toml = String::new();
+    for (name, kind, rego) in policies {
+        std::fs::write(app.join(format!("policies/{name}.rego")), rego).unwrap();
+        toml.push_str(&format!(
+            "[[policy]]\nname = \"{name}\"\ntype = \"{kind}\"\nengine = \"opa\"\ncontents = \"./policies/{name}.rego\"\n\n"
+        ));
+    }
+    std::fs::write(app.join("policies.toml"), toml).unwrap();
+    app
+}
+
+fn deploy(app: &std::path::Path, dir: &std::path::Path) -> serde_json::Value {
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server(&nats.url, dir.join("server.log"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.join("runner"),
+        dir.join("runner.log"),
+    );
+    let wf = ferry_tests::sync_and_create(&api, app, "prod");
+    wait_for(&api, &wf, 120, "the workflow to end", |w| {
+        w["status"] == "failed" || w["status"] == "succeeded"
+    })
+}
+
+/// As Nuon's examples write them: Rego v0 with `future.keywords`, `some ... in`, `sprintf`.
+const DENY_DATA: &str = r#"package ferry.no_data
+import future.keywords.in
+
+deny[msg] {
+  some rc in input.plan.resource_changes
+  rc.type == "terraform_data"
+  "create" in rc.change.actions
+  msg := sprintf("%s may not be created", [rc.address])
+}
+"#;
+
+/// Rego v1, with a helper rule.
+const WARN_MANY: &str = r#"package ferry.sizes
+
+creates := [rc | some rc in input.plan.resource_changes; "create" in rc.change.actions]
+
+warn contains msg if {
+  count(creates) > 0
+  msg := sprintf("%d resource(s) will be created", [count(creates)])
+}
+"#;
+
+#[test]
+fn a_deny_blocks_the_apply_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app_with_policies(dir.path(), &[("no-data", "terraform_module", DENY_DATA)]);
+    let w = deploy(&app, dir.path());
+    assert_eq!(w["status"], "failed", "{w}");
+    assert_eq!(step(&w, "counter", "plan")["status"], "failed", "{w}");
+    assert_eq!(
+        step(&w, "counter", "plan")["message"],
+        "denied by policy: no-data: terraform_data.message may not be created",
+        "{w}"
+    );
+    assert_ne!(step(&w, "counter", "apply")["status"], "succeeded", "{w}");
+    // The script components the policy does not cover deployed.
+    assert_eq!(step(&w, "greeter", "apply")["status"], "succeeded", "{w}");
+}
+
+#[test]
+fn a_warning_lets_the_plan_through_and_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app_with_policies(dir.path(), &[("sizes", "terraform_module", WARN_MANY)]);
+    let w = deploy(&app, dir.path());
+    assert_eq!(w["status"], "succeeded", "{w}");
+    let plan = step(&w, "counter", "plan")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        plan,
+        "Plan: 1 to add, 0 to change, 0 to destroy. 2 output(s) change. Policy warnings: sizes: 1 resource(s) will be created.",
+        "{w}"
+    );
+    assert_eq!(step(&w, "counter", "apply")["status"], "succeeded", "{w}");
+}
+
+/// A policy over a type whose plans this version does not evaluate is not passed in silence: the
+/// plan says it was not checked.
+#[test]
+fn a_policy_over_a_type_not_evaluated_says_so_on_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app_with_policies(dir.path(), &[("scripts", "script", WARN_MANY)]);
+    let w = deploy(&app, dir.path());
+    assert_eq!(w["status"], "succeeded", "{w}");
+    assert_eq!(
+        step(&w, "greeter", "plan")["message"],
+        "apply.sh will run Policies not evaluated for this type by this version: scripts.",
+        "{w}"
+    );
+    // The Terraform module's plan is not touched by a policy of another type.
+    assert!(
+        step(&w, "counter", "plan")["message"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("2 output(s) change."),
+        "{w}"
+    );
+}
