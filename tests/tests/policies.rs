@@ -20,6 +20,14 @@ fn app_with_policies(dir: &std::path::Path, policies: &[(&str, &str, &str)]) -> 
 }
 
 fn deploy(app: &std::path::Path, dir: &std::path::Path) -> serde_json::Value {
+    deploy_audited(app, dir).0
+}
+
+/// [`deploy`], and the audit stream's records.
+fn deploy_audited(
+    app: &std::path::Path,
+    dir: &std::path::Path,
+) -> (serde_json::Value, Vec<serde_json::Value>) {
     let nats = NatsServer::start();
     let (_server, api) = Proc::server(&nats.url, dir.join("server.log"));
     let _runner = Proc::runner(
@@ -29,9 +37,23 @@ fn deploy(app: &std::path::Path, dir: &std::path::Path) -> serde_json::Value {
         dir.join("runner.log"),
     );
     let wf = ferry_tests::sync_and_create(&api, app, "prod");
-    wait_for(&api, &wf, 120, "the workflow to end", |w| {
+    let w = wait_for(&api, &wf, 120, "the workflow to end", |w| {
         w["status"] == "failed" || w["status"] == "succeeded"
-    })
+    });
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let audit = rt.block_on(async {
+        let js = async_nats::jetstream::new(nats.admin().await);
+        let mut stream = js.get_stream("AUDIT").await.unwrap();
+        let last = stream.info().await.unwrap().state.last_sequence;
+        let mut out = Vec::new();
+        for seq in 1..=last {
+            if let Ok(m) = stream.get_raw_message(seq).await {
+                out.push(serde_json::from_slice(&m.payload).unwrap_or_default());
+            }
+        }
+        out
+    });
+    (w, audit)
 }
 
 /// As Nuon's examples write them: Rego v0 with `future.keywords`, `some ... in`, `sprintf`.
@@ -61,7 +83,7 @@ warn contains msg if {
 fn a_deny_blocks_the_apply_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let app = app_with_policies(dir.path(), &[("no-data", "terraform_module", DENY_DATA)]);
-    let w = deploy(&app, dir.path());
+    let (w, audit) = deploy_audited(&app, dir.path());
     assert_eq!(w["status"], "failed", "{w}");
     assert_eq!(step(&w, "counter", "plan")["status"], "failed", "{w}");
     assert_eq!(
@@ -70,6 +92,15 @@ fn a_deny_blocks_the_apply_and_says_why() {
         "{w}"
     );
     assert_ne!(step(&w, "counter", "apply")["status"], "succeeded", "{w}");
+    // The audit stream has the decision.
+    assert!(
+        audit.iter().any(|e| e["action"] == "job.failed"
+            && e["detail"]["component"] == "counter"
+            && e["detail"]["error"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("denied by policy: no-data:"))),
+        "{audit:?}"
+    );
     // The script components the policy does not cover deployed.
     assert_eq!(step(&w, "greeter", "apply")["status"], "succeeded", "{w}");
 }

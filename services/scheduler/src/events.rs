@@ -131,7 +131,14 @@ impl Scheduler {
                 actor: format!("runner:{install}"),
                 action: format!("job.{outcome}"),
                 target: job_id.into(),
-                detail: serde_json::json!({ "kind": job.kind, "component": job.component, "workflow": job.workflow_id }),
+                // The error and the plan's summary say what policies decided, among the rest.
+                detail: serde_json::json!({
+                    "kind": job.kind,
+                    "component": job.component,
+                    "workflow": job.workflow_id,
+                    "error": job.error,
+                    "plan_summary": job.plan_summary,
+                }),
             })
             .await;
         if offloaded.is_some() {
