@@ -153,10 +153,6 @@ impl RegistrySite {
         &self.url
     }
 
-    pub fn ecr_region(&self) -> Option<&str> {
-        self.ecr_region.as_deref()
-    }
-
     /// The repository `<path>/<child>`, ready to push to and pull from.
     pub async fn repository(&self, child: &str) -> Result<ferry_artifacts::Registry, String> {
         // Boxed: the SDK's futures are deep types, and a caller's own future (a service's whole
