@@ -58,7 +58,7 @@ fn the_readmes_production_steps_deploy_the_example() {
     let here = |p: &str| dir.path().join(p).display().to_string();
     let example = repo_root().join("examples/hello").display().to_string();
     let mut steps = production_steps();
-    for (from, to) in [
+    let substitutions = [
         ("/etc/ferry/hub", here("hub")),
         ("hub.example.com", "127.0.0.1".to_string()),
         ("0.0.0.0", "127.0.0.1".to_string()),
@@ -70,12 +70,18 @@ fn the_readmes_production_steps_deploy_the_example() {
             "--out bundle",
             format!("--out bundle --data-dir {}", here("runner")),
         ),
-    ] {
+    ];
+    // Each name goes to a mark first, and each mark to its value after: a free port that a
+    // later name is part of (`:74225` holds `:7422`) must not be replaced again.
+    for (i, (from, _)) in substitutions.iter().enumerate() {
         assert!(
             steps.contains(from),
             "the README's steps name {from}:\n{steps}"
         );
-        steps = steps.replace(from, &to);
+        steps = steps.replace(from, &format!("\u{1}{i}\u{1}"));
+    }
+    for (i, (_, to)) in substitutions.iter().enumerate() {
+        steps = steps.replace(&format!("\u{1}{i}\u{1}"), to);
     }
     let script = dir.path().join("steps.sh");
     std::fs::write(&script, format!("set -euo pipefail\n{steps}\n")).unwrap();
