@@ -113,7 +113,10 @@ pub async fn runner_bundle(
          and from then on uses only the certificate.\n\n\
          The host needs: ferry-runner and nats-server (2.10 or newer), outbound access to\n\
          {hub_url}, and the tools the app's components run: sh for scripts, terraform for\n\
-         terraform_module components.\n\n\
+         terraform_module components, helm for helm_chart and kubectl for kubernetes_manifest and\n\
+         job components (on PATH, or FERRY_HELM / FERRY_KUBECTL), with the cluster's credentials\n\
+         from the sandbox or FERRY_KUBECONFIG; outbound HTTPS to the registries of the app's\n\
+         images; and, for an install registry (FERRY_REGISTRY), its credentials.\n\n\
          Install and start (as root):\n\
            install -m 0755 ferry-runner /usr/local/bin/ferry-runner\n\
            install -d -m 0700 /etc/ferry && install -m 0600 runner.env /etc/ferry/runner.env\n\

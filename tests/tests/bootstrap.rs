@@ -194,6 +194,10 @@ fn a_runner_bundle_holds_what_the_runner_host_needs() {
         readme.contains("The host needs: ferry-runner and nats-server"),
         "{readme}"
     );
+    assert!(
+        readme.contains("helm for helm_chart and kubectl for kubernetes_manifest and"),
+        "{readme}"
+    );
 
     // The runner, started with the bundle's environment (its data elsewhere), deploys.
     let mut env: Vec<(String, String)> = env_text
