@@ -35,6 +35,10 @@ pub(crate) enum Command {
     /// Workflows: the step-by-step record of a deploy.
     #[command(subcommand)]
     Workflows(WorkflowsCmd),
+    /// Actions: operations run inside an install (by hand, on a schedule, or around deploys),
+    /// and their runs.
+    #[command(subcommand)]
+    Actions(ActionsCmd),
     /// Jobs: one unit of work for one install (sync, plan, apply) and its executions.
     #[command(subcommand)]
     Jobs(JobsCmd),
@@ -305,6 +309,50 @@ pub(crate) enum InstallsCmd {
         /// Follow the workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum ActionsCmd {
+    /// The actions of installs (of the app config each runs): triggers, steps, inputs, the next
+    /// scheduled run and the latest run.
+    List {
+        /// Only this install's (default: every install's).
+        #[arg(long)]
+        install: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run an action on an install now.
+    Run {
+        /// The install's name.
+        install: String,
+        /// The action's name.
+        action: String,
+        /// An input of the action, `name=value` (repeatable; checked against its type).
+        #[arg(long = "input", value_name = "NAME=VALUE")]
+        inputs: Vec<String>,
+        /// Follow the run until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// An install's action runs, newest first: each run's status, its steps and their outputs
+    /// (`ferry logs --workflow RUN` prints a run's log).
+    Runs {
+        /// The install's name.
+        install: String,
+        /// Only this action's runs.
+        action: Option<String>,
+        /// At most this many runs.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

@@ -1,5 +1,6 @@
 //! `ferry`, the vendor's command-line tool.
 
+mod actions;
 mod args;
 mod bootstrap;
 mod client;
@@ -47,6 +48,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Apps(cmd) => apps(&api, cmd).await,
         Command::Installs(cmd) => installs(&api, cmd).await,
         Command::Workflows(cmd) => workflows(&api, cmd).await,
+        Command::Actions(cmd) => actions::run(&api, cmd).await,
         Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
         Command::Jobs(JobsCmd::Cancel { id, json }) => commands::jobs_cancel(&api, &id, json).await,
         Command::Approvals(ApprovalsCmd::List { install, json }) => {

@@ -169,7 +169,7 @@ pub fn workflow(w: &Workflow) -> String {
             vec![
                 s.index.to_string(),
                 s.group.to_string(),
-                s.component.clone(),
+                s.subject(),
                 s.kind.label().to_string(),
                 format!("{} {}", step_mark(s.status), status_word(s.status)),
                 s.job_id.clone().unwrap_or_default(),

@@ -43,7 +43,7 @@ pub async fn follow(
                         started,
                         &format!(
                             "{:<10} {:<8} {} {}{msg}",
-                            s.component,
+                            s.subject(),
                             s.kind.label(),
                             render::step_mark(s.status),
                             s.status
@@ -107,7 +107,7 @@ impl LatestLines {
             if !line.is_empty() && before.is_none_or(|(_, l)| l != line) {
                 step(
                     started,
-                    &format!("{:<10} {:<8} │ {line}", s.component, s.kind.label()),
+                    &format!("{:<10} {:<8} │ {line}", s.subject(), s.kind.label()),
                 );
             }
         }
@@ -131,7 +131,7 @@ pub async fn report_failure(api: &Api, wf: &Workflow) {
         eprintln!(
             "\nstep {} ({} {}) failed: {}",
             s.index,
-            s.component,
+            s.subject(),
             s.kind.label(),
             s.message.as_deref().unwrap_or("no message")
         );

@@ -53,31 +53,33 @@ async fn new_workflow(
     config_id: &str,
     scope: m::DeployScope,
 ) -> Result<Workflow, ApiError> {
-    let now = m::now();
-    let wf = Workflow {
-        id: m::new_id(),
-        org: s.org.clone(),
-        install: install.into(),
-        kind,
-        app_config_id: config_id.into(),
-        status: m::WorkflowStatus::Pending,
-        cancel_requested: false,
-        steps: vec![],
-        scope,
-        created_at: now.clone(),
-        updated_at: now,
-        finished_at: None,
-        error: None,
-    };
+    let wf = blank_workflow(s, install, kind, config_id, scope);
+    record_workflow(s, &wf).await?;
+    Ok(wf)
+}
+
+/// A workflow not laid out yet (the scheduler lays it out), not recorded yet.
+pub(crate) fn blank_workflow(
+    s: &ApiState,
+    install: &str,
+    kind: m::WorkflowKind,
+    config_id: &str,
+    scope: m::DeployScope,
+) -> Workflow {
+    Workflow::requested(m::new_id(), &s.org, install, kind, config_id, scope)
+}
+
+/// Records a workflow and its open mark (see [`new_workflow`]).
+pub(crate) async fn record_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
     s.store
         .repo::<m::OpenWorkflow>()
         .create(&wf.open_mark())
         .await?;
-    s.store.repo::<Workflow>().create(&wf).await?;
-    Ok(wf)
+    s.store.repo::<Workflow>().create(wf).await?;
+    Ok(())
 }
 
-async fn request_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
+pub(crate) async fn request_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
     s.store
         .bus()
         .control(&Control::WorkflowRequested {
@@ -138,6 +140,7 @@ pub async fn create_install(
         last_workflow: Some(wf.id.clone()),
         created_at: now.clone(),
         updated_at: now,
+        actions: Default::default(),
     };
     // The install is created already reserved for its first workflow, in one write.
     match s.store.repo::<Install>().create(&install).await {
@@ -403,6 +406,7 @@ async fn start_on_install(
     }
     let mut install = cur.value;
     let mut scope = scope;
+    let cause = inputs.as_ref().map(|_| "update-inputs".to_string());
     if let Some(changes) = inputs {
         let changed: std::collections::BTreeSet<String> = changes
             .iter()
@@ -428,7 +432,9 @@ async fn start_on_install(
     // Reserve, then start: the workflow runs only if the install now points to it. Of concurrent
     // deploys one wins the compare-and-swap; the others are refused and their workflows discarded
     // before anything was requested.
-    let wf = new_workflow(s, name, kind, &config_id, scope).await?;
+    let mut wf = blank_workflow(s, name, kind, &config_id, scope);
+    wf.cause = cause;
+    record_workflow(s, &wf).await?;
     install.app_config_id = config_id.clone();
     install.last_workflow = Some(wf.id.clone());
     install.status = m::InstallStatus::Provisioning;

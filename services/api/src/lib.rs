@@ -26,6 +26,7 @@
 //! Beside the routes, `callout::serve` is the hub's NATS auth callout: it decides which install
 //! a connecting runner is, from its certificate.
 
+mod actions;
 mod auth;
 pub mod bootstrap;
 pub mod callout;
@@ -106,6 +107,11 @@ pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
         .route(
             "/v1/installs/{name}/approve-all",
             post(installs::set_approve_all),
+        )
+        .route("/v1/installs/{name}/actions", get(actions::list_actions))
+        .route(
+            "/v1/installs/{name}/actions/{action}/runs",
+            post(actions::run_action),
         )
         .route("/v1/workflows", get(workflows::list_workflows))
         .route("/v1/workflows/{id}", get(workflows::get_workflow))

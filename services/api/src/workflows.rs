@@ -32,9 +32,14 @@ async fn workflow(s: &ApiState, id: &str) -> Result<Workflow, ApiError> {
 #[derive(Debug, serde::Deserialize)]
 pub struct WorkflowFilter {
     pub install: Option<String>,
+    /// `action`, `deploy-components`, ...
+    pub kind: Option<String>,
+    /// The runs of one action.
+    pub action: Option<String>,
 }
 
-/// Workflows, newest first; `?install=NAME` keeps one install's.
+/// Workflows, newest first; `?install=NAME` keeps one install's, `?kind=K` one kind's,
+/// `?action=A` one action's runs.
 pub async fn list_workflows(
     Ctx(s): Ctx,
     axum::extract::Query(f): axum::extract::Query<WorkflowFilter>,
@@ -42,6 +47,12 @@ pub async fn list_workflows(
     crate::ids::check_filter("install", f.install.as_deref())?;
     let mut all = s.store.repo::<Workflow>().list(&s.org).await?;
     all.retain(|w| f.install.as_ref().is_none_or(|i| &w.install == i));
+    all.retain(|w| f.kind.as_ref().is_none_or(|k| w.kind.label() == k));
+    all.retain(|w| {
+        f.action
+            .as_ref()
+            .is_none_or(|a| w.run.as_ref().is_some_and(|r| &r.action == a))
+    });
     // Ids are ULIDs: their order is creation order.
     all.sort_by(|a, b| b.id.cmp(&a.id));
     Ok(Json(all))

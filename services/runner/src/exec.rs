@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use ferry_artifacts::{AnyStore, LocalLayout};
 use ferry_protocol::messages::{
-    EventBody, JobEvent, JobOffer, JobResult, JobSpec, LogStream, Offloaded, Outcome, PlanData,
-    SyncJob,
+    ActionJob, EventBody, JobEvent, JobOffer, JobResult, JobSpec, LogStream, Offloaded, Outcome,
+    PlanData, SyncJob,
 };
 use ferry_protocol::{encode, subjects};
 use sha2::{Digest, Sha256};
@@ -383,6 +383,7 @@ impl Executor {
             JobSpec::Plan(c) => (Phase::Plan, c, None),
             JobSpec::Teardown(c) => (Phase::Teardown, c, None),
             JobSpec::Apply(a) => (Phase::Apply, &a.component, Some(&a.plan_digest)),
+            JobSpec::Action(a) => return self.prepare_action(a, work, log).await,
             JobSpec::SyncArtifact(_) => return Err("not a plugin job".into()),
         };
         // The component's name becomes a directory of the install's state and plans: one plain
@@ -439,13 +440,51 @@ impl Executor {
             cluster: c.cluster.clone(),
             tools: self.tools.clone(),
             policies: c.policies.clone(),
+            action: None,
         };
-        let bytes = serde_json::to_vec_pretty(&job)
-            .map_err(|e| format!("encoding the plugin's job file: {e}"))?;
-        tokio::fs::write(work.join("job.json"), bytes)
+        write_job(work, job).await
+    }
+
+    /// An action step's job: nothing to unpack (its script travels in the offer), and a
+    /// break-glass role it names must be granted on this host.
+    async fn prepare_action(
+        &self,
+        a: &ActionJob,
+        work: &Path,
+        log: &LogHandle,
+    ) -> Result<PluginJob, String> {
+        if let Some(role) = &a.break_glass_role {
+            let grant = crate::breakglass::check(&self.data_dir, role, &a.action)?;
+            log.system(format!("using {grant}")).await;
+        }
+        let src = work.join("src");
+        tokio::fs::create_dir_all(&src)
             .await
-            .map_err(|e| format!("writing the plugin's job file: {e}"))?;
-        Ok(job)
+            .map_err(|e| format!("creating the work directory: {e}"))?;
+        let job = PluginJob {
+            // The action plugin reads no phase.
+            phase: Phase::Apply,
+            org: self.org.clone(),
+            install: self.install.clone(),
+            component: a.action.clone(),
+            kind: ferry_protocol::messages::ComponentKind::Script,
+            artifact_digest: String::new(),
+            vars: vec![],
+            env: vec![],
+            applied_digest: None,
+            plan_file: None,
+            plan_digest: None,
+            src_dir: src,
+            state_dir: work.to_path_buf(),
+            work_dir: work.to_path_buf(),
+            settings: Default::default(),
+            timeout_secs: None,
+            cluster: a.cluster.clone(),
+            tools: self.tools.clone(),
+            policies: vec![],
+            action: Some(a.clone()),
+        };
+        write_job(work, job).await
     }
 
     /// Runs the plugin process in its own process group until it exits. A timeout kills the
@@ -645,11 +684,22 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// Writes the plugin's job file, `work/job.json`.
+async fn write_job(work: &Path, job: PluginJob) -> Result<PluginJob, String> {
+    let bytes = serde_json::to_vec_pretty(&job)
+        .map_err(|e| format!("encoding the plugin's job file: {e}"))?;
+    tokio::fs::write(work.join("job.json"), bytes)
+        .await
+        .map_err(|e| format!("writing the plugin's job file: {e}"))?;
+    Ok(job)
+}
+
 /// The values a job's log must not show, as its offer lists them.
 fn redacted_values(spec: &JobSpec) -> Vec<String> {
     match spec {
         JobSpec::Plan(c) | JobSpec::Teardown(c) => c.redact.clone(),
         JobSpec::Apply(a) => a.component.redact.clone(),
+        JobSpec::Action(a) => a.redact.clone(),
         JobSpec::SyncArtifact(_) => vec![],
     }
 }

@@ -19,6 +19,7 @@
 
 pub mod artifacts;
 pub mod bootstrap;
+pub mod breakglass;
 pub mod exec;
 pub mod leaf;
 pub mod link;

@@ -92,6 +92,84 @@ enum Cmd {
         #[arg(long)]
         result: PathBuf,
     },
+    /// The install's break-glass roles on this host: actions that name one (`break_glass_role`)
+    /// run only while it is granted here. Grants are files in --data-dir; each grant and
+    /// revocation is appended to `<data-dir>/break-glass/audit.log`.
+    #[command(name = "break-glass", subcommand)]
+    BreakGlass(BreakGlass),
+}
+
+#[derive(Subcommand, Debug)]
+enum BreakGlass {
+    /// Grant ROLE for a while (`--for 30m`, `--for 1h`; at most 24h).
+    Grant {
+        role: String,
+        #[arg(long = "for", value_parser = humantime::parse_duration)]
+        duration: Duration,
+    },
+    /// End a grant now.
+    Revoke { role: String },
+    /// The grants on this host, with when each ends.
+    List,
+}
+
+/// Carries out a `break-glass` command; the process's exit code.
+fn break_glass(data_dir: &std::path::Path, cmd: &BreakGlass) -> i32 {
+    use ferry_runner::breakglass;
+    let by = std::env::var("USER").unwrap_or_else(|_| "the runner host".into());
+    let r = match cmd {
+        BreakGlass::Grant { role, duration } if *duration > Duration::from_secs(24 * 3600) => {
+            Err(format!(
+                "a grant lasts at most 24h, not {}",
+                humantime::format_duration(*duration)
+            ))
+        }
+        BreakGlass::Grant { role, duration } => breakglass::grant(data_dir, role, *duration, &by)
+            .map(|g| {
+                format!(
+                    "granted {} until {}",
+                    g.role,
+                    ferry_model::format_ms(g.until_ms)
+                )
+            }),
+        BreakGlass::Revoke { role } => breakglass::revoke(data_dir, role, &by).map(|had| {
+            if had {
+                format!("revoked {role}")
+            } else {
+                format!("{role} was not granted")
+            }
+        }),
+        BreakGlass::List => {
+            let now = ferry_model::now_ms();
+            let lines: Vec<String> = breakglass::list(data_dir)
+                .iter()
+                .map(|g| {
+                    let state = if g.until_ms > now { "until" } else { "expired" };
+                    format!(
+                        "{}\t{state} {}\tby {}",
+                        g.role,
+                        ferry_model::format_ms(g.until_ms),
+                        g.by
+                    )
+                })
+                .collect();
+            Ok(if lines.is_empty() {
+                "no grants".into()
+            } else {
+                lines.join("\n")
+            })
+        }
+    };
+    match r {
+        Ok(msg) => {
+            println!("{msg}");
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
 }
 
 fn main() {
@@ -99,8 +177,12 @@ fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     // A plugin is plain synchronous code (one that needs async makes its own runtime): it runs
     // before, and without, the runner's.
-    if let Some(Cmd::Plugin { job, result }) = &args.command {
-        std::process::exit(ferry_runner::plugin::main(job, result));
+    match &args.command {
+        Some(Cmd::Plugin { job, result }) => {
+            std::process::exit(ferry_runner::plugin::main(job, result));
+        }
+        Some(Cmd::BreakGlass(cmd)) => std::process::exit(break_glass(&args.data_dir, cmd)),
+        None => {}
     }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -28,6 +28,7 @@ impl Scheduler {
             StepKind::Approve => self.request_approval(wf, step).await,
             StepKind::Apply => self.dispatch_apply(wf, step).await,
             StepKind::Teardown => self.dispatch_teardown(wf, step).await,
+            StepKind::Action => self.dispatch_action(wf, step).await,
         };
         let failed = match r {
             Ok(Ok(())) => return Ok(()),
@@ -79,7 +80,11 @@ impl Scheduler {
                     _ => self.start_step(wf, index).await,
                 }
             }
-            StepKind::Sync | StepKind::Plan | StepKind::Apply | StepKind::Teardown => {
+            StepKind::Sync
+            | StepKind::Plan
+            | StepKind::Apply
+            | StepKind::Teardown
+            | StepKind::Action => {
                 let job = match &step.job_id {
                     Some(id) => self
                         .store
@@ -345,6 +350,7 @@ impl Scheduler {
             inputs: Some(&install.inputs),
             sandbox_outputs: Some(&install.sandbox.outputs),
             component_outputs: Some(&outputs),
+            actions: Some(&install.actions),
         });
         let rendered = match component.render(&state) {
             Ok(r) => r,
@@ -491,7 +497,7 @@ impl Scheduler {
 
     /// Records the job (once) and offers it to the install's runner (see `offers.rs`).
     /// `plan_digest` is the approved plan an apply carries.
-    async fn dispatch(
+    pub(crate) async fn dispatch(
         &self,
         wf: &Workflow,
         step: &m::Step,
@@ -512,12 +518,16 @@ impl Scheduler {
             step.component.clone(),
         );
         job.plan_digest = plan_digest;
-        if let Some(secs) = self
-            .config(&wf.org, &wf.app_config_id)
-            .await?
-            .component(&step.component)
-            .and_then(|c| c.timeout_secs)
-        {
+        let cfg = self.config(&wf.org, &wf.app_config_id).await?;
+        let timeout = match kind {
+            // An action's `timeout` bounds each of its steps.
+            m::JobKind::Action => cfg
+                .action(&step.component)
+                .and_then(|a| a.timeout_secs)
+                .map(|s| s.ceil() as u64),
+            _ => cfg.component(&step.component).and_then(|c| c.timeout_secs),
+        };
+        if let Some(secs) = timeout {
             job.timeouts.execution_secs = secs;
         }
         if let Some(available) = self.available {

@@ -200,6 +200,9 @@ impl Scheduler {
                 self.update_component(job, |c| c.status = m::ComponentStatus::Failed)
                     .await?;
             }
+            if job.kind == m::JobKind::Action {
+                self.action_step_failed(job).await?;
+            }
             let status = job.status.name();
             let msg = job.error.clone().unwrap_or_else(|| format!("job {status}"));
             let outcome = if matches!(
@@ -216,6 +219,7 @@ impl Scheduler {
         }
         let outcome = match job.kind {
             m::JobKind::Sync => StepOutcome::Succeeded("artifact synced to the install".into()),
+            m::JobKind::Action => self.action_step_finished(job).await?,
             m::JobKind::Plan => {
                 let summary = job.plan_summary.clone().unwrap_or_default();
                 if job.plan_changes.unwrap_or(true) {

@@ -8,11 +8,14 @@
 //!
 //! Inputs: `CONTROL` (workflow requested, build finished, approval decided), `JOB_EVENTS` (runner
 //! results) and claim requests (`ferry.rx.<org>.<install>.claim`, core request/reply, queue group).
+//! It also starts the runs of scheduled (`cron`) actions when they are due (`cron.rs`).
 //! Outputs: job offers on `JOBS` plus a doorbell on `ferry.wake.<org>.<install>`, build and approval
 //! requests on `CONTROL`.
 
+mod actions;
 mod approvals;
 mod claims;
+mod cron;
 mod dispatch;
 mod events;
 mod offers;
@@ -163,6 +166,7 @@ impl Scheduler {
         let heartbeats = self.clone().serve_heartbeats();
         let offer_queries = self.clone().serve_offer_queries();
         let reconcile = self.clone().reconcile_loop();
+        let cron = self.clone().cron_loop();
         tokio::try_join!(
             async { control_loop.await.map_err(SchedulerError::from) },
             async { event_loop.await.map_err(SchedulerError::from) },
@@ -171,6 +175,7 @@ impl Scheduler {
             heartbeats,
             offer_queries,
             reconcile,
+            cron,
         )?;
         Ok(())
     }

@@ -125,7 +125,7 @@ impl Scheduler {
             .await?
             .map(|i| i.value);
         let holder = install.as_ref().and_then(|i| i.last_workflow.clone());
-        if holder.as_deref() != Some(wf.id.as_str()) {
+        if wf.kind.reserves_install() && holder.as_deref() != Some(wf.id.as_str()) {
             let reason = format!(
                 "not started: install `{}` is reserved by workflow {}",
                 wf.install,
@@ -142,6 +142,10 @@ impl Scheduler {
             }
             Err(e) => return Err(e),
         };
+        if wf.kind == m::WorkflowKind::Action {
+            return Ok(crate::actions::lay_out_run(wf, &cfg, install.as_ref()));
+        }
+        let hooks = crate::actions::hooks(&cfg);
         if wf.kind == m::WorkflowKind::Teardown {
             let in_app = |n: &str| cfg.component(n).is_some();
             let stages = install
@@ -158,7 +162,7 @@ impl Scheduler {
                 wf.app_config_id.clone(),
                 &stages,
             );
-            return Ok(Ok(laid.steps));
+            return Ok(Ok(laid.with_hooks(&hooks).steps));
         }
         let all = ferry_store::deploy_stages(&cfg);
         // A full deploy also tears down what was removed from the app but is still deployed.
@@ -170,7 +174,7 @@ impl Scheduler {
             Ok(s) => s,
             Err(reason) => return Ok(Err(reason)),
         };
-        let laid = Workflow::deploy_scoped(
+        let mut laid = Workflow::deploy_scoped(
             wf.id.clone(),
             wf.org.clone(),
             wf.install.clone(),
@@ -179,10 +183,13 @@ impl Scheduler {
             &stages,
             wf.scope.plan_only,
         );
+        // Hooks see the workflow as it runs: its scope and what started it.
+        laid.scope = wf.scope.clone();
+        laid.cause = wf.cause.clone();
         if wf.scope.plan_only {
             return Ok(Ok(laid.steps));
         }
-        Ok(Ok(laid.with_removals(&removed).steps))
+        Ok(Ok(laid.with_removals(&removed).with_hooks(&hooks).steps))
     }
 
     /// CAS-modifies fields of a workflow's steps that are not its state (a build id); `f` returns
@@ -210,6 +217,9 @@ impl Scheduler {
 
     /// Records the install's status for a workflow about to be finished.
     async fn finish_install(&self, wf: &Workflow) -> Result<(), SchedulerError> {
+        if !wf.kind.reserves_install() {
+            return Ok(());
+        }
         let install_status = match (wf.status, wf.kind) {
             (WorkflowStatus::Succeeded, m::WorkflowKind::Teardown) => m::InstallStatus::TornDown,
             (WorkflowStatus::Succeeded, _) => m::InstallStatus::Active,

@@ -451,70 +451,10 @@ pub fn parse_duration(s: &str) -> Option<f64> {
     Some(total)
 }
 
-/// A five-field cron expression (or a `@daily`-style macro).
+/// A five-field cron expression (or a `@daily`-style macro, or `@every DURATION`): the one parser
+/// the scheduler fires them with (`ferry_model::parse_schedule`).
 pub fn check_cron(s: &str) -> Result<(), String> {
-    if s.starts_with('@') {
-        return if matches!(
-            s,
-            "@yearly" | "@annually" | "@monthly" | "@weekly" | "@daily" | "@midnight" | "@hourly"
-        ) || s.starts_with("@every ")
-        {
-            Ok(())
-        } else {
-            Err(format!("unknown macro `{s}`"))
-        };
-    }
-    let fields: Vec<&str> = s.split_whitespace().collect();
-    if fields.len() != 5 {
-        return Err(format!(
-            "expected 5 fields (minute hour day month weekday), found {}",
-            fields.len()
-        ));
-    }
-    let ranges = [
-        (0, 59, "minute"),
-        (0, 23, "hour"),
-        (1, 31, "day of month"),
-        (1, 12, "month"),
-        (0, 7, "day of week"),
-    ];
-    for (f, (lo, hi, what)) in fields.iter().zip(ranges) {
-        for part in f.split(',') {
-            let (range, step) = match part.split_once('/') {
-                Some((r, st)) => (r, Some(st)),
-                None => (part, None),
-            };
-            if let Some(st) = step
-                && st.parse::<u32>().map_or(true, |n| n == 0)
-            {
-                return Err(format!("bad step `{st}` in the {what} field"));
-            }
-            if range == "*" {
-                continue;
-            }
-            let bounds: Vec<&str> = range.split('-').collect();
-            for b in &bounds {
-                let ok = match b.parse::<u32>() {
-                    Ok(n) => n >= lo && n <= hi,
-                    // Names: JAN-DEC, SUN-SAT.
-                    Err(_) => {
-                        b.len() == 3
-                            && b.chars().all(|c| c.is_ascii_alphabetic())
-                            && (what == "month" || what == "day of week")
-                    }
-                };
-                if !ok {
-                    return Err(format!(
-                        "`{b}` is out of range for the {what} field ({lo}-{hi})"
-                    ));
-                }
-            }
-            if bounds.len() > 2 {
-                return Err(format!("bad range `{range}` in the {what} field"));
-            }
-        }
-    }
-    Ok(())
+    ferry_model::parse_schedule(s).map(drop)
 }
 
 #[cfg(test)]

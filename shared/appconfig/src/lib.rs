@@ -24,6 +24,6 @@ pub use generate::{json_schema, markdown_reference};
 pub use graph::deploy_stages;
 pub use package::{MAX_FILE_BYTES, Package, PackageError, repository_root};
 pub use parse::{
-    Action, AppConfig, Component, ComponentType, Input, InstallDecl, Metadata, Policy, Rendered,
-    Report, Runbook, Trigger, load, validate,
+    Action, ActionInput, ActionStep, AppConfig, Component, ComponentType, Input, InstallDecl,
+    Metadata, Policy, Rendered, Report, Runbook, Trigger, load, validate,
 };

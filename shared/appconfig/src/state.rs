@@ -24,6 +24,8 @@ pub struct Facts<'a> {
     pub sandbox_outputs: Option<&'a Map<String, Value>>,
     /// Outputs of the components applied so far.
     pub component_outputs: Option<&'a BTreeMap<String, Map<String, Value>>>,
+    /// Each action's latest run.
+    pub actions: Option<&'a BTreeMap<String, ferry_model::ActionState>>,
 }
 
 /// The state for `facts`: `{"nuon": {...}}` with every root of Nuon's state present.
@@ -67,7 +69,12 @@ pub fn build(cfg: &AppConfig, facts: &Facts) -> Value {
         .actions
         .iter()
         .map(|a| {
-            let state = json!({ "id": "", "status": "", "outputs": {} });
+            let state = match facts.actions.and_then(|runs| runs.get(&a.name)) {
+                Some(run) => json!({
+                    "id": run.workflow, "status": run.status, "outputs": run.outputs,
+                }),
+                None => json!({ "id": "", "status": "", "outputs": {} }),
+            };
             (a.name.clone(), state)
         })
         .collect();

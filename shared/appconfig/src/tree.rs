@@ -71,6 +71,16 @@ impl Node {
         self.get(key).and_then(Node::as_str)
     }
 
+    /// A scalar as the text a template or an environment variable sees: a string as it is,
+    /// anything else as its TOML/JSON text (`8080`, `true`).
+    pub fn scalar_text(&self) -> Option<String> {
+        match &self.v {
+            V::Str(s) => Some(s.clone()),
+            V::Array(_) | V::Table(_) => None,
+            _ => Some(self.to_json().to_string()),
+        }
+    }
+
     pub fn bool_of(&self, key: &str) -> Option<bool> {
         match self.get(key).map(|n| &n.v) {
             Some(V::Bool(b)) => Some(*b),

@@ -180,3 +180,26 @@ mod tests {
         );
     }
 }
+
+/// `POST /v1/installs/{name}/actions/{action}/runs`: the run's inputs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunAction {
+    #[serde(default)]
+    pub inputs: BTreeMap<String, String>,
+}
+
+/// `GET /v1/installs/{name}/actions`: an action of the install's app config, and its latest run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ActionInfo {
+    pub name: String,
+    /// Its triggers as written (`manual`, `cron 0 * * * *`, `pre-deploy-component web`).
+    pub triggers: Vec<String>,
+    pub steps: Vec<String>,
+    /// Its inputs: `name` (`type`, required or its default).
+    pub inputs: Vec<String>,
+    pub dependencies: Vec<String>,
+    pub break_glass_role: Option<String>,
+    /// The next scheduled run, for a `cron` action.
+    pub next_run: Option<String>,
+    pub last_run: Option<crate::ActionState>,
+}

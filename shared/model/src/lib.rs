@@ -10,9 +10,11 @@ mod access;
 pub mod api;
 mod approvals;
 mod executions;
+mod hooks;
 mod leases;
 mod records;
 mod runners;
+mod schedules;
 mod scope;
 mod steps;
 mod timeouts;
@@ -21,9 +23,11 @@ mod workflow;
 
 pub use access::*;
 pub use executions::*;
+pub use hooks::*;
 pub use leases::*;
 pub use records::*;
 pub use runners::*;
+pub use schedules::*;
 pub use scope::*;
 pub use steps::*;
 pub use timeouts::*;
@@ -33,6 +37,19 @@ pub use workflow::*;
 /// A new, time-sortable, subject-token-safe id (lowercase ULID).
 pub fn new_id() -> String {
     ulid::Ulid::new().to_string().to_lowercase()
+}
+
+/// The id of something that happens once for `seed` at `ms` (a scheduled firing): a ULID of that
+/// time whose random part is derived from `seed`, so whoever computes it gets the same id, and
+/// creating the record twice is refused.
+pub fn id_at(ms: u64, seed: &str) -> String {
+    use sha2::Digest;
+    let h = sha2::Sha256::digest(seed.as_bytes());
+    let mut r = [0u8; 16];
+    r.copy_from_slice(&h[..16]);
+    ulid::Ulid::from_parts(ms, u128::from_be_bytes(r))
+        .to_string()
+        .to_lowercase()
 }
 
 /// Now, as RFC 3339 with milliseconds (UTC).

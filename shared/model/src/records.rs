@@ -132,6 +132,44 @@ pub struct Install {
     pub last_workflow: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// Each action's latest run (`.nuon.actions.workflows.NAME` in templates).
+    #[serde(default)]
+    pub actions: BTreeMap<String, ActionState>,
+}
+
+/// An action's latest run on an install, as templates and `actions list` see it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ActionState {
+    /// The run's workflow.
+    pub workflow: String,
+    /// `running`, `succeeded` or `failed`.
+    pub status: String,
+    /// `steps.STEP.KEY` for every step that wrote outputs, and each step's keys at the top
+    /// level too (a later step's win): Nuon's apps read them both ways.
+    #[serde(default)]
+    pub outputs: Outputs,
+    pub updated_at: String,
+}
+
+impl ActionState {
+    /// Records what one step of the run `workflow` wrote. A new run keeps the last run's
+    /// outputs until its own steps replace them: templates never see them vanish mid-run.
+    pub fn step_finished(&mut self, workflow: &str, step: &str, outputs: &Outputs, now: &str) {
+        self.workflow = workflow.to_string();
+        let steps = self
+            .outputs
+            .entry("steps")
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        if let serde_json::Value::Object(m) = steps {
+            m.insert(step.to_string(), serde_json::Value::Object(outputs.clone()));
+        }
+        for (k, v) in outputs {
+            if k != "steps" {
+                self.outputs.insert(k.clone(), v.clone());
+            }
+        }
+        self.updated_at = now.to_string();
+    }
 }
 
 /// The most bytes an install's input names and values may take together: the install record
@@ -285,6 +323,8 @@ pub enum JobKind {
     Plan,
     Apply,
     Teardown,
+    /// One step of an action.
+    Action,
 }
 
 /// Where a job is in its life. The names are the ones users see (`ferry jobs get`); older
@@ -511,6 +551,7 @@ mod tests {
             last_workflow: None,
             created_at: String::new(),
             updated_at: String::new(),
+            actions: Default::default(),
         };
         let order = vec![vec!["db".to_string()], vec!["web".to_string()]];
         let in_app = |n: &str| n != "old";
@@ -547,6 +588,7 @@ mod tests {
             last_workflow: None,
             created_at: String::new(),
             updated_at: String::new(),
+            actions: Default::default(),
         };
         assert_eq!(
             install.secret_values(),

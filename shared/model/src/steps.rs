@@ -102,7 +102,11 @@ impl Workflow {
                     step.approval_id = Some(id);
                 }
                 StepKind::Build => step.status = StepStatus::Running,
-                StepKind::Sync | StepKind::Plan | StepKind::Apply | StepKind::Teardown => {
+                StepKind::Sync
+                | StepKind::Plan
+                | StepKind::Apply
+                | StepKind::Teardown
+                | StepKind::Action => {
                     step.status = StepStatus::Running;
                     step.job_id = Some(id);
                 }

@@ -37,7 +37,7 @@ impl JobKind {
     pub fn default_timeouts(self) -> JobTimeouts {
         let execution_secs = match self {
             JobKind::Sync | JobKind::Plan => HOUR / 2,
-            JobKind::Apply | JobKind::Teardown => HOUR,
+            JobKind::Apply | JobKind::Teardown | JobKind::Action => HOUR,
         };
         JobTimeouts {
             queue_secs: HOUR,
@@ -57,6 +57,9 @@ impl JobKind {
         match self {
             JobKind::Sync => 5,
             JobKind::Plan | JobKind::Apply | JobKind::Teardown => 3,
+            // An action may not be safe to run twice (a migration): a lost one fails its step,
+            // and a person decides whether to retry it.
+            JobKind::Action => 1,
         }
     }
 }

@@ -13,6 +13,10 @@ pub enum WorkflowKind {
     DeployComponents,
     /// Every deployed component in reverse deploy order, then the sandbox.
     Teardown,
+    /// One run of an action: a step per action step, in order.
+    Action,
+    /// A runbook: its steps in order, each a deploy, a teardown or an action.
+    Runbook,
 }
 
 impl WorkflowKind {
@@ -21,7 +25,15 @@ impl WorkflowKind {
             WorkflowKind::Provision => "provision",
             WorkflowKind::DeployComponents => "deploy-components",
             WorkflowKind::Teardown => "teardown",
+            WorkflowKind::Action => "action",
+            WorkflowKind::Runbook => "runbook",
         }
+    }
+
+    /// Whether it holds the install while it runs (one such workflow at a time): everything that
+    /// changes what is deployed does; an action run does not, it runs beside them.
+    pub fn reserves_install(self) -> bool {
+        self != WorkflowKind::Action
     }
 }
 
@@ -54,6 +66,8 @@ pub enum StepKind {
     Apply,
     /// Destroys what a component's applies made (its plugin's teardown).
     Teardown,
+    /// Runs one step of an action (its `component` is the action's name).
+    Action,
 }
 
 impl StepKind {
@@ -65,6 +79,7 @@ impl StepKind {
             StepKind::Approve => "approve",
             StepKind::Apply => "apply",
             StepKind::Teardown => "teardown",
+            StepKind::Action => "action",
         }
     }
 }
@@ -144,6 +159,40 @@ pub struct Step {
     /// What people did to this step (approve, deny, retry, skip), oldest first.
     #[serde(default)]
     pub responses: Vec<Response>,
+    /// An action step: which step of the action, and what made it run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<ActionStepRef>,
+}
+
+impl Step {
+    /// What the step is about, as people read it: its component, or `ACTION/STEP` for an
+    /// action's step.
+    pub fn subject(&self) -> String {
+        match &self.action {
+            Some(a) => format!("{}/{}", self.component, a.step),
+            None => self.component.clone(),
+        }
+    }
+}
+
+/// Which step of an action a workflow step runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionStepRef {
+    /// The action step's name.
+    pub step: String,
+    /// What ran it: `manual`, `cron`, or the lifecycle trigger (`pre-deploy-component`, ...).
+    pub trigger: String,
+}
+
+/// What an action run was started with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionRun {
+    pub action: String,
+    /// `manual` or `cron`.
+    pub trigger: String,
+    /// Its inputs, checked against the action's declarations (defaults filled in).
+    #[serde(default)]
+    pub inputs: std::collections::BTreeMap<String, String>,
 }
 
 /// One person's response to a step: who, when, and what.
@@ -163,7 +212,7 @@ impl StepKind {
             StepKind::Sync => 1,
             StepKind::Plan => 2,
             StepKind::Approve => 3,
-            StepKind::Apply | StepKind::Teardown => 4,
+            StepKind::Apply | StepKind::Teardown | StepKind::Action => 4,
         }
     }
 }
@@ -189,6 +238,15 @@ pub struct Workflow {
     /// Why the workflow failed before any step could start (its app config cannot be laid out).
     #[serde(default)]
     pub error: Option<String>,
+    /// An action run: which action, with what.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<ActionRun>,
+    /// What started it, when that decides its lifecycle hooks (`update-inputs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// A runbook: its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runbook: Option<String>,
 }
 
 /// The mark of a workflow that has not finished: written with the workflow, removed once it has
@@ -201,6 +259,36 @@ pub struct OpenWorkflow {
 }
 
 impl Workflow {
+    /// A requested workflow: recorded, not laid out yet (the scheduler lays it out).
+    pub fn requested(
+        id: String,
+        org: &str,
+        install: &str,
+        kind: WorkflowKind,
+        app_config_id: &str,
+        scope: crate::DeployScope,
+    ) -> Workflow {
+        let now = crate::now();
+        Workflow {
+            id,
+            org: org.into(),
+            install: install.into(),
+            kind,
+            app_config_id: app_config_id.into(),
+            status: WorkflowStatus::Pending,
+            cancel_requested: false,
+            steps: vec![],
+            scope,
+            created_at: now.clone(),
+            updated_at: now,
+            finished_at: None,
+            error: None,
+            run: None,
+            cause: None,
+            runbook: None,
+        }
+    }
+
     pub fn open_mark(&self) -> OpenWorkflow {
         OpenWorkflow {
             org: self.org.clone(),
@@ -269,6 +357,9 @@ impl Workflow {
             updated_at: now,
             finished_at: None,
             error: None,
+            run: None,
+            cause: None,
+            runbook: None,
         };
         let mut apply_of: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         for (group, stage) in stages.iter().enumerate() {
@@ -321,7 +412,13 @@ impl Workflow {
         self
     }
 
-    fn push_step(&mut self, component: &str, group: u32, kind: StepKind, after: Vec<u32>) -> u32 {
+    pub(crate) fn push_step(
+        &mut self,
+        component: &str,
+        group: u32,
+        kind: StepKind,
+        after: Vec<u32>,
+    ) -> u32 {
         let index = self.steps.len() as u32;
         self.steps.push(Step {
             index,
@@ -339,6 +436,7 @@ impl Workflow {
             finished_at: None,
             message: None,
             responses: vec![],
+            action: None,
         });
         index
     }

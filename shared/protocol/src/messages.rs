@@ -50,6 +50,8 @@ pub enum JobSpec {
     Plan(ComponentJob),
     Apply(ApplyJob),
     Teardown(ComponentJob),
+    /// One step of an action.
+    Action(ActionJob),
 }
 
 impl JobSpec {
@@ -59,6 +61,7 @@ impl JobSpec {
             JobSpec::Plan(_) => "plan",
             JobSpec::Apply(_) => "apply",
             JobSpec::Teardown(_) => "teardown",
+            JobSpec::Action(_) => "action",
         }
     }
 
@@ -67,6 +70,7 @@ impl JobSpec {
             JobSpec::SyncArtifact(s) => &s.component,
             JobSpec::Plan(c) | JobSpec::Teardown(c) => &c.component,
             JobSpec::Apply(a) => &a.component.component,
+            JobSpec::Action(a) => &a.action,
         }
     }
 }
@@ -213,6 +217,27 @@ pub struct ComponentJob {
     pub cluster: Option<ClusterAccess>,
     /// The app's OPA policies over this component's plans, rendered.
     pub policies: Vec<PolicyDoc>,
+}
+
+/// One step of an action, rendered: what it runs and with what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionJob {
+    pub action: String,
+    pub step: String,
+    /// What ran it: `manual`, `cron` or a lifecycle trigger (`NUON_TRIGGER_TYPE` for the step).
+    pub trigger: String,
+    /// A command line, run by `sh -c`.
+    pub command: Option<String>,
+    /// A script, run by its `#!` line (by `sh` without one).
+    pub script: Option<String>,
+    /// Its environment: the step's `env_vars` and the run's inputs.
+    pub env: Vec<(String, String)>,
+    /// Values the job's log must not show.
+    pub redact: Vec<String>,
+    /// The cluster, when the sandbox names one (`KUBECONFIG` for the step).
+    pub cluster: Option<ClusterAccess>,
+    /// The break-glass role the action needs: the runner runs it only while it is granted.
+    pub break_glass_role: Option<String>,
 }
 
 /// An OPA policy as a plan job carries it: its name and its Rego.

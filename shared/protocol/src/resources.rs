@@ -142,6 +142,8 @@ pub mod buckets {
     pub const APPROVALS: &str = "approvals";
     pub const RUNNERS: &str = "runners";
     pub const RELEASES: &str = "releases";
+    /// When each scheduled (cron) action of an install fires next, by `<org>.<install>.<action>`.
+    pub const CRON_MARKS: &str = "cron_marks";
 
     pub const ALL: &[&str] = &[
         ORGS,
@@ -159,6 +161,7 @@ pub mod buckets {
         APPROVALS,
         RUNNERS,
         RELEASES,
+        CRON_MARKS,
     ];
     pub const HISTORY: i64 = 5;
 }

@@ -43,6 +43,7 @@ record!(m::ApiToken, buckets::TOKENS, id);
 record!(m::BootstrapToken, buckets::BOOTSTRAP_TOKENS, id);
 record!(m::IssuedCert, buckets::CERTIFICATES, serial);
 record!(m::RunnerAccess, buckets::RUNNER_ACCESS, install);
+record!(m::CronMark, buckets::CRON_MARKS, id);
 
 /// A record with the revision it was read at: the revision a compare-and-swap must name.
 #[derive(Debug, Clone)]

@@ -5,6 +5,7 @@
 //! plain synchronous code driving the component's tools (sh, terraform, ...), and talks to nothing
 //! but the local machine.
 
+mod action;
 mod image;
 mod kube;
 mod policy;
@@ -15,7 +16,7 @@ use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
-use ferry_protocol::messages::{ClusterAccess, ComponentKind, KindSettings, PolicyDoc};
+use ferry_protocol::messages::{ActionJob, ClusterAccess, ComponentKind, KindSettings, PolicyDoc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -60,6 +61,9 @@ pub struct PluginJob {
     /// The app's OPA policies over this component's plans.
     #[serde(default)]
     pub policies: Vec<PolicyDoc>,
+    /// An action step (`component` is the action's name then).
+    #[serde(default)]
+    pub action: Option<ActionJob>,
 }
 
 /// The runner host's tools for the Kubernetes plugins, from its flags (`None`: found on `PATH`).
@@ -117,6 +121,9 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
                 .map_err(|e| PluginError(format!("job file: {e}")))
         })
         .and_then(|job| {
+            if job.action.is_some() {
+                return action::execute(&job);
+            }
             let result = match job.kind {
                 ComponentKind::Script => script::execute(&job),
                 ComponentKind::Terraform => terraform::execute(&job),

@@ -26,6 +26,7 @@ impl<'a> Loader<'a> {
             }
             let triggers = self.triggers(&doc, r, components);
             let steps = self.action_steps(&doc, r);
+            let inputs = action_inputs(r);
             let deps = self.action_dependencies(&doc, r, components);
             let timeout_secs = r.str_of("timeout").and_then(parse_duration);
             if let (Some(t), Some(n)) = (timeout_secs, r.get("timeout"))
@@ -44,6 +45,8 @@ impl<'a> Loader<'a> {
                 steps,
                 timeout_secs,
                 dependencies: deps,
+                inputs,
+                break_glass_role: r.str_of("break_glass_role").map(String::from),
             });
         }
         out
@@ -99,6 +102,16 @@ impl<'a> Loader<'a> {
                 format!("`cron_schedule` is only used by `cron` triggers, not `{kind}`"),
             );
         }
+        if !matches!(kind.as_str(), "manual" | "cron" | "")
+            && !ferry_model::fires(&kind)
+            && schema::TRIGGER_TYPES.contains(&kind.as_str())
+        {
+            self.warn(
+                &doc.path,
+                at,
+                format!("Ferry has no operation that fires `{kind}`: this trigger never fires"),
+            );
+        }
         let component = t.str_of("component_name").map(String::from);
         if schema::COMPONENT_TRIGGERS.contains(&kind.as_str()) {
             match (&component, t.get("component_name")) {
@@ -134,8 +147,9 @@ impl<'a> Loader<'a> {
         }
     }
 
-    /// An action's step names; each step runs `command` or `inline_contents` (or a repository's).
-    fn action_steps(&mut self, doc: &Doc, r: &Node) -> Vec<String> {
+    /// An action's steps; each runs `command` or `inline_contents` (or a repository's), and
+    /// step names are unique (later steps read earlier ones' outputs by name).
+    fn action_steps(&mut self, doc: &Doc, r: &Node) -> Vec<ActionStep> {
         let mut steps = Vec::new();
         for s in r.get("steps").map(Node::items).unwrap_or_default() {
             let step_name = s.str_of("name").unwrap_or_default().to_string();
@@ -158,7 +172,22 @@ impl<'a> Loader<'a> {
                 ),
                 _ => {}
             }
-            steps.push(step_name);
+            if steps.iter().any(|x: &ActionStep| x.name == step_name) {
+                let at = s.get("name").map_or(s.span.start, |n| n.span.start);
+                self.err(
+                    &doc.path,
+                    at,
+                    format!("step `{step_name}` is declared twice in this action"),
+                );
+            }
+            steps.push(ActionStep {
+                name: step_name,
+                command: s.str_of("command").map(String::from),
+                script: s
+                    .str_of("inline_contents")
+                    .map(|v| self.contents("actions", v)),
+                env_vars: string_map(s.get("env_vars")),
+            });
         }
         steps
     }
@@ -297,6 +326,23 @@ impl<'a> Loader<'a> {
         }
         Some((name, kind.into(), target))
     }
+}
+
+/// The inputs of an action and of its steps (Nuon declares them on either), in that order.
+fn action_inputs(r: &Node) -> Vec<ActionInput> {
+    let steps = r.get("steps").map(Node::items).unwrap_or_default();
+    std::iter::once(r)
+        .chain(steps)
+        .flat_map(|n| n.get("inputs").map(Node::items).unwrap_or_default())
+        .filter_map(|i| {
+            Some(ActionInput {
+                name: i.str_of("name")?.to_string(),
+                default: i.get("default").and_then(Node::scalar_text),
+                required: i.bool_of("required").unwrap_or(false),
+                kind: i.str_of("type").unwrap_or("string").to_string(),
+            })
+        })
+        .collect()
 }
 
 /// Longest action timeout Nuon accepts.

@@ -30,8 +30,8 @@ mod roles;
 mod settings;
 
 pub use model::{
-    Action, AppConfig, Component, ComponentType, Input, InstallDecl, Metadata, Policy, Rendered,
-    Runbook, Trigger,
+    Action, ActionInput, ActionStep, AppConfig, Component, ComponentType, Input, InstallDecl,
+    Metadata, Policy, Rendered, Runbook, Trigger,
 };
 
 use components::stand_in_component;

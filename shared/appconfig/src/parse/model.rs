@@ -142,10 +142,37 @@ pub struct Action {
     pub name: String,
     pub file: String,
     pub triggers: Vec<Trigger>,
-    pub steps: Vec<String>,
+    pub steps: Vec<ActionStep>,
     pub timeout_secs: Option<f64>,
     /// Components it reads outputs of, or names in `dependencies`.
     pub dependencies: Vec<String>,
+    /// Values given when it runs (the action's and its steps'), each an environment variable of
+    /// its steps.
+    pub inputs: Vec<ActionInput>,
+    /// A break-glass role that must be granted on the install for it to run.
+    pub break_glass_role: Option<String>,
+}
+
+/// One step of an action, its texts as template sources.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionStep {
+    pub name: String,
+    /// A command line, run by `sh -c`.
+    pub command: Option<String>,
+    /// A script (`inline_contents`, its file read when it names one): run by its `#!` line, or
+    /// by `sh`.
+    pub script: Option<String>,
+    pub env_vars: BTreeMap<String, String>,
+}
+
+/// A value asked for when an action runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionInput {
+    pub name: String,
+    pub default: Option<String>,
+    pub required: bool,
+    /// `string`, `number` or `bool`.
+    pub kind: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -197,26 +224,78 @@ pub struct Rendered {
 impl Input {
     /// Checks a value given for this input against its declared type.
     pub fn check(&self, value: &str) -> Result<(), String> {
-        let bad = |what: &str| {
-            Err(format!(
-                "input `{}` must be {what}, got `{value}`",
-                self.name
-            ))
-        };
-        match self.kind.as_str() {
-            "number" if value.trim().parse::<f64>().map_or(true, |n| !n.is_finite()) => {
-                bad("a number")
-            }
-            "bool" if !matches!(value, "true" | "false") => bad("`true` or `false`"),
-            "json" if serde_json::from_str::<Value>(value).is_err() => bad("JSON"),
-            "list"
-                if value.trim_start().starts_with('[')
-                    && serde_json::from_str::<Vec<Value>>(value).is_err() =>
-            {
-                bad("a list (a JSON array, or comma-separated values)")
-            }
-            _ => Ok(()),
+        check_typed("input", &self.name, &self.kind, value)
+    }
+}
+
+/// Checks a value against a declared type (`number`, `bool`, `json`, `list`; anything else takes
+/// any text); `what` and `name` name it in the message.
+fn check_typed(what: &str, name: &str, kind: &str, value: &str) -> Result<(), String> {
+    let bad = |expected: &str| Err(format!("{what} `{name}` must be {expected}, got `{value}`"));
+    match kind {
+        "number" if value.trim().parse::<f64>().map_or(true, |n| !n.is_finite()) => bad("a number"),
+        "bool" if !matches!(value, "true" | "false") => bad("`true` or `false`"),
+        "json" if serde_json::from_str::<Value>(value).is_err() => bad("JSON"),
+        "list"
+            if value.trim_start().starts_with('[')
+                && serde_json::from_str::<Vec<Value>>(value).is_err() =>
+        {
+            bad("a list (a JSON array, or comma-separated values)")
         }
+        _ => Ok(()),
+    }
+}
+
+impl Action {
+    /// The values its steps run with: those `given` (each declared, of its type), defaults for
+    /// the rest; an error names the first input that is unknown, mistyped or missing.
+    pub fn run_inputs(
+        &self,
+        given: &BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, String> {
+        for name in given.keys() {
+            if !self.inputs.iter().any(|i| &i.name == name) {
+                let known: Vec<&str> = self.inputs.iter().map(|i| i.name.as_str()).collect();
+                return Err(format!(
+                    "action `{}` has no input `{name}` (its inputs: {})",
+                    self.name,
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ));
+            }
+        }
+        let mut out = BTreeMap::new();
+        for i in &self.inputs {
+            match given.get(&i.name).or(i.default.as_ref()) {
+                Some(v) => {
+                    check_typed("action input", &i.name, &i.kind, v)?;
+                    out.insert(i.name.clone(), v.clone());
+                }
+                None if i.required => {
+                    return Err(format!(
+                        "action `{}` needs input `{}`: --input {}=VALUE",
+                        self.name, i.name, i.name
+                    ));
+                }
+                None => {}
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn step(&self, name: &str) -> Option<&ActionStep> {
+        self.steps.iter().find(|s| s.name == name)
+    }
+
+    /// Its `cron` trigger's schedule (none when it has none, or an empty one: it never fires).
+    pub fn cron_schedule(&self) -> Option<&str> {
+        self.triggers
+            .iter()
+            .find(|t| t.kind == "cron")
+            .and_then(|t| t.cron_schedule.as_deref())
     }
 }
 
@@ -323,6 +402,10 @@ impl AppConfig {
             .filter(|c| c.reads_inputs(inputs))
             .map(|c| c.name.clone())
             .collect()
+    }
+
+    pub fn action(&self, name: &str) -> Option<&Action> {
+        self.actions.iter().find(|a| a.name == name)
     }
 
     pub fn component(&self, name: &str) -> Option<&Component> {

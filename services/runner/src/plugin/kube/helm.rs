@@ -334,6 +334,7 @@ mod tests {
                 ..Default::default()
             },
             policies: vec![],
+            action: None,
         }
     }
 

@@ -130,6 +130,11 @@ impl Cluster {
         ))
     }
 
+    /// The kubeconfig file to give a tool (none: in-cluster).
+    pub(crate) fn kubeconfig(&self) -> Option<&Path> {
+        self.kubeconfig.as_deref()
+    }
+
     pub(crate) fn args(&self) -> Vec<String> {
         self.kubeconfig
             .iter()

@@ -1,0 +1,171 @@
+//! `ferry actions`: an install's actions, running one, and the runs with their steps' outputs.
+
+use anyhow::Result;
+use ferry_model::api::{ActionInfo, Deployed};
+use ferry_model::{Install, Job, Workflow};
+use serde_json::json;
+
+use crate::args::ActionsCmd;
+use crate::client::Api;
+use crate::commands::{parse_inputs, print_json, then_wait};
+use crate::render;
+
+pub async fn run(api: &Api, cmd: ActionsCmd) -> Result<i32> {
+    match cmd {
+        ActionsCmd::List { install, json } => list(api, install.as_deref(), json).await,
+        ActionsCmd::Run {
+            install,
+            action,
+            inputs,
+            wait,
+            json,
+        } => {
+            let body = json!({ "inputs": parse_inputs(&inputs)? });
+            let started: Deployed = api
+                .post(
+                    &format!("/v1/installs/{install}/actions/{action}/runs"),
+                    &body,
+                )
+                .await?;
+            let id = started.workflow_id.clone();
+            match (json, wait) {
+                (true, true) => {}
+                (true, false) => print_json(&started)?,
+                (false, _) => println!("action {action} started on {install}: run {id}"),
+            }
+            if !json && !wait {
+                println!("follow it with: ferry workflows wait {id}");
+            }
+            then_wait(api, id, wait, json).await
+        }
+        ActionsCmd::Runs {
+            install,
+            action,
+            limit,
+            json,
+        } => runs(api, &install, action.as_deref(), limit, json).await,
+    }
+}
+
+async fn list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {
+    let installs: Vec<String> = match install {
+        Some(i) => vec![i.to_string()],
+        None => {
+            let all: Vec<Install> = api.get("/v1/installs").await?;
+            all.into_iter().map(|i| i.name).collect()
+        }
+    };
+    let mut all: Vec<(String, ActionInfo)> = Vec::new();
+    for i in installs {
+        let actions: Vec<ActionInfo> = api.get(&format!("/v1/installs/{i}/actions")).await?;
+        all.extend(actions.into_iter().map(|a| (i.clone(), a)));
+    }
+    if json_out {
+        let v: Vec<_> = all
+            .iter()
+            .map(|(i, a)| json!({ "install": i, "action": a }))
+            .collect();
+        print_json(&v)?;
+        return Ok(0);
+    }
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|(i, a)| {
+            let last = a.last_run.as_ref().map_or("-".to_string(), |r| {
+                format!("{} ({})", r.status, r.workflow)
+            });
+            vec![
+                i.clone(),
+                a.name.clone(),
+                a.triggers.join(", "),
+                a.steps.join(", "),
+                a.next_run.clone().unwrap_or_else(|| "-".into()),
+                last,
+            ]
+        })
+        .collect();
+    println!(
+        "{}",
+        render::table(
+            &[
+                "INSTALL", "ACTION", "TRIGGERS", "STEPS", "NEXT RUN", "LAST RUN"
+            ],
+            &rows
+        )
+    );
+    Ok(0)
+}
+
+async fn runs(
+    api: &Api,
+    install: &str,
+    action: Option<&str>,
+    limit: usize,
+    json_out: bool,
+) -> Result<i32> {
+    let mut path = format!("/v1/workflows?install={install}&kind=action");
+    if let Some(a) = action {
+        path.push_str(&format!("&action={a}"));
+    }
+    let mut all: Vec<Workflow> = api.get(&path).await?;
+    all.truncate(limit);
+    let mut out = Vec::new();
+    for wf in &all {
+        let mut steps = Vec::new();
+        for s in &wf.steps {
+            let outputs = match &s.job_id {
+                Some(j) => api
+                    .get_opt::<Job>(&format!("/v1/jobs/{j}"))
+                    .await?
+                    .map(|j| j.outputs)
+                    .unwrap_or_default(),
+                None => Default::default(),
+            };
+            steps.push((s, outputs));
+        }
+        out.push((wf, steps));
+    }
+    if json_out {
+        let v: Vec<_> = out
+            .iter()
+            .map(|(wf, steps)| {
+                let steps: Vec<_> = steps
+                    .iter()
+                    .map(|(s, o)| json!({ "step": s.action.as_ref().map(|a| &a.step), "status": s.status, "job": s.job_id, "message": s.message, "outputs": o }))
+                    .collect();
+                json!({ "run": wf.id, "action": wf.run.as_ref().map(|r| &r.action), "trigger": wf.run.as_ref().map(|r| &r.trigger), "status": wf.status, "created_at": wf.created_at, "steps": steps })
+            })
+            .collect();
+        print_json(&v)?;
+        return Ok(0);
+    }
+    if out.is_empty() {
+        println!("no runs");
+    }
+    for (wf, steps) in out {
+        let (name, trigger) = wf
+            .run
+            .as_ref()
+            .map_or(("?", "?"), |r| (r.action.as_str(), r.trigger.as_str()));
+        println!(
+            "{}  {name}  {trigger}  {}  {}",
+            wf.id,
+            render::status_word(wf.status),
+            wf.created_at
+        );
+        for (s, outputs) in steps {
+            let shown = if outputs.is_empty() {
+                String::new()
+            } else {
+                format!("  outputs: {}", serde_json::Value::Object(outputs))
+            };
+            println!(
+                "  {} {} {}{shown}",
+                render::step_mark(s.status),
+                s.subject(),
+                s.status
+            );
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,124 @@
+//! Action routes: an install's actions (from the app config it runs) with their latest runs,
+//! and starting a run by hand. A run is a workflow of its own (kind `action`) that does not hold
+//! the install: actions run beside deploys.
+
+use axum::Json;
+use axum::extract::Path;
+use axum::http::StatusCode;
+use ferry_model::api::{ActionInfo, Deployed, RunAction};
+use ferry_model::{self as m, Install};
+
+use crate::auth::Ctx;
+use crate::handlers::audit;
+use crate::ids::{Name, check_name};
+use crate::installs::{blank_workflow, record_workflow, request_workflow};
+use crate::{ApiError, ApiState};
+
+async fn install(s: &ApiState, name: &str) -> Result<Install, ApiError> {
+    Ok(s.store
+        .repo::<Install>()
+        .get(&s.org, name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?
+        .value)
+}
+
+pub async fn list_actions(
+    Ctx(s): Ctx,
+    Name(name): Name,
+) -> Result<Json<Vec<ActionInfo>>, ApiError> {
+    let install = install(&s, &name).await?;
+    let (_, _, cfg) = s.store.config(&s.org, &install.app_config_id).await?;
+    let marks = s.store.repo::<m::CronMark>();
+    let mut out = Vec::new();
+    for a in &cfg.actions {
+        let next_run = match a.cron_schedule() {
+            Some(_) => marks
+                .get(&s.org, &m::CronMark::id_of(&name, &a.name))
+                .await?
+                .map(|v| m::format_ms(v.value.next_ms)),
+            None => None,
+        };
+        out.push(ActionInfo {
+            name: a.name.clone(),
+            triggers: a
+                .triggers
+                .iter()
+                .map(|t| {
+                    [
+                        Some(t.kind.as_str()),
+                        t.cron_schedule.as_deref(),
+                        t.component.as_deref(),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                })
+                .collect(),
+            steps: a.steps.iter().map(|st| st.name.clone()).collect(),
+            inputs: a
+                .inputs
+                .iter()
+                .map(|i| match (&i.default, i.required) {
+                    (_, true) => format!("{} ({}, required)", i.name, i.kind),
+                    (Some(d), _) => format!("{} ({}, default {d})", i.name, i.kind),
+                    (None, _) => format!("{} ({})", i.name, i.kind),
+                })
+                .collect(),
+            dependencies: a.dependencies.clone(),
+            break_glass_role: a.break_glass_role.clone(),
+            next_run,
+            last_run: install.actions.get(&a.name).cloned(),
+        });
+    }
+    Ok(Json(out))
+}
+
+/// Starts a run of an action by hand, its inputs checked against the action's declarations.
+pub async fn run_action(
+    Ctx(s): Ctx,
+    Path((name, action)): Path<(String, String)>,
+    body: Option<Json<RunAction>>,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    check_name("install", &name)?;
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let install = install(&s, &name).await?;
+    let (_, _, cfg) = s.store.config(&s.org, &install.app_config_id).await?;
+    let Some(def) = cfg.action(&action) else {
+        let known: Vec<&str> = cfg.actions.iter().map(|a| a.name.as_str()).collect();
+        return Err(ApiError::NotFound(format!(
+            "the app of install `{name}` has no action `{action}`{}",
+            ferry_appconfig::did_you_mean(&action, known.iter().copied())
+        )));
+    };
+    let inputs = def.run_inputs(&body.inputs).map_err(ApiError::BadRequest)?;
+    let mut wf = blank_workflow(
+        &s,
+        &name,
+        m::WorkflowKind::Action,
+        &install.app_config_id,
+        Default::default(),
+    );
+    wf.run = Some(m::ActionRun {
+        action: def.name.clone(),
+        trigger: "manual".into(),
+        inputs: inputs.clone(),
+    });
+    record_workflow(&s, &wf).await?;
+    request_workflow(&s, &wf).await?;
+    audit(
+        &s,
+        "action.run",
+        &name,
+        serde_json::json!({ "action": def.name, "workflow": wf.id, "inputs": inputs.keys().collect::<Vec<_>>() }),
+    )
+    .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Deployed {
+            workflow_id: wf.id,
+            app_config_id: install.app_config_id,
+        }),
+    ))
+}

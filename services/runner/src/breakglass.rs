@@ -1,0 +1,173 @@
+//! Break-glass roles granted on the runner host: the customer's own control over the actions
+//! that need elevated access. A grant is a file in the runner's data directory, written by
+//! `ferry-runner break-glass grant ROLE --for 1h` on the host (never from the hub), and read
+//! when an action step naming the role is about to run: without a live grant the step is
+//! refused, with the reason, before anything starts.
+//!
+//! Every grant and revocation is appended to `break-glass/audit.log` on the host; every use and
+//! refusal is in the job's log and its result, which the hub's audit stream records.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    pub role: String,
+    /// When it ends, ms since the epoch.
+    pub until_ms: u64,
+    pub granted_at_ms: u64,
+    /// Who granted it (the host user).
+    pub by: String,
+}
+
+fn dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("break-glass")
+}
+
+fn file(data_dir: &Path, role: &str) -> Result<PathBuf, String> {
+    let plain = !role.is_empty()
+        && role
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !role.starts_with('.');
+    if !plain {
+        return Err(format!("`{role}` is not a role name"));
+    }
+    Ok(dir(data_dir).join(format!("{role}.json")))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn at(ms: u64) -> String {
+    ferry_model::format_ms(ms)
+}
+
+fn audit(data_dir: &Path, line: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir(data_dir).join("audit.log"))?;
+    writeln!(f, "{} {line}", ferry_model::now())
+}
+
+/// Grants `role` on this host for `duration`.
+pub fn grant(
+    data_dir: &Path,
+    role: &str,
+    duration: std::time::Duration,
+    by: &str,
+) -> Result<Grant, String> {
+    let path = file(data_dir, role)?;
+    std::fs::create_dir_all(dir(data_dir))
+        .map_err(|e| format!("{}: {e}", dir(data_dir).display()))?;
+    let now = now_ms();
+    let g = Grant {
+        role: role.to_string(),
+        until_ms: now + duration.as_millis() as u64,
+        granted_at_ms: now,
+        by: by.to_string(),
+    };
+    let bytes = serde_json::to_vec_pretty(&g).map_err(|e| e.to_string())?;
+    std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    audit(
+        data_dir,
+        &format!("granted {role} until {} by {by}", at(g.until_ms)),
+    )
+    .map_err(|e| format!("the host's break-glass audit log: {e}"))?;
+    Ok(g)
+}
+
+/// Ends a grant before its time.
+pub fn revoke(data_dir: &Path, role: &str, by: &str) -> Result<bool, String> {
+    let path = file(data_dir, role)?;
+    match std::fs::remove_file(&path) {
+        Ok(()) => {
+            audit(data_dir, &format!("revoked {role} by {by}"))
+                .map_err(|e| format!("the host's break-glass audit log: {e}"))?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// The grants on this host, live or expired.
+pub fn list(data_dir: &Path) -> Vec<Grant> {
+    let Ok(entries) = std::fs::read_dir(dir(data_dir)) else {
+        return vec![];
+    };
+    let mut out: Vec<Grant> = entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|b| serde_json::from_slice(&b).ok())
+        .collect();
+    out.sort_by(|a, b| a.role.cmp(&b.role));
+    out
+}
+
+/// Whether `action` may run with `role` now: `Ok` with the grant's description, or the reason
+/// it is refused.
+pub fn check(data_dir: &Path, role: &str, action: &str) -> Result<String, String> {
+    let how =
+        format!("grant it on the runner host: ferry-runner break-glass grant {role} --for 1h");
+    let path = file(data_dir, role)?;
+    let g: Grant = match std::fs::read(&path) {
+        Ok(b) => serde_json::from_slice(&b)
+            .map_err(|e| format!("break-glass grant {}: {e}", path.display()))?,
+        Err(_) => {
+            return Err(format!(
+                "refused: action `{action}` needs break-glass role `{role}`, which is not granted on this runner host ({how})"
+            ));
+        }
+    };
+    if g.until_ms <= now_ms() {
+        return Err(format!(
+            "refused: action `{action}` needs break-glass role `{role}`, whose grant expired at {} ({how})",
+            at(g.until_ms)
+        ));
+    }
+    Ok(format!(
+        "break-glass role `{role}` granted by {} until {}",
+        g.by,
+        at(g.until_ms)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_role_is_refused_then_granted_then_refused_after_expiry() {
+        let d = tempfile::tempdir().unwrap();
+        let e = check(d.path(), "admin", "fix").unwrap_err();
+        assert!(e.contains("not granted"), "{e}");
+        grant(
+            d.path(),
+            "admin",
+            std::time::Duration::from_millis(300),
+            "alice",
+        )
+        .unwrap();
+        let ok = check(d.path(), "admin", "fix").unwrap();
+        assert!(ok.contains("granted by alice"), "{ok}");
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        let e = check(d.path(), "admin", "fix").unwrap_err();
+        assert!(e.contains("expired"), "{e}");
+        assert!(revoke(d.path(), "admin", "alice").unwrap());
+        let log = std::fs::read_to_string(d.path().join("break-glass/audit.log")).unwrap();
+        assert!(
+            log.contains("granted admin") && log.contains("revoked admin"),
+            "{log}"
+        );
+        assert!(file(d.path(), "../x").is_err());
+    }
+}

@@ -1,0 +1,325 @@
+//! Actions run inside an install by its runner: by hand (a later step reading an earlier one's
+//! outputs), on a cron schedule (exactly once per tick under two scheduler replicas), around
+//! deploys (a failing pre-deploy hook fails the deploy and is retried), and only while a
+//! break-glass role they need is granted on the runner host.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ferry_tests::{NatsServer, Proc, bin, ferry, ferry_json, repo_root, wait_for};
+
+fn hello(dir: &Path) -> PathBuf {
+    let app = dir.join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    app
+}
+
+fn ended(w: &serde_json::Value) -> bool {
+    w["status"] == "failed" || w["status"] == "succeeded"
+}
+
+/// A running control plane and install `prod` of `app`, provisioned.
+struct Install {
+    _nats: NatsServer,
+    _server: Proc,
+    _runner: Proc,
+    api: String,
+}
+
+fn provisioned(app: &Path, dir: &Path) -> Install {
+    let nats = NatsServer::start();
+    let (server, api) = Proc::server(&nats.url, dir.join("server.log"));
+    let runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.join("runner"),
+        dir.join("runner.log"),
+    );
+    let wf = ferry_tests::sync_and_create(&api, app, "prod");
+    let w = wait_for(&api, &wf, 120, "provisioning", ended);
+    assert_eq!(w["status"], "succeeded", "{w}");
+    Install {
+        _nats: nats,
+        _server: server,
+        _runner: runner,
+        api,
+    }
+}
+
+fn action_steps(w: &serde_json::Value) -> Vec<&serde_json::Value> {
+    w["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "action")
+        .collect()
+}
+
+#[test]
+fn a_manual_action_runs_its_steps_in_order_and_the_second_reads_the_firsts_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = hello(dir.path());
+    let i = provisioned(&app, dir.path());
+
+    // Inputs are checked against the action's declarations before anything runs.
+    let (code, _, err) = ferry(
+        &i.api,
+        &[
+            "actions",
+            "run",
+            "prod",
+            "greeting_check",
+            "--input",
+            "TIMES=many",
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("`TIMES` must be a number"), "{err}");
+    let (code, _, err) = ferry(&i.api, &["actions", "run", "prod", "greeting_chek"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("did you mean `greeting_check`"), "{err}");
+
+    let (code, out, err) = ferry(
+        &i.api,
+        &[
+            "actions",
+            "run",
+            "prod",
+            "greeting_check",
+            "--input",
+            "TIMES=2",
+            "--wait",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let runs = ferry_json(
+        &i.api,
+        &["actions", "runs", "prod", "greeting_check", "--json"],
+    );
+    let run = &runs[0];
+    assert_eq!(run["status"], "succeeded", "{runs}");
+    assert_eq!(run["trigger"], "manual");
+    let steps = run["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["step"], "read");
+    assert_eq!(steps[0]["outputs"]["greeting"], "hello, prod!", "{runs}");
+    assert_eq!(steps[1]["step"], "report");
+    // "hello, prod!" is two words: the second step read the first's output.
+    assert_eq!(steps[1]["outputs"]["words"], 2, "{runs}");
+
+    // Its log shows both steps; the input reached the script (two lines).
+    let id = run["run"].as_str().unwrap();
+    let (code, log, err) = ferry(&i.api, &["logs", "--workflow", id]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        log.matches("the greeting is: hello, prod!").count(),
+        2,
+        "{log}"
+    );
+
+    // The install keeps the latest run for templates and `actions list`.
+    let listed = ferry_json(&i.api, &["actions", "list", "--install", "prod", "--json"]);
+    let last = &listed[0]["action"]["last_run"];
+    assert_eq!(last["status"], "succeeded", "{listed}");
+    assert_eq!(last["outputs"]["steps"]["read"]["greeting"], "hello, prod!");
+    assert_eq!(last["outputs"]["words"], 2);
+}
+
+/// A pre-deploy hook on greeter that fails until a marker file exists.
+fn with_failing_hook(app: &Path, marker: &Path) {
+    std::fs::write(
+        app.join("actions/gate.toml"),
+        format!(
+            r#"name = "gate"
+timeout = "30s"
+
+[[triggers]]
+type = "pre-deploy-component"
+component_name = "greeter"
+
+[[steps]]
+name = "check"
+command = "test -e {} && echo gate open"
+"#,
+            marker.display()
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_failing_pre_deploy_hook_fails_the_deploy_before_its_component_and_a_retry_runs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = hello(dir.path());
+    let marker = dir.path().join("gate-open");
+    with_failing_hook(&app, &marker);
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let wf = ferry_tests::sync_and_create(&api, &app, "prod");
+    let w = wait_for(&api, &wf, 120, "the workflow to fail", ended);
+    assert_eq!(w["status"], "failed", "{w}");
+    let hook = action_steps(&w)[0];
+    assert_eq!(hook["component"], "gate");
+    assert_eq!(hook["action"]["trigger"], "pre-deploy-component");
+    assert_eq!(hook["status"], "failed", "{w}");
+    // Greeter's plan waited for the hook: it never ran.
+    assert_eq!(
+        ferry_tests::step(&w, "greeter", "plan")["status"],
+        "not_attempted"
+    );
+
+    std::fs::write(&marker, "").unwrap();
+    let index = hook["index"].to_string();
+    let (code, out, err) = ferry(&api, &["workflows", "retry", &wf, "--step", &index]);
+    assert_eq!(code, 0, "{out}{err}");
+    let w = wait_for(&api, &wf, 120, "the retried workflow to end", ended);
+    assert_eq!(w["status"], "succeeded", "{w}");
+    assert_eq!(action_steps(&w)[0]["attempt"], 2);
+}
+
+#[test]
+fn a_cron_action_fires_once_per_tick_under_two_scheduler_replicas() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = hello(dir.path());
+    std::fs::write(
+        app.join("actions/tick.toml"),
+        r#"name = "tick"
+timeout = "30s"
+
+[[triggers]]
+type = "cron"
+cron_schedule = "* * * * *"
+
+[[steps]]
+name = "stamp"
+command = "date -u +%s"
+"#,
+    )
+    .unwrap();
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    // A second scheduler, racing the first for every tick.
+    let (_second, _) = Proc::server_with(
+        &nats.url,
+        dir.path().join("scheduler2.log"),
+        &["--services", "scheduler"],
+    );
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let wf = ferry_tests::sync_and_create(&api, &app, "prod");
+    wait_for(&api, &wf, 120, "provisioning", ended);
+    let runs = |api: &str| ferry_json(api, &["actions", "runs", "prod", "tick", "--json"]);
+    // Two ticks: a schedule starts with the next minute, so the second comes within 2 min 10 s.
+    let deadline = Instant::now() + Duration::from_secs(150);
+    let all = loop {
+        let r = runs(&api);
+        let done = r
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["status"] == "succeeded")
+            .count();
+        if done >= 2 {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "two ticks did not run: {r}");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let mut minutes: Vec<String> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["created_at"].as_str().unwrap()[..16].to_string())
+        .collect();
+    let n = minutes.len();
+    minutes.dedup();
+    assert_eq!(minutes.len(), n, "one run per tick: {all}");
+    assert!(
+        all.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["trigger"] == "cron")
+    );
+    let listed = ferry_json(&api, &["actions", "list", "--install", "prod", "--json"]);
+    let tick = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["action"]["name"] == "tick")
+        .unwrap();
+    assert!(tick["action"]["next_run"].is_string(), "{listed}");
+}
+
+#[test]
+fn a_step_needing_a_break_glass_role_runs_only_while_the_host_grants_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = hello(dir.path());
+    std::fs::write(
+        app.join("actions/fix.toml"),
+        r#"name = "fix"
+timeout = "30s"
+break_glass_role = "admin-access"
+
+[[triggers]]
+type = "manual"
+
+[[steps]]
+name = "repair"
+command = "echo repaired"
+"#,
+    )
+    .unwrap();
+    let i = provisioned(&app, dir.path());
+    let run = |api: &str| {
+        let (_, out, err) = ferry(api, &["actions", "run", "prod", "fix", "--wait"]);
+        let runs = ferry_json(api, &["actions", "runs", "prod", "fix", "--json"]);
+        (runs[0].clone(), format!("{out}{err}"))
+    };
+    let (refused, shown) = run(&i.api);
+    assert_eq!(refused["status"], "failed", "{refused}");
+    let why = refused["steps"][0]["message"].as_str().unwrap();
+    assert!(
+        why.contains("break-glass role `admin-access`, which is not granted"),
+        "{why}"
+    );
+    assert!(shown.contains("not granted"), "{shown}");
+
+    let grant = |args: &[&str]| {
+        let out = std::process::Command::new(bin("ferry-runner"))
+            .args([
+                "--data-dir",
+                dir.path().join("runner").to_str().unwrap(),
+                "break-glass",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert!(grant(&["grant", "admin-access", "--for", "4s"]).contains("granted admin-access"));
+    let (ran, _) = run(&i.api);
+    assert_eq!(ran["status"], "succeeded", "{ran}");
+    let id = ran["run"].as_str().unwrap();
+    let (_, log, _) = ferry(&i.api, &["logs", "--workflow", id]);
+    assert!(
+        log.contains("using break-glass role `admin-access` granted by"),
+        "{log}"
+    );
+
+    std::thread::sleep(Duration::from_secs(5));
+    let (expired, _) = run(&i.api);
+    assert_eq!(expired["status"], "failed", "{expired}");
+    let why = expired["steps"][0]["message"].as_str().unwrap();
+    assert!(why.contains("grant expired"), "{why}");
+    assert!(grant(&["list"]).contains("admin-access\texpired"));
+}
