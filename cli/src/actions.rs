@@ -1,11 +1,12 @@
-//! `ferry actions`: an install's actions, running one, and the runs with their steps' outputs.
+//! `ferry actions`: an install's actions, running one, and the runs with their steps' outputs;
+//! `ferry runbooks run`.
 
 use anyhow::Result;
 use ferry_model::api::{ActionInfo, Deployed};
 use ferry_model::{Install, Job, Workflow};
 use serde_json::json;
 
-use crate::args::ActionsCmd;
+use crate::args::{ActionsCmd, RunbooksCmd};
 use crate::client::Api;
 use crate::commands::{parse_inputs, print_json, then_wait};
 use crate::render;
@@ -45,6 +46,28 @@ pub async fn run(api: &Api, cmd: ActionsCmd) -> Result<i32> {
             json,
         } => runs(api, &install, action.as_deref(), limit, json).await,
     }
+}
+
+pub async fn runbooks(api: &Api, cmd: RunbooksCmd) -> Result<i32> {
+    let RunbooksCmd::Run {
+        install,
+        runbook,
+        wait,
+        json,
+    } = cmd;
+    let started: Deployed = api
+        .post(
+            &format!("/v1/installs/{install}/runbooks/{runbook}/runs"),
+            &json!({}),
+        )
+        .await?;
+    let id = started.workflow_id.clone();
+    match (json, wait) {
+        (true, true) => {}
+        (true, false) => print_json(&started)?,
+        (false, _) => println!("runbook {runbook} started on {install}: workflow {id}"),
+    }
+    then_wait(api, id, wait, json).await
 }
 
 async fn list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {

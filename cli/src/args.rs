@@ -39,6 +39,9 @@ pub(crate) enum Command {
     /// and their runs.
     #[command(subcommand)]
     Actions(ActionsCmd),
+    /// Runbooks: the app's ordered procedures (deploys, actions, sandbox and teardown steps).
+    #[command(subcommand)]
+    Runbooks(RunbooksCmd),
     /// Jobs: one unit of work for one install (sync, plan, apply) and its executions.
     #[command(subcommand)]
     Jobs(JobsCmd),
@@ -306,6 +309,24 @@ pub(crate) enum InstallsCmd {
     Reprovision {
         /// The install's name.
         name: String,
+        /// Follow the workflow until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum RunbooksCmd {
+    /// Run a runbook on an install: its steps, in order, as one workflow (approvals where the
+    /// install asks for them).
+    Run {
+        /// The install's name.
+        install: String,
+        /// The runbook's name.
+        runbook: String,
         /// Follow the workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,

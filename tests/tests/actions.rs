@@ -323,3 +323,117 @@ command = "echo repaired"
     assert!(why.contains("grant expired"), "{why}");
     assert!(grant(&["list"]).contains("admin-access\texpired"));
 }
+
+/// A runbook deploying greeter, running an action, then reprovisioning the sandbox alone.
+fn with_runbook(app: &Path) {
+    std::fs::create_dir_all(app.join("runbooks")).unwrap();
+    std::fs::write(
+        app.join("runbooks/refresh.toml"),
+        r#"name = "refresh"
+description = "Redeploy the greeter, check it, refresh the sandbox"
+
+[[steps]]
+name = "redeploy"
+type = "component_deploy"
+component_name = "greeter"
+
+[[steps]]
+name = "check"
+type = "action"
+action_name = "greeting_check"
+
+[[steps]]
+name = "sandbox"
+type = "sandbox_reprovision"
+skip_component_deploys = true
+
+[[steps]]
+name = "done"
+type = "action"
+command = "echo runbook finished"
+"#,
+    )
+    .unwrap();
+}
+
+fn order(w: &serde_json::Value) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for s in w["steps"].as_array().unwrap() {
+        let c = s["component"].as_str().unwrap().to_string();
+        if seen.last() != Some(&c) {
+            seen.push(c);
+        }
+    }
+    seen
+}
+
+#[test]
+fn a_runbook_runs_a_deploy_an_action_and_a_sandbox_reprovision_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = hello(dir.path());
+    with_runbook(&app);
+    let i = provisioned(&app, dir.path());
+    let (code, _, err) = ferry(&i.api, &["runbooks", "run", "prod", "refrsh"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("did you mean `refresh`"), "{err}");
+    let started = ferry_json(&i.api, &["runbooks", "run", "prod", "refresh", "--json"]);
+    let id = started["workflow_id"].as_str().unwrap();
+    let w = wait_for(&i.api, id, 120, "the runbook to end", ended);
+    assert_eq!(w["status"], "succeeded", "{w}");
+    assert_eq!(w["kind"], "runbook");
+    assert_eq!(
+        order(&w),
+        ["greeter", "greeting_check", "sandbox", "refresh.done"],
+        "{w}"
+    );
+    // Only greeter was deployed (not what depends on it), and the sandbox alone.
+    assert!(
+        w["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["component"] != "counter")
+    );
+    let (_, log, _) = ferry(&i.api, &["logs", "--workflow", id]);
+    assert!(log.contains("runbook finished"), "{log}");
+    assert!(log.contains("the greeting is: hello, prod!"), "{log}");
+}
+
+#[test]
+fn a_runbook_step_waits_for_approval_on_an_install_that_prompts() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = hello(dir.path());
+    with_runbook(&app);
+    let i = provisioned(&app, dir.path());
+    let (code, out, err) = ferry(&i.api, &["installs", "approve-all", "prod", "off"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // A change for greeter to plan: a new variable in its environment, in a new config.
+    let greeter = app.join("components/greeter.toml");
+    let text = std::fs::read_to_string(&greeter).unwrap();
+    std::fs::write(&greeter, format!("{text}EXTRA = \"1\"\n")).unwrap();
+    ferry_tests::sync_hello(&i.api, &app);
+    let started = ferry_json(&i.api, &["runbooks", "run", "prod", "refresh", "--json"]);
+    let id = started["workflow_id"].as_str().unwrap().to_string();
+    let waiting =
+        |w: &serde_json::Value, c: &str| ferry_tests::step(w, c, "approve")["status"] == "waiting";
+    for c in ["greeter", "sandbox"] {
+        let w = wait_for(&i.api, &id, 120, &format!("{c}'s approval"), |w| {
+            waiting(w, c) || ended(w)
+        });
+        if ferry_tests::step(&w, c, "approve")["status"] == "skipped" {
+            continue;
+        }
+        assert!(waiting(&w, c), "{w}");
+        let (code, out, err) = ferry(&i.api, &["workflows", "approve", &id, "--step", c]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let w = wait_for(&i.api, &id, 120, "the runbook to end", ended);
+    assert_eq!(w["status"], "succeeded", "{w}");
+    let approved: Vec<_> = w["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "approve" && s["status"] == "succeeded")
+        .collect();
+    assert!(!approved.is_empty(), "a person approved: {w}");
+}

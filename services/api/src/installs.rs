@@ -257,7 +257,15 @@ pub async fn deploy_install(
     body: Option<Json<m::DeployScope>>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     let scope = body.map(|Json(b)| b).unwrap_or_default();
-    start_on_install(&s, &name, m::WorkflowKind::DeployComponents, None, scope).await
+    start_on_install(
+        &s,
+        &name,
+        m::WorkflowKind::DeployComponents,
+        None,
+        scope,
+        None,
+    )
+    .await
 }
 
 /// Plans and applies the install's sandbox again (after its approval), with the app's latest
@@ -270,7 +278,7 @@ pub async fn reprovision_install(
         components: vec![m::SANDBOX.into()],
         ..Default::default()
     };
-    start_on_install(&s, &name, m::WorkflowKind::Provision, None, scope).await
+    start_on_install(&s, &name, m::WorkflowKind::Provision, None, scope, None).await
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -338,6 +346,7 @@ pub async fn teardown_install(
         m::WorkflowKind::Teardown,
         None,
         Default::default(),
+        None,
     )
     .await
 }
@@ -360,6 +369,24 @@ pub async fn update_inputs(
         m::WorkflowKind::DeployComponents,
         Some(changes),
         Default::default(),
+        None,
+    )
+    .await
+}
+
+/// Runs one of the app's runbooks on the install: its steps as one workflow, which holds the
+/// install like a deploy (with the app's latest config).
+pub async fn run_runbook(
+    Ctx(s): Ctx,
+    axum::extract::Path((name, runbook)): axum::extract::Path<(String, String)>,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    start_on_install(
+        &s,
+        &name,
+        m::WorkflowKind::Runbook,
+        None,
+        Default::default(),
+        Some(runbook),
     )
     .await
 }
@@ -372,6 +399,7 @@ async fn start_on_install(
     kind: m::WorkflowKind,
     inputs: Option<BTreeMap<String, String>>,
     scope: m::DeployScope,
+    runbook: Option<String>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     check_name("install", name)?;
     let installs = s.store.repo::<Install>();
@@ -398,6 +426,16 @@ async fn start_on_install(
             .latest_config
             .ok_or_else(|| ApiError::Conflict("the app has no config".into()))?
     };
+    if let Some(r) = &runbook {
+        let (_, _, cfg) = s.store.config(&s.org, &config_id).await?;
+        if cfg.runbook(r).is_none() {
+            let known: Vec<&str> = cfg.runbooks.iter().map(|r| r.name.as_str()).collect();
+            return Err(ApiError::NotFound(format!(
+                "the app has no runbook `{r}`{}",
+                ferry_appconfig::did_you_mean(r, known.iter().copied())
+            )));
+        }
+    }
     if !scope.components.is_empty() {
         let (_, _, cfg) = s.store.config(&s.org, &config_id).await?;
         scope
@@ -434,6 +472,7 @@ async fn start_on_install(
     // before anything was requested.
     let mut wf = blank_workflow(s, name, kind, &config_id, scope);
     wf.cause = cause;
+    wf.runbook = runbook;
     record_workflow(s, &wf).await?;
     install.app_config_id = config_id.clone();
     install.last_workflow = Some(wf.id.clone());

@@ -113,6 +113,10 @@ pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
             "/v1/installs/{name}/actions/{action}/runs",
             post(actions::run_action),
         )
+        .route(
+            "/v1/installs/{name}/runbooks/{runbook}/runs",
+            post(installs::run_runbook),
+        )
         .route("/v1/workflows", get(workflows::list_workflows))
         .route("/v1/workflows/{id}", get(workflows::get_workflow))
         .route(

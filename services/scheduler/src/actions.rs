@@ -138,10 +138,19 @@ impl Scheduler {
             Ok(r) => r,
             Err(p) => return Ok(Err(p)),
         };
-        if let Some(run) = &wf.run {
-            env.retain(|(k, _)| !run.inputs.contains_key(k));
-            env.extend(run.inputs.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
+        // A run started by hand gives inputs; hooks and runbooks give none: defaults then.
+        let given = wf
+            .run
+            .as_ref()
+            .filter(|r| r.action == action.name)
+            .map(|r| r.inputs.clone())
+            .unwrap_or_default();
+        let inputs = match action.run_inputs(&given) {
+            Ok(i) => i,
+            Err(e) => return Ok(Err(Permanent(e))),
+        };
+        env.retain(|(k, _)| !inputs.contains_key(k));
+        env.extend(inputs);
         let job = ActionJob {
             action: action.name.clone(),
             step: at.step.clone(),

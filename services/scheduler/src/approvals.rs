@@ -198,6 +198,7 @@ impl Scheduler {
         };
         let why = match wf.kind {
             m::WorkflowKind::Teardown => "Teardown of the install",
+            m::WorkflowKind::Runbook => "A runbook's step",
             _ => "Removed from the app",
         };
         Ok(Ok(Subject {

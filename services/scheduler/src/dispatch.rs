@@ -21,14 +21,16 @@ impl Scheduler {
         let Some(step) = wf.step(index) else {
             return Ok(());
         };
+        // Each boxed: a step's effect may complete it (a reused build) and start the next one,
+        // so these futures nest; inline, their sizes add up on a worker thread's stack.
         let r = match step.kind {
-            StepKind::Build => self.request_build(wf, step).await,
-            StepKind::Sync => self.dispatch_sync(wf, step).await,
-            StepKind::Plan => self.dispatch_plan(wf, step).await,
-            StepKind::Approve => self.request_approval(wf, step).await,
-            StepKind::Apply => self.dispatch_apply(wf, step).await,
-            StepKind::Teardown => self.dispatch_teardown(wf, step).await,
-            StepKind::Action => self.dispatch_action(wf, step).await,
+            StepKind::Build => Box::pin(self.request_build(wf, step)).await,
+            StepKind::Sync => Box::pin(self.dispatch_sync(wf, step)).await,
+            StepKind::Plan => Box::pin(self.dispatch_plan(wf, step)).await,
+            StepKind::Approve => Box::pin(self.request_approval(wf, step)).await,
+            StepKind::Apply => Box::pin(self.dispatch_apply(wf, step)).await,
+            StepKind::Teardown => Box::pin(self.dispatch_teardown(wf, step)).await,
+            StepKind::Action => Box::pin(self.dispatch_action(wf, step)).await,
         };
         let failed = match r {
             Ok(Ok(())) => return Ok(()),
@@ -209,13 +211,13 @@ impl Scheduler {
         match existing.value.status {
             m::BuildStatus::Succeeded => {
                 info!(build = %build_id, "reusing existing build");
-                self.complete_step(
+                Box::pin(self.complete_step(
                     &wf.org,
                     &wf.id,
                     index,
                     StepOutcome::Succeeded(format!("reused build {build_id}")),
                     Some("build".into()),
-                )
+                ))
                 .await?;
                 return Ok(Ok(()));
             }
@@ -543,7 +545,7 @@ impl Scheduler {
                 execution_secs: u32::try_from(job.timeouts.execution_secs).unwrap_or(u32::MAX),
             },
         };
-        self.offer_job(job, offer).await
+        Box::pin(self.offer_job(job, offer)).await
     }
 
     pub(crate) async fn set_component_status(

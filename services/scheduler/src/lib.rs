@@ -19,6 +19,7 @@ mod cron;
 mod dispatch;
 mod events;
 mod offers;
+mod runbooks;
 mod stops;
 mod workflows;
 

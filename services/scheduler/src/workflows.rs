@@ -165,6 +165,9 @@ impl Scheduler {
             return Ok(Ok(laid.with_hooks(&hooks).steps));
         }
         let all = ferry_store::deploy_stages(&cfg);
+        if wf.kind == m::WorkflowKind::Runbook {
+            return Ok(crate::runbooks::lay_out_runbook(wf, &cfg, &all));
+        }
         // A full deploy also tears down what was removed from the app but is still deployed.
         let removed = match (&install, wf.scope.components.is_empty()) {
             (Some(i), true) => i.deployed_outside(|n| all.iter().flatten().any(|d| d.name == n)),

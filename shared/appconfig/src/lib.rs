@@ -25,5 +25,6 @@ pub use graph::deploy_stages;
 pub use package::{MAX_FILE_BYTES, Package, PackageError, repository_root};
 pub use parse::{
     Action, ActionInput, ActionStep, AppConfig, Component, ComponentType, Input, InstallDecl,
-    Metadata, Policy, Rendered, Report, Runbook, Trigger, load, validate,
+    Metadata, Policy, Rendered, Report, Runbook, RunbookStep, RunbookStepKind, Trigger, load,
+    validate,
 };

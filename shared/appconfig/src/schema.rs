@@ -552,7 +552,7 @@ pub static POLICIES: Schema = Schema {
 
 pub static BREAK_GLASS: Schema = Schema {
     name: "break_glass.toml",
-    doc: "Elevated roles the customer grants for a limited time; actions name them in `break_glass_role`.",
+    doc: "Elevated roles the customer grants for a limited time on the runner host (`ferry-runner break-glass grant ROLE --for 1h`); actions naming one in `break_glass_role` are refused without a live grant. Ferry does not create the roles' cloud permissions.",
     groups: &[&[ign("role", Ty::Tables(&ROLE), "break-glass roles")]],
     free_tables: false,
 };
@@ -1282,14 +1282,14 @@ pub static STEP: Schema = Schema {
 
 pub static ACTION: Schema = Schema {
     name: "action",
-    doc: "An operation run in the install: by hand, on a schedule, or around lifecycle events.",
+    doc: "An operation the install's runner runs, a job per step: by hand (`ferry actions run`), on a `cron` schedule (UTC), or at its place in deploy, provision and teardown workflows (lifecycle triggers; those of operations Ferry does not have never fire, with a warning).",
     groups: &[&[
         req("name", Ty::Str, "action name"),
         f("description", Ty::Str, "what it does"),
         req(
             "timeout",
             Ty::Duration,
-            "longest run (`30s`, `5m`; at most `1h`)",
+            "longest run of each step (`30s`, `5m`; at most `1h`)",
         ),
         f("labels", STR_MAP, "labels"),
         req("triggers", Ty::Tables(&TRIGGER), "when it runs"),
@@ -1299,7 +1299,11 @@ pub static ACTION: Schema = Schema {
             STRS,
             "components it needs (references to their outputs add more)",
         ),
-        ign("break_glass_role", Ty::Str, "break-glass role it needs"),
+        f(
+            "break_glass_role",
+            Ty::Str,
+            "a break-glass role that must be granted on the runner host (`ferry-runner break-glass grant ROLE --for 1h`) for its steps to run",
+        ),
         ign("role", Ty::Str, "role to run with"),
         ign("enable_kube_config", Ty::Bool, "provide KUBECONFIG"),
         ign("image", Ty::Str, "container image the steps run in"),
@@ -1320,14 +1324,40 @@ pub static RUNBOOK_STEP: Schema = Schema {
         req("name", Ty::Str, "step name"),
         req(
             "type",
-            Ty::Enum(&["deploy", "component_deploy", "action"]),
-            "deploy a component (`deploy`, also written `component_deploy`), or run an action",
+            Ty::Enum(&[
+                "deploy",
+                "component_deploy",
+                "action",
+                "sandbox_reprovision",
+                "sandbox_deprovision",
+                "component_tear_down",
+            ]),
+            "deploy a component (`deploy`, also written `component_deploy`), run an action, reprovision or deprovision the sandbox, or tear a component down",
         ),
-        f("component_name", Ty::Str, "the component (`deploy`)"),
+        f(
+            "component_name",
+            Ty::Str,
+            "the component (`deploy`, `component_tear_down`)",
+        ),
+        f(
+            "deploy_dependents",
+            Ty::Bool,
+            "also deploy what depends on the component (`deploy`)",
+        ),
         f(
             "deploy_dependencies",
             Ty::Bool,
-            "also deploy the component's dependencies (`deploy`)",
+            "read as `deploy_dependents` (`deploy`)",
+        ),
+        f(
+            "plan_only",
+            Ty::Bool,
+            "only plan the component, apply nothing (`deploy`)",
+        ),
+        f(
+            "skip_component_deploys",
+            Ty::Bool,
+            "reprovision the sandbox alone, not the components after it (`sandbox_reprovision`)",
         ),
         f(
             "action_name",
@@ -1358,7 +1388,7 @@ pub static RUNBOOK_STEP: Schema = Schema {
 
 pub static RUNBOOK: Schema = Schema {
     name: "runbook",
-    doc: "An ordered procedure of component deploys and actions.",
+    doc: "An ordered procedure run by `ferry runbooks run INSTALL NAME` as one workflow: component deploys and teardowns, the sandbox's reprovision or deprovision, and actions, each after the one before, with approvals where the install asks for them.",
     groups: &[&[
         req("name", Ty::Str, "runbook name"),
         f("description", Ty::Str, "what it does"),

@@ -139,17 +139,24 @@ fn nuon_shapes_validate_with_exact_warnings_and_carry_their_values() {
         "`*` is every component"
     );
     assert_eq!(cfg.policies[0].name, "policies");
+    let rb = &cfg.runbooks[0];
     assert_eq!(
-        cfg.runbooks[0].steps,
-        [
-            (
-                "redeploy".to_string(),
-                "deploy".to_string(),
-                "app".to_string()
-            ),
-            ("check".to_string(), "action".to_string(), String::new()),
-        ]
+        rb.steps[0].kind,
+        ferry_appconfig::RunbookStepKind::Deploy {
+            component: "app".into(),
+            dependents: true,
+            plan_only: false
+        }
     );
+    // An inline action is an action of its own, found by its name.
+    let inline = format!("{}.check", rb.name);
+    assert_eq!(
+        rb.steps[1].kind,
+        ferry_appconfig::RunbookStepKind::Action {
+            action: inline.clone()
+        }
+    );
+    assert!(cfg.action(&inline).is_some_and(|a| a.steps.len() == 1));
     assert_eq!(
         cfg.component("network_policy").unwrap().dependencies,
         vec!["app"]
@@ -208,13 +215,12 @@ fn fixtures_carry_what_ferry_reads() {
             .as_deref(),
         Some("*/5 * * * *")
     );
+    assert_eq!(cfg.runbooks[0].steps[1].name, "verify");
     assert_eq!(
-        cfg.runbooks[0].steps[1],
-        (
-            "verify".to_string(),
-            "action".to_string(),
-            "healthcheck".to_string()
-        )
+        cfg.runbooks[0].steps[1].kind,
+        ferry_appconfig::RunbookStepKind::Action {
+            action: "healthcheck".into()
+        }
     );
     assert_eq!(cfg.installs[0].inputs["domain"], "dev.acme.example");
     assert_eq!(cfg.installs[0].inputs["replicas"], "1");

@@ -412,6 +412,30 @@ impl Workflow {
         self
     }
 
+    /// Appends `part` (steps laid out as a workflow of their own, indexed from 0) after every
+    /// step already here: a runbook is its parts one after another. Returns `None` when the
+    /// result would have two deploy steps of one kind for one component (a step finds its
+    /// component's other steps by component and kind).
+    pub fn then(mut self, part: Vec<Step>) -> Option<Workflow> {
+        let offset = self.steps.len() as u32;
+        let everything: Vec<u32> = (0..offset).collect();
+        let group = self.steps.iter().map(|s| s.group + 1).max().unwrap_or(0);
+        for mut s in part {
+            if s.action.is_none() && self.find(&s.component, s.kind).is_some() {
+                return None;
+            }
+            s.index += offset;
+            s.group += group;
+            s.after = if s.after.is_empty() {
+                everything.clone()
+            } else {
+                s.after.iter().map(|a| a + offset).collect()
+            };
+            self.steps.push(s);
+        }
+        Some(self)
+    }
+
     pub(crate) fn push_step(
         &mut self,
         component: &str,
@@ -526,11 +550,11 @@ impl Workflow {
         self.steps.get_mut(index as usize)
     }
 
-    /// The step of `component` of the given kind.
+    /// The step of `component` of the given kind (not an action's).
     pub fn find(&self, component: &str, kind: StepKind) -> Option<&Step> {
         self.steps
             .iter()
-            .find(|s| s.component == component && s.kind == kind)
+            .find(|s| s.component == component && s.kind == kind && s.action.is_none())
     }
 }
 
@@ -644,6 +668,45 @@ mod tests {
             w.ready_steps(),
             vec![w.find("c", StepKind::Plan).unwrap().index]
         );
+    }
+
+    #[test]
+    fn a_runbooks_parts_run_one_after_another() {
+        let deploy = |c: &str| {
+            Workflow::deploy(
+                "w".into(),
+                "o".into(),
+                "i".into(),
+                WorkflowKind::Runbook,
+                "c".into(),
+                &[vec![d(c, &[])]],
+            )
+            .steps
+        };
+        let w = Workflow::deploy(
+            "w".into(),
+            "o".into(),
+            "i".into(),
+            WorkflowKind::Runbook,
+            "c".into(),
+            &[],
+        )
+        .then(deploy("a"))
+        .unwrap()
+        .then(deploy("b"))
+        .unwrap();
+        let build_b = w.find("b", StepKind::Build).unwrap();
+        assert_eq!(
+            build_b.after,
+            (0..5).collect::<Vec<u32>>(),
+            "b starts after all of a"
+        );
+        let plan_b = w.find("b", StepKind::Plan).unwrap();
+        assert_eq!(
+            plan_b.after,
+            vec![w.find("b", StepKind::Sync).unwrap().index]
+        );
+        assert!(w.then(deploy("a")).is_none(), "a twice is refused");
     }
 
     #[test]

@@ -226,45 +226,66 @@ impl<'a> Loader<'a> {
         for (doc, schema) in docs {
             let r = &doc.root;
             self.check(&doc, r, schema, "runbook", true);
+            let name = r.str_of("name").unwrap_or_default().to_string();
             let mut steps = Vec::new();
+            let mut inline_actions = Vec::new();
             for s in r.get("steps").map(Node::items).unwrap_or_default() {
-                if let Some(step) = self.runbook_step(&doc, s, components, actions) {
-                    steps.push(step);
-                }
+                let Some(kind) = self.runbook_step(&doc, s, components, actions) else {
+                    continue;
+                };
+                let step = s.str_of("name").unwrap_or_default().to_string();
+                let kind = match kind {
+                    // An inline action becomes an action of its own, `RUNBOOK.STEP`.
+                    RunbookStepKind::Action { action } if action.is_empty() => {
+                        let action = format!("{name}.{step}");
+                        inline_actions.push(Action {
+                            name: action.clone(),
+                            file: doc.path.clone(),
+                            triggers: vec![],
+                            steps: vec![ActionStep {
+                                name: "run".into(),
+                                command: s.str_of("command").map(String::from),
+                                script: s.str_of("inline_contents").map(|v| self.contents("", v)),
+                                env_vars: string_map(s.get("env_vars")),
+                            }],
+                            timeout_secs: s.str_of("timeout").and_then(parse_duration),
+                            dependencies: vec![],
+                            inputs: vec![],
+                            break_glass_role: None,
+                        });
+                        RunbookStepKind::Action { action }
+                    }
+                    k => k,
+                };
+                steps.push(RunbookStep { name: step, kind });
             }
             out.push(Runbook {
-                name: r.str_of("name").unwrap_or_default().into(),
+                name,
                 file: doc.path.clone(),
                 steps,
+                inline_actions,
             });
         }
         out
     }
 
-    /// One runbook step: `deploy` (or `component_deploy`) a component, or run an `action` — a
-    /// declared one (`action_name`) or one given inline (`command` / `inline_contents`).
+    /// One runbook step: a component's deploy or teardown, the sandbox's reprovision or
+    /// deprovision, or an action — a declared one (`action_name`) or one given inline
+    /// (`command` / `inline_contents`; its action's name is empty here).
     pub(super) fn runbook_step(
         &mut self,
         doc: &Doc,
         s: &Node,
         components: &BTreeSet<String>,
         actions: &BTreeSet<String>,
-    ) -> Option<(String, String, String)> {
+    ) -> Option<RunbookStepKind> {
         let name = s.str_of("name").unwrap_or_default().to_string();
-        let kind = match s.str_of("type")? {
-            "component_deploy" | "deploy" => "deploy",
-            "action" => "action",
-            _ => return None,
+        let written = s.str_of("type")?;
+        let mut push = |at: usize, msg: String| {
+            self.diags
+                .push(&doc.path, &doc.src, at, Severity::Error, msg)
         };
-        let mut push = |at: usize, severity, msg: String| {
-            self.diags.push(&doc.path, &doc.src, at, severity, msg)
-        };
-        let inline = s.entry("command").or(s.entry("inline_contents"));
-        let (key, known, what) = match kind {
-            "action" => ("action_name", actions, "action"),
-            _ => ("component_name", components, "component"),
-        };
-        if kind == "deploy" {
+        if written != "action" {
             for k in [
                 "command",
                 "inline_contents",
@@ -275,56 +296,76 @@ impl<'a> Loader<'a> {
                 if let Some(e) = s.entry(k) {
                     push(
                         e.key_span.start,
-                        Severity::Error,
-                        format!("`{k}` belongs to `action` steps, not `deploy`"),
+                        format!("`{k}` belongs to `action` steps, not `{written}`"),
                     );
                 }
             }
-        } else if let (Some(_), Some(i)) = (s.entry("action_name"), inline) {
-            push(
-                i.key_span.start,
-                Severity::Error,
-                format!(
-                    "step `{name}`: an `action` step runs `action_name` or an inline action (`{}`), not both",
-                    i.key
-                ),
-            );
-            return None;
-        } else if inline.is_some() {
-            if let (Some(_), Some(e)) = (s.entry("command"), s.entry("inline_contents")) {
+        }
+        let inline = s.entry("command").or(s.entry("inline_contents"));
+        let (key, known, what) = match written {
+            "action" => ("action_name", actions, "action"),
+            "sandbox_reprovision" => {
+                return Some(RunbookStepKind::SandboxReprovision {
+                    skip_components: s.bool_of("skip_component_deploys").unwrap_or(false),
+                });
+            }
+            "sandbox_deprovision" => return Some(RunbookStepKind::SandboxDeprovision),
+            "component_deploy" | "deploy" | "component_tear_down" => {
+                ("component_name", components, "component")
+            }
+            _ => return None,
+        };
+        if written == "action" {
+            if let (Some(_), Some(i)) = (s.entry("action_name"), inline) {
                 push(
-                    e.key_span.start,
-                    Severity::Error,
+                    i.key_span.start,
                     format!(
-                        "step `{name}`: `command` and `inline_contents` are mutually exclusive"
+                        "step `{name}`: an `action` step runs `action_name` or an inline action (`{}`), not both",
+                        i.key
                     ),
                 );
+                return None;
             }
-            return Some((name, kind.into(), String::new()));
+            if inline.is_some() {
+                if let (Some(_), Some(e)) = (s.entry("command"), s.entry("inline_contents")) {
+                    push(
+                        e.key_span.start,
+                        format!(
+                            "step `{name}`: `command` and `inline_contents` are mutually exclusive"
+                        ),
+                    );
+                }
+                return Some(RunbookStepKind::Action {
+                    action: String::new(),
+                });
+            }
         }
         let Some(n) = s.get(key) else {
-            let want = if kind == "action" {
+            let want = if written == "action" {
                 "`action_name`, or an inline `command` or `inline_contents`"
             } else {
                 "`component_name`"
             };
-            push(
-                s.span.start,
-                Severity::Error,
-                format!("a `{kind}` step needs {want}"),
-            );
+            push(s.span.start, format!("a `{written}` step needs {want}"));
             return None;
         };
         let target = n.as_str().unwrap_or_default().to_string();
         if !known.contains(&target) {
             let hint = did_you_mean(&target, known.iter().map(String::as_str));
-            push(
-                n.span.start,
-                Severity::Error,
-                format!("unknown {what} `{target}`{hint}"),
-            );
+            push(n.span.start, format!("unknown {what} `{target}`{hint}"));
         }
-        Some((name, kind.into(), target))
+        Some(match written {
+            "action" => RunbookStepKind::Action { action: target },
+            "component_tear_down" => RunbookStepKind::ComponentTearDown { component: target },
+            _ => RunbookStepKind::Deploy {
+                component: target,
+                dependents: s
+                    .bool_of("deploy_dependents")
+                    .or(s.bool_of("deploy_dependencies"))
+                    .unwrap_or(false),
+                plan_only: s.bool_of("plan_only").unwrap_or(false),
+            },
+        })
     }
 }
 

@@ -31,7 +31,7 @@ mod settings;
 
 pub use model::{
     Action, ActionInput, ActionStep, AppConfig, Component, ComponentType, Input, InstallDecl,
-    Metadata, Policy, Rendered, Runbook, Trigger,
+    Metadata, Policy, Rendered, Runbook, RunbookStep, RunbookStepKind, Trigger,
 };
 
 use components::stand_in_component;

@@ -186,9 +186,36 @@ pub struct Trigger {
 pub struct Runbook {
     pub name: String,
     pub file: String,
-    /// `(step name, "deploy" | "action", target)`: `component_deploy` is read as `deploy`; an inline
-    /// action has an empty target.
-    pub steps: Vec<(String, String, String)>,
+    pub steps: Vec<RunbookStep>,
+    /// Its steps' inline actions.
+    pub inline_actions: Vec<Action>,
+}
+
+/// One step of a runbook, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunbookStep {
+    pub name: String,
+    pub kind: RunbookStepKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunbookStepKind {
+    /// `deploy` (also written `component_deploy`): a component, with what depends on it, or only
+    /// its plan.
+    Deploy {
+        component: String,
+        dependents: bool,
+        plan_only: bool,
+    },
+    /// Run an action: a declared one, or one given inline (an [`Action`] of its own, named
+    /// `RUNBOOK.STEP`, that [`AppConfig::action`] finds).
+    Action { action: String },
+    /// Plan and apply the sandbox again (and every component after it, unless skipped).
+    SandboxReprovision { skip_components: bool },
+    /// Destroy the sandbox.
+    SandboxDeprovision,
+    /// Destroy a component.
+    ComponentTearDown { component: String },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -404,8 +431,16 @@ impl AppConfig {
             .collect()
     }
 
+    /// A declared action, or a runbook's inline one (`RUNBOOK.STEP`).
     pub fn action(&self, name: &str) -> Option<&Action> {
-        self.actions.iter().find(|a| a.name == name)
+        self.actions
+            .iter()
+            .chain(self.runbooks.iter().flat_map(|r| &r.inline_actions))
+            .find(|a| a.name == name)
+    }
+
+    pub fn runbook(&self, name: &str) -> Option<&Runbook> {
+        self.runbooks.iter().find(|r| r.name == name)
     }
 
     pub fn component(&self, name: &str) -> Option<&Component> {
