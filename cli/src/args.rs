@@ -139,6 +139,20 @@ pub(crate) enum AppsCmd {
         #[arg(long)]
         strict: bool,
     },
+    /// Check a package against Nuon's config lint rules (labels, admin permissions, pinned
+    /// sandbox, policy tests, ...), configured by the package's `lint.toml` as Nuon's linter reads
+    /// it. Each finding as `file:line:col: severity: message [rule]`; exit 1 when any is an error.
+    /// `apps validate` checks the rest (syntax, templates, references).
+    Lint {
+        /// The app package's directory.
+        dir: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// List the rules and what each checks, instead of linting.
+        #[arg(long)]
+        rules: bool,
+    },
     /// Upload an app directory as a new config version (only if something changed).
     Sync {
         /// The app package's directory.

@@ -28,6 +28,28 @@ pub fn load_package(
     Ok((pkg, cfg))
 }
 
+pub fn apps_lint(dir: &Path, json_out: bool, rules: bool) -> Result<i32> {
+    if rules {
+        for (id, what) in ferry_appconfig::lint::RULES {
+            println!("{id:<30} {what}");
+        }
+        return Ok(0);
+    }
+    let pkg = Package::from_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    let report = ferry_appconfig::lint::lint(&pkg);
+    if json_out {
+        print_json(&report.findings)?;
+    } else {
+        for f in &report.findings {
+            println!("{f}");
+        }
+        if report.findings.is_empty() {
+            println!("{}: no findings", dir.display());
+        }
+    }
+    Ok(if report.has_errors() { 1 } else { 0 })
+}
+
 pub fn apps_validate(dir: &Path, json_out: bool, strict: bool) -> Result<i32> {
     let pkg = Package::from_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
     let mut report = ferry_appconfig::validate(&pkg);

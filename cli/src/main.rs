@@ -102,6 +102,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
 async fn apps(api: &client::Api, cmd: AppsCmd) -> anyhow::Result<i32> {
     match cmd {
         AppsCmd::Validate { dir, json, strict } => commands::apps_validate(&dir, json, strict),
+        AppsCmd::Lint { dir, json, rules } => commands::apps_lint(&dir, json, rules),
         AppsCmd::Sync { dir, name, json } => commands::apps_sync(api, &dir, name, json).await,
         AppsCmd::List { json } => commands::apps_list(api, json).await,
         AppsCmd::Schema { markdown } => commands::apps_schema(markdown),

@@ -200,3 +200,46 @@ fn a_missing_directory_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// `apps lint` applies Nuon's lint rules with the package's `lint.toml`: findings located, an
+/// error finding exits 1, and a disabled rule says nothing.
+#[test]
+fn lint_reports_nuons_rules_configured_by_the_packages_lint_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    let lint = |app: &std::path::Path| ferry(&["apps", "lint", app.to_str().unwrap()]);
+    let (code, out, err) = lint(&app);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("components/greeter.toml:1:8: warning: component `greeter` has no labels [require-labels]"),
+        "{out}"
+    );
+    std::fs::write(
+        app.join("permissions.toml"),
+        "[maintenance_role]\nname = \"maint\"\npermissions_boundary = \"./boundary.json\"\n\n[[maintenance_role.policies]]\nname = \"all\"\ncontents = '{\"Statement\": [{\"Effect\": \"Allow\", \"Action\": \"*\", \"Resource\": \"*\"}]}'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("lint.toml"),
+        "[rules.require-labels]\nenabled = false\n",
+    )
+    .unwrap();
+    let (code, out, _) = lint(&app);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("permissions.toml:7:12: error: role `maint` has policy `all` allowing Action * on Resource * (full admin) [no-admin-permissions]"),
+        "{out}"
+    );
+    assert!(!out.contains("require-labels"), "{out}");
+    let (code, out, _) = ferry(&["apps", "lint", app.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 1);
+    let findings: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        findings
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["rule"] == "no-admin-permissions" && f["severity"] == "error")
+    );
+}

@@ -11,6 +11,7 @@ pub mod cluster;
 mod diagnostics;
 mod generate;
 mod graph;
+pub mod lint;
 mod package;
 mod parse;
 pub mod schema;

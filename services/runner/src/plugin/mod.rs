@@ -159,11 +159,18 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
     }
 }
 
-/// Policies reach every plan of their type, but only Terraform plans (modules and the sandbox)
-/// are evaluated by this version: any other plan says which policies it was not checked against,
-/// rather than passing in silence.
+/// Policies reach every plan of their type; Terraform plans, Helm charts, Kubernetes manifests
+/// and jobs are evaluated by their plugins. Any other plan says which policies it was not
+/// checked against, rather than passing in silence.
 fn unevaluated_policies(job: &PluginJob, mut result: PluginResult) -> PluginResult {
-    if job.kind == ComponentKind::Terraform || job.policies.is_empty() {
+    let evaluated = matches!(
+        job.kind,
+        ComponentKind::Terraform
+            | ComponentKind::Helm
+            | ComponentKind::KubernetesManifest
+            | ComponentKind::Job
+    );
+    if evaluated || job.policies.is_empty() {
         return result;
     }
     if let Some(plan) = result.plan.as_mut() {

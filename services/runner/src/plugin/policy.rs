@@ -1,9 +1,11 @@
 //! The app's OPA policies, evaluated with `regorus` against a plan inside the install, where the
 //! whole plan is (Terraform's `show -json` holds values the control plane never sees).
 //!
-//! As OPA users write policies for Terraform, the input is `{"plan": <show -json>}`; each policy's
-//! `deny` rule (a set of messages) blocks the apply, its `warn` rule annotates the plan. Rego v1
-//! and v0 (with `import future.keywords...`, as Nuon's examples write it) are both read.
+//! As OPA users write policies for Terraform, the input is `{"plan": <show -json>}`; for Helm
+//! charts and Kubernetes manifests, as conftest gives them, each rendered object in turn (`input.kind`,
+//! `input.metadata`, `input.spec`). Each policy's `deny` rule (a set of messages) blocks the
+//! apply, its `warn` rule annotates the plan. Rego v1 and v0 (with `import future.keywords...`,
+//! as Nuon's examples write it) are both read.
 
 use ferry_protocol::messages::PolicyDoc;
 
@@ -36,6 +38,47 @@ pub fn evaluate(
         }
     }
     Ok(out)
+}
+
+/// Evaluates the policies against each `(label, input)`: a deny fails the plan, saying which
+/// policy, why, and of which input (its label, when it has one); warnings are printed and
+/// appended to `summary`.
+pub fn enforce(
+    policies: &[PolicyDoc],
+    inputs: &[(String, serde_json::Value)],
+    summary: &mut String,
+) -> Result<(), PluginError> {
+    if policies.is_empty() {
+        return Ok(());
+    }
+    let mut all = Verdicts::default();
+    for (label, input) in inputs {
+        let v = evaluate(policies, input)?;
+        let of = |m: String| {
+            if label.is_empty() {
+                m
+            } else {
+                format!("{m} ({label})")
+            }
+        };
+        all.denies.extend(v.denies.into_iter().map(of));
+        all.warnings.extend(v.warnings.into_iter().map(of));
+    }
+    for w in &all.warnings {
+        println!("policy warning: {w}");
+    }
+    // A deny blocks the apply: the plan fails, saying which policy and why.
+    if !all.denies.is_empty() {
+        return Err(PluginError(format!(
+            "denied by policy: {}",
+            all.denies.join("; ")
+        )));
+    }
+    println!("policies passed: {}", policies.len());
+    if !all.warnings.is_empty() {
+        summary.push_str(&format!(" Policy warnings: {}.", all.warnings.join("; ")));
+    }
+    Ok(())
 }
 
 /// An engine holding the policy (read as v1, else v0), and its package's path (`data.x.y`).

@@ -254,27 +254,11 @@ fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let diff = job.work_dir.join("plan.json");
     std::fs::write(&diff, serde_json::to_vec(&changes_only(&json))?)?;
     let mut summary = summarize(&json);
-    if !job.policies.is_empty() {
-        let verdicts =
-            super::policy::evaluate(&job.policies, &serde_json::json!({ "plan": json }))?;
-        for w in &verdicts.warnings {
-            println!("policy warning: {w}");
-        }
-        // A deny blocks the apply: the plan fails, saying which policy and why.
-        if !verdicts.denies.is_empty() {
-            return Err(PluginError(format!(
-                "denied by policy: {}",
-                verdicts.denies.join("; ")
-            )));
-        }
-        println!("policies passed: {}", job.policies.len());
-        if !verdicts.warnings.is_empty() {
-            summary.push_str(&format!(
-                " Policy warnings: {}.",
-                verdicts.warnings.join("; ")
-            ));
-        }
-    }
+    super::policy::enforce(
+        &job.policies,
+        &[(String::new(), serde_json::json!({ "plan": json }))],
+        &mut summary,
+    )?;
     Ok(PluginResult {
         plan: Some(PluginPlan {
             file,

@@ -98,7 +98,7 @@ impl<'a> Loader<'a> {
         out
     }
 
-    /// One policy. Nuon's rules (R6): `kubernetes_cluster` policies need kyverno, the others opa;
+    /// One policy (a warning when this version does not enforce it). Nuon's rules (R6): `kubernetes_cluster` policies need kyverno, the others opa;
     /// `components = ["*"]` means every component of the type, and names are not checked (Ferry
     /// warns about unknown ones). The engine defaults by the file's extension, else by the type.
     pub(super) fn policy(
@@ -182,16 +182,31 @@ impl<'a> Loader<'a> {
         if names.iter().any(|n| n == "*") {
             names.clear();
         }
+        let name = p.str_of("name").map(String::from).unwrap_or_else(|| {
+            doc.path
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches(".toml")
+                .to_string()
+        });
+        let type_at = p.get("type").map_or(p.span.start, |n| n.span.start);
+        if engine == "kyverno" {
+            self.warn(
+                &doc.path,
+                type_at,
+                format!("policy `{name}` (Kyverno) is kept with the config version but not enforced: this version of Ferry hands no policy to the cluster"),
+            );
+        } else if !EVALUATED_POLICY_TYPES.contains(&kind.as_str()) {
+            self.warn(
+                &doc.path,
+                type_at,
+                format!("policy `{name}` is not evaluated: this version evaluates OPA policies of types {}; the plans of `{kind}` components say so", EVALUATED_POLICY_TYPES.join(", ")),
+            );
+        }
         Some(Policy {
             file: doc.path.clone(),
-            name: p.str_of("name").map(String::from).unwrap_or_else(|| {
-                doc.path
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or_default()
-                    .trim_end_matches(".toml")
-                    .to_string()
-            }),
+            name,
             text: self.contents(doc.path.rsplit_once('/').map_or("", |(d, _)| d), &contents),
             kind,
             engine,
@@ -200,3 +215,13 @@ impl<'a> Loader<'a> {
         })
     }
 }
+
+/// The types of the OPA policies the runner evaluates against plans: Terraform's (`input.plan`)
+/// and the Kubernetes plugins' (each rendered object).
+pub const EVALUATED_POLICY_TYPES: &[&str] = &[
+    "terraform_module",
+    "sandbox",
+    "helm_chart",
+    "kubernetes_manifest",
+    "job",
+];

@@ -290,3 +290,76 @@ mod tests {
         assert_eq!(r("/d/x", "/d/x"), ".");
     }
 }
+
+#[cfg(test)]
+mod policy_tests {
+    use ferry_protocol::messages::{ComponentKind, KindSettings, ManifestSettings, PolicyDoc};
+
+    use crate::plugin::{Phase, PluginJob};
+
+    const MANIFEST: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n        - name: web\n          image: nginx:latest\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels:\n    team: web\ndata:\n  a: b\n";
+
+    /// As conftest users write them: v0 with `future.keywords`, `some ... in`, `endswith`.
+    const NO_LATEST: &str = "package k8s.images\nimport future.keywords.in\ndeny[msg] {\n  input.kind == \"Deployment\"\n  some c in input.spec.template.spec.containers\n  endswith(c.image, \":latest\")\n  msg := sprintf(\"%s uses a :latest image\", [c.name])\n}\n";
+    const LABELS: &str = "package k8s.labels\nwarn contains msg if {\n  not input.metadata.labels.team\n  msg := sprintf(\"%s %s has no team label\", [input.kind, input.metadata.name])\n}\n";
+
+    fn job(dir: &std::path::Path, policies: &[(&str, &str)]) -> PluginJob {
+        let work = dir.join(format!("work-{}", policies.len()));
+        std::fs::create_dir_all(&work).unwrap();
+        PluginJob {
+            phase: Phase::Plan,
+            org: "o".into(),
+            install: "prod".into(),
+            component: "app".into(),
+            kind: ComponentKind::KubernetesManifest,
+            artifact_digest: "sha256:00".into(),
+            vars: vec![],
+            env: vec![],
+            applied_digest: None,
+            plan_file: None,
+            plan_digest: None,
+            src_dir: dir.to_path_buf(),
+            state_dir: dir.join("state"),
+            work_dir: work,
+            settings: KindSettings::Manifest(ManifestSettings {
+                manifest: Some(MANIFEST.into()),
+                kustomize: None,
+                namespace: String::new(),
+            }),
+            timeout_secs: None,
+            cluster: None,
+            tools: Default::default(),
+            policies: policies
+                .iter()
+                .map(|(name, rego)| PolicyDoc {
+                    name: name.to_string(),
+                    rego: rego.to_string(),
+                })
+                .collect(),
+            action: None,
+        }
+    }
+
+    #[test]
+    fn each_rendered_object_is_a_policy_input_a_deny_fails_the_plan_and_a_warning_shows() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("state")).unwrap();
+        let e = super::plan(&job(
+            dir.path(),
+            &[("no-latest", NO_LATEST), ("labels", LABELS)],
+        ))
+        .unwrap_err();
+        assert_eq!(
+            e.0,
+            "denied by policy: no-latest: web uses a :latest image (Deployment/prod/web)"
+        );
+        let ok = super::plan(&job(dir.path(), &[("labels", LABELS)])).unwrap();
+        let summary = ok.plan.unwrap().summary;
+        assert!(
+            summary.ends_with(
+                "Policy warnings: labels: Deployment web has no team label (Deployment/prod/web)."
+            ),
+            "{summary}"
+        );
+    }
+}

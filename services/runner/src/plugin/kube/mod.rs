@@ -61,11 +61,17 @@ pub(crate) fn object_plan(
     let digest = super::sha256(plan_bytes);
     let changes = job.applied_digest.as_deref() != Some(digest.as_str());
     let counted = super::terraform::summarize(&changes_json);
-    let summary = if changes {
+    let mut summary = if changes {
         format!("{counted} ({what})")
     } else {
         "no changes".to_string()
     };
+    // Each rendered object is one policy input, as conftest gives Kubernetes YAML.
+    let inputs: Vec<(String, serde_json::Value)> = after
+        .iter()
+        .map(|o| (o.address.clone(), o.body.clone()))
+        .collect();
+    super::policy::enforce(&job.policies, &inputs, &mut summary)?;
     for rc in changes_json["resource_changes"]
         .as_array()
         .into_iter()
