@@ -1,12 +1,12 @@
 //! `ferry actions`: an install's actions, running one, and the runs with their steps' outputs;
-//! `ferry runbooks run`.
+//! `ferry runbooks run`; `ferry break-glass grant|revoke`.
 
 use anyhow::Result;
 use ferry_model::api::{ActionInfo, Deployed};
 use ferry_model::{Install, Job, Workflow};
 use serde_json::json;
 
-use crate::args::{ActionsCmd, RunbooksCmd};
+use crate::args::{ActionsCmd, BreakGlassCmd, RunbooksCmd};
 use crate::client::Api;
 use crate::commands::{parse_inputs, print_json, then_wait};
 use crate::render;
@@ -68,6 +68,33 @@ pub async fn runbooks(api: &Api, cmd: RunbooksCmd) -> Result<i32> {
         (false, _) => println!("runbook {runbook} started on {install}: workflow {id}"),
     }
     then_wait(api, id, wait, json).await
+}
+
+pub async fn break_glass(api: &Api, cmd: BreakGlassCmd) -> Result<i32> {
+    match cmd {
+        BreakGlassCmd::Grant {
+            install,
+            role,
+            duration,
+        } => {
+            let body = json!({ "role": role, "for_secs": duration.as_secs() });
+            let i: Install = api
+                .post(&format!("/v1/installs/{install}/break-glass"), &body)
+                .await?;
+            let until = i
+                .break_glass
+                .get(&role)
+                .map(|g| ferry_model::format_ms(g.until_ms))
+                .unwrap_or_default();
+            println!("granted {role} on {install} until {until}");
+        }
+        BreakGlassCmd::Revoke { install, role } => {
+            api.delete(&format!("/v1/installs/{install}/break-glass/{role}"))
+                .await?;
+            println!("revoked {role} on {install}");
+        }
+    }
+    Ok(0)
 }
 
 async fn list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {

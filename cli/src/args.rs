@@ -42,6 +42,12 @@ pub(crate) enum Command {
     /// Runbooks: the app's ordered procedures (deploys, actions, sandbox and teardown steps).
     #[command(subcommand)]
     Runbooks(RunbooksCmd),
+    /// Break-glass roles on an install, granted by the customer (a `customer` token) for a while:
+    /// the actions that need one run only then. The runner host can grant them too
+    /// (`ferry-runner break-glass grant`), and can refuse those granted here
+    /// (`--break-glass-host-only`).
+    #[command(name = "break-glass", subcommand)]
+    BreakGlass(BreakGlassCmd),
     /// Jobs: one unit of work for one install (sync, plan, apply) and its executions.
     #[command(subcommand)]
     Jobs(JobsCmd),
@@ -95,13 +101,14 @@ pub(crate) enum Command {
 #[derive(Subcommand, Debug)]
 pub(crate) enum TokensCmd {
     /// Create a token; its text is printed once. Viewers read; operators also deploy and respond
-    /// to workflows; admins also manage apps, installs and tokens.
+    /// to workflows; admins also manage apps, installs and tokens. A customer token (for the
+    /// customer's security team) reads and grants break-glass roles, which no other role may.
     Create {
         /// Who or what the token is for (`alice`, `ci`): audit records name it.
         #[arg(long)]
         name: String,
-        /// What the token may do: viewer, operator or admin.
-        #[arg(long, value_parser = ["viewer", "operator", "admin"])]
+        /// What the token may do: viewer, operator, admin, or customer.
+        #[arg(long, value_parser = ["viewer", "operator", "admin", "customer"])]
         role: String,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -329,6 +336,25 @@ pub(crate) enum InstallsCmd {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum BreakGlassCmd {
+    /// Grant ROLE on an install (`--for 30m`, `--for 1h`; at most 24h).
+    Grant {
+        /// The install's name.
+        install: String,
+        /// The role, as the app's actions name it in `break_glass_role`.
+        role: String,
+        #[arg(long = "for", value_parser = humantime::parse_duration)]
+        duration: std::time::Duration,
+    },
+    /// End a grant now.
+    Revoke {
+        /// The install's name.
+        install: String,
+        role: String,
     },
 }
 

@@ -50,6 +50,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Workflows(cmd) => workflows(&api, cmd).await,
         Command::Actions(cmd) => actions::run(&api, cmd).await,
         Command::Runbooks(cmd) => actions::runbooks(&api, cmd).await,
+        Command::BreakGlass(cmd) => actions::break_glass(&api, cmd).await,
         Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
         Command::Jobs(JobsCmd::Cancel { id, json }) => commands::jobs_cancel(&api, &id, json).await,
         Command::Approvals(ApprovalsCmd::List { install, json }) => {

@@ -118,6 +118,19 @@ pub fn install(i: &Install) -> String {
     }
     out.push('\n');
     out.push_str(&table(&["COMPONENT", "STATUS", "OUTPUTS"], &rows));
+    for (role, g) in &i.break_glass {
+        out.push_str(&format!(
+            "\nbreak-glass {role}: granted by {} until {}",
+            g.by,
+            ferry_model::format_ms(g.until_ms)
+        ));
+    }
+    for (name, a) in &i.actions {
+        out.push_str(&format!(
+            "\naction {name}: last run {} {}",
+            a.workflow, a.status
+        ));
+    }
     out
 }
 

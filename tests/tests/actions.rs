@@ -437,3 +437,123 @@ fn a_runbook_step_waits_for_approval_on_an_install_that_prompts() {
         .collect();
     assert!(!approved.is_empty(), "a person approved: {w}");
 }
+
+/// The audit stream's records.
+fn audit(nats: &NatsServer) -> Vec<serde_json::Value> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let js = async_nats::jetstream::new(nats.admin().await);
+        let mut stream = js.get_stream("AUDIT").await.unwrap();
+        let last = stream.info().await.unwrap().state.last_sequence;
+        let mut out = Vec::new();
+        for seq in 1..=last {
+            if let Ok(m) = stream.get_raw_message(seq).await {
+                out.push(serde_json::from_slice(&m.payload).unwrap_or_default());
+            }
+        }
+        out
+    })
+}
+
+#[test]
+fn a_customer_token_grants_break_glass_through_the_api_and_every_grant_use_and_expiry_is_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = hello(dir.path());
+    std::fs::write(
+        app.join("actions/fix.toml"),
+        "name = \"fix\"\ntimeout = \"30s\"\nbreak_glass_role = \"admin-access\"\n\n[[triggers]]\ntype = \"manual\"\n\n[[steps]]\nname = \"repair\"\ncommand = \"echo repaired\"\n",
+    )
+    .unwrap();
+    let i = provisioned(&app, dir.path());
+    let created = ferry_json(
+        &i.api,
+        &[
+            "tokens",
+            "create",
+            "--name",
+            "acme-security",
+            "--role",
+            "customer",
+            "--json",
+        ],
+    );
+    let customer = created["token"].as_str().unwrap().to_string();
+    // No vendor role grants break-glass, not even an admin; the customer does.
+    let (code, _, err) = ferry(
+        &i.api,
+        &[
+            "break-glass",
+            "grant",
+            "prod",
+            "admin-access",
+            "--for",
+            "5s",
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("this needs customer"), "{err}");
+    let as_customer = |args: &[&str]| {
+        let mut all = vec!["--token", customer.as_str()];
+        all.extend_from_slice(args);
+        ferry(&i.api, &all)
+    };
+    let (code, _, err) = as_customer(&["break-glass", "grant", "prod", "root", "--for", "5s"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("no action of install `prod`'s app needs break-glass role `root`"),
+        "{err}"
+    );
+    // The customer may read, not deploy.
+    let (code, _, _) = as_customer(&["installs", "deploy", "prod"]);
+    assert_ne!(code, 0);
+    let (code, out, err) = as_customer(&[
+        "break-glass",
+        "grant",
+        "prod",
+        "admin-access",
+        "--for",
+        "6s",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    let (code, out, err) = ferry(&i.api, &["actions", "run", "prod", "fix", "--wait"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let runs = ferry_json(&i.api, &["actions", "runs", "prod", "fix", "--json"]);
+    let id = runs[0]["run"].as_str().unwrap();
+    let (_, log, _) = ferry(&i.api, &["logs", "--workflow", id]);
+    assert!(
+        log.contains(
+            "break-glass role `admin-access` granted through the API by token:acme-security"
+        ),
+        "{log}"
+    );
+
+    // The grant ends; the scheduler removes it and says so; the action is refused again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while audit(&i._nats)
+        .iter()
+        .all(|e| e["action"] != "break_glass.expired")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the grant's expiry was not audited"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let (code, _, _) = ferry(&i.api, &["actions", "run", "prod", "fix", "--wait"]);
+    assert_eq!(code, 1);
+    let events: Vec<String> = audit(&i._nats)
+        .iter()
+        .filter_map(|e| e["action"].as_str().map(String::from))
+        .filter(|a| a.starts_with("break_glass."))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "break_glass.granted",
+            "break_glass.used",
+            "break_glass.expired"
+        ],
+        "{events:?}"
+    );
+}

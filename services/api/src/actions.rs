@@ -1,11 +1,12 @@
 //! Action routes: an install's actions (from the app config it runs) with their latest runs,
 //! and starting a run by hand. A run is a workflow of its own (kind `action`) that does not hold
-//! the install: actions run beside deploys.
+//! the install: actions run beside deploys. Also the break-glass grants a customer token makes
+//! for the actions that need a role.
 
 use axum::Json;
 use axum::extract::Path;
 use axum::http::StatusCode;
-use ferry_model::api::{ActionInfo, Deployed, RunAction};
+use ferry_model::api::{ActionInfo, Deployed, GrantBreakGlass, RunAction};
 use ferry_model::{self as m, Install};
 
 use crate::auth::Ctx;
@@ -121,4 +122,95 @@ pub async fn run_action(
             app_config_id: install.app_config_id,
         }),
     ))
+}
+
+/// The longest a break-glass grant lasts.
+const MAX_GRANT_SECS: u64 = 24 * 3600;
+
+/// Grants a break-glass role on an install for a while (a customer token only: `Role::required`):
+/// the install's actions naming it run until then, unless its runner takes host grants only.
+pub async fn grant_break_glass(
+    Ctx(s): Ctx,
+    Name(name): Name,
+    Json(req): Json<GrantBreakGlass>,
+) -> Result<(StatusCode, Json<Install>), ApiError> {
+    if req.for_secs == 0 || req.for_secs > MAX_GRANT_SECS {
+        return Err(ApiError::BadRequest(format!(
+            "a grant lasts from a second to a day ({MAX_GRANT_SECS} s), not {} s",
+            req.for_secs
+        )));
+    }
+    let current = install(&s, &name).await?;
+    let (_, _, cfg) = s.store.config(&s.org, &current.app_config_id).await?;
+    let roles: Vec<&str> = cfg
+        .actions
+        .iter()
+        .filter_map(|a| a.break_glass_role.as_deref())
+        .collect();
+    if !roles.contains(&req.role.as_str()) {
+        return Err(ApiError::BadRequest(format!(
+            "no action of install `{name}`'s app needs break-glass role `{}` (they need: {})",
+            req.role,
+            if roles.is_empty() {
+                "none".to_string()
+            } else {
+                roles.join(", ")
+            }
+        )));
+    }
+    let grant = m::BreakGlassGrant {
+        by: s.actor.clone(),
+        granted_at: m::now(),
+        until_ms: m::now_ms() + req.for_secs * 1000,
+    };
+    let role = req.role.clone();
+    let updated = s
+        .store
+        .repo::<Install>()
+        .modify(&s.org, &name, |i| {
+            i.break_glass.insert(role.clone(), grant.clone());
+            Ok::<bool, ()>(true)
+        })
+        .await?
+        .map_err(|()| ApiError::Conflict("the install changed".into()))?;
+    audit(
+        &s,
+        "break_glass.granted",
+        &format!("{name}/{}", req.role),
+        serde_json::json!({ "install": name, "role": req.role, "until": m::format_ms(grant.until_ms) }),
+    )
+    .await?;
+    Ok((StatusCode::OK, Json(updated.redacted())))
+}
+
+/// Ends a break-glass grant made through the API before its time.
+pub async fn revoke_break_glass(
+    Ctx(s): Ctx,
+    Path((name, role)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    check_name("install", &name)?;
+    install(&s, &name).await?;
+    let removed = s
+        .store
+        .repo::<Install>()
+        .modify(&s.org, &name, |i| {
+            if i.break_glass.remove(&role).is_none() {
+                return Err(());
+            }
+            Ok(true)
+        })
+        .await?;
+    if removed.is_err() {
+        return Err(ApiError::NotFound(format!(
+            "break-glass role `{role}` is not granted on install `{name}`"
+        )));
+    }
+    audit(
+        &s,
+        "break_glass.revoked",
+        &format!("{name}/{role}"),
+        serde_json::json!({ "install": name, "role": role }),
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -73,7 +73,7 @@ pub async fn require_token(State(s): State<ApiState>, mut req: Request, next: Ne
         Err(r) => return r,
     };
     let needed = Role::required(req.method().as_str(), req.uri().path());
-    if caller.role < needed {
+    if !caller.role.allows(needed) {
         return refuse(
             StatusCode::FORBIDDEN,
             &format!(

@@ -141,6 +141,7 @@ pub async fn create_install(
         created_at: now.clone(),
         updated_at: now,
         actions: Default::default(),
+        break_glass: Default::default(),
     };
     // The install is created already reserved for its first workflow, in one write.
     match s.store.repo::<Install>().create(&install).await {

@@ -114,6 +114,14 @@ pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
             post(actions::run_action),
         )
         .route(
+            "/v1/installs/{name}/break-glass",
+            post(actions::grant_break_glass),
+        )
+        .route(
+            "/v1/installs/{name}/break-glass/{role}",
+            axum::routing::delete(actions::revoke_break_glass),
+        )
+        .route(
             "/v1/installs/{name}/runbooks/{runbook}/runs",
             post(installs::run_runbook),
         )

@@ -1,8 +1,10 @@
-//! Break-glass roles granted on the runner host: the customer's own control over the actions
-//! that need elevated access. A grant is a file in the runner's data directory, written by
-//! `ferry-runner break-glass grant ROLE --for 1h` on the host (never from the hub), and read
-//! when an action step naming the role is about to run: without a live grant the step is
-//! refused, with the reason, before anything starts.
+//! Break-glass roles: the customer's own control over the actions that need elevated access.
+//! A host grant is a file in the runner's data directory, written by `ferry-runner break-glass
+//! grant ROLE --for 1h` on the host (never from the hub). A grant made through the API by a
+//! customer token travels with the job, and counts unless the runner takes host grants only
+//! (`--break-glass-host-only`: then nothing the control plane says can grant one). Checked when
+//! an action step naming the role is about to run: without a live grant the step is refused,
+//! with the reason, before anything starts.
 //!
 //! Every grant and revocation is appended to `break-glass/audit.log` on the host; every use and
 //! refusal is in the job's log and its result, which the hub's audit stream records.
@@ -114,31 +116,49 @@ pub fn list(data_dir: &Path) -> Vec<Grant> {
 }
 
 /// Whether `action` may run with `role` now: `Ok` with the grant's description, or the reason
-/// it is refused.
-pub fn check(data_dir: &Path, role: &str, action: &str) -> Result<String, String> {
+/// it is refused. A live grant on this host counts first; then `api`, a grant made through the
+/// control plane's API (`None` when the runner takes host grants only), judged by this host's
+/// clock.
+pub fn check(
+    data_dir: &Path,
+    role: &str,
+    action: &str,
+    api: Option<&ferry_protocol::messages::ApiGrant>,
+) -> Result<String, String> {
     let how =
         format!("grant it on the runner host: ferry-runner break-glass grant {role} --for 1h");
     let path = file(data_dir, role)?;
-    let g: Grant = match std::fs::read(&path) {
-        Ok(b) => serde_json::from_slice(&b)
-            .map_err(|e| format!("break-glass grant {}: {e}", path.display()))?,
-        Err(_) => {
-            return Err(format!(
-                "refused: action `{action}` needs break-glass role `{role}`, which is not granted on this runner host ({how})"
-            ));
-        }
+    let host: Option<Grant> = match std::fs::read(&path) {
+        Ok(b) => Some(
+            serde_json::from_slice(&b)
+                .map_err(|e| format!("break-glass grant {}: {e}", path.display()))?,
+        ),
+        Err(_) => None,
     };
-    if g.until_ms <= now_ms() {
-        return Err(format!(
-            "refused: action `{action}` needs break-glass role `{role}`, whose grant expired at {} ({how})",
+    let now = now_ms();
+    if let Some(g) = host.as_ref().filter(|g| g.until_ms > now) {
+        return Ok(format!(
+            "break-glass role `{role}` granted by {} until {}",
+            g.by,
             at(g.until_ms)
         ));
     }
-    Ok(format!(
-        "break-glass role `{role}` granted by {} until {}",
-        g.by,
-        at(g.until_ms)
-    ))
+    if let Some(g) = api.filter(|g| g.until_ms > now) {
+        return Ok(format!(
+            "break-glass role `{role}` granted through the API by {} until {}",
+            g.by,
+            at(g.until_ms)
+        ));
+    }
+    Err(match host {
+        Some(g) => format!(
+            "refused: action `{action}` needs break-glass role `{role}`, whose grant expired at {} ({how})",
+            at(g.until_ms)
+        ),
+        None => format!(
+            "refused: action `{action}` needs break-glass role `{role}`, which is not granted on this runner host ({how})"
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -148,7 +168,7 @@ mod tests {
     #[test]
     fn a_role_is_refused_then_granted_then_refused_after_expiry() {
         let d = tempfile::tempdir().unwrap();
-        let e = check(d.path(), "admin", "fix").unwrap_err();
+        let e = check(d.path(), "admin", "fix", None).unwrap_err();
         assert!(e.contains("not granted"), "{e}");
         grant(
             d.path(),
@@ -157,11 +177,19 @@ mod tests {
             "alice",
         )
         .unwrap();
-        let ok = check(d.path(), "admin", "fix").unwrap();
+        let ok = check(d.path(), "admin", "fix", None).unwrap();
         assert!(ok.contains("granted by alice"), "{ok}");
         std::thread::sleep(std::time::Duration::from_millis(400));
-        let e = check(d.path(), "admin", "fix").unwrap_err();
+        let e = check(d.path(), "admin", "fix", None).unwrap_err();
         assert!(e.contains("expired"), "{e}");
+        // A live grant made through the API counts; an ended one does not.
+        let api = |until_ms| ferry_protocol::messages::ApiGrant {
+            by: "token:sec".into(),
+            until_ms,
+        };
+        let ok = check(d.path(), "admin", "fix", Some(&api(now_ms() + 60_000))).unwrap();
+        assert!(ok.contains("through the API by token:sec"), "{ok}");
+        assert!(check(d.path(), "admin", "fix", Some(&api(now_ms() - 1))).is_err());
         assert!(revoke(d.path(), "admin", "alice").unwrap());
         let log = std::fs::read_to_string(d.path().join("break-glass/audit.log")).unwrap();
         assert!(

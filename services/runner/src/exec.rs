@@ -40,6 +40,7 @@ pub struct Executor {
     layout: LocalLayout,
     cancel_grace: Duration,
     tools: crate::plugin::Tools,
+    break_glass_host_only: bool,
 }
 
 /// Room left in a message for headers and framing.
@@ -110,6 +111,7 @@ impl Executor {
             layout,
             cancel_grace: cfg.cancel_grace,
             tools: cfg.tools.clone(),
+            break_glass_host_only: cfg.break_glass_host_only,
         })
     }
 
@@ -454,7 +456,8 @@ impl Executor {
         log: &LogHandle,
     ) -> Result<PluginJob, String> {
         if let Some(role) = &a.break_glass_role {
-            let grant = crate::breakglass::check(&self.data_dir, role, &a.action)?;
+            let api = a.api_grant.as_ref().filter(|_| !self.break_glass_host_only);
+            let grant = crate::breakglass::check(&self.data_dir, role, &a.action, api)?;
             log.system(format!("using {grant}")).await;
         }
         let src = work.join("src");

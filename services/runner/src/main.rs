@@ -58,6 +58,11 @@ struct Args {
     /// break: the install was revoked or deleted (leaf mode; 0: never).
     #[arg(long, env = "FERRY_EXIT_WHEN_REFUSED_SECS", default_value_t = 120)]
     exit_when_refused_secs: u64,
+    /// Run actions that need a break-glass role only while it is granted on this host
+    /// (`ferry-runner break-glass grant`), never on a grant made through the control plane's API
+    /// by a customer token.
+    #[arg(long, env = "FERRY_BREAK_GLASS_HOST_ONLY")]
+    break_glass_host_only: bool,
     /// The helm binary for helm_chart components (default: `helm` on PATH).
     #[arg(long, env = "FERRY_HELM")]
     helm: Option<PathBuf>,
@@ -384,5 +389,6 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
             layout: std::path::absolute(args.data_dir.join("registry")).ok(),
         },
         registry: install_registry,
+        break_glass_host_only: args.break_glass_host_only,
     })
 }

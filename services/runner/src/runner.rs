@@ -45,6 +45,8 @@ pub struct RunnerConfig {
     /// The install's own registry (artifacts and images are copied there); `None`: a layout
     /// directory in `data_dir`.
     pub registry: Option<crate::registry::InstallRegistry>,
+    /// Break-glass roles count only when granted on this host, not through the API.
+    pub break_glass_host_only: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -163,12 +163,58 @@ impl Scheduler {
                 .ok()
                 .flatten(),
             break_glass_role: action.break_glass_role.clone(),
+            api_grant: action
+                .break_glass_role
+                .as_ref()
+                .and_then(|r| install.break_glass.get(r))
+                .filter(|g| g.until_ms > m::now_ms())
+                .map(|g| ferry_protocol::messages::ApiGrant {
+                    by: g.by.clone(),
+                    until_ms: g.until_ms,
+                }),
         };
+        if let (Some(role), Some(g)) = (&job.break_glass_role, &job.api_grant) {
+            self.audit_break_glass(
+                &wf.org,
+                &wf.install,
+                "break_glass.used",
+                role,
+                serde_json::json!({
+                    "granted_by": g.by, "until": m::format_ms(g.until_ms), "action": job.action,
+                    "step": job.step, "workflow": wf.id,
+                }),
+            )
+            .await;
+        }
         self.record_action(wf, &step.component, |a| a.status = "running".into())
             .await?;
         self.dispatch(wf, step, m::JobKind::Action, JobSpec::Action(job), None)
             .await
             .map(Ok)
+    }
+
+    /// Records a break-glass event of `install` in the audit stream.
+    pub(crate) async fn audit_break_glass(
+        &self,
+        org: &str,
+        install: &str,
+        action: &str,
+        role: &str,
+        mut detail: serde_json::Value,
+    ) {
+        detail["install"] = install.into();
+        let _ = self
+            .store
+            .bus()
+            .audit(&m::AuditEvent {
+                org: org.into(),
+                at: m::now(),
+                actor: "scheduler".into(),
+                action: action.into(),
+                target: format!("{install}/{role}"),
+                detail,
+            })
+            .await;
     }
 
     /// A finished action step: its outputs kept on the install, and how the step ended.

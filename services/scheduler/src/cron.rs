@@ -30,9 +30,13 @@ impl Scheduler {
         }
     }
 
-    /// One pass over the installs that may run actions: not torn down, and provisioned once.
+    /// One pass over the installs: break-glass grants that ended are removed (and audited), and
+    /// the scheduled actions of those that may run actions (not torn down, provisioned once) fire.
     async fn fire_due(&self) -> Result<(), SchedulerError> {
         for install in self.store.repo::<m::Install>().list_all().await? {
+            if !install.break_glass.is_empty() {
+                self.expire_grants(&install).await?;
+            }
             let provisioned = install.sandbox.artifact_digest.is_some()
                 || install.status == m::InstallStatus::Active;
             if install.status == m::InstallStatus::TornDown || !provisioned {
@@ -51,6 +55,49 @@ impl Scheduler {
                     warn!(org = %install.org, install = %install.name, action = %action.name, error = %e, "scheduled action not fired");
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Removes the install's API break-glass grants that have ended, each audited once (by
+    /// whoever removes it).
+    async fn expire_grants(&self, install: &m::Install) -> Result<(), SchedulerError> {
+        let now = m::now_ms();
+        let ended: Vec<(String, m::BreakGlassGrant)> = install
+            .break_glass
+            .iter()
+            .filter(|(_, g)| g.until_ms <= now)
+            .map(|(r, g)| (r.clone(), g.clone()))
+            .collect();
+        for (role, grant) in ended {
+            let removed = self
+                .store
+                .repo::<m::Install>()
+                .modify(&install.org, &install.name, |i| {
+                    // Gone or renewed meanwhile: not this pass's to remove.
+                    if i.break_glass.get(&role) != Some(&grant) {
+                        return Err(());
+                    }
+                    i.break_glass.remove(&role);
+                    Ok(true)
+                })
+                .await;
+            match removed {
+                Ok(Ok(_)) => {}
+                Ok(Err(())) | Err(StoreError::NotFound { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            let detail = serde_json::json!({
+                "granted_by": grant.by, "until": m::format_ms(grant.until_ms),
+            });
+            self.audit_break_glass(
+                &install.org,
+                &install.name,
+                "break_glass.expired",
+                &role,
+                detail,
+            )
+            .await;
         }
         Ok(())
     }

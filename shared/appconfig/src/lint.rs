@@ -6,6 +6,9 @@
 //! (`info`, `warning` by default, `error`), and per rule `[rules.ID]` with `enabled`, `severity`
 //! (replacing the rule's own), `required_labels` (`require-labels`) and `extra_blocked_policies`
 //! (`no-admin-permissions`).
+//!
+//! Long (about 550 lines of rules, the rest tests) because it is the linter whole: one short
+//! function per rule over the package's files, and the reading of `lint.toml` that configures them.
 
 use serde::Serialize;
 use serde_json::Value;

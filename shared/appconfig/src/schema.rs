@@ -552,7 +552,7 @@ pub static POLICIES: Schema = Schema {
 
 pub static BREAK_GLASS: Schema = Schema {
     name: "break_glass.toml",
-    doc: "Elevated roles the customer grants for a limited time on the runner host (`ferry-runner break-glass grant ROLE --for 1h`); actions naming one in `break_glass_role` are refused without a live grant. Ferry does not create the roles' cloud permissions.",
+    doc: "Elevated roles the customer grants for a limited time (on the runner host: `ferry-runner break-glass grant ROLE --for 1h`; or with a `customer` token: `ferry break-glass grant INSTALL ROLE --for 1h`); actions naming one in `break_glass_role` are refused without a live grant. Ferry does not create the roles' cloud permissions.",
     groups: &[&[ign("role", Ty::Tables(&ROLE), "break-glass roles")]],
     free_tables: false,
 };

@@ -161,6 +161,26 @@ fn nuon_shapes_validate_with_exact_warnings_and_carry_their_values() {
         }
     );
     assert!(cfg.action(&inline).is_some_and(|a| a.steps.len() == 1));
+    // Nuon's other step types (its byoc app tears down with `sandbox_deprovision`).
+    use ferry_appconfig::RunbookStepKind as K;
+    let kinds: Vec<&K> = cfg.runbooks[1].steps.iter().map(|s| &s.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            &K::Deploy {
+                component: "app".into(),
+                dependents: true,
+                plan_only: true
+            },
+            &K::SandboxReprovision {
+                skip_components: true
+            },
+            &K::ComponentTearDown {
+                component: "app".into()
+            },
+            &K::SandboxDeprovision,
+        ]
+    );
     assert_eq!(
         cfg.component("network_policy").unwrap().dependencies,
         vec!["app"]

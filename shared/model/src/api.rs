@@ -203,3 +203,11 @@ pub struct ActionInfo {
     pub next_run: Option<String>,
     pub last_run: Option<crate::ActionState>,
 }
+
+/// `POST /v1/installs/{name}/break-glass`: grant a role for a while (a customer token only).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GrantBreakGlass {
+    pub role: String,
+    /// How long, in seconds (at most a day).
+    pub for_secs: u64,
+}

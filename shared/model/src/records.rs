@@ -135,6 +135,19 @@ pub struct Install {
     /// Each action's latest run (`.nuon.actions.workflows.NAME` in templates).
     #[serde(default)]
     pub actions: BTreeMap<String, ActionState>,
+    /// Break-glass roles granted through the API by a customer token, by role.
+    #[serde(default)]
+    pub break_glass: BTreeMap<String, BreakGlassGrant>,
+}
+
+/// A break-glass role granted until a time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BreakGlassGrant {
+    /// Who granted it (`token:NAME`).
+    pub by: String,
+    pub granted_at: String,
+    /// When it ends, ms since the epoch.
+    pub until_ms: u64,
 }
 
 /// An action's latest run on an install, as templates and `actions list` see it.
@@ -552,6 +565,7 @@ mod tests {
             created_at: String::new(),
             updated_at: String::new(),
             actions: Default::default(),
+            break_glass: Default::default(),
         };
         let order = vec![vec!["db".to_string()], vec!["web".to_string()]];
         let in_app = |n: &str| n != "old";
@@ -589,6 +603,7 @@ mod tests {
             created_at: String::new(),
             updated_at: String::new(),
             actions: Default::default(),
+            break_glass: Default::default(),
         };
         assert_eq!(
             install.secret_values(),

@@ -6,7 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What a token may do. Each role may do everything the one before it may.
+/// What a token may do. Of the vendor's roles, each may do everything the one before it may;
+/// `customer` stands apart (see [`Role::allows`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
@@ -16,6 +17,9 @@ pub enum Role {
     Operator,
     /// Also manages apps, creates and deletes installs, and manages tokens.
     Admin,
+    /// The customer's security team: reads like a viewer, and alone grants and revokes
+    /// break-glass roles on installs (no vendor role may).
+    Customer,
 }
 
 impl Role {
@@ -24,6 +28,16 @@ impl Role {
             Role::Viewer => "viewer",
             Role::Operator => "operator",
             Role::Admin => "admin",
+            Role::Customer => "customer",
+        }
+    }
+
+    /// Whether a token of this role may make a request that needs `needed`.
+    pub fn allows(self, needed: Role) -> bool {
+        match (self, needed) {
+            (Role::Customer, n) => matches!(n, Role::Viewer | Role::Customer),
+            (_, Role::Customer) => false,
+            (mine, n) => mine >= n,
         }
     }
 
@@ -39,6 +53,7 @@ impl Role {
             ("POST", ["", "v1", "installs"])
             | ("DELETE", ["", "v1", "installs", _])
             | ("POST", ["", "v1", "installs", _, "runner-token" | "revoke"]) => Role::Admin,
+            (_, ["", "v1", "installs", _, "break-glass", ..]) => Role::Customer,
             _ => Role::Operator,
         }
     }
@@ -176,6 +191,22 @@ mod tests {
             "tokens are an admin's"
         );
         assert!(Role::Admin > Role::Operator && Role::Operator > Role::Viewer);
+        assert_eq!(
+            needs("POST", "/v1/installs/prod/break-glass"),
+            Role::Customer
+        );
+    }
+
+    #[test]
+    fn break_glass_is_the_customers_alone_and_the_customer_only_reads_otherwise() {
+        assert!(Role::Customer.allows(Role::Customer));
+        assert!(Role::Customer.allows(Role::Viewer));
+        assert!(!Role::Customer.allows(Role::Operator));
+        assert!(
+            !Role::Admin.allows(Role::Customer),
+            "no vendor role grants break-glass"
+        );
+        assert!(Role::Admin.allows(Role::Operator) && !Role::Viewer.allows(Role::Operator));
     }
 
     #[test]

@@ -238,6 +238,17 @@ pub struct ActionJob {
     pub cluster: Option<ClusterAccess>,
     /// The break-glass role the action needs: the runner runs it only while it is granted.
     pub break_glass_role: Option<String>,
+    /// The role's grant made through the API by a customer token, if there is a live one: the
+    /// runner accepts it unless it takes host grants only (`--break-glass-host-only`).
+    pub api_grant: Option<ApiGrant>,
+}
+
+/// A break-glass grant recorded by the control plane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiGrant {
+    pub by: String,
+    /// When it ends, ms since the epoch.
+    pub until_ms: u64,
 }
 
 /// An OPA policy as a plan job carries it: its name and its Rego.
