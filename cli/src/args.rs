@@ -347,6 +347,7 @@ pub(crate) enum BreakGlassCmd {
         install: String,
         /// The role, as the app's actions name it in `break_glass_role`.
         role: String,
+        /// How long the grant lasts (`30m`, `1h`; at most `24h`).
         #[arg(long = "for", value_parser = humantime::parse_duration)]
         duration: std::time::Duration,
     },
@@ -354,6 +355,7 @@ pub(crate) enum BreakGlassCmd {
     Revoke {
         /// The install's name.
         install: String,
+        /// The role granted.
         role: String,
     },
 }

@@ -173,6 +173,18 @@ pub async fn grant_break_glass(
         })
         .await?
         .map_err(|()| ApiError::Conflict("the install changed".into()))?;
+    // Its mark, for the scheduler to see it end (a grant renewed moves its end).
+    let mark = m::GrantMark::of(&s.org, &name, &req.role, grant.until_ms);
+    let marks = s.store.repo::<m::GrantMark>();
+    if !marks.create_if_absent(&mark).await? {
+        marks
+            .modify(&s.org, &mark.id, |g| {
+                g.until_ms = mark.until_ms;
+                Ok::<bool, ()>(true)
+            })
+            .await?
+            .ok();
+    }
     audit(
         &s,
         "break_glass.granted",
@@ -205,6 +217,10 @@ pub async fn revoke_break_glass(
             "break-glass role `{role}` is not granted on install `{name}`"
         )));
     }
+    s.store
+        .repo::<m::GrantMark>()
+        .delete(&s.org, &format!("{name}.{role}"))
+        .await?;
     audit(
         &s,
         "break_glass.revoked",

@@ -108,12 +108,17 @@ enum Cmd {
 enum BreakGlass {
     /// Grant ROLE for a while (`--for 30m`, `--for 1h`; at most 24h).
     Grant {
+        /// The role, as the app's actions name it in `break_glass_role`.
         role: String,
+        /// How long the grant lasts (`30m`, `1h`; at most `24h`).
         #[arg(long = "for", value_parser = humantime::parse_duration)]
         duration: Duration,
     },
     /// End a grant now.
-    Revoke { role: String },
+    Revoke {
+        /// The role granted.
+        role: String,
+    },
     /// The grants on this host, with when each ends.
     List,
 }

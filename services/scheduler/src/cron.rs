@@ -1,4 +1,4 @@
-//! Scheduled actions: every few seconds, each install's `cron` actions that are due start a run.
+//! Scheduled actions and ending break-glass grants: every few seconds, the marks that are due.
 //!
 //! When an action fires is a pure function of its [`m::CronMark`] (`ferry_model::schedules`).
 //! Firing exactly once, whatever the number of scheduler replicas and crashes: the run's
@@ -6,6 +6,11 @@
 //! replicas that see the same tick due, one creates the workflow and the others are refused;
 //! the mark moves past now afterwards, and a crash before it moves only repeats a create that
 //! is refused again. Missed ticks (no scheduler ran) fire once, for the first of them.
+//!
+//! The sweep reads marks, not installs: an install's marks follow its config each time a workflow
+//! that changes it ends ([`Scheduler::sync_cron_marks`]), and once for every install when a
+//! scheduler starts; an API break-glass grant leaves a [`m::GrantMark`]. So a sweep costs what
+//! is scheduled, not the size of the fleet.
 
 use std::time::Duration;
 
@@ -15,11 +20,22 @@ use tracing::{info, warn};
 
 use crate::{Scheduler, SchedulerError};
 
-/// How often due actions are looked for.
+/// How often due marks are looked for.
 pub const CRON_INTERVAL: Duration = Duration::from_secs(5);
 
 impl Scheduler {
     pub(crate) async fn cron_loop(self) -> Result<(), SchedulerError> {
+        // Installs made before their marks existed (or while no scheduler ran) get them now.
+        match self.store.repo::<m::Install>().list_all().await {
+            Ok(all) => {
+                for i in all {
+                    if let Err(e) = self.sync_cron_marks(&i.org, &i.name).await {
+                        warn!(org = %i.org, install = %i.name, error = %e, "scheduled actions not marked");
+                    }
+                }
+            }
+            Err(e) => warn!(error = %e, "installs not read for their scheduled actions"),
+        }
         let mut tick = tokio::time::interval(CRON_INTERVAL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -30,32 +46,133 @@ impl Scheduler {
         }
     }
 
-    /// One pass over the installs: break-glass grants that ended are removed (and audited), and
-    /// the scheduled actions of those that may run actions (not torn down, provisioned once) fire.
-    async fn fire_due(&self) -> Result<(), SchedulerError> {
-        for install in self.store.repo::<m::Install>().list_all().await? {
-            if !install.break_glass.is_empty() {
-                self.expire_grants(&install).await?;
-            }
-            let provisioned = install.sandbox.artifact_digest.is_some()
-                || install.status == m::InstallStatus::Active;
-            if install.status == m::InstallStatus::TornDown || !provisioned {
-                continue;
-            }
-            let cfg = match self.config(&install.org, &install.app_config_id).await {
-                Ok(c) => c,
-                Err(SchedulerError::Config(..)) => continue,
-                Err(e) => return Err(e),
-            };
-            for action in &cfg.actions {
-                let Some(written) = action.cron_schedule() else {
-                    continue;
-                };
-                if let Err(e) = self.fire_if_due(&install, &action.name, written).await {
-                    warn!(org = %install.org, install = %install.name, action = %action.name, error = %e, "scheduled action not fired");
+    /// Brings an install's marks in line with the config it runs: one per `cron` action (a new
+    /// one starting at its next tick), none for an action that is gone or an install torn down
+    /// or deleted.
+    pub(crate) async fn sync_cron_marks(
+        &self,
+        org: &str,
+        install: &str,
+    ) -> Result<(), SchedulerError> {
+        let marks = self.store.repo::<m::CronMark>();
+        let existing = marks.list_under(org, install).await?;
+        let current = self.store.repo::<m::Install>().get(org, install).await?;
+        let wanted: Vec<(String, String)> = match current.map(|v| v.value) {
+            Some(i) if i.status != m::InstallStatus::TornDown => {
+                match self.config(org, &i.app_config_id).await {
+                    Ok(cfg) => cfg
+                        .actions
+                        .iter()
+                        .filter_map(|a| Some((a.name.clone(), a.cron_schedule()?.to_string())))
+                        .collect(),
+                    Err(SchedulerError::Config(..)) => vec![],
+                    Err(e) => return Err(e),
                 }
             }
+            _ => vec![],
+        };
+        for mark in &existing {
+            if !wanted.iter().any(|(a, _)| a == &mark.action) {
+                marks.delete(org, &mark.id).await?;
+            }
         }
+        for (action, written) in wanted {
+            if existing.iter().any(|m| m.action == action) {
+                continue;
+            }
+            let Ok(schedule) = m::parse_schedule(&written) else {
+                continue;
+            };
+            let Some(next_ms) = schedule.next_after(m::now_ms()) else {
+                continue;
+            };
+            let mark = m::CronMark {
+                id: m::CronMark::id_of(install, &action),
+                org: org.into(),
+                install: install.into(),
+                action,
+                schedule: written,
+                next_ms,
+                last_fired_ms: None,
+                last_workflow: None,
+            };
+            marks.create_if_absent(&mark).await?;
+        }
+        Ok(())
+    }
+
+    /// One sweep: due scheduled actions fire, and API break-glass grants that ended are removed
+    /// (and audited).
+    async fn fire_due(&self) -> Result<(), SchedulerError> {
+        let now = m::now_ms();
+        for mark in self.store.repo::<m::CronMark>().list_all().await? {
+            if mark.next_ms > now {
+                continue;
+            }
+            if let Err(e) = self.fire_mark(&mark).await {
+                warn!(org = %mark.org, install = %mark.install, action = %mark.action, error = %e, "scheduled action not fired");
+            }
+        }
+        let grants = self.store.repo::<m::GrantMark>();
+        for g in grants.list_all().await? {
+            if g.until_ms > now {
+                continue;
+            }
+            if let Some(i) = self
+                .store
+                .repo::<m::Install>()
+                .get(&g.org, &g.install)
+                .await?
+            {
+                self.expire_grants(&i.value).await?;
+            }
+            grants.delete(&g.org, &g.id).await?;
+        }
+        Ok(())
+    }
+
+    /// A due mark: its action fires if the install may run actions (provisioned once, not torn
+    /// down) and still schedules it; a mark that names nothing any more is removed.
+    async fn fire_mark(&self, mark: &m::CronMark) -> Result<(), SchedulerError> {
+        let Some(install) = self
+            .store
+            .repo::<m::Install>()
+            .get(&mark.org, &mark.install)
+            .await?
+            .map(|v| v.value)
+        else {
+            return self.sync_cron_marks(&mark.org, &mark.install).await;
+        };
+        let cfg = self.config(&install.org, &install.app_config_id).await?;
+        let Some(written) = cfg.action(&mark.action).and_then(|a| a.cron_schedule()) else {
+            return self.sync_cron_marks(&mark.org, &mark.install).await;
+        };
+        let provisioned =
+            install.sandbox.artifact_digest.is_some() || install.status == m::InstallStatus::Active;
+        if install.status == m::InstallStatus::TornDown || !provisioned {
+            // Not now: the tick passes without a run.
+            return self.skip_tick(mark, written).await;
+        }
+        self.fire_if_due(&install, &mark.action, written).await
+    }
+
+    /// Moves a mark past now without firing.
+    async fn skip_tick(&self, mark: &m::CronMark, written: &str) -> Result<(), SchedulerError> {
+        let Some(next_ms) = m::parse_schedule(written)
+            .ok()
+            .and_then(|s| s.next_after(m::now_ms()))
+        else {
+            return Ok(());
+        };
+        self.store
+            .repo::<m::CronMark>()
+            .modify(&mark.org, &mark.id, |m| {
+                m.next_ms = next_ms;
+                m.schedule = written.to_string();
+                Ok::<bool, ()>(true)
+            })
+            .await?
+            .ok();
         Ok(())
     }
 

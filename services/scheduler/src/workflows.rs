@@ -103,7 +103,8 @@ impl Scheduler {
             }
             Effect::CancelJob { job_id, .. } => Box::pin(self.cancel_job(wf, &job_id)).await,
             Effect::Finished { .. } => {
-                self.finished(wf).await;
+                // Boxed: its future is large, and this one nests in a step's (see `start_step`).
+                Box::pin(self.finished(wf)).await;
                 // Last: until it is gone, reconcile finishes what a crash here interrupted.
                 self.store
                     .repo::<m::OpenWorkflow>()
@@ -247,8 +248,14 @@ impl Scheduler {
         }
     }
 
-    /// A workflow has just been finished: count and audit it.
+    /// A workflow has just been finished: count and audit it; the install's scheduled actions
+    /// follow the config it now runs.
     async fn finished(&self, wf: &Workflow) {
+        if wf.kind.reserves_install()
+            && let Err(e) = Box::pin(self.sync_cron_marks(&wf.org, &wf.install)).await
+        {
+            warn!(org = %wf.org, install = %wf.install, error = %e, "scheduled actions not marked");
+        }
         let outcome = match wf.status {
             WorkflowStatus::Succeeded => "succeeded",
             WorkflowStatus::Cancelled => "cancelled",

@@ -126,11 +126,26 @@ enum Cmd {
     },
 }
 
-#[tokio::main]
-async fn main() {
+/// Each worker thread's stack. The scheduler's step futures nest (a step's effect completes it
+/// and starts the next); they are boxed where they nest, and this leaves room for the rest in
+/// unoptimised builds, whose frames are several times larger than a release build's.
+const WORKER_STACK_BYTES: usize = 8 * 1024 * 1024;
+
+fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     ferry_telemetry::init_tracing();
-    if let Err(e) = run(Args::parse()).await {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(WORKER_STACK_BYTES)
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ferry-server: starting the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = rt.block_on(run(Args::parse())) {
         eprintln!("ferry-server: {e:#}");
         std::process::exit(1);
     }

@@ -140,6 +140,30 @@ pub struct Install {
     pub break_glass: BTreeMap<String, BreakGlassGrant>,
 }
 
+/// The mark of a break-glass grant made through the API: the scheduler's sweep reads these, not
+/// every install, to see grants end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantMark {
+    /// `<install>.<role>`.
+    pub id: String,
+    pub org: String,
+    pub install: String,
+    pub role: String,
+    pub until_ms: u64,
+}
+
+impl GrantMark {
+    pub fn of(org: &str, install: &str, role: &str, until_ms: u64) -> GrantMark {
+        GrantMark {
+            id: format!("{install}.{role}"),
+            org: org.into(),
+            install: install.into(),
+            role: role.into(),
+            until_ms,
+        }
+    }
+}
+
 /// A break-glass role granted until a time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BreakGlassGrant {

@@ -144,6 +144,9 @@ pub mod buckets {
     pub const RELEASES: &str = "releases";
     /// When each scheduled (cron) action of an install fires next, by `<org>.<install>.<action>`.
     pub const CRON_MARKS: &str = "cron_marks";
+    /// Break-glass grants made through the API, by `<org>.<install>.<role>`: what the scheduler
+    /// reads to see them end, rather than every install.
+    pub const GRANT_MARKS: &str = "grant_marks";
 
     pub const ALL: &[&str] = &[
         ORGS,
@@ -162,6 +165,7 @@ pub mod buckets {
         RUNNERS,
         RELEASES,
         CRON_MARKS,
+        GRANT_MARKS,
     ];
     pub const HISTORY: i64 = 5;
 }

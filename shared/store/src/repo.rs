@@ -44,6 +44,7 @@ record!(m::BootstrapToken, buckets::BOOTSTRAP_TOKENS, id);
 record!(m::IssuedCert, buckets::CERTIFICATES, serial);
 record!(m::RunnerAccess, buckets::RUNNER_ACCESS, install);
 record!(m::CronMark, buckets::CRON_MARKS, id);
+record!(m::GrantMark, buckets::GRANT_MARKS, id);
 
 /// A record with the revision it was read at: the revision a compare-and-swap must name.
 #[derive(Debug, Clone)]
@@ -235,6 +236,11 @@ impl<T: Record> Repo<T> {
     /// Every record of one org.
     pub async fn list(&self, org: &str) -> Result<Vec<T>, StoreError> {
         self.list_prefix(&format!("{org}.")).await
+    }
+
+    /// The records of one org whose ids start with `id_prefix.` (the marks of one install).
+    pub async fn list_under(&self, org: &str, id_prefix: &str) -> Result<Vec<T>, StoreError> {
+        self.list_prefix(&format!("{org}.{id_prefix}.")).await
     }
 
     /// Every record of every org: for the control plane's own sweeps, never for a request.
