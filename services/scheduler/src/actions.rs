@@ -69,17 +69,104 @@ pub(crate) fn lay_out_run(
     Ok(empty.action_run(&action.name, &names).steps)
 }
 
+/// One action step's job, rendered against the install as it is now: its command or script and
+/// its environment (the step's `env_vars`, then the run's inputs, defaults for hooks and
+/// runbooks), the install's secrets to mask in its log, its cluster, and the live API grant of
+/// the break-glass role it needs.
+fn action_job(
+    wf: &Workflow,
+    step: &m::Step,
+    cfg: &AppConfig,
+    install: &m::Install,
+) -> Result<ActionJob, Permanent> {
+    let Some(at) = &step.action else {
+        return Err(Permanent("an action step without its action".into()));
+    };
+    let Some(action) = cfg.action(&step.component) else {
+        return Err(Permanent(format!(
+            "action `{}` is not in app config {}",
+            step.component, wf.app_config_id
+        )));
+    };
+    let Some(def) = action.step(&at.step) else {
+        return Err(Permanent(format!(
+            "action `{}` has no step `{}`",
+            action.name, at.step
+        )));
+    };
+    let outputs = install
+        .components
+        .iter()
+        .map(|(k, v)| (k.clone(), v.outputs.clone()))
+        .collect();
+    let state = cfg.template_state(&ferry_appconfig::state::Facts {
+        org: &wf.org,
+        app: &install.app,
+        install: &install.name,
+        inputs: Some(&install.inputs),
+        sandbox_outputs: Some(&install.sandbox.outputs),
+        component_outputs: Some(&outputs),
+        actions: Some(&install.actions),
+    });
+    let render = |what: &str, text: &str| {
+        ferry_appconfig::template::render(text, &state)
+            .map_err(|e| Permanent(format!("step `{}`: cannot render {what}: {e}", at.step)))
+    };
+    let command = def
+        .command
+        .as_deref()
+        .map(|c| render("`command`", c))
+        .transpose()?;
+    let script = def
+        .script
+        .as_deref()
+        .map(|c| render("`inline_contents`", c))
+        .transpose()?;
+    let mut env = Vec::new();
+    for (k, v) in &def.env_vars {
+        env.push((k.clone(), render(&format!("`env_vars.{k}`"), v)?));
+    }
+    // A run started by hand gives inputs; hooks and runbooks give none: defaults then.
+    let given = wf
+        .run
+        .as_ref()
+        .filter(|r| r.action == action.name)
+        .map(|r| r.inputs.clone())
+        .unwrap_or_default();
+    let inputs = action.run_inputs(&given).map_err(Permanent)?;
+    env.retain(|(k, _)| !inputs.contains_key(k));
+    env.extend(inputs);
+    Ok(ActionJob {
+        action: action.name.clone(),
+        step: at.step.clone(),
+        trigger: at.trigger.clone(),
+        command,
+        script,
+        env,
+        redact: install.secret_values(),
+        cluster: ferry_appconfig::cluster::access(&install.sandbox.outputs)
+            .ok()
+            .flatten(),
+        break_glass_role: action.break_glass_role.clone(),
+        api_grant: action
+            .break_glass_role
+            .as_ref()
+            .and_then(|r| install.break_glass.get(r))
+            .filter(|g| g.until_ms > m::now_ms())
+            .map(|g| ferry_protocol::messages::ApiGrant {
+                by: g.by.clone(),
+                until_ms: g.until_ms,
+            }),
+    })
+}
+
 impl Scheduler {
-    /// Offers one action step's job, rendered now: its command or script, its environment (the
-    /// step's `env_vars`, then the run's inputs), with the install's secrets masked in its log.
+    /// Offers one action step's job, rendered now (see [`action_job`]).
     pub(crate) async fn dispatch_action(
         &self,
         wf: &Workflow,
         step: &m::Step,
     ) -> Result<Result<(), Permanent>, SchedulerError> {
-        let Some(at) = &step.action else {
-            return Ok(Err(Permanent("an action step without its action".into())));
-        };
         let install = self
             .store
             .repo::<m::Install>()
@@ -87,91 +174,9 @@ impl Scheduler {
             .await?
             .value;
         let cfg = self.config(&wf.org, &wf.app_config_id).await?;
-        let Some(action) = cfg.action(&step.component) else {
-            return Ok(Err(Permanent(format!(
-                "action `{}` is not in app config {}",
-                step.component, wf.app_config_id
-            ))));
-        };
-        let Some(def) = action.step(&at.step) else {
-            return Ok(Err(Permanent(format!(
-                "action `{}` has no step `{}`",
-                action.name, at.step
-            ))));
-        };
-        let outputs = install
-            .components
-            .iter()
-            .map(|(k, v)| (k.clone(), v.outputs.clone()))
-            .collect();
-        let state = cfg.template_state(&ferry_appconfig::state::Facts {
-            org: &wf.org,
-            app: &install.app,
-            install: &install.name,
-            inputs: Some(&install.inputs),
-            sandbox_outputs: Some(&install.sandbox.outputs),
-            component_outputs: Some(&outputs),
-            actions: Some(&install.actions),
-        });
-        let render = |what: &str, text: &str| {
-            ferry_appconfig::template::render(text, &state)
-                .map_err(|e| Permanent(format!("step `{}`: cannot render {what}: {e}", at.step)))
-        };
-        let rendered = (|| {
-            let command = def
-                .command
-                .as_deref()
-                .map(|c| render("`command`", c))
-                .transpose()?;
-            let script = def
-                .script
-                .as_deref()
-                .map(|c| render("`inline_contents`", c))
-                .transpose()?;
-            let mut env = Vec::new();
-            for (k, v) in &def.env_vars {
-                env.push((k.clone(), render(&format!("`env_vars.{k}`"), v)?));
-            }
-            Ok((command, script, env))
-        })();
-        let (command, script, mut env) = match rendered {
-            Ok(r) => r,
+        let job = match action_job(wf, step, &cfg, &install) {
+            Ok(j) => j,
             Err(p) => return Ok(Err(p)),
-        };
-        // A run started by hand gives inputs; hooks and runbooks give none: defaults then.
-        let given = wf
-            .run
-            .as_ref()
-            .filter(|r| r.action == action.name)
-            .map(|r| r.inputs.clone())
-            .unwrap_or_default();
-        let inputs = match action.run_inputs(&given) {
-            Ok(i) => i,
-            Err(e) => return Ok(Err(Permanent(e))),
-        };
-        env.retain(|(k, _)| !inputs.contains_key(k));
-        env.extend(inputs);
-        let job = ActionJob {
-            action: action.name.clone(),
-            step: at.step.clone(),
-            trigger: at.trigger.clone(),
-            command,
-            script,
-            env,
-            redact: install.secret_values(),
-            cluster: ferry_appconfig::cluster::access(&install.sandbox.outputs)
-                .ok()
-                .flatten(),
-            break_glass_role: action.break_glass_role.clone(),
-            api_grant: action
-                .break_glass_role
-                .as_ref()
-                .and_then(|r| install.break_glass.get(r))
-                .filter(|g| g.until_ms > m::now_ms())
-                .map(|g| ferry_protocol::messages::ApiGrant {
-                    by: g.by.clone(),
-                    until_ms: g.until_ms,
-                }),
         };
         if let (Some(role), Some(g)) = (&job.break_glass_role, &job.api_grant) {
             self.audit_break_glass(
