@@ -250,8 +250,37 @@ pub(crate) enum InstallsCmd {
         #[arg(long)]
         json: bool,
     },
-    /// List installs.
+    /// List installs: each with its status, config version and drifted components; filters
+    /// combine.
     List {
+        /// Only installs of this app.
+        #[arg(long)]
+        app: Option<String>,
+        /// Only installs running this app config version (its id).
+        #[arg(long)]
+        config: Option<String>,
+        /// Only installs with this status.
+        #[arg(long, value_parser = ["provisioning", "active", "failed", "torn_down"])]
+        status: Option<String>,
+        /// Only installs with a drifted component.
+        #[arg(long)]
+        drifted: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the install for drift: plan its components (all, or those named) with the config
+    /// it runs, applying nothing; a plan with changes marks its component drifted (`installs
+    /// get`), until a deploy of it. A deploy started meanwhile cancels the check.
+    DriftCheck {
+        /// The install's name.
+        name: String,
+        /// Only this component (repeatable; `sandbox` is the sandbox).
+        #[arg(long = "component", value_name = "C")]
+        components: Vec<String>,
+        /// Follow the check until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

@@ -333,19 +333,32 @@ pub async fn installs_approve_all(api: &Api, name: &str, on: bool, json_out: boo
     Ok(0)
 }
 
-pub async fn installs_list(api: &Api, json_out: bool) -> Result<i32> {
-    let list: Vec<Install> = api.get("/v1/installs").await?;
+pub async fn installs_list(api: &Api, query: &[(&str, String)], json_out: bool) -> Result<i32> {
+    let q: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let path = if q.is_empty() {
+        "/v1/installs".to_string()
+    } else {
+        format!("/v1/installs?{}", q.join("&"))
+    };
+    let list: Vec<Install> = api.get(&path).await?;
     if json_out {
         print_json(&list)?;
     } else {
         let rows: Vec<Vec<String>> = list
             .iter()
             .map(|i| {
+                let drifted = i.drifted();
                 vec![
                     i.name.clone(),
                     i.app.clone(),
-                    format!("{:?}", i.status).to_lowercase(),
+                    render::status_word(i.status),
+                    i.app_config_id.clone(),
                     i.components.len().to_string(),
+                    if drifted.is_empty() {
+                        "-".into()
+                    } else {
+                        drifted.join(", ")
+                    },
                     i.updated_at.clone(),
                 ]
             })
@@ -353,7 +366,15 @@ pub async fn installs_list(api: &Api, json_out: bool) -> Result<i32> {
         println!(
             "{}",
             render::table(
-                &["INSTALL", "APP", "STATUS", "COMPONENTS", "UPDATED"],
+                &[
+                    "INSTALL",
+                    "APP",
+                    "STATUS",
+                    "CONFIG",
+                    "COMPONENTS",
+                    "DRIFTED",
+                    "UPDATED"
+                ],
                 &rows
             )
         );

@@ -173,7 +173,37 @@ async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
         }
         InstallsCmd::Revoke { name, json } => bootstrap::revoke(api, &name, json).await,
         InstallsCmd::Get { name, json } => commands::installs_get(api, &name, json).await,
-        InstallsCmd::List { json } => commands::installs_list(api, json).await,
+        InstallsCmd::List {
+            app,
+            config,
+            status,
+            drifted,
+            json,
+        } => {
+            let mut query: Vec<(&str, String)> = Vec::new();
+            for (k, v) in [("app", app), ("config", config), ("status", status)] {
+                if let Some(v) = v {
+                    query.push((k, v));
+                }
+            }
+            if drifted {
+                query.push(("drifted", "true".into()));
+            }
+            commands::installs_list(api, &query, json).await
+        }
+        InstallsCmd::DriftCheck {
+            name,
+            components,
+            wait,
+            json,
+        } => {
+            let scope = ferry_model::DeployScope {
+                components,
+                with_dependents: false,
+                plan_only: true,
+            };
+            start(api, &name, "drift-check", &scope, wait, json).await
+        }
         InstallsCmd::ApproveAll { name, state, json } => {
             commands::installs_approve_all(api, &name, state == "on", json).await
         }

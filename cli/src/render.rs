@@ -118,6 +118,15 @@ pub fn install(i: &Install) -> String {
     }
     out.push('\n');
     out.push_str(&table(&["COMPONENT", "STATUS", "OUTPUTS"], &rows));
+    for (name, c) in std::iter::once((&"sandbox".to_string(), &i.sandbox)).chain(&i.components) {
+        if let Some(d) = &c.drift {
+            let state = if d.drifted { "DRIFTED" } else { "in sync" };
+            out.push_str(&format!(
+                "\ndrift of {name}: {state} ({}, checked {} by workflow {})",
+                d.summary, d.checked_at, d.workflow
+            ));
+        }
+    }
     for (role, g) in &i.break_glass {
         out.push_str(&format!(
             "\nbreak-glass {role}: granted by {} until {}",

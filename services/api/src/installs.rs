@@ -181,8 +181,33 @@ pub async fn create_install(
     ))
 }
 
-pub async fn list_installs(Ctx(s): Ctx) -> Result<Json<Vec<Install>>, ApiError> {
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct InstallFilter {
+    pub app: Option<String>,
+    /// An app config version's id.
+    pub config: Option<String>,
+    /// `provisioning`, `active`, `failed`, `torn_down`.
+    pub status: Option<String>,
+    /// Only installs with (`true`) or without (`false`) a drifted component.
+    pub drifted: Option<bool>,
+}
+
+/// Installs, by name; the query's filters combine.
+pub async fn list_installs(
+    Ctx(s): Ctx,
+    axum::extract::Query(f): axum::extract::Query<InstallFilter>,
+) -> Result<Json<Vec<Install>>, ApiError> {
+    crate::ids::check_filter("app", f.app.as_deref())?;
+    crate::ids::check_filter("config", f.config.as_deref())?;
     let mut installs = s.store.repo::<Install>().list(&s.org).await?;
+    installs.retain(|i| {
+        f.app.as_ref().is_none_or(|a| &i.app == a)
+            && f.config.as_ref().is_none_or(|c| &i.app_config_id == c)
+            && f.status
+                .as_ref()
+                .is_none_or(|st| serde_json::to_value(i.status).is_ok_and(|v| v == st.as_str()))
+            && f.drifted.is_none_or(|d| d != i.drifted().is_empty())
+    });
     installs.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Json(installs.into_iter().map(Install::redacted).collect()))
 }
@@ -375,6 +400,19 @@ pub async fn update_inputs(
     .await
 }
 
+/// Checks the install's drift: plans of its components (the body's, or all) with the config it
+/// runs, applying nothing (see the scheduler's `drift.rs`).
+pub async fn drift_check(
+    Ctx(s): Ctx,
+    Name(name): Name,
+    body: Option<Json<m::DeployScope>>,
+) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+    let mut scope = body.map(|Json(b)| b).unwrap_or_default();
+    scope.plan_only = true;
+    scope.with_dependents = false;
+    start_on_install(&s, &name, m::WorkflowKind::DriftCheck, None, scope, None).await
+}
+
 /// Runs one of the app's runbooks on the install: its steps as one workflow, which holds the
 /// install like a deploy (with the app's latest config).
 pub async fn run_runbook(
@@ -390,6 +428,33 @@ pub async fn run_runbook(
         Some(runbook),
     )
     .await
+}
+
+/// Refuses a workflow of `kind` while another runs on the install, unless the one running gives
+/// way (a drift check, to anything but another drift check): its id is returned, to be cancelled
+/// once the new workflow holds the install.
+async fn not_busy(
+    s: &ApiState,
+    install: &Install,
+    kind: m::WorkflowKind,
+) -> Result<Option<String>, ApiError> {
+    let Some(wf_id) = &install.last_workflow else {
+        return Ok(None);
+    };
+    let Some(wf) = s.store.repo::<Workflow>().get(&s.org, wf_id).await? else {
+        return Ok(None);
+    };
+    if wf.value.status.is_terminal() {
+        return Ok(None);
+    }
+    if wf.value.kind.yields_install() && !kind.yields_install() {
+        return Ok(Some(wf_id.clone()));
+    }
+    Err(ApiError::Conflict(format!(
+        "install `{}` is busy with workflow {wf_id} (a {})",
+        install.name,
+        wf.value.kind.label()
+    )))
 }
 
 /// Starts a workflow of `kind` on an existing install that is not busy: reserve, then start.
@@ -408,15 +473,12 @@ async fn start_on_install(
         .get(&s.org, name)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
-    if let Some(wf_id) = &cur.value.last_workflow
-        && let Some(wf) = s.store.repo::<Workflow>().get(&s.org, wf_id).await?
-        && !wf.value.status.is_terminal()
-    {
-        return Err(ApiError::Conflict(format!(
-            "install `{name}` is busy with workflow {wf_id}"
-        )));
-    }
-    let config_id = if kind == m::WorkflowKind::Teardown {
+    let preempted = not_busy(s, &cur.value, kind).await?;
+    // A teardown destroys, and a drift check checks, what the install runs now.
+    let config_id = if matches!(
+        kind,
+        m::WorkflowKind::Teardown | m::WorkflowKind::DriftCheck
+    ) {
         cur.value.app_config_id.clone()
     } else {
         s.store
@@ -477,7 +539,9 @@ async fn start_on_install(
     record_workflow(s, &wf).await?;
     install.app_config_id = config_id.clone();
     install.last_workflow = Some(wf.id.clone());
-    install.status = m::InstallStatus::Provisioning;
+    if kind.sets_install_status() {
+        install.status = m::InstallStatus::Provisioning;
+    }
     install.updated_at = m::now();
     match installs.update(&install, cur.revision).await {
         Ok(_) => {}
@@ -490,6 +554,16 @@ async fn start_on_install(
         Err(e) => return Err(e.into()),
     }
     request_workflow(s, &wf).await?;
+    if let Some(check) = preempted {
+        s.store
+            .bus()
+            .control(&Control::CancelRequested {
+                org: s.org.clone(),
+                workflow_id: check,
+                actor: format!("{} (workflow {})", s.actor, wf.id),
+            })
+            .await?;
+    }
     let workflow_id = wf.id;
     audit(
         s,

@@ -100,6 +100,10 @@ pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
         )
         .route("/v1/installs/{name}/inputs", post(installs::update_inputs))
         .route(
+            "/v1/installs/{name}/drift-check",
+            post(installs::drift_check),
+        )
+        .route(
             "/v1/installs/{name}/runner-token",
             post(bootstrap::runner_token),
         )

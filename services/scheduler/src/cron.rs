@@ -1,4 +1,5 @@
-//! Scheduled actions and ending break-glass grants: every few seconds, the marks that are due.
+//! Scheduled actions, drift checks and ending break-glass grants: every few seconds, the marks
+//! that are due.
 //!
 //! When an action fires is a pure function of its [`m::CronMark`] (`ferry_model::schedules`).
 //! Firing exactly once, whatever the number of scheduler replicas and crashes: the run's
@@ -19,6 +20,69 @@ use ferry_store::StoreError;
 use tracing::{info, warn};
 
 use crate::{Scheduler, SchedulerError};
+
+/// What a mark schedules: an action's runs, or a component's drift checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    Action(String),
+    Drift(String),
+}
+
+impl Target {
+    fn of(mark: &m::CronMark) -> Target {
+        match &mark.drift_of {
+            Some(c) => Target::Drift(c.clone()),
+            None => Target::Action(mark.action.clone()),
+        }
+    }
+
+    fn id(&self, install: &str) -> String {
+        match self {
+            Target::Action(a) => m::CronMark::id_of(install, a),
+            Target::Drift(c) => m::CronMark::drift_id_of(install, c),
+        }
+    }
+
+    /// Its schedule in `cfg`, if it still has one.
+    fn schedule<'c>(&self, cfg: &'c ferry_appconfig::AppConfig) -> Option<&'c str> {
+        match self {
+            Target::Action(a) => cfg.action(a).and_then(|a| a.cron_schedule()),
+            Target::Drift(c) => cfg.component(c).and_then(|c| c.drift_schedule.as_deref()),
+        }
+    }
+
+    /// Every target `cfg` schedules.
+    fn all(cfg: &ferry_appconfig::AppConfig) -> Vec<Target> {
+        let actions = cfg.actions.iter().map(|a| Target::Action(a.name.clone()));
+        let drifts = cfg
+            .sandbox
+            .iter()
+            .chain(&cfg.components)
+            .map(|c| Target::Drift(c.name.clone()));
+        actions
+            .chain(drifts)
+            .filter(|t| t.schedule(cfg).is_some())
+            .collect()
+    }
+
+    fn mark(&self, org: &str, install: &str, written: &str, next_ms: u64) -> m::CronMark {
+        let (action, drift_of) = match self {
+            Target::Action(a) => (a.clone(), None),
+            Target::Drift(c) => (String::new(), Some(c.clone())),
+        };
+        m::CronMark {
+            id: self.id(install),
+            org: org.into(),
+            install: install.into(),
+            action,
+            drift_of,
+            schedule: written.into(),
+            next_ms,
+            last_fired_ms: None,
+            last_workflow: None,
+        }
+    }
+}
 
 /// How often due marks are looked for.
 pub const CRON_INTERVAL: Duration = Duration::from_secs(5);
@@ -57,13 +121,15 @@ impl Scheduler {
         let marks = self.store.repo::<m::CronMark>();
         let existing = marks.list_under(org, install).await?;
         let current = self.store.repo::<m::Install>().get(org, install).await?;
-        let wanted: Vec<(String, String)> = match current.map(|v| v.value) {
+        let wanted: Vec<(Target, String)> = match current.map(|v| v.value) {
             Some(i) if i.status != m::InstallStatus::TornDown => {
                 match self.config(org, &i.app_config_id).await {
-                    Ok(cfg) => cfg
-                        .actions
-                        .iter()
-                        .filter_map(|a| Some((a.name.clone(), a.cron_schedule()?.to_string())))
+                    Ok(cfg) => Target::all(&cfg)
+                        .into_iter()
+                        .filter_map(|t| {
+                            let written = t.schedule(&cfg)?.to_string();
+                            Some((t, written))
+                        })
                         .collect(),
                     Err(SchedulerError::Config(..)) => vec![],
                     Err(e) => return Err(e),
@@ -72,31 +138,22 @@ impl Scheduler {
             _ => vec![],
         };
         for mark in &existing {
-            if !wanted.iter().any(|(a, _)| a == &mark.action) {
+            if !wanted.iter().any(|(t, _)| t.id(install) == mark.id) {
                 marks.delete(org, &mark.id).await?;
             }
         }
-        for (action, written) in wanted {
-            if existing.iter().any(|m| m.action == action) {
+        for (target, written) in wanted {
+            if existing.iter().any(|m| m.id == target.id(install)) {
                 continue;
             }
-            let Ok(schedule) = m::parse_schedule(&written) else {
-                continue;
-            };
-            let Some(next_ms) = schedule.next_after(m::now_ms()) else {
-                continue;
-            };
-            let mark = m::CronMark {
-                id: m::CronMark::id_of(install, &action),
-                org: org.into(),
-                install: install.into(),
-                action,
-                schedule: written,
-                next_ms,
-                last_fired_ms: None,
-                last_workflow: None,
-            };
-            marks.create_if_absent(&mark).await?;
+            let next = m::parse_schedule(&written)
+                .ok()
+                .and_then(|s| s.next_after(m::now_ms()));
+            if let Some(next_ms) = next {
+                marks
+                    .create_if_absent(&target.mark(org, install, &written, next_ms))
+                    .await?;
+            }
         }
         Ok(())
     }
@@ -144,7 +201,8 @@ impl Scheduler {
             return self.sync_cron_marks(&mark.org, &mark.install).await;
         };
         let cfg = self.config(&install.org, &install.app_config_id).await?;
-        let Some(written) = cfg.action(&mark.action).and_then(|a| a.cron_schedule()) else {
+        let target = Target::of(mark);
+        let Some(written) = target.schedule(&cfg) else {
             return self.sync_cron_marks(&mark.org, &mark.install).await;
         };
         let provisioned =
@@ -153,7 +211,7 @@ impl Scheduler {
             // Not now: the tick passes without a run.
             return self.skip_tick(mark, written).await;
         }
-        self.fire_if_due(&install, &mark.action, written).await
+        self.fire_if_due(&install, &target, written).await
     }
 
     /// Moves a mark past now without firing.
@@ -222,13 +280,13 @@ impl Scheduler {
     async fn fire_if_due(
         &self,
         install: &m::Install,
-        action: &str,
+        target: &Target,
         written: &str,
     ) -> Result<(), SchedulerError> {
         let schedule = m::parse_schedule(written)
             .map_err(|why| SchedulerError::Config(install.app_config_id.clone(), why))?;
         let marks = self.store.repo::<m::CronMark>();
-        let id = m::CronMark::id_of(&install.name, action);
+        let id = target.id(&install.name);
         let current = marks.get(&install.org, &id).await?;
         let now = m::now_ms();
         let decision =
@@ -236,16 +294,7 @@ impl Scheduler {
         let mut mark = current
             .as_ref()
             .map(|v| v.value.clone())
-            .unwrap_or(m::CronMark {
-                id: id.clone(),
-                org: install.org.clone(),
-                install: install.name.clone(),
-                action: action.to_string(),
-                schedule: written.to_string(),
-                next_ms: 0,
-                last_fired_ms: None,
-                last_workflow: None,
-            });
+            .unwrap_or_else(|| target.mark(&install.org, &install.name, written, 0));
         match decision {
             None | Some(m::CronDecision::Wait) => return Ok(()),
             Some(m::CronDecision::Start { next_ms }) => {
@@ -253,7 +302,10 @@ impl Scheduler {
                 mark.next_ms = next_ms;
             }
             Some(m::CronDecision::Fire { tick_ms, next_ms }) => {
-                let workflow = self.start_scheduled_run(install, action, tick_ms).await?;
+                let workflow = match target {
+                    Target::Action(a) => self.start_scheduled_run(install, a, tick_ms).await?,
+                    Target::Drift(c) => self.start_drift_check(install, c, tick_ms).await?,
+                };
                 mark.next_ms = next_ms;
                 mark.last_fired_ms = Some(tick_ms);
                 mark.last_workflow = Some(workflow);

@@ -421,8 +421,11 @@ impl Scheduler {
             Ok(j) => j,
             Err(p) => return Ok(Err(p)),
         };
-        self.set_component_status(wf, &step.component, m::ComponentStatus::Deploying)
-            .await?;
+        // A drift check deploys nothing: the component's status stays as it is.
+        if wf.kind != m::WorkflowKind::DriftCheck {
+            self.set_component_status(wf, &step.component, m::ComponentStatus::Deploying)
+                .await?;
+        }
         self.dispatch(wf, step, m::JobKind::Plan, JobSpec::Plan(job), None)
             .await
             .map(Ok)

@@ -195,6 +195,12 @@ impl Scheduler {
     /// Carries a finished job's result into the install and the workflow. Idempotent.
     pub(crate) async fn apply_job_result(&self, job: &m::Job) -> Result<(), SchedulerError> {
         let (org, wf_id) = (job.org.as_str(), job.workflow_id.as_str());
+        if job.kind == m::JobKind::Plan && self.is_drift_check(org, wf_id).await? {
+            let outcome = self.drift_checked(job).await?;
+            return self
+                .complete_step(org, wf_id, job.step, outcome, Some("runner".into()))
+                .await;
+        }
         if job.status != m::JobStatus::Finished {
             if matches!(job.kind, m::JobKind::Plan | m::JobKind::Apply) {
                 self.update_component(job, |c| c.status = m::ComponentStatus::Failed)
@@ -251,6 +257,8 @@ impl Scheduler {
                 let digest = job.plan_digest.clone();
                 self.update_component(job, |c| {
                     c.status = m::ComponentStatus::Active;
+                    // Applied: whatever drifted is as the config says again.
+                    c.drift = None;
                     c.outputs = outputs.clone();
                     c.sensitive_outputs = job.sensitive_outputs.clone();
                     if digest.is_some() {
@@ -263,6 +271,15 @@ impl Scheduler {
         };
         self.complete_step(org, wf_id, job.step, outcome, Some("runner".into()))
             .await
+    }
+
+    async fn is_drift_check(&self, org: &str, workflow: &str) -> Result<bool, SchedulerError> {
+        Ok(self
+            .store
+            .repo::<m::Workflow>()
+            .get(org, workflow)
+            .await?
+            .is_some_and(|w| w.value.kind == m::WorkflowKind::DriftCheck))
     }
 
     async fn update_component(

@@ -17,6 +17,7 @@ mod approvals;
 mod claims;
 mod cron;
 mod dispatch;
+mod drift;
 mod events;
 mod offers;
 mod runbooks;

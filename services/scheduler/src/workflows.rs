@@ -221,7 +221,7 @@ impl Scheduler {
 
     /// Records the install's status for a workflow about to be finished.
     async fn finish_install(&self, wf: &Workflow) -> Result<(), SchedulerError> {
-        if !wf.kind.reserves_install() {
+        if !wf.kind.sets_install_status() {
             return Ok(());
         }
         let install_status = match (wf.status, wf.kind) {
@@ -251,7 +251,7 @@ impl Scheduler {
     /// A workflow has just been finished: count and audit it; the install's scheduled actions
     /// follow the config it now runs.
     async fn finished(&self, wf: &Workflow) {
-        if wf.kind.reserves_install()
+        if wf.kind.sets_install_status()
             && let Err(e) = Box::pin(self.sync_cron_marks(&wf.org, &wf.install)).await
         {
             warn!(org = %wf.org, install = %wf.install, error = %e, "scheduled actions not marked");

@@ -327,7 +327,11 @@ pub static SANDBOX: Schema = Schema {
                 Ty::Tables(&OPERATION_ROLE),
                 "role to use per operation (`[[operation_roles]]` with `operation`, `role`)",
             ),
-            ign("drift_schedule", Ty::Cron, "cron schedule of drift checks"),
+            f(
+                "drift_schedule",
+                Ty::Cron,
+                "cron schedule (UTC) of drift checks: a plan that applies nothing and marks the component drifted when it has changes",
+            ),
             f(
                 "skip_noops",
                 Ty::Bool,
@@ -713,7 +717,11 @@ const COMPONENT_COMMON: &[Field] = &[
         Ty::Int,
         "automatic retries of a failed deploy",
     ),
-    ign("drift_schedule", Ty::Cron, "cron schedule of drift checks"),
+    f(
+        "drift_schedule",
+        Ty::Cron,
+        "cron schedule (UTC) of drift checks: a plan that applies nothing and marks the component drifted when it has changes",
+    ),
     ign(
         "operation_roles",
         Ty::Tables(&OPERATION_ROLE),

@@ -121,7 +121,7 @@ impl Workflow {
                     | "pre-teardown-component"
                     | "post-teardown-component"
             ),
-            WorkflowKind::Action | WorkflowKind::Runbook => false,
+            WorkflowKind::Action | WorkflowKind::Runbook | WorkflowKind::DriftCheck => false,
         }
     }
 

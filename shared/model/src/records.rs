@@ -111,6 +111,23 @@ pub struct ComponentState {
     /// Outputs its tool marks sensitive: never shown in clear (see [`Install::redacted`]).
     #[serde(default)]
     pub sensitive_outputs: Vec<String>,
+    /// What its last drift check found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<Drift>,
+}
+
+/// A drift check's finding on a component.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drift {
+    /// When it was checked (or skipped).
+    pub checked_at: String,
+    /// The check's workflow.
+    pub workflow: String,
+    /// Its plan has changes: what is deployed is not what the last apply left.
+    pub drifted: bool,
+    /// The plan's summary (`workflows get --diff` on the workflow shows its changes), or why the
+    /// check was skipped.
+    pub summary: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,6 +232,15 @@ impl ActionState {
 pub const MAX_INPUTS_BYTES: usize = 256 * 1024;
 
 impl Install {
+    /// The deployables (the sandbox first) whose last drift check found changes.
+    pub fn drifted(&self) -> Vec<&str> {
+        std::iter::once((SANDBOX, &self.sandbox))
+            .chain(self.components.iter().map(|(n, c)| (n.as_str(), c)))
+            .filter(|(_, c)| c.drift.as_ref().is_some_and(|d| d.drifted))
+            .map(|(n, _)| n)
+            .collect()
+    }
+
     /// Why `inputs` cannot be stored in an install record, if they cannot.
     pub fn inputs_too_large(inputs: &BTreeMap<String, String>) -> Option<String> {
         let size: usize = inputs.iter().map(|(k, v)| k.len() + v.len()).sum();

@@ -76,7 +76,11 @@ pub struct CronMark {
     pub id: String,
     pub org: String,
     pub install: String,
+    /// The action it runs (empty for a drift check).
     pub action: String,
+    /// A drift check of this component (its `drift_schedule`), rather than an action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_of: Option<String>,
     /// The schedule it was computed from: a changed schedule starts afresh.
     pub schedule: String,
     /// The next firing, ms since the epoch.
@@ -104,6 +108,11 @@ impl CronMark {
     /// Its key: the install, then the action's name (which may hold `_`, as KV keys may).
     pub fn id_of(install: &str, action: &str) -> String {
         format!("{install}.{action}")
+    }
+
+    /// The key of a component's drift checks (`=` is in no action's name).
+    pub fn drift_id_of(install: &str, component: &str) -> String {
+        format!("{install}.drift={component}")
     }
 
     /// The decision for `schedule` (as written, and parsed) at `now_ms`.
@@ -143,6 +152,7 @@ mod tests {
             org: "o".into(),
             install: "i".into(),
             action: "a".into(),
+            drift_of: None,
             schedule: "* * * * *".into(),
             next_ms,
             last_fired_ms: None,

@@ -17,6 +17,8 @@ pub enum WorkflowKind {
     Action,
     /// A runbook: its steps in order, each a deploy, a teardown or an action.
     Runbook,
+    /// Plans that apply nothing: a component whose plan has changes has drifted.
+    DriftCheck,
 }
 
 impl WorkflowKind {
@@ -27,7 +29,19 @@ impl WorkflowKind {
             WorkflowKind::Teardown => "teardown",
             WorkflowKind::Action => "action",
             WorkflowKind::Runbook => "runbook",
+            WorkflowKind::DriftCheck => "drift-check",
         }
+    }
+
+    /// Whether it gives way to a deploy: a deploy started while it runs cancels it and takes the
+    /// install.
+    pub fn yields_install(self) -> bool {
+        self == WorkflowKind::DriftCheck
+    }
+
+    /// Whether finishing it changes the install's status (it deploys or destroys something).
+    pub fn sets_install_status(self) -> bool {
+        !matches!(self, WorkflowKind::Action | WorkflowKind::DriftCheck)
     }
 
     /// Whether it holds the install while it runs (one such workflow at a time): everything that

@@ -13,6 +13,12 @@ use super::{
 fn terraform(job: &PluginJob) -> Command {
     let bin = std::env::var("FERRY_TERRAFORM").unwrap_or_else(|_| "terraform".into());
     let mut cmd = Command::new(bin);
+    // A drift check's plan and a deploy's may meet on one state: wait for its lock, as
+    // Terraform does when told to, rather than fail at once. The component's env may say
+    // otherwise.
+    for sub in ["plan", "apply", "destroy"] {
+        cmd.env(format!("TF_CLI_ARGS_{sub}"), "-lock-timeout=120s");
+    }
     cmd.current_dir(&job.src_dir)
         .envs(job.env.iter().cloned())
         .env("TF_IN_AUTOMATION", "1")

@@ -34,6 +34,7 @@ impl<'a> Loader<'a> {
             content_hash: String::new(),
             timeout_secs: deploy_timeout(r),
             settings: KindSettings::None,
+            drift_schedule: drift_schedule(r),
         })
     }
 
@@ -281,6 +282,7 @@ impl<'a> Loader<'a> {
                     content_hash: String::new(),
                     timeout_secs: deploy_timeout(r),
                     settings: self.settings(r, kind, "components"),
+                    drift_schedule: drift_schedule(r),
                 },
                 name_at,
                 src: doc.src.clone(),
@@ -320,7 +322,15 @@ pub(super) fn stand_in_component(name: &str) -> Component {
         content_hash: String::new(),
         timeout_secs: None,
         settings: KindSettings::None,
+        drift_schedule: None,
     }
+}
+
+/// A deployable's `drift_schedule`, unless empty (the schema has checked it is a schedule).
+fn drift_schedule(r: &Node) -> Option<String> {
+    r.str_of("drift_schedule")
+        .filter(|s| !s.trim().is_empty())
+        .map(String::from)
 }
 
 /// A deployable's `deploy_timeout` (or `timeout`), whole seconds, at least 1. The schema has

@@ -135,6 +135,8 @@ pub struct Component {
     /// What its type says beyond variables (a chart's release and values, a manifest), as template
     /// sources.
     pub settings: KindSettings,
+    /// When its drift is checked (a cron schedule, UTC), if it is.
+    pub drift_schedule: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,209 @@
+//! Drift checks: plans that apply nothing, with the config the install runs. A Terraform
+//! component whose state was changed behind Ferry's back is marked drifted (and audited), one
+//! with no change is not; a deploy of it reconciles it; `drift_schedule` runs the check on its
+//! own.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ferry_tests::{NatsServer, Proc, ferry, ferry_json, repo_root, wait_for};
+
+fn hello(dir: &Path) -> PathBuf {
+    let app = dir.join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    // counter's drift is checked every minute.
+    let counter = app.join("components/counter.toml");
+    let text = std::fs::read_to_string(&counter).unwrap();
+    let text = text.replacen(
+        "directory = ",
+        "drift_schedule = \"* * * * *\"\ndirectory = ",
+        1,
+    );
+    std::fs::write(&counter, text).unwrap();
+    app
+}
+
+/// Changes counter's Terraform state behind Ferry's back: its resource's recorded input.
+fn tamper(runner: &Path) {
+    let path = runner.join("state/counter/terraform.tfstate");
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let attrs = &mut state["resources"][0]["instances"][0]["attributes"];
+    attrs["input"]["value"] = "changed by hand".into();
+    attrs["output"]["value"] = "changed by hand".into();
+    state["serial"] = (state["serial"].as_u64().unwrap() + 1).into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+}
+
+fn drift<'a>(install: &'a serde_json::Value, c: &str) -> &'a serde_json::Value {
+    &install["components"][c]["drift"]
+}
+
+#[test]
+fn a_component_changed_behind_ferrys_back_is_drifted_until_a_deploy_and_the_schedule_checks_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = hello(dir.path());
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let runner_dir = dir.path().join("runner");
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &runner_dir,
+        dir.path().join("runner.log"),
+    );
+    let wf = ferry_tests::sync_and_create(&api, &app, "prod");
+    let w = wait_for(&api, &wf, 120, "provisioning", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(w["status"], "succeeded", "{w}");
+
+    // Nothing changed: nothing drifted.
+    let (code, out, err) = ferry(&api, &["installs", "drift-check", "prod", "--wait"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let i = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    assert_eq!(drift(&i, "counter")["drifted"], false, "{i}");
+    assert_eq!(drift(&i, "greeter")["drifted"], false, "{i}");
+    assert_eq!(i["status"], "active", "a check changes no status: {i}");
+
+    tamper(&runner_dir);
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "drift-check",
+            "prod",
+            "--component",
+            "counter",
+            "--wait",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let i = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    let d = drift(&i, "counter");
+    assert_eq!(d["drifted"], true, "{i}");
+    assert!(
+        d["summary"].as_str().unwrap().contains("1 to change"),
+        "{d}"
+    );
+    assert_eq!(i["components"]["counter"]["status"], "active");
+    let drifted = ferry_json(&api, &["installs", "list", "--drifted", "--json"]);
+    assert_eq!(drifted[0]["name"], "prod", "{drifted}");
+    let (_, shown, _) = ferry(&api, &["installs", "get", "prod"]);
+    assert!(shown.contains("drift of counter: DRIFTED"), "{shown}");
+
+    // A deploy of it puts it back as the config says.
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "deploy",
+            "prod",
+            "--component",
+            "counter",
+            "--wait",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let drifted = ferry_json(&api, &["installs", "list", "--drifted", "--json"]);
+    assert_eq!(drifted, serde_json::json!([]), "{drifted}");
+
+    // The schedule finds it again, within a minute and a bit.
+    tamper(&runner_dir);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let i = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+        if drift(&i, "counter")["drifted"] == true {
+            let w = ferry_json(
+                &api,
+                &[
+                    "workflows",
+                    "get",
+                    drift(&i, "counter")["workflow"].as_str().unwrap(),
+                    "--json",
+                ],
+            );
+            assert_eq!(w["kind"], "drift-check");
+            assert_eq!(w["cause"], "schedule");
+            // A check applies nothing.
+            assert!(
+                w["steps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|s| s["kind"] != "apply"),
+                "{w}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the scheduled check did not find the drift: {i}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let audit = audit(&nats);
+    let drifted: Vec<_> = audit
+        .iter()
+        .filter(|e| e["action"] == "component.drifted")
+        .collect();
+    assert_eq!(drifted.len(), 2, "{drifted:?}");
+}
+
+#[test]
+fn a_deploy_started_during_a_drift_check_cancels_it_and_a_check_never_waits_on_a_deploy() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = hello(dir.path());
+    // greeter's plan takes a while: the deploy surely comes while the check plans.
+    let plan = app.join("components/src/greeter/plan.sh");
+    let text = std::fs::read_to_string(&plan).unwrap();
+    std::fs::write(&plan, text.replacen("\n", "\nsleep 3\n", 1)).unwrap();
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let wf = ferry_tests::sync_and_create(&api, &app, "prod");
+    // A check while the install is provisioning is refused, saying why.
+    let (code, _, err) = ferry(&api, &["installs", "drift-check", "prod"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains(&format!("is busy with workflow {wf}")),
+        "{err}"
+    );
+    wait_for(&api, &wf, 120, "provisioning", |w| {
+        w["status"] == "succeeded"
+    });
+
+    let check = ferry_json(&api, &["installs", "drift-check", "prod", "--json"]);
+    let check = check["workflow_id"].as_str().unwrap().to_string();
+    let deploy = ferry_json(&api, &["installs", "deploy", "prod", "--json"]);
+    let deploy = deploy["workflow_id"].as_str().unwrap().to_string();
+    let c = wait_for(&api, &check, 60, "the check to end", |w| {
+        w["status"] == "cancelled" || w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(c["status"], "cancelled", "{c}");
+    let d = wait_for(&api, &deploy, 120, "the deploy to end", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(d["status"], "succeeded", "{d}");
+}
+
+fn audit(nats: &NatsServer) -> Vec<serde_json::Value> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let js = async_nats::jetstream::new(nats.admin().await);
+        let mut stream = js.get_stream("AUDIT").await.unwrap();
+        let last = stream.info().await.unwrap().state.last_sequence;
+        let mut out = Vec::new();
+        for seq in 1..=last {
+            if let Ok(m) = stream.get_raw_message(seq).await {
+                out.push(serde_json::from_slice(&m.payload).unwrap_or_default());
+            }
+        }
+        out
+    })
+}
