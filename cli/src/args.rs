@@ -42,6 +42,10 @@ pub(crate) enum Command {
     /// Runbooks: the app's ordered procedures (deploys, actions, sandbox and teardown steps).
     #[command(subcommand)]
     Runbooks(RunbooksCmd),
+    /// Releases: a config version rolled out over an app's installs in waves, each gated on its
+    /// installs' deploys and health before the next.
+    #[command(subcommand)]
+    Releases(ReleasesCmd),
     /// Break-glass roles on an install, granted by the customer (a `customer` token) for a while:
     /// the actions that need one run only then. The runner host can grant them too
     /// (`ferry-runner break-glass grant`), and can refuse those granted here
@@ -386,6 +390,73 @@ pub(crate) enum BreakGlassCmd {
         install: String,
         /// The role granted.
         role: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum ReleasesCmd {
+    /// Start a release: waves of installs deployed in turn; a wave with more failed installs
+    /// than --max-failures halts it (the later waves untouched) until `resume`.
+    Create {
+        /// The app.
+        #[arg(long)]
+        app: String,
+        /// The config version (its id; default: the app's latest).
+        #[arg(long)]
+        config: Option<String>,
+        /// The installs, comma-separated, in order (default: every install of the app).
+        #[arg(long, value_delimiter = ',')]
+        installs: Vec<String>,
+        /// Cumulative wave sizes: counts or percentages (`1,10%,50%,100%`).
+        #[arg(long, default_value = "1,10%,50%,100%")]
+        waves: String,
+        /// Least time from one wave's start to the next's (`10m`).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        delay: Option<std::time::Duration>,
+        /// How long a wave that passed is watched before the next (`5m`).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        soak: Option<std::time::Duration>,
+        /// Failed installs a wave may have and the release go on.
+        #[arg(long, default_value_t = 0)]
+        max_failures: u32,
+        /// An action run on each deployed install as its wave's health gate.
+        #[arg(long)]
+        health: Option<String>,
+        /// At most this many deploys of a wave at once (default: all).
+        #[arg(long, default_value_t = 0)]
+        concurrency: u32,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A release: each wave, and each install's deploy and health check.
+    Get {
+        /// The release's id.
+        id: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Releases, newest first.
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start nothing new until `resume`.
+    Pause {
+        /// The release's id.
+        id: String,
+    },
+    /// Go on with a paused or halted release (failed installs of its wave are tried again).
+    Resume {
+        /// The release's id.
+        id: String,
+    },
+    /// End a release: nothing more starts (what runs finishes).
+    Cancel {
+        /// The release's id.
+        id: String,
     },
 }
 

@@ -10,6 +10,7 @@ mod devprocs;
 mod fetch;
 mod logs;
 mod plans;
+mod releases;
 mod render;
 mod tokens;
 mod watch;
@@ -50,6 +51,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Workflows(cmd) => workflows(&api, cmd).await,
         Command::Actions(cmd) => actions::run(&api, cmd).await,
         Command::Runbooks(cmd) => actions::runbooks(&api, cmd).await,
+        Command::Releases(cmd) => releases::run(&api, cmd).await,
         Command::BreakGlass(cmd) => actions::break_glass(&api, cmd).await,
         Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
         Command::Jobs(JobsCmd::Cancel { id, json }) => commands::jobs_cancel(&api, &id, json).await,

@@ -38,6 +38,7 @@ fn kind_of(path: &str) -> &'static str {
         Some("workflows") => "workflow",
         Some("jobs") => "job",
         Some("tokens") => "token",
+        Some("releases") => "release",
         _ => "path",
     }
 }

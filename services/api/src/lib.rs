@@ -36,6 +36,7 @@ mod ids;
 mod installs;
 mod jobs;
 mod logs;
+mod releases;
 mod runners;
 mod workflows;
 
@@ -129,6 +130,14 @@ pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
             "/v1/installs/{name}/runbooks/{runbook}/runs",
             post(installs::run_runbook),
         )
+        .route(
+            "/v1/releases",
+            get(releases::list_releases).post(releases::create_release),
+        )
+        .route("/v1/releases/{id}", get(releases::get_release))
+        .route("/v1/releases/{id}/pause", post(releases::pause_release))
+        .route("/v1/releases/{id}/resume", post(releases::resume_release))
+        .route("/v1/releases/{id}/cancel", post(releases::cancel_release))
         .route("/v1/workflows", get(workflows::list_workflows))
         .route("/v1/workflows/{id}", get(workflows::get_workflow))
         .route(

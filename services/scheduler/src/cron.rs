@@ -89,7 +89,26 @@ pub const CRON_INTERVAL: Duration = Duration::from_secs(5);
 
 impl Scheduler {
     pub(crate) async fn cron_loop(self) -> Result<(), SchedulerError> {
-        // Installs made before their marks existed (or while no scheduler ran) get them now.
+        let started = tokio::time::Instant::now();
+        let mut marked = false;
+        let mut tick = tokio::time::interval(CRON_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            // Installs made before their marks existed (or while no scheduler ran) get them,
+            // once, after the first lease period: runners renew their leases with a starting
+            // scheduler then, and this reads every install.
+            if !marked && started.elapsed() >= self.lease {
+                marked = true;
+                self.mark_every_install().await;
+            }
+            if let Err(e) = self.fire_due().await {
+                warn!(error = %e, "scheduled actions pass failed");
+            }
+        }
+    }
+
+    async fn mark_every_install(&self) {
         match self.store.repo::<m::Install>().list_all().await {
             Ok(all) => {
                 for i in all {
@@ -99,14 +118,6 @@ impl Scheduler {
                 }
             }
             Err(e) => warn!(error = %e, "installs not read for their scheduled actions"),
-        }
-        let mut tick = tokio::time::interval(CRON_INTERVAL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            if let Err(e) = self.fire_due().await {
-                warn!(error = %e, "scheduled actions pass failed");
-            }
         }
     }
 
@@ -170,6 +181,7 @@ impl Scheduler {
                 warn!(org = %mark.org, install = %mark.install, action = %mark.action, error = %e, "scheduled action not fired");
             }
         }
+        self.drive_releases().await?;
         let grants = self.store.repo::<m::GrantMark>();
         for g in grants.list_all().await? {
             if g.until_ms > now {

@@ -20,6 +20,7 @@ mod dispatch;
 mod drift;
 mod events;
 mod offers;
+mod releases;
 mod runbooks;
 mod stops;
 mod workflows;
@@ -127,7 +128,10 @@ impl Scheduler {
     }
 
     /// Runs the scheduler until an unrecoverable error.
-    pub async fn run(self) -> Result<(), SchedulerError> {
+    pub async fn run(mut self) -> Result<(), SchedulerError> {
+        // The grace before leases may expire runs from when it serves, not from when it was
+        // made: runners get a whole lease period to renew with it.
+        self.started_ms = m::now_ms();
         let bus = self.store.bus();
         let consumer_control = bus
             .durable(

@@ -211,3 +211,29 @@ pub struct GrantBreakGlass {
     /// How long, in seconds (at most a day).
     pub for_secs: u64,
 }
+
+/// `POST /v1/releases`: roll a config version out over installs in waves.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CreateRelease {
+    pub app: String,
+    /// A config version's id (default: the app's latest).
+    #[serde(default)]
+    pub config: Option<String>,
+    /// The installs, in order (default: every install of the app, by name).
+    #[serde(default)]
+    pub installs: Vec<String>,
+    /// Cumulative wave sizes: `1,10%,50%,100%`.
+    pub waves: String,
+    #[serde(default)]
+    pub delay_secs: u64,
+    #[serde(default)]
+    pub soak_secs: u64,
+    #[serde(default)]
+    pub max_failures: u32,
+    /// An action of the config, run on each deployed install as its wave's health gate.
+    #[serde(default)]
+    pub health: Option<String>,
+    /// At most this many deploys of a wave at once (0: all).
+    #[serde(default)]
+    pub concurrency: u32,
+}

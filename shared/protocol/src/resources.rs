@@ -142,6 +142,8 @@ pub mod buckets {
     pub const APPROVALS: &str = "approvals";
     pub const RUNNERS: &str = "runners";
     pub const RELEASES: &str = "releases";
+    /// One small record per release not finished: what the scheduler's sweep reads.
+    pub const OPEN_RELEASES: &str = "open_releases";
     /// When each scheduled (cron) action of an install fires next, by `<org>.<install>.<action>`.
     pub const CRON_MARKS: &str = "cron_marks";
     /// Break-glass grants made through the API, by `<org>.<install>.<role>`: what the scheduler
@@ -164,6 +166,7 @@ pub mod buckets {
         APPROVALS,
         RUNNERS,
         RELEASES,
+        OPEN_RELEASES,
         CRON_MARKS,
         GRANT_MARKS,
     ];

@@ -1,0 +1,133 @@
+//! `ferry releases`: create, get, list, pause, resume, cancel.
+
+use anyhow::Result;
+use ferry_model::Release;
+use ferry_model::api::CreateRelease;
+
+use crate::args::ReleasesCmd;
+use crate::client::Api;
+use crate::commands::print_json;
+use crate::render;
+
+pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
+    match cmd {
+        ReleasesCmd::Create {
+            app,
+            config,
+            installs,
+            waves,
+            delay,
+            soak,
+            max_failures,
+            health,
+            concurrency,
+            json,
+        } => {
+            let body = CreateRelease {
+                app,
+                config,
+                installs,
+                waves,
+                delay_secs: delay.map_or(0, |d| d.as_secs()),
+                soak_secs: soak.map_or(0, |d| d.as_secs()),
+                max_failures,
+                health,
+                concurrency,
+            };
+            let r: Release = api.post("/v1/releases", &body).await?;
+            show(&r, json)?;
+        }
+        ReleasesCmd::Get { id, json } => {
+            let r: Release = api.get(&format!("/v1/releases/{id}")).await?;
+            show(&r, json)?;
+        }
+        ReleasesCmd::List { json } => {
+            let all: Vec<Release> = api.get("/v1/releases").await?;
+            if json {
+                print_json(&all)?;
+            } else {
+                let rows: Vec<Vec<String>> = all
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.id.clone(),
+                            r.app.clone(),
+                            r.config_id.clone(),
+                            render::status_word(r.status),
+                            format!(
+                                "{}/{}",
+                                r.waves.iter().filter(|w| w.passed_ms.is_some()).count(),
+                                r.waves.len()
+                            ),
+                            r.created_at.clone(),
+                        ]
+                    })
+                    .collect();
+                println!(
+                    "{}",
+                    render::table(
+                        &[
+                            "RELEASE",
+                            "APP",
+                            "CONFIG",
+                            "STATUS",
+                            "WAVES PASSED",
+                            "CREATED"
+                        ],
+                        &rows
+                    )
+                );
+            }
+        }
+        ReleasesCmd::Pause { id } => change(api, &id, "pause").await?,
+        ReleasesCmd::Resume { id } => change(api, &id, "resume").await?,
+        ReleasesCmd::Cancel { id } => change(api, &id, "cancel").await?,
+    }
+    Ok(0)
+}
+
+async fn change(api: &Api, id: &str, what: &str) -> Result<()> {
+    let r: Release = api
+        .post(&format!("/v1/releases/{id}/{what}"), &serde_json::json!({}))
+        .await?;
+    println!("release {id}: {}", render::status_word(r.status));
+    Ok(())
+}
+
+fn show(r: &Release, json: bool) -> Result<()> {
+    if json {
+        return print_json(r);
+    }
+    println!(
+        "release {}  app {}  config {}  {}",
+        r.id,
+        r.app,
+        r.config_id,
+        render::status_word(r.status)
+    );
+    if let Some(why) = &r.reason {
+        println!("halted: {why}");
+    }
+    for (i, w) in r.waves.iter().enumerate() {
+        let state = match (w.started_ms, w.passed_ms) {
+            (_, Some(_)) => "passed",
+            (Some(_), None) => "in progress",
+            _ => "waiting",
+        };
+        println!("wave {} ({state})", i + 1);
+        for t in &w.targets {
+            let mut line = format!("  {:<20} {}", t.install, render::status_word(t.status));
+            if let Some(d) = &t.deploy {
+                line.push_str(&format!("  deploy {d}"));
+            }
+            if let Some(h) = &t.health {
+                line.push_str(&format!("  health {h}"));
+            }
+            if let Some(m) = &t.message {
+                line.push_str(&format!("  ({m})"));
+            }
+            println!("{line}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,151 @@
+//! Release routes: create a release (its waves planned from the app's installs), list, get,
+//! pause, resume, cancel. The scheduler drives them (its `releases.rs`).
+
+use axum::Json;
+use axum::http::StatusCode;
+use ferry_model::api::CreateRelease;
+use ferry_model::{self as m, App, Install, Release};
+
+use crate::auth::Ctx;
+use crate::handlers::audit;
+use crate::ids::{Name, check_name};
+use crate::{ApiError, ApiState};
+
+pub async fn create_release(
+    Ctx(s): Ctx,
+    Json(req): Json<CreateRelease>,
+) -> Result<(StatusCode, Json<Release>), ApiError> {
+    check_name("app", &req.app)?;
+    let app = s
+        .store
+        .repo::<App>()
+        .get(&s.org, &req.app)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("app `{}` not found", req.app)))?
+        .value;
+    let config = match &req.config {
+        Some(c) => c.clone(),
+        None => app
+            .latest_config
+            .clone()
+            .ok_or_else(|| ApiError::Conflict("the app has no config".into()))?,
+    };
+    let (_, _, cfg) = s.store.config(&s.org, &config).await?;
+    if let Some(h) = &req.health
+        && cfg.action(h).is_none()
+    {
+        return Err(ApiError::BadRequest(format!(
+            "the health action `{h}` is not an action of config {config}"
+        )));
+    }
+    let of_app: Vec<String> = s
+        .store
+        .repo::<Install>()
+        .list(&s.org)
+        .await?
+        .into_iter()
+        .filter(|i| i.app == req.app)
+        .map(|i| i.name)
+        .collect();
+    let installs = if req.installs.is_empty() {
+        let mut all = of_app.clone();
+        all.sort();
+        all
+    } else {
+        for i in &req.installs {
+            check_name("install", i)?;
+            if !of_app.contains(i) {
+                return Err(ApiError::BadRequest(format!(
+                    "install `{i}` is not an install of app `{}`",
+                    req.app
+                )));
+            }
+        }
+        req.installs.clone()
+    };
+    if installs.is_empty() {
+        return Err(ApiError::BadRequest(format!(
+            "app `{}` has no install to release to",
+            req.app
+        )));
+    }
+    let waves = m::plan_waves(&installs, &req.waves).map_err(ApiError::BadRequest)?;
+    let settings = m::ReleaseSettings {
+        max_failures: req.max_failures,
+        delay_ms: req.delay_secs * 1000,
+        soak_ms: req.soak_secs * 1000,
+        health_action: req.health.clone(),
+        concurrency: req.concurrency,
+    };
+    let r = Release::new(m::new_id(), &s.org, &req.app, &config, settings, waves);
+    s.store
+        .repo::<m::OpenRelease>()
+        .create(&r.open_mark())
+        .await?;
+    s.store.repo::<Release>().create(&r).await?;
+    let sizes: Vec<usize> = r.waves.iter().map(|w| w.targets.len()).collect();
+    audit(
+        &s,
+        "release.created",
+        &r.id,
+        serde_json::json!({ "app": r.app, "config": config, "waves": sizes }),
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(r)))
+}
+
+pub async fn list_releases(Ctx(s): Ctx) -> Result<Json<Vec<Release>>, ApiError> {
+    let mut all = s.store.repo::<Release>().list(&s.org).await?;
+    all.sort_by(|a, b| b.id.cmp(&a.id));
+    Ok(Json(all))
+}
+
+pub async fn get_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
+    Ok(Json(release(&s, &id).await?))
+}
+
+async fn release(s: &ApiState, id: &str) -> Result<Release, ApiError> {
+    Ok(s.store
+        .repo::<Release>()
+        .get(&s.org, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("release `{id}` not found")))?
+        .value)
+}
+
+/// Applies `f` (pause, resume, cancel) to the release by compare-and-swap; a refusal is a 409.
+async fn change(
+    s: &ApiState,
+    id: &str,
+    what: &str,
+    f: impl Fn(&mut Release) -> Result<(), String>,
+) -> Result<Json<Release>, ApiError> {
+    release(s, id).await?;
+    let r = s
+        .store
+        .repo::<Release>()
+        .modify(&s.org, id, |r| f(r).map(|()| true))
+        .await?
+        .map_err(ApiError::Conflict)?;
+    if !r.status.is_terminal() {
+        // Resumed after it ended its sweep: the scheduler reads it again.
+        s.store
+            .repo::<m::OpenRelease>()
+            .create_if_absent(&r.open_mark())
+            .await?;
+    }
+    audit(s, &format!("release.{what}"), id, serde_json::json!({})).await?;
+    Ok(Json(r))
+}
+
+pub async fn pause_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
+    change(&s, &id, "paused", Release::pause).await
+}
+
+pub async fn resume_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
+    change(&s, &id, "resumed", Release::resume).await
+}
+
+pub async fn cancel_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
+    change(&s, &id, "cancelled", Release::cancel).await
+}

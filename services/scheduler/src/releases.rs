@@ -1,0 +1,251 @@
+//! Releases: the scheduler executes the pure release logic of `ferry_model::releases`. Each sweep
+//! reads the open releases; for each, it feeds back how the workflows it started ended, asks the
+//! record what comes next, saves the record (compare-and-swap) and only then starts what it says.
+//! A workflow the record names but that does not exist yet (a crash between the save and the
+//! start, or an install busy with another workflow) is started on a later sweep, under the same
+//! id: nothing starts twice, and a restart mid-wave loses nothing.
+
+use ferry_model::{self as m, Release, ReleaseEffect, TargetStatus, Workflow};
+use ferry_store::StoreError;
+use tracing::{info, warn};
+
+use crate::{Scheduler, SchedulerError};
+
+impl Scheduler {
+    /// One pass over the open releases.
+    pub(crate) async fn drive_releases(&self) -> Result<(), SchedulerError> {
+        let open = self.store.repo::<m::OpenRelease>();
+        for mark in open.list_all().await? {
+            if let Err(e) = self.drive_release(&mark.org, &mark.id).await {
+                warn!(org = %mark.org, release = %mark.id, error = %e, "release not advanced");
+            }
+        }
+        Ok(())
+    }
+
+    async fn drive_release(&self, org: &str, id: &str) -> Result<(), SchedulerError> {
+        let repo = self.store.repo::<Release>();
+        let Some(v) = repo.get(org, id).await? else {
+            return self.close_release(org, id).await;
+        };
+        let mut r = v.value.clone();
+        if r.status.is_terminal() {
+            return self.close_release(org, id).await;
+        }
+        let now = m::now_ms();
+        let mut effects = Vec::new();
+        // How the workflows it started ended.
+        for (workflow, _) in in_flight(&r) {
+            if let Some(outcome) = self.outcome_of(org, &workflow).await? {
+                effects.extend(r.workflow_ended(&workflow, outcome, now));
+            }
+        }
+        effects.extend(r.next(now));
+        if r != v.value {
+            match repo.update(&r, v.revision).await {
+                Ok(_) => {}
+                // Another replica moved it: its decisions stand; the next sweep goes on.
+                Err(StoreError::Conflict { .. }) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        for e in &effects {
+            if matches!(e, ReleaseEffect::Ended) {
+                self.release_ended(&r).await;
+            }
+        }
+        // Start what the record names and does not exist yet (this sweep's, or one a crash or a
+        // busy install left).
+        for (workflow, (wave, target)) in in_flight(&r) {
+            let t = &r.waves[wave].targets[target];
+            let exists = self
+                .store
+                .repo::<Workflow>()
+                .get(org, &workflow)
+                .await?
+                .is_some();
+            if exists {
+                continue;
+            }
+            let started = match t.status {
+                TargetStatus::Deploying => {
+                    self.start_release_deploy(&r, &t.install, &workflow).await
+                }
+                _ => self.start_release_check(&r, &t.install, &workflow).await,
+            };
+            if let Err(e) = started {
+                warn!(org, release = %r.id, install = %t.install, error = %e, "release workflow not started");
+            }
+        }
+        if r.status.is_terminal() {
+            self.close_release(org, id).await?;
+        }
+        Ok(())
+    }
+
+    /// How a workflow ended: `None` while it runs (or does not exist yet).
+    async fn outcome_of(
+        &self,
+        org: &str,
+        workflow: &str,
+    ) -> Result<Option<Result<(), String>>, SchedulerError> {
+        let Some(w) = self.store.repo::<Workflow>().get(org, workflow).await? else {
+            return Ok(None);
+        };
+        let w = w.value;
+        Ok(match w.status {
+            m::WorkflowStatus::Succeeded => Some(Ok(())),
+            s if s.is_terminal() => {
+                let why = w
+                    .steps
+                    .iter()
+                    .find(|s| s.status == m::StepStatus::Failed)
+                    .and_then(|s| s.message.clone())
+                    .or(w.error.clone())
+                    .unwrap_or_else(|| s.to_string());
+                Some(Err(why))
+            }
+            _ => None,
+        })
+    }
+
+    /// Deploys the release's config to an install, as `workflow`, if no other workflow holds it
+    /// (otherwise a later sweep tries again).
+    async fn start_release_deploy(
+        &self,
+        r: &Release,
+        install: &str,
+        workflow: &str,
+    ) -> Result<(), SchedulerError> {
+        let Some(current) = self.store.repo::<m::Install>().get(&r.org, install).await? else {
+            warn!(org = %r.org, release = %r.id, install, "a release's install is gone");
+            return Ok(());
+        };
+        if let Some(holder) = current.value.last_workflow.as_deref()
+            && let Some(h) = self.store.repo::<Workflow>().get(&r.org, holder).await?
+            && !h.value.status.is_terminal()
+        {
+            info!(org = %r.org, release = %r.id, install, busy = holder, "release waits for the install");
+            return Ok(());
+        }
+        let mut wf = Workflow::requested(
+            workflow.to_string(),
+            &r.org,
+            install,
+            m::WorkflowKind::DeployComponents,
+            &r.config_id,
+            Default::default(),
+        );
+        wf.cause = Some(format!("release {}", r.id));
+        // Reserve the install first: a workflow recorded but not holding its install would be
+        // refused at lay-out.
+        let before = current.value.last_workflow.clone();
+        let reserved = self
+            .store
+            .repo::<m::Install>()
+            .modify(&r.org, install, |i| {
+                if i.last_workflow != before {
+                    return Err(());
+                }
+                i.last_workflow = Some(workflow.to_string());
+                i.app_config_id = r.config_id.clone();
+                i.status = m::InstallStatus::Provisioning;
+                i.updated_at = m::now();
+                Ok(true)
+            })
+            .await?;
+        if reserved.is_err() {
+            return Ok(());
+        }
+        self.store
+            .repo::<m::OpenWorkflow>()
+            .create_if_absent(&wf.open_mark())
+            .await?;
+        match self.store.repo::<Workflow>().create(&wf).await {
+            Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        info!(org = %r.org, release = %r.id, install, workflow, "release deploy started");
+        self.advance(&r.org, workflow).await
+    }
+
+    /// Runs the release's health action on an install, as `workflow`.
+    async fn start_release_check(
+        &self,
+        r: &Release,
+        install: &str,
+        workflow: &str,
+    ) -> Result<(), SchedulerError> {
+        let Some(action) = r.settings.health_action.clone() else {
+            return Ok(());
+        };
+        let mut wf = Workflow::requested(
+            workflow.to_string(),
+            &r.org,
+            install,
+            m::WorkflowKind::Action,
+            &r.config_id,
+            Default::default(),
+        );
+        wf.run = Some(m::ActionRun {
+            action,
+            trigger: "release".into(),
+            inputs: Default::default(),
+        });
+        wf.cause = Some(format!("release {}", r.id));
+        self.store
+            .repo::<m::OpenWorkflow>()
+            .create_if_absent(&wf.open_mark())
+            .await?;
+        match self.store.repo::<Workflow>().create(&wf).await {
+            Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.advance(&r.org, workflow).await
+    }
+
+    async fn release_ended(&self, r: &Release) {
+        let outcome = match r.status {
+            m::ReleaseStatus::Halted => "halted",
+            m::ReleaseStatus::Succeeded => "succeeded",
+            _ => "ended",
+        };
+        info!(org = %r.org, release = %r.id, outcome, reason = ?r.reason, "release ended");
+        let _ = self
+            .store
+            .bus()
+            .audit(&m::AuditEvent {
+                org: r.org.clone(),
+                at: m::now(),
+                actor: "scheduler".into(),
+                action: format!("release.{outcome}"),
+                target: r.id.clone(),
+                detail: serde_json::json!({ "app": r.app, "config": r.config_id, "reason": r.reason }),
+            })
+            .await;
+    }
+
+    async fn close_release(&self, org: &str, id: &str) -> Result<(), SchedulerError> {
+        self.store.repo::<m::OpenRelease>().delete(org, id).await?;
+        Ok(())
+    }
+}
+
+/// The workflows a release has started and not yet heard the end of, with where they are
+/// (wave, target).
+fn in_flight(r: &Release) -> Vec<(String, (usize, usize))> {
+    let mut out = Vec::new();
+    for (w, wave) in r.waves.iter().enumerate() {
+        for (i, t) in wave.targets.iter().enumerate() {
+            let wf = match t.status {
+                TargetStatus::Deploying => t.deploy.clone(),
+                TargetStatus::Checking => t.health.clone(),
+                _ => None,
+            };
+            if let Some(wf) = wf {
+                out.push((wf, (w, i)));
+            }
+        }
+    }
+    out
+}

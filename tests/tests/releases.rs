@@ -1,0 +1,203 @@
+//! Releases over several installs, each with its own runner: waves deploy in turn, a wave whose
+//! health action fails on more installs than allowed halts the release (the later waves are not
+//! touched), `resume` after the fix finishes it, and a scheduler restarted mid-wave starts
+//! nothing twice.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ferry_tests::{NatsServer, Proc, ferry, ferry_json, repo_root, wait_for};
+
+const INSTALLS: [&str; 6] = ["i1", "i2", "i3", "i4", "i5", "i6"];
+
+/// examples/hello with a health action: it fails on an install whose greeting is `broken`.
+fn app(dir: &Path) -> std::path::PathBuf {
+    let app = dir.join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    std::fs::write(
+        app.join("actions/health.toml"),
+        "name = \"health\"\ntimeout = \"30s\"\n\n[[triggers]]\ntype = \"manual\"\n\n[[steps]]\nname = \"probe\"\ncommand = \"test \\\"{{.nuon.inputs.inputs.greeting}}\\\" != broken\"\n",
+    )
+    .unwrap();
+    app
+}
+
+fn release_until(
+    api: &str,
+    id: &str,
+    secs: u64,
+    what: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let r = ferry_json(api, &["releases", "get", id, "--json"]);
+        if done(&r) {
+            return r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn targets(r: &serde_json::Value, wave: usize) -> Vec<serde_json::Value> {
+    r["waves"][wave]["targets"].as_array().unwrap().clone()
+}
+
+#[test]
+fn a_release_halts_on_a_failed_health_gate_resumes_after_the_fix_and_survives_a_scheduler_restart()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let nats = NatsServer::start();
+    let (server, api) = Proc::server(&nats.url, dir.path().join("server-1.log"));
+    let _runners: Vec<Proc> = INSTALLS
+        .iter()
+        .map(|i| {
+            Proc::runner(
+                &nats.url,
+                i,
+                &dir.path().join(format!("runner-{i}")),
+                dir.path().join(format!("runner-{i}.log")),
+            )
+        })
+        .collect();
+    ferry_tests::sync_hello(&api, &app);
+    for i in INSTALLS {
+        let greeting = if i == "i3" { "broken" } else { "hello" };
+        let created = ferry_json(
+            &api,
+            &[
+                "installs",
+                "create",
+                "--app",
+                "hello",
+                "--name",
+                i,
+                "--approve-all",
+                "--input",
+                &format!("greeting={greeting}"),
+                "--json",
+            ],
+        );
+        let wf = created["workflow_id"].as_str().unwrap().to_string();
+        wait_for(&api, &wf, 120, "provisioning", |w| {
+            w["status"] == "succeeded"
+        });
+    }
+
+    let created = ferry_json(
+        &api,
+        &[
+            "releases",
+            "create",
+            "--app",
+            "hello",
+            "--installs",
+            "i1,i2,i3,i4,i5,i6",
+            "--waves",
+            "1,50%,100%",
+            "--health",
+            "health",
+            "--max-failures",
+            "0",
+            "--json",
+        ],
+    );
+    let id = created["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        created["waves"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["targets"].as_array().unwrap().len())
+            .collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+
+    // i3's health check fails in wave 2: the release halts, wave 3 is never started.
+    let halted = release_until(&api, &id, 120, "the release to halt", |r| {
+        r["status"] == "halted"
+    });
+    assert!(
+        halted["reason"]
+            .as_str()
+            .unwrap()
+            .contains("wave 2 has 1 failed"),
+        "{halted}"
+    );
+    let wave2 = targets(&halted, 1);
+    let i3 = wave2.iter().find(|t| t["install"] == "i3").unwrap();
+    assert_eq!(i3["status"], "failed");
+    assert!(
+        i3["message"].as_str().unwrap().contains("health check"),
+        "{i3}"
+    );
+    assert!(
+        targets(&halted, 2)
+            .iter()
+            .all(|t| t["status"] == "pending" && t["deploy"].is_null()),
+        "{halted}"
+    );
+    std::thread::sleep(Duration::from_secs(6));
+    let still = ferry_json(&api, &["releases", "get", &id, "--json"]);
+    assert!(
+        targets(&still, 2).iter().all(|t| t["deploy"].is_null()),
+        "{still}"
+    );
+
+    // The fix: i3's greeting. Then resume: i3 again, then wave 3.
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "update-inputs",
+            "i3",
+            "--input",
+            "greeting=fixed",
+            "--wait",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = ferry(&api, &["releases", "resume", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // The scheduler is killed once wave 3 has started, and started again.
+    release_until(&api, &id, 120, "wave 3 to start", |r| {
+        targets(r, 2)
+            .iter()
+            .any(|t| t["status"] == "deploying" || t["status"] == "checking")
+    });
+    server.kill();
+    std::thread::sleep(Duration::from_secs(2));
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server-2.log"));
+    let done = release_until(&api, &id, 180, "the release to finish", |r| {
+        r["status"] == "succeeded" || r["status"] == "halted"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let (_, shown, _) = ferry(&api, &["releases", "get", &id]);
+    assert!(shown.contains("wave 3 (passed)"), "{shown}");
+
+    // Nothing ran twice: one release deploy per install of wave 3, and i3 deployed twice (once
+    // per attempt).
+    let all = ferry_json(&api, &["workflows", "list", "--json"]);
+    let cause = format!("release {id}");
+    let deploys = |i: &str| {
+        all.as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| {
+                w["install"] == i
+                    && w["cause"] == cause.as_str()
+                    && w["kind"] == "deploy-components"
+            })
+            .count()
+    };
+    for i in ["i4", "i5", "i6"] {
+        assert_eq!(deploys(i), 1, "{i}");
+    }
+    assert_eq!(deploys("i3"), 2);
+}
