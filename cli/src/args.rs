@@ -164,6 +164,15 @@ pub(crate) enum AppsCmd {
         #[arg(long)]
         rules: bool,
     },
+    /// An app and its fleet: how many installs run each config version, which are drifted,
+    /// failing, or waiting for an approval.
+    Get {
+        /// The app's name.
+        name: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Upload an app directory as a new config version (only if something changed).
     Sync {
         /// The app package's directory.

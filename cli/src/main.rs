@@ -108,6 +108,7 @@ async fn apps(api: &client::Api, cmd: AppsCmd) -> anyhow::Result<i32> {
         AppsCmd::Lint { dir, json, rules } => commands::apps_lint(&dir, json, rules),
         AppsCmd::Sync { dir, name, json } => commands::apps_sync(api, &dir, name, json).await,
         AppsCmd::List { json } => commands::apps_list(api, json).await,
+        AppsCmd::Get { name, json } => releases::fleet(api, &name, json).await,
         AppsCmd::Schema { markdown } => commands::apps_schema(markdown),
     }
 }

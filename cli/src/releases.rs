@@ -1,4 +1,5 @@
-//! `ferry releases`: create, get, list, pause, resume, cancel.
+//! `ferry releases`: create, get, list, pause, resume, cancel; `ferry apps get`, the fleet a
+//! release rolls over.
 
 use anyhow::Result;
 use ferry_model::Release;
@@ -130,4 +131,49 @@ fn show(r: &Release, json: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `ferry apps get A`: the app's fleet.
+pub async fn fleet(api: &Api, app: &str, json: bool) -> Result<i32> {
+    let f: ferry_model::api::Fleet = api.get(&format!("/v1/apps/{app}/fleet")).await?;
+    if json {
+        print_json(&f)?;
+        return Ok(0);
+    }
+    println!(
+        "app {}  latest config {}  {} install(s)",
+        f.app,
+        f.latest_config.as_deref().unwrap_or("-"),
+        f.installs
+    );
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    let rows: Vec<Vec<String>> = f
+        .by_config
+        .iter()
+        .map(|(c, n)| {
+            let latest = if Some(c) == f.latest_config.as_ref() {
+                " (latest)"
+            } else {
+                ""
+            };
+            vec![format!("{c}{latest}"), n.to_string()]
+        })
+        .collect();
+    println!("{}", render::table(&["CONFIG", "INSTALLS"], &rows));
+    let by_status: Vec<String> = f
+        .by_status
+        .iter()
+        .map(|(s, n)| format!("{s} {n}"))
+        .collect();
+    println!("status: {}", by_status.join(", "));
+    println!("drifted: {}", list(&f.drifted));
+    println!("failing: {}", list(&f.failing));
+    println!("waiting for approval: {}", list(&f.waiting_for_approval));
+    Ok(0)
 }

@@ -91,6 +91,12 @@ fn a_component_changed_behind_ferrys_back_is_drifted_until_a_deploy_and_the_sche
     assert_eq!(drifted[0]["name"], "prod", "{drifted}");
     let (_, shown, _) = ferry(&api, &["installs", "get", "prod"]);
     assert!(shown.contains("drift of counter: DRIFTED"), "{shown}");
+    // The app's fleet shows it too.
+    let fleet = ferry_json(&api, &["apps", "get", "hello", "--json"]);
+    assert_eq!(fleet["drifted"], serde_json::json!(["prod"]), "{fleet}");
+    assert_eq!(fleet["by_status"]["active"], 1, "{fleet}");
+    let latest = fleet["latest_config"].as_str().unwrap();
+    assert_eq!(fleet["by_config"][latest], 1, "{fleet}");
 
     // A deploy of it puts it back as the config says.
     let (code, out, err) = ferry(

@@ -189,6 +189,38 @@ pub async fn list_apps(Ctx(s): Ctx) -> Result<Json<Vec<App>>, ApiError> {
     Ok(Json(apps))
 }
 
+/// Where an app's installs are: per config version and status, drifted, failing, waiting.
+pub async fn app_fleet(
+    Ctx(s): Ctx,
+    Name(app): Name,
+) -> Result<Json<ferry_model::api::Fleet>, ApiError> {
+    let a = s
+        .store
+        .repo::<App>()
+        .get(&s.org, &app)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("app `{app}` not found")))?
+        .value;
+    let installs: Vec<ferry_model::Install> = s
+        .store
+        .repo::<ferry_model::Install>()
+        .list(&s.org)
+        .await?
+        .into_iter()
+        .filter(|i| i.app == app)
+        .collect();
+    let waiting: Vec<String> = s
+        .store
+        .repo::<ferry_model::Approval>()
+        .list(&s.org)
+        .await?
+        .into_iter()
+        .filter(|a| a.status == ferry_model::ApprovalStatus::Pending)
+        .map(|a| a.install)
+        .collect();
+    Ok(Json(ferry_model::api::Fleet::of(&a, &installs, &waiting)))
+}
+
 pub async fn get_app(Ctx(s): Ctx, Name(app): Name) -> Result<Json<App>, ApiError> {
     let a = s
         .store

@@ -81,6 +81,7 @@ pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
     Router::new()
         .route("/v1/apps", get(handlers::list_apps))
         .route("/v1/apps/{app}", get(handlers::get_app))
+        .route("/v1/apps/{app}/fleet", get(handlers::app_fleet))
         .route("/v1/apps/{app}/configs", post(handlers::sync_app))
         .route(
             "/v1/installs",

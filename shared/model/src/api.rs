@@ -237,3 +237,51 @@ pub struct CreateRelease {
     #[serde(default)]
     pub concurrency: u32,
 }
+
+/// `GET /v1/apps/{app}/fleet`: where the app's installs are.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fleet {
+    pub app: String,
+    pub latest_config: Option<String>,
+    pub installs: usize,
+    /// Installs per config version they run.
+    pub by_config: BTreeMap<String, usize>,
+    /// Installs per status (`active`, `failed`, ...).
+    pub by_status: BTreeMap<String, usize>,
+    /// Installs with a drifted component.
+    pub drifted: Vec<String>,
+    /// Installs whose last workflow failed.
+    pub failing: Vec<String>,
+    /// Installs with a plan waiting for a decision.
+    pub waiting_for_approval: Vec<String>,
+}
+
+impl Fleet {
+    /// The summary of `installs` (the app's), `waiting` naming those with a pending approval.
+    pub fn of(app: &crate::App, installs: &[Install], waiting: &[String]) -> Fleet {
+        let mut f = Fleet {
+            app: app.name.clone(),
+            latest_config: app.latest_config.clone(),
+            installs: installs.len(),
+            ..Default::default()
+        };
+        for i in installs {
+            *f.by_config.entry(i.app_config_id.clone()).or_default() += 1;
+            let status = serde_json::to_value(i.status)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            *f.by_status.entry(status).or_default() += 1;
+            if !i.drifted().is_empty() {
+                f.drifted.push(i.name.clone());
+            }
+            if i.status == crate::InstallStatus::Failed {
+                f.failing.push(i.name.clone());
+            }
+            if waiting.contains(&i.name) {
+                f.waiting_for_approval.push(i.name.clone());
+            }
+        }
+        f
+    }
+}
