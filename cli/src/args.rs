@@ -434,6 +434,10 @@ pub(crate) enum ReleasesCmd {
         /// At most this many deploys of a wave at once (default: all).
         #[arg(long, default_value_t = 0)]
         concurrency: u32,
+        /// Approve the release's plans without review (otherwise installs that prompt wait for a
+        /// person's decision, and the release with them).
+        #[arg(long)]
+        approve_all: bool,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

@@ -22,6 +22,7 @@ pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
             max_failures,
             health,
             concurrency,
+            approve_all,
             json,
         } => {
             let body = CreateRelease {
@@ -34,6 +35,7 @@ pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
                 max_failures,
                 health,
                 concurrency,
+                approve_all,
             };
             let r: Release = api.post("/v1/releases", &body).await?;
             show(&r, json)?;

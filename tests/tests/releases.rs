@@ -201,3 +201,103 @@ fn a_release_halts_on_a_failed_health_gate_resumes_after_the_fix_and_survives_a_
     }
     assert_eq!(deploys("i3"), 2);
 }
+
+/// A new config version for `app`: greeter's environment changes, so its plan has changes.
+fn change_greeter(api: &str, app: &Path, value: &str) {
+    let greeter = app.join("components/greeter.toml");
+    let text = std::fs::read_to_string(&greeter).unwrap();
+    let text = match text.find("EXTRA = ") {
+        Some(at) => format!("{}EXTRA = \"{value}\"\n", &text[..at]),
+        None => format!("{text}EXTRA = \"{value}\"\n"),
+    };
+    std::fs::write(&greeter, text).unwrap();
+    ferry_tests::sync_hello(api, app);
+}
+
+#[test]
+fn a_release_waits_for_a_prompting_installs_approval_unless_made_with_approve_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "solo",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    ferry_tests::sync_hello(&api, &app);
+    let created = ferry_json(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "solo",
+            "--approve-all",
+            "--json",
+        ],
+    );
+    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    wait_for(&api, &wf, 120, "provisioning", |w| {
+        w["status"] == "succeeded"
+    });
+    let (code, out, err) = ferry(&api, &["installs", "approve-all", "solo", "off"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    change_greeter(&api, &app, "1");
+    let r = ferry_json(
+        &api,
+        &[
+            "releases", "create", "--app", "hello", "--waves", "100%", "--json",
+        ],
+    );
+    let id = r["id"].as_str().unwrap().to_string();
+    let waiting = release_until(
+        &api,
+        &id,
+        120,
+        "the deploy to wait for its approval",
+        |_| {
+            let a = ferry_json(&api, &["approvals", "list", "--install", "solo", "--json"]);
+            !a.as_array().unwrap().is_empty()
+        },
+    );
+    assert_eq!(waiting["status"], "running", "{waiting}");
+    let deploy = targets(&waiting, 0)[0]["deploy"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (code, out, err) = ferry(&api, &["workflows", "approve", &deploy, "--all"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let done = release_until(&api, &id, 120, "the release to finish", |r| {
+        r["status"] == "succeeded"
+    });
+    assert_eq!(targets(&done, 0)[0]["status"], "succeeded");
+
+    // With --approve-all the release's plans are approved without anyone.
+    change_greeter(&api, &app, "2");
+    let r = ferry_json(
+        &api,
+        &[
+            "releases",
+            "create",
+            "--app",
+            "hello",
+            "--waves",
+            "100%",
+            "--approve-all",
+            "--json",
+        ],
+    );
+    let id = r["id"].as_str().unwrap().to_string();
+    let done = release_until(&api, &id, 120, "the release to finish", |r| {
+        r["status"] == "succeeded"
+    });
+    let deploy = targets(&done, 0)[0]["deploy"].as_str().unwrap().to_string();
+    let w = ferry_json(&api, &["workflows", "get", &deploy, "--json"]);
+    let approve = ferry_tests::step(&w, "greeter", "approve");
+    assert_eq!(approve["actor"], "approve-all", "{w}");
+}

@@ -76,6 +76,7 @@ pub async fn create_release(
         soak_ms: req.soak_secs * 1000,
         health_action: req.health.clone(),
         concurrency: req.concurrency,
+        approve_all: req.approve_all,
     };
     let r = Release::new(m::new_id(), &s.org, &req.app, &config, settings, waves);
     s.store

@@ -102,7 +102,14 @@ impl ApprovalService {
                             .require(org, &a.install)
                             .await?
                             .value;
-                        if !install.approve_all {
+                        let by_workflow = !install.approve_all
+                            && self
+                                .store
+                                .repo::<m::Workflow>()
+                                .get(org, &a.workflow_id)
+                                .await?
+                                .is_some_and(|w| w.value.approve_all);
+                        if !install.approve_all && !by_workflow {
                             info!(org, install = %a.install, approval = approval_id, component = %a.component, "plan waits for a decision");
                             return Ok(());
                         }

@@ -137,6 +137,7 @@ impl Scheduler {
             Default::default(),
         );
         wf.cause = Some(format!("release {}", r.id));
+        wf.approve_all = r.settings.approve_all;
         // Reserve the install first: a workflow recorded but not holding its install would be
         // refused at lay-out.
         let before = current.value.last_workflow.clone();

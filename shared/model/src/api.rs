@@ -236,6 +236,9 @@ pub struct CreateRelease {
     /// At most this many deploys of a wave at once (0: all).
     #[serde(default)]
     pub concurrency: u32,
+    /// Approve the release's plans without review (else each install's setting holds).
+    #[serde(default)]
+    pub approve_all: bool,
 }
 
 /// `GET /v1/apps/{app}/fleet`: where the app's installs are.

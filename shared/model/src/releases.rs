@@ -76,6 +76,10 @@ pub struct ReleaseSettings {
     pub health_action: Option<String>,
     /// At most this many deploys of a wave run at once (0: all).
     pub concurrency: u32,
+    /// Its deploys' plans are approved without review; otherwise each install's own setting
+    /// holds, and the release waits for their decisions.
+    #[serde(default)]
+    pub approve_all: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -261,6 +261,10 @@ pub struct Workflow {
     /// A runbook: its name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runbook: Option<String>,
+    /// Its plans are approved without review, whatever the install's setting (a release made
+    /// with `--approve-all`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approve_all: bool,
 }
 
 /// The mark of a workflow that has not finished: written with the workflow, removed once it has
@@ -300,6 +304,7 @@ impl Workflow {
             run: None,
             cause: None,
             runbook: None,
+            approve_all: false,
         }
     }
 
@@ -374,6 +379,7 @@ impl Workflow {
             run: None,
             cause: None,
             runbook: None,
+            approve_all: false,
         };
         let mut apply_of: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         for (group, stage) in stages.iter().enumerate() {

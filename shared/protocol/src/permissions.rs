@@ -61,6 +61,11 @@ impl Grant {
             .consume(&stream)
     }
 
+    /// A KV bucket, read only: a key's value (direct get), no writes.
+    fn kv_read(&mut self, bucket: &str) -> &mut Self {
+        self.read(&format!("KV_{bucket}"))
+    }
+
     /// An object store: read, write, delete (a purge of the object's subjects).
     fn objects(&mut self, store: &str) -> &mut Self {
         let stream = format!("OBJ_{store}");
@@ -154,6 +159,8 @@ pub fn service(name: &str) -> Option<Grant> {
             for b in [buckets::APPROVALS, buckets::INSTALLS] {
                 g.kv(b);
             }
+            // Whether a workflow approves its own plans (a release's `--approve-all`).
+            g.kv_read(buckets::WORKFLOWS);
             g.publish([control, audit]).consume(resources::CONTROL.name);
         }
         _ => return None,
