@@ -213,3 +213,49 @@ fn audit(nats: &NatsServer) -> Vec<serde_json::Value> {
         out
     })
 }
+
+#[test]
+fn a_scheduled_check_that_meets_a_deploy_is_skipped_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = hello(dir.path());
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let wf = ferry_tests::sync_and_create(&api, &app, "prod");
+    wait_for(&api, &wf, 120, "provisioning", |w| {
+        w["status"] == "succeeded"
+    });
+    // A deploy whose greeter apply outlasts the next tick of counter's schedule.
+    let apply = app.join("components/src/greeter/apply.sh");
+    let text = std::fs::read_to_string(&apply).unwrap();
+    std::fs::write(&apply, text.replacen("set -eu\n", "set -eu\nsleep 75\n", 1)).unwrap();
+    ferry_tests::sync_hello(&api, &app);
+    let deploy = ferry_json(&api, &["installs", "deploy", "prod", "--json"]);
+    let deploy = deploy["workflow_id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let skipped = loop {
+        let i = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+        let d = drift(&i, "counter");
+        if d["summary"].as_str().is_some_and(|s| s.contains("skipped")) {
+            break d.clone();
+        }
+        assert!(Instant::now() < deadline, "no check was skipped: {i}");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(
+        skipped["summary"],
+        format!("check skipped: workflow {deploy} is in progress").as_str(),
+        "{skipped}"
+    );
+    assert_eq!(skipped["workflow"], deploy.as_str());
+    // The deploy goes on untouched.
+    let w = wait_for(&api, &deploy, 120, "the deploy to end", |w| {
+        w["status"] == "succeeded" || w["status"] == "failed"
+    });
+    assert_eq!(w["status"], "succeeded", "{w}");
+}
