@@ -1,4 +1,7 @@
 //! The command line, as clap reads it: every command, its flags and their `--help` text.
+//!
+//! Long because it is the whole command surface in one place: its help reads together, and one
+//! test walks every command and argument for help text.
 
 use std::path::PathBuf;
 

@@ -1,4 +1,8 @@
 //! The API-backed commands.
+//!
+//! Long (about 600 lines) because it holds the commands of apps, installs, workflows, jobs and
+//! runners, each a short request and its rendering; newer command groups have their own modules
+//! (actions, releases, tokens, logs).
 
 use std::path::Path;
 

@@ -14,6 +14,10 @@ use ferry_protocol::{decode, encode, subjects};
 /// Artifacts larger than this are refused rather than held in memory.
 const MAX_BLOB: u64 = 4 << 30;
 
+/// How long a read waits for the control plane through an outage (a restart, a failover): a sync
+/// started then goes on when it is back, rather than failing its deploy.
+const PATIENCE: Duration = Duration::from_secs(120);
+
 /// A read-only [`BlobStore`] over the artifact request subject, for one artifact (`manifest`).
 pub struct HubArtifacts {
     client: async_nats::Client,
@@ -42,13 +46,29 @@ impl HubArtifacts {
             offset,
             max_chunk: (limit / 2).max(1024) as u32,
         };
-        let ask = self
-            .client
-            .request(self.subject.clone(), encode(&req).into());
-        let reply = tokio::time::timeout(Duration::from_secs(30), ask)
-            .await
-            .map_err(|_| ArtifactError::Store(format!("no answer for {digest} within 30 s")))?
-            .map_err(|e| ArtifactError::Store(format!("asking for {digest}: {e}")))?;
+        let payload = encode(&req);
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        let mut pause = Duration::from_millis(250);
+        let reply = loop {
+            let ask = self
+                .client
+                .request(self.subject.clone(), payload.clone().into());
+            let failed = match tokio::time::timeout(Duration::from_secs(30), ask).await {
+                Ok(Ok(reply)) => break reply,
+                Ok(Err(e)) => format!("asking for {digest}: {e}"),
+                Err(_) => format!("no answer for {digest} within 30 s"),
+            };
+            // No answer (no responders, a timeout): the control plane is away; wait for it.
+            if tokio::time::Instant::now() + pause >= deadline {
+                return Err(ArtifactError::Store(format!(
+                    "{failed} (the control plane did not answer for {} s)",
+                    PATIENCE.as_secs()
+                )));
+            }
+            tracing::info!(digest, reason = %failed, "artifact read waits for the control plane");
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(5));
+        };
         decode::<ArtifactReply>(&reply.payload)
             .map_err(|e| ArtifactError::Store(format!("the reply for {digest}: {e}")))
     }

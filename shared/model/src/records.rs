@@ -1,3 +1,10 @@
+//! The records of state kept in the hub's KV buckets: apps and their config versions, builds,
+//! installs (with their components, action runs, drift and break-glass grants), jobs and their
+//! executions, approvals, runners, audit events and log lines.
+//!
+//! Long (about 520 lines, the rest tests) because it is the one list of what Ferry keeps; each
+//! record is small, and the logic of each lives in its own module.
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};

@@ -3,6 +3,10 @@
 //! The scheduler keeps a workflow as one KV record and changes it only by compare-and-swap; everything
 //! here is a pure function of that record, so the same record always gives the same next steps, whoever
 //! computes them and however often.
+//!
+//! Long (about 430 lines, the rest tests) because it holds the workflow and step records with
+//! every layout built from them (deploy, teardown, removals, a runbook's parts): one place to read
+//! what a workflow's steps can be.
 
 use serde::{Deserialize, Serialize};
 

@@ -3,6 +3,9 @@
 //!
 //! Free-form JSON (component outputs) travels as a JSON string, because postcard cannot carry
 //! self-describing values.
+//!
+//! Long because every message of the runner protocol is here, in one append-only file, where a
+//! reviewer checks that a change keeps the wire compatible or bumps the version.
 
 use serde::{Deserialize, Serialize};
 
