@@ -121,6 +121,24 @@ impl NatsServer {
         self.connect_as(ferry_pki::hub::ADMIN_USER).await
     }
 
+    /// Every record of the `AUDIT` stream so far, oldest first (from a runtime of its own: for
+    /// synchronous tests).
+    pub fn audit_events(&self) -> Vec<serde_json::Value> {
+        let rt = tokio::runtime::Runtime::new().expect("a runtime");
+        rt.block_on(async {
+            let js = async_nats::jetstream::new(self.admin().await);
+            let mut stream = js.get_stream("AUDIT").await.expect("the AUDIT stream");
+            let last = stream.info().await.expect("its info").state.last_sequence;
+            let mut out = Vec::new();
+            for seq in 1..=last {
+                if let Ok(m) = stream.get_raw_message(seq).await {
+                    out.push(serde_json::from_slice(&m.payload).unwrap_or_default());
+                }
+            }
+            out
+        })
+    }
+
     /// Issues install `install` of `org` a certificate from the hub's CA into `identity_dir`
     /// (the key made there), as bootstrapping does; returns the credentials.
     pub fn issue_install(

@@ -20,7 +20,7 @@ fn ended(w: &serde_json::Value) -> bool {
 
 /// A running control plane and install `prod` of `app`, provisioned.
 struct Install {
-    _nats: NatsServer,
+    nats: NatsServer,
     _server: Proc,
     _runner: Proc,
     api: String,
@@ -39,7 +39,7 @@ fn provisioned(app: &Path, dir: &Path) -> Install {
     let w = wait_for(&api, &wf, 120, "provisioning", ended);
     assert_eq!(w["status"], "succeeded", "{w}");
     Install {
-        _nats: nats,
+        nats,
         _server: server,
         _runner: runner,
         api,
@@ -438,23 +438,6 @@ fn a_runbook_step_waits_for_approval_on_an_install_that_prompts() {
     assert!(!approved.is_empty(), "a person approved: {w}");
 }
 
-/// The audit stream's records.
-fn audit(nats: &NatsServer) -> Vec<serde_json::Value> {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let js = async_nats::jetstream::new(nats.admin().await);
-        let mut stream = js.get_stream("AUDIT").await.unwrap();
-        let last = stream.info().await.unwrap().state.last_sequence;
-        let mut out = Vec::new();
-        for seq in 1..=last {
-            if let Ok(m) = stream.get_raw_message(seq).await {
-                out.push(serde_json::from_slice(&m.payload).unwrap_or_default());
-            }
-        }
-        out
-    })
-}
-
 #[test]
 fn a_customer_token_grants_break_glass_through_the_api_and_every_grant_use_and_expiry_is_audited() {
     let dir = tempfile::tempdir().unwrap();
@@ -530,7 +513,9 @@ fn a_customer_token_grants_break_glass_through_the_api_and_every_grant_use_and_e
 
     // The grant ends; the scheduler removes it and says so; the action is refused again.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while audit(&i._nats)
+    while i
+        .nats
+        .audit_events()
         .iter()
         .all(|e| e["action"] != "break_glass.expired")
     {
@@ -542,7 +527,9 @@ fn a_customer_token_grants_break_glass_through_the_api_and_every_grant_use_and_e
     }
     let (code, _, _) = ferry(&i.api, &["actions", "run", "prod", "fix", "--wait"]);
     assert_eq!(code, 1);
-    let events: Vec<String> = audit(&i._nats)
+    let events: Vec<String> = i
+        .nats
+        .audit_events()
         .iter()
         .filter_map(|e| e["action"].as_str().map(String::from))
         .filter(|a| a.starts_with("break_glass."))

@@ -148,7 +148,7 @@ fn a_component_changed_behind_ferrys_back_is_drifted_until_a_deploy_and_the_sche
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    let audit = audit(&nats);
+    let audit = nats.audit_events();
     let drifted: Vec<_> = audit
         .iter()
         .filter(|e| e["action"] == "component.drifted")
@@ -196,22 +196,6 @@ fn a_deploy_started_during_a_drift_check_cancels_it_and_a_check_never_waits_on_a
         w["status"] == "succeeded" || w["status"] == "failed"
     });
     assert_eq!(d["status"], "succeeded", "{d}");
-}
-
-fn audit(nats: &NatsServer) -> Vec<serde_json::Value> {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let js = async_nats::jetstream::new(nats.admin().await);
-        let mut stream = js.get_stream("AUDIT").await.unwrap();
-        let last = stream.info().await.unwrap().state.last_sequence;
-        let mut out = Vec::new();
-        for seq in 1..=last {
-            if let Ok(m) = stream.get_raw_message(seq).await {
-                out.push(serde_json::from_slice(&m.payload).unwrap_or_default());
-            }
-        }
-        out
-    })
 }
 
 #[test]

@@ -40,19 +40,7 @@ fn deploy_audited(
     let w = wait_for(&api, &wf, 120, "the workflow to end", |w| {
         w["status"] == "failed" || w["status"] == "succeeded"
     });
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let audit = rt.block_on(async {
-        let js = async_nats::jetstream::new(nats.admin().await);
-        let mut stream = js.get_stream("AUDIT").await.unwrap();
-        let last = stream.info().await.unwrap().state.last_sequence;
-        let mut out = Vec::new();
-        for seq in 1..=last {
-            if let Ok(m) = stream.get_raw_message(seq).await {
-                out.push(serde_json::from_slice(&m.payload).unwrap_or_default());
-            }
-        }
-        out
-    });
+    let audit = nats.audit_events();
     (w, audit)
 }
 

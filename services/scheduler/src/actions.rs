@@ -94,20 +94,7 @@ fn action_job(
             action.name, at.step
         )));
     };
-    let outputs = install
-        .components
-        .iter()
-        .map(|(k, v)| (k.clone(), v.outputs.clone()))
-        .collect();
-    let state = cfg.template_state(&ferry_appconfig::state::Facts {
-        org: &wf.org,
-        app: &install.app,
-        install: &install.name,
-        inputs: Some(&install.inputs),
-        sandbox_outputs: Some(&install.sandbox.outputs),
-        component_outputs: Some(&outputs),
-        actions: Some(&install.actions),
-    });
+    let state = crate::dispatch::install_state(cfg, install);
     let render = |what: &str, text: &str| {
         ferry_appconfig::template::render(text, &state)
             .map_err(|e| Permanent(format!("step `{}`: cannot render {what}: {e}", at.step)))

@@ -13,6 +13,28 @@ use tracing::info;
 
 use crate::{Scheduler, SchedulerError};
 
+/// The template state (`.nuon.*`) of an install as it is now: its inputs, the sandbox's and the
+/// components' outputs, its action runs. What every job of the install renders against.
+pub(crate) fn install_state(
+    cfg: &ferry_appconfig::AppConfig,
+    install: &m::Install,
+) -> serde_json::Value {
+    let outputs = install
+        .components
+        .iter()
+        .map(|(k, v)| (k.clone(), v.outputs.clone()))
+        .collect();
+    cfg.template_state(&ferry_appconfig::state::Facts {
+        org: &install.org,
+        app: &install.app,
+        install: &install.name,
+        inputs: Some(&install.inputs),
+        sandbox_outputs: Some(&install.sandbox.outputs),
+        component_outputs: Some(&outputs),
+        actions: Some(&install.actions),
+    })
+}
+
 /// A step that cannot proceed for a reason retrying will not fix.
 pub(crate) struct Permanent(pub(crate) String);
 
@@ -340,20 +362,7 @@ impl Scheduler {
             }
         };
 
-        let outputs = install
-            .components
-            .iter()
-            .map(|(k, v)| (k.clone(), v.outputs.clone()))
-            .collect();
-        let state = cfg.template_state(&ferry_appconfig::state::Facts {
-            org: &wf.org,
-            app: &install.app,
-            install: &install.name,
-            inputs: Some(&install.inputs),
-            sandbox_outputs: Some(&install.sandbox.outputs),
-            component_outputs: Some(&outputs),
-            actions: Some(&install.actions),
-        });
+        let state = install_state(&cfg, &install);
         let rendered = match component.render(&state) {
             Ok(r) => r,
             Err(e) => return Ok(Err(Permanent(format!("cannot render templates: {e}")))),
