@@ -28,13 +28,7 @@ struct Install {
 
 fn provisioned(app: &Path, dir: &Path) -> Install {
     let nats = NatsServer::start();
-    let (server, api) = Proc::server(&nats.url, dir.join("server.log"));
-    let runner = Proc::runner(
-        &nats.url,
-        "prod",
-        &dir.join("runner"),
-        dir.join("runner.log"),
-    );
+    let (server, runner, api) = ferry_tests::server_and_runner(&nats, dir);
     let wf = ferry_tests::sync_and_create(&api, app, "prod");
     let w = wait_for(&api, &wf, 120, "provisioning", ended);
     assert_eq!(w["status"], "succeeded", "{w}");
@@ -153,13 +147,7 @@ fn a_failing_pre_deploy_hook_fails_the_deploy_before_its_component_and_a_retry_r
     let marker = dir.path().join("gate-open");
     with_failing_hook(&app, &marker);
     let nats = NatsServer::start();
-    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let _runner = Proc::runner(
-        &nats.url,
-        "prod",
-        &dir.path().join("runner"),
-        dir.path().join("runner.log"),
-    );
+    let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
     let wf = ferry_tests::sync_and_create(&api, &app, "prod");
     let w = wait_for(&api, &wf, 120, "the workflow to fail", ended);
     assert_eq!(w["status"], "failed", "{w}");

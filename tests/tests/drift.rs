@@ -165,13 +165,7 @@ fn a_deploy_started_during_a_drift_check_cancels_it_and_a_check_never_waits_on_a
     let text = std::fs::read_to_string(&plan).unwrap();
     std::fs::write(&plan, text.replacen("\n", "\nsleep 3\n", 1)).unwrap();
     let nats = NatsServer::start();
-    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let _runner = Proc::runner(
-        &nats.url,
-        "prod",
-        &dir.path().join("runner"),
-        dir.path().join("runner.log"),
-    );
+    let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
     let wf = ferry_tests::sync_and_create(&api, &app, "prod");
     // A check while the install is provisioning is refused, saying why.
     let (code, _, err) = ferry(&api, &["installs", "drift-check", "prod"]);
@@ -203,13 +197,7 @@ fn a_scheduled_check_that_meets_a_deploy_is_skipped_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let app = hello(dir.path());
     let nats = NatsServer::start();
-    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let _runner = Proc::runner(
-        &nats.url,
-        "prod",
-        &dir.path().join("runner"),
-        dir.path().join("runner.log"),
-    );
+    let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
     let wf = ferry_tests::sync_and_create(&api, &app, "prod");
     wait_for(&api, &wf, 120, "provisioning", |w| {
         w["status"] == "succeeded"
