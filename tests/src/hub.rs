@@ -26,6 +26,15 @@ fn hubs() -> &'static std::sync::Mutex<std::collections::HashMap<String, PathBuf
     HUBS.get_or_init(Default::default)
 }
 
+/// Records the hub at `nats_url` (one URL, or a cluster's, comma-separated): its trust directory
+/// and its leafnode URL(s), for [`hub_dir`] and [`leaf_url`].
+pub(crate) fn register(nats_url: &str, dir: &Path, leaf_url: &str) {
+    if let Ok(mut m) = hubs().lock() {
+        m.insert(nats_url.to_string(), dir.to_path_buf());
+        m.insert(format!("leaf:{nats_url}"), PathBuf::from(leaf_url));
+    }
+}
+
 /// The trust directory of the hub at `nats_url`.
 pub fn hub_dir(nats_url: &str) -> PathBuf {
     hubs()
@@ -90,10 +99,7 @@ impl NatsServer {
         }
         let url = format!("nats://127.0.0.1:{port}");
         let leaf_url = format!("tls://127.0.0.1:{leaf_port}");
-        if let Ok(mut m) = hubs().lock() {
-            m.insert(url.clone(), hub.dir.clone());
-            m.insert(format!("leaf:{url}"), PathBuf::from(&leaf_url));
-        }
+        register(&url, &hub.dir, &leaf_url);
         NatsServer {
             port,
             url,

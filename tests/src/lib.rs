@@ -8,12 +8,14 @@
 //!   target directory the tests run from.
 //! * [`fixtures`] makes jobs as the scheduler does, for tests that drive it in-process.
 
+mod cluster;
 pub mod fixtures;
 mod hub;
 pub mod k8s;
 mod link;
 mod registry;
 
+pub use cluster::{ClusterNode, NatsCluster};
 pub use hub::{NatsServer, ORG, hub_dir, issue_install, leaf_url};
 pub use link::Link;
 pub use registry::{EcrCall, EcrStandIn, RegistryServer};

@@ -118,10 +118,17 @@ fn config(cfg: &LeafConfig, port: u16, host: &str) -> String {
          listen: \"127.0.0.1:{port}\"\n\
          max_payload: 1MB\n\
          jetstream {{\n  domain: \"install-{install}-{host}\"\n  store_dir: {store}\n  max_memory_store: 64MB\n  max_file_store: 4GB\n}}\n\
-         leafnodes {{\n  reconnect: 1\n  remotes: [ {{\n    urls: [\"{hub}\"]\n    tls: {{ cert_file: {cert}, key_file: {key}, ca_file: {ca} }}\n  }} ]\n}}\n",
+         leafnodes {{\n  reconnect: 1\n  remotes: [ {{\n    urls: [{hub}]\n    tls: {{ cert_file: {cert}, key_file: {key}, ca_file: {ca} }}\n  }} ]\n}}\n",
         install = cfg.install,
         store = q(&cfg.dir.join("js")),
-        hub = cfg.hub,
+        // A hub cluster's nodes, comma-separated: the leaf keeps one link, to any of them, and
+        // moves to another when its node goes away.
+        hub = cfg
+            .hub
+            .split(',')
+            .map(|u| format!("\"{}\"", u.trim()))
+            .collect::<Vec<_>>()
+            .join(", "),
         cert = q(&id.cert()),
         key = q(&id.key()),
         ca = q(&id.ca()),

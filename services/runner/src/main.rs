@@ -263,23 +263,35 @@ async fn preflight(args: &Args) -> Result<(), String> {
         ferry_runner::leaf::find_binary(args.nats_server.as_deref())
             .map_err(|e| format!("{e} ({kept})"))?;
     }
-    let address = args
-        .nats_url
+    // A cluster's nodes: one that answers is enough (the leaf moves between them).
+    let mut first_error = None;
+    for url in args.nats_url.split(',').map(str::trim) {
+        match reach_hub(url, kept).await {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or_else(|| format!("--nats-url is empty ({kept})")))
+}
+
+/// Something that greets as a Ferry hub answers at `url`.
+async fn reach_hub(url: &str, kept: &str) -> Result<(), String> {
+    let address = url
         .split("://")
         .last()
-        .unwrap_or(&args.nats_url)
+        .unwrap_or(url)
         .trim_end_matches('/')
         .to_string();
     let connect = tokio::net::TcpStream::connect(address.clone());
     match tokio::time::timeout(Duration::from_secs(5), connect).await {
-        Ok(Ok(stream)) => hub_greeting(stream, &args.nats_url, kept).await,
+        Ok(Ok(stream)) => hub_greeting(stream, url, kept).await,
         Ok(Err(e)) => Err(format!(
-            "cannot reach the hub at {} ({e}): check --nats-url, the hub's leafnode URL ({kept})",
-            args.nats_url
+            "cannot reach the hub at {url} ({e}): check --nats-url, the hub's leafnode URL ({kept})"
         )),
         Err(_) => Err(format!(
-            "the hub at {} did not answer within 5 s: check --nats-url and the network ({kept})",
-            args.nats_url
+            "the hub at {url} did not answer within 5 s: check --nats-url and the network ({kept})"
         )),
     }
 }

@@ -136,7 +136,10 @@ impl Runner {
                     .connect_options()
                     .name(name)
                     .retry_on_initial_connect()
-                    .connect(&cfg.nats_url)
+                    .connect(
+                        ferry_pki::hub::addrs(&cfg.nats_url)
+                            .map_err(|e| RunnerError::Setup(format!("--nats-url: {e}")))?,
+                    )
                     .await
                     .map_err(nats)?;
                 (None, client)

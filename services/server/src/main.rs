@@ -16,7 +16,7 @@ use tracing::{info, warn};
 #[derive(Parser, Debug)]
 #[command(name = "ferry-server", version)]
 struct Args {
-    /// NATS URL of the hub.
+    /// NATS URL of the hub; for a cluster, its nodes' URLs comma-separated.
     #[arg(long, env = "FERRY_NATS_URL", default_value = "nats://127.0.0.1:4222")]
     nats_url: String,
     /// The hub's trust directory (CA, certificates, NATS credentials, the callout's key), made by
@@ -30,7 +30,8 @@ struct Args {
     /// Address for HTTP: the API (if enabled), /healthz and /metrics.
     #[arg(long, env = "FERRY_HTTP_ADDR", default_value = "127.0.0.1:4600")]
     http_addr: SocketAddr,
-    /// Replicas for streams, buckets and object stores created at start-up (3 in a cluster).
+    /// Replicas for streams, buckets and object stores created at start-up (3 in a cluster). A
+    /// stream that has more keeps them: a process started with fewer never scales it down.
     #[arg(long, env = "FERRY_REPLICAS", default_value_t = 1)]
     replicas: usize,
     /// Seconds a runner holds a job without renewing it; past it the execution is `lost` and the
@@ -111,6 +112,8 @@ enum Cmd {
         /// The hub's JetStream store (default: `jetstream` in the hub directory).
         #[arg(long)]
         store_dir: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        cluster: ClusterArgs,
     },
     /// Creates an org's first admin token and prints it (the only time it is shown): run once
     /// per hub; further tokens come from `ferry tokens create`. Refused if the org has tokens.
@@ -124,6 +127,27 @@ enum Cmd {
         #[arg(long)]
         token_file: Option<std::path::PathBuf>,
     },
+}
+
+/// A node of a hub cluster (docs/operations.md). Each node runs `hub-init` with the same trust
+/// directory (copied to its host, or shared on one) and its own `--node-name`, addresses and store.
+#[derive(clap::Args, Debug)]
+struct ClusterArgs {
+    /// This node's name, unique in the cluster; its configuration is written as
+    /// `<hub-dir>/<NAME>.conf` (and its leafnode listener as `<NAME>-leafnodes.conf`) instead of
+    /// `hub.conf`, so several nodes can share one directory.
+    #[arg(long)]
+    node_name: Option<String>,
+    /// Where this node listens for the other nodes' routes (`0.0.0.0:6222`): makes it a node of
+    /// a cluster. Routes are TLS both ways with the directory's route certificate.
+    #[arg(long, requires = "node_name")]
+    cluster_listen: Option<String>,
+    /// Every node's route URL (`tls://hub-1:6222`), this node's own included (it is skipped).
+    #[arg(long = "route", requires = "cluster_listen")]
+    routes: Vec<String>,
+    /// The cluster's name, the same on every node.
+    #[arg(long, default_value = "ferry-hub")]
+    cluster_name: String,
 }
 
 /// Each worker thread's stack. The scheduler's step futures nest (a step's effect completes it
@@ -159,17 +183,29 @@ async fn run(args: Args) -> Result<()> {
             listen,
             monitor,
             store_dir,
+            cluster,
         }) => {
             let store = store_dir
                 .clone()
                 .unwrap_or_else(|| args.hub_dir.join("jetstream"));
-            return hub_init(
-                &args,
-                server_names,
-                leafnode_listen,
-                (listen, monitor.as_deref()),
-                &store,
-            );
+            let name = cluster.node_name.as_deref();
+            let node = ferry_pki::HubNode {
+                server_name: name.unwrap_or("ferry-hub").to_string(),
+                listen: listen.clone(),
+                monitor: monitor.clone(),
+                store_dir: store,
+                leafnodes: name.map_or("leafnodes.conf".into(), |n| format!("{n}-leafnodes.conf")),
+                cluster: cluster
+                    .cluster_listen
+                    .as_ref()
+                    .map(|l| ferry_pki::ClusterRoutes {
+                        name: cluster.cluster_name.clone(),
+                        listen: l.clone(),
+                        routes: cluster.routes.clone(),
+                    }),
+            };
+            let conf = name.map_or("hub.conf".into(), |n| format!("{n}.conf"));
+            return hub_init(&args, server_names, leafnode_listen, &node, &conf);
         }
         Some(Cmd::Init {
             org,
@@ -240,8 +276,8 @@ fn hub_init(
     args: &Args,
     server_names: &[String],
     leafnode_listen: &str,
-    (listen, monitor): (&str, Option<&str>),
-    store_dir: &std::path::Path,
+    node: &ferry_pki::HubNode,
+    conf_name: &str,
 ) -> Result<()> {
     // By its absolute path: the configurations name the files in it, and nats-server may run
     // from anywhere.
@@ -251,11 +287,11 @@ fn hub_init(
         .with_context(|| format!("reading {}", args.hub_dir.display()))?;
     let hub = ferry_pki::HubFiles::load_or_create(&dir, server_names)
         .with_context(|| format!("creating the hub directory {}", dir.display()))?;
-    let leafnodes = hub.path("leafnodes.conf");
+    let leafnodes = hub.path(&node.leafnodes);
     std::fs::write(&leafnodes, hub.leafnodes_conf(leafnode_listen))
         .with_context(|| format!("writing {}", leafnodes.display()))?;
-    let conf = hub.path("hub.conf");
-    std::fs::write(&conf, hub.hub_conf(listen, monitor, store_dir))
+    let conf = hub.path(conf_name);
+    std::fs::write(&conf, hub.hub_conf(node))
         .with_context(|| format!("writing {}", conf.display()))?;
     let mut files: Vec<_> = std::fs::read_dir(&dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -416,7 +452,10 @@ async fn connect_with(
         .connect_options()
         .name(name)
         .retry_on_initial_connect()
-        .connect(&args.nats_url)
+        .connect(
+            ferry_pki::hub::addrs(&args.nats_url)
+                .with_context(|| format!("--nats-url {:?}", args.nats_url))?,
+        )
         .await
         .with_context(|| format!("connecting to NATS at {}", args.nats_url))
 }

@@ -12,6 +12,7 @@
 //! | `ferry.password`, `admin.password`, `sys.password` | the NATS users' passwords |
 //! | `auth.conf` | the nats-server configuration that puts all of this to use (rewritten each time) |
 //! | `leafnodes.conf` | the hub's leafnode listener for installs' leaf servers (written by `hub-init`) |
+//! | `route.pem`, `route-key.pem` | a cluster node's certificate for its routes to the other nodes (server and client) |
 //!
 //! Every client of the hub presents a certificate from the CA (`tls { verify: true }`). The
 //! control plane's services then log in as user `ferry`, which may do anything in account `FERRY`
@@ -38,6 +39,10 @@ pub const ACCOUNT: &str = "FERRY";
 pub const SERVICES_USER: &str = "ferry";
 /// The operator's user: may also reconfigure or delete `AUDIT`.
 pub const ADMIN_USER: &str = "admin";
+/// The common name of the cluster nodes' route certificate, and the subject a route must present
+/// (RFC 2253, as nats-server's `verify_and_map` reads it; `sign_leaf` puts O before CN).
+const ROUTE_NAME: &str = "ferry-hub-route";
+const ROUTE_SUBJECT: &str = "CN=ferry-hub-route,O=ferry";
 /// The system account's user (kicks connections of revoked certificates).
 pub const SYS_USER: &str = "sys";
 
@@ -104,13 +109,29 @@ impl HubFiles {
             let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
             names.extend(server_names.iter().cloned());
             let (cert, key) =
-                ca.sign_leaf("ferry-hub", &names, ExtendedKeyUsagePurpose::ServerAuth)?;
+                ca.sign_leaf("ferry-hub", &names, &[ExtendedKeyUsagePurpose::ServerAuth])?;
             write_new(&hub.path("server-key.pem"), &key, 0o600).map_err(io(dir))?;
             write_new(&hub.path("server.pem"), &cert, 0o644).map_err(io(dir))?;
         }
+        if !hub.path("route.pem").exists() {
+            // A node both dials the other nodes' routes and accepts theirs: one certificate for
+            // both ends, covering the names the nodes' route URLs use.
+            let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+            names.extend(server_names.iter().cloned());
+            let (cert, key) = ca.sign_leaf(
+                ROUTE_NAME,
+                &names,
+                &[
+                    ExtendedKeyUsagePurpose::ServerAuth,
+                    ExtendedKeyUsagePurpose::ClientAuth,
+                ],
+            )?;
+            write_new(&hub.path("route-key.pem"), &key, 0o600).map_err(io(dir))?;
+            write_new(&hub.path("route.pem"), &cert, 0o644).map_err(io(dir))?;
+        }
         if !hub.path("services.pem").exists() {
             let (cert, key) =
-                ca.sign_leaf("ferry-services", &[], ExtendedKeyUsagePurpose::ClientAuth)?;
+                ca.sign_leaf("ferry-services", &[], &[ExtendedKeyUsagePurpose::ClientAuth])?;
             write_new(&hub.path("services-key.pem"), &key, 0o600).map_err(io(dir))?;
             write_new(&hub.path("services.pem"), &cert, 0o644).map_err(io(dir))?;
         }
@@ -204,22 +225,51 @@ impl HubFiles {
         )
     }
 
-    /// The hub's complete nats-server configuration (`nats/hub.conf` filled in): clients on
-    /// `listen`, monitoring on `monitor` (none when `None`), JetStream (domain `hub`) in
-    /// `store_dir`, and `auth.conf` and `leafnodes.conf` beside it included (nats-server reads an
-    /// include relative to the including file, so the configuration is written into this
-    /// directory, as `hub.conf`).
-    pub fn hub_conf(&self, listen: &str, monitor: Option<&str>, store_dir: &Path) -> String {
-        let monitor = match monitor {
+    /// The hub's complete nats-server configuration (`nats/hub.conf` filled in) for `node`:
+    /// clients on its `listen`, monitoring on its `monitor` (none when `None`), JetStream (domain
+    /// `hub`) in its `store_dir`, `auth.conf` and the node's leafnode listener (`leafnodes`, a
+    /// file beside it) included, and for a cluster node its routes. nats-server reads an include
+    /// relative to the including file, so the configuration is written into this directory.
+    pub fn hub_conf(&self, node: &HubNode) -> String {
+        let monitor = match &node.monitor {
             Some(m) => format!("http: \"{m}\""),
             None => "# no monitoring port (hub-init --monitor HOST:PORT adds one)".to_string(),
         };
+        let cluster = match &node.cluster {
+            Some(c) => self.cluster_block(c),
+            None => "# one server: no cluster (hub-init --cluster-listen and --route make one)\n"
+                .to_string(),
+        };
         include_str!("../../../nats/hub.conf")
-            .replace("{{listen}}", listen)
+            .replace("{{server_name}}", &node.server_name)
+            .replace("{{listen}}", &node.listen)
             .replace("http: \"{{monitor}}\"", &monitor)
-            .replace("{{store_dir}}", &store_dir.display().to_string())
+            .replace("{{store_dir}}", &node.store_dir.display().to_string())
             .replace("{{auth_conf}}", "auth.conf")
-            .replace("{{leafnodes_conf}}", "leafnodes.conf")
+            .replace("{{leafnodes_conf}}", &node.leafnodes)
+            .replace("{{cluster}}\n", &cluster)
+    }
+
+    /// A cluster node's routes: TLS both ways with the route certificate (each node dials the
+    /// others and accepts them). The CA also signs installs' certificates, so being signed by it
+    /// is not enough: a route must present the route certificate's subject, which no install
+    /// certificate can have (the CA sets their subjects itself).
+    fn cluster_block(&self, c: &ClusterRoutes) -> String {
+        let q = |p: &str| format!("\"{}\"", self.path(p).display());
+        let routes = c
+            .routes
+            .iter()
+            .map(|r| format!("    \"{r}\""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        format!(
+            "cluster {{\n  name: \"{name}\"\n  listen: \"{listen}\"\n  tls {{\n    cert_file: {cert}\n    key_file: {key}\n    ca_file: {ca}\n    verify_and_map: true\n    timeout: 5\n  }}\n  authorization {{ user: \"{ROUTE_SUBJECT}\" }}\n  routes: [\n{routes}\n  ]\n}}\n",
+            name = c.name,
+            listen = c.listen,
+            cert = q("route.pem"),
+            key = q("route-key.pem"),
+            ca = q("ca.pem"),
+        )
     }
 
     /// The nats-server configuration of the hub's authentication and authorization, to be
@@ -290,6 +340,37 @@ authorization {{
     }
 }
 
+/// The hub's client addresses from `urls`: one URL, or a cluster's nodes comma-separated (a
+/// client given them all starts at any node that answers and moves to another when its node
+/// goes away).
+pub fn addrs(urls: &str) -> std::io::Result<Vec<async_nats::ServerAddr>> {
+    urls.split(',')
+        .map(|u| u.trim().parse::<async_nats::ServerAddr>())
+        .collect()
+}
+
+/// One hub nats-server: where it listens and stores, and its cluster when it is one of several.
+#[derive(Debug, Clone)]
+pub struct HubNode {
+    /// Unique in a cluster (JetStream's Raft groups name their peers by it).
+    pub server_name: String,
+    pub listen: String,
+    pub monitor: Option<String>,
+    pub store_dir: PathBuf,
+    /// The file (in the hub directory) with this node's leafnode listener.
+    pub leafnodes: String,
+    pub cluster: Option<ClusterRoutes>,
+}
+
+/// A node's place in a cluster: the cluster's name, where this node listens for routes, and every
+/// node's route URL (`tls://hub-2:6222`; its own may be among them: nats-server skips it).
+#[derive(Debug, Clone)]
+pub struct ClusterRoutes {
+    pub name: String,
+    pub listen: String,
+    pub routes: Vec<String>,
+}
+
 /// Replaces `path` with `text`, readable by its owner only.
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
@@ -333,7 +414,7 @@ impl Ca {
         &self,
         common_name: &str,
         names: &[String],
-        usage: ExtendedKeyUsagePurpose,
+        usages: &[ExtendedKeyUsagePurpose],
     ) -> Result<(String, String), PkiError> {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
@@ -355,7 +436,7 @@ impl Ca {
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
         ];
-        params.extended_key_usages = vec![usage];
+        params.extended_key_usages = usages.to_vec();
         let now = time::OffsetDateTime::now_utc();
         params.not_before = now - time::Duration::minutes(5);
         params.not_after = now + time::Duration::days(825);

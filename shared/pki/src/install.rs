@@ -197,7 +197,7 @@ mod tests {
             .sign_leaf(
                 "hub",
                 &["localhost".into()],
-                rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+                &[rcgen::ExtendedKeyUsagePurpose::ServerAuth],
             )
             .unwrap();
         assert!(matches!(

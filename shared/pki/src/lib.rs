@@ -18,7 +18,7 @@ pub mod hub;
 pub mod install;
 pub mod natsjwt;
 
-pub use hub::{Credentials, HubFiles};
+pub use hub::{ClusterRoutes, Credentials, HubFiles, HubNode};
 pub use install::{CertInfo, InstallFiles};
 
 use rcgen::{

@@ -100,7 +100,13 @@ impl Store {
             ensure_protected(&js, def, replicas, fresh).await?;
         }
         for def in resources::STREAMS.iter().filter(|d| !d.deny_delete) {
-            js.create_or_update_stream(stream_config(def, replicas))
+            // A process started with fewer replicas (`ferry-server init` without `--replicas`,
+            // a replica of one service) never scales a cluster's streams down.
+            let have = match js.get_stream(def.name).await {
+                Ok(mut s) => s.info().await.map(|i| i.config.num_replicas).unwrap_or(0),
+                Err(_) => 0,
+            };
+            js.create_or_update_stream(stream_config(def, replicas.max(have)))
                 .await
                 .map_err(setup(format!("stream {}", def.name)))?;
         }
@@ -118,6 +124,13 @@ impl Store {
                     .await
                     .map_err(setup(format!("KV bucket {name}")))?,
             };
+            let kv = match leader_reads(&js, &format!("KV_{name}")).await? {
+                true => js
+                    .get_key_value(name)
+                    .await
+                    .map_err(setup(format!("KV bucket {name}")))?,
+                false => kv,
+            };
             buckets.insert(name, kv);
         }
         let mut objects = HashMap::new();
@@ -132,6 +145,13 @@ impl Store {
                     })
                     .await
                     .map_err(setup(format!("object store {name}")))?,
+            };
+            let os = match leader_reads(&js, &format!("OBJ_{name}")).await? {
+                true => js
+                    .get_object_store(name)
+                    .await
+                    .map_err(setup(format!("object store {name}")))?,
+                false => os,
             };
             objects.insert(name, os);
         }
@@ -151,6 +171,13 @@ impl Store {
                 .get_key_value(name)
                 .await
                 .map_err(setup(format!("KV bucket {name}")))?;
+            let kv = match leader_reads(&js, &format!("KV_{name}")).await? {
+                true => js
+                    .get_key_value(name)
+                    .await
+                    .map_err(setup(format!("KV bucket {name}")))?,
+                false => kv,
+            };
             buckets.insert(name, kv);
         }
         let mut objects = HashMap::new();
@@ -159,6 +186,13 @@ impl Store {
                 .get_object_store(name)
                 .await
                 .map_err(setup(format!("object store {name}")))?;
+            let os = match leader_reads(&js, &format!("OBJ_{name}")).await? {
+                true => js
+                    .get_object_store(name)
+                    .await
+                    .map_err(setup(format!("object store {name}")))?,
+                false => os,
+            };
             objects.insert(name, os);
         }
         Ok(Store {
@@ -339,6 +373,37 @@ impl Store {
             }),
         }
     }
+}
+
+/// Makes a replicated bucket's reads go to its stream's leader; true if it changed the stream
+/// (the bucket must then be opened again: a handle keeps the configuration it was opened with).
+///
+/// Buckets and object stores are made with `allow_direct`, so that any replica answers a read.
+/// A follower may not have applied the latest write yet, and Ferry reads a record, decides, and
+/// writes it back by compare-and-swap: a stale read is a decision on a state that is gone (a
+/// three-node hub failed a deploy with "no build recorded" for a build step that had one). With
+/// one replica there is no follower, and direct reads stay.
+async fn leader_reads(js: &jetstream::Context, stream: &str) -> Result<bool, StoreError> {
+    let mut s = js
+        .get_stream(stream)
+        .await
+        .map_err(setup(format!("stream {stream}")))?;
+    let config = &s
+        .info()
+        .await
+        .map_err(setup(format!("stream {stream}")))?
+        .config;
+    if config.num_replicas <= 1 || !config.allow_direct {
+        return Ok(false);
+    }
+    let config = stream::Config {
+        allow_direct: false,
+        ..config.clone()
+    };
+    js.update_stream(config)
+        .await
+        .map_err(setup(format!("stream {stream}")))?;
+    Ok(true)
 }
 
 /// A stream that must never lose a message is created once, on a fresh hub, and afterwards only
