@@ -217,6 +217,9 @@ pub(crate) enum InstallsCmd {
         /// Approve every plan of this install without review.
         #[arg(long)]
         approve_all: bool,
+        /// A label, `key=value` (repeatable): `installs list --label` finds installs by them.
+        #[arg(long = "label", value_name = "KEY=VALUE")]
+        labels: Vec<String>,
         /// Follow the provisioning workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,
@@ -281,6 +284,27 @@ pub(crate) enum InstallsCmd {
         /// Only installs with a drifted component.
         #[arg(long)]
         drifted: bool,
+        /// Only installs whose runner is in this health (`none`: no runner ever connected).
+        #[arg(long, value_parser = ferry_model::RUNNER_HEALTH_FILTERS)]
+        runner_health: Option<String>,
+        /// Only installs carrying this label, `key=value` (repeatable: all of them).
+        #[arg(long = "label", value_name = "KEY=VALUE")]
+        labels: Vec<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set or remove an install's labels: `ferry installs label I team=payments tier=gold
+    /// --remove old`.
+    Label {
+        /// The install's name.
+        name: String,
+        /// Labels to set, `key=value`.
+        #[arg(value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// A label to remove, by key (repeatable).
+        #[arg(long = "remove", value_name = "KEY")]
+        remove: Vec<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

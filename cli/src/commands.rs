@@ -203,16 +203,25 @@ pub fn parse_inputs(inputs: &[String]) -> Result<serde_json::Map<String, Value>>
     Ok(out)
 }
 
+/// What `installs create` asks for.
+pub struct NewInstall<'a> {
+    pub app: &'a str,
+    pub name: &'a str,
+    pub inputs: &'a [String],
+    pub labels: &'a [String],
+    pub approve_all: bool,
+}
+
 pub async fn installs_create(
     api: &Api,
-    app: &str,
-    name: &str,
-    inputs: &[String],
-    approve_all: bool,
+    new: NewInstall<'_>,
     json_out: bool,
     wait: bool,
 ) -> Result<String> {
-    let body = json!({ "app": app, "name": name, "inputs": parse_inputs(inputs)?, "approve_all": approve_all });
+    let NewInstall { app, name, .. } = new;
+    let labels = ferry_model::parse_labels(&new.labels.join(",")).map_err(anyhow::Error::msg)?;
+    let body = json!({ "app": app, "name": name, "inputs": parse_inputs(new.inputs)?,
+        "approve_all": new.approve_all, "labels": labels });
     let r: Value = api.post("/v1/installs", &body).await?;
     let id = r["workflow_id"].as_str().unwrap_or("?").to_string();
     match (json_out, wait) {
@@ -278,6 +287,27 @@ pub async fn installs_get(api: &Api, name: &str, json_out: bool) -> Result<i32> 
         let runners: Vec<RunnerInfo> = api.get(&format!("/v1/runners?install={name}")).await?;
         println!("{}", render::install(&i));
         println!("{}", render::install_runner(&runners));
+    }
+    Ok(0)
+}
+
+/// `installs label`: sets and removes labels, prints the install's labels after.
+pub async fn installs_label(
+    api: &Api,
+    name: &str,
+    set: &[String],
+    remove: Vec<String>,
+    json_out: bool,
+) -> Result<i32> {
+    let set = ferry_model::parse_labels(&set.join(",")).map_err(anyhow::Error::msg)?;
+    let body = ferry_model::api::SetLabels { set, remove };
+    let i: Install = api
+        .post(&format!("/v1/installs/{name}/labels"), &body)
+        .await?;
+    if json_out {
+        print_json(&i)?;
+    } else {
+        println!("install {name}: labels {}", render::labels(&i.labels));
     }
     Ok(0)
 }
@@ -363,6 +393,7 @@ pub async fn installs_list(api: &Api, query: &[(&str, String)], json_out: bool) 
                     } else {
                         drifted.join(", ")
                     },
+                    render::labels(&i.labels),
                     i.updated_at.clone(),
                 ]
             })
@@ -377,6 +408,7 @@ pub async fn installs_list(api: &Api, query: &[(&str, String)], json_out: bool) 
                     "CONFIG",
                     "COMPONENTS",
                     "DRIFTED",
+                    "LABELS",
                     "UPDATED"
                 ],
                 &rows

@@ -120,12 +120,18 @@ async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
             name,
             inputs,
             approve_all,
+            labels,
             wait,
             json,
         } => {
-            let started =
-                commands::installs_create(api, &app, &name, &inputs, approve_all, json, wait)
-                    .await?;
+            let new = commands::NewInstall {
+                app: &app,
+                name: &name,
+                inputs: &inputs,
+                labels: &labels,
+                approve_all,
+            };
+            let started = commands::installs_create(api, new, json, wait).await?;
             commands::then_wait(api, started, wait, json).await
         }
         InstallsCmd::UpdateInputs {
@@ -181,10 +187,19 @@ async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
             config,
             status,
             drifted,
+            runner_health,
+            labels,
             json,
         } => {
             let mut query: Vec<(&str, String)> = Vec::new();
-            for (k, v) in [("app", app), ("config", config), ("status", status)] {
+            let labels = (!labels.is_empty()).then(|| labels.join(","));
+            for (k, v) in [
+                ("app", app),
+                ("config", config),
+                ("status", status),
+                ("runner_health", runner_health),
+                ("label", labels),
+            ] {
                 if let Some(v) = v {
                     query.push((k, v));
                 }
@@ -194,6 +209,12 @@ async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
             }
             commands::installs_list(api, &query, json).await
         }
+        InstallsCmd::Label {
+            name,
+            set,
+            remove,
+            json,
+        } => commands::installs_label(api, &name, &set, remove, json).await,
         InstallsCmd::DriftCheck {
             name,
             components,

@@ -91,6 +91,18 @@ fn outputs(o: &ferry_model::Outputs) -> String {
         .join("  ")
 }
 
+/// Labels as `key=value` pairs, comma-separated; `-` for none.
+pub fn labels(labels: &std::collections::BTreeMap<String, String>) -> String {
+    if labels.is_empty() {
+        return "-".into();
+    }
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 pub fn install(i: &Install) -> String {
     let mut out = format!(
         "install {}  app {}  status {}\nconfig {}  last workflow {}",
@@ -103,6 +115,9 @@ pub fn install(i: &Install) -> String {
     if !i.inputs.is_empty() {
         let ins: Vec<String> = i.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
         out.push_str(&format!("\ninputs: {}", ins.join("  ")));
+    }
+    if !i.labels.is_empty() {
+        out.push_str(&format!("\nlabels: {}", labels(&i.labels)));
     }
     let mut rows = vec![vec![
         "sandbox".to_string(),

@@ -142,3 +142,103 @@ fn a_runner_says_once_why_it_cannot_reach_the_hub() {
         "{text}"
     );
 }
+
+/// A fleet found by its runners' health and by labels: `installs list --runner-health` and
+/// `--label` (all of them must match), labels set at create and changed by `installs label`; a
+/// label or a health the API cannot take is refused saying why.
+#[test]
+fn installs_are_listed_by_runner_health_and_labels() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let wf = sync_and_create(&api, &repo_root().join("examples/hello"), "prod");
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("r"),
+        dir.path().join("r.log"),
+    );
+    wait_for(&api, &wf, 120, "the deploy", |w| w["status"] == "succeeded");
+    ferry_json(
+        &api,
+        &["installs", "label", "prod", "team=payments", "--json"],
+    );
+    // No runner will ever come for this one.
+    ferry_json(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "idle",
+            "--label",
+            "team=search",
+            "--label",
+            "tier=gold",
+            "--json",
+        ],
+    );
+    let names = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["installs", "list", "--json"];
+        all.extend_from_slice(args);
+        ferry_json(&api, &all)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&[]), ["idle", "prod"]);
+    // The runner's first heartbeat may come after its first jobs.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while names(&["--runner-health", "active"]).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "prod's runner never showed active"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(names(&["--runner-health", "active"]), ["prod"]);
+    assert_eq!(names(&["--runner-health", "none"]), ["idle"]);
+    assert!(names(&["--runner-health", "offline"]).is_empty());
+    assert_eq!(names(&["--label", "team=payments"]), ["prod"]);
+    assert_eq!(
+        names(&["--label", "team=search", "--label", "tier=gold"]),
+        ["idle"]
+    );
+    assert!(names(&["--label", "team=payments", "--label", "tier=gold"]).is_empty());
+
+    let relabelled = ferry_json(
+        &api,
+        &[
+            "installs",
+            "label",
+            "idle",
+            "tier=silver",
+            "--remove",
+            "team",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        relabelled["labels"],
+        serde_json::json!({ "tier": "silver" })
+    );
+    assert!(names(&["--label", "team=search"]).is_empty());
+    let (_, text, _) = ferry_tests::ferry(&api, &["installs", "get", "idle"]);
+    assert!(text.contains("labels: tier=silver"), "{text}");
+
+    let (code, _, err) = ferry_tests::ferry(&api, &["installs", "label", "idle", "Tier=x"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("label key \"Tier\""), "{err}");
+    let token = ferry_tests::token_for(&api).unwrap();
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H"])
+        .arg(format!("Authorization: Bearer {token}"))
+        .arg(format!("{api}/v1/installs?runner_health=sleepy"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "400");
+}

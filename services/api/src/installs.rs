@@ -106,6 +106,7 @@ pub async fn create_install(
 ) -> Result<(StatusCode, Json<CreatedInstall>), ApiError> {
     check_name("install", &req.name)?;
     check_name("app", &req.app)?;
+    m::check_labels(&req.labels).map_err(ApiError::BadRequest)?;
     let app = s
         .store
         .repo::<App>()
@@ -142,6 +143,7 @@ pub async fn create_install(
         updated_at: now,
         actions: Default::default(),
         break_glass: Default::default(),
+        labels: req.labels,
     };
     // The install is created already reserved for its first workflow, in one write.
     match s.store.repo::<Install>().create(&install).await {
@@ -181,35 +183,67 @@ pub async fn create_install(
     ))
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
-pub struct InstallFilter {
-    pub app: Option<String>,
-    /// An app config version's id.
-    pub config: Option<String>,
-    /// `provisioning`, `active`, `failed`, `torn_down`.
-    pub status: Option<String>,
-    /// Only installs with (`true`) or without (`false`) a drifted component.
-    pub drifted: Option<bool>,
-}
-
-/// Installs, by name; the query's filters combine.
+/// Installs, by name; the query's filters combine (`ferry_model::InstallQuery`). The org's
+/// install records are read in one pass over their bucket (`Repo::scan`), and the runners' only
+/// when the query asks about their health.
 pub async fn list_installs(
     Ctx(s): Ctx,
-    axum::extract::Query(f): axum::extract::Query<InstallFilter>,
+    axum::extract::Query(q): axum::extract::Query<m::InstallQuery>,
 ) -> Result<Json<Vec<Install>>, ApiError> {
-    crate::ids::check_filter("app", f.app.as_deref())?;
-    crate::ids::check_filter("config", f.config.as_deref())?;
-    let mut installs = s.store.repo::<Install>().list(&s.org).await?;
-    installs.retain(|i| {
-        f.app.as_ref().is_none_or(|a| &i.app == a)
-            && f.config.as_ref().is_none_or(|c| &i.app_config_id == c)
-            && f.status
-                .as_ref()
-                .is_none_or(|st| serde_json::to_value(i.status).is_ok_and(|v| v == st.as_str()))
-            && f.drifted.is_none_or(|d| d != i.drifted().is_empty())
-    });
+    crate::ids::check_filter("app", q.app.as_deref())?;
+    crate::ids::check_filter("config", q.config.as_deref())?;
+    q.check().map_err(ApiError::BadRequest)?;
+    let runners = match q.needs_runners() {
+        true => s.store.repo::<m::RunnerRecord>().scan(&s.org).await?,
+        false => Vec::new(),
+    };
+    let now = m::now_ms();
+    let mut installs = s.store.repo::<Install>().scan(&s.org).await?;
+    installs.retain(|i| q.matches(i, m::install_health(&i.name, &runners, now)));
     installs.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Json(installs.into_iter().map(Install::redacted).collect()))
+}
+
+/// Sets and removes an install's labels (`POST /v1/installs/{name}/labels`).
+pub async fn set_labels(
+    Ctx(s): Ctx,
+    Name(name): Name,
+    Json(req): Json<m::api::SetLabels>,
+) -> Result<Json<Install>, ApiError> {
+    m::check_labels(&req.set).map_err(ApiError::BadRequest)?;
+    let updated = s
+        .store
+        .repo::<Install>()
+        .modify(&s.org, &name, |i| {
+            let mut labels = i.labels.clone();
+            labels.extend(req.set.clone());
+            for k in &req.remove {
+                labels.remove(k);
+            }
+            if labels == i.labels {
+                return Ok(false);
+            }
+            m::check_labels(&labels)?;
+            i.labels = labels;
+            i.updated_at = m::now();
+            Ok(true)
+        })
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound { .. } => {
+                ApiError::NotFound(format!("install `{name}` not found"))
+            }
+            e => e.into(),
+        })?
+        .map_err(ApiError::BadRequest)?;
+    audit(
+        &s,
+        "install.labels",
+        &name,
+        serde_json::json!({ "labels": updated.labels }),
+    )
+    .await?;
+    Ok(Json(updated.redacted()))
 }
 
 pub async fn get_install(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Install>, ApiError> {

@@ -13,7 +13,7 @@
 //! * `GET /v1/workflows/{id}`, `GET /v1/jobs/{id}`
 //! * `GET /v1/jobs/{id}/logs[?follow=true]` — JSON lines (`application/x-ndjson`); with `follow`, the
 //!   response stays open until the job has finished and every line has been sent.
-//! * installs: `…/deploy`, `…/reprovision`, `…/teardown`, `…/inputs`, `…/approve-all`, `DELETE`
+//! * installs: `…/deploy`, `…/reprovision`, `…/teardown`, `…/inputs`, `…/labels`, `…/approve-all`, `DELETE`
 //! * workflows: `GET /v1/workflows`, `…/{id}/cancel | approve | deny | retry | skip`;
 //!   `GET /v1/approvals`, `GET /v1/runners`, `POST /v1/jobs/{id}/cancel`, `GET /v1/jobs/{id}/plan`
 //! * `GET | POST /v1/tokens`, `DELETE /v1/tokens/{id}` (admin)
@@ -101,6 +101,7 @@ pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
             post(installs::teardown_install),
         )
         .route("/v1/installs/{name}/inputs", post(installs::update_inputs))
+        .route("/v1/installs/{name}/labels", post(installs::set_labels))
         .route(
             "/v1/installs/{name}/drift-check",
             post(installs::drift_check),

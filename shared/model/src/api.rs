@@ -61,6 +61,19 @@ pub struct CreateInstall {
     /// Approve every plan of this install without review.
     #[serde(default)]
     pub approve_all: bool,
+    /// The vendor's labels for the install (`team=payments`).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Labels set on an install (`POST /v1/installs/{name}/labels`): `set` added or replaced,
+/// `remove` taken away.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SetLabels {
+    #[serde(default)]
+    pub set: BTreeMap<String, String>,
+    #[serde(default)]
+    pub remove: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -10,6 +10,7 @@ mod access;
 pub mod api;
 mod approvals;
 mod executions;
+mod fleet;
 mod hooks;
 mod leases;
 mod records;
@@ -24,6 +25,7 @@ mod workflow;
 
 pub use access::*;
 pub use executions::*;
+pub use fleet::*;
 pub use hooks::*;
 pub use leases::*;
 pub use records::*;

@@ -162,6 +162,10 @@ pub struct Install {
     /// Break-glass roles granted through the API by a customer token, by role.
     #[serde(default)]
     pub break_glass: BTreeMap<String, BreakGlassGrant>,
+    /// The vendor's labels (`team=payments`, `tier=gold`), for finding installs of a fleet
+    /// (`ferry_model::check_label` is their rule).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
 }
 
 /// The mark of a break-glass grant made through the API: the scheduler's sweep reads these, not
@@ -623,6 +627,7 @@ mod tests {
             updated_at: String::new(),
             actions: Default::default(),
             break_glass: Default::default(),
+            labels: Default::default(),
         };
         let order = vec![vec!["db".to_string()], vec!["web".to_string()]];
         let in_app = |n: &str| n != "old";
@@ -661,6 +666,7 @@ mod tests {
             updated_at: String::new(),
             actions: Default::default(),
             break_glass: Default::default(),
+            labels: Default::default(),
         };
         assert_eq!(
             install.secret_values(),

@@ -130,8 +130,11 @@ impl HubFiles {
             write_new(&hub.path("route.pem"), &cert, 0o644).map_err(io(dir))?;
         }
         if !hub.path("services.pem").exists() {
-            let (cert, key) =
-                ca.sign_leaf("ferry-services", &[], &[ExtendedKeyUsagePurpose::ClientAuth])?;
+            let (cert, key) = ca.sign_leaf(
+                "ferry-services",
+                &[],
+                &[ExtendedKeyUsagePurpose::ClientAuth],
+            )?;
             write_new(&hub.path("services-key.pem"), &key, 0o600).map_err(io(dir))?;
             write_new(&hub.path("services.pem"), &cert, 0o644).map_err(io(dir))?;
         }

@@ -195,3 +195,43 @@ async fn a_record_written_during_a_listing_is_listed_once() {
         );
     }
 }
+
+/// `scan` reads an org's records in one pass: the latest revision of each, none of another
+/// org's, none deleted, nothing for an org without records; the same records `list` gives.
+#[tokio::test]
+async fn a_scan_gives_the_latest_revision_of_each_record_of_one_org() {
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js, 1).await.unwrap();
+    let apps = store.repo::<App>();
+    assert!(apps.scan(DEFAULT_ORG).await.unwrap().is_empty());
+    for n in 0..50 {
+        apps.create(&app(DEFAULT_ORG, &format!("app-{n:02}")))
+            .await
+            .unwrap();
+    }
+    apps.create(&app("other", "theirs")).await.unwrap();
+    for _ in 0..3 {
+        apps.modify(DEFAULT_ORG, "app-07", |a| {
+            a.config_count += 1;
+            Ok::<_, ()>(true)
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    }
+    apps.delete(DEFAULT_ORG, "app-13").await.unwrap();
+
+    let scanned = apps.scan(DEFAULT_ORG).await.unwrap();
+    assert_eq!(scanned.len(), 49);
+    assert!(scanned.iter().all(|a| a.org == DEFAULT_ORG));
+    assert!(!scanned.iter().any(|a| a.name == "app-13"));
+    let seven = scanned.iter().find(|a| a.name == "app-07").unwrap();
+    assert_eq!(seven.config_count, 3);
+    let listed = apps.list(DEFAULT_ORG).await.unwrap();
+    assert_eq!(
+        scanned.iter().map(|a| &a.name).collect::<Vec<_>>(),
+        listed.iter().map(|a| &a.name).collect::<Vec<_>>()
+    );
+    assert_eq!(apps.scan("other").await.unwrap().len(), 1);
+}
