@@ -11,9 +11,14 @@
 //! dispatches at once. Baselines: a core NATS request-reply round trip, and JetStream publish +
 //! pull of same-size messages.
 //!
+//! `list`: the API's install listing over many installs (`list.rs`).
+//!
 //! ```text
 //! cargo run --release -p ferry-loadtest -- dispatch --installs 10,100,1000,5000 --jobs 300
+//! cargo run --release -p ferry-loadtest -- list --installs 10,100,1000,5000
 //! ```
+
+mod list;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,6 +66,13 @@ enum Cmd {
         #[arg(long, default_value_t = 1000)]
         samples: usize,
     },
+    /// The API's install listing (`GET /v1/installs`) over many installs vs one raw pass over
+    /// the installs bucket's stream.
+    List {
+        /// Install counts to measure, comma-separated (records are added up to each).
+        #[arg(long, default_value = "10,100,1000,5000", value_delimiter = ',')]
+        installs: Vec<usize>,
+    },
 }
 
 const ORG: &str = "bench";
@@ -93,11 +105,15 @@ async fn main() -> Result<()> {
         .with_context(|| format!("connecting to {url}"))?;
     let js = jetstream::new(client.clone());
     let store = ferry_store::Store::ensure(js.clone(), 1).await?;
+    if let Cmd::List { installs } = &args.cmd {
+        return list::run(&js, &store, installs).await;
+    }
     // The real scheduler grants the claims.
     let scheduler = ferry_scheduler::Scheduler::new(client.clone(), store.clone());
     tokio::spawn(scheduler.clone().run());
     scheduler_ready(&client).await?;
     match args.cmd {
+        Cmd::List { .. } => {}
         Cmd::Dispatch {
             installs,
             jobs,

@@ -75,9 +75,8 @@ impl NatsCluster {
                 child: None,
             });
         }
-        let join = |f: &dyn Fn(&[u16; 4]) -> String| {
-            ports.iter().map(f).collect::<Vec<_>>().join(",")
-        };
+        let join =
+            |f: &dyn Fn(&[u16; 4]) -> String| ports.iter().map(f).collect::<Vec<_>>().join(",");
         let url = join(&|p| format!("nats://127.0.0.1:{}", p[0]));
         let leaf_url = join(&|p| format!("tls://127.0.0.1:{}", p[2]));
         let hub = ferry_pki::HubFiles::open(&hub_dir).expect("the hub directory hub-init made");

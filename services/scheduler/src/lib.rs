@@ -78,9 +78,11 @@ pub struct Scheduler {
     max_plan_age: Duration,
     /// Job records this scheduler just offered, for the claims that follow (`offers.rs`).
     known: offers::KnownJobs,
-    /// When this scheduler started (ms since the epoch): leases are not expired during the first
-    /// lease period, so runners that kept jobs going while no scheduler ran can renew first.
-    started_ms: u64,
+    /// Since when (ms since the epoch) this scheduler has seen the hub whole: since it started,
+    /// its connection last came back, or a reconcile pass last failed. Leases are not expired
+    /// within a lease period of it: runners cut off by the same disruption (a hub node lost,
+    /// their leaf moving to another, the callout unable to admit it meanwhile) renew first.
+    steady_since_ms: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The default age past which an approved plan is planned again before it is applied.
@@ -102,14 +104,33 @@ impl Scheduler {
             available: None,
             known: Default::default(),
             max_plan_age: DEFAULT_MAX_PLAN_AGE,
-            started_ms: m::now_ms(),
+            steady_since_ms: Arc::new(m::now_ms().into()),
         }
     }
 
     /// Whether a lease that ended (by the record) may be expired now: not before this scheduler
     /// has been up for a whole lease period.
     fn may_expire_leases(&self) -> bool {
-        m::now_ms() >= self.started_ms + self.lease.as_millis() as u64
+        let since = self.steady_since_ms.load(std::sync::atomic::Ordering::Relaxed);
+        m::now_ms() >= since + self.lease.as_millis() as u64
+    }
+
+    /// The hub was not whole just now: the lease grace starts again.
+    fn unsteady(&self) {
+        self.steady_since_ms
+            .store(m::now_ms(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Watches this scheduler's connection: while it is down, and when it comes back, the lease
+    /// grace starts again.
+    async fn watch_connection(self) -> Result<(), SchedulerError> {
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            tick.tick().await;
+            if self.client.connection_state() != async_nats::connection::State::Connected {
+                self.unsteady();
+            }
+        }
     }
 
     pub fn with_available(mut self, available: Duration) -> Self {
@@ -128,10 +149,10 @@ impl Scheduler {
     }
 
     /// Runs the scheduler until an unrecoverable error.
-    pub async fn run(mut self) -> Result<(), SchedulerError> {
+    pub async fn run(self) -> Result<(), SchedulerError> {
         // The grace before leases may expire runs from when it serves, not from when it was
         // made: runners get a whole lease period to renew with it.
-        self.started_ms = m::now_ms();
+        self.unsteady();
         let bus = self.store.bus();
         let consumer_control = bus
             .durable(
@@ -173,6 +194,7 @@ impl Scheduler {
         let offer_queries = self.clone().serve_offer_queries();
         let reconcile = self.clone().reconcile_loop();
         let cron = self.clone().cron_loop();
+        let connection = self.clone().watch_connection();
         tokio::try_join!(
             async { control_loop.await.map_err(SchedulerError::from) },
             async { event_loop.await.map_err(SchedulerError::from) },
@@ -182,6 +204,7 @@ impl Scheduler {
             offer_queries,
             reconcile,
             cron,
+            connection,
         )?;
         Ok(())
     }
@@ -325,6 +348,7 @@ impl Scheduler {
         loop {
             tick.tick().await;
             if let Err(e) = self.reconcile().await {
+                self.unsteady();
                 warn!(error = %e, "reconcile pass failed");
             }
         }
