@@ -78,7 +78,10 @@ where
 /// The api router on a free loopback port, and an admin token for it.
 async fn serve_api(store: &Store) -> Result<(std::net::SocketAddr, String)> {
     let (record, text) = ferry_api::mint(ORG, "loadtest", m::Role::Admin)?;
-    store.repo::<m::ApiToken>().create_if_absent(&record).await?;
+    store
+        .repo::<m::ApiToken>()
+        .create_if_absent(&record)
+        .await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let app = ferry_api::router(store.clone(), None);
@@ -94,7 +97,8 @@ async fn add_installs(store: &Store, from: usize, to: usize) -> Result<usize> {
             let repo = repo.clone();
             async move {
                 let mut i = install(n)?;
-                i.labels.insert("tier".into(), ["gold", "silver"][n % 2].into());
+                i.labels
+                    .insert("tier".into(), ["gold", "silver"][n % 2].into());
                 repo.create_if_absent(&i).await?;
                 anyhow::Ok(())
             }
@@ -138,7 +142,10 @@ async fn get_installs(
     let end = Instant::now();
     let text = String::from_utf8_lossy(&body);
     if !text.starts_with("HTTP/1.1 200") {
-        bail!("GET /v1/installs: {}", text.lines().next().unwrap_or_default());
+        bail!(
+            "GET /v1/installs: {}",
+            text.lines().next().unwrap_or_default()
+        );
     }
     let listed = text.matches("\"org\":").count();
     if listed != n {
@@ -151,12 +158,18 @@ async fn get_installs(
 /// each key, raw bytes (no decoding, no HTTP).
 async fn raw_pass(js: &jetstream::Context, n: usize) -> Result<(Instant, usize)> {
     let stream = js
-        .get_stream(format!("KV_{}", ferry_protocol::resources::buckets::INSTALLS))
+        .get_stream(format!(
+            "KV_{}",
+            ferry_protocol::resources::buckets::INSTALLS
+        ))
         .await
         .context("the installs bucket's stream")?;
     let consumer = stream
         .create_consumer(pull::OrderedConfig {
-            filter_subject: format!("$KV.{}.{ORG}.>", ferry_protocol::resources::buckets::INSTALLS),
+            filter_subject: format!(
+                "$KV.{}.{ORG}.>",
+                ferry_protocol::resources::buckets::INSTALLS
+            ),
             deliver_policy: DeliverPolicy::LastPerSubject,
             ..Default::default()
         })

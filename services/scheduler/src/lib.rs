@@ -111,7 +111,9 @@ impl Scheduler {
     /// Whether a lease that ended (by the record) may be expired now: not before this scheduler
     /// has been up for a whole lease period.
     fn may_expire_leases(&self) -> bool {
-        let since = self.steady_since_ms.load(std::sync::atomic::Ordering::Relaxed);
+        let since = self
+            .steady_since_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
         m::now_ms() >= since + self.lease.as_millis() as u64
     }
 
