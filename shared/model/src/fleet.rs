@@ -229,7 +229,7 @@ mod tests {
         let mut i: Install = serde_json::from_value(serde_json::json!({
             "org": "o", "name": "i1", "app": "hello", "app_config_id": "v2",
             "inputs": {}, "approve_all": false, "status": "active",
-            "sandbox": {}, "components": {}, "last_workflow": null,
+            "sandbox": { "status": "active" }, "components": {}, "last_workflow": null,
             "created_at": "t", "updated_at": "t"
         }))
         .unwrap();
