@@ -11,14 +11,17 @@
 //! dispatches at once. Baselines: a core NATS request-reply round trip, and JetStream publish +
 //! pull of same-size messages.
 //!
-//! `list`: the API's install listing over many installs (`list.rs`).
+//! `list`: the API's install listing over many installs (`list.rs`). `reconnect`: installs
+//! admitted through the auth callout all at once (`reconnect.rs`).
 //!
 //! ```text
 //! cargo run --release -p ferry-loadtest -- dispatch --installs 10,100,1000,5000 --jobs 300
 //! cargo run --release -p ferry-loadtest -- list --installs 10,100,1000,5000
+//! cargo run --release -p ferry-loadtest -- reconnect --installs 1000,5000
 //! ```
 
 mod list;
+mod reconnect;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,6 +69,13 @@ enum Cmd {
         #[arg(long, default_value_t = 1000)]
         samples: usize,
     },
+    /// Installs connecting at once, each with its own certificate, admitted by the auth callout
+    /// (as after a hub restart) vs the same TLS connections for a configured user.
+    Reconnect {
+        /// Install counts to measure, comma-separated.
+        #[arg(long, default_value = "1000,5000", value_delimiter = ',')]
+        installs: Vec<usize>,
+    },
     /// The API's install listing (`GET /v1/installs`) over many installs vs one raw pass over
     /// the installs bucket's stream.
     List {
@@ -85,7 +95,7 @@ const BASELINE_SAMPLES: usize = 20_000;
 async fn main() -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
-    let _server;
+    let mut server = None;
     // The hub is a real one: TLS with client certificates, the services' user (as `ferry-server`
     // connects), the auth callout's configuration; the raw baselines run over the same link.
     let (url, hub) = match args.nats_url {
@@ -93,7 +103,7 @@ async fn main() -> Result<()> {
         None => {
             let s = ferry_tests::NatsServer::start();
             let u = (s.url.clone(), s.hub.dir.clone());
-            _server = s;
+            server = Some(s);
             u
         }
     };
@@ -108,12 +118,18 @@ async fn main() -> Result<()> {
     if let Cmd::List { installs } = &args.cmd {
         return list::run(&js, &store, installs).await;
     }
+    if let Cmd::Reconnect { installs } = &args.cmd {
+        let Some(server) = &server else {
+            anyhow::bail!("reconnect starts its own hub (to read its memory): drop --nats-url");
+        };
+        return reconnect::run(server, &store, installs).await;
+    }
     // The real scheduler grants the claims.
     let scheduler = ferry_scheduler::Scheduler::new(client.clone(), store.clone());
     tokio::spawn(scheduler.clone().run());
     scheduler_ready(&client).await?;
     match args.cmd {
-        Cmd::List { .. } => {}
+        Cmd::List { .. } | Cmd::Reconnect { .. } => {}
         Cmd::Dispatch {
             installs,
             jobs,

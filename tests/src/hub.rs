@@ -122,6 +122,11 @@ impl NatsServer {
             .unwrap_or_else(|e| panic!("connecting as {user}: {e}"))
     }
 
+    /// The nats-server's process id (to read its memory).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The operator's connection: may do anything, the audit stream included.
     pub async fn admin(&self) -> async_nats::Client {
         self.connect_as(ferry_pki::hub::ADMIN_USER).await
