@@ -14,6 +14,7 @@ use crate::{bin, free_port, nats_server_bin, repo_root};
 pub struct ClusterNode {
     pub name: String,
     pub client_port: u16,
+    pub route_port: u16,
     pub monitor_port: u16,
     conf: PathBuf,
     log: PathBuf,
@@ -71,6 +72,7 @@ impl NatsCluster {
                 log: dir.path().join(format!("{name}.log")),
                 name,
                 client_port: client,
+                route_port: route,
                 monitor_port: monitor,
                 child: None,
             });

@@ -220,3 +220,62 @@ fn stream_configs(hub: &NatsCluster) -> Vec<(String, serde_json::Value)> {
         })
         .collect()
 }
+
+/// Installs' certificates come from the same CA as the route certificate: a server presenting
+/// one on a node's route port is refused, and never joins the cluster.
+#[test]
+fn a_server_with_an_install_certificate_cannot_join_the_cluster_as_a_route() {
+    let hub = NatsCluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let creds = ferry_tests::issue_install(&hub.hub.dir, ferry_tests::ORG, "rogue", dir.path());
+    let q = |p: &Path| format!("\"{}\"", p.display());
+    let conf = dir.path().join("rogue.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "server_name: rogue\nlisten: \"127.0.0.1:{}\"\ncluster {{\n  name: \"ferry-hub\"\n  listen: \"127.0.0.1:{}\"\n  tls {{ cert_file: {}, key_file: {}, ca_file: {} }}\n  routes: [ \"tls://127.0.0.1:{}\" ]\n}}\n",
+            ferry_tests::free_port(),
+            ferry_tests::free_port(),
+            q(&creds.cert),
+            q(&creds.key),
+            q(&creds.ca),
+            hub.nodes[0].route_port,
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("rogue.log");
+    let mut rogue = std::process::Command::new(ferry_tests::nats_server_bin())
+        .arg("-c")
+        .arg(&conf)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // The rogue dials every second: give it several tries.
+    let deadline = Instant::now() + Duration::from_secs(4);
+    let mut names = Vec::new();
+    while Instant::now() < deadline {
+        let routez = hub.monitor(0, "routez");
+        names = routez["routes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["remote_name"].as_str().map(String::from))
+            .collect();
+        assert!(
+            !names.iter().any(|n| n == "rogue"),
+            "the rogue joined: {routez}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let _ = rogue.kill();
+    let _ = rogue.wait();
+    // The real nodes are routed to each other all along.
+    assert!(names.iter().any(|n| n == "hub-2"), "{names:?}");
+    assert!(names.iter().any(|n| n == "hub-3"), "{names:?}");
+    // hub-1 refused it, and says so to the rogue.
+    let rogue_log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        rogue_log.contains("Route Error 'Authorization Violation'"),
+        "the rogue was not refused:\n{rogue_log}"
+    );
+}
