@@ -20,6 +20,7 @@
 //! cargo run --release -p ferry-loadtest -- reconnect --installs 1000,5000
 //! ```
 
+mod leaf;
 mod list;
 mod reconnect;
 
@@ -68,6 +69,12 @@ enum Cmd {
         /// Jobs dispatched one after another's claim, for the latency figures.
         #[arg(long, default_value_t = 1000)]
         samples: usize,
+        /// Each simulated install behind a real leaf nats-server (the runner's own leaf, with
+        /// the install's certificate, admitted by the auth callout), as every install runs; the
+        /// round-trip baseline then goes through a leaf too. Leaves cost ~20 MB each: use
+        /// install counts in the tens or hundreds.
+        #[arg(long)]
+        leaf: bool,
     },
     /// Installs connecting at once, each with its own certificate, admitted by the auth callout
     /// (as after a hub restart) vs the same TLS connections for a configured user.
@@ -135,7 +142,20 @@ async fn main() -> Result<()> {
             jobs,
             concurrency,
             samples,
+            leaf,
         } => {
+            // With --leaf: the largest count's installs, each behind its leaf, made once.
+            let _kept;
+            let leaves = match (leaf, &server) {
+                (false, _) => Vec::new(),
+                (true, None) => anyhow::bail!("--leaf starts its own hub: drop --nats-url"),
+                (true, Some(server)) => {
+                    let max = installs.iter().copied().max().unwrap_or(0);
+                    let (made, kept) = leaf::installs(server, &store, max).await?;
+                    _kept = kept;
+                    made
+                }
+            };
             println!(
                 "{:>8} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9}",
                 "installs",
@@ -153,15 +173,26 @@ async fn main() -> Result<()> {
             // Warm-up, not reported: the first measurements of a fresh server and process (page
             // faults, allocations, the file store's first blocks) would skew the first row.
             if let Some(&n) = installs.first() {
-                dispatch(&client, &store, &scheduler, n, jobs, concurrency).await?;
+                let warm = installs_for(&client, &leaves, n, "w");
+                dispatch(&store, &scheduler, &warm, jobs, concurrency).await?;
                 baseline(&js, jobs, 256).await?;
             }
             let mut first_ratio = None;
             for n in installs {
                 // Latency one job at a time (no queueing), throughput with concurrent dispatch.
-                let lat = latency(&client, &scheduler, n, samples).await?;
-                let d = dispatch(&client, &store, &scheduler, n, jobs, concurrency).await?;
-                let rr = request_reply(&client, BASELINE_SAMPLES).await?;
+                let lat = latency(
+                    &client,
+                    &scheduler,
+                    &installs_for(&client, &leaves, n, "l"),
+                    samples,
+                )
+                .await?;
+                let some = installs_for(&client, &leaves, n, "i");
+                let d = dispatch(&store, &scheduler, &some, jobs, concurrency).await?;
+                let rr = match leaves.first() {
+                    Some(i) => leaf::request_reply(&client, i, BASELINE_SAMPLES).await?,
+                    None => request_reply(&client, BASELINE_SAMPLES).await?,
+                };
                 let raw = baseline(&js, BASELINE_SAMPLES, d.offer_size).await?;
                 let ratio = d.rate / raw;
                 let (p50, p99) = lat;
@@ -188,15 +219,45 @@ struct Dispatched {
     offer_size: usize,
 }
 
-/// Starts the lightweight runners of `names`; each reports the job ids it was granted.
-async fn runners(
+/// A simulated install: its name, and the connection its lightweight runner uses (the hub's
+/// own, in direct mode; its leaf's, with `--leaf`).
+#[derive(Clone)]
+struct Install {
+    name: String,
+    client: async_nats::Client,
+}
+
+/// `n` installs for one measurement: fresh names on the shared connection, or (`--leaf`) the
+/// first `n` of the leaf installs made for the run.
+fn installs_for(
     client: &async_nats::Client,
-    names: &[String],
+    leaves: &[Install],
+    n: usize,
+    tag: &str,
+) -> Vec<Install> {
+    if !leaves.is_empty() {
+        return leaves[..n.min(leaves.len())].to_vec();
+    }
+    let run = m::new_id();
+    (0..n)
+        .map(|i| Install {
+            name: format!("{tag}{i}-{}", &run[20..]),
+            client: client.clone(),
+        })
+        .collect()
+}
+
+/// Starts the lightweight runners of `installs`; each reports the job ids it was granted.
+async fn runners(
+    hub: &async_nats::Client,
+    installs: &[Install],
     granted: tokio::sync::mpsc::UnboundedSender<(String, Instant)>,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>> {
-    let mut tasks = Vec::with_capacity(names.len());
-    for name in names {
+    let mut tasks = Vec::with_capacity(installs.len());
+    let (ready_tx, mut ready) = tokio::sync::mpsc::unbounded_channel();
+    for Install { name, client } in installs {
         let mut wake = client.subscribe(subjects::wake(ORG, name)).await?;
+        let ready_tx = ready_tx.clone();
         let (client, granted, name) = (client.clone(), granted.clone(), name.clone());
         let offers = offers::Offers::new(&client, ORG, &name);
         tasks.push(tokio::spawn(async move {
@@ -218,6 +279,10 @@ async fn runners(
                 }
             };
             while let Some(bell) = wake.next().await {
+                if bell.payload.as_ref() == PROBE {
+                    let _ = ready_tx.send(name.clone());
+                    continue;
+                }
                 // As `ferry-runner` does: the doorbell's own offer first; walk the stream only
                 // for an empty ring.
                 if let Some(offer) = offers::rung(&bell.payload) {
@@ -232,25 +297,48 @@ async fn runners(
             }
         }));
     }
+    // Through a leaf, a doorbell subscription reaches the hub some time after it is made: ring
+    // each install's bell from the hub until its runner hears it, so no dispatched job's
+    // doorbell is lost to an interest not there yet.
+    let mut waiting: std::collections::BTreeSet<&str> =
+        installs.iter().map(|i| i.name.as_str()).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !waiting.is_empty() {
+        for name in &waiting {
+            hub.publish(subjects::wake(ORG, name), PROBE.into()).await?;
+        }
+        hub.flush().await?;
+        let tick = tokio::time::sleep(Duration::from_millis(50));
+        tokio::pin!(tick);
+        loop {
+            tokio::select! {
+                _ = &mut tick => break,
+                Some(name) = ready.recv() => { waiting.remove(name.as_str()); }
+            }
+        }
+        if Instant::now() > deadline {
+            anyhow::bail!("{} runners never heard their doorbell", waiting.len());
+        }
+    }
     Ok(tasks)
 }
+
+/// A doorbell that carries no offer and asks for nothing: a runner answers that it is listening.
+const PROBE: &[u8] = b"probe";
 
 /// Dispatches `jobs` noop jobs over `installs` installs, the way the scheduler does (job record,
 /// offer, doorbell), `concurrency` at a time, and waits until every one was claimed.
 async fn dispatch(
-    client: &async_nats::Client,
     store: &ferry_store::Store,
     scheduler: &ferry_scheduler::Scheduler,
-    installs: usize,
+    installs: &[Install],
     jobs: usize,
     concurrency: usize,
 ) -> Result<Dispatched> {
     let run = m::new_id();
-    let names: Vec<String> = (0..installs)
-        .map(|i| format!("i{i}-{}", &run[20..]))
-        .collect();
+    let names: Vec<String> = installs.iter().map(|i| i.name.clone()).collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let tasks = runners(client, &names, tx).await?;
+    let tasks = runners(&store.js.client(), installs, tx).await?;
     let size = encode(&plan_job(ORG, &names[0], "x").1).len();
     let start = Instant::now();
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -300,17 +388,15 @@ async fn dispatch(
 /// Dispatch-to-start latency, p50 and p99: `samples` noop jobs over `installs` installs, each
 /// dispatched once the one before was claimed, so the figure is the path's and not queueing's.
 async fn latency(
-    client: &async_nats::Client,
+    hub: &async_nats::Client,
     scheduler: &ferry_scheduler::Scheduler,
-    installs: usize,
+    installs: &[Install],
     samples: usize,
 ) -> Result<(Duration, Duration)> {
     let run = m::new_id();
-    let names: Vec<String> = (0..installs)
-        .map(|i| format!("l{i}-{}", &run[20..]))
-        .collect();
+    let names: Vec<String> = installs.iter().map(|i| i.name.clone()).collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let tasks = runners(client, &names, tx).await?;
+    let tasks = runners(hub, installs, tx).await?;
     let mut latencies = Vec::with_capacity(samples);
     for i in 0..samples {
         let install = &names[(i * 7919) % names.len()];

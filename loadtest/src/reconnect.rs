@@ -23,16 +23,7 @@ pub async fn run(
     store: &ferry_store::Store,
     counts: &[usize],
 ) -> Result<()> {
-    let services = hub
-        .hub
-        .credentials(ferry_pki::hub::SERVICES_USER)?
-        .connect_options()
-        .connect(&hub.url)
-        .await?;
-    let key = hub.hub.callout_key()?;
-    tokio::spawn(ferry_api::callout::serve(services, key, store.clone()));
-    // The callout's subscription reaches the server before the first connection asks.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    crate::leaf::serve_callout(hub, store).await?;
     let dir = tempfile::tempdir()?;
     let max = counts.iter().copied().max().unwrap_or(0);
     let started = Instant::now();
