@@ -443,6 +443,10 @@ pub(crate) enum ReleasesCmd {
         /// The installs, comma-separated, in order (default: every install of the app).
         #[arg(long, value_delimiter = ',')]
         installs: Vec<String>,
+        /// Instead of --installs: the app's installs carrying this label, `key=value`
+        /// (repeatable: all of them), by name.
+        #[arg(long = "label", value_name = "KEY=VALUE", conflicts_with = "installs")]
+        labels: Vec<String>,
         /// Cumulative wave sizes: counts or percentages (`1,10%,50%,100%`).
         #[arg(long, default_value = "1,10%,50%,100%")]
         waves: String,

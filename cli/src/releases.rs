@@ -16,6 +16,7 @@ pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
             app,
             config,
             installs,
+            labels,
             waves,
             delay,
             soak,
@@ -25,10 +26,13 @@ pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
             approve_all,
             json,
         } => {
+            let labels =
+                ferry_model::parse_labels(&labels.join(",")).map_err(anyhow::Error::msg)?;
             let body = CreateRelease {
                 app,
                 config,
                 installs,
+                labels,
                 waves,
                 delay_secs: delay.map_or(0, |d| d.as_secs()),
                 soak_secs: soak.map_or(0, |d| d.as_secs()),

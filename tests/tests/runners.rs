@@ -230,6 +230,47 @@ fn installs_are_listed_by_runner_health_and_labels() {
     let (_, text, _) = ferry_tests::ferry(&api, &["installs", "get", "idle"]);
     assert!(text.contains("labels: tier=silver"), "{text}");
 
+    // A release chooses its installs by the same labels.
+    let release = ferry_json(
+        &api,
+        &[
+            "releases",
+            "create",
+            "--app",
+            "hello",
+            "--label",
+            "team=payments",
+            "--waves",
+            "100%",
+            "--json",
+        ],
+    );
+    let targets: Vec<&str> = release["waves"][0]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["install"].as_str().unwrap())
+        .collect();
+    assert_eq!(targets, ["prod"], "{release}");
+    let (code, _, err) = ferry_tests::ferry(
+        &api,
+        &[
+            "releases",
+            "create",
+            "--app",
+            "hello",
+            "--label",
+            "team=nobody",
+            "--waves",
+            "100%",
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("no install to release to with those labels"),
+        "{err}"
+    );
+
     let (code, _, err) = ferry_tests::ferry(&api, &["installs", "label", "idle", "Tier=x"]);
     assert_ne!(code, 0);
     assert!(err.contains("label key \"Tier\""), "{err}");

@@ -38,20 +38,39 @@ pub async fn create_release(
             "the health action `{h}` is not an action of config {config}"
         )));
     }
-    let of_app: Vec<String> = s
-        .store
-        .repo::<Install>()
-        .list(&s.org)
-        .await?
-        .into_iter()
+    m::check_labels(&req.labels).map_err(ApiError::BadRequest)?;
+    let all = s.store.repo::<Install>().scan(&s.org).await?;
+    let of_app: Vec<String> = all
+        .iter()
         .filter(|i| i.app == req.app)
-        .map(|i| i.name)
+        .map(|i| i.name.clone())
         .collect();
     let installs = if req.installs.is_empty() {
-        let mut all = of_app.clone();
-        all.sort();
-        all
+        // The same filter `installs list --app A --label ...` applies.
+        let query = m::InstallQuery {
+            app: Some(req.app.clone()),
+            label: (!req.labels.is_empty()).then(|| {
+                req.labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
+            ..Default::default()
+        };
+        let mut chosen: Vec<String> = all
+            .iter()
+            .filter(|i| query.matches(i, None))
+            .map(|i| i.name.clone())
+            .collect();
+        chosen.sort();
+        chosen
     } else {
+        if !req.labels.is_empty() {
+            return Err(ApiError::BadRequest(
+                "name the installs or choose them by labels, not both".into(),
+            ));
+        }
         for i in &req.installs {
             check_name("install", i)?;
             if !of_app.contains(i) {
@@ -65,8 +84,13 @@ pub async fn create_release(
     };
     if installs.is_empty() {
         return Err(ApiError::BadRequest(format!(
-            "app `{}` has no install to release to",
-            req.app
+            "app `{}` has no install to release to{}",
+            req.app,
+            if req.labels.is_empty() {
+                ""
+            } else {
+                " with those labels"
+            }
         )));
     }
     let waves = m::plan_waves(&installs, &req.waves).map_err(ApiError::BadRequest)?;

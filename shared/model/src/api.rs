@@ -235,6 +235,9 @@ pub struct CreateRelease {
     /// The installs, in order (default: every install of the app, by name).
     #[serde(default)]
     pub installs: Vec<String>,
+    /// Without `installs`: only the app's installs carrying every one of these labels.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
     /// Cumulative wave sizes: `1,10%,50%,100%`.
     pub waves: String,
     #[serde(default)]
