@@ -10,7 +10,6 @@ use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull};
 use ferry_model as m;
 use ferry_store::Store;
 use futures_util::{StreamExt, TryStreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::ORG;
 
@@ -132,22 +131,12 @@ async fn get_installs(
     token: &str,
     n: usize,
 ) -> Result<(Instant, usize)> {
-    let mut conn = tokio::net::TcpStream::connect(addr).await?;
-    let req = format!(
-        "GET /v1/installs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    );
-    conn.write_all(req.as_bytes()).await?;
-    let mut body = Vec::new();
-    conn.read_to_end(&mut body).await?;
+    let (status, body) = crate::http::request(addr, "GET", "/v1/installs", token, None).await?;
     let end = Instant::now();
-    let text = String::from_utf8_lossy(&body);
-    if !text.starts_with("HTTP/1.1 200") {
-        bail!(
-            "GET /v1/installs: {}",
-            text.lines().next().unwrap_or_default()
-        );
+    if status != 200 {
+        bail!("GET /v1/installs: {status}");
     }
-    let listed = text.matches("\"org\":").count();
+    let listed = serde_json::from_slice::<Vec<serde_json::Value>>(&body)?.len();
     if listed != n {
         bail!("GET /v1/installs listed {listed} installs, not {n}");
     }

@@ -12,17 +12,22 @@
 //! pull of same-size messages.
 //!
 //! `list`: the API's install listing over many installs (`list.rs`). `reconnect`: installs
-//! admitted through the auth callout all at once (`reconnect.rs`).
+//! admitted through the auth callout all at once (`reconnect.rs`). `release`: one release over
+//! many installs with real runners (`release.rs`).
 //!
 //! ```text
 //! cargo run --release -p ferry-loadtest -- dispatch --installs 10,100,1000,5000 --jobs 300
 //! cargo run --release -p ferry-loadtest -- list --installs 10,100,1000,5000
 //! cargo run --release -p ferry-loadtest -- reconnect --installs 1000,5000
+//! cargo build --release -p ferry-server -p ferry-cli && \
+//!   cargo run --release -p ferry-loadtest -- release --installs 1000
 //! ```
 
+mod http;
 mod leaf;
 mod list;
 mod reconnect;
+mod release;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -76,6 +81,24 @@ enum Cmd {
         #[arg(long)]
         leaf: bool,
     },
+    /// One release over many installs (real runners in this process, the real ferry-server
+    /// beside this binary) vs one install's deploy in the same run.
+    Release {
+        /// Installs the release goes over.
+        #[arg(long, default_value_t = 1000)]
+        installs: usize,
+        /// The release's waves.
+        #[arg(long, default_value = "1,10%,100%")]
+        waves: String,
+    },
+    /// Internal: one job's plugin, for the runners `release` runs in this process.
+    #[command(hide = true)]
+    Plugin {
+        #[arg(long)]
+        job: std::path::PathBuf,
+        #[arg(long)]
+        result: std::path::PathBuf,
+    },
     /// Installs connecting at once, each with its own certificate, admitted by the auth callout
     /// (as after a hub restart) vs the same TLS connections for a configured user.
     Reconnect {
@@ -98,10 +121,21 @@ const ORG: &str = "bench";
 /// the figure Ferry's are divided by.
 const BASELINE_SAMPLES: usize = 20_000;
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
+    // `release` runs real runners in this process; each job's plugin is this binary again, as
+    // `ferry-runner plugin` is: synchronous, before any runtime exists.
+    if let Cmd::Plugin { job, result } = &args.cmd {
+        std::process::exit(ferry_runner::plugin::main(job, result));
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(args))
+}
+
+async fn run(args: Args) -> Result<()> {
     let mut server = None;
     // The hub is a real one: TLS with client certificates, the services' user (as `ferry-server`
     // connects), the auth callout's configuration; the raw baselines run over the same link.
@@ -125,6 +159,12 @@ async fn main() -> Result<()> {
     if let Cmd::List { installs } = &args.cmd {
         return list::run(&js, &store, installs).await;
     }
+    if let Cmd::Release { installs, waves } = &args.cmd {
+        let Some(server) = &server else {
+            anyhow::bail!("release starts its own hub (to read its CPU): drop --nats-url");
+        };
+        return release::run(server, *installs, waves).await;
+    }
     if let Cmd::Reconnect { installs } = &args.cmd {
         let Some(server) = &server else {
             anyhow::bail!("reconnect starts its own hub (to read its memory): drop --nats-url");
@@ -136,7 +176,7 @@ async fn main() -> Result<()> {
     tokio::spawn(scheduler.clone().run());
     scheduler_ready(&client).await?;
     match args.cmd {
-        Cmd::List { .. } | Cmd::Reconnect { .. } => {}
+        Cmd::List { .. } | Cmd::Reconnect { .. } | Cmd::Release { .. } | Cmd::Plugin { .. } => {}
         Cmd::Dispatch {
             installs,
             jobs,

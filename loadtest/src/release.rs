@@ -1,0 +1,306 @@
+//! `release`: one release over N installs of an app with a no-op script component, against the
+//! time of one install's deploy in the same run. The control plane is the real `ferry-server`
+//! (every service, beside this binary: build it with `--release`); each install's runner is the
+//! real runner (`ferry_runner::Runner`, direct mode, its own certificate, admitted by the auth
+//! callout), N of them in this process, each starting the real plugin process per job (this
+//! binary answers `plugin`, as `ferry-runner` does). Reported: the deploy's time, the release's
+//! (create to succeeded), their ratio, jobs run, and the CPU seconds the hub nats-server and
+//! `ferry-server` spent during the release.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use futures_util::StreamExt;
+use serde_json::json;
+
+use crate::http;
+
+const ORG: &str = ferry_model::DEFAULT_ORG;
+const APP: &str = "bench";
+
+pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result<()> {
+    let work = tempfile::tempdir()?;
+    let (server, addr, token) = control_plane(hub, work.path()).await?;
+    let app = work.path().join("app");
+    write_app(&app, 1)?;
+    sync(addr, &token, &app).await?;
+    let t = Instant::now();
+    futures_util::stream::iter(0..n)
+        .map(|i| {
+            let token = token.clone();
+            async move {
+                let body = json!({ "app": APP, "name": name(i), "approve_all": true });
+                http::json(addr, "POST", "/v1/installs", &token, Some(&body)).await
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
+    let _runners = runners(hub, work.path(), n).await?;
+    wait_active(addr, &token, n).await?;
+    println!(
+        "{n} installs created and provisioned in {:.1} s (each runner in this process, direct mode)",
+        t.elapsed().as_secs_f64()
+    );
+
+    // One install's deploy of a new version, alone.
+    write_app(&app, 2)?;
+    sync(addr, &token, &app).await?;
+    let t = Instant::now();
+    let path = format!("/v1/installs/{}/deploy", name(0));
+    let d = http::json(addr, "POST", &path, &token, Some(&json!({}))).await?;
+    let wf = d["workflow_id"]
+        .as_str()
+        .context("a workflow id")?
+        .to_string();
+    wait_workflow(addr, &token, &wf).await?;
+    let one = t.elapsed();
+
+    // The next version released over every install.
+    write_app(&app, 3)?;
+    sync(addr, &token, &app).await?;
+    let cpu = |pid| cpu_secs(pid).unwrap_or(0.0);
+    let (hub0, server0) = (cpu(hub.pid()), cpu(server.id()));
+    let t = Instant::now();
+    let body = json!({ "app": APP, "waves": waves, "approve_all": true });
+    let r = http::json(addr, "POST", "/v1/releases", &token, Some(&body)).await?;
+    let id = r["id"].as_str().context("a release id")?.to_string();
+    let done = wait_release(addr, &token, &id).await?;
+    let all = t.elapsed();
+    let (hub1, server1) = (cpu(hub.pid()), cpu(server.id()));
+    let waves_done = done["waves"].as_array().map_or(0, Vec::len);
+    println!(
+        "{:>8} {:>6} {:>12} {:>12} {:>10} {:>12} {:>14}",
+        "installs", "waves", "deploy s", "release s", "rel/dep", "hub cpu s", "server cpu s"
+    );
+    println!(
+        "{n:>8} {waves_done:>6} {:>12.2} {:>12.2} {:>10.1} {:>12.1} {:>14.1}",
+        one.as_secs_f64(),
+        all.as_secs_f64(),
+        all.as_secs_f64() / one.as_secs_f64(),
+        hub1 - hub0,
+        server1 - server0,
+    );
+    Ok(())
+}
+
+fn name(i: usize) -> String {
+    format!("b{i:05}")
+}
+
+/// A sandbox and one component, both scripts that do nothing; `version` changes the component,
+/// so each sync is a new config version whose deploy has one change.
+fn write_app(dir: &Path, version: u32) -> Result<()> {
+    let files = [
+        (
+            "metadata.toml",
+            "version = \"v1\"\ndisplay_name = \"Bench\"\n".to_string(),
+        ),
+        (
+            "sandbox.toml",
+            "type = \"script\"\ndirectory = \"sandbox\"\n".to_string(),
+        ),
+        (
+            "sandbox/apply.sh",
+            "#!/bin/sh\necho '{}' > \"$FERRY_OUTPUTS\"\n".to_string(),
+        ),
+        (
+            "components/noop.toml",
+            "name = \"noop\"\ntype = \"script\"\ndirectory = \"components/src/noop\"\n".to_string(),
+        ),
+        (
+            "components/src/noop/apply.sh",
+            format!("#!/bin/sh\n# version {version}\necho '{{}}' > \"$FERRY_OUTPUTS\"\n"),
+        ),
+    ];
+    for (path, text) in files {
+        let p = dir.join(path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(p, text)?;
+    }
+    Ok(())
+}
+
+/// `ferry-server` with every service on a free port, and its first admin token.
+async fn control_plane(
+    hub: &ferry_tests::NatsServer,
+    dir: &Path,
+) -> Result<(KillOnDrop, SocketAddr, String)> {
+    let bin = beside("ferry-server")?;
+    let hub_dir = hub.hub.dir.display().to_string();
+    let token = std::process::Command::new(&bin)
+        .args(["--nats-url", &hub.url, "--hub-dir", &hub_dir, "init"])
+        .output()?;
+    if !token.status.success() {
+        bail!(
+            "ferry-server init: {}",
+            String::from_utf8_lossy(&token.stderr)
+        );
+    }
+    let token = String::from_utf8_lossy(&token.stdout).trim().to_string();
+    let addr: SocketAddr = format!("127.0.0.1:{}", ferry_tests::free_port()).parse()?;
+    let child = std::process::Command::new(&bin)
+        .args(["--nats-url", &hub.url, "--hub-dir", &hub_dir])
+        .args(["--http-addr", &addr.to_string()])
+        .stdout(std::fs::File::create(dir.join("server.log"))?)
+        .stderr(std::fs::File::create(dir.join("server.err"))?)
+        .spawn()?;
+    let server = KillOnDrop(child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        if Instant::now() > deadline {
+            bail!("ferry-server did not start; see {}", dir.display());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok((server, addr, token))
+}
+
+/// A binary built beside this one.
+fn beside(name: &str) -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let p = exe.with_file_name(name);
+    if !p.is_file() {
+        bail!(
+            "{} is not built: cargo build --release -p ferry-server -p ferry-cli",
+            p.display()
+        );
+    }
+    Ok(p)
+}
+
+async fn sync(addr: SocketAddr, token: &str, app: &Path) -> Result<()> {
+    let out = tokio::process::Command::new(beside("ferry")?)
+        .env("FERRY_TOKEN", token)
+        .env("XDG_CONFIG_HOME", "/nonexistent/ferry-loadtest")
+        .args(["--api", &format!("http://{addr}"), "apps", "sync"])
+        .arg(app)
+        .args(["--name", APP])
+        .output()
+        .await?;
+    if !out.status.success() {
+        bail!("ferry apps sync: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(())
+}
+
+/// Each install's runner, in this process: certificate issued, connected directly.
+async fn runners(
+    hub: &ferry_tests::NatsServer,
+    dir: &Path,
+    n: usize,
+) -> Result<Vec<tokio::task::JoinHandle<()>>> {
+    let mut tasks = Vec::with_capacity(n);
+    for i in 0..n {
+        let home = dir.join(name(i));
+        let identity = home.join("identity");
+        let creds = ferry_tests::issue_install(&hub.hub.dir, ORG, &name(i), &identity);
+        let data_dir = std::path::absolute(home.join("data"))?;
+        let cfg = ferry_runner::runner::RunnerConfig {
+            nats_url: hub.url.clone(),
+            credentials: creds,
+            identity: Some(ferry_pki::InstallFiles::new(&identity)),
+            org: ORG.into(),
+            install: name(i),
+            data_dir: data_dir.clone(),
+            max_jobs: 4,
+            idle_poll: Duration::from_secs(30),
+            cancel_grace: Duration::from_secs(10),
+            drain: Duration::from_secs(1),
+            mode: ferry_runner::runner::Mode::Direct,
+            give_up_when_refused: None,
+            tools: ferry_runner::plugin::Tools {
+                helm: None,
+                kubectl: None,
+                kubeconfig: None,
+                registry: None,
+                layout: Some(data_dir.join("registry")),
+            },
+            registry: None,
+            break_glass_host_only: false,
+        };
+        let runner = Arc::new(ferry_runner::runner::Runner::connect(cfg).await?);
+        tasks.push(tokio::spawn(async move {
+            if let Err(e) = runner.run().await {
+                eprintln!("a runner stopped: {e}");
+            }
+        }));
+    }
+    Ok(tasks)
+}
+
+async fn wait_active(addr: SocketAddr, token: &str, n: usize) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(1800);
+    loop {
+        let active = http::json(addr, "GET", "/v1/installs?status=active", token, None).await?;
+        let failed = http::json(addr, "GET", "/v1/installs?status=failed", token, None).await?;
+        if let Some(f) = failed.as_array().and_then(|f| f.first()) {
+            bail!("install {} failed to provision", f["name"]);
+        }
+        if active.as_array().map_or(0, Vec::len) == n {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("not every install was provisioned within 30 minutes");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn wait_workflow(addr: SocketAddr, token: &str, id: &str) -> Result<()> {
+    loop {
+        let wf = http::json(addr, "GET", &format!("/v1/workflows/{id}"), token, None).await?;
+        match wf["status"].as_str() {
+            Some("succeeded") => return Ok(()),
+            Some("failed" | "cancelled") => bail!("workflow {id} ended {}", wf["status"]),
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
+async fn wait_release(addr: SocketAddr, token: &str, id: &str) -> Result<serde_json::Value> {
+    loop {
+        let r = http::json(addr, "GET", &format!("/v1/releases/{id}"), token, None).await?;
+        match r["status"].as_str() {
+            Some("succeeded") => return Ok(r),
+            Some("halted" | "cancelled") => {
+                bail!("release {id} ended {}: {}", r["status"], r["reason"])
+            }
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// CPU seconds (user + system) process `pid` has used.
+fn cpu_secs(pid: u32) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name (which may hold spaces), from its closing parenthesis.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
+        + f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    Ok(ticks / 100.0)
+}
+
+/// The control plane's process, killed with the benchmark.
+struct KillOnDrop(std::process::Child);
+
+impl KillOnDrop {
+    fn id(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
