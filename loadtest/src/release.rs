@@ -259,7 +259,16 @@ async fn wait_workflow(addr: SocketAddr, token: &str, id: &str) -> Result<()> {
         let wf = http::json(addr, "GET", &format!("/v1/workflows/{id}"), token, None).await?;
         match wf["status"].as_str() {
             Some("succeeded") => return Ok(()),
-            Some("failed" | "cancelled") => bail!("workflow {id} ended {}", wf["status"]),
+            Some("failed" | "cancelled") => {
+                let why: Vec<String> = wf["steps"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|s| s["status"] == "failed")
+                    .map(|s| format!("{} {}: {}", s["component"], s["kind"], s["message"]))
+                    .collect();
+                bail!("workflow {id} ended {}: {}", wf["status"], why.join("; "))
+            }
             _ => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     }

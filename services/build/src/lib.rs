@@ -36,6 +36,7 @@ pub struct BuildService {
     store: Store,
     vendor: Vendor,
     allowed: serve::Allowed,
+    blobs: serve::Recent,
 }
 
 /// What a build made: where, what, how large.
@@ -63,6 +64,7 @@ impl BuildService {
             store,
             vendor,
             allowed: serve::Allowed::default(),
+            blobs: serve::Recent::default(),
         })
     }
 
