@@ -24,64 +24,13 @@ use crate::{BuildError, BuildService};
 #[derive(Clone, Default)]
 pub(crate) struct Allowed(Arc<Mutex<HashMap<String, (String, String)>>>);
 
-/// Blobs read in the last [`RECENT_FOR`], by org and digest, up to [`RECENT_BYTES`] in all.
-///
-/// A runner reads a blob in chunks, and each chunk's request reads the blob (and the manifest
-/// that lists it) from the vendor store again; a wave of installs syncing one artifact reads the
-/// same blobs hundreds of times within seconds. From the hub's object store each read is a
-/// consumer that the server keeps for seconds after it ends: measured with 100 installs
-/// (`loadtest release`), the stream reached its consumer limit and a sync failed. Blobs are
-/// addressed by digest (what a digest names never changes) and every read has passed the
-/// install's check first, so a short-lived copy changes nothing but the number of reads.
-#[derive(Clone, Default)]
-pub(crate) struct Recent(Arc<Mutex<RecentBlobs>>);
-
-#[derive(Default)]
-pub(crate) struct RecentBlobs {
-    blobs: HashMap<String, (std::time::Instant, Arc<Vec<u8>>)>,
-    bytes: usize,
-}
-
-/// How long a blob read stays at hand.
-const RECENT_FOR: std::time::Duration = std::time::Duration::from_secs(60);
-/// At most this much is kept; a blob over a quarter of it is never kept.
-const RECENT_BYTES: usize = 64 * 1024 * 1024;
-
-impl Recent {
-    fn get(&self, key: &str) -> Option<Arc<Vec<u8>>> {
-        let r = self.0.lock().ok()?;
-        r.blobs
-            .get(key)
-            .filter(|(at, _)| at.elapsed() < RECENT_FOR)
-            .map(|(_, b)| b.clone())
-    }
-
-    fn put(&self, key: String, blob: Arc<Vec<u8>>) {
-        if blob.len() > RECENT_BYTES / 4 {
-            return;
-        }
-        let Ok(mut r) = self.0.lock() else { return };
-        // Expired first, then the oldest, until the new one fits.
-        let mut by_age: Vec<(std::time::Instant, String)> = r
-            .blobs
-            .iter()
-            .map(|(k, (at, _))| (*at, k.clone()))
-            .collect();
-        by_age.sort();
-        for (at, k) in by_age {
-            if at.elapsed() < RECENT_FOR && r.bytes + blob.len() <= RECENT_BYTES {
-                break;
-            }
-            if let Some((_, old)) = r.blobs.remove(&k) {
-                r.bytes -= old.len();
-            }
-        }
-        r.bytes += blob.len();
-        if let Some((_, old)) = r.blobs.insert(key, (std::time::Instant::now(), blob)) {
-            r.bytes -= old.len();
-        }
-    }
-}
+/// Blobs served in the last minute, by org and digest. A runner reads a blob in chunks, and each
+/// chunk's request reads the blob (and the manifest that lists it) again; a wave of installs
+/// syncing one artifact reads the same blobs hundreds of times within seconds, and from the
+/// hub's object store each read is a consumer the server keeps for 30 s after it ends (100
+/// installs reached the stream's consumer limit: `loadtest release`). Every read has passed
+/// the install's check first; what a digest names never changes.
+pub(crate) type Recent = ferry_store::Recent;
 
 impl BuildService {
     /// A blob or manifest of the vendor store, from the recent reads when it is there.
@@ -227,32 +176,5 @@ impl BuildService {
             a.insert(key, f.clone());
         }
         Ok(found)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn recent_blobs_are_kept_within_their_budget_oldest_out_first() {
-        let recent = Recent::default();
-        let blob = |n: usize| Arc::new(vec![7u8; n]);
-        let quarter = RECENT_BYTES / 4;
-        recent.put("o/a".into(), blob(quarter));
-        recent.put("o/b".into(), blob(quarter));
-        recent.put("o/c".into(), blob(quarter));
-        recent.put("o/d".into(), blob(quarter));
-        assert!(recent.get("o/a").is_some());
-        // A fifth does not fit: the oldest goes.
-        recent.put("o/e".into(), blob(quarter));
-        assert!(recent.get("o/a").is_none());
-        assert!(recent.get("o/e").is_some());
-        assert!(recent.0.lock().unwrap().bytes <= RECENT_BYTES);
-        // Too large to keep at all.
-        recent.put("o/huge".into(), blob(quarter + 1));
-        assert!(recent.get("o/huge").is_none());
-        // Another org's key is another entry.
-        assert!(recent.get("p/e").is_none());
     }
 }

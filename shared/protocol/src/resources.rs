@@ -185,6 +185,9 @@ pub mod objects {
     pub const JOB_LOGS: &str = "job_logs";
 
     pub const ALL: &[&str] = &[APP_SOURCES, ARTIFACTS, PLANS, JOB_LOGS];
+    /// Stores whose objects are named by their content's digest: what a name holds never
+    /// changes, so a read may be kept (`ferry_store::Recent`).
+    pub const IMMUTABLE: &[&str] = &[APP_SOURCES, ARTIFACTS];
 
     /// A plan job's plan as structured JSON in `PLANS` (when its plugin gives one).
     pub fn plan_json(org: &str, job_id: &str) -> String {

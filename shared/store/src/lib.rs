@@ -8,11 +8,13 @@
 mod bus;
 mod logs;
 mod packages;
+mod recent;
 mod repo;
 
 pub use bus::{Bus, Handled, consume, consume_messages};
 pub use logs::accepted_batch;
 pub use packages::{VALIDATE_DEADLINE, ValidateError, deploy_stages, validate_package};
+pub use recent::Recent;
 pub use repo::{Record, Repo, Versioned};
 
 use std::collections::HashMap;
@@ -85,6 +87,8 @@ pub struct Store {
     pub js: jetstream::Context,
     buckets: HashMap<&'static str, kv::Store>,
     objects: HashMap<&'static str, object_store::ObjectStore>,
+    /// Objects of the immutable stores read lately (`recent.rs`).
+    recent: Recent,
 }
 
 impl Store {
@@ -159,6 +163,7 @@ impl Store {
             js,
             buckets,
             objects,
+            recent: Recent::default(),
         })
     }
 
@@ -199,6 +204,7 @@ impl Store {
             js,
             buckets,
             objects,
+            recent: Recent::default(),
         })
     }
 
@@ -263,6 +269,11 @@ impl Store {
         name: &str,
     ) -> Result<Option<Vec<u8>>, StoreError> {
         use tokio::io::AsyncReadExt;
+        let immutable = resources::objects::IMMUTABLE.contains(&bucket);
+        let key = format!("{bucket}/{name}");
+        if immutable && let Some(bytes) = self.recent.get(&key) {
+            return Ok(Some(bytes.to_vec()));
+        }
         let os = self.object_store(bucket)?;
         let mut obj = match os.get(name).await {
             Ok(o) => o,
@@ -283,6 +294,9 @@ impl Store {
                 name: name.into(),
                 reason: e.to_string(),
             })?;
+        if immutable {
+            self.recent.put(key, std::sync::Arc::new(buf.clone()));
+        }
         Ok(Some(buf))
     }
 
