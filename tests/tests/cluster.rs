@@ -65,19 +65,9 @@ fn a_hub_node_killed_mid_deploy_loses_nothing_and_catches_up_after_its_restart()
     ferry_tests::sync_hello(&api, &app);
     let mut roots = Vec::new();
     for i in INSTALLS {
-        let created = ferry_json(
-            &api,
-            &[
-                "installs",
-                "create",
-                "--app",
-                "hello",
-                "--name",
-                i,
-                "--approve-all",
-                "--json",
-            ],
-        );
+        let (code, out, err) = ferry_tests::create_hello(&api, i, &["--json"]);
+        assert_eq!(code, 0, "{out}{err}");
+        let created: serde_json::Value = serde_json::from_str(&out).unwrap();
         let wf = created["workflow_id"].as_str().unwrap().to_string();
         wait_for(&api, &wf, 180, "provisioning", |w| {
             w["status"] == "succeeded"

@@ -116,47 +116,36 @@ impl Store {
         }
         let mut buckets = HashMap::new();
         for &name in resources::buckets::ALL {
-            let kv = match js.get_key_value(name).await {
-                Ok(kv) => kv,
-                Err(_) => js
-                    .create_key_value(kv::Config {
-                        bucket: name.to_string(),
-                        history: resources::buckets::HISTORY,
-                        num_replicas: replicas,
-                        ..Default::default()
-                    })
-                    .await
-                    .map_err(setup(format!("KV bucket {name}")))?,
-            };
-            let kv = match leader_reads(&js, &format!("KV_{name}")).await? {
-                true => js
-                    .get_key_value(name)
-                    .await
-                    .map_err(setup(format!("KV bucket {name}")))?,
-                false => kv,
-            };
+            let what = || format!("KV bucket {name}");
+            if js.get_key_value(name).await.is_err() {
+                js.create_key_value(kv::Config {
+                    bucket: name.to_string(),
+                    history: resources::buckets::HISTORY,
+                    num_replicas: replicas,
+                    ..Default::default()
+                })
+                .await
+                .map_err(setup(what()))?;
+            }
+            leader_reads(&js, &format!("KV_{name}")).await?;
+            // Opened after the stream's read mode is settled: a handle keeps the mode it saw.
+            let kv = js.get_key_value(name).await.map_err(setup(what()))?;
             buckets.insert(name, kv);
         }
         let mut objects = HashMap::new();
         for &name in resources::objects::ALL {
-            let os = match js.get_object_store(name).await {
-                Ok(os) => os,
-                Err(_) => js
-                    .create_object_store(object_store::Config {
-                        bucket: name.to_string(),
-                        num_replicas: replicas,
-                        ..Default::default()
-                    })
-                    .await
-                    .map_err(setup(format!("object store {name}")))?,
-            };
-            let os = match leader_reads(&js, &format!("OBJ_{name}")).await? {
-                true => js
-                    .get_object_store(name)
-                    .await
-                    .map_err(setup(format!("object store {name}")))?,
-                false => os,
-            };
+            let what = || format!("object store {name}");
+            if js.get_object_store(name).await.is_err() {
+                js.create_object_store(object_store::Config {
+                    bucket: name.to_string(),
+                    num_replicas: replicas,
+                    ..Default::default()
+                })
+                .await
+                .map_err(setup(what()))?;
+            }
+            leader_reads(&js, &format!("OBJ_{name}")).await?;
+            let os = js.get_object_store(name).await.map_err(setup(what()))?;
             objects.insert(name, os);
         }
         Ok(Store {
@@ -176,13 +165,6 @@ impl Store {
                 .get_key_value(name)
                 .await
                 .map_err(setup(format!("KV bucket {name}")))?;
-            let kv = match leader_reads(&js, &format!("KV_{name}")).await? {
-                true => js
-                    .get_key_value(name)
-                    .await
-                    .map_err(setup(format!("KV bucket {name}")))?,
-                false => kv,
-            };
             buckets.insert(name, kv);
         }
         let mut objects = HashMap::new();
@@ -191,13 +173,6 @@ impl Store {
                 .get_object_store(name)
                 .await
                 .map_err(setup(format!("object store {name}")))?;
-            let os = match leader_reads(&js, &format!("OBJ_{name}")).await? {
-                true => js
-                    .get_object_store(name)
-                    .await
-                    .map_err(setup(format!("object store {name}")))?,
-                false => os,
-            };
             objects.insert(name, os);
         }
         Ok(Store {
@@ -389,15 +364,14 @@ impl Store {
     }
 }
 
-/// Makes a replicated bucket's reads go to its stream's leader; true if it changed the stream
-/// (the bucket must then be opened again: a handle keeps the configuration it was opened with).
+/// Makes a replicated bucket's reads go to its stream's leader.
 ///
 /// Buckets and object stores are made with `allow_direct`, so that any replica answers a read.
 /// A follower may not have applied the latest write yet, and Ferry reads a record, decides, and
 /// writes it back by compare-and-swap: a stale read is a decision on a state that is gone (a
 /// three-node hub failed a deploy with "no build recorded" for a build step that had one). With
 /// one replica there is no follower, and direct reads stay.
-async fn leader_reads(js: &jetstream::Context, stream: &str) -> Result<bool, StoreError> {
+async fn leader_reads(js: &jetstream::Context, stream: &str) -> Result<(), StoreError> {
     let mut s = js
         .get_stream(stream)
         .await
@@ -408,7 +382,7 @@ async fn leader_reads(js: &jetstream::Context, stream: &str) -> Result<bool, Sto
         .map_err(setup(format!("stream {stream}")))?
         .config;
     if config.num_replicas <= 1 || !config.allow_direct {
-        return Ok(false);
+        return Ok(());
     }
     let config = stream::Config {
         allow_direct: false,
@@ -417,7 +391,7 @@ async fn leader_reads(js: &jetstream::Context, stream: &str) -> Result<bool, Sto
     js.update_stream(config)
         .await
         .map_err(setup(format!("stream {stream}")))?;
-    Ok(true)
+    Ok(())
 }
 
 /// A stream that must never lose a message is created once, on a fresh hub, and afterwards only
