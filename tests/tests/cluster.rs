@@ -49,7 +49,10 @@ fn a_hub_node_killed_mid_deploy_loses_nothing_and_catches_up_after_its_restart()
     let (_server, api) = Proc::server_with(
         &hub.url,
         dir.path().join("server.log"),
-        &["--replicas", "3"],
+        // A lease must outlast the hub's failover, or a job cut off from it meanwhile is
+        // declared lost and runs again: under this suite's load a failover took over 30 s
+        // (docs/operations.md).
+        &["--replicas", "3", "--job-lease-secs", "90"],
     );
     let _runners: Vec<Proc> = INSTALLS
         .iter()
