@@ -229,12 +229,7 @@ pub async fn set_labels(
             Ok(true)
         })
         .await
-        .map_err(|e| match e {
-            StoreError::NotFound { .. } => {
-                ApiError::NotFound(format!("install `{name}` not found"))
-            }
-            e => e.into(),
-        })?
+        .map_err(install_error(&name))?
         .map_err(ApiError::BadRequest)?;
     audit(
         &s,
@@ -244,6 +239,14 @@ pub async fn set_labels(
     )
     .await?;
     Ok(Json(updated.redacted()))
+}
+
+/// A store error of a change to install `name`: a missing record is the install not found.
+fn install_error(name: &str) -> impl Fn(StoreError) -> ApiError + '_ {
+    move |e| match e {
+        StoreError::NotFound { .. } => ApiError::NotFound(format!("install `{name}` not found")),
+        e => e.into(),
+    }
 }
 
 pub async fn get_install(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Install>, ApiError> {
@@ -275,12 +278,7 @@ pub async fn set_approve_all(
             Ok(true)
         })
         .await
-        .map_err(|e| match e {
-            StoreError::NotFound { .. } => {
-                ApiError::NotFound(format!("install `{name}` not found"))
-            }
-            e => e.into(),
-        })?
+        .map_err(install_error(&name))?
         .unwrap_or_else(|()| unreachable!("the closure never refuses"));
     if req.enabled {
         let waiting = s.store.repo::<m::Approval>().list(&s.org).await?;
