@@ -154,4 +154,16 @@ impl Api {
         )
         .await
     }
+
+    /// A streaming GET of Server-Sent Events, resuming after event `last_id` when given.
+    pub async fn stream_from(&self, path: &str, last_id: Option<&str>) -> Result<Response> {
+        let mut req = self
+            .http
+            .get(self.url(path))
+            .header(reqwest::header::ACCEPT, "text/event-stream");
+        if let Some(id) = last_id {
+            req = req.header("last-event-id", id);
+        }
+        self.check(req.send().await, &format!("GET {path}")).await
+    }
 }

@@ -3,14 +3,13 @@
 
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use ferry_model::{Install, Job, LogEntry, Workflow};
-use futures_util::StreamExt;
 
 use crate::client::Api;
 use crate::render;
+use crate::sse::Subscription;
 
 /// Whose log to show.
 pub enum Target {
@@ -57,6 +56,14 @@ pub async fn run(api: &Api, target: Target, show: Show) -> Result<i32> {
 /// waits for each job in turn and ends with the workflow.
 async fn workflow_log(api: &Api, id: &str, show: &Show) -> Result<i32> {
     let mut shown: BTreeSet<String> = BTreeSet::new();
+    // Following, each change of the workflow or its jobs is a reason to look again.
+    let mut changes = match show.follow {
+        true => {
+            let path = format!("/v1/events?workflow={id}&kinds=workflow,job");
+            Some(Subscription::open(api, &path).await?)
+        }
+        false => None,
+    };
     loop {
         let wf: Workflow = api.get(&format!("/v1/workflows/{id}")).await?;
         let mut waiting = false;
@@ -88,10 +95,13 @@ async fn workflow_log(api: &Api, id: &str, show: &Show) -> Result<i32> {
             print_job(api, job_id, show.follow && !ended, show).await?;
             shown.insert(job_id.clone());
         }
-        if !show.follow || (wf.status.is_terminal() && !waiting) {
+        let Some(changes) = changes.as_mut() else {
+            return Ok(0);
+        };
+        if wf.status.is_terminal() && !waiting {
             return Ok(0);
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        changes.next().await?;
     }
 }
 
@@ -100,26 +110,19 @@ async fn job_log(api: &Api, job: &str, show: &Show) -> Result<i32> {
     Ok(0)
 }
 
-/// Prints a job's log as it comes (following it to its end with `follow`).
+/// Prints a job's log as it comes (following it to its end with `follow`), from the API's
+/// Server-Sent Events: a dropped connection resumes after the last line printed.
 async fn print_job(api: &Api, job: &str, follow: bool, show: &Show) -> Result<()> {
-    let path = format!(
-        "/v1/jobs/{job}/logs{}",
-        if follow { "?follow=true" } else { "" }
-    );
-    let resp = api.stream(&path).await?;
-    let mut body = resp.bytes_stream();
-    let mut buf: Vec<u8> = Vec::new();
-    while let Some(chunk) = body.next().await {
-        buf.extend_from_slice(&chunk.context("reading the log stream")?);
-        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=pos).collect();
-            print_line(&line[..line.len() - 1], show)?;
+    let path = format!("/v1/jobs/{job}/log?follow={follow}");
+    let mut log = Subscription::open(api, &path).await?;
+    loop {
+        let event = log.next().await?;
+        match event.event.as_str() {
+            "line" => print_line(event.data.as_bytes(), show)?,
+            "end" => return Ok(()),
+            _ => {}
         }
     }
-    if !buf.is_empty() {
-        print_line(&buf, show)?;
-    }
-    Ok(())
 }
 
 fn print_line(line: &[u8], show: &Show) -> Result<()> {

@@ -12,6 +12,7 @@ mod logs;
 mod plans;
 mod releases;
 mod render;
+mod sse;
 mod tokens;
 mod watch;
 

@@ -9,58 +9,82 @@ use ferry_model::{StepStatus, Workflow};
 
 use crate::client::Api;
 use crate::render;
+use crate::sse::Subscription;
 
 pub fn step(started: Instant, msg: &str) {
     println!("[{:>6.1}s] {msg}", started.elapsed().as_secs_f64());
 }
 
-/// Polls the workflow, printing each step as it changes, until it is over. `check` runs on every
-/// poll and ends the wait with its error (a process that died).
+/// Follows the workflow through the API's events, printing each step as it changes, until it
+/// is over. `check` runs at least every second and ends the wait with its error (a process that
+/// died).
 pub async fn follow(
     api: &Api,
     id: &str,
     started: Instant,
     mut check: impl FnMut() -> Result<()>,
 ) -> Result<Workflow> {
+    // Subscribed before reading the workflow: no change can fall between the two.
+    let path = format!("/v1/events?workflow={id}&kinds=workflow");
+    let mut events = Subscription::open(api, &path).await?;
+    let mut current = api
+        .get_opt::<Workflow>(&format!("/v1/workflows/{id}"))
+        .await?;
     let mut seen: Vec<StepStatus> = Vec::new();
     let mut latest = LatestLines::default();
     loop {
         check()?;
-        if let Some(wf) = api
-            .get_opt::<Workflow>(&format!("/v1/workflows/{id}"))
-            .await?
-        {
-            seen.resize(wf.steps.len(), StepStatus::Pending);
-            for s in &wf.steps {
-                let before = seen[s.index as usize];
-                if s.status != before && s.status != StepStatus::Pending {
-                    let msg = s
-                        .message
-                        .as_deref()
-                        .map(|m| format!("  {m}"))
-                        .unwrap_or_default();
-                    step(
-                        started,
-                        &format!(
-                            "{:<10} {:<8} {} {}{msg}",
-                            s.subject(),
-                            s.kind.label(),
-                            render::step_mark(s.status),
-                            s.status
-                        ),
-                    );
-                    seen[s.index as usize] = s.status;
-                    if s.status == StepStatus::Waiting {
-                        step(started, &approve_hint(&wf, s.index, &s.component));
-                    }
-                }
-            }
+        if let Some(wf) = &current {
+            print_changes(wf, &mut seen, started);
             if wf.status.is_terminal() {
-                return Ok(wf);
+                return Ok(wf.clone());
             }
-            latest.show(api, &wf, started).await;
+            latest.show(api, wf, started).await;
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        if let Ok(event) = tokio::time::timeout(TICK, events.next()).await
+            && let Some(wf) = workflow_of(&event?)
+        {
+            current = Some(wf);
+        }
+    }
+}
+
+/// How often a follower wakes without a change: for `check`, and a long step's latest line.
+const TICK: Duration = Duration::from_secs(1);
+
+/// The workflow an event carries, if it is a workflow's new state.
+fn workflow_of(event: &eventsource_stream::Event) -> Option<Workflow> {
+    let e: ferry_model::events::Event = serde_json::from_str(&event.data).ok()?;
+    serde_json::from_value(e.record?).ok()
+}
+
+/// Prints each step whose status changed since `seen`, and how to decide on a plan waiting.
+fn print_changes(wf: &Workflow, seen: &mut Vec<StepStatus>, started: Instant) {
+    seen.resize(wf.steps.len(), StepStatus::Pending);
+    for s in &wf.steps {
+        let before = seen[s.index as usize];
+        if s.status == before || s.status == StepStatus::Pending {
+            continue;
+        }
+        let msg = s
+            .message
+            .as_deref()
+            .map(|m| format!("  {m}"))
+            .unwrap_or_default();
+        step(
+            started,
+            &format!(
+                "{:<10} {:<8} {} {}{msg}",
+                s.subject(),
+                s.kind.label(),
+                render::step_mark(s.status),
+                s.status
+            ),
+        );
+        seen[s.index as usize] = s.status;
+        if s.status == StepStatus::Waiting {
+            step(started, &approve_hint(wf, s.index, &s.component));
+        }
     }
 }
 

@@ -13,6 +13,10 @@
 //! * `GET /v1/workflows/{id}`, `GET /v1/jobs/{id}`
 //! * `GET /v1/jobs/{id}/logs[?follow=true]` — JSON lines (`application/x-ndjson`); with `follow`, the
 //!   response stays open until the job has finished and every line has been sent.
+//! * `GET /v1/jobs/{id}/log[?follow=true]` — the same as Server-Sent Events, resumable with
+//!   `Last-Event-ID` (`logs.rs`)
+//! * `GET /v1/events[?install=&workflow=&kinds=]` — the org's record changes as Server-Sent
+//!   Events, resumable with `Last-Event-ID` (`events.rs`)
 //! * installs: `…/deploy`, `…/reprovision`, `…/teardown`, `…/inputs`, `…/labels`, `…/approve-all`, `DELETE`
 //! * workflows: `GET /v1/workflows`, `…/{id}/cancel | approve | deny | retry | skip`;
 //!   `GET /v1/approvals`, `GET /v1/runners`, `POST /v1/jobs/{id}/cancel`, `GET /v1/jobs/{id}/plan`
@@ -31,6 +35,7 @@ mod auth;
 pub mod bootstrap;
 pub mod callout;
 mod error;
+mod events;
 mod handlers;
 mod ids;
 mod installs;
@@ -159,6 +164,8 @@ pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
         .route("/v1/jobs/{id}/cancel", post(jobs::cancel_job))
         .route("/v1/jobs/{id}/plan", get(jobs::job_plan))
         .route("/v1/jobs/{id}/logs", get(logs::job_logs))
+        .route("/v1/jobs/{id}/log", get(logs::job_log_events))
+        .route("/v1/events", get(events::events))
         .route(
             "/v1/tokens",
             get(auth::list_tokens).post(auth::create_token),

@@ -1,6 +1,6 @@
-//! `GET /v1/jobs/{id}/logs`: a job's log as JSON lines, optionally followed live.
+//! A job's log: `GET /v1/jobs/{id}/logs` as JSON lines, `GET /v1/jobs/{id}/log` as Server-Sent
+//! Events; either followed live to the job's end.
 
-use std::collections::HashSet;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -8,10 +8,13 @@ use axum::body::{Body, Bytes};
 use axum::extract::Query;
 use axum::http::header;
 use axum::response::Response;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use ferry_model::{self as m, LogEntry};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use tokio::sync::mpsc;
+
+use ferry_store::Store;
 
 use crate::ApiError;
 use crate::auth::Ctx;
@@ -69,32 +72,43 @@ pub async fn job_logs(
         return Ok(ndjson(Body::from(body)));
     }
 
-    // Follow: stream lines as they arrive; once the job has finished, send whatever has not been
-    // sent yet (the complete log is in the stream by then) and end.
-    let (tx, mut rx) = mpsc::channel::<Bytes>(256);
-    let store = s.store.clone();
-    let org = s.org.clone();
+    let mut rx = follow(s.store.clone(), job, 0);
+    let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+        .map(|(_, e)| Ok::<_, Infallible>(line(&e)));
+    Ok(ndjson(Body::from_stream(stream)))
+}
+
+/// Follows a job's log from its first line, sending each line after the first `skip` with its
+/// number (1-based, in the order the `LOGS` stream holds the lines), and ends once the job has
+/// finished and every line has been sent. A line's number is the same in every reading of the
+/// log (live, complete, or archived: each reads the stream in order), which is what lets a
+/// client resume from the last number it got.
+fn follow(store: Store, job: m::Job, skip: u64) -> mpsc::Receiver<(u64, LogEntry)> {
+    let (tx, rx) = mpsc::channel::<(u64, LogEntry)>(256);
     tokio::spawn(async move {
         let Ok(live) = store.job_log_stream(job.clone()).await else {
             return;
         };
         let mut live = std::pin::pin!(live);
-        let mut sent: HashSet<(String, u64)> = HashSet::new();
+        let mut n: u64 = 0;
         let mut tick = tokio::time::interval(Duration::from_millis(500));
         loop {
             tokio::select! {
                 next = live.next() => {
                     let Some(e) = next else { break };
-                    if sent.insert((e.execution.clone(), e.seq)) && tx.send(line(&e)).await.is_err() {
+                    n += 1;
+                    if n > skip && tx.send((n, e)).await.is_err() {
                         return; // the client went away
                     }
                 }
                 _ = tick.tick() => {
-                    let done = matches!(store.repo::<m::Job>().get(&org, &id).await, Ok(Some(j)) if j.value.status.is_terminal());
+                    let done = matches!(store.repo::<m::Job>().get(&job.org, &job.id).await, Ok(Some(j)) if j.value.status.is_terminal());
                     if done {
+                        // Whatever the live reading has not reached yet is in the complete log.
                         if let Ok(all) = store.job_log(&job).await {
-                            for e in all {
-                                if sent.insert((e.execution.clone(), e.seq)) && tx.send(line(&e)).await.is_err() {
+                            for (i, e) in all.into_iter().enumerate() {
+                                let number = i as u64 + 1;
+                                if number > n.max(skip) && tx.send((number, e)).await.is_err() {
                                     return;
                                 }
                             }
@@ -105,6 +119,68 @@ pub async fn job_logs(
             }
         }
     });
-    let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(Ok::<_, Infallible>);
-    Ok(ndjson(Body::from_stream(stream)))
+    rx
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LogEventsQuery {
+    #[serde(default)]
+    follow: bool,
+    last_event_id: Option<String>,
+}
+
+/// `GET /v1/jobs/{id}/log`: the job's log as Server-Sent Events: `event: line` with `id:` the
+/// line's number and `data:` a `LogEntry`, then `event: end` with the job's status once it has
+/// finished (or at once, without `follow`, if it has not). `Last-Event-ID` resumes after that
+/// line, from the stream or from the archive alike.
+pub async fn job_log_events(
+    Ctx(s): Ctx,
+    Name(id): Name,
+    headers: axum::http::HeaderMap,
+    Query(q): Query<LogEventsQuery>,
+) -> Result<Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let skip = crate::events::last_event_id(&headers, q.last_event_id.as_deref())?.unwrap_or(0);
+    let job = s
+        .store
+        .repo::<m::Job>()
+        .get(&s.org, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("job `{id}` not found")))?
+        .value;
+    let (tx, mut rx) = mpsc::channel::<(u64, LogEntry)>(256);
+    let stored = match s.store.archived_job_log(&s.org, &id).await? {
+        Some(entries) => Some(entries),
+        None if !q.follow || job.status.is_terminal() => Some(s.store.job_log(&job).await?),
+        None => None,
+    };
+    match stored {
+        Some(entries) => {
+            tokio::spawn(async move {
+                let numbered = (1u64..).zip(entries).skip(skip as usize);
+                for line in numbered {
+                    if tx.send(line).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        None => rx = follow(s.store.clone(), job, skip),
+    }
+    let lines = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(|(n, e)| {
+        Ok(SseEvent::default()
+            .event("line")
+            .id(n.to_string())
+            .data(serde_json::to_string(&e).unwrap_or_default()))
+    });
+    let (store, org) = (s.store.clone(), s.org.clone());
+    let end = futures_util::stream::once(async move {
+        let status = match store.repo::<m::Job>().get(&org, &id).await {
+            Ok(Some(j)) => j.value.status.name().to_string(),
+            _ => "unknown".to_string(),
+        };
+        Ok(SseEvent::default()
+            .event("end")
+            .data(serde_json::json!({ "job": id, "status": status }).to_string()))
+    });
+    Ok(Sse::new(lines.chain(end)).keep_alive(KeepAlive::new().interval(crate::events::KEEP_ALIVE)))
 }

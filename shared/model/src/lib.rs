@@ -9,6 +9,7 @@
 mod access;
 pub mod api;
 mod approvals;
+pub mod events;
 mod executions;
 mod fleet;
 mod hooks;

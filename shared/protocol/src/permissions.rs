@@ -102,6 +102,7 @@ pub fn service(name: &str) -> Option<Grant> {
             g.publish([control, audit])
                 .consume(resources::LOGS.name)
                 .read(resources::LOGS.name)
+                .consume(resources::events::STREAM)
                 .subscribe([
                     "$SYS.REQ.USER.AUTH".to_string(),
                     subjects::RENEW_ALL.to_string(),

@@ -203,3 +203,32 @@ pub mod consumers {
     pub const APPROVAL_CONTROL: &str = "approval-control";
     pub const LOG_INGEST_EVENTS: &str = "log-ingest-events";
 }
+
+/// Changes to the records people watch, in one ordered stream per hub. Nobody publishes to it:
+/// nats-server copies every write of the [`SOURCES`](events::SOURCES) buckets into it (stream
+/// sourcing), so no service can forget an event, and a change and its event cannot part on a
+/// crash. The API's `GET /v1/events` reads it, filtered to the caller's org, and a client resumes
+/// after a dropped connection from the stream sequence it saw last (`Last-Event-ID`).
+pub mod events {
+    use super::buckets;
+
+    pub const STREAM: &str = "EVENTS";
+    /// The buckets whose changes are events, each an event kind (see `ferry_model::events`).
+    pub const SOURCES: &[&str] = &[
+        buckets::INSTALLS,
+        buckets::WORKFLOWS,
+        buckets::JOBS,
+        buckets::APPROVALS,
+        buckets::RELEASES,
+    ];
+    /// How long a client may be away and still resume.
+    pub const MAX_AGE_SECS: u64 = super::DAY;
+    /// A cap on the stream, whatever the rate of change.
+    pub const MAX_BYTES: i64 = 1 << 30;
+
+    /// The subjects of one org's events: a record of bucket `b` keyed `<org>.<id>` is written on
+    /// `$KV.<b>.<org>.<id>`, and keeps that subject when sourced.
+    pub fn org_filter(org: &str) -> String {
+        format!("$KV.*.{org}.>")
+    }
+}

@@ -6,6 +6,7 @@
 //! query can see another org's data by forgetting a filter.
 
 mod bus;
+pub mod events;
 mod logs;
 mod packages;
 mod recent;
@@ -132,6 +133,7 @@ impl Store {
             let kv = js.get_key_value(name).await.map_err(setup(what()))?;
             buckets.insert(name, kv);
         }
+        ensure_events(&js, replicas).await?;
         let mut objects = HashMap::new();
         for &name in resources::objects::ALL {
             let what = || format!("object store {name}");
@@ -362,6 +364,35 @@ impl Store {
             }),
         }
     }
+}
+
+/// The `EVENTS` stream, sourcing every write of the watched buckets (`resources::events`). Made
+/// after the buckets, which it reads from; a cluster's replica count is never lowered.
+async fn ensure_events(js: &jetstream::Context, replicas: usize) -> Result<(), StoreError> {
+    use resources::events;
+    let have = match js.get_stream(events::STREAM).await {
+        Ok(mut s) => s.info().await.map(|i| i.config.num_replicas).unwrap_or(0),
+        Err(_) => 0,
+    };
+    let sources = events::SOURCES
+        .iter()
+        .map(|b| stream::Source {
+            name: format!("KV_{b}"),
+            ..Default::default()
+        })
+        .collect();
+    js.create_or_update_stream(stream::Config {
+        name: events::STREAM.to_string(),
+        sources: Some(sources),
+        max_age: Duration::from_secs(events::MAX_AGE_SECS),
+        max_bytes: events::MAX_BYTES,
+        num_replicas: replicas.max(have),
+        storage: stream::StorageType::File,
+        ..Default::default()
+    })
+    .await
+    .map_err(setup(format!("stream {}", events::STREAM)))?;
+    Ok(())
 }
 
 /// Makes a replicated bucket's reads go to its stream's leader.

@@ -1,0 +1,104 @@
+//! `GET /v1/events`: the caller's org's record changes as Server-Sent Events.
+//!
+//! Each SSE event is one change: `event:` its kind (`install`, `workflow`, `job`, `approval`,
+//! `release`), `id:` its position in the hub's `EVENTS` stream, `data:` a
+//! `ferry_model::events::Event`. A client that lost its connection sends the last id it saw as
+//! `Last-Event-ID` (browsers' `EventSource` does so by itself) and gets exactly the events after
+//! it: none lost, none repeated, while the stream still holds them (a day). Resuming from
+//! further back first sends an `event: gap`, so the client knows to read the records afresh.
+//! Without `Last-Event-ID` the stream starts with the next change; a client that needs the
+//! current state too subscribes first, then reads it (the response's headers arrive only once
+//! the subscription is in place).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::Query;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use ferry_model::events::{Event, EventFilter};
+use ferry_store::events::From;
+use futures_util::{Stream, StreamExt};
+
+use crate::ApiError;
+use crate::auth::Ctx;
+use crate::ids::check_filter;
+
+/// Comment lines keep idle connections (and the proxies between) open.
+pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Where a client resumes: the `Last-Event-ID` header, or `?last_event_id=` for clients that
+/// cannot set headers.
+pub(crate) fn last_event_id(
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Result<Option<u64>, ApiError> {
+    let given = headers
+        .get("last-event-id")
+        .map(|v| v.to_str().unwrap_or("?"))
+        .or(query);
+    match given.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) => v.parse().map(Some).map_err(|_| {
+            ApiError::BadRequest(format!(
+                "Last-Event-ID `{}` is not an event id (a number this stream sent)",
+                v.chars().take(40).collect::<String>()
+            ))
+        }),
+    }
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct EventsQuery {
+    #[serde(flatten)]
+    filter: EventFilter,
+    last_event_id: Option<String>,
+}
+
+pub async fn events(
+    Ctx(s): Ctx,
+    headers: HeaderMap,
+    Query(q): Query<EventsQuery>,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    check_filter("install", q.filter.install.as_deref())?;
+    check_filter("workflow", q.filter.workflow.as_deref())?;
+    q.filter.check().map_err(ApiError::BadRequest)?;
+    let from = match last_event_id(&headers, q.last_event_id.as_deref())? {
+        Some(seq) => From::After(seq),
+        None => From::Now,
+    };
+    let events = s.store.events(&s.org, from).await?;
+    let gap = events.gap.then(|| {
+        Ok(SseEvent::default()
+            .event("gap")
+            .data("events since the given id are no longer kept: read the records again"))
+    });
+    let filter = q.filter;
+    let org = s.org.clone();
+    let changes = events.stream.filter_map(move |e| {
+        let out = match e {
+            Ok(e) if filter.matches(&e) => Some(Ok(sse(&e))),
+            Ok(_) => None,
+            Err(err) => {
+                // The ordered consumer recovers by itself; a stream that cannot is ended, and the
+                // client resumes from the last id it got.
+                tracing::warn!(org = %org, error = %err, "event stream interrupted");
+                None
+            }
+        };
+        std::future::ready(out)
+    });
+    // A first comment tells a client the subscription is in place (its headers do too, but
+    // not every client shows them).
+    let subscribed = Ok(SseEvent::default().comment("subscribed"));
+    let stream = futures_util::stream::iter(std::iter::once(subscribed).chain(gap)).chain(changes);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}
+
+fn sse(e: &Event) -> SseEvent {
+    SseEvent::default()
+        .event(e.kind.name())
+        .id(e.seq.to_string())
+        // An Event is plain data: serializing it cannot fail.
+        .data(serde_json::to_string(e).unwrap_or_default())
+}
