@@ -9,11 +9,11 @@ use serde_json::json;
 use crate::args::{ActionsCmd, BreakGlassCmd, RunbooksCmd};
 use crate::client::Api;
 use crate::commands::{parse_inputs, print_json, then_wait};
-use crate::render;
+use crate::render::{self, MAIN, Output};
 
 pub async fn run(api: &Api, cmd: ActionsCmd) -> Result<i32> {
     match cmd {
-        ActionsCmd::List { install, json } => list(api, install.as_deref(), json).await,
+        ActionsCmd::List { install, out } => list(api, install.as_deref(), out.format()).await,
         ActionsCmd::Run {
             install,
             action,
@@ -97,7 +97,7 @@ pub async fn break_glass(api: &Api, cmd: BreakGlassCmd) -> Result<i32> {
     Ok(0)
 }
 
-async fn list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {
+async fn list(api: &Api, install: Option<&str>, out: Output) -> Result<i32> {
     let installs: Vec<String> = match install {
         Some(i) => vec![i.to_string()],
         None => {
@@ -110,7 +110,7 @@ async fn list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {
         let actions: Vec<ActionInfo> = api.get(&format!("/v1/installs/{i}/actions")).await?;
         all.extend(actions.into_iter().map(|a| (i.clone(), a)));
     }
-    if json_out {
+    if out == Output::Json {
         let v: Vec<_> = all
             .iter()
             .map(|(i, a)| json!({ "install": i, "action": a }))
@@ -134,15 +134,15 @@ async fn list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {
             ]
         })
         .collect();
-    println!(
-        "{}",
-        render::table(
-            &[
-                "INSTALL", "ACTION", "TRIGGERS", "STEPS", "NEXT RUN", "LAST RUN"
-            ],
-            &rows
-        )
-    );
+    let columns = [
+        ("INSTALL", MAIN),
+        ("ACTION", MAIN),
+        ("TRIGGERS", MAIN),
+        ("STEPS", MAIN),
+        ("NEXT RUN", MAIN),
+        ("LAST RUN", MAIN),
+    ];
+    println!("{}", render::listing(out, &columns, &rows));
     Ok(0)
 }
 

@@ -23,6 +23,10 @@ pub(crate) struct Cli {
     /// API token (default: the one `ferry login` saved).
     #[arg(long, global = true, env = "FERRY_TOKEN", hide_env_values = true)]
     pub(crate) token: Option<String>,
+    /// Results and errors only: no progress lines (for scripts; the exit code says how it
+    /// went). Colour is used on a terminal only, and never with NO_COLOR set.
+    #[arg(short, long, global = true)]
+    pub(crate) quiet: bool,
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -103,6 +107,36 @@ pub(crate) enum Command {
     /// API tokens of your org (admin): create, list, revoke.
     #[command(subcommand)]
     Tokens(TokensCmd),
+    /// Print a shell completion script: `ferry completion bash > /etc/bash_completion.d/ferry`,
+    /// `ferry completion zsh > "${fpath[1]}/_ferry"`, `ferry completion fish >
+    /// ~/.config/fish/completions/ferry.fish`.
+    Completion {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// How a listing is printed: `--output` (or `--json`, its short form for JSON).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub(crate) struct ListOutput {
+    /// Print JSON instead of text (the same as `--output json`).
+    #[arg(long, conflicts_with = "output")]
+    pub(crate) json: bool,
+    /// table: the main columns (the default); wide: every column; json: the records as the API
+    /// gives them.
+    #[arg(short, long, value_enum, value_name = "FORMAT")]
+    pub(crate) output: Option<crate::render::Output>,
+}
+
+impl ListOutput {
+    pub(crate) fn format(self) -> crate::render::Output {
+        match (self.json, self.output) {
+            (true, _) => crate::render::Output::Json,
+            (_, Some(o)) => o,
+            _ => crate::render::Output::Table,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -123,9 +157,8 @@ pub(crate) enum TokensCmd {
     },
     /// List tokens (never their secrets).
     List {
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        out: ListOutput,
     },
     /// Revoke a token: refused from its next request on.
     Revoke {
@@ -189,9 +222,8 @@ pub(crate) enum AppsCmd {
     },
     /// List apps.
     List {
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        out: ListOutput,
     },
     /// Print the JSON Schema of the package format (for editors), or its Markdown reference.
     Schema {
@@ -290,9 +322,8 @@ pub(crate) enum InstallsCmd {
         /// Only installs carrying this label, `key=value` (repeatable: all of them).
         #[arg(long = "label", value_name = "KEY=VALUE")]
         labels: Vec<String>,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        out: ListOutput,
     },
     /// Set or remove an install's labels: `ferry installs label I team=payments tier=gold
     /// --remove old`.
@@ -483,9 +514,8 @@ pub(crate) enum ReleasesCmd {
     },
     /// Releases, newest first.
     List {
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        out: ListOutput,
     },
     /// Start nothing new until `resume`.
     Pause {
@@ -530,9 +560,8 @@ pub(crate) enum ActionsCmd {
         /// Only this install's (default: every install's).
         #[arg(long)]
         install: Option<String>,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        out: ListOutput,
     },
     /// Run an action on an install now.
     Run {
@@ -594,9 +623,8 @@ pub(crate) enum WorkflowsCmd {
         /// Only this install's.
         #[arg(long)]
         install: Option<String>,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        out: ListOutput,
     },
     /// Approve waiting plans: one step (its index, or its component's name) or every one that waits.
     Approve {
@@ -681,9 +709,8 @@ pub(crate) enum ApprovalsCmd {
         /// Only this install's.
         #[arg(long)]
         install: Option<String>,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        out: ListOutput,
     },
 }
 
@@ -694,9 +721,8 @@ pub(crate) enum RunnersCmd {
         /// Only this install's.
         #[arg(long)]
         install: Option<String>,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        out: ListOutput,
     },
 }
 

@@ -9,11 +9,12 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use ferry_appconfig::Package;
 use ferry_model::api::RunnerInfo;
+use ferry_model::events::EventKind;
 use ferry_model::{App, Install, Workflow};
 use serde_json::{Value, json};
 
 use crate::client::Api;
-use crate::render;
+use crate::render::{self, MAIN, Output, WIDE};
 
 pub fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
     println!("{}", serde_json::to_string_pretty(v)?);
@@ -165,9 +166,9 @@ pub async fn apps_sync(api: &Api, dir: &Path, name: Option<String>, json_out: bo
     Ok(0)
 }
 
-pub async fn apps_list(api: &Api, json_out: bool) -> Result<i32> {
+pub async fn apps_list(api: &Api, out: Output) -> Result<i32> {
     let apps: Vec<App> = api.get("/v1/apps").await?;
-    if json_out {
+    if out == Output::Json {
         print_json(&apps)?;
     } else {
         let rows: Vec<Vec<String>> = apps
@@ -178,13 +179,18 @@ pub async fn apps_list(api: &Api, json_out: bool) -> Result<i32> {
                     a.config_count.to_string(),
                     a.latest_config.clone().unwrap_or_default(),
                     a.updated_at.clone(),
+                    a.created_at.clone(),
                 ]
             })
             .collect();
-        println!(
-            "{}",
-            render::table(&["APP", "CONFIGS", "LATEST CONFIG", "UPDATED"], &rows)
-        );
+        let columns = [
+            ("APP", MAIN),
+            ("CONFIGS", MAIN),
+            ("LATEST CONFIG", MAIN),
+            ("UPDATED", MAIN),
+            ("CREATED", WIDE),
+        ];
+        println!("{}", render::listing(out, &columns, &rows));
     }
     Ok(0)
 }
@@ -228,20 +234,24 @@ pub async fn installs_create(
         // With --wait, --json prints the final workflow only.
         (true, true) => {}
         (true, false) => print_json(&r)?,
-        (false, true) => println!("install {name} created; provisioning in workflow {id}"),
+        (false, true) => render::say(format!(
+            "install {name} created; provisioning in workflow {id}"
+        )),
         (false, false) => {
-            println!("install {name} created; provisioning in workflow {id}");
-            println!("follow it with: ferry workflows wait {id}");
+            render::say(format!(
+                "install {name} created; provisioning in workflow {id}"
+            ));
+            render::say(format!("follow it with: ferry workflows wait {id}"));
         }
     }
     if !json_out && r["runners_managed"] == true {
-        println!("its runner is started for you (the control plane runs under `ferry dev`)");
+        render::say("its runner is started for you (the control plane runs under `ferry dev`)");
     }
     if !json_out && let Some(token) = r["runner_token"]["token"].as_str() {
-        println!(
+        render::say(format!(
             "its runner bootstraps with this one-time token (valid an hour; `ferry installs runner-bundle {name}` writes a new one with everything else):\n  ferry-runner --bootstrap {token} --api {}",
             api.base()
-        );
+        ));
     }
     Ok(id)
 }
@@ -254,13 +264,11 @@ pub async fn then_wait(api: &Api, id: String, wait: bool, json_out: bool) -> Res
     }
     let started = std::time::Instant::now();
     let wf = if json_out {
-        loop {
-            let wf: Workflow = api.get(&format!("/v1/workflows/{id}")).await?;
-            if wf.status.is_terminal() {
-                break wf;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-        }
+        let path = format!("/v1/workflows/{id}");
+        crate::watch::until(api, EventKind::Workflow, &id, &path, |w: &Workflow| {
+            w.status.is_terminal()
+        })
+        .await?
     } else {
         crate::watch::follow(api, &id, started, || Ok(())).await?
     };
@@ -269,7 +277,7 @@ pub async fn then_wait(api: &Api, id: String, wait: bool, json_out: bool) -> Res
     }
     if wf.status == ferry_model::WorkflowStatus::Succeeded {
         if !json_out {
-            println!("workflow {id} succeeded");
+            render::say(format!("workflow {id} succeeded"));
         }
         Ok(0)
     } else {
@@ -312,13 +320,13 @@ pub async fn installs_label(
     Ok(0)
 }
 
-pub async fn runners_list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {
+pub async fn runners_list(api: &Api, install: Option<&str>, out: Output) -> Result<i32> {
     let path = match install {
         Some(i) => format!("/v1/runners?install={i}"),
         None => "/v1/runners".to_string(),
     };
     let runners: Vec<RunnerInfo> = api.get(&path).await?;
-    if json_out {
+    if out == Output::Json {
         print_json(&runners)?;
     } else {
         let rows: Vec<Vec<String>> = runners
@@ -331,23 +339,22 @@ pub async fn runners_list(api: &Api, install: Option<&str>, json_out: bool) -> R
                     r.runner.running_jobs.to_string(),
                     r.runner.version.clone(),
                     r.last_seen.clone(),
+                    ferry_model::format_ms(r.runner.first_seen_ms),
+                    format!("{}s", r.runner.interval_ms / 1000),
                 ]
             })
             .collect();
-        println!(
-            "{}",
-            render::table(
-                &[
-                    "INSTALL",
-                    "RUNNER",
-                    "HEALTH",
-                    "JOBS",
-                    "VERSION",
-                    "LAST SEEN"
-                ],
-                &rows
-            )
-        );
+        let columns = [
+            ("INSTALL", MAIN),
+            ("RUNNER", MAIN),
+            ("HEALTH", MAIN),
+            ("JOBS", MAIN),
+            ("VERSION", MAIN),
+            ("LAST SEEN", MAIN),
+            ("FIRST SEEN", WIDE),
+            ("HEARTBEAT", WIDE),
+        ];
+        println!("{}", render::listing(out, &columns, &rows));
     }
     Ok(0)
 }
@@ -367,7 +374,7 @@ pub async fn installs_approve_all(api: &Api, name: &str, on: bool, json_out: boo
     Ok(0)
 }
 
-pub async fn installs_list(api: &Api, query: &[(&str, String)], json_out: bool) -> Result<i32> {
+pub async fn installs_list(api: &Api, query: &[(&str, String)], out: Output) -> Result<i32> {
     let q: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let path = if q.is_empty() {
         "/v1/installs".to_string()
@@ -375,7 +382,7 @@ pub async fn installs_list(api: &Api, query: &[(&str, String)], json_out: bool) 
         format!("/v1/installs?{}", q.join("&"))
     };
     let list: Vec<Install> = api.get(&path).await?;
-    if json_out {
+    if out == Output::Json {
         print_json(&list)?;
     } else {
         let rows: Vec<Vec<String>> = list
@@ -395,25 +402,26 @@ pub async fn installs_list(api: &Api, query: &[(&str, String)], json_out: bool) 
                     },
                     render::labels(&i.labels),
                     i.updated_at.clone(),
+                    i.last_workflow.clone().unwrap_or_else(|| "-".into()),
+                    if i.approve_all { "on" } else { "off" }.into(),
+                    i.created_at.clone(),
                 ]
             })
             .collect();
-        println!(
-            "{}",
-            render::table(
-                &[
-                    "INSTALL",
-                    "APP",
-                    "STATUS",
-                    "CONFIG",
-                    "COMPONENTS",
-                    "DRIFTED",
-                    "LABELS",
-                    "UPDATED"
-                ],
-                &rows
-            )
-        );
+        let columns = [
+            ("INSTALL", MAIN),
+            ("APP", MAIN),
+            ("STATUS", MAIN),
+            ("CONFIG", MAIN),
+            ("COMPONENTS", MAIN),
+            ("DRIFTED", MAIN),
+            ("LABELS", MAIN),
+            ("UPDATED", MAIN),
+            ("LAST WORKFLOW", WIDE),
+            ("APPROVE-ALL", WIDE),
+            ("CREATED", WIDE),
+        ];
+        println!("{}", render::listing(out, &columns, &rows));
     }
     Ok(0)
 }
@@ -433,7 +441,9 @@ pub async fn installs_update_inputs(
         .await?;
     let id = r["workflow_id"].as_str().unwrap_or("?").to_string();
     if !json_out {
-        println!("inputs of {name} changed; deploying in workflow {id}");
+        render::say(format!(
+            "inputs of {name} changed; deploying in workflow {id}"
+        ));
     } else if !wait {
         print_json(&r)?;
     }
@@ -454,7 +464,7 @@ pub async fn installs_deploy(
         .await?;
     let id = r["workflow_id"].as_str().unwrap_or("?").to_string();
     if !json_out {
-        println!("{action} of {name} in workflow {id}");
+        render::say(format!("{action} of {name} in workflow {id}"));
     } else if !wait {
         print_json(&r)?;
     }
@@ -474,13 +484,13 @@ pub async fn workflows_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
     Ok(0)
 }
 
-pub async fn workflows_list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {
+pub async fn workflows_list(api: &Api, install: Option<&str>, out: Output) -> Result<i32> {
     let path = match install {
         Some(i) => format!("/v1/workflows?install={i}"),
         None => "/v1/workflows".to_string(),
     };
     let all: Vec<Workflow> = api.get(&path).await?;
-    if json_out {
+    if out == Output::Json {
         print_json(&all)?;
     } else {
         let rows: Vec<Vec<String>> = all
@@ -492,13 +502,27 @@ pub async fn workflows_list(api: &Api, install: Option<&str>, json_out: bool) ->
                     w.kind.label().to_string(),
                     render::status_word(w.status),
                     w.created_at.clone(),
+                    format!(
+                        "{}/{}",
+                        w.steps.iter().filter(|s| s.status.is_terminal()).count(),
+                        w.steps.len()
+                    ),
+                    w.finished_at.clone().unwrap_or_else(|| "-".into()),
+                    w.app_config_id.clone(),
                 ]
             })
             .collect();
-        println!(
-            "{}",
-            render::table(&["WORKFLOW", "INSTALL", "KIND", "STATUS", "CREATED"], &rows)
-        );
+        let columns = [
+            ("WORKFLOW", MAIN),
+            ("INSTALL", MAIN),
+            ("KIND", MAIN),
+            ("STATUS", MAIN),
+            ("CREATED", MAIN),
+            ("STEPS DONE", WIDE),
+            ("FINISHED", WIDE),
+            ("CONFIG", WIDE),
+        ];
+        println!("{}", render::listing(out, &columns, &rows));
     }
     Ok(0)
 }
@@ -510,12 +534,15 @@ pub async fn workflows_cancel(api: &Api, id: &str, wait: bool, json_out: bool) -
             &serde_json::json!({}),
         )
         .await?;
-    if wait {
-        eprintln!("cancelling workflow {id}: waiting for its jobs to stop");
-        while !w.status.is_terminal() {
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-            w = api.get(&format!("/v1/workflows/{id}")).await?;
+    if wait && !w.status.is_terminal() {
+        if !render::quiet() {
+            eprintln!("cancelling workflow {id}: waiting for its jobs to stop");
         }
+        let path = format!("/v1/workflows/{id}");
+        w = crate::watch::until(api, EventKind::Workflow, id, &path, |w: &Workflow| {
+            w.status.is_terminal()
+        })
+        .await?;
     }
     if json_out {
         print_json(&w)?;
@@ -569,13 +596,14 @@ pub async fn workflows_step_response(
         .await?;
     // The scheduler changes it asynchronously: wait until it has, so that a following wait (or
     // get) sees the change, not the workflow as it was.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let before = w.updated_at.clone();
-    let mut w = w;
-    while w.updated_at == before && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        w = api.get(&format!("/v1/workflows/{id}")).await?;
-    }
+    let path = format!("/v1/workflows/{id}");
+    let changed = crate::watch::until(api, EventKind::Workflow, id, &path, |w: &Workflow| {
+        w.updated_at != before
+    });
+    let w = tokio::time::timeout(std::time::Duration::from_secs(30), changed)
+        .await
+        .unwrap_or(Ok(w))?;
     if json_out {
         print_json(&w)?;
     } else {
@@ -589,13 +617,13 @@ pub async fn workflows_step_response(
     Ok(())
 }
 
-pub async fn approvals_list(api: &Api, install: Option<&str>, json_out: bool) -> Result<i32> {
+pub async fn approvals_list(api: &Api, install: Option<&str>, out: Output) -> Result<i32> {
     let path = match install {
         Some(i) => format!("/v1/approvals?install={i}"),
         None => "/v1/approvals".to_string(),
     };
     let list: Vec<ferry_model::Approval> = api.get(&path).await?;
-    if json_out {
+    if out == Output::Json {
         print_json(&list)?;
     } else {
         let rows: Vec<Vec<String>> = list
@@ -608,16 +636,22 @@ pub async fn approvals_list(api: &Api, install: Option<&str>, json_out: bool) ->
                     a.component.clone(),
                     a.plan_summary.clone(),
                     a.created_at.clone(),
+                    a.plan_job.clone(),
+                    a.plan_digest.chars().take(19).collect(),
                 ]
             })
             .collect();
-        println!(
-            "{}",
-            render::table(
-                &["INSTALL", "WORKFLOW", "STEP", "COMPONENT", "PLAN", "SINCE"],
-                &rows
-            )
-        );
+        let columns = [
+            ("INSTALL", MAIN),
+            ("WORKFLOW", MAIN),
+            ("STEP", MAIN),
+            ("COMPONENT", MAIN),
+            ("PLAN", MAIN),
+            ("SINCE", MAIN),
+            ("PLAN JOB", WIDE),
+            ("PLAN DIGEST", WIDE),
+        ];
+        println!("{}", render::listing(out, &columns, &rows));
         if let Some(a) = list.first() {
             println!(
                 "\nsee a plan's changes: ferry workflows get {} --diff\ndecide: ferry workflows approve {} --step {} (or deny)",
@@ -632,10 +666,15 @@ pub async fn jobs_cancel(api: &Api, id: &str, json_out: bool) -> Result<i32> {
     let mut j: ferry_model::Job = api
         .post(&format!("/v1/jobs/{id}/cancel"), &serde_json::json!({}))
         .await?;
-    eprintln!("cancelling job {id}");
-    while !j.status.is_terminal() {
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        j = api.get(&format!("/v1/jobs/{id}")).await?;
+    if !render::quiet() {
+        eprintln!("cancelling job {id}");
+    }
+    if !j.status.is_terminal() {
+        let path = format!("/v1/jobs/{id}");
+        j = crate::watch::until(api, EventKind::Job, id, &path, |j: &ferry_model::Job| {
+            j.status.is_terminal()
+        })
+        .await?;
     }
     if json_out {
         print_json(&j)?;

@@ -32,10 +32,14 @@ async fn main() {
     }
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
+    render::set_quiet(cli.quiet);
     let code = match run(cli).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            let red = anstyle::Style::new()
+                .bold()
+                .fg_color(Some(anstyle::AnsiColor::Red.into()));
+            anstream::eprintln!("{red}error:{red:#} {e:#}");
             1
         }
     };
@@ -56,11 +60,11 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::BreakGlass(cmd) => actions::break_glass(&api, cmd).await,
         Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
         Command::Jobs(JobsCmd::Cancel { id, json }) => commands::jobs_cancel(&api, &id, json).await,
-        Command::Approvals(ApprovalsCmd::List { install, json }) => {
-            commands::approvals_list(&api, install.as_deref(), json).await
+        Command::Approvals(ApprovalsCmd::List { install, out }) => {
+            commands::approvals_list(&api, install.as_deref(), out.format()).await
         }
-        Command::Runners(RunnersCmd::List { install, json }) => {
-            commands::runners_list(&api, install.as_deref(), json).await
+        Command::Runners(RunnersCmd::List { install, out }) => {
+            commands::runners_list(&api, install.as_deref(), out.format()).await
         }
         Command::Logs {
             job,
@@ -98,8 +102,13 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Tokens(TokensCmd::Create { name, role, json }) => {
             tokens::create(&api, &name, &role, json).await
         }
-        Command::Tokens(TokensCmd::List { json }) => tokens::list(&api, json).await,
+        Command::Tokens(TokensCmd::List { out }) => tokens::list(&api, out.format()).await,
         Command::Tokens(TokensCmd::Revoke { which }) => tokens::revoke(&api, &which).await,
+        Command::Completion { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "ferry", &mut std::io::stdout());
+            Ok(0)
+        }
     }
 }
 
@@ -108,7 +117,7 @@ async fn apps(api: &client::Api, cmd: AppsCmd) -> anyhow::Result<i32> {
         AppsCmd::Validate { dir, json, strict } => commands::apps_validate(&dir, json, strict),
         AppsCmd::Lint { dir, json, rules } => commands::apps_lint(&dir, json, rules),
         AppsCmd::Sync { dir, name, json } => commands::apps_sync(api, &dir, name, json).await,
-        AppsCmd::List { json } => commands::apps_list(api, json).await,
+        AppsCmd::List { out } => commands::apps_list(api, out.format()).await,
         AppsCmd::Get { name, json } => releases::fleet(api, &name, json).await,
         AppsCmd::Schema { markdown } => commands::apps_schema(markdown),
     }
@@ -190,7 +199,7 @@ async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
             drifted,
             runner_health,
             labels,
-            json,
+            out,
         } => {
             let mut query: Vec<(&str, String)> = Vec::new();
             let labels = (!labels.is_empty()).then(|| labels.join(","));
@@ -208,7 +217,7 @@ async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
             if drifted {
                 query.push(("drifted", "true".into()));
             }
-            commands::installs_list(api, &query, json).await
+            commands::installs_list(api, &query, out.format()).await
         }
         InstallsCmd::Label {
             name,
@@ -264,8 +273,8 @@ async fn workflows(api: &client::Api, cmd: WorkflowsCmd) -> anyhow::Result<i32> 
             json,
         } => plans::workflow_with_plans(api, &id, json).await,
         WorkflowsCmd::Get { id, json, .. } => commands::workflows_get(api, &id, json).await,
-        WorkflowsCmd::List { install, json } => {
-            commands::workflows_list(api, install.as_deref(), json).await
+        WorkflowsCmd::List { install, out } => {
+            commands::workflows_list(api, install.as_deref(), out.format()).await
         }
         WorkflowsCmd::Cancel { id, no_wait, json } => {
             commands::workflows_cancel(api, &id, !no_wait, json).await

@@ -8,7 +8,7 @@ use ferry_model::api::CreateRelease;
 use crate::args::ReleasesCmd;
 use crate::client::Api;
 use crate::commands::print_json;
-use crate::render;
+use crate::render::{self, MAIN, Output, WIDE};
 
 pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
     match cmd {
@@ -48,9 +48,9 @@ pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
             let r: Release = api.get(&format!("/v1/releases/{id}")).await?;
             show(&r, json)?;
         }
-        ReleasesCmd::List { json } => {
+        ReleasesCmd::List { out } => {
             let all: Vec<Release> = api.get("/v1/releases").await?;
-            if json {
+            if out.format() == Output::Json {
                 print_json(&all)?;
             } else {
                 let rows: Vec<Vec<String>> = all
@@ -67,23 +67,22 @@ pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
                                 r.waves.len()
                             ),
                             r.created_at.clone(),
+                            r.finished_at.clone().unwrap_or_else(|| "-".into()),
+                            r.reason.clone().unwrap_or_else(|| "-".into()),
                         ]
                     })
                     .collect();
-                println!(
-                    "{}",
-                    render::table(
-                        &[
-                            "RELEASE",
-                            "APP",
-                            "CONFIG",
-                            "STATUS",
-                            "WAVES PASSED",
-                            "CREATED"
-                        ],
-                        &rows
-                    )
-                );
+                let columns = [
+                    ("RELEASE", MAIN),
+                    ("APP", MAIN),
+                    ("CONFIG", MAIN),
+                    ("STATUS", MAIN),
+                    ("WAVES PASSED", MAIN),
+                    ("CREATED", MAIN),
+                    ("FINISHED", WIDE),
+                    ("REASON", WIDE),
+                ];
+                println!("{}", render::listing(out.format(), &columns, &rows));
             }
         }
         ReleasesCmd::Pause { id } => change(api, &id, "pause").await?,

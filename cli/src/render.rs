@@ -3,6 +3,39 @@
 use ferry_model::api::SyncResponse;
 use ferry_model::{Install, LogEntry, StepStatus, Workflow};
 
+/// How a listing is printed (`--output`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Output {
+    #[default]
+    Table,
+    Wide,
+    Json,
+}
+
+/// A column of a listing: its header, and whether only `--output wide` shows it.
+pub type Column = (&'static str, bool);
+pub const WIDE: bool = true;
+pub const MAIN: bool = false;
+
+/// A listing as a table: the main columns, or every one with `Output::Wide`. Each row has a
+/// cell for every column.
+pub fn listing(out: Output, columns: &[Column], rows: &[Vec<String>]) -> String {
+    let shown: Vec<usize> = (0..columns.len())
+        .filter(|&i| out == Output::Wide || !columns[i].1)
+        .collect();
+    let headers: Vec<&str> = shown.iter().map(|&i| columns[i].0).collect();
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            shown
+                .iter()
+                .map(|&i| r.get(i).cloned().unwrap_or_default())
+                .collect()
+        })
+        .collect();
+    table(&headers, &rows)
+}
+
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for r in rows {
@@ -170,6 +203,39 @@ pub fn install_runner(runners: &[ferry_model::api::RunnerInfo]) -> String {
             r.runner.running_jobs
         ),
     }
+}
+
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--quiet`: results and errors only, no progress lines.
+pub fn set_quiet(on: bool) {
+    QUIET.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A line about what a command did (not what it was asked to show): none with `--quiet`.
+pub fn say(msg: impl std::fmt::Display) {
+    if !quiet() {
+        anstream::println!("{msg}");
+    }
+}
+
+/// A step's mark and status, coloured by how it is going. The codes reach the screen only
+/// through `anstream`, which drops them when the output is not a terminal or `NO_COLOR` is set.
+pub fn step_status(s: StepStatus) -> String {
+    use anstyle::{AnsiColor, Style};
+    let color = match s {
+        StepStatus::Succeeded => Some(AnsiColor::Green),
+        StepStatus::Failed | StepStatus::Cancelled => Some(AnsiColor::Red),
+        StepStatus::Waiting => Some(AnsiColor::Yellow),
+        StepStatus::Running => Some(AnsiColor::Cyan),
+        _ => None,
+    };
+    let style = Style::new().fg_color(color.map(Into::into));
+    format!("{style}{} {s}{style:#}", step_mark(s))
 }
 
 pub fn step_mark(s: StepStatus) -> &'static str {

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use crate::client::Api;
-use crate::render;
+use crate::render::{self, MAIN, Output};
 
 /// Where `ferry login` keeps the token: `$XDG_CONFIG_HOME/ferry/token`, else
 /// `~/.config/ferry/token`.
@@ -97,9 +97,9 @@ pub async fn create(api: &Api, name: &str, role: &str, json_out: bool) -> Result
     Ok(0)
 }
 
-pub async fn list(api: &Api, json_out: bool) -> Result<i32> {
+pub async fn list(api: &Api, out: Output) -> Result<i32> {
     let list: Vec<Value> = api.get("/v1/tokens").await?;
-    if json_out {
+    if out == Output::Json {
         crate::commands::print_json(&list)?;
         return Ok(0);
     }
@@ -116,10 +116,14 @@ pub async fn list(api: &Api, json_out: bool) -> Result<i32> {
             ]
         })
         .collect();
-    println!(
-        "{}",
-        render::table(&["ID", "NAME", "ROLE", "CREATED", "REVOKED"], &rows)
-    );
+    let columns = [
+        ("ID", MAIN),
+        ("NAME", MAIN),
+        ("ROLE", MAIN),
+        ("CREATED", MAIN),
+        ("REVOKED", MAIN),
+    ];
+    println!("{}", render::listing(out, &columns, &rows));
     Ok(0)
 }
 

@@ -5,14 +5,19 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use ferry_model::events::EventKind;
 use ferry_model::{StepStatus, Workflow};
 
 use crate::client::Api;
 use crate::render;
 use crate::sse::Subscription;
 
+/// A progress line, timed from `started` (none with `--quiet`).
 pub fn step(started: Instant, msg: &str) {
-    println!("[{:>6.1}s] {msg}", started.elapsed().as_secs_f64());
+    if render::quiet() {
+        return;
+    }
+    anstream::println!("[{:>6.1}s] {msg}", started.elapsed().as_secs_f64());
 }
 
 /// Follows the workflow through the API's events, printing each step as it changes, until it
@@ -74,11 +79,10 @@ fn print_changes(wf: &Workflow, seen: &mut Vec<StepStatus>, started: Instant) {
         step(
             started,
             &format!(
-                "{:<10} {:<8} {} {}{msg}",
+                "{:<10} {:<8} {}{msg}",
                 s.subject(),
                 s.kind.label(),
-                render::step_mark(s.status),
-                s.status
+                render::step_status(s.status)
             ),
         );
         seen[s.index as usize] = s.status;
@@ -176,4 +180,31 @@ pub async fn report_failure(api: &Api, wf: &Workflow) {
             Err(e) => eprintln!("(cannot read the log of job {job}: {e})"),
         }
     }
+}
+
+/// Waits through the API's events until the record read from `path` (an event kind's record
+/// with id `id`) is `done`, and returns it. Subscribed before the first read, so no change is
+/// missed between the two.
+pub async fn until<T: serde::de::DeserializeOwned>(
+    api: &Api,
+    kind: EventKind,
+    id: &str,
+    path: &str,
+    done: impl Fn(&T) -> bool,
+) -> Result<T> {
+    let mut events = Subscription::open(api, &format!("/v1/events?kinds={}", kind.name())).await?;
+    let mut current: T = api.get(path).await?;
+    while !done(&current) {
+        let event = events.next().await?;
+        let Ok(e) = serde_json::from_str::<ferry_model::events::Event>(&event.data) else {
+            continue;
+        };
+        if e.id == id
+            && let Some(record) = e.record
+            && let Ok(value) = serde_json::from_value(record)
+        {
+            current = value;
+        }
+    }
+    Ok(current)
 }
