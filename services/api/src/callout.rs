@@ -134,6 +134,16 @@ async fn answer(
             Err(e) => Decision::Refuse(format!("cannot check revocation now: {e}")),
         },
     };
+    let verdict = match &decision {
+        Decision::Admit(_) => "admit",
+        Decision::Refuse(_) => "refuse",
+    };
+    ferry_telemetry::metrics()
+        .callout_decisions
+        .get_or_create(&ferry_telemetry::DecisionLabels {
+            decision: verdict.to_string(),
+        })
+        .inc();
     let response = match decision {
         Decision::Admit(grant) => {
             info!(user = %grant.name, client = req.client_info.id, host = %req.client_info.host, "connection admitted");

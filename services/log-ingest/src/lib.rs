@@ -1,7 +1,8 @@
-//! log-ingest: keeps job logs queryable after the fact. Runners publish log batches to the `LOGS`
-//! stream (where the API follows them live); when a job finishes, log-ingest archives its complete log
-//! as JSON lines in the `job_logs` object store, so the log outlives the stream's retention. S3 as the
-//! archive, and runner metrics aggregation, come in a later issue behind the same flow.
+//! log-ingest: keeps job logs queryable after the fact, and shows runners' metrics. Runners
+//! publish log batches to the `LOGS` stream (where the API follows them live); when a job
+//! finishes, log-ingest archives its complete log as JSON lines in the `job_logs` object store,
+//! so the log outlives the stream's retention. Runners' metric samples become `ferry_runner_*`
+//! Prometheus metrics (`metrics.rs`).
 //!
 //! Every event is judged by the install in its subject before anything is stored: the job it
 //! names must be that install's and the execution it names one granted to it (its token, see
@@ -15,10 +16,15 @@ use ferry_protocol::subjects;
 use ferry_store::{Handled, Store, StoreError, consume_messages};
 use tracing::{info, warn};
 
+pub mod metrics;
+
 #[derive(Debug, thiserror::Error)]
 pub enum LogIngestError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Reading runners' metric samples failed; the source keeps its kind.
+    #[error("runner metrics: {0}")]
+    Metrics(#[source] async_nats::Error),
 }
 
 #[derive(Clone)]
@@ -31,7 +37,18 @@ impl LogIngest {
         LogIngest { store }
     }
 
+    /// Archives logs and reads runners' metrics (shown through the process's metrics registry)
+    /// until either fails.
     pub async fn run(self) -> Result<(), LogIngestError> {
+        let samples = metrics::Samples::default();
+        ferry_telemetry::register_collector(Box::new(samples.clone()));
+        tokio::select! {
+            r = self.clone().archive_logs() => r,
+            r = metrics::run(self.store.clone(), samples) => r,
+        }
+    }
+
+    async fn archive_logs(self) -> Result<(), LogIngestError> {
         let consumer = self
             .store
             .bus()
@@ -83,6 +100,9 @@ impl LogIngest {
         }
         let entries = self.store.job_log(&record).await?;
         self.store.archive_job_log(org, job, &entries).await?;
+        ferry_telemetry::metrics()
+            .log_lines_ingested
+            .inc_by(entries.len() as u64);
         info!(org, install, job, lines = entries.len(), "job log archived");
         Ok(())
     }

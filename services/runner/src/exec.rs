@@ -41,6 +41,7 @@ pub struct Executor {
     cancel_grace: Duration,
     tools: crate::plugin::Tools,
     break_glass_host_only: bool,
+    stats: Arc<crate::stats::Stats>,
 }
 
 /// Room left in a message for headers and framing.
@@ -92,6 +93,7 @@ impl Executor {
         client: async_nats::Client,
         outbox: Outbox,
         cfg: &RunnerConfig,
+        stats: Arc<crate::stats::Stats>,
     ) -> std::io::Result<Executor> {
         for d in ["state", "work"] {
             std::fs::create_dir_all(cfg.data_dir.join(d))?;
@@ -112,6 +114,7 @@ impl Executor {
             cancel_grace: cfg.cancel_grace,
             tools: cfg.tools.clone(),
             break_glass_host_only: cfg.break_glass_host_only,
+            stats,
         })
     }
 
@@ -134,8 +137,9 @@ impl Executor {
         let public_id = ferry_model::execution_public_id(&offer.job_id, attempt);
         let span = info_span!("job", org = %self.org, install = %self.install, workflow = %offer.workflow_id, job = %offer.job_id, execution = %public_id);
         async {
-            let metrics = ferry_telemetry::metrics();
-            metrics.jobs_running.inc();
+            let kind = offer.spec.label();
+            let clock = std::time::Instant::now();
+            self.stats.job_started(kind);
             let event_subject = subjects::event(&self.org, &self.install, &offer.job_id);
             let started = JobEvent {
                 job_id: offer.job_id.clone(),
@@ -188,6 +192,8 @@ impl Executor {
                 (status, None) => log.system(format!("{status:?}").to_lowercase()).await,
             }
             drop(log);
+            let outcome = format!("{:?}", result.status).to_lowercase();
+            self.stats.job_finished(kind, &outcome, clock.elapsed());
             // Every log line is in the stream before the result is: whoever sees the result can read
             // the complete log.
             let lines = log_task.await.unwrap_or(0);
@@ -210,7 +216,6 @@ impl Executor {
             self.outbox
                 .send(&event_subject, &format!("{execution_id}-1"), payload)
                 .await;
-            metrics.jobs_running.dec();
         }
         .instrument(span)
         .await
@@ -288,6 +293,7 @@ impl Executor {
         };
         match ferry_artifacts::copy_tagged(&vendor, &store, &s.digest, tag.as_deref()).await {
             Ok(stats) => {
+                self.stats.synced(stats.bytes_copied);
                 log.system(format!(
                     "copied {} blobs ({} bytes), {} already present",
                     stats.blobs_copied, stats.bytes_copied, stats.blobs_skipped
@@ -368,6 +374,7 @@ impl Executor {
             Ok(status) => status,
             Err(ended) => return ended,
         };
+        self.stats.plugin_exited(job.kind, status.code());
         match self.collect(&job, status).await {
             Ok(r) | Err(r) => r,
         }

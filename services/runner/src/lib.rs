@@ -32,5 +32,6 @@ pub mod plugin;
 pub mod registry;
 pub mod rotate;
 pub mod runner;
+pub mod stats;
 
 pub use runner::{Runner, RunnerConfig};

@@ -78,6 +78,8 @@ pub struct Watch {
     pub install: String,
     /// Refused without a break this long, the watcher gives up: it says why on `gave_up`.
     pub give_up_after: Option<Duration>,
+    /// Where the link's state is counted for the runner's metrics.
+    pub stats: std::sync::Arc<crate::stats::Stats>,
 }
 
 /// Follows the leaf's log and reports each change of the link's state; gives up (once) when the
@@ -89,6 +91,7 @@ pub async fn watch(w: Watch, gave_up: tokio::sync::watch::Sender<Option<String>>
         hub,
         install,
         give_up_after,
+        stats,
     } = w;
     let mut last: Option<Link> = None;
     let mut refused_since: Option<tokio::time::Instant> = None;
@@ -118,6 +121,7 @@ pub async fn watch(w: Watch, gave_up: tokio::sync::watch::Sender<Option<String>>
         let Some(now) = fresh.lines().rev().find_map(classify) else {
             continue;
         };
+        stats.link(now == Link::Connected);
         refused_since = match (&now, refused_since) {
             (Link::Refused, Some(since)) => Some(since),
             (Link::Refused, None) => Some(tokio::time::Instant::now()),

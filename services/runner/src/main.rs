@@ -54,6 +54,10 @@ struct Args {
     /// How long a cancelled job's processes get between SIGTERM and SIGKILL.
     #[arg(long, env = "FERRY_CANCEL_GRACE_SECS", default_value_t = 10)]
     cancel_grace_secs: u64,
+    /// How often the runner sends its metrics (jobs, plugin exits, spool, link, host CPU,
+    /// memory and disk) to the hub.
+    #[arg(long, env = "FERRY_METRICS_INTERVAL_SECS", default_value_t = 15)]
+    metrics_interval_secs: u64,
     /// Exit (status 3) once the hub has refused this install's certificate this long without a
     /// break: the install was revoked or deleted (leaf mode; 0: never).
     #[arg(long, env = "FERRY_EXIT_WHEN_REFUSED_SECS", default_value_t = 120)]
@@ -407,5 +411,6 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
         },
         registry: install_registry,
         break_glass_host_only: args.break_glass_host_only,
+        metrics_interval: Duration::from_secs(args.metrics_interval_secs.max(1)),
     })
 }

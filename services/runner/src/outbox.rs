@@ -52,6 +52,17 @@ impl Outbox {
 }
 
 impl Outbox {
+    /// Messages waiting in the spool for the link (0 in direct mode, or when unknown).
+    pub async fn depth(&self) -> u64 {
+        let Outbox::Spool { local, .. } = self else {
+            return 0;
+        };
+        match local.get_stream(SPOOL).await {
+            Ok(mut s) => s.info().await.map(|i| i.state.messages).unwrap_or(0),
+            Err(_) => 0,
+        }
+    }
+
     /// Waits up to `within` until nothing is left to forward; whether that happened.
     pub async fn settle(&self, within: Duration) -> bool {
         let Outbox::Spool { local, .. } = self else {

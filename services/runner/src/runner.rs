@@ -47,6 +47,8 @@ pub struct RunnerConfig {
     pub registry: Option<crate::registry::InstallRegistry>,
     /// Break-glass roles count only when granted on this host, not through the API.
     pub break_glass_host_only: bool,
+    /// How often the runner sends its metrics to the hub (`stats.rs`).
+    pub metrics_interval: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -128,6 +130,7 @@ impl Runner {
         let id = format!("runner-{}", ulid::Ulid::new().to_string().to_lowercase());
         let name = format!("ferry-runner {}/{} {id}", cfg.org, cfg.install);
         let mut link_watch = None;
+        let stats = Arc::new(crate::stats::Stats::default());
         let (gave_up_tx, gave_up) = tokio::sync::watch::channel(None);
         let (leaf, client) = match &cfg.mode {
             Mode::Direct => {
@@ -155,6 +158,7 @@ impl Runner {
                         hub: leaf_cfg.hub.clone(),
                         install: leaf_cfg.install.clone(),
                         give_up_after: cfg.give_up_when_refused,
+                        stats: stats.clone(),
                     },
                     gave_up_tx,
                 )));
@@ -189,9 +193,22 @@ impl Runner {
             }
         };
         let executor = Arc::new(
-            Executor::new(client.clone(), outbox.clone(), &cfg)
+            Executor::new(client.clone(), outbox.clone(), &cfg, stats.clone())
                 .map_err(|e| RunnerError::Setup(e.to_string()))?,
         );
+        background.push(tokio::spawn(crate::stats::publish_loop(
+            crate::stats::Publisher {
+                client: client.clone(),
+                outbox: outbox.clone(),
+                org: cfg.org.clone(),
+                install: cfg.install.clone(),
+                runner_id: id.clone(),
+                data_dir: cfg.data_dir.clone(),
+                interval: cfg.metrics_interval,
+                direct: leaf.is_none(),
+            },
+            stats,
+        )));
         if let Some(files) = &cfg.identity {
             let reconnect = match &leaf {
                 Some(l) => crate::rotate::Reconnect::Leaf(l.restart.clone()),

@@ -253,16 +253,25 @@ impl Scheduler {
     ) -> Result<Result<m::Granted, String>, StoreError> {
         let lease_ms = self.lease.as_millis() as u64;
         let mut granted = None;
+        let mut offered_ms = None;
         let r = self
             .store
             .repo::<m::Job>()
             .modify_from(known, org, &req.job_id, |j| {
                 let now = m::now();
+                offered_ms = j.offered_at.as_deref().and_then(m::ms_of);
                 granted =
                     Some(j.claim(install, &req.runner_id, &now, m::now_ms(), lease_ms, secret)?);
                 Ok(true)
             })
             .await?;
+        if r.is_ok()
+            && granted.is_some()
+            && let Some(t) = offered_ms
+        {
+            let waited = m::now_ms().saturating_sub(t) as f64 / 1000.0;
+            ferry_telemetry::metrics().dispatch_latency.observe(waited);
+        }
         Ok(r.and_then(|_| granted.ok_or_else(|| "not granted".to_string())))
     }
 

@@ -19,6 +19,7 @@ mod cron;
 mod dispatch;
 mod drift;
 mod events;
+mod gauges;
 mod offers;
 mod releases;
 mod runbooks;
@@ -196,6 +197,7 @@ impl Scheduler {
         let offer_queries = self.clone().serve_offer_queries();
         let reconcile = self.clone().reconcile_loop();
         let cron = self.clone().cron_loop();
+        let gauges = self.clone().gauges_loop();
         let connection = self.clone().watch_connection();
         tokio::try_join!(
             async { control_loop.await.map_err(SchedulerError::from) },
@@ -206,6 +208,7 @@ impl Scheduler {
             offer_queries,
             reconcile,
             cron,
+            gauges,
             connection,
         )?;
         Ok(())

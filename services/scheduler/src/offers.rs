@@ -126,6 +126,7 @@ impl Scheduler {
             return Ok(());
         }
         let seq = published?;
+        ferry_telemetry::metrics().jobs_dispatched.inc();
         debug!(org, install, job = id, seq, "job offered");
         Ok(())
     }

@@ -239,7 +239,15 @@ async fn run(args: Args) -> Result<()> {
         )
         .route(
             "/metrics",
-            get(|| async { ferry_telemetry::encode_metrics() }),
+            get(|| async {
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        ferry_telemetry::OPENMETRICS,
+                    )],
+                    ferry_telemetry::encode_metrics(),
+                )
+            }),
         );
     if services.contains(&Service::Api) {
         app = app.merge(start_api(&args, &hub, &mut tasks).await?);

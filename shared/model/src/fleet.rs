@@ -104,7 +104,8 @@ pub struct InstallQuery {
 /// The values `runner_health` takes.
 pub const RUNNER_HEALTH_FILTERS: [&str; 4] = ["active", "unhealthy", "offline", "none"];
 
-fn health_name(h: Option<RunnerHealth>) -> &'static str {
+/// A runner health's name, as filters and metrics say it (`none`: no runner ever heard from).
+pub fn health_name(h: Option<RunnerHealth>) -> &'static str {
     match h {
         Some(RunnerHealth::Active) => "active",
         Some(RunnerHealth::Unhealthy) => "unhealthy",

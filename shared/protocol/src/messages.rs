@@ -97,6 +97,20 @@ pub enum ComponentKind {
     Job,
 }
 
+impl ComponentKind {
+    /// The plugin's name, as metrics label it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComponentKind::Script => "script",
+            ComponentKind::Terraform => "terraform",
+            ComponentKind::Helm => "helm",
+            ComponentKind::KubernetesManifest => "kubernetes_manifest",
+            ComponentKind::ContainerImage => "container_image",
+            ComponentKind::Job => "job",
+        }
+    }
+}
+
 /// What a component of a Kubernetes type says beyond its variables. The app config holds it with
 /// template sources; a job carries it rendered with the install's values (one type, both times).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -630,3 +644,76 @@ pub enum RenewReply {
     Refused { reason: String },
 }
 message!(RenewReply, 17);
+
+/// Runner → control plane on `ferry.rx.<org>.<install>.metrics` (stream `METRICS`), every
+/// metrics interval: the runner's counters since it started (cumulative, so a lost sample costs
+/// nothing) and its gauges now. The org and install are the subject's, never the message's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunnerMetrics {
+    pub runner_id: String,
+    pub version: String,
+    pub at_ms: u64,
+    /// How often the runner sends these: a sample older than a few intervals is stale.
+    pub interval_ms: u64,
+    /// Jobs running now, by job kind (`plan`, `apply`, `sync`, …).
+    pub jobs_running: Vec<(String, u64)>,
+    /// Jobs finished, by kind and outcome.
+    pub jobs_finished: Vec<(String, String, u64)>,
+    /// How long jobs took, by kind.
+    pub job_seconds: Vec<(String, Histogram)>,
+    /// Plugin processes ended, by component type and exit code (-1: killed by a signal).
+    pub plugin_exits: Vec<(String, i32, u64)>,
+    /// Bytes copied into the install's store by sync jobs.
+    pub artifact_bytes_synced: u64,
+    /// Messages in the leaf's spool, waiting for the link (0 in direct mode).
+    pub spool_depth: u64,
+    /// Whether the install's link to the hub is up.
+    pub link_up: bool,
+    /// Times the link came back after being down.
+    pub link_reconnects: u64,
+    pub host: HostStats,
+}
+message!(RunnerMetrics, 18);
+
+/// A histogram as Prometheus keeps one: counts per upper bound (cumulative), their sum and
+/// count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Histogram {
+    /// `(upper bound, observations at or below it)`, bounds ascending; `+Inf` is `count`.
+    pub buckets: Vec<(f64, u64)>,
+    pub sum: f64,
+    pub count: u64,
+}
+
+impl Histogram {
+    /// An empty histogram over `bounds` (ascending).
+    pub fn new(bounds: &[f64]) -> Histogram {
+        Histogram {
+            buckets: bounds.iter().map(|b| (*b, 0)).collect(),
+            sum: 0.0,
+            count: 0,
+        }
+    }
+
+    pub fn observe(&mut self, v: f64) {
+        for (bound, n) in &mut self.buckets {
+            if v <= *bound {
+                *n += 1;
+            }
+        }
+        self.sum += v;
+        self.count += 1;
+    }
+}
+
+/// The runner host's resources, as the runner sees them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostStats {
+    /// CPU busy over the last interval, 0–100 (all cores together).
+    pub cpu_percent: f32,
+    pub memory_used_bytes: u64,
+    pub memory_total_bytes: u64,
+    /// The filesystem of the runner's data directory.
+    pub disk_used_bytes: u64,
+    pub disk_total_bytes: u64,
+}

@@ -154,6 +154,7 @@ pub fn service(name: &str) -> Option<Grant> {
                 .consume(resources::JOB_EVENTS.name)
                 .consume(resources::LOGS.name)
                 .read(resources::LOGS.name)
+                .consume(resources::METRICS.name)
                 .publish([audit]);
         }
         "approval" => {

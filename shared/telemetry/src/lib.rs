@@ -9,6 +9,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`, NATS client chatter at `warn`); colours
@@ -31,6 +32,29 @@ pub struct MessageLabels {
     pub consumer: String,
 }
 
+/// An install's series (what log-ingest dropped of its runners' metrics).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct InstallLabels {
+    pub org: String,
+    pub install: String,
+}
+
+/// One label, `state`, `health` or `decision` as the metric names it.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabels {
+    pub state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HealthLabels {
+    pub health: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DecisionLabels {
+    pub decision: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
     pub kind: String,
@@ -49,9 +73,26 @@ pub struct Metrics {
     pub jobs_finished: Family<OutcomeLabels, Counter>,
     /// Workflows finished, by kind and outcome.
     pub workflows_finished: Family<OutcomeLabels, Counter>,
-    /// Jobs running in this process (runner).
-    pub jobs_running: Gauge,
+    /// Jobs offered to runners (scheduler).
+    pub jobs_dispatched: Counter,
+    /// From a job's offer to a runner's claim of it (scheduler).
+    pub dispatch_latency: Histogram,
+    /// Jobs of unfinished workflows, by state (scheduler, sampled).
+    pub jobs_in_state: Family<StateLabels, Gauge>,
+    /// Plans waiting for a decision (scheduler, sampled).
+    pub approvals_waiting: Gauge,
+    /// Runners by health (scheduler, sampled).
+    pub runners: Family<HealthLabels, Gauge>,
+    /// Log lines archived by log-ingest.
+    pub log_lines_ingested: Counter,
+    /// The auth callout's answers to connecting runners (api).
+    pub callout_decisions: Family<DecisionLabels, Counter>,
+    /// Runner metric series dropped over an install's budget (log-ingest).
+    pub runner_series_dropped: Family<InstallLabels, Counter>,
 }
+
+/// Upper bounds of the dispatch latency histogram, in seconds.
+const DISPATCH_BOUNDS: [f64; 10] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0];
 
 pub fn metrics() -> &'static Metrics {
     static METRICS: OnceLock<Metrics> = OnceLock::new();
@@ -64,7 +105,14 @@ pub fn metrics() -> &'static Metrics {
             messages_retried: Family::default(),
             jobs_finished: Family::default(),
             workflows_finished: Family::default(),
-            jobs_running: Gauge::default(),
+            jobs_dispatched: Counter::default(),
+            dispatch_latency: Histogram::new(DISPATCH_BOUNDS),
+            jobs_in_state: Family::default(),
+            approvals_waiting: Gauge::default(),
+            runners: Family::default(),
+            log_lines_ingested: Counter::default(),
+            callout_decisions: Family::default(),
+            runner_series_dropped: Family::default(),
         };
         registry.register(
             "messages_rejected",
@@ -92,9 +140,44 @@ pub fn metrics() -> &'static Metrics {
             m.workflows_finished.clone(),
         );
         registry.register(
-            "jobs_running",
-            "Jobs running in this process",
-            m.jobs_running.clone(),
+            "jobs_dispatched",
+            "Jobs offered to runners",
+            m.jobs_dispatched.clone(),
+        );
+        registry.register(
+            "dispatch_latency_seconds",
+            "Seconds from a job's offer to a runner's claim of it",
+            m.dispatch_latency.clone(),
+        );
+        registry.register(
+            "jobs_in_state",
+            "Jobs of unfinished workflows, by state (sampled every 15 s)",
+            m.jobs_in_state.clone(),
+        );
+        registry.register(
+            "approvals_waiting",
+            "Plans waiting for a decision (sampled every 15 s)",
+            m.approvals_waiting.clone(),
+        );
+        registry.register(
+            "runners",
+            "Runners by health (sampled every 15 s)",
+            m.runners.clone(),
+        );
+        registry.register(
+            "log_lines_ingested",
+            "Job log lines archived",
+            m.log_lines_ingested.clone(),
+        );
+        registry.register(
+            "callout_decisions",
+            "The auth callout's answers to connecting runners, by decision",
+            m.callout_decisions.clone(),
+        );
+        registry.register(
+            "runner_series_dropped",
+            "Runner metric series dropped over an install's budget",
+            m.runner_series_dropped.clone(),
         );
         if let Ok(mut r) = m.registry.lock() {
             *r = registry;
@@ -103,7 +186,17 @@ pub fn metrics() -> &'static Metrics {
     })
 }
 
-/// The registry in Prometheus text format.
+/// Adds metrics produced at scrape time (runners' samples) to the registry.
+pub fn register_collector(collector: Box<dyn prometheus_client::collector::Collector>) {
+    if let Ok(mut r) = metrics().registry.lock() {
+        r.register_collector(collector);
+    }
+}
+
+/// The content type of [`encode_metrics`]' text: OpenMetrics 1.0.
+pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The registry in the OpenMetrics text format (served as [`OPENMETRICS`]).
 pub fn encode_metrics() -> String {
     let mut out = String::new();
     let m = metrics();
