@@ -14,11 +14,13 @@ mod hub;
 pub mod k8s;
 mod link;
 mod registry;
+mod s3;
 
 pub use cluster::{ClusterNode, NatsCluster};
 pub use hub::{NatsServer, ORG, hub_dir, issue_install, leaf_url};
 pub use link::Link;
 pub use registry::{EcrCall, EcrStandIn, RegistryServer};
+pub use s3::S3Store;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -13,7 +13,7 @@ mod vendor;
 pub use vendor::Vendor;
 
 use ferry_artifacts::{ArtifactConfig, NatsObjectStore, pack, pack_helm_chart, push};
-use ferry_ecr::RegistrySite;
+use ferry_aws::RegistrySite;
 use ferry_model as m;
 use ferry_protocol::resources::{consumers, objects};
 use ferry_protocol::{Control, subjects};

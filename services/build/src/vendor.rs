@@ -5,7 +5,7 @@
 //! them by name.
 
 use ferry_artifacts::{AnyStore, NatsObjectStore};
-use ferry_ecr::RegistrySite;
+use ferry_aws::RegistrySite;
 
 #[derive(Clone)]
 pub enum Vendor {

@@ -35,7 +35,7 @@ pub struct Executor {
     install: String,
     pub(crate) data_dir: PathBuf,
     /// The install's own registry; `None`: `layout`. Deployments only ever read from it.
-    registry: Option<ferry_ecr::RegistrySite>,
+    registry: Option<ferry_aws::RegistrySite>,
     /// The install's OCI layout directory, in the data directory.
     layout: LocalLayout,
     cancel_grace: Duration,

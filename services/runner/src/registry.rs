@@ -3,7 +3,7 @@
 //! runner's environment (`FERRY_REGISTRY_USER`/`FERRY_REGISTRY_PASSWORD`, or
 //! `FERRY_REGISTRY_TOKEN`), or, for Amazon ECR (`--registry-ecr-region`), from ECR's
 //! `GetAuthorizationToken` under the host's AWS identity — and ECR, which creates no repository on
-//! push, gets each one created first (`ferry_ecr::RegistrySite`). The plugin process gets the
+//! push, gets each one created first (`ferry_aws::RegistrySite`). The plugin process gets the
 //! same description and opens it again under the same environment.
 
 use ferry_artifacts::{Auth, Registry};
@@ -17,8 +17,8 @@ pub struct InstallRegistry {
 
 impl InstallRegistry {
     /// The registry, opened under the runner's environment: keep it to reuse ECR's token.
-    pub fn open(&self) -> Result<ferry_ecr::RegistrySite, String> {
-        ferry_ecr::RegistrySite::new(&self.url, self.ecr_region.clone(), env_auth())
+    pub fn open(&self) -> Result<ferry_aws::RegistrySite, String> {
+        ferry_aws::RegistrySite::new(&self.url, self.ecr_region.clone(), env_auth())
     }
 
     /// The repository of `component`'s artifacts and images (for a process that opens the

@@ -1,3 +1,5 @@
+mod archive;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -83,6 +85,8 @@ struct Args {
     /// A bearer token for the vendor registry (environment only).
     #[arg(skip = std::env::var("FERRY_VENDOR_REGISTRY_TOKEN").ok())]
     vendor_registry_token: Option<String>,
+    #[command(flatten)]
+    log_archive: archive::LogArchiveArgs,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -339,7 +343,7 @@ async fn spawn_service(
         Service::Build => {
             let registry = match &args.vendor_registry {
                 Some(url) => Some(
-                    ferry_ecr::RegistrySite::new(
+                    ferry_aws::RegistrySite::new(
                         url,
                         args.vendor_registry_ecr_region.clone(),
                         ferry_artifacts::Auth::from_parts(
@@ -438,9 +442,16 @@ async fn service_store(
         &format!("ferry-server {}", svc.name()),
     )
     .await?;
-    let store = Store::open(async_nats::jetstream::new(client.clone()))
+    let mut store = Store::open(async_nats::jetstream::new(client.clone()))
         .await
         .with_context(|| format!("opening the store as {}", svc.name()))?;
+    // The services that write and read archived job logs.
+    if matches!(svc, Service::Api | Service::LogIngest)
+        && let Some(archive) = args.log_archive.open().await?
+    {
+        info!(service = svc.name(), archive = %archive.describe(), "job logs archived outside the hub");
+        store = store.with_log_archive(archive);
+    }
     Ok((client, store))
 }
 

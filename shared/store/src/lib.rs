@@ -5,6 +5,7 @@
 //! Records are org-scoped at this layer: every key is `<org>.<id>`, every read names the org, so no
 //! query can see another org's data by forgetting a filter.
 
+mod archive;
 mod bus;
 pub mod events;
 mod logs;
@@ -12,6 +13,7 @@ mod packages;
 mod recent;
 mod repo;
 
+pub use archive::{ArchiveError, BoxFuture, LogArchive};
 pub use bus::{Bus, Handled, consume, consume_messages};
 pub use logs::accepted_batch;
 pub use packages::{VALIDATE_DEADLINE, ValidateError, deploy_stages, validate_package};
@@ -61,6 +63,9 @@ pub enum StoreError {
     /// A stored package that cannot be used (no longer validates, or validation did not finish).
     #[error("app config {config_id}: {reason}")]
     Package { config_id: String, reason: String },
+    /// The external job log archive failed (`archive.rs`).
+    #[error("job log archive: {0}")]
+    Archive(#[from] ArchiveError),
     #[error("object {bucket}/{name}: {reason}")]
     Object {
         bucket: &'static str,
@@ -90,6 +95,8 @@ pub struct Store {
     objects: HashMap<&'static str, object_store::ObjectStore>,
     /// Objects of the immutable stores read lately (`recent.rs`).
     recent: Recent,
+    /// Where job logs are archived, when not in the hub (`archive.rs`).
+    log_archive: Option<std::sync::Arc<dyn LogArchive>>,
 }
 
 impl Store {
@@ -155,6 +162,7 @@ impl Store {
             buckets,
             objects,
             recent: Recent::default(),
+            log_archive: None,
         })
     }
 
@@ -182,7 +190,14 @@ impl Store {
             buckets,
             objects,
             recent: Recent::default(),
+            log_archive: None,
         })
+    }
+
+    /// This store with job logs archived in `archive` instead of the hub.
+    pub fn with_log_archive(mut self, archive: std::sync::Arc<dyn LogArchive>) -> Store {
+        self.log_archive = Some(archive);
+        self
     }
 
     pub fn repo<T: Record>(&self) -> Repo<T> {

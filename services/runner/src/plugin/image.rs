@@ -8,7 +8,7 @@
 //! templates. Teardown leaves the image where it is.
 //!
 //! `[public]` images are pulled anonymously; `[aws_ecr]` ones with credentials from ECR's
-//! `GetAuthorizationToken` (the `ferry-ecr` crate), under the runner host's AWS identity.
+//! `GetAuthorizationToken` (the `ferry-aws` crate), under the runner host's AWS identity.
 //!
 //! A registry on the loopback address (`127.0.0.1:5000/x`, `localhost:5000/x`) is spoken to over
 //! plain HTTP, as Docker treats it; every other over HTTPS.
@@ -71,7 +71,7 @@ async fn source(i: &ImageSettings) -> Result<Registry, PluginError> {
         ImageSource::Public => Auth::Anonymous,
         ImageSource::AwsEcr { region } => {
             let endpoint = std::env::var("FERRY_ECR_ENDPOINT").ok();
-            let ecr = ferry_ecr::Ecr::new(region, endpoint.as_deref()).await;
+            let ecr = ferry_aws::Ecr::new(region, endpoint.as_deref()).await;
             ecr.auth()
                 .await
                 .map_err(|e| PluginError(format!("credentials for {}: {e}", i.image_url)))?

@@ -1,11 +1,8 @@
 //! Amazon ECR credentials for OCI registries: ECR is a distribution registry whose password comes
 //! from `GetAuthorizationToken` (valid 12 hours), under the caller's own AWS identity (the runner
-//! host's: environment, profile, instance or task role, as the AWS SDK finds it).
-//!
-//! Kept in a crate of its own because the AWS SDK is a large build; everything else speaks to
-//! registries through `ferry_artifacts::Registry` with the [`Auth`] this returns.
+//! host's: environment, profile, instance or task role, as the AWS SDK finds it). Everything else
+//! speaks to registries through `ferry_artifacts::Registry` with the [`Auth`] this returns.
 
-use aws_sdk_ecr::config::Region;
 use base64::Engine;
 use ferry_artifacts::Auth;
 
@@ -37,17 +34,7 @@ pub struct Ecr {
 
 impl Ecr {
     pub async fn new(region: &str, endpoint: Option<&str>) -> Ecr {
-        // rustls with ring, as everywhere in Ferry (the SDK's default would add aws-lc).
-        let http = aws_smithy_http_client::Builder::new()
-            .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
-                aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
-            ))
-            .build_https();
-        let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .http_client(http)
-            .region(Region::new(region.to_string()))
-            .load()
-            .await;
+        let shared = crate::sdk_config(region).await;
         let mut config = aws_sdk_ecr::config::Builder::from(&shared);
         if let Some(url) = endpoint {
             config = config.endpoint_url(url);
