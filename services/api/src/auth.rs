@@ -88,7 +88,7 @@ pub async fn require_token(State(s): State<ApiState>, mut req: Request, next: Ne
     next.run(req).await
 }
 
-async fn resolve(s: &ApiState, text: &str) -> Result<Caller, Response> {
+pub(crate) async fn resolve(s: &ApiState, text: &str) -> Result<Caller, Response> {
     let invalid = || refuse(StatusCode::UNAUTHORIZED, "invalid token");
     let t = TokenText::parse(text).ok_or_else(invalid)?;
     if check_name("org", &t.org).is_err() || check_name("token", &t.id).is_err() {

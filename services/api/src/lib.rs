@@ -27,6 +27,8 @@
 //!   `POST /v1/bootstrap` (no API token: the runner's one-time token is the credential) trades it
 //!   and a CSR for the install's certificate (`bootstrap.rs`)
 //!
+//! * `/` and `/ui/…` — the web dashboard (`dashboard/`), signed in with a token in a cookie
+//!
 //! Beside the routes, `callout::serve` is the hub's NATS auth callout: it decides which install
 //! a connecting runner is, from its certificate.
 
@@ -34,6 +36,7 @@ mod actions;
 mod auth;
 pub mod bootstrap;
 pub mod callout;
+mod dashboard;
 mod error;
 mod events;
 mod handlers;
@@ -82,7 +85,8 @@ pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
     };
     let open = Router::new()
         .route("/v1/bootstrap", post(bootstrap::bootstrap))
-        .with_state(state.clone());
+        .with_state(state.clone())
+        .merge(dashboard::router(state.clone()));
     Router::new()
         .route("/v1/apps", get(handlers::list_apps))
         .route("/v1/apps/{app}", get(handlers::get_app))

@@ -1,0 +1,398 @@
+//! The web dashboard `ferry-server` serves at `/`: server-rendered pages (`pages.rs`, with
+//! maud, which escapes every value it prints) over the API's own handlers, and one small
+//! script (`dashboard.js`) that follows the API's Server-Sent Events for live workflows and
+//! logs. No build step: the script and the style sheet are compiled into the binary.
+//!
+//! Sign-in takes an API token and keeps it in an `HttpOnly`, `SameSite=Strict` cookie; every
+//! page acts with that token's org and role, exactly as the API does for a bearer token (the
+//! handlers are the API's). Every form carries a CSRF token: for a signed-in session it is
+//! derived from the session's secret (an attacker's page can neither read the cookie nor
+//! compute it); the sign-in form gets a random one, also held in a cookie. Pages are served
+//! with a Content-Security-Policy that allows only this origin's script and style.
+
+mod pages;
+
+use axum::Router;
+use axum::extract::{FromRequestParts, Query, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use cookie::{Cookie, SameSite};
+use ferry_model::{self as m, Role};
+use sha2::{Digest, Sha256};
+
+use crate::auth::{Caller, Ctx, same};
+use crate::ids::Name;
+use crate::{ApiError, ApiState};
+
+const SESSION: &str = "ferry_session";
+const LOGIN_NONCE: &str = "ferry_login";
+
+/// A signed-in request: the API state scoped to the token's org, who the caller is, and the
+/// CSRF token its forms must carry.
+pub(crate) struct Session {
+    state: ApiState,
+    caller: Caller,
+    csrf: String,
+}
+
+impl Session {
+    fn ctx(&self) -> Ctx {
+        Ctx(self.state.clone())
+    }
+
+    /// Whether the caller's role may make the API request `method path` (a viewer may not
+    /// approve): the API's own rule.
+    fn may(&self, method: &str, path: &str) -> bool {
+        self.caller.role.allows(Role::required(method, path))
+    }
+}
+
+fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == name)
+        .map(|c| c.value().to_string())
+}
+
+/// The CSRF token of a session: not the secret, not guessable without it.
+fn csrf_of(token: &str) -> String {
+    hex::encode(Sha256::digest(format!("ferry-dashboard-csrf:{token}")))
+}
+
+impl FromRequestParts<ApiState> for Session {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, Response> {
+        let to_login = || Redirect::to("/ui/login").into_response();
+        let token = cookie_value(&parts.headers, SESSION).ok_or_else(to_login)?;
+        let caller = crate::auth::resolve(state, &token)
+            .await
+            .map_err(|_| to_login())?;
+        Ok(Session {
+            state: ApiState {
+                store: state.store.clone(),
+                org: caller.org.clone(),
+                actor: format!("token:{}", caller.name),
+                issuer: state.issuer.clone(),
+            },
+            csrf: csrf_of(&token),
+            caller,
+        })
+    }
+}
+
+/// The dashboard's routes (pages, forms, live streams, static files).
+pub fn router(state: ApiState) -> Router {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/ui/installs") }))
+        .route("/ui/login", get(login_page).post(login))
+        .route("/ui/logout", post(logout))
+        .route("/ui/installs", get(installs))
+        .route("/ui/installs/{name}", get(install))
+        .route("/ui/workflows/{id}", get(workflow))
+        .route("/ui/workflows/{id}/decide", post(decide))
+        .route("/ui/jobs/{id}", get(job))
+        .route("/ui/releases", get(releases))
+        .route("/ui/events", get(events))
+        .route("/ui/jobs/{id}/log", get(job_log))
+        .route("/ui/static/dashboard.js", get(script))
+        .route("/ui/static/dashboard.css", get(style))
+        .layer(axum::middleware::map_response(secure_headers))
+        .with_state(state)
+}
+
+async fn secure_headers(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+             connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    r
+}
+
+fn set_cookie(c: Cookie<'static>) -> (header::HeaderName, String) {
+    (header::SET_COOKIE, c.to_string())
+}
+
+fn session_cookie(name: &'static str, value: String) -> Cookie<'static> {
+    Cookie::build((name, value))
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .path("/")
+        .build()
+}
+
+async fn login_page(headers: HeaderMap) -> Response {
+    let nonce = cookie_value(&headers, LOGIN_NONCE).unwrap_or_else(|| {
+        let mut b = [0u8; 16];
+        let _ = getrandom::fill(&mut b);
+        hex::encode(b)
+    });
+    (
+        [set_cookie(session_cookie(LOGIN_NONCE, nonce.clone()))],
+        pages::login(&nonce, None),
+    )
+        .into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct LoginForm {
+    token: String,
+    csrf: String,
+}
+
+async fn login(
+    State(state): State<ApiState>,
+    headers: HeaderMap,
+    axum::Form(f): axum::Form<LoginForm>,
+) -> Response {
+    let nonce = cookie_value(&headers, LOGIN_NONCE).unwrap_or_default();
+    if nonce.is_empty() || !same(&nonce, &f.csrf) {
+        return (
+            StatusCode::FORBIDDEN,
+            pages::login(&nonce, Some("The form expired: sign in again.")),
+        )
+            .into_response();
+    }
+    let token = f.token.trim().to_string();
+    match crate::auth::resolve(&state, &token).await {
+        Ok(_) => (
+            [set_cookie(session_cookie(SESSION, token))],
+            Redirect::to("/ui/installs"),
+        )
+            .into_response(),
+        Err(_) => (
+            StatusCode::UNAUTHORIZED,
+            pages::login(&nonce, Some("That token is not valid (or was revoked).")),
+        )
+            .into_response(),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct CsrfForm {
+    csrf: String,
+}
+
+async fn logout(s: Session, axum::Form(f): axum::Form<CsrfForm>) -> Response {
+    if !same(&s.csrf, &f.csrf) {
+        return forbidden();
+    }
+    let mut gone = session_cookie(SESSION, String::new());
+    gone.make_removal();
+    ([set_cookie(gone)], Redirect::to("/ui/login")).into_response()
+}
+
+fn forbidden() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        "the form's CSRF token is missing or wrong",
+    )
+        .into_response()
+}
+
+/// An API error as a page, with the status the API gives it.
+fn failed(e: ApiError) -> Response {
+    let msg = e.to_string();
+    let status = e.into_response().status();
+    (status, pages::error(&msg)).into_response()
+}
+
+async fn installs(s: Session) -> Response {
+    let list = crate::installs::list_installs(s.ctx(), Query(m::InstallQuery::default())).await;
+    let runners = crate::runners::list_runners(
+        s.ctx(),
+        Query(crate::runners::RunnerFilter { install: None }),
+    )
+    .await;
+    match (list, runners) {
+        (Ok(list), Ok(runners)) => pages::installs(&s, &list.0, &runners.0).into_response(),
+        (Err(e), _) | (_, Err(e)) => failed(e),
+    }
+}
+
+async fn install(s: Session, name: Name) -> Response {
+    let i = match crate::installs::get_install(s.ctx(), name).await {
+        Ok(i) => i.0,
+        Err(e) => return failed(e),
+    };
+    let filter = crate::workflows::WorkflowFilter {
+        install: Some(i.name.clone()),
+        kind: None,
+        action: None,
+    };
+    match crate::workflows::list_workflows(s.ctx(), Query(filter)).await {
+        Ok(wfs) => pages::install(&s, &i, &wfs.0).into_response(),
+        Err(e) => failed(e),
+    }
+}
+
+async fn workflow(s: Session, Name(id): Name) -> Response {
+    let wf = match crate::workflows::get_workflow(s.ctx(), Name(id)).await {
+        Ok(wf) => wf.0,
+        Err(e) => return failed(e),
+    };
+    let filter = crate::workflows::ApprovalFilter {
+        install: Some(wf.install.clone()),
+    };
+    let approvals = match crate::workflows::list_approvals(s.ctx(), Query(filter)).await {
+        Ok(a) => a.0,
+        Err(e) => return failed(e),
+    };
+    let mut waiting = Vec::new();
+    for a in approvals.into_iter().filter(|a| a.workflow_id == wf.id) {
+        let plan = plan_of(&s, &a.plan_job).await;
+        waiting.push((a, plan));
+    }
+    pages::workflow(&s, &wf, &waiting).into_response()
+}
+
+/// The end of a script's plan log shown in place of its changes.
+const PLAN_LOG_LINES: usize = 60;
+
+/// What a plan changes, as a reviewer reads it: the structured plan's changes (Terraform's),
+/// else the end of the plan job's log (a script's plan is what it printed).
+async fn plan_of(s: &Session, plan_job: &str) -> pages::Plan {
+    let store = &s.state.store;
+    let structured = store
+        .get_object(
+            ferry_protocol::resources::objects::PLANS,
+            &ferry_protocol::resources::objects::plan_json(&s.state.org, plan_job),
+        )
+        .await
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    if let Some(p) = structured {
+        return pages::Plan::Changes(m::plan_changes(&p));
+    }
+    let Ok(Some(job)) = store.repo::<m::Job>().get(&s.state.org, plan_job).await else {
+        return pages::Plan::Log(vec![]);
+    };
+    let lines = store.job_log(&job.value).await.unwrap_or_default();
+    let from = lines.len().saturating_sub(PLAN_LOG_LINES);
+    pages::Plan::Log(lines[from..].iter().map(|l| l.text.clone()).collect())
+}
+
+#[derive(serde::Deserialize)]
+struct DecideForm {
+    csrf: String,
+    step: String,
+    /// `approve` or `deny`.
+    decision: String,
+}
+
+async fn decide(s: Session, Name(id): Name, axum::Form(f): axum::Form<DecideForm>) -> Response {
+    if !same(&s.csrf, &f.csrf) {
+        return forbidden();
+    }
+    let approve = match f.decision.as_str() {
+        "approve" => true,
+        "deny" => false,
+        _ => return failed(ApiError::BadRequest("decide `approve` or `deny`".into())),
+    };
+    let path = format!("/v1/workflows/{id}/{}", f.decision);
+    if !s.may("POST", &path) {
+        let why = format!(
+            "a {} token cannot decide on plans: sign in with an operator's",
+            s.caller.role.name()
+        );
+        return (StatusCode::FORBIDDEN, pages::error(&why)).into_response();
+    }
+    let body = axum::Json(m::api::Decision {
+        step: Some(f.step),
+        all: false,
+        on_deny: Default::default(),
+    });
+    let r = match approve {
+        true => crate::workflows::approve_workflow(s.ctx(), Name(id.clone()), body).await,
+        false => crate::workflows::deny_workflow(s.ctx(), Name(id.clone()), body).await,
+    };
+    match r {
+        Ok(_) => Redirect::to(&format!("/ui/workflows/{id}")).into_response(),
+        Err(e) => failed(e),
+    }
+}
+
+async fn job(s: Session, Name(id): Name) -> Response {
+    let j = match crate::jobs::get_job(s.ctx(), Name(id.clone())).await {
+        Ok(j) => j.0,
+        Err(e) => return failed(e),
+    };
+    let lines = match s.state.store.archived_job_log(&s.state.org, &id).await {
+        Ok(Some(lines)) => lines,
+        _ => s.state.store.job_log(&j).await.unwrap_or_default(),
+    };
+    pages::job(&s, &j, &lines).into_response()
+}
+
+async fn releases(s: Session) -> Response {
+    match crate::releases::list_releases(s.ctx()).await {
+        Ok(r) => pages::releases(&s, &r.0).into_response(),
+        Err(e) => failed(e),
+    }
+}
+
+/// The org's events for the page's script: the API's `/v1/events`, signed in by cookie (a
+/// browser's `EventSource` sends no `Authorization` header).
+async fn events(s: Session, headers: HeaderMap, q: Query<crate::events::EventsQuery>) -> Response {
+    match crate::events::events(s.ctx(), headers, q).await {
+        Ok(sse) => sse.into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// A job's log for the page's script: the API's `/v1/jobs/{id}/log`, signed in by cookie.
+async fn job_log(
+    s: Session,
+    id: Name,
+    headers: HeaderMap,
+    q: Query<crate::logs::LogEventsQuery>,
+) -> Response {
+    match crate::logs::job_log_events(s.ctx(), id, headers, q).await {
+        Ok(sse) => sse.into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        include_str!("dashboard.js"),
+    )
+        .into_response()
+}
+
+async fn style() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        include_str!("dashboard.css"),
+    )
+        .into_response()
+}

@@ -1,0 +1,278 @@
+//! The web dashboard in a real browser (headless Chromium over WebDriver): sign in with a
+//! token, see the install, approve waiting plans, watch the workflow finish live, follow a
+//! job's log live; a viewer's buttons are disabled and its decisions refused; forms need
+//! their CSRF token. Screenshots of the main pages go to `target/screenshots/`.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, Locator};
+use ferry_tests::browser::{Browser, screenshot};
+use ferry_tests::{NatsServer, ferry_json, repo_root, step};
+
+async fn sign_in(b: &Client, api: &str, token: &str) {
+    b.goto(&format!("{api}/ui/login")).await.unwrap();
+    b.find(Locator::Id("token"))
+        .await
+        .unwrap()
+        .send_keys(token)
+        .await
+        .unwrap();
+    b.find(Locator::Id("signin"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.wait()
+        .for_element(Locator::Css("table#installs"))
+        .await
+        .unwrap();
+}
+
+async fn text_of(b: &Client, css: &str) -> String {
+    match b.find(Locator::Css(css)).await {
+        Ok(e) => e.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Waits (up to 90 s) until `ok` holds of the text of `css`.
+async fn until_text(b: &Client, css: &str, ok: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let t = text_of(b, css).await;
+        if ok(&t) {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "{css} never matched: {t:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Clicks a decision's button and waits for the page it leads to, marking that page: the mark
+/// lasts as long as the page is not loaded again.
+async fn decide(b: &Client, button: fantoccini::elements::Element) {
+    b.execute("window.__before = true", vec![]).await.unwrap();
+    button.click().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let old = b.execute("return window.__before === true", vec![]).await;
+        let ready = b.find(Locator::Css("table#steps")).await.is_ok();
+        if matches!(old, Ok(serde_json::Value::Bool(false))) && ready {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no page after the decision");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    b.execute("window.__stayed = true", vec![]).await.unwrap();
+}
+
+fn workflow(api: &str, id: &str) -> serde_json::Value {
+    ferry_json(api, &["workflows", "get", id, "--json"])
+}
+
+#[test]
+fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    // The greeter's apply takes a few seconds, writing as it goes: a log to follow live.
+    let apply = app.join("components/src/greeter/apply.sh");
+    let text = std::fs::read_to_string(&apply).unwrap();
+    std::fs::write(
+        &apply,
+        text.replace(
+            "set -eu\n",
+            "set -eu\nfor i in $(seq 1 30); do echo \"warming up $i\"; sleep 0.15; done\n",
+        ),
+    )
+    .unwrap();
+    ferry_tests::sync_hello(&api, &app);
+    let created = ferry_json(
+        &api,
+        &[
+            "installs", "create", "--app", "hello", "--name", "prod", "--json",
+        ],
+    );
+    let wf_id = created["workflow_id"].as_str().unwrap().to_string();
+    let admin = ferry_tests::token_for(&api).unwrap();
+    let viewer = ferry_json(
+        &api,
+        &[
+            "tokens", "create", "--name", "eve", "--role", "viewer", "--json",
+        ],
+    )["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let browser = Browser::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let b = browser.session().await;
+        b.goto(&format!("{api}/ui/login")).await.unwrap();
+        screenshot(&b, "login").await;
+        sign_in(&b, &api, &admin).await;
+        assert!(text_of(&b, "table#installs").await.contains("prod"));
+        screenshot(&b, "installs").await;
+
+        // The install's page lists its workflow; its page shows the first plan waiting.
+        b.goto(&format!("{api}/ui/installs/prod")).await.unwrap();
+        b.find(Locator::Css(&format!("a[href='/ui/workflows/{wf_id}']")))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let approve = b
+            .wait()
+            .at_most(Duration::from_secs(90))
+            .for_element(Locator::Css("button[data-decision=approve]"))
+            .await
+            .unwrap();
+        let first = text_of(&b, "section.approval").await;
+        assert!(first.contains("waits for a decision"), "{first}");
+        // A script's plan is what it printed.
+        assert!(first.contains("will ensure"), "{first}");
+        screenshot(&b, "workflow-approval").await;
+
+        // A viewer sees the same plan with its buttons disabled, and a decision forced through
+        // is refused.
+        let v = browser.session().await;
+        sign_in(&v, &api, &viewer).await;
+        v.goto(&format!("{api}/ui/workflows/{wf_id}"))
+            .await
+            .unwrap();
+        let button = v
+            .find(Locator::Css("button[data-decision=approve]"))
+            .await
+            .unwrap();
+        assert!(button.attr("disabled").await.unwrap().is_some());
+        v.execute(
+            "document.querySelector('button[data-decision=approve]').disabled = false",
+            vec![],
+        )
+        .await
+        .unwrap();
+        button.click().await.unwrap();
+        let refused = until_text(&v, "main", |t| !t.is_empty()).await;
+        assert!(refused.contains("cannot decide on plans"), "{refused}");
+        v.close().await.unwrap();
+        assert_eq!(
+            workflow(&api, &wf_id)["status"],
+            "running",
+            "the viewer decided nothing"
+        );
+
+        // The operator approves each plan as it comes; the greeter's apply log is followed live.
+        decide(&b, approve).await;
+        let mut log_followed = false;
+        let mut plan_seen = false;
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            assert!(Instant::now() < deadline, "the workflow did not finish");
+            let wf = workflow(&api, &wf_id);
+            if wf["status"] == "succeeded" {
+                break;
+            }
+            let greeter = step(&wf, "greeter", "apply");
+            if !log_followed && greeter["status"] == "running" {
+                let job = greeter["job_id"].as_str().unwrap();
+                b.goto(&format!("{api}/ui/jobs/{job}")).await.unwrap();
+                until_text(&b, "#job-status", |t| t == "finished").await;
+                let log = text_of(&b, "pre#log").await;
+                for i in 1..=30 {
+                    let line = format!("warming up {i}");
+                    let seen = log.lines().filter(|l| l.ends_with(&line)).count();
+                    assert_eq!(seen, 1, "{line} shown {seen} times:\n{log}");
+                }
+                assert!(log.contains("greeter wrote: hello, prod!"), "{log}");
+                screenshot(&b, "job").await;
+                log_followed = true;
+                b.goto(&format!("{api}/ui/workflows/{wf_id}"))
+                    .await
+                    .unwrap();
+                continue;
+            }
+            if let Ok(button) = b.find(Locator::Css("button[data-decision=approve]")).await {
+                // Terraform's plan (the counter) is shown as its changes.
+                let plan = text_of(&b, "section.approval").await;
+                if plan.contains("Plan of counter") {
+                    assert!(plan.contains("+ terraform_data."), "{plan}");
+                    screenshot(&b, "plan").await;
+                    plan_seen = true;
+                }
+                decide(&b, button).await;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(log_followed, "the greeter's apply was never seen running");
+        assert!(plan_seen, "the counter's plan was never shown");
+
+        // The page of the last decision saw the workflow finish without being loaded again.
+        let status = until_text(&b, "#wf-status", |t| t == "succeeded").await;
+        assert_eq!(status, "succeeded");
+        let stayed = b
+            .execute("return window.__stayed === true", vec![])
+            .await
+            .unwrap();
+        assert_eq!(
+            stayed,
+            serde_json::Value::Bool(true),
+            "the page was reloaded"
+        );
+        screenshot(&b, "workflow").await;
+        b.goto(&format!("{api}/ui/installs/prod")).await.unwrap();
+        assert!(text_of(&b, "table#components").await.contains("greeter"));
+        screenshot(&b, "install").await;
+        b.close().await.unwrap();
+    });
+
+    // Forms without their CSRF token are refused, and the session cookie is HttpOnly and
+    // SameSite=Strict.
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
+        .args(["-H", &format!("cookie: ferry_session={admin}")])
+        .args(["--data", "step=0&decision=approve"])
+        .arg(format!("{api}/ui/workflows/{wf_id}/decide"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "422",
+        "a form without its csrf field"
+    );
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
+        .args(["-H", &format!("cookie: ferry_session={admin}")])
+        .args(["--data", "csrf=forged&step=0&decision=approve"])
+        .arg(format!("{api}/ui/workflows/{wf_id}/decide"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "403",
+        "a forged csrf token"
+    );
+    let out = Command::new("curl")
+        .args(["-s", "-D", "-", "-o", "/dev/null"])
+        .args(["-H", "cookie: ferry_login=n0nce"])
+        .args(["--data-urlencode", &format!("token={admin}")])
+        .args(["--data", "csrf=n0nce"])
+        .arg(format!("{api}/ui/login"))
+        .output()
+        .unwrap();
+    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    let cookie = headers
+        .lines()
+        .find(|l| l.starts_with("set-cookie: ferry_session="))
+        .unwrap_or_else(|| panic!("{headers}"));
+    assert!(
+        cookie.contains("httponly") && cookie.contains("samesite=strict"),
+        "{cookie}"
+    );
+    assert!(headers.contains("content-security-policy: default-src 'none'; script-src 'self'"));
+}
