@@ -116,7 +116,12 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
         b.goto(&format!("{api}/ui/login")).await.unwrap();
         screenshot(&b, "login").await;
         sign_in(&b, &api, &admin).await;
-        assert!(text_of(&b, "table#installs").await.contains("prod"));
+        // The install, its config version, and its runner's health.
+        let row = text_of(&b, "tr[data-install=prod]").await;
+        assert!(
+            row.contains("hello") && row.contains("v1") && row.contains("active"),
+            "{row}"
+        );
         screenshot(&b, "installs").await;
 
         // The install's page lists its workflow; its page shows the first plan waiting.

@@ -225,10 +225,30 @@ async fn installs(s: Session) -> Response {
         Query(crate::runners::RunnerFilter { install: None }),
     )
     .await;
-    match (list, runners) {
-        (Ok(list), Ok(runners)) => pages::installs(&s, &list.0, &runners.0).into_response(),
-        (Err(e), _) | (_, Err(e)) => failed(e),
+    let (list, runners) = match (list, runners) {
+        (Ok(list), Ok(runners)) => (list.0, runners.0),
+        (Err(e), _) | (_, Err(e)) => return failed(e),
+    };
+    let versions = config_versions(&s, list.iter().map(|i| i.app_config_id.as_str())).await;
+    pages::installs(&s, &list, &runners, &versions).into_response()
+}
+
+/// The version number of each config id named (what `ferry apps sync` printed).
+async fn config_versions<'a>(
+    s: &Session,
+    ids: impl Iterator<Item = &'a str>,
+) -> std::collections::BTreeMap<String, u32> {
+    let mut out = std::collections::BTreeMap::new();
+    let repo = s.state.store.repo::<m::AppConfigVersion>();
+    for id in ids {
+        if out.contains_key(id) {
+            continue;
+        }
+        if let Ok(Some(v)) = repo.get(&s.state.org, id).await {
+            out.insert(id.to_string(), v.value.version);
+        }
     }
+    out
 }
 
 async fn install(s: Session, name: Name) -> Response {

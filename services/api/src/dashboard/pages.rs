@@ -84,14 +84,19 @@ fn health_of(install: &str, runners: &[m::api::RunnerInfo]) -> String {
     m::health_name(m::install_health(install, &records, m::now_ms())).to_string()
 }
 
-pub fn installs(s: &Session, list: &[Install], runners: &[m::api::RunnerInfo]) -> Markup {
+pub fn installs(
+    s: &Session,
+    list: &[Install],
+    runners: &[m::api::RunnerInfo],
+    versions: &std::collections::BTreeMap<String, u32>,
+) -> Markup {
     layout(
         "Installs",
         Some(s),
         html! {
             h1 { "Installs" }
             table #installs {
-                thead { tr { th { "Install" } th { "App" } th { "Status" } th { "Config" } th { "Runner" } th { "Drift" } th { "Labels" } } }
+                thead { tr { th { "Install" } th { "App" } th { "Status" } th { "Version" } th { "Runner" } th { "Drift" } th { "Labels" } } }
                 tbody {
                     @for i in list {
                         @let drifted = i.drifted();
@@ -99,7 +104,9 @@ pub fn installs(s: &Session, list: &[Install], runners: &[m::api::RunnerInfo]) -
                             td { a href={ "/ui/installs/" (i.name) } { (i.name) } }
                             td { (i.app) }
                             td { span class={ "badge " (name(&i.status)) } { (name(&i.status)) } }
-                            td.mono { (i.app_config_id) }
+                            td title=(i.app_config_id) {
+                                @match versions.get(&i.app_config_id) { Some(v) => { "v" (v) }, None => span.mono { (i.app_config_id) } }
+                            }
                             td { @let h = health_of(&i.name, runners); span class={ "badge " (h) } { (h) } }
                             td { @if drifted.is_empty() { "—" } @else { span.badge.failed { (drifted.join(", ")) } } }
                             td.mono { @for (k, v) in &i.labels { (k) "=" (v) " " } }
