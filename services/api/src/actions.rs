@@ -10,6 +10,7 @@ use ferry_model::api::{ActionInfo, Deployed, GrantBreakGlass, RunAction};
 use ferry_model::{self as m, Install};
 
 use crate::auth::Ctx;
+use crate::error::ErrorBody;
 use crate::handlers::audit;
 use crate::ids::{Name, check_name};
 use crate::installs::{blank_workflow, record_workflow, request_workflow};
@@ -24,6 +25,13 @@ async fn install(s: &ApiState, name: &str) -> Result<Install, ApiError> {
         .value)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/installs/{name}/actions",
+    tag = "actions",
+    params(("name" = String, Path, description = "The install's name")),
+    responses((status = 200, description = "The install's actions", body = Vec<m::api::ActionInfo>), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn list_actions(
     Ctx(s): Ctx,
     Name(name): Name,
@@ -77,6 +85,14 @@ pub async fn list_actions(
 }
 
 /// Starts a run of an action by hand, its inputs checked against the action's declarations.
+#[utoipa::path(
+    post,
+    path = "/v1/installs/{name}/actions/{action}/runs",
+    tag = "actions",
+    params(("name" = String, Path, description = "The install's name"), ("action" = String, Path, description = "The action's name")),
+    request_body(content = Option<m::api::RunAction>, description = "The run's inputs"),
+    responses((status = 202, description = "The action's run requested", body = m::api::Deployed), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn run_action(
     Ctx(s): Ctx,
     Path((name, action)): Path<(String, String)>,
@@ -129,6 +145,14 @@ const MAX_GRANT_SECS: u64 = 24 * 3600;
 
 /// Grants a break-glass role on an install for a while (a customer token only: `Role::required`):
 /// the install's actions naming it run until then, unless its runner takes host grants only.
+#[utoipa::path(
+    post,
+    path = "/v1/installs/{name}/break-glass",
+    tag = "actions",
+    params(("name" = String, Path, description = "The install's name")),
+    request_body = m::api::GrantBreakGlass,
+    responses((status = 201, description = "Granted", body = m::Install), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn grant_break_glass(
     Ctx(s): Ctx,
     Name(name): Name,
@@ -196,6 +220,13 @@ pub async fn grant_break_glass(
 }
 
 /// Ends a break-glass grant made through the API before its time.
+#[utoipa::path(
+    delete,
+    path = "/v1/installs/{name}/break-glass/{role}",
+    tag = "actions",
+    params(("name" = String, Path, description = "The install's name"), ("role" = String, Path, description = "The break-glass role")),
+    responses((status = 204, description = "Revoked"), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn revoke_break_glass(
     Ctx(s): Ctx,
     Path((name, role)): Path<(String, String)>,

@@ -17,6 +17,7 @@ use ferry_model::{self as m, ApiToken, Role, TokenText};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::error::ErrorBody;
 use crate::handlers::{audit, check_name};
 use crate::ids::Name;
 use crate::{ApiError, ApiState};
@@ -143,14 +144,14 @@ pub fn mint(org: &str, name: &str, role: Role) -> Result<(ApiToken, String), get
     Ok((record, text.render()))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct NewToken {
     pub name: String,
     pub role: Role,
 }
 
 /// A token as listed: never its hash.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TokenInfo {
     pub id: String,
     pub name: String,
@@ -172,6 +173,13 @@ impl From<ApiToken> for TokenInfo {
 }
 
 /// Creates a token of the caller's org; the answer is the only time its text is shown.
+#[utoipa::path(
+    post,
+    path = "/v1/tokens",
+    tag = "tokens",
+    request_body = NewToken,
+    responses((status = 201, description = "The token; its text is shown only here", body = Object), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn create_token(
     Ctx(s): Ctx,
     Json(req): Json<NewToken>,
@@ -189,6 +197,12 @@ pub async fn create_token(
     ))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/tokens",
+    tag = "tokens",
+    responses((status = 200, description = "The org's tokens (never their secrets)", body = Vec<TokenInfo>), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn list_tokens(Ctx(s): Ctx) -> Result<Json<Vec<TokenInfo>>, ApiError> {
     let mut all = s.store.repo::<ApiToken>().list(&s.org).await?;
     all.sort_by(|a, b| a.created_at.cmp(&b.created_at));
@@ -196,6 +210,13 @@ pub async fn list_tokens(Ctx(s): Ctx) -> Result<Json<Vec<TokenInfo>>, ApiError> 
 }
 
 /// Revokes a token: refused from its next request on.
+#[utoipa::path(
+    delete,
+    path = "/v1/tokens/{id}",
+    tag = "tokens",
+    params(("id" = String, Path, description = "The token's id or name")),
+    responses((status = 200, description = "The token, revoked", body = TokenInfo), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn revoke_token(Ctx(s): Ctx, Name(id): Name) -> Result<Json<TokenInfo>, ApiError> {
     let t = s
         .store

@@ -8,6 +8,7 @@
 //! has none); the bootstrap token is the credential, and the CA — not the CSR — decides the
 //! certificate's identity: the token's org and install.
 
+use crate::error::ErrorBody;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,7 +42,7 @@ pub struct Issuer {
     pub hub_url: Option<String>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Revoked {
     pub install: String,
     /// Serials revoked now.
@@ -140,6 +141,13 @@ pub(crate) async fn revoke_install(s: &ApiState, install: &str) -> Result<Revoke
 /// `POST /v1/installs/{name}/revoke` (admin): revokes the install; its runners are disconnected
 /// within seconds and refused from then on, until an operator issues a new bootstrap token and a
 /// runner bootstraps with it.
+#[utoipa::path(
+    post,
+    path = "/v1/installs/{name}/revoke",
+    tag = "runners",
+    params(("name" = String, Path, description = "The install's name")),
+    responses((status = 200, description = "The install's runner certificates revoked and their connections closed", body = Revoked), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn revoke(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Revoked>, ApiError> {
     s.store
         .repo::<m::Install>()
@@ -192,6 +200,13 @@ pub(crate) async fn issue(s: &ApiState, install: &str) -> Result<RunnerToken, Ap
 }
 
 /// `POST /v1/installs/{name}/runner-token` (admin): a new one-time token for a runner.
+#[utoipa::path(
+    post,
+    path = "/v1/installs/{name}/runner-token",
+    tag = "runners",
+    params(("name" = String, Path, description = "The install's name")),
+    responses((status = 200, description = "A one-time token for the install's runner", body = m::api::RunnerToken), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn runner_token(Ctx(s): Ctx, Name(name): Name) -> Result<Json<RunnerToken>, ApiError> {
     s.store
         .repo::<m::Install>()
@@ -201,14 +216,14 @@ pub async fn runner_token(Ctx(s): Ctx, Name(name): Name) -> Result<Json<RunnerTo
     Ok(Json(issue(&s, &name).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct BootstrapRequest {
     pub token: String,
     /// PEM CSR for the key the runner made and keeps.
     pub csr: String,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BootstrapReply {
     pub org: String,
     pub install: String,
@@ -219,6 +234,13 @@ pub struct BootstrapReply {
 }
 
 /// `POST /v1/bootstrap`: a certificate for a one-time token and a CSR.
+#[utoipa::path(
+    post,
+    path = "/v1/bootstrap",
+    tag = "runners",
+    request_body = BootstrapRequest,
+    responses((status = 200, description = "The install's certificate", body = BootstrapReply), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "The one-time token is not valid", body = ErrorBody))
+)]
 pub async fn bootstrap(
     State(s): State<ApiState>,
     Json(req): Json<BootstrapRequest>,

@@ -4,6 +4,16 @@ use axum::response::{IntoResponse, Response};
 use ferry_store::StoreError;
 use serde_json::json;
 
+/// What every error answer carries (the OpenAPI description's name for it).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong, for people.
+    pub error: String,
+    /// An invalid package's problems, each with its file, line and column.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub diagnostics: Option<serde_json::Value>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{0}")]

@@ -10,6 +10,7 @@ use ferry_protocol::resources::objects;
 use tracing::info;
 
 use crate::auth::Ctx;
+use crate::error::ErrorBody;
 use crate::ids::Name;
 use crate::{ApiError, ApiState};
 
@@ -37,6 +38,14 @@ pub(crate) async fn audit(
 
 /// `POST /v1/apps/{app}/configs`: validates the uploaded package and stores it as the app's next
 /// config version, unless it is identical to the latest (then nothing is stored).
+#[utoipa::path(
+    post,
+    path = "/v1/apps/{app}/configs",
+    tag = "apps",
+    params(("app" = String, Path, description = "The app's name")),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "A package bundle as `ferry apps sync` uploads it"),
+    responses((status = 200, description = "Unchanged: the latest config version", body = m::api::SyncResponse), (status = 201, description = "A new config version", body = m::api::SyncResponse), (status = 413, description = "Too large", body = ErrorBody), (status = 422, description = "The package is invalid (diagnostics with file, line and column)", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn sync_app(
     Ctx(s): Ctx,
     Name(app): Name,
@@ -183,6 +192,12 @@ async fn set_latest(s: &ApiState, app: &str, rec: &AppConfigVersion) -> Result<(
     Ok(())
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/apps",
+    tag = "apps",
+    responses((status = 200, description = "The org's apps", body = Vec<m::App>), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn list_apps(Ctx(s): Ctx) -> Result<Json<Vec<App>>, ApiError> {
     let mut apps = s.store.repo::<App>().list(&s.org).await?;
     apps.sort_by(|a, b| a.name.cmp(&b.name));
@@ -190,6 +205,13 @@ pub async fn list_apps(Ctx(s): Ctx) -> Result<Json<Vec<App>>, ApiError> {
 }
 
 /// Where an app's installs are: per config version and status, drifted, failing, waiting.
+#[utoipa::path(
+    get,
+    path = "/v1/apps/{app}/fleet",
+    tag = "apps",
+    params(("app" = String, Path, description = "The app's name")),
+    responses((status = 200, description = "Where the app's installs stand", body = m::api::Fleet), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn app_fleet(
     Ctx(s): Ctx,
     Name(app): Name,
@@ -221,6 +243,13 @@ pub async fn app_fleet(
     Ok(Json(ferry_model::api::Fleet::of(&a, &installs, &waiting)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/apps/{app}",
+    tag = "apps",
+    params(("app" = String, Path, description = "The app's name")),
+    responses((status = 200, description = "The app", body = m::App), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn get_app(Ctx(s): Ctx, Name(app): Name) -> Result<Json<App>, ApiError> {
     let a = s
         .store

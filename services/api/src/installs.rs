@@ -14,6 +14,7 @@ use ferry_store::StoreError;
 use tracing::info;
 
 use crate::auth::Ctx;
+use crate::error::ErrorBody;
 use crate::handlers::{audit, check_name};
 use crate::ids::Name;
 use crate::{ApiError, ApiState};
@@ -100,6 +101,13 @@ async fn discard_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
     Ok(())
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/installs",
+    tag = "installs",
+    request_body = m::api::CreateInstall,
+    responses((status = 201, description = "Created; its provision workflow requested", body = m::api::CreatedInstall), (status = 400, description = "Invalid input", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn create_install(
     Ctx(s): Ctx,
     Json(req): Json<CreateInstall>,
@@ -186,6 +194,13 @@ pub async fn create_install(
 /// Installs, by name; the query's filters combine (`ferry_model::InstallQuery`). The org's
 /// install records are read in one pass over their bucket (`Repo::scan`), and the runners' only
 /// when the query asks about their health.
+#[utoipa::path(
+    get,
+    path = "/v1/installs",
+    tag = "installs",
+    params(m::InstallQuery),
+    responses((status = 200, description = "The org's installs that match every filter", body = Vec<m::Install>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn list_installs(
     Ctx(s): Ctx,
     axum::extract::Query(q): axum::extract::Query<m::InstallQuery>,
@@ -205,6 +220,14 @@ pub async fn list_installs(
 }
 
 /// Sets and removes an install's labels (`POST /v1/installs/{name}/labels`).
+#[utoipa::path(
+    post,
+    path = "/v1/installs/{name}/labels",
+    tag = "installs",
+    params(("name" = String, Path, description = "The install's name")),
+    request_body = m::api::SetLabels,
+    responses((status = 200, description = "The install with its labels", body = m::Install), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn set_labels(
     Ctx(s): Ctx,
     Name(name): Name,
@@ -249,6 +272,13 @@ fn install_error(name: &str) -> impl Fn(StoreError) -> ApiError + '_ {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/installs/{name}",
+    tag = "installs",
+    params(("name" = String, Path, description = "The install's name")),
+    responses((status = 200, description = "The install (sensitive values redacted)", body = m::Install), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn get_install(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Install>, ApiError> {
     let i = s
         .store
@@ -261,6 +291,14 @@ pub async fn get_install(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Install>,
 
 /// Switches an install's approve-all on or off. Switched on, the plans of its waiting approvals
 /// are released at once (the approval service decides them as approve-all).
+#[utoipa::path(
+    post,
+    path = "/v1/installs/{name}/approve-all",
+    tag = "installs",
+    params(("name" = String, Path, description = "The install's name")),
+    request_body = m::api::ApproveAll,
+    responses((status = 200, description = "The install", body = m::Install), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn set_approve_all(
     Ctx(s): Ctx,
     Name(name): Name,
@@ -309,6 +347,14 @@ pub async fn set_approve_all(
 
 /// Deploys the app's latest config to an existing install: everything, or the body's scope (some
 /// components, with or without their dependents; plans only).
+#[utoipa::path(
+    post,
+    path = "/v1/installs/{name}/deploy",
+    tag = "installs",
+    params(("name" = String, Path, description = "The install's name")),
+    request_body(content = Option<m::DeployScope>, description = "What to deploy (default: every component)"),
+    responses((status = 202, description = "The deploy workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn deploy_install(
     Ctx(s): Ctx,
     Name(name): Name,
@@ -328,6 +374,13 @@ pub async fn deploy_install(
 
 /// Plans and applies the install's sandbox again (after its approval), with the app's latest
 /// config; the components stay as they are.
+#[utoipa::path(
+    post,
+    path = "/v1/installs/{name}/reprovision",
+    tag = "installs",
+    params(("name" = String, Path, description = "The install's name")),
+    responses((status = 202, description = "The reprovision workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn reprovision_install(
     Ctx(s): Ctx,
     Name(name): Name,
@@ -339,7 +392,8 @@ pub async fn reprovision_install(
     start_on_install(&s, &name, m::WorkflowKind::Provision, None, scope, None).await
 }
 
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct DeleteOptions {
     #[serde(default)]
     pub force: bool,
@@ -348,6 +402,13 @@ pub struct DeleteOptions {
 /// Forgets an install. Refused while a workflow runs on it, and while anything of it is deployed
 /// (tear it down first) unless `?force=true`: its resources would be left with nobody to manage
 /// them.
+#[utoipa::path(
+    delete,
+    path = "/v1/installs/{name}",
+    tag = "installs",
+    params(("name" = String, Path, description = "The install's name"), DeleteOptions),
+    responses((status = 204, description = "Deleted"), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn delete_install(
     Ctx(s): Ctx,
     Name(name): Name,
@@ -394,6 +455,13 @@ pub async fn delete_install(
 
 /// Destroys what the install has deployed: components in reverse deploy order, then the sandbox,
 /// with the config it was deployed with.
+#[utoipa::path(
+    post,
+    path = "/v1/installs/{name}/teardown",
+    tag = "installs",
+    params(("name" = String, Path, description = "The install's name")),
+    responses((status = 202, description = "The teardown workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn teardown_install(
     Ctx(s): Ctx,
     Name(name): Name,
@@ -411,6 +479,14 @@ pub async fn teardown_install(
 
 /// Changes some of an install's input values and deploys what reads the changed inputs, with what
 /// depends on it (everything, if the app changed since the install's last deploy).
+#[utoipa::path(
+    post,
+    path = "/v1/installs/{name}/inputs",
+    tag = "installs",
+    params(("name" = String, Path, description = "The install's name")),
+    request_body(content = std::collections::BTreeMap<String, String>, description = "Inputs to change, by name"),
+    responses((status = 202, description = "Changed; a deploy workflow requested", body = m::api::Deployed), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn update_inputs(
     Ctx(s): Ctx,
     Name(name): Name,
@@ -434,6 +510,14 @@ pub async fn update_inputs(
 
 /// Checks the install's drift: plans of its components (the body's, or all) with the config it
 /// runs, applying nothing (see the scheduler's `drift.rs`).
+#[utoipa::path(
+    post,
+    path = "/v1/installs/{name}/drift-check",
+    tag = "installs",
+    params(("name" = String, Path, description = "The install's name")),
+    request_body(content = Option<m::DeployScope>, description = "What to check (default: every component)"),
+    responses((status = 202, description = "The drift check workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn drift_check(
     Ctx(s): Ctx,
     Name(name): Name,
@@ -447,6 +531,13 @@ pub async fn drift_check(
 
 /// Runs one of the app's runbooks on the install: its steps as one workflow, which holds the
 /// install like a deploy (with the app's latest config).
+#[utoipa::path(
+    post,
+    path = "/v1/installs/{name}/runbooks/{runbook}/runs",
+    tag = "installs",
+    params(("name" = String, Path, description = "The install's name"), ("runbook" = String, Path, description = "The runbook's name")),
+    responses((status = 202, description = "The runbook's workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn run_runbook(
     Ctx(s): Ctx,
     axum::extract::Path((name, runbook)): axum::extract::Path<(String, String)>,

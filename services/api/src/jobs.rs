@@ -8,11 +8,19 @@ use ferry_protocol::resources::objects;
 
 use crate::ApiError;
 use crate::auth::Ctx;
+use crate::error::ErrorBody;
 use crate::handlers::audit;
 use crate::ids::Name;
 
 /// Asks the scheduler to stop one job (202): a queued one is cancelled at once, a running one on
 /// its runner. Its step ends cancelled and its workflow starts nothing new.
+#[utoipa::path(
+    post,
+    path = "/v1/jobs/{id}/cancel",
+    tag = "jobs",
+    params(("id" = String, Path, description = "The job's id")),
+    responses((status = 202, description = "Cancelling", body = m::Job), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn cancel_job(
     Ctx(s): Ctx,
     Name(id): Name,
@@ -50,6 +58,13 @@ pub async fn cancel_job(
 
 /// A plan job's plan as structured JSON (Terraform's `show -json`), as the plugin gave it; 404
 /// for a job without one (a script's plan is its log).
+#[utoipa::path(
+    get,
+    path = "/v1/jobs/{id}/plan",
+    tag = "jobs",
+    params(("id" = String, Path, description = "The job's id")),
+    responses((status = 200, description = "The plan as its plugin gave it (Terraform's `show -json`)", body = Object), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn job_plan(
     Ctx(s): Ctx,
     Name(id): Name,
@@ -69,6 +84,13 @@ pub async fn job_plan(
     ))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/jobs/{id}",
+    tag = "jobs",
+    params(("id" = String, Path, description = "The job's id")),
+    responses((status = 200, description = "The job and its executions", body = m::Job), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn get_job(Ctx(s): Ctx, Name(id): Name) -> Result<Json<m::Job>, ApiError> {
     let j = s
         .store

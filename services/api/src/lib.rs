@@ -49,8 +49,9 @@ mod runners;
 mod workflows;
 
 use axum::Router;
-use axum::routing::{get, post};
 use ferry_store::Store;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use auth::mint;
 pub use error::ApiError;
@@ -74,7 +75,130 @@ pub(crate) fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
-/// The API's routes, to be served by `ferry-server` beside `/healthz` and `/metrics`.
+/// The description of the API: its info and the bearer token every `/v1` route but
+/// `/v1/bootstrap` and `/v1/openapi.json` asks for; the paths come from the handlers'
+/// annotations as they are routed (`api_routes`).
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "Ferry Control API",
+        description = "Apps, installs, workflows, jobs, approvals, releases and runners of the caller's org. \
+            Every route but /v1/bootstrap and /v1/openapi.json needs an API token (`Authorization: Bearer ferry_...`); \
+            its role decides what it may do.",
+    ),
+    modifiers(&BearerToken),
+    security(("token" = [])),
+    tags(
+        (name = "apps", description = "App packages and their config versions"),
+        (name = "installs", description = "Installs of an app and the workflows that change them"),
+        (name = "actions", description = "Actions run inside an install, and break-glass roles"),
+        (name = "workflows", description = "Workflows, their steps, and decisions on plans"),
+        (name = "jobs", description = "Jobs, their plans and logs"),
+        (name = "events", description = "Live changes as Server-Sent Events"),
+        (name = "releases", description = "Config versions rolled out in waves"),
+        (name = "runners", description = "Runners, their health, tokens and certificates"),
+        (name = "tokens", description = "API tokens of the org"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerToken;
+
+impl utoipa::Modify for BearerToken {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("An API token: `ferry tokens create`"))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// Every `/v1` route that needs a token, each routed and described from the same annotation
+/// (utoipa-axum): a route cannot be served without being described.
+fn api_routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::with_openapi(<ApiDoc as utoipa::OpenApi>::openapi())
+        .routes(routes!(handlers::list_apps))
+        .routes(routes!(handlers::get_app))
+        .routes(routes!(handlers::app_fleet))
+        .routes(routes!(handlers::sync_app))
+        .routes(routes!(installs::list_installs, installs::create_install))
+        .routes(routes!(installs::get_install, installs::delete_install))
+        .routes(routes!(installs::deploy_install))
+        .routes(routes!(installs::reprovision_install))
+        .routes(routes!(installs::teardown_install))
+        .routes(routes!(installs::update_inputs))
+        .routes(routes!(installs::set_labels))
+        .routes(routes!(installs::drift_check))
+        .routes(routes!(bootstrap::runner_token))
+        .routes(routes!(bootstrap::revoke))
+        .routes(routes!(installs::set_approve_all))
+        .routes(routes!(actions::list_actions))
+        .routes(routes!(actions::run_action))
+        .routes(routes!(actions::grant_break_glass))
+        .routes(routes!(actions::revoke_break_glass))
+        .routes(routes!(installs::run_runbook))
+        .routes(routes!(releases::list_releases, releases::create_release))
+        .routes(routes!(releases::get_release))
+        .routes(routes!(releases::pause_release))
+        .routes(routes!(releases::resume_release))
+        .routes(routes!(releases::cancel_release))
+        .routes(routes!(workflows::list_workflows))
+        .routes(routes!(workflows::get_workflow))
+        .routes(routes!(workflows::cancel_workflow))
+        .routes(routes!(workflows::approve_workflow))
+        .routes(routes!(workflows::deny_workflow))
+        .routes(routes!(workflows::retry_workflow))
+        .routes(routes!(workflows::skip_workflow))
+        .routes(routes!(workflows::list_approvals))
+        .routes(routes!(runners::list_runners))
+        .routes(routes!(jobs::get_job))
+        .routes(routes!(jobs::cancel_job))
+        .routes(routes!(jobs::job_plan))
+        .routes(routes!(logs::job_logs))
+        .routes(routes!(logs::job_log_events))
+        .routes(routes!(events::events))
+        .routes(routes!(auth::list_tokens, auth::create_token))
+        .routes(routes!(auth::revoke_token))
+}
+
+/// The routes that need no API token: a runner's bootstrap (its one-time token is the
+/// credential) and the description itself.
+fn open_routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(bootstrap::bootstrap))
+        .routes(routes!(openapi_json))
+}
+
+/// The API's OpenAPI 3.1 description: every route `router` serves under `/v1`.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let (_, mut doc) = api_routes().split_for_parts();
+    let (_, open) = open_routes().split_for_parts();
+    doc.merge(open);
+    doc
+}
+
+/// The description, for people and tools that script against the API.
+#[utoipa::path(
+    get,
+    path = "/v1/openapi.json",
+    tag = "apps",
+    security(()),
+    responses((status = 200, description = "This API's OpenAPI 3.1 description", body = Object))
+)]
+async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
+    static DOC: std::sync::OnceLock<utoipa::openapi::OpenApi> = std::sync::OnceLock::new();
+    axum::Json(DOC.get_or_init(openapi).clone())
+}
+
+/// The API's routes and the dashboard's, to be served by `ferry-server` beside `/healthz` and
+/// `/metrics`.
 pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
     // The org and actor here are never used: `auth::Ctx` replaces both with the caller's.
     let state = ApiState {
@@ -83,104 +207,71 @@ pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
         actor: String::new(),
         issuer,
     };
-    let open = Router::new()
-        .route("/v1/bootstrap", post(bootstrap::bootstrap))
-        .with_state(state.clone())
-        .merge(dashboard::router(state.clone()));
-    Router::new()
-        .route("/v1/apps", get(handlers::list_apps))
-        .route("/v1/apps/{app}", get(handlers::get_app))
-        .route("/v1/apps/{app}/fleet", get(handlers::app_fleet))
-        .route("/v1/apps/{app}/configs", post(handlers::sync_app))
-        .route(
-            "/v1/installs",
-            get(installs::list_installs).post(installs::create_install),
-        )
-        .route(
-            "/v1/installs/{name}",
-            get(installs::get_install).delete(installs::delete_install),
-        )
-        .route("/v1/installs/{name}/deploy", post(installs::deploy_install))
-        .route(
-            "/v1/installs/{name}/reprovision",
-            post(installs::reprovision_install),
-        )
-        .route(
-            "/v1/installs/{name}/teardown",
-            post(installs::teardown_install),
-        )
-        .route("/v1/installs/{name}/inputs", post(installs::update_inputs))
-        .route("/v1/installs/{name}/labels", post(installs::set_labels))
-        .route(
-            "/v1/installs/{name}/drift-check",
-            post(installs::drift_check),
-        )
-        .route(
-            "/v1/installs/{name}/runner-token",
-            post(bootstrap::runner_token),
-        )
-        .route("/v1/installs/{name}/revoke", post(bootstrap::revoke))
-        .route(
-            "/v1/installs/{name}/approve-all",
-            post(installs::set_approve_all),
-        )
-        .route("/v1/installs/{name}/actions", get(actions::list_actions))
-        .route(
-            "/v1/installs/{name}/actions/{action}/runs",
-            post(actions::run_action),
-        )
-        .route(
-            "/v1/installs/{name}/break-glass",
-            post(actions::grant_break_glass),
-        )
-        .route(
-            "/v1/installs/{name}/break-glass/{role}",
-            axum::routing::delete(actions::revoke_break_glass),
-        )
-        .route(
-            "/v1/installs/{name}/runbooks/{runbook}/runs",
-            post(installs::run_runbook),
-        )
-        .route(
-            "/v1/releases",
-            get(releases::list_releases).post(releases::create_release),
-        )
-        .route("/v1/releases/{id}", get(releases::get_release))
-        .route("/v1/releases/{id}/pause", post(releases::pause_release))
-        .route("/v1/releases/{id}/resume", post(releases::resume_release))
-        .route("/v1/releases/{id}/cancel", post(releases::cancel_release))
-        .route("/v1/workflows", get(workflows::list_workflows))
-        .route("/v1/workflows/{id}", get(workflows::get_workflow))
-        .route(
-            "/v1/workflows/{id}/cancel",
-            post(workflows::cancel_workflow),
-        )
-        .route(
-            "/v1/workflows/{id}/approve",
-            post(workflows::approve_workflow),
-        )
-        .route("/v1/workflows/{id}/deny", post(workflows::deny_workflow))
-        .route("/v1/workflows/{id}/retry", post(workflows::retry_workflow))
-        .route("/v1/workflows/{id}/skip", post(workflows::skip_workflow))
-        .route("/v1/approvals", get(workflows::list_approvals))
-        .route("/v1/runners", get(runners::list_runners))
-        .route("/v1/jobs/{id}", get(jobs::get_job))
-        .route("/v1/jobs/{id}/cancel", post(jobs::cancel_job))
-        .route("/v1/jobs/{id}/plan", get(jobs::job_plan))
-        .route("/v1/jobs/{id}/logs", get(logs::job_logs))
-        .route("/v1/jobs/{id}/log", get(logs::job_log_events))
-        .route("/v1/events", get(events::events))
-        .route(
-            "/v1/tokens",
-            get(auth::list_tokens).post(auth::create_token),
-        )
-        .route("/v1/tokens/{id}", axum::routing::delete(auth::revoke_token))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_token,
-        ))
-        // Packages are capped at 32 MiB by the CLI; leave room for the bundle's framing.
-        .layer(axum::extract::DefaultBodyLimit::max(40 * 1024 * 1024))
-        .with_state(state)
-        .merge(open)
+    let (open, _) = open_routes().split_for_parts();
+    let (api, _) = api_routes().split_for_parts();
+    api.route_layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        auth::require_token,
+    ))
+    // Packages are capped at 32 MiB by the CLI; leave room for the bundle's framing.
+    .layer(axum::extract::DefaultBodyLimit::max(40 * 1024 * 1024))
+    .merge(open)
+    .with_state(state.clone())
+    .merge(dashboard::router(state))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every API route goes through `api_routes` or `open_routes`, which describe what they
+    /// route: a `/v1` route added any other way (`Router::route`) would be served but missing
+    /// from the description, and fails here.
+    #[test]
+    fn no_api_route_bypasses_the_description() {
+        let sources = [
+            ("lib.rs", include_str!("lib.rs")),
+            ("dashboard/mod.rs", include_str!("dashboard/mod.rs")),
+        ];
+        for (file, text) in sources {
+            let text = text.split("#[cfg(test)]").next().unwrap_or(text);
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                assert!(
+                    !(code.contains(".route(") && code.contains("\"/v1")),
+                    "{file}:{}: a /v1 route outside routes!(): {line}",
+                    n + 1
+                );
+            }
+        }
+    }
+
+    /// The handlers `api_routes` and `open_routes` route, as their source names them.
+    fn routed_handlers() -> usize {
+        let text = include_str!("lib.rs");
+        let text = text.split("#[cfg(test)]").next().unwrap_or(text);
+        text.split("routes!(")
+            .skip(1)
+            .map(|rest| rest.split(')').next().unwrap_or("").split(',').count())
+            .sum()
+    }
+
+    #[test]
+    fn every_routed_operation_is_described_with_its_responses() {
+        let doc = super::openapi();
+        let mut operations = 0;
+        for (path, item) in &doc.paths.paths {
+            for op in [&item.get, &item.post, &item.delete].into_iter().flatten() {
+                operations += 1;
+                assert!(
+                    !op.responses.responses.is_empty(),
+                    "{path} has an operation without responses"
+                );
+                assert!(op.tags.is_some(), "{path} has an untagged operation");
+            }
+        }
+        assert_eq!(
+            operations,
+            routed_handlers(),
+            "one operation per routed handler"
+        );
+    }
 }

@@ -18,9 +18,11 @@ use ferry_store::Store;
 
 use crate::ApiError;
 use crate::auth::Ctx;
+use crate::error::ErrorBody;
 use crate::ids::Name;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LogQuery {
     #[serde(default)]
     follow: bool,
@@ -43,6 +45,13 @@ fn line(e: &LogEntry) -> Bytes {
     Bytes::from(v)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/jobs/{id}/logs",
+    tag = "jobs",
+    params(("id" = String, Path, description = "The job's id"), LogQuery),
+    responses((status = 200, description = "The log as JSON lines, one `LogEntry` each", content_type = "application/x-ndjson", body = m::LogEntry), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn job_logs(
     Ctx(s): Ctx,
     Name(id): Name,
@@ -122,7 +131,8 @@ fn follow(store: Store, job: m::Job, skip: u64) -> mpsc::Receiver<(u64, LogEntry
     rx
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LogEventsQuery {
     #[serde(default)]
     follow: bool,
@@ -133,6 +143,13 @@ pub struct LogEventsQuery {
 /// line's number and `data:` a `LogEntry`, then `event: end` with the job's status once it has
 /// finished (or at once, without `follow`, if it has not). `Last-Event-ID` resumes after that
 /// line, from the stream or from the archive alike.
+#[utoipa::path(
+    get,
+    path = "/v1/jobs/{id}/log",
+    tag = "jobs",
+    params(("id" = String, Path, description = "The job's id"), LogEventsQuery, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this line number")),
+    responses((status = 200, description = "Server-Sent Events: `line` (id: the line's number; data: a `LogEntry`), then `end` (data: the job's status)", content_type = "text/event-stream", body = String), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn job_log_events(
     Ctx(s): Ctx,
     Name(id): Name,

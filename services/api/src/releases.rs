@@ -7,10 +7,18 @@ use ferry_model::api::CreateRelease;
 use ferry_model::{self as m, App, Install, Release};
 
 use crate::auth::Ctx;
+use crate::error::ErrorBody;
 use crate::handlers::audit;
 use crate::ids::{Name, check_name};
 use crate::{ApiError, ApiState};
 
+#[utoipa::path(
+    post,
+    path = "/v1/releases",
+    tag = "releases",
+    request_body = m::api::CreateRelease,
+    responses((status = 201, description = "The release, started", body = m::Release), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn create_release(
     Ctx(s): Ctx,
     Json(req): Json<CreateRelease>,
@@ -119,12 +127,25 @@ pub async fn create_release(
     Ok((StatusCode::CREATED, Json(r)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/releases",
+    tag = "releases",
+    responses((status = 200, description = "Releases, newest first", body = Vec<m::Release>), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn list_releases(Ctx(s): Ctx) -> Result<Json<Vec<Release>>, ApiError> {
     let mut all = s.store.repo::<Release>().list(&s.org).await?;
     all.sort_by(|a, b| b.id.cmp(&a.id));
     Ok(Json(all))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/releases/{id}",
+    tag = "releases",
+    params(("id" = String, Path, description = "The release's id")),
+    responses((status = 200, description = "The release", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn get_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
     Ok(Json(release(&s, &id).await?))
 }
@@ -163,14 +184,35 @@ async fn change(
     Ok(Json(r))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/releases/{id}/pause",
+    tag = "releases",
+    params(("id" = String, Path, description = "The release's id")),
+    responses((status = 200, description = "The release, paused", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn pause_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
     change(&s, &id, "paused", Release::pause).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/releases/{id}/resume",
+    tag = "releases",
+    params(("id" = String, Path, description = "The release's id")),
+    responses((status = 200, description = "The release, going on", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn resume_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
     change(&s, &id, "resumed", Release::resume).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/releases/{id}/cancel",
+    tag = "releases",
+    params(("id" = String, Path, description = "The release's id")),
+    responses((status = 200, description = "The release, cancelled", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn cancel_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
     change(&s, &id, "cancelled", Release::cancel).await
 }

@@ -4,15 +4,24 @@ use axum::Json;
 use ferry_model as m;
 
 use crate::auth::Ctx;
+use crate::error::ErrorBody;
 use crate::{ApiError, ApiState};
 
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct RunnerFilter {
     pub install: Option<String>,
 }
 
 /// Runners heard from, with their health now; `?install=NAME` keeps one install's. Offline
 /// runners stay listed for a day, then are forgotten; runners of deleted installs at once.
+#[utoipa::path(
+    get,
+    path = "/v1/runners",
+    tag = "runners",
+    params(RunnerFilter),
+    responses((status = 200, description = "Runners heard from, with their health now", body = Vec<m::api::RunnerInfo>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn list_runners(
     Ctx(s): Ctx,
     axum::extract::Query(f): axum::extract::Query<RunnerFilter>,

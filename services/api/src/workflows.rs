@@ -9,10 +9,18 @@ use ferry_protocol::Control;
 use ferry_store::StoreError;
 
 use crate::auth::Ctx;
+use crate::error::ErrorBody;
 use crate::handlers::audit;
 use crate::ids::Name;
 use crate::{ApiError, ApiState};
 
+#[utoipa::path(
+    get,
+    path = "/v1/workflows/{id}",
+    tag = "workflows",
+    params(("id" = String, Path, description = "The workflow's id")),
+    responses((status = 200, description = "The workflow and its steps", body = m::Workflow), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn get_workflow(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Workflow>, ApiError> {
     let mut wf = workflow(&s, &id).await?;
     explain_queued_steps(&s, &mut wf).await?;
@@ -29,7 +37,8 @@ async fn workflow(s: &ApiState, id: &str) -> Result<Workflow, ApiError> {
         .value)
 }
 
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct WorkflowFilter {
     pub install: Option<String>,
     /// `action`, `deploy-components`, ...
@@ -40,6 +49,13 @@ pub struct WorkflowFilter {
 
 /// Workflows, newest first; `?install=NAME` keeps one install's, `?kind=K` one kind's,
 /// `?action=A` one action's runs.
+#[utoipa::path(
+    get,
+    path = "/v1/workflows",
+    tag = "workflows",
+    params(WorkflowFilter),
+    responses((status = 200, description = "Workflows, newest first", body = Vec<m::Workflow>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn list_workflows(
     Ctx(s): Ctx,
     axum::extract::Query(f): axum::extract::Query<WorkflowFilter>,
@@ -60,6 +76,13 @@ pub async fn list_workflows(
 
 /// Asks the scheduler to stop a workflow: steps not started are cancelled, running jobs are
 /// stopped on their runners. 202: the workflow shows `cancelled` once its jobs have stopped.
+#[utoipa::path(
+    post,
+    path = "/v1/workflows/{id}/cancel",
+    tag = "workflows",
+    params(("id" = String, Path, description = "The workflow's id")),
+    responses((status = 202, description = "Cancelling", body = m::Workflow), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn cancel_workflow(
     Ctx(s): Ctx,
     Name(id): Name,
@@ -124,12 +147,20 @@ async fn explain_queued_steps(s: &ApiState, wf: &mut Workflow) -> Result<(), Api
     Ok(())
 }
 
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ApprovalFilter {
     pub install: Option<String>,
 }
 
 /// Approvals waiting for a decision, oldest first; `?install=NAME` keeps one install's.
+#[utoipa::path(
+    get,
+    path = "/v1/approvals",
+    tag = "workflows",
+    params(ApprovalFilter),
+    responses((status = 200, description = "Plans waiting for a decision, oldest first", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn list_approvals(
     Ctx(s): Ctx,
     axum::extract::Query(f): axum::extract::Query<ApprovalFilter>,
@@ -166,6 +197,14 @@ pub async fn list_approvals(
     Ok(Json(all))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/workflows/{id}/approve",
+    tag = "workflows",
+    params(("id" = String, Path, description = "The workflow's id")),
+    request_body = m::api::Decision,
+    responses((status = 202, description = "The approvals decided", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn approve_workflow(
     state: Ctx,
     path: Name,
@@ -174,6 +213,14 @@ pub async fn approve_workflow(
     decide(state, path, body, true).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/workflows/{id}/deny",
+    tag = "workflows",
+    params(("id" = String, Path, description = "The workflow's id")),
+    request_body = m::api::Decision,
+    responses((status = 202, description = "The approvals decided", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn deny_workflow(
     state: Ctx,
     path: Name,
@@ -241,6 +288,14 @@ async fn decide(
 
 /// Runs an ended workflow again from a failed or cancelled step (202), if its install has not
 /// moved on to another workflow: the install is reserved for it again, then the scheduler retries.
+#[utoipa::path(
+    post,
+    path = "/v1/workflows/{id}/retry",
+    tag = "workflows",
+    params(("id" = String, Path, description = "The workflow's id")),
+    request_body = m::api::StepRef,
+    responses((status = 202, description = "The step runs again", body = m::Workflow), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn retry_workflow(
     Ctx(s): Ctx,
     Name(id): Name,
@@ -292,6 +347,14 @@ pub async fn retry_workflow(
 /// Skips a step (202): one that has not run, a waiting approval, or a failed or cancelled step of
 /// an ended workflow, which then runs on (its install reserved for it again). The step state
 /// machine decides what may be skipped: a step it refuses is a 409 that changes nothing.
+#[utoipa::path(
+    post,
+    path = "/v1/workflows/{id}/skip",
+    tag = "workflows",
+    params(("id" = String, Path, description = "The workflow's id")),
+    request_body = m::api::StepRef,
+    responses((status = 202, description = "The step is skipped", body = m::Workflow), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+)]
 pub async fn skip_workflow(
     Ctx(s): Ctx,
     Name(id): Name,

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::{BootstrapToken, IssuedCert};
 
 /// An install's runner access. No record: the install was never revoked (epoch `""`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunnerAccess {
     pub org: String,
     pub install: String,

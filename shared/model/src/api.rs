@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{AppConfigVersion, ComponentSummary, Install};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncComponent {
     pub name: String,
     #[serde(rename = "type")]
@@ -41,7 +41,7 @@ impl SyncComponent {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncResponse {
     pub app: String,
     pub config_id: String,
@@ -52,7 +52,7 @@ pub struct SyncResponse {
     pub deploy_order: Vec<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CreateInstall {
     pub name: String,
     pub app: String,
@@ -68,7 +68,7 @@ pub struct CreateInstall {
 
 /// Labels set on an install (`POST /v1/installs/{name}/labels`): `set` added or replaced,
 /// `remove` taken away.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SetLabels {
     #[serde(default)]
     pub set: BTreeMap<String, String>,
@@ -76,7 +76,7 @@ pub struct SetLabels {
     pub remove: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CreatedInstall {
     pub install: Install,
     pub workflow_id: String,
@@ -89,7 +89,7 @@ pub struct CreatedInstall {
 }
 
 /// A one-time bootstrap token for an install's runner (`ferry-runner --bootstrap`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunnerToken {
     /// `ferryboot_<org>_<id>_<secret>`: shown only now.
     pub token: String,
@@ -100,14 +100,14 @@ pub struct RunnerToken {
     pub hub_url: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Deployed {
     pub workflow_id: String,
     pub app_config_id: String,
 }
 
 /// `POST /v1/workflows/{id}/approve` and `/deny`: which waiting approval(s) to decide.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Decision {
     /// A step: its index, or the name of the component whose approval it is.
     #[serde(default)]
@@ -121,20 +121,20 @@ pub struct Decision {
 }
 
 /// `POST /v1/installs/{name}/approve-all`: switch approve-all on or off.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ApproveAll {
     pub enabled: bool,
 }
 
 /// `POST /v1/workflows/{id}/retry` and `/skip`: the step (index or component) to run again or to
 /// skip.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StepRef {
     pub step: String,
 }
 
 /// A runner with its health as of the request (`GET /v1/runners`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunnerInfo {
     #[serde(flatten)]
     pub runner: crate::RunnerRecord,
@@ -195,14 +195,14 @@ mod tests {
 }
 
 /// `POST /v1/installs/{name}/actions/{action}/runs`: the run's inputs.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunAction {
     #[serde(default)]
     pub inputs: BTreeMap<String, String>,
 }
 
 /// `GET /v1/installs/{name}/actions`: an action of the install's app config, and its latest run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ActionInfo {
     pub name: String,
     /// Its triggers as written (`manual`, `cron 0 * * * *`, `pre-deploy-component web`).
@@ -218,7 +218,7 @@ pub struct ActionInfo {
 }
 
 /// `POST /v1/installs/{name}/break-glass`: grant a role for a while (a customer token only).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct GrantBreakGlass {
     pub role: String,
     /// How long, in seconds (at most a day).
@@ -226,7 +226,7 @@ pub struct GrantBreakGlass {
 }
 
 /// `POST /v1/releases`: roll a config version out over installs in waves.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CreateRelease {
     pub app: String,
     /// A config version's id (default: the app's latest).
@@ -258,7 +258,7 @@ pub struct CreateRelease {
 }
 
 /// `GET /v1/apps/{app}/fleet`: where the app's installs are.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Fleet {
     pub app: String,
     pub latest_config: Option<String>,

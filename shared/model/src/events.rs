@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What kind of record changed: the SSE `event:` field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     Install,
@@ -42,7 +42,7 @@ impl EventKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EventOp {
     /// The record was created or changed: `record` is its new state.
@@ -52,7 +52,7 @@ pub enum EventOp {
 }
 
 /// One change, as `GET /v1/events` sends it in an SSE event's `data:`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Event {
     /// The position in the hub's event stream: the SSE `id:`, from which a client resumes.
     pub seq: u64,
@@ -113,7 +113,7 @@ impl Event {
 }
 
 /// Which events a caller asked for; every field given must match.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct EventFilter {
     #[serde(default)]
     pub install: Option<String>,

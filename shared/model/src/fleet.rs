@@ -86,7 +86,8 @@ pub fn install_health(
 }
 
 /// The filters of an install listing (`GET /v1/installs?...`); they combine.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct InstallQuery {
     pub app: Option<String>,
     /// An app config version's id.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub type Outputs = serde_json::Map<String, serde_json::Value>;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct App {
     pub org: String,
     pub name: String,
@@ -24,7 +24,7 @@ pub struct App {
 
 /// One immutable version of an app's package. The files themselves live in the `app_sources`
 /// object store under `source_object`; services parse them with `ferry-appconfig` when needed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AppConfigVersion {
     pub id: String,
     pub org: String,
@@ -39,7 +39,7 @@ pub struct AppConfigVersion {
     pub created_at: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ComponentSummary {
     pub name: String,
     #[serde(rename = "type")]
@@ -49,7 +49,7 @@ pub struct ComponentSummary {
     pub dependencies: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BuildStatus {
     Building,
@@ -59,7 +59,7 @@ pub enum BuildStatus {
 
 /// One component's artifact. Its id derives from the content hash, so an unchanged component is built
 /// once and reused by every later config version and install.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Build {
     pub id: String,
     pub org: String,
@@ -81,7 +81,7 @@ pub struct Build {
     pub finished_at: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InstallStatus {
     Provisioning,
@@ -91,7 +91,7 @@ pub enum InstallStatus {
     TornDown,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ComponentStatus {
     #[default]
@@ -101,10 +101,11 @@ pub enum ComponentStatus {
     Failed,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, utoipa::ToSchema)]
 pub struct ComponentState {
     pub status: ComponentStatus,
     #[serde(default)]
+    #[schema(value_type = Object)]
     pub outputs: Outputs,
     /// Manifest digest of the artifact deployed (or being deployed).
     pub artifact_digest: Option<String>,
@@ -124,7 +125,7 @@ pub struct ComponentState {
 }
 
 /// A drift check's finding on a component.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Drift {
     /// When it was checked (or skipped).
     pub checked_at: String,
@@ -137,7 +138,7 @@ pub struct Drift {
     pub summary: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Install {
     pub org: String,
     pub name: String,
@@ -170,7 +171,7 @@ pub struct Install {
 
 /// The mark of a break-glass grant made through the API: the scheduler's sweep reads these, not
 /// every install, to see grants end.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct GrantMark {
     /// `<install>.<role>`.
     pub id: String,
@@ -193,7 +194,7 @@ impl GrantMark {
 }
 
 /// A break-glass role granted until a time.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BreakGlassGrant {
     /// Who granted it (`token:NAME`).
     pub by: String,
@@ -203,7 +204,7 @@ pub struct BreakGlassGrant {
 }
 
 /// An action's latest run on an install, as templates and `actions list` see it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ActionState {
     /// The run's workflow.
     pub workflow: String,
@@ -212,6 +213,7 @@ pub struct ActionState {
     /// `steps.STEP.KEY` for every step that wrote outputs, and each step's keys at the top
     /// level too (a later step's win): Nuon's apps read them both ways.
     #[serde(default)]
+    #[schema(value_type = Object)]
     pub outputs: Outputs,
     pub updated_at: String,
 }
@@ -390,7 +392,7 @@ impl Job {
 /// The sandbox's name wherever it is treated as a deployable like a component.
 pub const SANDBOX: &str = "sandbox";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JobKind {
     Sync,
@@ -403,7 +405,7 @@ pub enum JobKind {
 
 /// Where a job is in its life. The names are the ones users see (`ferry jobs get`); older
 /// records' names are read through the aliases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
     /// Recorded, not offered to a runner yet (or queued again after a lost execution).
@@ -452,7 +454,7 @@ impl JobStatus {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecutionStatus {
     #[serde(alias = "running")]
@@ -480,7 +482,7 @@ impl ExecutionStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Execution {
     /// The public id, `<job>-<attempt>` (see `executions.rs`).
     pub id: String,
@@ -495,7 +497,7 @@ pub struct Execution {
 }
 
 /// One unit of work for one install. Its executions are the attempts at it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Job {
     pub id: String,
     pub org: String,
@@ -510,6 +512,7 @@ pub struct Job {
     /// Its limits in time (per kind by default; a component's `timeout` sets the execution's).
     #[serde(default)]
     pub timeouts: crate::JobTimeouts,
+    #[schema(value_type = Object)]
     pub outputs: Outputs,
     /// Outputs its tool marks sensitive.
     #[serde(default)]
@@ -530,7 +533,7 @@ pub struct Job {
     pub lease_expires_ms: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {
     Pending,
@@ -539,7 +542,7 @@ pub enum ApprovalStatus {
 }
 
 /// A plan review gate. It binds to the plan's digest: the apply receives exactly those bytes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Approval {
     pub id: String,
     pub org: String,
@@ -564,7 +567,7 @@ pub struct Approval {
 
 /// What denying a plan does: fail the workflow, or skip the denied apply (and, with
 /// `SkipDependents`, everything that depends on it) and go on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnDeny {
     #[default]
@@ -574,7 +577,7 @@ pub enum OnDeny {
 }
 
 /// One audit record, appended to the `AUDIT` stream as JSON.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AuditEvent {
     pub org: String,
     pub at: String,
@@ -586,7 +589,7 @@ pub struct AuditEvent {
 }
 
 /// One line of a job's log, as the API returns it and log-ingest archives it (JSON lines).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LogEntry {
     pub execution: String,
     pub seq: u64,

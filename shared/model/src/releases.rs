@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReleaseStatus {
     Running,
@@ -29,7 +29,7 @@ impl ReleaseStatus {
 }
 
 /// Where one install of a wave is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TargetStatus {
     Pending,
@@ -40,7 +40,7 @@ pub enum TargetStatus {
     Failed,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Target {
     pub install: String,
     pub status: TargetStatus,
@@ -55,7 +55,7 @@ pub struct Target {
     pub attempt: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Wave {
     pub targets: Vec<Target>,
     /// When its deploys started (ms).
@@ -64,7 +64,7 @@ pub struct Wave {
     pub passed_ms: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReleaseSettings {
     /// Failed installs a wave may have and the release still go on.
     pub max_failures: u32,
@@ -82,7 +82,7 @@ pub struct ReleaseSettings {
     pub approve_all: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Release {
     pub id: String,
     pub org: String,
@@ -99,7 +99,7 @@ pub struct Release {
 }
 
 /// The mark of a release not finished: the scheduler's sweep reads these, not the history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OpenRelease {
     pub org: String,
     pub id: String,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One runner process of an install, as of its last heartbeat (KV bucket `runners`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunnerRecord {
     pub org: String,
     /// The runner process's id (`runner-<ulid>`): a restarted runner is a new one.
@@ -18,7 +18,7 @@ pub struct RunnerRecord {
     pub last_seen_ms: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunnerHealth {
     /// Heard from within two heartbeat intervals and a half.

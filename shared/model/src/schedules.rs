@@ -70,7 +70,7 @@ impl Schedule {
 }
 
 /// When a scheduled action of an install fires next. One record per (install, action).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CronMark {
     /// `<install>.<action>` (see [`CronMark::id_of`]).
     pub id: String,

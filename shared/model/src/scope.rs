@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Deployable, SANDBOX};
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DeployScope {
     /// Only these (by name; `sandbox` is the sandbox). Empty: all of them.
     #[serde(default)]

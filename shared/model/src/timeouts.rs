@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{ExecutionStatus, Job, JobKind, JobStatus};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct JobTimeouts {
     pub queue_secs: u64,
     pub available_secs: u64,

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 
 /// What a token may do. Of the vendor's roles, each may do everything the one before it may;
 /// `customer` stands apart (see [`Role::allows`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Reads everything of its org.
@@ -60,7 +62,7 @@ impl Role {
 }
 
 /// A stored token: never its secret, only the secret's hash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ApiToken {
     pub id: String,
     pub org: String,
@@ -89,7 +91,7 @@ pub const BOOTSTRAP_LIFETIME_SECS: u64 = 3600;
 
 /// A one-time token a runner trades, with a CSR, for its install's certificate
 /// (`POST /v1/bootstrap`). Stored only as a hash; refused once used or past `expires_unix`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BootstrapToken {
     pub id: String,
     pub org: String,
@@ -119,7 +121,7 @@ impl BootstrapToken {
 
 /// An install certificate the control plane issued (at bootstrap), by serial: what a revocation
 /// marks, and what the hub's auth callout checks on every connection.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct IssuedCert {
     /// The serial, lowercase hex.
     pub serial: String,

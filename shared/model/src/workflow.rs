@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkflowKind {
     Provision,
@@ -55,7 +55,7 @@ impl WorkflowKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkflowStatus {
     Pending,
@@ -74,7 +74,7 @@ impl WorkflowStatus {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepKind {
     Build,
@@ -102,7 +102,7 @@ impl StepKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepStatus {
     Pending,
@@ -153,7 +153,7 @@ fn first_attempt() -> u32 {
     1
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Step {
     pub index: u32,
     /// Deploy stage; steps of one group belong to components that may deploy in parallel.
@@ -194,7 +194,7 @@ impl Step {
 }
 
 /// Which step of an action a workflow step runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ActionStepRef {
     /// The action step's name.
     pub step: String,
@@ -203,7 +203,7 @@ pub struct ActionStepRef {
 }
 
 /// What an action run was started with.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ActionRun {
     pub action: String,
     /// `manual` or `cron`.
@@ -214,7 +214,7 @@ pub struct ActionRun {
 }
 
 /// One person's response to a step: who, when, and what.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Response {
     pub actor: String,
     pub at: String,
@@ -235,7 +235,7 @@ impl StepKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Workflow {
     pub id: String,
     pub org: String,
@@ -273,7 +273,7 @@ pub struct Workflow {
 
 /// The mark of a workflow that has not finished: written with the workflow, removed once it has
 /// finished. The scheduler's reconcile pass lists these, never the whole history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OpenWorkflow {
     pub org: String,
     pub id: String,
