@@ -139,6 +139,7 @@ pub async fn run(args: DevArgs) -> Result<i32> {
     );
     println!("  ferry --api {base} installs get {}", args.install);
     println!("  ferry --api {base} workflows get {workflow_id}");
+    println!("Dashboard: {base}/ (sign in with the local admin token)");
     println!(
         "Logs of the processes are in {}. Press Ctrl-C to stop.",
         p.data.display()
