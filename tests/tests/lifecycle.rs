@@ -278,6 +278,44 @@ fn sensitive_inputs_and_outputs_are_used_but_never_shown() {
     assert_eq!(code, 0, "{err}");
     assert!(log.contains("greeter wrote: ***, prod!"), "{log}");
     assert!(!log.contains("hey"), "{log}");
+
+    // Nor in the live events (every change since the hub started), nor on the dashboard.
+    let events = dir.path().join("events");
+    let mut watcher = ferry_tests::sse_curl(&api, "/v1/events", &["last-event-id: 0"], &events);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    watcher.kill().ok();
+    watcher.wait().ok();
+    let seen = std::fs::read_to_string(&events).unwrap();
+    let installs = ferry_tests::sse_events(&seen)
+        .into_iter()
+        .filter(|e| e.event == "install")
+        .count();
+    assert!(installs > 0, "{seen}");
+    assert!(!seen.contains("s3cr3t"), "{seen}");
+    assert!(!seen.contains("\"greeting\":\"hey\""), "{seen}");
+    let token = ferry_tests::token_for(&api).unwrap();
+    for page in [
+        "/ui/installs/prod".to_string(),
+        format!("/ui/jobs/{apply}"),
+        format!("/ui/jobs/{greeter}"),
+    ] {
+        let out = std::process::Command::new("curl")
+            .args(["-sf", "-H", &format!("cookie: ferry_session={token}")])
+            .arg(format!("{api}{page}"))
+            .output()
+            .unwrap();
+        let html = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && html.contains("<main>"),
+            "{page}: {html}"
+        );
+        assert!(!html.contains("s3cr3t"), "{page}: {html}");
+        if page.starts_with("/ui/jobs/") {
+            assert!(!html.contains("hey"), "{page}: {html}");
+        } else {
+            assert!(html.contains("greeting = (sensitive)"), "{page}: {html}");
+        }
+    }
 }
 
 #[test]

@@ -3,7 +3,10 @@
 //! is its workflow's change (the event carries every step, so a watcher compares with what it saw).
 //!
 //! Fields are read from the record's JSON rather than its type, so that an event of a record
-//! written by a newer or older Ferry still reaches its watchers.
+//! written by a newer or older Ferry still reaches its watchers. The record itself is what the
+//! API would show of it: an install's or a job's sensitive values read `(sensitive)`, as
+//! `GET /v1/installs/{name}` and `GET /v1/jobs/{id}` give them (a record of those kinds that
+//! cannot be read as one is not sent at all).
 
 use serde::{Deserialize, Serialize};
 
@@ -82,6 +85,11 @@ impl Event {
         at_ms: u64,
         record: Option<serde_json::Value>,
     ) -> Event {
+        let op = if record.is_some() {
+            EventOp::Put
+        } else {
+            EventOp::Delete
+        };
         let field = |name: &str| {
             record
                 .as_ref()
@@ -98,17 +106,29 @@ impl Event {
         Event {
             seq,
             kind,
-            op: if record.is_some() {
-                EventOp::Put
-            } else {
-                EventOp::Delete
-            },
+            op,
             id: id.to_string(),
             install,
             workflow,
             at_ms,
-            record,
+            record: record.and_then(|r| shown(kind, r)),
         }
+    }
+}
+
+/// A record as the API shows it: sensitive values redacted where its kind has them.
+fn shown(kind: EventKind, record: serde_json::Value) -> Option<serde_json::Value> {
+    fn redacted<T: serde::de::DeserializeOwned + Serialize>(
+        record: serde_json::Value,
+        redact: impl FnOnce(T) -> T,
+    ) -> Option<serde_json::Value> {
+        let typed: T = serde_json::from_value(record).ok()?;
+        serde_json::to_value(redact(typed)).ok()
+    }
+    match kind {
+        EventKind::Install => redacted(record, crate::Install::redacted),
+        EventKind::Job => redacted(record, crate::Job::redacted),
+        EventKind::Workflow | EventKind::Approval | EventKind::Release => Some(record),
     }
 }
 
@@ -224,6 +244,33 @@ mod tests {
         assert!(f(None, None, Some("")).matches(&e));
         let release = Event::new(1, EventKind::Release, "r1", 1, Some(json!({})));
         assert!(!f(Some("prod"), None, None).matches(&release));
+    }
+
+    #[test]
+    fn an_installs_sensitive_values_never_leave_in_its_events() {
+        let record = json!({
+            "org": "acme", "name": "prod", "app": "hello", "app_config_id": "c1",
+            "inputs": {"password": "hunter22", "region": "eu"},
+            "sensitive_inputs": ["password"], "approve_all": false, "status": "active",
+            "sandbox": {"status": "active", "outputs": {}},
+            "components": {"db": {"status": "active",
+                "outputs": {"dsn": "postgres://u:s3cr3t@db", "port": 5432},
+                "sensitive_outputs": ["dsn"]}},
+            "last_workflow": null, "created_at": "t", "updated_at": "t",
+        });
+        let e = Event::new(3, EventKind::Install, "prod", 1, Some(record));
+        let shown = e.record.expect("an install record is sent").to_string();
+        assert!(
+            !shown.contains("hunter22") && !shown.contains("s3cr3t"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("\"region\":\"eu\"") && shown.contains("5432"),
+            "{shown}"
+        );
+        // A record of a redacted kind that cannot be read is not sent.
+        let odd = Event::new(4, EventKind::Install, "prod", 1, Some(json!({"x": 1})));
+        assert_eq!((odd.op, odd.record), (EventOp::Put, None));
     }
 
     #[test]

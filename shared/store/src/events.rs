@@ -42,6 +42,13 @@ pub struct Events<S> {
 }
 
 impl Store {
+    /// The position of the latest event: a page read after this reads every change up to it,
+    /// so its script resumes from here (`From::After`) and misses none that came between.
+    pub async fn events_position(&self) -> Result<u64, StoreError> {
+        let mut stream = self.js.get_stream(events::STREAM).await.map_err(nats)?;
+        Ok(stream.info().await.map_err(nats)?.state.last_sequence)
+    }
+
     /// The org's events from `from` on, for as long as the caller reads. Messages that are not a
     /// watched record's change (none should be) are skipped.
     pub async fn events(

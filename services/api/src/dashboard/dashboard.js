@@ -8,12 +8,14 @@ function setBadge(el, status) {
   el.className = "badge " + status;
 }
 
-// A workflow page: its steps follow the workflow's events. A plan that starts or stops waiting
+// A workflow page: its steps follow the workflow's events, from the position the page was
+// rendered at (so no change between the two is missed). A plan that starts or stops waiting
 // changes the forms on the page: the page is read again for them.
 function followWorkflow(table) {
   const id = table.dataset.workflow;
   const waiting = table.dataset.waiting;
-  const events = new EventSource("/ui/events?kinds=workflow&workflow=" + encodeURIComponent(id));
+  const events = new EventSource("/ui/events?kinds=workflow&workflow=" + encodeURIComponent(id) +
+    "&last_event_id=" + encodeURIComponent(table.dataset.since));
   events.addEventListener("workflow", (ev) => {
     const wf = JSON.parse(ev.data).record;
     if (!wf) return;

@@ -268,6 +268,11 @@ async fn install(s: Session, name: Name) -> Response {
 }
 
 async fn workflow(s: Session, Name(id): Name) -> Response {
+    // Before the workflow is read: its page's script follows the changes after this position.
+    let since = match s.state.store.events_position().await {
+        Ok(p) => p,
+        Err(e) => return failed(e.into()),
+    };
     let wf = match crate::workflows::get_workflow(s.ctx(), Name(id)).await {
         Ok(wf) => wf.0,
         Err(e) => return failed(e),
@@ -284,7 +289,7 @@ async fn workflow(s: Session, Name(id): Name) -> Response {
         let plan = plan_of(&s, &a.plan_job).await;
         waiting.push((a, plan));
     }
-    pages::workflow(&s, &wf, &waiting).into_response()
+    pages::workflow(&s, &wf, &waiting, since).into_response()
 }
 
 /// The end of a script's plan log shown in place of its changes.

@@ -129,6 +129,14 @@ pub fn install(s: &Session, i: &Install, workflows: &[Workflow]) -> Markup {
             h1 { "Install " (i.name) }
             p { "App " strong { (i.app) } " · status " span class={ "badge " (name(&i.status)) } { (name(&i.status)) }
                 " · config " span.mono { (i.app_config_id) } }
+            @if !i.inputs.is_empty() {
+                h2 { "Inputs" }
+                table #inputs {
+                    tbody {
+                        @for (k, v) in &i.inputs { tr { td.mono { (k) " = " (v) } } }
+                    }
+                }
+            }
             h2 { "Components" }
             table #components {
                 thead { tr { th { "Component" } th { "Status" } th { "Outputs" } th { "Updated" } } }
@@ -176,7 +184,7 @@ pub enum Plan {
 
 /// A workflow's steps (updated live by the script), and each plan waiting for a decision with
 /// its changes and the buttons to decide: disabled for a token that may not.
-pub fn workflow(s: &Session, wf: &Workflow, waiting: &[(Approval, Plan)]) -> Markup {
+pub fn workflow(s: &Session, wf: &Workflow, waiting: &[(Approval, Plan)], since: u64) -> Markup {
     let may_decide = s.may("POST", &format!("/v1/workflows/{}/approve", wf.id));
     let waiting_steps: Vec<String> = waiting.iter().map(|(a, _)| a.step.to_string()).collect();
     layout(
@@ -214,7 +222,7 @@ pub fn workflow(s: &Session, wf: &Workflow, waiting: &[(Approval, Plan)]) -> Mar
                     }
                 }
             }
-            table #steps data-workflow=(wf.id) data-waiting=(waiting_steps.join(",")) {
+            table #steps data-workflow=(wf.id) data-waiting=(waiting_steps.join(",")) data-since=(since) {
                 thead { tr { th { "#" } th { "Step" } th { "Kind" } th { "Status" } th { "Message" } th { "Job" } } }
                 tbody {
                     @for st in &wf.steps {
