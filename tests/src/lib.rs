@@ -260,6 +260,21 @@ pub fn ferry_json(api: &str, args: &[&str]) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("ferry {args:?} printed no JSON ({e}):\n{out}"))
 }
 
+/// The example app copied into `dir/hello`, with `prelude` run first by the greeter's apply
+/// (after its `set -eu`): a slow or chatty job to watch.
+pub fn hello_with_greeter_prelude(dir: &Path, prelude: &str) -> PathBuf {
+    let app = dir.join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    let apply = app.join("components/src/greeter/apply.sh");
+    let text = std::fs::read_to_string(&apply).expect("the greeter's apply.sh");
+    std::fs::write(
+        &apply,
+        text.replacen("set -eu\n", &format!("set -eu\n{prelude}\n"), 1),
+    )
+    .expect("write apply.sh");
+    app
+}
+
 /// Copies a directory tree (to make variants of the example app).
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");

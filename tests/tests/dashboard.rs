@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use fantoccini::{Client, Locator};
 use ferry_tests::browser::{Browser, screenshot};
-use ferry_tests::{NatsServer, ferry_json, repo_root, step};
+use ferry_tests::{NatsServer, ferry_json, step};
 
 async fn sign_in(b: &Client, api: &str, token: &str) {
     b.goto(&format!("{api}/ui/login")).await.unwrap();
@@ -77,19 +77,11 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
-    let app = dir.path().join("hello");
-    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
     // The greeter's apply takes a few seconds, writing as it goes: a log to follow live.
-    let apply = app.join("components/src/greeter/apply.sh");
-    let text = std::fs::read_to_string(&apply).unwrap();
-    std::fs::write(
-        &apply,
-        text.replace(
-            "set -eu\n",
-            "set -eu\nfor i in $(seq 1 30); do echo \"warming up $i\"; sleep 0.15; done\n",
-        ),
-    )
-    .unwrap();
+    let app = ferry_tests::hello_with_greeter_prelude(
+        dir.path(),
+        "for i in $(seq 1 30); do echo \"warming up $i\"; sleep 0.15; done",
+    );
     ferry_tests::sync_hello(&api, &app);
     let created = ferry_json(
         &api,

@@ -180,18 +180,10 @@ fn a_job_log_is_numbered_lines_that_resume_after_the_last_one_seen() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
-    let app = dir.path().join("hello");
-    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
-    let apply = app.join("components/src/greeter/apply.sh");
-    let text = std::fs::read_to_string(&apply).unwrap();
-    std::fs::write(
-        &apply,
-        text.replace(
-            "set -eu\n",
-            "set -eu\nfor i in $(seq 1 12); do echo \"line $i\"; done\n",
-        ),
-    )
-    .unwrap();
+    let app = ferry_tests::hello_with_greeter_prelude(
+        dir.path(),
+        "for i in $(seq 1 12); do echo \"line $i\"; done",
+    );
     ferry_tests::sync_hello(&api, &app);
     let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--wait", "--json"]);
     assert_eq!(code, 0, "{out}{err}");
@@ -240,18 +232,10 @@ fn logs_follow_rides_through_an_api_restart_without_losing_or_repeating_a_line()
         &dir.path().join("runner"),
         dir.path().join("runner.log"),
     );
-    let app = dir.path().join("hello");
-    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
-    let apply = app.join("components/src/greeter/apply.sh");
-    let text = std::fs::read_to_string(&apply).unwrap();
-    std::fs::write(
-        &apply,
-        text.replace(
-            "set -eu\n",
-            "set -eu\nfor i in $(seq 1 60); do echo \"tick $i\"; sleep 0.1; done\n",
-        ),
-    )
-    .unwrap();
+    let app = ferry_tests::hello_with_greeter_prelude(
+        dir.path(),
+        "for i in $(seq 1 60); do echo \"tick $i\"; sleep 0.1; done",
+    );
     ferry_tests::sync_hello(&api, &app);
     let created = ferry_tests::ferry_json(
         &api,

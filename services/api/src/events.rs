@@ -88,8 +88,8 @@ pub async fn events(
             Ok(e) if filter.matches(&e) => Some(Ok(sse(&e))),
             Ok(_) => None,
             Err(err) => {
-                // The ordered consumer recovers by itself; a stream that cannot is ended, and the
-                // client resumes from the last id it got.
+                // The ordered consumer recreates itself after an error, from the last message it
+                // delivered, so nothing is skipped; the error is only logged.
                 tracing::warn!(org = %org, error = %err, "event stream interrupted");
                 None
             }
