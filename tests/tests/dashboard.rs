@@ -225,6 +225,27 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
         b.goto(&format!("{api}/ui/installs/prod")).await.unwrap();
         assert!(text_of(&b, "table#components").await.contains("greeter"));
         screenshot(&b, "install").await;
+
+        // Releases, once there is one.
+        b.goto(&format!("{api}/ui/releases")).await.unwrap();
+        assert!(
+            text_of(&b, "table#releases")
+                .await
+                .contains("No releases yet")
+        );
+        let release = ferry_json(
+            &api,
+            &[
+                "releases", "create", "--app", "hello", "--waves", "100%", "--json",
+            ],
+        );
+        b.refresh().await.unwrap();
+        let listed = text_of(&b, "table#releases").await;
+        assert!(
+            listed.contains(release["id"].as_str().unwrap()) && listed.contains("hello"),
+            "{listed}"
+        );
+        screenshot(&b, "releases").await;
         b.close().await.unwrap();
     });
 
@@ -263,6 +284,15 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
         .output()
         .unwrap();
     let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    // Sign-in without the form's own nonce (a cross-site form) is refused.
+    let forged = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+        .args(["--data-urlencode", &format!("token={admin}")])
+        .args(["--data", "csrf=n0nce"])
+        .arg(format!("{api}/ui/login"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&forged.stdout), "403");
     let cookie = headers
         .lines()
         .find(|l| l.starts_with("set-cookie: ferry_session="))
