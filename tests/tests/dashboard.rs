@@ -108,8 +108,15 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
         b.goto(&format!("{api}/ui/login")).await.unwrap();
         screenshot(&b, "login").await;
         sign_in(&b, &api, &admin).await;
-        // The install, its config version, and its runner's health.
-        let row = text_of(&b, "tr[data-install=prod]").await;
+        // The install, its config version, and its runner's health (once it has been heard
+        // from: the page is read again until then).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut row = text_of(&b, "tr[data-install=prod]").await;
+        while !row.contains("active") && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            b.refresh().await.unwrap();
+            row = text_of(&b, "tr[data-install=prod]").await;
+        }
         assert!(
             row.contains("hello") && row.contains("v1") && row.contains("active"),
             "{row}"
