@@ -1,7 +1,5 @@
-//! The API-backed commands.
-//!
-//! Long (about 600 lines) because it holds the commands of apps, installs, workflows, jobs and
-//! runners, each a short request and its rendering; newer command groups have their own modules
+//! The API-backed commands of apps, installs, workflows and jobs, each a short request and its
+//! rendering; listings are in `listings.rs`, newer command groups have their own modules
 //! (actions, releases, tokens, logs).
 
 use std::path::Path;
@@ -10,11 +8,11 @@ use anyhow::{Context, Result, bail};
 use ferry_appconfig::Package;
 use ferry_model::api::RunnerInfo;
 use ferry_model::events::EventKind;
-use ferry_model::{App, Install, Workflow};
+use ferry_model::{Install, Workflow};
 use serde_json::{Value, json};
 
 use crate::client::Api;
-use crate::render::{self, MAIN, Output, WIDE};
+use crate::render;
 
 pub fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
     println!("{}", serde_json::to_string_pretty(v)?);
@@ -166,35 +164,6 @@ pub async fn apps_sync(api: &Api, dir: &Path, name: Option<String>, json_out: bo
     Ok(0)
 }
 
-pub async fn apps_list(api: &Api, out: Output) -> Result<i32> {
-    let apps: Vec<App> = api.get("/v1/apps").await?;
-    if out == Output::Json {
-        print_json(&apps)?;
-    } else {
-        let rows: Vec<Vec<String>> = apps
-            .iter()
-            .map(|a| {
-                vec![
-                    a.name.clone(),
-                    a.config_count.to_string(),
-                    a.latest_config.clone().unwrap_or_default(),
-                    a.updated_at.clone(),
-                    a.created_at.clone(),
-                ]
-            })
-            .collect();
-        let columns = [
-            ("APP", MAIN),
-            ("CONFIGS", MAIN),
-            ("LATEST CONFIG", MAIN),
-            ("UPDATED", MAIN),
-            ("CREATED", WIDE),
-        ];
-        println!("{}", render::listing(out, &columns, &rows));
-    }
-    Ok(0)
-}
-
 pub fn parse_inputs(inputs: &[String]) -> Result<serde_json::Map<String, Value>> {
     let mut out = serde_json::Map::new();
     for kv in inputs {
@@ -320,45 +289,6 @@ pub async fn installs_label(
     Ok(0)
 }
 
-pub async fn runners_list(api: &Api, install: Option<&str>, out: Output) -> Result<i32> {
-    let path = match install {
-        Some(i) => format!("/v1/runners?install={i}"),
-        None => "/v1/runners".to_string(),
-    };
-    let runners: Vec<RunnerInfo> = api.get(&path).await?;
-    if out == Output::Json {
-        print_json(&runners)?;
-    } else {
-        let rows: Vec<Vec<String>> = runners
-            .iter()
-            .map(|r| {
-                vec![
-                    r.runner.install.clone(),
-                    r.runner.id.clone(),
-                    render::status_word(r.health),
-                    r.runner.running_jobs.to_string(),
-                    r.runner.version.clone(),
-                    r.last_seen.clone(),
-                    ferry_model::format_ms(r.runner.first_seen_ms),
-                    format!("{}s", r.runner.interval_ms / 1000),
-                ]
-            })
-            .collect();
-        let columns = [
-            ("INSTALL", MAIN),
-            ("RUNNER", MAIN),
-            ("HEALTH", MAIN),
-            ("JOBS", MAIN),
-            ("VERSION", MAIN),
-            ("LAST SEEN", MAIN),
-            ("FIRST SEEN", WIDE),
-            ("HEARTBEAT", WIDE),
-        ];
-        println!("{}", render::listing(out, &columns, &rows));
-    }
-    Ok(0)
-}
-
 pub async fn installs_approve_all(api: &Api, name: &str, on: bool, json_out: bool) -> Result<i32> {
     let body = ferry_model::api::ApproveAll { enabled: on };
     let i: Install = api
@@ -370,58 +300,6 @@ pub async fn installs_approve_all(api: &Api, name: &str, on: bool, json_out: boo
         println!("install {name}: approve-all on; plans waiting for a decision are released");
     } else {
         println!("install {name}: approve-all off; plans wait for a decision");
-    }
-    Ok(0)
-}
-
-pub async fn installs_list(api: &Api, query: &[(&str, String)], out: Output) -> Result<i32> {
-    let q: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let path = if q.is_empty() {
-        "/v1/installs".to_string()
-    } else {
-        format!("/v1/installs?{}", q.join("&"))
-    };
-    let list: Vec<Install> = api.get(&path).await?;
-    if out == Output::Json {
-        print_json(&list)?;
-    } else {
-        let rows: Vec<Vec<String>> = list
-            .iter()
-            .map(|i| {
-                let drifted = i.drifted();
-                vec![
-                    i.name.clone(),
-                    i.app.clone(),
-                    render::status_word(i.status),
-                    i.app_config_id.clone(),
-                    i.components.len().to_string(),
-                    if drifted.is_empty() {
-                        "-".into()
-                    } else {
-                        drifted.join(", ")
-                    },
-                    render::labels(&i.labels),
-                    i.updated_at.clone(),
-                    i.last_workflow.clone().unwrap_or_else(|| "-".into()),
-                    if i.approve_all { "on" } else { "off" }.into(),
-                    i.created_at.clone(),
-                ]
-            })
-            .collect();
-        let columns = [
-            ("INSTALL", MAIN),
-            ("APP", MAIN),
-            ("STATUS", MAIN),
-            ("CONFIG", MAIN),
-            ("COMPONENTS", MAIN),
-            ("DRIFTED", MAIN),
-            ("LABELS", MAIN),
-            ("UPDATED", MAIN),
-            ("LAST WORKFLOW", WIDE),
-            ("APPROVE-ALL", WIDE),
-            ("CREATED", WIDE),
-        ];
-        println!("{}", render::listing(out, &columns, &rows));
     }
     Ok(0)
 }
@@ -481,49 +359,6 @@ pub async fn workflows_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
     }
     // It read the workflow: 0, however the workflow ended (`workflows wait` is the command whose
     // exit says how it ended).
-    Ok(0)
-}
-
-pub async fn workflows_list(api: &Api, install: Option<&str>, out: Output) -> Result<i32> {
-    let path = match install {
-        Some(i) => format!("/v1/workflows?install={i}"),
-        None => "/v1/workflows".to_string(),
-    };
-    let all: Vec<Workflow> = api.get(&path).await?;
-    if out == Output::Json {
-        print_json(&all)?;
-    } else {
-        let rows: Vec<Vec<String>> = all
-            .iter()
-            .map(|w| {
-                vec![
-                    w.id.clone(),
-                    w.install.clone(),
-                    w.kind.label().to_string(),
-                    render::status_word(w.status),
-                    w.created_at.clone(),
-                    format!(
-                        "{}/{}",
-                        w.steps.iter().filter(|s| s.status.is_terminal()).count(),
-                        w.steps.len()
-                    ),
-                    w.finished_at.clone().unwrap_or_else(|| "-".into()),
-                    w.app_config_id.clone(),
-                ]
-            })
-            .collect();
-        let columns = [
-            ("WORKFLOW", MAIN),
-            ("INSTALL", MAIN),
-            ("KIND", MAIN),
-            ("STATUS", MAIN),
-            ("CREATED", MAIN),
-            ("STEPS DONE", WIDE),
-            ("FINISHED", WIDE),
-            ("CONFIG", WIDE),
-        ];
-        println!("{}", render::listing(out, &columns, &rows));
-    }
     Ok(0)
 }
 
@@ -615,51 +450,6 @@ pub async fn workflows_step_response(
         println!("{done} step {step} of workflow {id}");
     }
     Ok(())
-}
-
-pub async fn approvals_list(api: &Api, install: Option<&str>, out: Output) -> Result<i32> {
-    let path = match install {
-        Some(i) => format!("/v1/approvals?install={i}"),
-        None => "/v1/approvals".to_string(),
-    };
-    let list: Vec<ferry_model::Approval> = api.get(&path).await?;
-    if out == Output::Json {
-        print_json(&list)?;
-    } else {
-        let rows: Vec<Vec<String>> = list
-            .iter()
-            .map(|a| {
-                vec![
-                    a.install.clone(),
-                    a.workflow_id.clone(),
-                    a.step.to_string(),
-                    a.component.clone(),
-                    a.plan_summary.clone(),
-                    a.created_at.clone(),
-                    a.plan_job.clone(),
-                    a.plan_digest.chars().take(19).collect(),
-                ]
-            })
-            .collect();
-        let columns = [
-            ("INSTALL", MAIN),
-            ("WORKFLOW", MAIN),
-            ("STEP", MAIN),
-            ("COMPONENT", MAIN),
-            ("PLAN", MAIN),
-            ("SINCE", MAIN),
-            ("PLAN JOB", WIDE),
-            ("PLAN DIGEST", WIDE),
-        ];
-        println!("{}", render::listing(out, &columns, &rows));
-        if let Some(a) = list.first() {
-            println!(
-                "\nsee a plan's changes: ferry workflows get {} --diff\ndecide: ferry workflows approve {} --step {} (or deny)",
-                a.workflow_id, a.workflow_id, a.step
-            );
-        }
-    }
-    Ok(0)
 }
 
 pub async fn jobs_cancel(api: &Api, id: &str, json_out: bool) -> Result<i32> {

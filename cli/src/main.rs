@@ -8,6 +8,7 @@ mod commands;
 mod dev;
 mod devprocs;
 mod fetch;
+mod listings;
 mod logs;
 mod plans;
 mod releases;
@@ -61,10 +62,10 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
         Command::Jobs(JobsCmd::Cancel { id, json }) => commands::jobs_cancel(&api, &id, json).await,
         Command::Approvals(ApprovalsCmd::List { install, out }) => {
-            commands::approvals_list(&api, install.as_deref(), out.format()).await
+            listings::approvals_list(&api, install.as_deref(), out.format()).await
         }
         Command::Runners(RunnersCmd::List { install, out }) => {
-            commands::runners_list(&api, install.as_deref(), out.format()).await
+            listings::runners_list(&api, install.as_deref(), out.format()).await
         }
         Command::Logs {
             job,
@@ -117,7 +118,7 @@ async fn apps(api: &client::Api, cmd: AppsCmd) -> anyhow::Result<i32> {
         AppsCmd::Validate { dir, json, strict } => commands::apps_validate(&dir, json, strict),
         AppsCmd::Lint { dir, json, rules } => commands::apps_lint(&dir, json, rules),
         AppsCmd::Sync { dir, name, json } => commands::apps_sync(api, &dir, name, json).await,
-        AppsCmd::List { out } => commands::apps_list(api, out.format()).await,
+        AppsCmd::List { out } => listings::apps_list(api, out.format()).await,
         AppsCmd::Get { name, json } => releases::fleet(api, &name, json).await,
         AppsCmd::Schema { markdown } => commands::apps_schema(markdown),
     }
@@ -217,7 +218,7 @@ async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
             if drifted {
                 query.push(("drifted", "true".into()));
             }
-            commands::installs_list(api, &query, out.format()).await
+            listings::installs_list(api, &query, out.format()).await
         }
         InstallsCmd::Label {
             name,
@@ -274,7 +275,7 @@ async fn workflows(api: &client::Api, cmd: WorkflowsCmd) -> anyhow::Result<i32> 
         } => plans::workflow_with_plans(api, &id, json).await,
         WorkflowsCmd::Get { id, json, .. } => commands::workflows_get(api, &id, json).await,
         WorkflowsCmd::List { install, out } => {
-            commands::workflows_list(api, install.as_deref(), out.format()).await
+            listings::workflows_list(api, install.as_deref(), out.format()).await
         }
         WorkflowsCmd::Cancel { id, no_wait, json } => {
             commands::workflows_cancel(api, &id, !no_wait, json).await

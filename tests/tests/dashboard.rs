@@ -305,8 +305,31 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
         .find(|l| l.starts_with("set-cookie: ferry_session="))
         .unwrap_or_else(|| panic!("{headers}"));
     assert!(
-        cookie.contains("httponly") && cookie.contains("samesite=strict"),
+        cookie.contains("httponly")
+            && cookie.contains("samesite=strict")
+            && !cookie.contains("secure"),
         "{cookie}"
     );
     assert!(headers.contains("content-security-policy: default-src 'none'; script-src 'self'"));
+    // Behind a proxy that terminates TLS, the cookie goes over HTTPS only.
+    let out = Command::new("curl")
+        .args(["-s", "-D", "-", "-o", "/dev/null"])
+        .args([
+            "-H",
+            "cookie: ferry_login=n0nce",
+            "-H",
+            "x-forwarded-proto: https",
+        ])
+        .args(["--data-urlencode", &format!("token={admin}")])
+        .args(["--data", "csrf=n0nce"])
+        .arg(format!("{api}/ui/login"))
+        .output()
+        .unwrap();
+    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    assert!(
+        headers
+            .lines()
+            .any(|l| l.starts_with("set-cookie: ferry_session=") && l.contains("; secure")),
+        "{headers}"
+    );
 }

@@ -17,7 +17,7 @@ use axum::extract::Query;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use ferry_model::events::{Event, EventFilter};
-use ferry_store::events::From;
+use ferry_store::events::Start;
 use futures_util::{Stream, StreamExt};
 
 use crate::ApiError;
@@ -72,8 +72,8 @@ pub async fn events(
     check_filter("workflow", q.filter.workflow.as_deref())?;
     q.filter.check().map_err(ApiError::BadRequest)?;
     let from = match last_event_id(&headers, q.last_event_id.as_deref())? {
-        Some(seq) => From::After(seq),
-        None => From::Now,
+        Some(seq) => Start::After(seq),
+        None => Start::Now,
     };
     let events = s.store.events(&s.org, from).await?;
     let gap = events.gap.then(|| {

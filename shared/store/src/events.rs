@@ -26,7 +26,7 @@ pub fn kind_of_bucket(bucket: &str) -> Option<EventKind> {
 
 /// Where a client's events start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum From {
+pub enum Start {
     /// Changes made from now on.
     Now,
     /// Changes after the event with this sequence (the last one the client saw).
@@ -43,7 +43,7 @@ pub struct Events<S> {
 
 impl Store {
     /// The position of the latest event: a page read after this reads every change up to it,
-    /// so its script resumes from here (`From::After`) and misses none that came between.
+    /// so its script resumes from here (`Start::After`) and misses none that came between.
     pub async fn events_position(&self) -> Result<u64, StoreError> {
         let mut stream = self.js.get_stream(events::STREAM).await.map_err(nats)?;
         Ok(stream.info().await.map_err(nats)?.state.last_sequence)
@@ -54,13 +54,13 @@ impl Store {
     pub async fn events(
         &self,
         org: &str,
-        from: From,
+        from: Start,
     ) -> Result<Events<impl Stream<Item = Result<Event, StoreError>> + use<>>, StoreError> {
         let mut stream = self.js.get_stream(events::STREAM).await.map_err(nats)?;
         let first = stream.info().await.map_err(nats)?.state.first_sequence;
         let (deliver_policy, gap) = match from {
-            From::Now => (DeliverPolicy::New, false),
-            From::After(seq) => (
+            Start::Now => (DeliverPolicy::New, false),
+            Start::After(seq) => (
                 DeliverPolicy::ByStartSequence {
                     start_sequence: seq + 1,
                 },

@@ -134,10 +134,17 @@ fn set_cookie(c: Cookie<'static>) -> (header::HeaderName, String) {
     (header::SET_COOKIE, c.to_string())
 }
 
-fn session_cookie(name: &'static str, value: String) -> Cookie<'static> {
+/// A cookie only Ferry's pages get, and no script reads; `Secure` (sent over HTTPS only) when
+/// the request came through a TLS-terminating proxy that says so.
+fn session_cookie(headers: &HeaderMap, name: &'static str, value: String) -> Cookie<'static> {
+    let https = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|p| p.eq_ignore_ascii_case("https"));
     Cookie::build((name, value))
         .http_only(true)
         .same_site(SameSite::Strict)
+        .secure(https)
         .path("/")
         .build()
 }
@@ -149,7 +156,11 @@ async fn login_page(headers: HeaderMap) -> Response {
         hex::encode(b)
     });
     (
-        [set_cookie(session_cookie(LOGIN_NONCE, nonce.clone()))],
+        [set_cookie(session_cookie(
+            &headers,
+            LOGIN_NONCE,
+            nonce.clone(),
+        ))],
         pages::login(&nonce, None),
     )
         .into_response()
@@ -177,7 +188,7 @@ async fn login(
     let token = f.token.trim().to_string();
     match crate::auth::resolve(&state, &token).await {
         Ok(_) => (
-            [set_cookie(session_cookie(SESSION, token))],
+            [set_cookie(session_cookie(&headers, SESSION, token))],
             Redirect::to("/ui/installs"),
         )
             .into_response(),
@@ -194,11 +205,11 @@ struct CsrfForm {
     csrf: String,
 }
 
-async fn logout(s: Session, axum::Form(f): axum::Form<CsrfForm>) -> Response {
+async fn logout(s: Session, headers: HeaderMap, axum::Form(f): axum::Form<CsrfForm>) -> Response {
     if !same(&s.csrf, &f.csrf) {
         return forbidden();
     }
-    let mut gone = session_cookie(SESSION, String::new());
+    let mut gone = session_cookie(&headers, SESSION, String::new());
     gone.make_removal();
     ([set_cookie(gone)], Redirect::to("/ui/login")).into_response()
 }
