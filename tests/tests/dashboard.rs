@@ -300,6 +300,19 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&forged.stdout), "403");
+    // A token that is not one is refused, with the form to try again.
+    let wrong = Command::new("curl")
+        .args(["-s", "-w", "\n%{http_code}"])
+        .args(["-H", "cookie: ferry_login=n0nce"])
+        .args(["--data", "token=ferry_nope&csrf=n0nce"])
+        .arg(format!("{api}/ui/login"))
+        .output()
+        .unwrap();
+    let page = String::from_utf8_lossy(&wrong.stdout);
+    assert!(
+        page.ends_with("\n401") && page.contains("not valid") && page.contains("name=\"token\""),
+        "{page}"
+    );
     let cookie = headers
         .lines()
         .find(|l| l.starts_with("set-cookie: ferry_session="))

@@ -150,20 +150,26 @@ fn session_cookie(headers: &HeaderMap, name: &'static str, value: String) -> Coo
 }
 
 async fn login_page(headers: HeaderMap) -> Response {
-    let nonce = cookie_value(&headers, LOGIN_NONCE).unwrap_or_else(|| {
-        let mut b = [0u8; 16];
-        let _ = getrandom::fill(&mut b);
-        hex::encode(b)
-    });
-    (
-        [set_cookie(session_cookie(
-            &headers,
-            LOGIN_NONCE,
-            nonce.clone(),
-        ))],
-        pages::login(&nonce, None),
-    )
-        .into_response()
+    let nonce = cookie_value(&headers, LOGIN_NONCE).unwrap_or_else(new_nonce);
+    sign_in_form(&headers, StatusCode::OK, nonce, None)
+}
+
+fn new_nonce() -> String {
+    let mut b = [0u8; 16];
+    let _ = getrandom::fill(&mut b);
+    hex::encode(b)
+}
+
+/// The sign-in page, with `nonce` both in its form and in the cookie the form is checked against.
+fn sign_in_form(
+    headers: &HeaderMap,
+    status: StatusCode,
+    nonce: String,
+    problem: Option<&str>,
+) -> Response {
+    let page = pages::login(&nonce, problem);
+    let cookie = set_cookie(session_cookie(headers, LOGIN_NONCE, nonce));
+    (status, [cookie], page).into_response()
 }
 
 #[derive(serde::Deserialize)]
@@ -179,11 +185,9 @@ async fn login(
 ) -> Response {
     let nonce = cookie_value(&headers, LOGIN_NONCE).unwrap_or_default();
     if nonce.is_empty() || !same(&nonce, &f.csrf) {
-        return (
-            StatusCode::FORBIDDEN,
-            pages::login(&nonce, Some("The form expired: sign in again.")),
-        )
-            .into_response();
+        // A form from elsewhere, or an old one: a fresh form to sign in with.
+        let why = Some("The form expired: sign in again.");
+        return sign_in_form(&headers, StatusCode::FORBIDDEN, new_nonce(), why);
     }
     let token = f.token.trim().to_string();
     match crate::auth::resolve(&state, &token).await {
@@ -192,11 +196,10 @@ async fn login(
             Redirect::to("/ui/installs"),
         )
             .into_response(),
-        Err(_) => (
-            StatusCode::UNAUTHORIZED,
-            pages::login(&nonce, Some("That token is not valid (or was revoked).")),
-        )
-            .into_response(),
+        Err(_) => {
+            let why = Some("That token is not valid (or was revoked).");
+            sign_in_form(&headers, StatusCode::UNAUTHORIZED, nonce, why)
+        }
     }
 }
 
