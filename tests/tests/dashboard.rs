@@ -256,63 +256,28 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
         b.close().await.unwrap();
     });
 
-    // Forms without their CSRF token are refused, and the session cookie is HttpOnly and
-    // SameSite=Strict.
-    let out = Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
-        .args(["-H", &format!("cookie: ferry_session={admin}")])
-        .args(["--data", "step=0&decision=approve"])
-        .arg(format!("{api}/ui/workflows/{wf_id}/decide"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "422",
-        "a form without its csrf field"
-    );
-    let out = Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
-        .args(["-H", &format!("cookie: ferry_session={admin}")])
-        .args(["--data", "csrf=forged&step=0&decision=approve"])
-        .arg(format!("{api}/ui/workflows/{wf_id}/decide"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "403",
-        "a forged csrf token"
-    );
-    let out = Command::new("curl")
-        .args(["-s", "-D", "-", "-o", "/dev/null"])
-        .args(["-H", "cookie: ferry_login=n0nce"])
-        .args(["--data-urlencode", &format!("token={admin}")])
-        .args(["--data", "csrf=n0nce"])
-        .arg(format!("{api}/ui/login"))
-        .output()
-        .unwrap();
-    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    // Forms without their CSRF token are refused.
+    let decide = format!("/ui/workflows/{wf_id}/decide");
+    let session = format!("cookie: ferry_session={admin}");
+    let token = format!("token={admin}");
+    let (code, _, _) = post(&api, &decide, &[&session], &["step=0", "decision=approve"]);
+    assert_eq!(code, "422", "a form without its csrf field");
+    let forged = ["csrf=forged", "step=0", "decision=approve"];
+    let (code, _, _) = post(&api, &decide, &[&session], &forged);
+    assert_eq!(code, "403", "a forged csrf token");
     // Sign-in without the form's own nonce (a cross-site form) is refused.
-    let forged = Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
-        .args(["--data-urlencode", &format!("token={admin}")])
-        .args(["--data", "csrf=n0nce"])
-        .arg(format!("{api}/ui/login"))
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&forged.stdout), "403");
+    let (code, _, _) = post(&api, "/ui/login", &[], &[&token, "csrf=n0nce"]);
+    assert_eq!(code, "403");
     // A token that is not one is refused, with the form to try again.
-    let wrong = Command::new("curl")
-        .args(["-s", "-w", "\n%{http_code}"])
-        .args(["-H", "cookie: ferry_login=n0nce"])
-        .args(["--data", "token=ferry_nope&csrf=n0nce"])
-        .arg(format!("{api}/ui/login"))
-        .output()
-        .unwrap();
-    let page = String::from_utf8_lossy(&wrong.stdout);
+    let nonce = "cookie: ferry_login=n0nce";
+    let wrong = ["token=ferry_nope", "csrf=n0nce"];
+    let (code, _, page) = post(&api, "/ui/login", &[nonce], &wrong);
     assert!(
-        page.ends_with("\n401") && page.contains("not valid") && page.contains("name=\"token\""),
-        "{page}"
+        code == "401" && page.contains("not valid") && page.contains("name=\"token\""),
+        "{code} {page}"
     );
+    // The session cookie is HttpOnly and SameSite=Strict; pages carry their CSP.
+    let (_, headers, _) = post(&api, "/ui/login", &[nonce], &[&token, "csrf=n0nce"]);
     let cookie = headers
         .lines()
         .find(|l| l.starts_with("set-cookie: ferry_session="))
@@ -325,24 +290,30 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
     );
     assert!(headers.contains("content-security-policy: default-src 'none'; script-src 'self'"));
     // Behind a proxy that terminates TLS, the cookie goes over HTTPS only.
-    let out = Command::new("curl")
-        .args(["-s", "-D", "-", "-o", "/dev/null"])
-        .args([
-            "-H",
-            "cookie: ferry_login=n0nce",
-            "-H",
-            "x-forwarded-proto: https",
-        ])
-        .args(["--data-urlencode", &format!("token={admin}")])
-        .args(["--data", "csrf=n0nce"])
-        .arg(format!("{api}/ui/login"))
-        .output()
-        .unwrap();
-    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    let https = [nonce, "x-forwarded-proto: https"];
+    let (_, headers, _) = post(&api, "/ui/login", &https, &[&token, "csrf=n0nce"]);
     assert!(
         headers
             .lines()
             .any(|l| l.starts_with("set-cookie: ferry_session=") && l.contains("; secure")),
         "{headers}"
     );
+}
+
+/// A form posted with curl: (status, headers lowercased, body). `fields` are `name=value`,
+/// each URL-encoded.
+fn post(api: &str, path: &str, headers: &[&str], fields: &[&str]) -> (String, String, String) {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-s", "-i", "-w", "\n%{http_code}"]);
+    for h in headers {
+        cmd.args(["-H", h]);
+    }
+    for f in fields {
+        cmd.args(["--data-urlencode", f]);
+    }
+    let out = cmd.arg(format!("{api}{path}")).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (response, code) = text.rsplit_once('\n').unwrap_or((&text, ""));
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((response, ""));
+    (code.to_string(), head.to_lowercase(), body.to_string())
 }

@@ -237,19 +237,9 @@ fn logs_follow_rides_through_an_api_restart_without_losing_or_repeating_a_line()
         "for i in $(seq 1 60); do echo \"tick $i\"; sleep 0.1; done",
     );
     ferry_tests::sync_hello(&api, &app);
-    let created = ferry_tests::ferry_json(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "hello",
-            "--name",
-            "prod",
-            "--approve-all",
-            "--json",
-        ],
-    );
+    let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let created: Value = serde_json::from_str(&out).unwrap();
     let wf = created["workflow_id"].as_str().unwrap();
     let job = ferry_tests::running_job(&api, wf, "greeter", "apply");
 

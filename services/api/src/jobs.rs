@@ -25,13 +25,7 @@ pub async fn cancel_job(
     Ctx(s): Ctx,
     Name(id): Name,
 ) -> Result<(StatusCode, Json<m::Job>), ApiError> {
-    let j = s
-        .store
-        .repo::<m::Job>()
-        .get(&s.org, &id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("job `{id}` not found")))?
-        .value;
+    let j = crate::jobs::job_of(&s, &id).await?;
     if j.status.is_terminal() {
         return Err(ApiError::Conflict(format!(
             "job {id} has already ended ({})",
@@ -92,11 +86,15 @@ pub async fn job_plan(
     responses((status = 200, description = "The job and its executions", body = m::Job), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
 )]
 pub async fn get_job(Ctx(s): Ctx, Name(id): Name) -> Result<Json<m::Job>, ApiError> {
-    let j = s
-        .store
+    Ok(Json(job_of(&s, &id).await?.redacted()))
+}
+
+/// The caller's org's job `id`, or a 404.
+pub(crate) async fn job_of(s: &crate::ApiState, id: &str) -> Result<m::Job, ApiError> {
+    s.store
         .repo::<m::Job>()
-        .get(&s.org, &id)
+        .get(&s.org, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("job `{id}` not found")))?;
-    Ok(Json(j.value.redacted()))
+        .map(|v| v.value)
+        .ok_or_else(|| ApiError::NotFound(format!("job `{id}` not found")))
 }

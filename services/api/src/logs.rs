@@ -57,13 +57,7 @@ pub async fn job_logs(
     Name(id): Name,
     Query(q): Query<LogQuery>,
 ) -> Result<Response, ApiError> {
-    let job = s
-        .store
-        .repo::<m::Job>()
-        .get(&s.org, &id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("job `{id}` not found")))?
-        .value;
+    let job = crate::jobs::job_of(&s, &id).await?;
     let ndjson = |body: Body| {
         Response::builder()
             .header(header::CONTENT_TYPE, "application/x-ndjson")
@@ -157,13 +151,7 @@ pub async fn job_log_events(
     Query(q): Query<LogEventsQuery>,
 ) -> Result<Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let skip = crate::events::last_event_id(&headers, q.last_event_id.as_deref())?.unwrap_or(0);
-    let job = s
-        .store
-        .repo::<m::Job>()
-        .get(&s.org, &id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("job `{id}` not found")))?
-        .value;
+    let job = crate::jobs::job_of(&s, &id).await?;
     let (tx, mut rx) = mpsc::channel::<(u64, LogEntry)>(256);
     let stored = match s.store.archived_job_log(&s.org, &id).await? {
         Some(entries) => Some(entries),
