@@ -33,10 +33,16 @@ const MAX_LABEL: usize = 48;
 /// A runner: `(org, install, runner id)`.
 type RunnerKey = (String, String, String);
 
-/// The latest sample of each runner, and when it arrived.
+/// A runner's latest sample, and when it arrived.
+type Latest = (Instant, RunnerMetrics);
+/// An install's runners' latest samples, by runner id.
+type Runners = HashMap<String, Latest>;
+
+/// The latest sample of each runner, by install (`(org, install)`) and runner id: a sample
+/// costs a look at its own install's runners only, whatever the number of installs.
 #[derive(Debug, Default, Clone)]
 pub struct Samples {
-    inner: Arc<Mutex<HashMap<RunnerKey, (Instant, RunnerMetrics)>>>,
+    inner: Arc<Mutex<HashMap<(String, String), Runners>>>,
 }
 
 /// A label value from a runner: lowercase letters, digits, `_`, `-` and `.`, at most
@@ -106,11 +112,14 @@ impl Samples {
             return;
         };
         let now = Instant::now();
-        all.retain(|_, (at, s)| at.elapsed() < lifetime(s));
+        let runners = all
+            .entry((org.to_string(), install.to_string()))
+            .or_default();
+        runners.retain(|_, (at, s)| at.elapsed() < lifetime(s));
         let runner = label(&m.runner_id);
-        let used: usize = all
+        let used: usize = runners
             .iter()
-            .filter(|((o, i, r), _)| o == org && i == install && *r != runner)
+            .filter(|(r, _)| **r != runner)
             .map(|(_, (_, s))| series(s) + FIXED_SERIES)
             .sum();
         let budget = MAX_SERIES_PER_INSTALL.saturating_sub(used);
@@ -131,18 +140,28 @@ impl Samples {
                 .inc_by(dropped as u64);
         }
         if kept {
-            all.insert((org.to_string(), install.to_string(), runner), (now, m));
+            runners.insert(runner, (now, m));
         }
     }
 
+    /// Every runner's sample still standing (stale ones are forgotten here, at scrape time),
+    /// with its age in seconds.
     fn fresh(&self) -> Vec<(RunnerKey, f64, RunnerMetrics)> {
-        let Ok(all) = self.inner.lock() else {
+        let Ok(mut all) = self.inner.lock() else {
             return vec![];
         };
+        all.retain(|_, runners| {
+            runners.retain(|_, (at, s)| at.elapsed() < lifetime(s));
+            !runners.is_empty()
+        });
         let mut out: Vec<_> = all
             .iter()
-            .filter(|(_, (at, s))| at.elapsed() < lifetime(s))
-            .map(|(k, (at, s))| (k.clone(), at.elapsed().as_secs_f64(), s.clone()))
+            .flat_map(|((org, install), runners)| {
+                runners.iter().map(move |(runner, (at, s))| {
+                    let key = (org.clone(), install.clone(), runner.clone());
+                    (key, at.elapsed().as_secs_f64(), s.clone())
+                })
+            })
             .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
