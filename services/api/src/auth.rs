@@ -46,6 +46,7 @@ impl FromRequestParts<ApiState> for Ctx {
             org: caller.org.clone(),
             actor: format!("token:{}", caller.name),
             issuer: state.issuer.clone(),
+            streams: state.streams.clone(),
         }))
     }
 }

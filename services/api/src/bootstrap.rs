@@ -352,6 +352,7 @@ pub async fn serve_renewals(
             org: org.to_string(),
             actor: format!("runner:{install}"),
             issuer: Some(issuer.clone()),
+            streams: Default::default(),
         };
         let answer = match ferry_protocol::decode::<RenewRequest>(&msg.payload) {
             Ok(req) => match renew(&s, install, &req.csr).await {

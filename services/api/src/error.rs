@@ -29,6 +29,9 @@ pub enum ApiError {
     /// More than the control plane can store (413): the message says the limit.
     #[error("{0}")]
     TooLarge(String),
+    /// Beyond a limit on what one caller may hold open (429): the message says the limit.
+    #[error("{0}")]
+    TooManyRequests(String),
     #[error("the app package is invalid")]
     InvalidPackage(ferry_appconfig::Diagnostics),
     #[error("store: {0}")]
@@ -44,6 +47,7 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, json!({ "error": m })),
             ApiError::Unavailable(m) => (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": m })),
             ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, json!({ "error": m })),
+            ApiError::TooManyRequests(m) => (StatusCode::TOO_MANY_REQUESTS, json!({ "error": m })),
             ApiError::InvalidPackage(d) => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 json!({ "error": self.to_string(), "diagnostics": d }),

@@ -40,12 +40,19 @@ pub(crate) fn last_event_id(
         .or(query);
     match given.map(str::trim) {
         None | Some("") => Ok(None),
-        Some(v) => v.parse().map(Some).map_err(|_| {
-            ApiError::BadRequest(format!(
-                "Last-Event-ID `{}` is not an event id (a number this stream sent)",
-                v.chars().take(40).collect::<String>()
-            ))
-        }),
+        // JetStream's sequences stay far below 2^63: anything above is no id this stream sent
+        // (and one more than u64::MAX, where a resume starts, does not exist).
+        Some(v) => v
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n < 1 << 63)
+            .map(Some)
+            .ok_or_else(|| {
+                ApiError::BadRequest(format!(
+                    "Last-Event-ID `{}` is not an event id (a number this stream sent)",
+                    v.chars().take(40).collect::<String>()
+                ))
+            }),
     }
 }
 
@@ -75,6 +82,7 @@ pub async fn events(
         Some(seq) => Start::After(seq),
         None => Start::Now,
     };
+    let permit = s.streams.admit(&stream_owner(&s))?;
     let events = s.store.events(&s.org, from).await?;
     let gap = events.gap.then(|| {
         Ok(SseEvent::default()
@@ -84,6 +92,8 @@ pub async fn events(
     let filter = q.filter;
     let org = s.org.clone();
     let changes = events.stream.filter_map(move |e| {
+        // The stream's place is held for as long as the response lives.
+        let _held = &permit;
         let out = match e {
             Ok(e) if filter.matches(&e) => Some(Ok(sse(&e))),
             Ok(_) => None,
@@ -101,6 +111,11 @@ pub async fn events(
     let subscribed = Ok(SseEvent::default().comment("subscribed"));
     let stream = futures_util::stream::iter(std::iter::once(subscribed).chain(gap)).chain(changes);
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}
+
+/// Whose streams a stream counts among: the caller's token (org and token name).
+pub(crate) fn stream_owner(s: &crate::ApiState) -> String {
+    format!("{}/{}", s.org, s.actor)
 }
 
 fn sse(e: &Event) -> SseEvent {

@@ -46,6 +46,7 @@ mod jobs;
 mod logs;
 mod releases;
 mod runners;
+pub mod streams;
 mod workflows;
 
 use axum::Router;
@@ -65,6 +66,8 @@ pub struct ApiState {
     pub actor: String,
     /// Issues runners' certificates at bootstrap; `None` without a CA.
     pub issuer: Option<bootstrap::Issuer>,
+    /// Event streams open now, within their caps (`streams.rs`).
+    pub streams: std::sync::Arc<streams::OpenStreams>,
 }
 
 /// Seconds since the Unix epoch.
@@ -200,12 +203,22 @@ async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
 /// The API's routes and the dashboard's, to be served by `ferry-server` beside `/healthz` and
 /// `/metrics`.
 pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
+    router_with(store, issuer, streams::StreamCaps::default())
+}
+
+/// [`router`] with the operator's caps on open event streams.
+pub fn router_with(
+    store: Store,
+    issuer: Option<bootstrap::Issuer>,
+    caps: streams::StreamCaps,
+) -> Router {
     // The org and actor here are never used: `auth::Ctx` replaces both with the caller's.
     let state = ApiState {
         store,
         org: String::new(),
         actor: String::new(),
         issuer,
+        streams: std::sync::Arc::new(streams::OpenStreams::new(caps)),
     };
     let (open, _) = open_routes().split_for_parts();
     let (api, _) = api_routes().split_for_parts();

@@ -152,6 +152,7 @@ pub async fn job_log_events(
 ) -> Result<Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let skip = crate::events::last_event_id(&headers, q.last_event_id.as_deref())?.unwrap_or(0);
     let job = crate::jobs::job_of(&s, &id).await?;
+    let permit = s.streams.admit(&crate::events::stream_owner(&s))?;
     let (tx, mut rx) = mpsc::channel::<(u64, LogEntry)>(256);
     let stored = match s.store.archived_job_log(&s.org, &id).await? {
         Some(entries) => Some(entries),
@@ -171,7 +172,9 @@ pub async fn job_log_events(
         }
         None => rx = follow(s.store.clone(), job, skip),
     }
-    let lines = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(|(n, e)| {
+    let lines = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(move |(n, e)| {
+        // The stream's place is held for as long as the response lives.
+        let _held = &permit;
         Ok(SseEvent::default()
             .event("line")
             .id(n.to_string())

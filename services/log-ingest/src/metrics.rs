@@ -72,9 +72,45 @@ fn series(m: &RunnerMetrics) -> usize {
 /// Series every sample makes whatever it holds (info, link, spool, host, …).
 const FIXED_SERIES: usize = 11;
 
-/// Cuts a sample to `budget` series (dropping from its variable lists, histograms first) and
-/// cleans its label values; returns how many series were dropped.
+/// Whether a histogram can be shown as OpenMetrics requires: finite bounds, strictly
+/// ascending (`+Inf` is implied, never sent), cumulative counts that never fall and never
+/// exceed the total, a finite sum. One bad histogram from one runner would otherwise make a
+/// strict parser refuse the whole scrape, every install's series with it.
+pub fn valid_histogram(h: &Histogram) -> bool {
+    let bounds_ok = h.buckets.iter().all(|(b, _)| b.is_finite())
+        && h.buckets.windows(2).all(|w| w[0].0 < w[1].0);
+    let counts_ok = h.buckets.windows(2).all(|w| w[0].1 <= w[1].1)
+        && h.buckets.last().is_none_or(|(_, n)| *n <= h.count);
+    bounds_ok && counts_ok && h.sum.is_finite()
+}
+
+/// Keeps the longest prefix of `items` whose series fit in `left`, and takes them from it.
+fn keep_prefix<T>(items: &mut Vec<T>, left: &mut usize, cost: impl Fn(&T) -> usize) {
+    let mut used = 0;
+    let keep = items
+        .iter()
+        .take_while(|x| {
+            used += cost(x);
+            used <= *left
+        })
+        .count();
+    items.truncate(keep);
+    *left -= items.iter().map(&cost).sum::<usize>();
+}
+
+/// Cuts a sample to `budget` series (dropping from its variable lists, histograms first),
+/// drops histograms OpenMetrics cannot show ([`valid_histogram`]) and cleans its label values;
+/// returns how many series were dropped. Linear in the sample's size: a sample is hostile
+/// input, and one with hundreds of thousands of entries must cost one pass, not one recount
+/// per entry dropped.
 pub fn bound(m: &mut RunnerMetrics, budget: usize) -> usize {
+    let before = series(m);
+    m.job_seconds.retain(|(_, h)| valid_histogram(h));
+    let mut left = budget.saturating_sub(FIXED_SERIES);
+    keep_prefix(&mut m.jobs_running, &mut left, |_| 1);
+    keep_prefix(&mut m.jobs_finished, &mut left, |_| 1);
+    keep_prefix(&mut m.plugin_exits, &mut left, |_| 1);
+    keep_prefix(&mut m.job_seconds, &mut left, |(_, h)| h.buckets.len() + 3);
     m.runner_id = label(&m.runner_id);
     m.version = label(&m.version);
     for (k, _) in &mut m.jobs_running {
@@ -90,12 +126,6 @@ pub fn bound(m: &mut RunnerMetrics, budget: usize) -> usize {
     for (k, _, _) in &mut m.plugin_exits {
         *k = label(k);
     }
-    let budget = budget.saturating_sub(FIXED_SERIES);
-    let before = series(m);
-    while series(m) > budget && m.job_seconds.pop().is_some() {}
-    while series(m) > budget && m.plugin_exits.pop().is_some() {}
-    while series(m) > budget && m.jobs_finished.pop().is_some() {}
-    while series(m) > budget && m.jobs_running.pop().is_some() {}
     before - series(m)
 }
 
@@ -108,6 +138,9 @@ fn lifetime(m: &RunnerMetrics) -> Duration {
 impl Samples {
     /// Keeps install `install`'s sample, within the install's series budget.
     pub fn record(&self, org: &str, install: &str, mut m: RunnerMetrics) {
+        // No runner may have more than the install's whole budget: cut it to that before the
+        // lock, so the work under the lock is small whatever the sample held.
+        let dropped_early = bound(&mut m, MAX_SERIES_PER_INSTALL);
         let Ok(mut all) = self.inner.lock() else {
             return;
         };
@@ -125,10 +158,11 @@ impl Samples {
         let budget = MAX_SERIES_PER_INSTALL.saturating_sub(used);
         // No room even for the runner's fixed series: the install has runners enough.
         let kept = budget >= FIXED_SERIES;
-        let dropped = match kept {
-            true => bound(&mut m, budget),
-            false => series(&m) + FIXED_SERIES,
-        };
+        let dropped = dropped_early
+            + match kept {
+                true => bound(&mut m, budget),
+                false => series(&m) + FIXED_SERIES,
+            };
         if dropped > 0 {
             warn!(org, install, runner = %runner, dropped, "runner metrics over the install's series budget");
             ferry_telemetry::metrics()
@@ -456,6 +490,67 @@ mod tests {
             .unwrap();
         assert_eq!(staging.2.jobs_finished.len(), 2);
         assert_eq!(staging.2.job_seconds.len(), 1);
+    }
+
+    #[test]
+    fn a_huge_sample_is_cut_to_the_budget_in_one_pass() {
+        let s = Samples::default();
+        let mut m = sample("r1", 100_000);
+        m.job_seconds = (0..100_000)
+            .map(|i| (format!("k{i}"), Histogram::new(&[1.0])))
+            .collect();
+        m.plugin_exits = (0..100_000).map(|i| ("p".into(), i, 1)).collect();
+        s.record("acme", "prod", m);
+        let fresh = s.fresh();
+        let m = &fresh[0].2;
+        assert_eq!(series(m) + FIXED_SERIES, MAX_SERIES_PER_INSTALL);
+        // Histograms go first, then exits: what is left is jobs finished.
+        assert!(m.job_seconds.is_empty() && m.plugin_exits.is_empty());
+        assert_eq!(m.jobs_finished.len(), MAX_SERIES_PER_INSTALL - FIXED_SERIES);
+    }
+
+    #[test]
+    fn histograms_openmetrics_cannot_show_are_dropped() {
+        let good = Histogram {
+            buckets: vec![(1.0, 1), (5.0, 2)],
+            sum: 3.0,
+            count: 2,
+        };
+        assert!(valid_histogram(&good));
+        let bad = [
+            (vec![(f64::NAN, 1)], 1.0, 1),
+            (vec![(5.0, 1), (1.0, 2)], 1.0, 2),
+            (vec![(1.0, 1), (1.0, 1)], 1.0, 1),
+            (vec![(f64::INFINITY, 1)], 1.0, 1),
+            (vec![(1.0, 2), (5.0, 1)], 1.0, 2),
+            (vec![(1.0, 5)], 1.0, 2),
+            (vec![(1.0, 1)], f64::NAN, 1),
+        ];
+        let mut m = sample("r1", 0);
+        m.job_seconds = bad
+            .into_iter()
+            .map(|(buckets, sum, count)| {
+                let h = Histogram {
+                    buckets,
+                    sum,
+                    count,
+                };
+                assert!(!valid_histogram(&h), "{h:?}");
+                ("plan".to_string(), h)
+            })
+            .chain([("apply".to_string(), good)])
+            .collect();
+        let s = Samples::default();
+        s.record("acme", "prod", m);
+        let mut registry = prometheus_client::registry::Registry::with_prefix("ferry");
+        registry.register_collector(Box::new(s));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(!text.contains("kind=\"plan\""), "{text}");
+        assert!(
+            !text.contains("NaN") && text.contains("kind=\"apply\""),
+            "{text}"
+        );
     }
 
     #[test]

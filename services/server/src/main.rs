@@ -1,4 +1,6 @@
 mod archive;
+mod http;
+mod limits;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -87,6 +89,10 @@ struct Args {
     vendor_registry_token: Option<String>,
     #[command(flatten)]
     log_archive: archive::LogArchiveArgs,
+    #[command(flatten)]
+    stream_caps: limits::StreamCapArgs,
+    #[command(flatten)]
+    http_limits: limits::HttpLimitArgs,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -225,7 +231,7 @@ async fn run(args: Args) -> Result<()> {
     let js = async_nats::jetstream::new(client.clone());
     // Set up (or check) streams and buckets as the setup user; the services then open them as
     // their own users, which may not create or change them.
-    ensure_store(js, args.replicas).await?;
+    ensure_store(js, &args).await?;
 
     let mut tasks: JoinSet<(Service, Result<()>)> = JoinSet::new();
     // The api serves HTTP too: it joins the router below.
@@ -260,8 +266,11 @@ async fn run(args: Args) -> Result<()> {
         .await
         .with_context(|| format!("binding {}", args.http_addr))?;
     info!(addr = %args.http_addr, services = ?names, "ferry-server listening");
+    let http_limits = args.http_limits.clone();
     tasks.spawn(async move {
-        let r = axum::serve(listener, app).await.context("HTTP server");
+        let r = http::serve(listener, app, &http_limits)
+            .await
+            .context("HTTP server");
         (Service::Api, r)
     });
 
@@ -383,7 +392,7 @@ async fn spawn_service(
 async fn init(args: &Args, org: &str, name: &str, file: Option<&std::path::Path>) -> Result<()> {
     let hub = ferry_pki::HubFiles::open(&args.hub_dir)?;
     let client = connect(args, &hub, "ferry-server init").await?;
-    let store = ensure_store(async_nats::jetstream::new(client), args.replicas).await?;
+    let store = ensure_store(async_nats::jetstream::new(client), args).await?;
     let tokens = store.repo::<ferry_model::ApiToken>();
     if !tokens.list(org).await?.is_empty() {
         anyhow::bail!(
@@ -426,7 +435,11 @@ async fn start_api(
     });
     let renewals = ferry_api::bootstrap::serve_renewals(client, store.clone(), issuer.clone());
     tasks.spawn(async move { (Service::Api, renewals.await.map_err(Into::into)) });
-    Ok(ferry_api::router(store, Some(issuer)))
+    let caps = ferry_api::streams::StreamCaps {
+        per_token: args.http_limits.sse_per_token.max(1),
+        total: args.http_limits.sse_max.max(1),
+    };
+    Ok(ferry_api::router_with(store, Some(issuer), caps))
 }
 
 /// A connection as `svc`'s own user, and the store opened through it.
@@ -493,10 +506,11 @@ fn write_secret(path: &std::path::Path, text: &str) -> std::io::Result<()> {
 }
 
 /// Creates streams and buckets, retrying while the hub's JetStream is still starting.
-async fn ensure_store(js: async_nats::jetstream::Context, replicas: usize) -> Result<Store> {
+async fn ensure_store(js: async_nats::jetstream::Context, args: &Args) -> Result<Store> {
+    let limits = args.stream_caps.limits().map_err(anyhow::Error::msg)?;
     let mut delay = Duration::from_millis(100);
     for attempt in 1.. {
-        match Store::ensure(js.clone(), replicas).await {
+        match Store::ensure_with(js.clone(), args.replicas, &limits).await {
             Ok(s) => return Ok(s),
             // Not a hub still starting: waiting would not help.
             Err(e @ ferry_store::StoreError::Protected { .. }) => return Err(e.into()),

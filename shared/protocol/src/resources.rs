@@ -24,9 +24,26 @@ pub struct StreamDef {
     pub max_consumers: i32,
     /// Messages can be read by sequence or subject without a consumer (direct get).
     pub allow_direct: bool,
+    /// The stream's default cap in bytes (0 = none). Every stream installs feed has one, so
+    /// that what installs send can never fill the hub's store: the control plane's records
+    /// (KV buckets, `AUDIT`) live in the same store, and would fail with it. `ferry-server`
+    /// takes another value per stream (`--logs-max-bytes`, ...; docs/security.md).
+    pub max_bytes: i64,
+    /// The largest message the stream takes (0 = the server's `max_payload`).
+    pub max_msg_size: i32,
+}
+
+impl StreamDef {
+    /// Whether installs publish into this stream (its subjects are under `ferry.rx.`): such a
+    /// stream is capped, and drops its oldest messages when full rather than refusing new
+    /// ones, so a full stream stops no other install's newest work.
+    pub fn install_fed(&self) -> bool {
+        self.subjects.iter().any(|s| s.starts_with("ferry.rx."))
+    }
 }
 
 const DAY: u64 = 24 * 3600;
+const MIB: i64 = 1 << 20;
 
 pub const JOBS: StreamDef = StreamDef {
     name: "JOBS",
@@ -41,6 +58,8 @@ pub const JOBS: StreamDef = StreamDef {
     // install stays (a stream's consumer limit cannot be changed once set).
     max_consumers: 1_000_000,
     allow_direct: true,
+    max_bytes: 0,
+    max_msg_size: 0,
 };
 
 pub const JOB_EVENTS: StreamDef = StreamDef {
@@ -53,6 +72,8 @@ pub const JOB_EVENTS: StreamDef = StreamDef {
     deny_purge: false,
     max_consumers: 0,
     allow_direct: false,
+    max_bytes: 512 * MIB,
+    max_msg_size: 0,
 };
 
 pub const LOGS: StreamDef = StreamDef {
@@ -66,6 +87,8 @@ pub const LOGS: StreamDef = StreamDef {
     deny_purge: false,
     max_consumers: 0,
     allow_direct: false,
+    max_bytes: 2048 * MIB,
+    max_msg_size: 1 << 20,
 };
 
 pub const METRICS: StreamDef = StreamDef {
@@ -78,6 +101,8 @@ pub const METRICS: StreamDef = StreamDef {
     deny_purge: false,
     max_consumers: 0,
     allow_direct: false,
+    max_bytes: 256 * MIB,
+    max_msg_size: 256 * 1024,
 };
 
 pub const CONTROL: StreamDef = StreamDef {
@@ -90,6 +115,8 @@ pub const CONTROL: StreamDef = StreamDef {
     deny_purge: false,
     max_consumers: 0,
     allow_direct: false,
+    max_bytes: 0,
+    max_msg_size: 0,
 };
 
 pub const AUDIT: StreamDef = StreamDef {
@@ -102,6 +129,8 @@ pub const AUDIT: StreamDef = StreamDef {
     deny_purge: true,
     max_consumers: 0,
     allow_direct: false,
+    max_bytes: 0,
+    max_msg_size: 0,
 };
 
 /// Results too large for one message, in chunks (`messages::Offloaded`); the scheduler reads
@@ -116,6 +145,8 @@ pub const RESULTS: StreamDef = StreamDef {
     deny_purge: false,
     max_consumers: 0,
     allow_direct: true,
+    max_bytes: 1024 * MIB,
+    max_msg_size: 0,
 };
 
 pub const STREAMS: &[StreamDef] = &[JOBS, JOB_EVENTS, LOGS, METRICS, CONTROL, AUDIT, RESULTS];

@@ -8,6 +8,7 @@
 mod archive;
 mod bus;
 pub mod events;
+mod limits;
 mod logs;
 mod packages;
 mod recent;
@@ -15,6 +16,7 @@ mod repo;
 
 pub use archive::{ArchiveError, BoxFuture, LogArchive};
 pub use bus::{Bus, Handled, consume, consume_messages};
+pub use limits::StreamLimits;
 pub use logs::accepted_batch;
 pub use packages::{VALIDATE_DEADLINE, ValidateError, deploy_stages, validate_package};
 pub use recent::Recent;
@@ -103,6 +105,15 @@ impl Store {
     /// Creates (or updates) every stream, bucket and object store, then opens them. Idempotent: every
     /// service runs it at start-up, concurrently with its replicas.
     pub async fn ensure(js: jetstream::Context, replicas: usize) -> Result<Store, StoreError> {
+        Store::ensure_with(js, replicas, &StreamLimits::default()).await
+    }
+
+    /// [`Store::ensure`] with the operator's stream caps (an existing stream is updated to them).
+    pub async fn ensure_with(
+        js: jetstream::Context,
+        replicas: usize,
+        limits: &StreamLimits,
+    ) -> Result<Store, StoreError> {
         // A hub Ferry has never set up has none of its streams yet. `JOBS` is the mark of a hub set
         // up: the protected streams are made before any other, so a process that sees `JOBS` (made by
         // another starting at the same moment: `ferry-server` and `ferry-server init`, or replicas)
@@ -118,7 +129,12 @@ impl Store {
                 Ok(mut s) => s.info().await.map(|i| i.config.num_replicas).unwrap_or(0),
                 Err(_) => 0,
             };
-            js.create_or_update_stream(stream_config(def, replicas.max(have)))
+            let mut config = stream_config(def, replicas.max(have));
+            config.max_bytes = match limits.max_bytes(def) {
+                0 => -1,
+                n => n,
+            };
+            js.create_or_update_stream(config)
                 .await
                 .map_err(setup(format!("stream {}", def.name)))?;
         }
@@ -140,7 +156,7 @@ impl Store {
             let kv = js.get_key_value(name).await.map_err(setup(what()))?;
             buckets.insert(name, kv);
         }
-        ensure_events(&js, replicas).await?;
+        ensure_events(&js, replicas, limits.events_max_bytes()).await?;
         let mut objects = HashMap::new();
         for &name in resources::objects::ALL {
             let what = || format!("object store {name}");
@@ -383,7 +399,11 @@ impl Store {
 
 /// The `EVENTS` stream, sourcing every write of the watched buckets (`resources::events`). Made
 /// after the buckets, which it reads from; a cluster's replica count is never lowered.
-async fn ensure_events(js: &jetstream::Context, replicas: usize) -> Result<(), StoreError> {
+async fn ensure_events(
+    js: &jetstream::Context,
+    replicas: usize,
+    max_bytes: i64,
+) -> Result<(), StoreError> {
     use resources::events;
     let have = match js.get_stream(events::STREAM).await {
         Ok(mut s) => s.info().await.map(|i| i.config.num_replicas).unwrap_or(0),
@@ -400,7 +420,7 @@ async fn ensure_events(js: &jetstream::Context, replicas: usize) -> Result<(), S
         name: events::STREAM.to_string(),
         sources: Some(sources),
         max_age: Duration::from_secs(events::MAX_AGE_SECS),
-        max_bytes: events::MAX_BYTES,
+        max_bytes: if max_bytes > 0 { max_bytes } else { -1 },
         num_replicas: replicas.max(have),
         storage: stream::StorageType::File,
         ..Default::default()
@@ -557,6 +577,15 @@ fn stream_config(def: &StreamDef, replicas: usize) -> stream::Config {
         max_consumers: def.max_consumers,
         allow_direct: def.allow_direct,
         storage: stream::StorageType::File,
+        max_bytes: if def.max_bytes > 0 { def.max_bytes } else { -1 },
+        max_message_size: if def.max_msg_size > 0 {
+            def.max_msg_size
+        } else {
+            -1
+        },
+        // A full stream drops its oldest messages: refusing new ones would stop every
+        // install's newest work because one filled it.
+        discard: stream::DiscardPolicy::Old,
         ..Default::default()
     }
 }

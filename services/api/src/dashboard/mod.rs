@@ -80,6 +80,7 @@ impl FromRequestParts<ApiState> for Session {
                 org: caller.org.clone(),
                 actor: format!("token:{}", caller.name),
                 issuer: state.issuer.clone(),
+                streams: state.streams.clone(),
             },
             csrf: csrf_of(&token),
             caller,
