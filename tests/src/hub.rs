@@ -66,6 +66,19 @@ impl NatsServer {
 
     /// [`NatsServer::start`] with another message size limit (`"1MB"`), to test what does not fit.
     pub fn start_with_max_payload(max_payload: &str) -> NatsServer {
+        NatsServer::start_with(max_payload, None)
+    }
+
+    /// [`NatsServer::start`] with a JetStream store of `max_file_store` (`"128MB"`): a hub
+    /// that can be filled in a test.
+    pub fn start_with_store(max_file_store: &str) -> NatsServer {
+        NatsServer::start_with("8MB", Some(max_file_store))
+    }
+
+    fn start_with(max_payload: &str, max_file_store: Option<&str>) -> NatsServer {
+        let store_limit = max_file_store
+            .map(|m| format!("  max_file_store: {m}\n"))
+            .unwrap_or_default();
         let dir = tempfile::tempdir().expect("tempdir");
         let hub = ferry_pki::HubFiles::load_or_create(&dir.path().join("hub"), &[])
             .expect("hub trust directory");
@@ -75,7 +88,7 @@ impl NatsServer {
         std::fs::write(
             &conf,
             format!(
-                "listen: \"127.0.0.1:{port}\"\nmax_payload: {max_payload}\njetstream {{\n  domain: hub\n  store_dir: \"{}\"\n}}\n{}{}",
+                "listen: \"127.0.0.1:{port}\"\nmax_payload: {max_payload}\njetstream {{\n  domain: hub\n  store_dir: \"{}\"\n{store_limit}}}\n{}{}",
                 dir.path().join("js").display(),
                 hub.auth_conf().expect("auth.conf"),
                 hub.leafnodes_conf(&format!("127.0.0.1:{leaf_port}")),

@@ -16,34 +16,42 @@ fn size(s: &str) -> Result<i64, String> {
 
 /// Byte caps of the streams installs feed and of `EVENTS` (0: no cap). A full stream drops its
 /// own oldest messages; the caps together must fit the hub's `max_file_store` with room left for
-/// the records (nats-server refuses a stream whose cap does not fit).
+/// the records (nats-server refuses a stream whose cap does not fit). Without a flag a stream
+/// keeps the cap it has, or gets its default when it has none (the defaults are in the help).
 #[derive(clap::Args, Debug, Clone)]
 pub struct StreamCapArgs {
-    /// Cap of `LOGS`, the runners' job log lines.
-    #[arg(long, env = "FERRY_LOGS_MAX_BYTES", default_value = "2GiB", value_parser = size)]
-    logs_max_bytes: i64,
-    /// Cap of `JOB_EVENTS`, the runners' job events.
-    #[arg(long, env = "FERRY_JOB_EVENTS_MAX_BYTES", default_value = "512MiB", value_parser = size)]
-    job_events_max_bytes: i64,
-    /// Cap of `RESULTS`, job results too large for one message.
-    #[arg(long, env = "FERRY_RESULTS_MAX_BYTES", default_value = "1GiB", value_parser = size)]
-    results_max_bytes: i64,
-    /// Cap of `METRICS`, the runners' metric samples.
-    #[arg(long, env = "FERRY_METRICS_MAX_BYTES", default_value = "256MiB", value_parser = size)]
-    metrics_max_bytes: i64,
-    /// Cap of `EVENTS`, the record changes the API's /v1/events serves.
-    #[arg(long, env = "FERRY_EVENTS_MAX_BYTES", default_value = "1GiB", value_parser = size)]
-    events_max_bytes: i64,
+    /// Cap of `LOGS`, the runners' job log lines (default 2GiB).
+    #[arg(long, env = "FERRY_LOGS_MAX_BYTES", value_parser = size)]
+    logs_max_bytes: Option<i64>,
+    /// Cap of `JOB_EVENTS`, the runners' job events (default 512MiB).
+    #[arg(long, env = "FERRY_JOB_EVENTS_MAX_BYTES", value_parser = size)]
+    job_events_max_bytes: Option<i64>,
+    /// Cap of `RESULTS`, job results too large for one message (default 1GiB).
+    #[arg(long, env = "FERRY_RESULTS_MAX_BYTES", value_parser = size)]
+    results_max_bytes: Option<i64>,
+    /// Cap of `METRICS`, the runners' metric samples (default 256MiB).
+    #[arg(long, env = "FERRY_METRICS_MAX_BYTES", value_parser = size)]
+    metrics_max_bytes: Option<i64>,
+    /// Cap of `EVENTS`, the record changes the API's /v1/events serves (default 1GiB).
+    #[arg(long, env = "FERRY_EVENTS_MAX_BYTES", value_parser = size)]
+    events_max_bytes: Option<i64>,
 }
 
 impl StreamCapArgs {
     pub fn limits(&self) -> Result<StreamLimits, String> {
-        StreamLimits::default()
-            .with(resources::LOGS.name, self.logs_max_bytes)?
-            .with(resources::JOB_EVENTS.name, self.job_events_max_bytes)?
-            .with(resources::RESULTS.name, self.results_max_bytes)?
-            .with(resources::METRICS.name, self.metrics_max_bytes)?
-            .with(resources::events::STREAM, self.events_max_bytes)
+        let given = [
+            (resources::LOGS.name, self.logs_max_bytes),
+            (resources::JOB_EVENTS.name, self.job_events_max_bytes),
+            (resources::RESULTS.name, self.results_max_bytes),
+            (resources::METRICS.name, self.metrics_max_bytes),
+            (resources::events::STREAM, self.events_max_bytes),
+        ];
+        given
+            .into_iter()
+            .filter_map(|(name, bytes)| Some((name, bytes?)))
+            .try_fold(StreamLimits::default(), |l, (name, bytes)| {
+                l.with(name, bytes)
+            })
     }
 }
 

@@ -125,12 +125,16 @@ impl Store {
         for def in resources::STREAMS.iter().filter(|d| !d.deny_delete) {
             // A process started with fewer replicas (`ferry-server init` without `--replicas`,
             // a replica of one service) never scales a cluster's streams down.
-            let have = match js.get_stream(def.name).await {
-                Ok(mut s) => s.info().await.map(|i| i.config.num_replicas).unwrap_or(0),
-                Err(_) => 0,
+            let (have, have_cap) = match js.get_stream(def.name).await {
+                Ok(mut s) => s
+                    .info()
+                    .await
+                    .map(|i| (i.config.num_replicas, i.config.max_bytes))
+                    .unwrap_or((0, 0)),
+                Err(_) => (0, 0),
             };
             let mut config = stream_config(def, replicas.max(have));
-            config.max_bytes = match limits.max_bytes(def) {
+            config.max_bytes = match limits.max_bytes(def, have_cap) {
                 0 => -1,
                 n => n,
             };
@@ -156,7 +160,7 @@ impl Store {
             let kv = js.get_key_value(name).await.map_err(setup(what()))?;
             buckets.insert(name, kv);
         }
-        ensure_events(&js, replicas, limits.events_max_bytes()).await?;
+        ensure_events(&js, replicas, limits).await?;
         let mut objects = HashMap::new();
         for &name in resources::objects::ALL {
             let what = || format!("object store {name}");
@@ -402,13 +406,18 @@ impl Store {
 async fn ensure_events(
     js: &jetstream::Context,
     replicas: usize,
-    max_bytes: i64,
+    limits: &StreamLimits,
 ) -> Result<(), StoreError> {
     use resources::events;
-    let have = match js.get_stream(events::STREAM).await {
-        Ok(mut s) => s.info().await.map(|i| i.config.num_replicas).unwrap_or(0),
-        Err(_) => 0,
+    let (have, have_cap) = match js.get_stream(events::STREAM).await {
+        Ok(mut s) => s
+            .info()
+            .await
+            .map(|i| (i.config.num_replicas, i.config.max_bytes))
+            .unwrap_or((0, 0)),
+        Err(_) => (0, 0),
     };
+    let max_bytes = limits.events_max_bytes(have_cap);
     let sources = events::SOURCES
         .iter()
         .map(|b| stream::Source {

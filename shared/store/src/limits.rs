@@ -19,7 +19,7 @@ pub struct StreamLimits {
 }
 
 impl StreamLimits {
-    /// These limits with stream `name` capped at `bytes` (0: no cap). Names that are not a
+    /// These limits with stream `name` capped at `bytes` (0: no cap), whatever cap it has. Names that are not a
     /// stream with a cap are refused: a typo must not silently leave a stream unbounded.
     pub fn with(mut self, name: &str, bytes: i64) -> Result<StreamLimits, String> {
         let def = Self::capped()
@@ -29,20 +29,27 @@ impl StreamLimits {
         Ok(self)
     }
 
-    /// The cap of stream `def`: the operator's, or the stream's default (0: none).
-    pub fn max_bytes(&self, def: &StreamDef) -> i64 {
+    /// The cap stream `def` gets: the operator's, else the one it has (`have`, 0 for none or
+    /// a stream not made yet), else its default. So a process started without the flags
+    /// (`ferry-server init`, a replica) never undoes an operator's cap, and a stream made
+    /// before caps existed gets its default.
+    pub fn max_bytes(&self, def: &StreamDef, have: i64) -> i64 {
         self.max_bytes
             .get(def.name)
             .copied()
-            .unwrap_or(def.max_bytes)
+            .unwrap_or(if have > 0 { have } else { def.max_bytes })
     }
 
-    /// The cap of the `EVENTS` stream.
-    pub fn events_max_bytes(&self) -> i64 {
+    /// The cap of the `EVENTS` stream, as [`StreamLimits::max_bytes`].
+    pub fn events_max_bytes(&self, have: i64) -> i64 {
         self.max_bytes
             .get(resources::events::STREAM)
             .copied()
-            .unwrap_or(resources::events::MAX_BYTES)
+            .unwrap_or(if have > 0 {
+                have
+            } else {
+                resources::events::MAX_BYTES
+            })
     }
 
     /// What the capped streams reserve together, in bytes: the hub's `max_file_store` must
@@ -50,9 +57,9 @@ impl StreamLimits {
     pub fn reserved(&self) -> i64 {
         resources::STREAMS
             .iter()
-            .map(|d| self.max_bytes(d))
+            .map(|d| self.max_bytes(d, 0))
             .sum::<i64>()
-            + self.events_max_bytes()
+            + self.events_max_bytes(0)
     }
 
     fn capped() -> impl Iterator<Item = &'static StreamDef> {
@@ -84,7 +91,7 @@ mod tests {
     fn every_stream_installs_feed_has_a_cap() {
         let limits = StreamLimits::default();
         for def in resources::STREAMS.iter().filter(|d| d.install_fed()) {
-            assert!(limits.max_bytes(def) > 0, "{} is uncapped", def.name);
+            assert!(limits.max_bytes(def, 0) > 0, "{} is uncapped", def.name);
         }
         // The defaults leave most of the hub's default 8 GB store to the records.
         assert!(limits.reserved() < 5 << 30, "{}", limits.reserved());
@@ -93,13 +100,16 @@ mod tests {
     #[test]
     fn an_operator_sets_a_cap_by_stream_name_and_a_typo_is_refused() {
         let limits = StreamLimits::default().with("LOGS", 1 << 20).unwrap();
-        assert_eq!(limits.max_bytes(&resources::LOGS), 1 << 20);
+        assert_eq!(limits.max_bytes(&resources::LOGS, 7), 1 << 20);
         assert_eq!(
-            limits.max_bytes(&resources::METRICS),
+            limits.max_bytes(&resources::METRICS, 0),
             resources::METRICS.max_bytes
         );
+        // Without the operator's word a stream keeps the cap it has.
+        assert_eq!(limits.max_bytes(&resources::METRICS, 9), 9);
         let events = limits.with("EVENTS", 5).unwrap();
-        assert_eq!(events.events_max_bytes(), 5);
+        assert_eq!(events.events_max_bytes(9), 5);
+        assert_eq!(StreamLimits::default().events_max_bytes(9), 9);
         assert!(StreamLimits::default().with("LOG", 1).is_err());
         assert!(StreamLimits::default().with("AUDIT", 1).is_err());
     }

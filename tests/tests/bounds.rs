@@ -1,0 +1,324 @@
+//! One customer cannot take the control plane down for everyone: what an install sends and what
+//! an API client holds are bounded, and another org's work goes on meanwhile (issue 27).
+//!
+//! The attacker here holds one install's certificate (a compromised runner host), or any API
+//! token (a viewer is enough), against a hub secured as in production.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream;
+use ferry_tests::{NatsServer, Proc, ferry, repo_root, wait_for};
+
+/// Small caps, so a test fills them in seconds: 52 MiB reserved of the hub's 160 MB store.
+const CAPS: &[&str] = &[
+    "--logs-max-bytes",
+    "16MiB",
+    "--job-events-max-bytes",
+    "8MiB",
+    "--results-max-bytes",
+    "8MiB",
+    "--metrics-max-bytes",
+    "4MiB",
+    "--events-max-bytes",
+    "16MiB",
+];
+
+/// A runtime for the attacker's connection in a synchronous test.
+fn rt() -> tokio::runtime::Runtime {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    tokio::runtime::Runtime::new().unwrap()
+}
+
+/// Install `rogue`'s connection straight to the hub, with a certificate from the hub's CA.
+async fn rogue(nats: &NatsServer, dir: &std::path::Path) -> async_nats::Client {
+    nats.issue_install(ferry_tests::ORG, "rogue", &dir.join("rogue"))
+        .connect_options()
+        .connect(&nats.url)
+        .await
+        .expect("rogue's certificate is admitted")
+}
+
+/// The bytes a stream holds now (as the operator sees them).
+async fn stream_bytes(nats: &NatsServer, name: &str) -> u64 {
+    let js = jetstream::new(nats.admin().await);
+    let mut s = js.get_stream(name).await.unwrap();
+    s.info().await.unwrap().state.bytes
+}
+
+#[test]
+fn an_install_filling_its_log_stream_fails_no_other_write_or_deploy() {
+    let nats = NatsServer::start_with_store("160MB");
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server_with(&nats.url, dir.path().join("server.log"), CAPS);
+
+    // 240 MB of junk on subjects the install may publish on: more than the whole store.
+    let rt = rt();
+    rt.block_on(async {
+        let js = jetstream::new(rogue(&nats, dir.path()).await);
+        let junk: Vec<u8> = vec![b'x'; 512 * 1024];
+        let mut acks = Vec::new();
+        for i in 0..480 {
+            let ack = js
+                .publish(
+                    format!("ferry.rx.{}.rogue.log.junk{i}", ferry_tests::ORG),
+                    junk.clone().into(),
+                )
+                .await
+                .expect("published");
+            acks.push(ack);
+            if acks.len() == 64 {
+                for a in acks.drain(..) {
+                    a.await
+                        .expect("the stream takes the junk, dropping its oldest");
+                }
+            }
+        }
+        for a in acks {
+            a.await.expect("stored");
+        }
+        let held = stream_bytes(&nats, "LOGS").await;
+        assert!(held <= 16 << 20, "LOGS holds {held} bytes, over its cap");
+    });
+
+    // Another org's API writes, and a deploy of an install of the attacker's own org.
+    let init = ferry_tests::ferry_server(&nats.url)
+        .args(["init", "--org", "other"])
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{init:?}");
+    let other = String::from_utf8_lossy(&init.stdout).trim().to_string();
+    let out = std::process::Command::new(ferry_tests::bin("ferry"))
+        .args(["--api", &api, "--token", &other])
+        .args(["tokens", "create", "--name", "ci", "--role", "viewer"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    let wf = ferry_tests::sync_and_create(&api, &app, "prod");
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let done = wait_for(&api, &wf, 180, "the deploy", |w| {
+        w["status"] != "running" && w["status"] != "pending"
+    });
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let (code, _, err) = ferry(&api, &["installs", "label", "prod", "tier=gold"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// `ferry_protocol::messages::RunnerMetrics` with `n` job kinds, encoded as a runner sends it.
+fn huge_sample(n: usize) -> Vec<u8> {
+    use ferry_protocol::messages::{Histogram, HostStats, RunnerMetrics};
+    let m = RunnerMetrics {
+        runner_id: "r".into(),
+        version: "0".into(),
+        at_ms: 0,
+        interval_ms: 1000,
+        jobs_running: vec![],
+        jobs_finished: (0..n).map(|i| (format!("k{i}"), "ok".into(), 1)).collect(),
+        job_seconds: vec![("plan".into(), Histogram::new(&[1.0]))],
+        plugin_exits: vec![],
+        artifact_bytes_synced: 0,
+        spool_depth: 0,
+        link_up: true,
+        link_reconnects: 0,
+        host: HostStats::default(),
+    };
+    ferry_protocol::encode(&m)
+}
+
+/// How long `/healthz` takes to answer now.
+fn healthz_takes(api: &str) -> Duration {
+    let start = Instant::now();
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}"])
+        .arg(format!("{api}/healthz"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200");
+    start.elapsed()
+}
+
+#[test]
+fn a_huge_metrics_sample_leaves_the_server_answering() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let rt = rt();
+    rt.block_on(async {
+        let client = rogue(&nats, dir.path()).await;
+        let subject = format!("ferry.rx.{}.rogue.metrics", ferry_tests::ORG);
+        // 300,000 entries: refused by the stream (larger than a sample may be), whether sent
+        // through JetStream or as a plain publish.
+        let big = huge_sample(300_000);
+        let js = jetstream::new(client.clone());
+        let refused = match js.publish(subject.clone(), big.clone().into()).await {
+            Ok(ack) => ack.await.is_err(),
+            Err(_) => true,
+        };
+        assert!(refused, "METRICS took a {} byte sample", big.len());
+        client.publish(subject.clone(), big.into()).await.unwrap();
+        // 15,000 entries fit: the server cuts them to the install's budget in one pass.
+        let fits = huge_sample(15_000);
+        assert!(fits.len() < 256 * 1024, "{}", fits.len());
+        for _ in 0..20 {
+            js.publish(subject.clone(), fits.clone().into())
+                .await
+                .unwrap()
+                .await
+                .unwrap();
+        }
+    });
+    for _ in 0..10 {
+        let took = healthz_takes(&api);
+        assert!(took < Duration::from_secs(1), "/healthz took {took:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The install's series are within its budget, and the scrape is whole.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = std::process::Command::new("curl")
+            .args(["-s", "-m", "5"])
+            .arg(format!("{api}/metrics"))
+            .output()
+            .unwrap();
+        let body = String::from_utf8_lossy(&out.stdout).to_string();
+        let series = body
+            .lines()
+            .filter(|l| l.starts_with("ferry_runner_") && l.contains("install=\"rogue\""))
+            .count();
+        if series > 0 {
+            assert!(series <= 256 + 16, "{series} series for rogue");
+            assert!(body.trim_end().ends_with("# EOF"), "{body}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no rogue series in\n{body}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Opens `/v1/events` with `token` on a raw connection; returns the status code and the open
+/// connection (the stream stays open while it lives).
+fn open_stream(api: &str, token: &str) -> (u16, TcpStream) {
+    let addr = api.trim_start_matches("http://");
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        conn,
+        "GET /v1/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n") {
+        conn.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let line = String::from_utf8_lossy(&head);
+    let code = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (code, conn)
+}
+
+#[test]
+fn a_token_past_its_event_streams_is_refused_and_the_process_caps_them_all() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &["--sse-max", "260"],
+    );
+    let viewer = |name: &str| {
+        let v = ferry_tests::ferry_json(
+            &api,
+            &[
+                "tokens", "create", "--name", name, "--role", "viewer", "--json",
+            ],
+        );
+        v["token"].as_str().unwrap().to_string()
+    };
+    let (a, b) = (viewer("a"), viewer("b"));
+    let mut open: Vec<TcpStream> = (0..200)
+        .map(|i| {
+            let (code, conn) = open_stream(&api, &a);
+            assert_eq!(code, 200, "stream {i}");
+            conn
+        })
+        .collect();
+    let (code, _) = open_stream(&api, &a);
+    assert_eq!(code, 429, "the 201st stream of a token");
+    // Another token still gets streams, up to the process's cap.
+    let mut others: Vec<TcpStream> = (0..60)
+        .map(|_| open_stream(&api, &b))
+        .map(|(c, s)| {
+            assert_eq!(c, 200);
+            s
+        })
+        .collect();
+    assert_eq!(open_stream(&api, &b).0, 429, "past the process's cap");
+    // A closed stream gives its place back.
+    drop(open.pop());
+    others.truncate(0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (code, _) = open_stream(&api, &a);
+        if code == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a closed stream's place never came back"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_half_sent_request_is_closed_and_a_resume_point_past_any_id_is_refused() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &["--http-header-timeout-secs", "1"],
+    );
+    let addr = api.trim_start_matches("http://");
+    let mut slow = TcpStream::connect(addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    write!(slow, "GET /healthz HTTP/1.1\r\nHost: {addr}\r\n").unwrap();
+    let start = Instant::now();
+    let mut rest = Vec::new();
+    // The server closes the connection (perhaps with a 408 first); a read error other than
+    // a timeout is a reset, also a close.
+    match slow.read_to_end(&mut rest) {
+        Ok(_) => {}
+        Err(e) => assert!(
+            !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+            "the half-sent request was held: {e}"
+        ),
+    }
+    assert!(start.elapsed() < Duration::from_secs(15));
+
+    let token = ferry_tests::token_for(&api).unwrap();
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-m", "10", "-w", "\n%{http_code}", "-H"])
+        .arg(format!("authorization: Bearer {token}"))
+        .args(["-H", "Last-Event-ID: 18446744073709551615"])
+        .arg(format!("{api}/v1/events"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.ends_with("\n400"), "{text}");
+    assert!(text.contains("not an event id"), "{text}");
+}
