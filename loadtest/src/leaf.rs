@@ -29,7 +29,12 @@ pub async fn serve_callout(
         .connect(&hub.url)
         .await?;
     let key = hub.hub.callout_key()?;
-    tokio::spawn(ferry_api::callout::serve(services, key, store.clone()));
+    tokio::spawn(ferry_api::callout::serve(
+        services,
+        key,
+        store.clone(),
+        ferry_api::callout::Admitted::default(),
+    ));
     tokio::time::sleep(Duration::from_millis(500)).await;
     Ok(())
 }

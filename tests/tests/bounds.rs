@@ -322,3 +322,239 @@ fn a_half_sent_request_is_closed_and_a_resume_point_past_any_id_is_refused() {
     assert!(text.ends_with("\n400"), "{text}");
     assert!(text.contains("not an event id"), "{text}");
 }
+
+/// Messages of each subject under `filter` that `stream` holds now.
+async fn held(nats: &NatsServer, stream: &str, filter: &str) -> u64 {
+    let js = jetstream::new(nats.admin().await);
+    let s = js.get_stream(stream).await.unwrap();
+    let mut subjects = s.info_with_subjects(filter).await.unwrap();
+    let mut n = 0;
+    while let Some(Ok((_, count))) = futures_util::StreamExt::next(&mut subjects).await {
+        n += count as u64;
+    }
+    n
+}
+
+#[test]
+fn an_install_over_its_quota_is_throttled_and_loses_only_its_own_junk() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &[
+            "--install-quota-per-min",
+            "8MiB",
+            "--install-throttle-secs",
+            "60",
+        ],
+    );
+    let rt = rt();
+    rt.block_on(async {
+        // An honest install's log lines, before the flood.
+        let good = nats
+            .issue_install(ferry_tests::ORG, "good", &dir.path().join("good"))
+            .connect_options()
+            .connect(&nats.url)
+            .await
+            .unwrap();
+        let good = jetstream::new(good);
+        for i in 0..4 {
+            good.publish(
+                format!("ferry.rx.{}.good.log.job{i}", ferry_tests::ORG),
+                vec![b'g'; 256 * 1024].into(),
+            )
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+        }
+        // The flood: 512 KiB at a time until the hub stops taking it (64 MiB at most).
+        let rogue = rogue(&nats, dir.path()).await;
+        let js = jetstream::new(rogue.clone());
+        let mut sent = 0u64;
+        for i in 0..128 {
+            let subject = format!("ferry.rx.{}.rogue.log.junk{i}", ferry_tests::ORG);
+            let acked = match js.publish(subject, vec![b'x'; 512 * 1024].into()).await {
+                Ok(ack) => tokio::time::timeout(Duration::from_secs(5), ack).await,
+                Err(_) => break,
+            };
+            match acked {
+                Ok(Ok(_)) => sent += 512 * 1024,
+                _ => break,
+            }
+        }
+        assert!(
+            sent > 8 << 20,
+            "the flood stopped at {sent} bytes, before the quota"
+        );
+        // Its live connection is closed, and a new one refused while it is throttled.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while rogue.connection_state() == async_nats::connection::State::Connected {
+            assert!(
+                Instant::now() < deadline,
+                "the throttled install stays connected"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let again = nats
+            .issue_install(ferry_tests::ORG, "rogue", &dir.path().join("rogue2"))
+            .connect_options()
+            .max_reconnects(Some(1))
+            .connect(&nats.url);
+        assert!(
+            !matches!(
+                tokio::time::timeout(Duration::from_secs(10), again).await,
+                Ok(Ok(_))
+            ),
+            "a throttled install was admitted"
+        );
+        // What it sent is gone but for less than a quota; the honest install's lines stay.
+        let filter = format!("ferry.rx.{}.rogue.>", ferry_tests::ORG);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = held(&nats, "LOGS", &filter).await * 512 * 1024;
+            if left <= 8 << 20 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{left} bytes of rogue's junk kept"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let good_filter = format!("ferry.rx.{}.good.>", ferry_tests::ORG);
+        assert_eq!(held(&nats, "LOGS", &good_filter).await, 4);
+    });
+    // The operator sees which install.
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-m", "5"])
+        .arg(format!("{api}/metrics"))
+        .output()
+        .unwrap();
+    let body = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        body.contains("ferry_install_quota_exceeded_total{org=\"default\",install=\"rogue\"} 1"),
+        "{body}"
+    );
+    assert!(!body.contains("install=\"good\"} 1"), "{body}");
+}
+
+/// The leaf connections the hub has now.
+async fn leafs(nats: &NatsServer) -> u64 {
+    let sys = nats.connect_as(ferry_pki::hub::SYS_USER).await;
+    let r = sys
+        .request("$SYS.REQ.SERVER.PING.LEAFZ", "{}".into())
+        .await
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&r.payload).unwrap();
+    v["data"]["leafnodes"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn a_throttled_installs_leaf_is_closed_and_kept_out() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &[
+            "--install-quota-per-min",
+            "4MiB",
+            "--install-throttle-secs",
+            "60",
+        ],
+    );
+    let _runner = Proc::runner(
+        &nats.url,
+        "rogue",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let conf = dir.path().join("runner/leaf/nats.conf");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&conf).is_ok_and(|c| c.contains("listen: ")) {
+        assert!(Instant::now() < deadline, "the runner's leaf never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let listen = std::fs::read_to_string(&conf)
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("listen: ")
+                .map(|a| a.trim_matches('"').to_string())
+        })
+        .unwrap();
+    let rt = rt();
+    rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while leafs(&nats).await == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the leaf never connected to the hub"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        // Anyone on the runner's host reaches the leaf without a credential.
+        let local = async_nats::ConnectOptions::new()
+            .custom_inbox_prefix(ferry_protocol::subjects::install_inbox(
+                ferry_tests::ORG,
+                "rogue",
+            ))
+            .connect(format!("nats://{listen}"))
+            .await
+            .unwrap();
+        let js = jetstream::with_domain(local, "hub");
+        // Interest in the reply crosses the leaf a moment after the subscription: the first
+        // publish is retried until the hub's stream answers.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let subject = format!("ferry.rx.{}.rogue.log.first", ferry_tests::ORG);
+            if let Ok(ack) = js.publish(subject, b"x".to_vec().into()).await
+                && let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), ack).await
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the hub's stream never answered through the leaf"
+            );
+        }
+        let mut sent = 0u64;
+        for i in 0..64 {
+            let subject = format!("ferry.rx.{}.rogue.log.junk{i}", ferry_tests::ORG);
+            let acked = match js.publish(subject, vec![b'x'; 512 * 1024].into()).await {
+                Ok(ack) => tokio::time::timeout(Duration::from_secs(5), ack).await,
+                Err(_) => break,
+            };
+            match acked {
+                Ok(Ok(_)) => sent += 512 * 1024,
+                _ => break,
+            }
+        }
+        assert!(
+            sent > 4 << 20,
+            "the flood stopped at {sent} bytes, before the quota"
+        );
+        // The leaf's link is closed, and stays closed while the install is throttled.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while leafs(&nats).await > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the throttled install's leaf stays connected"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert_eq!(
+                leafs(&nats).await,
+                0,
+                "the throttled install's leaf came back"
+            );
+        }
+    });
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap();
+    assert!(log.contains("is throttled for another"), "{log}");
+}

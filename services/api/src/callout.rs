@@ -8,6 +8,8 @@
 //! certificate expires. Anything else is refused with the reason, which the server logs. A new
 //! install needs no hub restart and no configuration change.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferry_model as m;
@@ -28,6 +30,8 @@ pub enum CalloutError {
     Ended,
     #[error("asking the hub's servers: {0}")]
     Sys(String),
+    #[error(transparent)]
+    Store(#[from] ferry_store::StoreError),
 }
 
 /// The NATS user name an install's connections carry (what the server's connection list shows,
@@ -60,8 +64,12 @@ pub fn decide(
     info: &CertInfo,
     access: &m::RunnerAccess,
     issued: Option<&m::IssuedCert>,
+    now_ms: u64,
 ) -> Decision {
-    if let Some(why) = access.refuses_certificate(&info.serial, issued) {
+    if let Some(why) = access
+        .refuses_certificate(&info.serial, issued)
+        .or_else(|| access.refuses_connection(now_ms))
+    {
         return Decision::Refuse(why);
     }
     let id = &info.identity;
@@ -84,24 +92,66 @@ pub fn decide(
     }))
 }
 
+/// The leaf connections this replica admitted, by install (`(org, install)`): the hub's
+/// connection list (`CONNZ`) shows clients with the user the callout named, but its leaf list
+/// (`LEAFZ`) names no user, so closing an install's leaf needs the server and connection id the
+/// callout saw. Kept per replica (each answers a share of the requests; every replica closes
+/// its own); the latest few per install.
+#[derive(Debug, Clone, Default)]
+pub struct Admitted {
+    leafs: Arc<Mutex<HashMap<InstallKey, Vec<LeafConn>>>>,
+}
+
+/// `(org, install)`.
+type InstallKey = (String, String);
+/// A leaf connection: the hub server's id, and the connection's id on it.
+type LeafConn = (String, u64);
+
+/// Leaf connections kept per install: a leaf reconnecting many times leaves no more.
+const LEAFS_KEPT: usize = 8;
+
+impl Admitted {
+    fn record(&self, org: &str, install: &str, server: &str, cid: u64) {
+        if let Ok(mut leafs) = self.leafs.lock() {
+            let list = leafs
+                .entry((org.to_string(), install.to_string()))
+                .or_default();
+            list.push((server.to_string(), cid));
+            if list.len() > LEAFS_KEPT {
+                list.remove(0);
+            }
+        }
+    }
+
+    fn of(&self, org: &str, install: &str) -> Vec<LeafConn> {
+        self.leafs
+            .lock()
+            .ok()
+            .and_then(|l| l.get(&(org.to_string(), install.to_string())).cloned())
+            .unwrap_or_default()
+    }
+}
+
 /// Serves authorization requests until the subscription ends. Every replica answers in one
 /// queue group.
 pub async fn serve(
     client: async_nats::Client,
     issuer: nkeys::KeyPair,
     store: Store,
+    admitted: Admitted,
 ) -> Result<(), CalloutError> {
     let mut sub = client
         .queue_subscribe(AUTH_SUBJECT, "ferry-auth".into())
         .await
         .map_err(CalloutError::Subscribe)?;
     info!("auth callout serving");
-    let issuer = std::sync::Arc::new(issuer);
+    let issuer = Arc::new(issuer);
     while let Some(msg) = sub.next().await {
         // Each in its own task: a hub restarting with thousands of installs asks about all of
         // them at once.
         let (client, issuer, store) = (client.clone(), issuer.clone(), store.clone());
-        tokio::spawn(async move { answer(&client, &issuer, &store, msg).await });
+        let admitted = admitted.clone();
+        tokio::spawn(async move { answer(&client, &issuer, &store, &admitted, msg).await });
     }
     Err(CalloutError::Ended)
 }
@@ -111,6 +161,7 @@ async fn answer(
     client: &async_nats::Client,
     issuer: &nkeys::KeyPair,
     store: &Store,
+    admitted: &Admitted,
     msg: async_nats::Message,
 ) {
     let Some(reply) = msg.reply.clone() else {
@@ -129,7 +180,14 @@ async fn answer(
     let decision = match certificate(&req) {
         Err(why) => Decision::Refuse(why),
         Ok(info) => match standing(store, &info).await {
-            Ok((access, issued)) => decide(&info, &access, issued.as_ref()),
+            Ok((access, issued)) => {
+                let d = decide(&info, &access, issued.as_ref(), now_ms());
+                if matches!(d, Decision::Admit(_)) && req.client_info.kind == "Leafnode" {
+                    let id = &info.identity;
+                    admitted.record(&id.org, &id.install, &req.server_id.id, req.client_info.id);
+                }
+                d
+            }
             // Unknown is not admitted: the server retries the connection.
             Err(e) => Decision::Refuse(format!("cannot check revocation now: {e}")),
         },
@@ -177,6 +235,41 @@ async fn standing(
         .await?
         .map(|c| c.value);
     Ok((access, issued))
+}
+
+fn now_ms() -> u64 {
+    crate::now_unix().saturating_mul(1000)
+}
+
+/// Closes the live connections of every install log-ingest throttles (`RunnerAccess::throttle`),
+/// as the throttle is written: the callout refuses their new ones meanwhile. Every api replica
+/// watches; a second close of a closed connection finds nothing.
+pub async fn close_throttled(
+    sys: async_nats::Client,
+    store: Store,
+    admitted: Admitted,
+) -> Result<(), CalloutError> {
+    let changes = store.repo::<m::RunnerAccess>().watch().await?;
+    let mut changes = std::pin::pin!(changes);
+    info!("closing throttled installs' connections");
+    while let Some(access) = changes.next().await {
+        let Ok(access) = access else { continue };
+        if access.throttled(now_ms()) {
+            warn!(org = %access.org, install = %access.install, reason = access.throttle_reason.as_deref().unwrap_or(""), "install throttled: closing its connections");
+            if let Err(e) = kick(&sys, &access.org, &access.install).await {
+                warn!(org = %access.org, install = %access.install, error = %e, "could not close a throttled install's connections");
+            }
+            for (server, cid) in admitted.of(&access.org, &access.install) {
+                // A leaf closed already answers with an error: nothing to do.
+                let body = serde_json::json!({ "cid": cid }).to_string();
+                let kicked = sys
+                    .request(format!("$SYS.REQ.SERVER.{server}.KICK"), body.into())
+                    .await;
+                info!(org = %access.org, install = %access.install, %server, cid, ok = kicked.is_ok(), "throttled install's leaf closed");
+            }
+        }
+    }
+    Err(CalloutError::Ended)
 }
 
 /// Closes every live connection of `install` on every hub server (with a system-account
@@ -253,7 +346,7 @@ mod tests {
     fn an_install_certificate_is_admitted_with_its_install_permissions_until_it_expires() {
         let info = info_for("prod");
         let access = m::RunnerAccess::open("acme", "prod");
-        let Decision::Admit(grant) = decide(&info, &access, None) else {
+        let Decision::Admit(grant) = decide(&info, &access, None, 0) else {
             panic!("refused");
         };
         assert_eq!(grant.name, "install:acme.prod");
@@ -269,9 +362,24 @@ mod tests {
         let info = info_for("prod");
         let mut access = m::RunnerAccess::open("acme", "prod");
         access.revoke("e1".into(), "2026-01-01T00:00:00Z");
-        let Decision::Refuse(why) = decide(&info, &access, None) else {
+        let Decision::Refuse(why) = decide(&info, &access, None, 0) else {
             panic!("admitted");
         };
         assert!(why.contains("revoked at 2026-01-01"), "{why}");
+    }
+
+    #[test]
+    fn a_throttled_install_is_refused_until_the_throttle_ends() {
+        let info = info_for("prod");
+        let mut access = m::RunnerAccess::open("acme", "prod");
+        access.throttle(60_000, "LOGS: 300 MiB in a minute".into());
+        let Decision::Refuse(why) = decide(&info, &access, None, 1_000) else {
+            panic!("admitted");
+        };
+        assert!(why.contains("throttled"), "{why}");
+        assert!(matches!(
+            decide(&info, &access, None, 60_000),
+            Decision::Admit(_)
+        ));
     }
 }

@@ -2,7 +2,8 @@
 //! publish log batches to the `LOGS` stream (where the API follows them live); when a job
 //! finishes, log-ingest archives its complete log as JSON lines in the `job_logs` object store,
 //! so the log outlives the stream's retention. Runners' metric samples become `ferry_runner_*`
-//! Prometheus metrics (`metrics.rs`).
+//! Prometheus metrics (`metrics.rs`). Every install's bytes in the streams it feeds are metered
+//! against its quota, and an install past it is throttled and its junk purged (`quota.rs`).
 //!
 //! Every event is judged by the install in its subject before anything is stored: the job it
 //! names must be that install's and the execution it names one granted to it (its token, see
@@ -17,6 +18,7 @@ use ferry_store::{Handled, Store, StoreError, consume_messages};
 use tracing::{info, warn};
 
 pub mod metrics;
+pub mod quota;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogIngestError {
@@ -25,16 +27,29 @@ pub enum LogIngestError {
     /// Reading runners' metric samples failed; the source keeps its kind.
     #[error("runner metrics: {0}")]
     Metrics(#[source] async_nats::Error),
+    /// Metering or enforcing installs' quotas failed; the source keeps its kind.
+    #[error("install quotas: {0}")]
+    Quota(#[source] async_nats::Error),
 }
 
 #[derive(Clone)]
 pub struct LogIngest {
     store: Store,
+    limits: quota::Limits,
 }
 
 impl LogIngest {
     pub fn new(store: Store) -> Self {
-        LogIngest { store }
+        LogIngest {
+            store,
+            limits: quota::Limits::default(),
+        }
+    }
+
+    /// This service with another quota per install.
+    pub fn with_limits(mut self, limits: quota::Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Archives logs and reads runners' metrics (shown through the process's metrics registry)
@@ -45,6 +60,7 @@ impl LogIngest {
         tokio::select! {
             r = self.clone().archive_logs() => r,
             r = metrics::run(self.store.clone(), samples) => r,
+            r = quota::run(self.store.clone(), self.limits) => r,
         }
     }
 

@@ -55,6 +55,31 @@ impl StreamCapArgs {
     }
 }
 
+/// Each install's quota of bytes sent to the hub (log-ingest: `ferry_model::quotas`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct QuotaArgs {
+    /// Bytes one install may send into the hub's streams per minute (logs, events, results and
+    /// metrics together, per stream); past it the install is throttled and what it sent there
+    /// purged. Its runner's leaf keeps what it could not send.
+    #[arg(long, env = "FERRY_INSTALL_QUOTA_PER_MIN", default_value = "256MiB", value_parser = size)]
+    install_quota_per_min: i64,
+    /// Seconds an install over its quota is refused by the hub (its live connections closed).
+    #[arg(long, env = "FERRY_INSTALL_THROTTLE_SECS", default_value_t = 300)]
+    install_throttle_secs: u64,
+}
+
+impl QuotaArgs {
+    pub fn limits(&self) -> ferry_log_ingest::quota::Limits {
+        ferry_log_ingest::quota::Limits {
+            quota: ferry_model::quotas::Quota {
+                bytes_per_window: u64::try_from(self.install_quota_per_min.max(1)).unwrap_or(1),
+                window_ms: 60_000,
+            },
+            throttle: Duration::from_secs(self.install_throttle_secs.max(1)),
+        }
+    }
+}
+
 /// What one HTTP client may hold of the server.
 #[derive(clap::Args, Debug, Clone)]
 pub struct HttpLimitArgs {

@@ -93,6 +93,8 @@ struct Args {
     stream_caps: limits::StreamCapArgs,
     #[command(flatten)]
     http_limits: limits::HttpLimitArgs,
+    #[command(flatten)]
+    quotas: limits::QuotaArgs,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -378,7 +380,7 @@ async fn spawn_service(
             });
         }
         Service::LogIngest => {
-            let service = ferry_log_ingest::LogIngest::new(store);
+            let service = ferry_log_ingest::LogIngest::new(store).with_limits(args.quotas.limits());
             tasks.spawn(async move { (svc, service.run().await.map_err(Into::into)) });
         }
         Service::Approval => {
@@ -427,10 +429,16 @@ async fn start_api(
         managed_runners: args.managed_runners,
         hub_url: args.runner_hub_url.clone(),
     };
+    let admitted = ferry_api::callout::Admitted::default();
+    let (sys, st, adm) = (issuer.sys.clone(), store.clone(), admitted.clone());
+    tasks.spawn(async move {
+        let r = ferry_api::callout::close_throttled(sys, st, adm).await;
+        (Service::Api, r.map_err(Into::into))
+    });
     let key = hub.callout_key()?;
     let (c, st) = (client.clone(), store.clone());
     tasks.spawn(async move {
-        let r = ferry_api::callout::serve(c, key, st).await;
+        let r = ferry_api::callout::serve(c, key, st, admitted).await;
         (Service::Api, r.map_err(Into::into))
     });
     let renewals = ferry_api::bootstrap::serve_renewals(client, store.clone(), issuer.clone());

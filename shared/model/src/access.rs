@@ -22,6 +22,13 @@ pub struct RunnerAccess {
     pub epoch: String,
     /// Set by a revocation; cleared when an operator issues a new bootstrap token.
     pub revoked_at: Option<String>,
+    /// The install sent more than its quota (log-ingest's `quota`): its connections are
+    /// refused, and the live ones closed, until this time (ms since the epoch).
+    #[serde(default)]
+    pub throttled_until_ms: Option<u64>,
+    /// Why, as the operator reads it (the stream and the bytes).
+    #[serde(default)]
+    pub throttle_reason: Option<String>,
 }
 
 impl RunnerAccess {
@@ -32,7 +39,38 @@ impl RunnerAccess {
             install: install.into(),
             epoch: String::new(),
             revoked_at: None,
+            throttled_until_ms: None,
+            throttle_reason: None,
         }
+    }
+
+    /// Refuses the install's connections until `until_ms` for `reason`. Returns whether that
+    /// changed anything (a throttle already lasting as long is left as it is).
+    pub fn throttle(&mut self, until_ms: u64, reason: String) -> bool {
+        if self.throttled_until_ms.is_some_and(|t| t >= until_ms) {
+            return false;
+        }
+        self.throttled_until_ms = Some(until_ms);
+        self.throttle_reason = Some(reason);
+        true
+    }
+
+    /// Whether the install is throttled at `now_ms`.
+    pub fn throttled(&self, now_ms: u64) -> bool {
+        self.throttled_until_ms.is_some_and(|t| t > now_ms)
+    }
+
+    /// Why a connection of the install is refused at `now_ms` whatever its certificate, if it
+    /// is: the install is throttled.
+    pub fn refuses_connection(&self, now_ms: u64) -> Option<String> {
+        let until = self.throttled_until_ms.filter(|t| *t > now_ms)?;
+        Some(format!(
+            "install {}/{} is throttled for another {} s: {}",
+            self.org,
+            self.install,
+            (until - now_ms).div_ceil(1000),
+            self.throttle_reason.as_deref().unwrap_or("over its quota")
+        ))
     }
 
     /// Revokes every runner of the install: a new epoch, refused until reopened.
@@ -98,6 +136,18 @@ impl RunnerAccess {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_throttled_install_is_refused_until_its_throttle_ends_and_a_shorter_one_changes_nothing() {
+        let mut a = RunnerAccess::open("acme", "prod");
+        assert_eq!(a.refuses_connection(0), None);
+        assert!(a.throttle(10_000, "LOGS: 300 MiB in a minute".into()));
+        let why = a.refuses_connection(1_000).unwrap();
+        assert!(why.contains("another 9 s") && why.contains("LOGS"), "{why}");
+        assert!(a.throttled(9_999) && !a.throttled(10_000));
+        assert!(!a.throttle(5_000, "later".into()));
+        assert_eq!(a.refuses_connection(10_000), None);
+    }
 
     fn cert(epoch: &str) -> IssuedCert {
         IssuedCert {

@@ -15,6 +15,7 @@ mod fleet;
 mod hooks;
 mod leases;
 mod plans;
+pub mod quotas;
 mod records;
 mod releases;
 mod runners;

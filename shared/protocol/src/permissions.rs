@@ -150,12 +150,20 @@ pub fn service(name: &str) -> Option<Grant> {
         }
         "log-ingest" => {
             g.kv(buckets::JOBS)
+                // Throttling an install over its quota (`ferry_model::quotas`).
+                .kv(buckets::RUNNER_ACCESS)
                 .objects(objects::JOB_LOGS)
                 .consume(resources::JOB_EVENTS.name)
                 .consume(resources::LOGS.name)
                 .read(resources::LOGS.name)
                 .consume(resources::METRICS.name)
                 .publish([audit]);
+            // Metering every install-fed stream, and purging an install's messages over its
+            // quota from it.
+            for def in resources::STREAMS.iter().filter(|d| d.install_fed()) {
+                g.consume(def.name)
+                    .publish([format!("$JS.API.STREAM.PURGE.{}", def.name)]);
+            }
         }
         "approval" => {
             for b in [buckets::APPROVALS, buckets::INSTALLS] {

@@ -103,6 +103,30 @@ impl<T: Record> Repo<T> {
         }))
     }
 
+    /// Every record of every org as it is now, then each change as it is written (deletions
+    /// skipped), for as long as the caller reads.
+    pub async fn watch(
+        &self,
+    ) -> Result<impl futures_util::Stream<Item = Result<T, StoreError>> + use<T>, StoreError> {
+        use futures_util::StreamExt;
+        let watch = self.kv.watch_with_history(">").await.map_err(nats)?;
+        Ok(watch.filter_map(|entry| async move {
+            match entry {
+                Err(e) => Some(Err(nats(e))),
+                Ok(e) if e.operation != kv::Operation::Put => None,
+                Ok(e) => {
+                    Some(
+                        serde_json::from_slice(&e.value).map_err(|err| StoreError::Corrupt {
+                            bucket: T::BUCKET,
+                            key: e.key.clone(),
+                            reason: err.to_string(),
+                        }),
+                    )
+                }
+            }
+        }))
+    }
+
     pub async fn require(&self, org: &str, id: &str) -> Result<Versioned<T>, StoreError> {
         self.get(org, id)
             .await?

@@ -89,6 +89,10 @@ pub struct Metrics {
     pub callout_decisions: Family<DecisionLabels, Counter>,
     /// Runner metric series dropped over an install's budget (log-ingest).
     pub runner_series_dropped: Family<InstallLabels, Counter>,
+    /// Times an install went over its quota of bytes sent and was throttled (log-ingest).
+    pub install_quota_exceeded: Family<InstallLabels, Counter>,
+    /// Messages of an install over its quota, purged from the hub's streams (log-ingest).
+    pub install_messages_purged: Family<InstallLabels, Counter>,
 }
 
 /// Upper bounds of the dispatch latency histogram, in seconds.
@@ -113,6 +117,8 @@ pub fn metrics() -> &'static Metrics {
             log_lines_ingested: Counter::default(),
             callout_decisions: Family::default(),
             runner_series_dropped: Family::default(),
+            install_quota_exceeded: Family::default(),
+            install_messages_purged: Family::default(),
         };
         registry.register(
             "messages_rejected",
@@ -178,6 +184,16 @@ pub fn metrics() -> &'static Metrics {
             "runner_series_dropped",
             "Runner metric series dropped over an install's budget",
             m.runner_series_dropped.clone(),
+        );
+        registry.register(
+            "install_quota_exceeded",
+            "Times an install sent more than its quota in a window and was throttled",
+            m.install_quota_exceeded.clone(),
+        );
+        registry.register(
+            "install_messages_purged",
+            "Messages of an install over its quota, purged from the hub's streams",
+            m.install_messages_purged.clone(),
         );
         if let Ok(mut r) = m.registry.lock() {
             *r = registry;

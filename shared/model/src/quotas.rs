@@ -1,0 +1,120 @@
+//! Each install's quota of bytes sent to the hub, as a pure function of what it sent and when.
+//!
+//! JetStream stores an install's message before any handler judges it, and the streams installs
+//! feed are capped as a whole (`ferry_store::StreamLimits`): without a quota per install, one
+//! install could fill a stream with junk and push every other install's oldest lines out.
+//! log-ingest counts every install's bytes per window (headers only: the size, never the
+//! payload); an install past its quota is throttled — its connections refused and closed for a
+//! while ([`crate::RunnerAccess::throttle`]) — and what it sent in the stream is purged. Its
+//! runner's leaf keeps what it could not send (store and forward), so an honest install that
+//! was merely busy loses nothing; a compromised one loses its own junk and nobody else's.
+
+use std::collections::HashMap;
+
+/// An install's allowance: bytes per window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    pub bytes_per_window: u64,
+    pub window_ms: u64,
+}
+
+/// What crossing the quota calls for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Over {
+    /// Bytes the install sent in this window so far.
+    pub sent: u64,
+    /// The first crossing in this window (throttle it); later ones only purge again.
+    pub first: bool,
+}
+
+/// Bytes each install (`(org, install)`) sent in the current window.
+#[derive(Debug, Clone)]
+pub struct Meter {
+    quota: Quota,
+    window_start_ms: u64,
+    sent: HashMap<(String, String), u64>,
+}
+
+impl Meter {
+    pub fn new(quota: Quota) -> Meter {
+        Meter {
+            quota,
+            window_start_ms: 0,
+            sent: HashMap::new(),
+        }
+    }
+
+    /// Counts `bytes` sent by `install` of `org` at `now_ms`. Returns what to do when this
+    /// message takes the install past its quota, or past another multiple of it in the same
+    /// window (so junk that kept arriving is purged again); `None` otherwise.
+    pub fn add(&mut self, org: &str, install: &str, bytes: u64, now_ms: u64) -> Option<Over> {
+        let window = self.quota.window_ms.max(1);
+        if now_ms.saturating_sub(self.window_start_ms) >= window {
+            self.window_start_ms = now_ms - now_ms % window;
+            self.sent.clear();
+        }
+        let sent = self
+            .sent
+            .entry((org.to_string(), install.to_string()))
+            .or_insert(0);
+        let before = *sent;
+        *sent = sent.saturating_add(bytes);
+        let limit = self.quota.bytes_per_window.max(1);
+        // How many whole quotas the install is past (none at exactly its quota).
+        let past = |n: u64| n.saturating_sub(1) / limit;
+        let (was, is) = (past(before), past(*sent));
+        (is > was).then_some(Over {
+            sent: *sent,
+            first: was == 0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const Q: Quota = Quota {
+        bytes_per_window: 100,
+        window_ms: 60_000,
+    };
+
+    #[test]
+    fn an_install_past_its_quota_is_throttled_once_and_purged_at_each_further_quota() {
+        let mut m = Meter::new(Q);
+        assert_eq!(m.add("acme", "a", 60, 1_000), None);
+        assert_eq!(
+            m.add("acme", "a", 60, 2_000),
+            Some(Over {
+                sent: 120,
+                first: true
+            })
+        );
+        assert_eq!(m.add("acme", "a", 10, 3_000), None);
+        assert_eq!(
+            m.add("acme", "a", 100, 4_000),
+            Some(Over {
+                sent: 230,
+                first: false
+            })
+        );
+        // Another install of the same org has its own allowance.
+        assert_eq!(m.add("acme", "b", 99, 5_000), None);
+    }
+
+    #[test]
+    fn a_new_window_starts_every_install_afresh() {
+        let mut m = Meter::new(Q);
+        assert_eq!(m.add("acme", "a", 99, 59_000), None);
+        assert_eq!(m.add("acme", "a", 99, 61_000), None);
+        assert!(m.add("acme", "a", 1, 61_500).is_none());
+        assert!(m.add("acme", "a", 1, 62_000).is_some());
+    }
+
+    #[test]
+    fn one_message_larger_than_the_quota_crosses_it() {
+        let mut m = Meter::new(Q);
+        let over = m.add("acme", "a", 1_000, 0).unwrap();
+        assert!(over.first && over.sent == 1_000);
+    }
+}
