@@ -13,7 +13,8 @@
 //!
 //! `list`: the API's install listing over many installs (`list.rs`). `reconnect`: installs
 //! admitted through the auth callout all at once (`reconnect.rs`). `release`: one release over
-//! many installs with real runners (`release.rs`).
+//! many installs with real runners (`release.rs`). `events`: the memory of open event streams
+//! (`events.rs`).
 //!
 //! ```text
 //! cargo run --release -p ferry-loadtest -- dispatch --installs 10,100,1000,5000 --jobs 300
@@ -21,8 +22,10 @@
 //! cargo run --release -p ferry-loadtest -- reconnect --installs 1000,5000
 //! cargo build --release -p ferry-server -p ferry-cli && \
 //!   cargo run --release -p ferry-loadtest -- release --installs 1000
+//! cargo run --release -p ferry-loadtest -- events --streams 1000
 //! ```
 
+mod events;
 mod http;
 mod leaf;
 mod list;
@@ -106,6 +109,16 @@ enum Cmd {
         #[arg(long, default_value = "1000,5000", value_delimiter = ',')]
         installs: Vec<usize>,
     },
+    /// Open event streams (`GET /v1/events`) on the real ferry-server: its RSS per stream vs
+    /// raw ordered consumers' in this process (build ferry-server and ferry-cli with --release).
+    Events {
+        /// Streams held open at once (by one token; the caps are raised to let them in).
+        #[arg(long, default_value_t = 1000)]
+        streams: usize,
+        /// Record changes every stream then receives.
+        #[arg(long, default_value_t = 5)]
+        changes: usize,
+    },
     /// The API's install listing (`GET /v1/installs`) over many installs vs one raw pass over
     /// the installs bucket's stream.
     List {
@@ -165,6 +178,12 @@ async fn run(args: Args) -> Result<()> {
         };
         return release::run(server, *installs, waves).await;
     }
+    if let Cmd::Events { streams, changes } = &args.cmd {
+        let Some(server) = &server else {
+            anyhow::bail!("events starts its own hub: drop --nats-url");
+        };
+        return events::run(server, *streams, *changes).await;
+    }
     if let Cmd::Reconnect { installs } = &args.cmd {
         let Some(server) = &server else {
             anyhow::bail!("reconnect starts its own hub (to read its memory): drop --nats-url");
@@ -176,7 +195,11 @@ async fn run(args: Args) -> Result<()> {
     tokio::spawn(scheduler.clone().run());
     scheduler_ready(&client).await?;
     match args.cmd {
-        Cmd::List { .. } | Cmd::Reconnect { .. } | Cmd::Release { .. } | Cmd::Plugin { .. } => {}
+        Cmd::List { .. }
+        | Cmd::Reconnect { .. }
+        | Cmd::Release { .. }
+        | Cmd::Events { .. }
+        | Cmd::Plugin { .. } => {}
         Cmd::Dispatch {
             installs,
             jobs,

@@ -130,7 +130,7 @@ async fn connect_all(
 }
 
 /// The resident memory of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> Result<u64> {
+pub(crate) fn rss_kib(pid: u32) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     for line in status.lines() {
         if let Some(v) = line.strip_prefix("VmRSS:") {

@@ -19,11 +19,11 @@ use serde_json::json;
 use crate::http;
 
 const ORG: &str = ferry_model::DEFAULT_ORG;
-const APP: &str = "bench";
+pub(crate) const APP: &str = "bench";
 
 pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result<()> {
     let work = tempfile::tempdir()?;
-    let (server, addr, token) = control_plane(hub, work.path()).await?;
+    let (server, addr, token) = control_plane(hub, work.path(), &[]).await?;
     let app = work.path().join("app");
     write_app(&app, 1)?;
     sync(addr, &token, &app).await?;
@@ -95,7 +95,7 @@ fn name(i: usize) -> String {
 
 /// A sandbox and one component, both scripts that do nothing; `version` changes the component,
 /// so each sync is a new config version whose deploy has one change.
-fn write_app(dir: &Path, version: u32) -> Result<()> {
+pub(crate) fn write_app(dir: &Path, version: u32) -> Result<()> {
     let files = [
         (
             "metadata.toml",
@@ -129,9 +129,10 @@ fn write_app(dir: &Path, version: u32) -> Result<()> {
 }
 
 /// `ferry-server` with every service on a free port, and its first admin token.
-async fn control_plane(
+pub(crate) async fn control_plane(
     hub: &ferry_tests::NatsServer,
     dir: &Path,
+    extra: &[&str],
 ) -> Result<(KillOnDrop, SocketAddr, String)> {
     let bin = beside("ferry-server")?;
     let hub_dir = hub.hub.dir.display().to_string();
@@ -149,6 +150,7 @@ async fn control_plane(
     let child = std::process::Command::new(&bin)
         .args(["--nats-url", &hub.url, "--hub-dir", &hub_dir])
         .args(["--http-addr", &addr.to_string()])
+        .args(extra)
         .stdout(std::fs::File::create(dir.join("server.log"))?)
         .stderr(std::fs::File::create(dir.join("server.err"))?)
         .spawn()?;
@@ -176,7 +178,7 @@ fn beside(name: &str) -> Result<PathBuf> {
     Ok(p)
 }
 
-async fn sync(addr: SocketAddr, token: &str, app: &Path) -> Result<()> {
+pub(crate) async fn sync(addr: SocketAddr, token: &str, app: &Path) -> Result<()> {
     let out = tokio::process::Command::new(beside("ferry")?)
         .env("FERRY_TOKEN", token)
         .env("XDG_CONFIG_HOME", "/nonexistent/ferry-loadtest")
@@ -300,10 +302,10 @@ fn cpu_secs(pid: u32) -> Result<f64> {
 }
 
 /// The control plane's process, killed with the benchmark.
-struct KillOnDrop(std::process::Child);
+pub(crate) struct KillOnDrop(std::process::Child);
 
 impl KillOnDrop {
-    fn id(&self) -> u32 {
+    pub(crate) fn id(&self) -> u32 {
         self.0.id()
     }
 }

@@ -414,7 +414,7 @@ fn a_runner_in_direct_mode_connects_itself_with_the_same_identity() {
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     let data = dir.path().join("runner");
     nats.issue_install("default", "prod", &data.join("identity"));
-    let _runner = Proc::spawn(
+    let mut runner = Proc::spawn(
         "ferry-runner",
         &[
             "--direct",
@@ -422,6 +422,8 @@ fn a_runner_in_direct_mode_connects_itself_with_the_same_identity() {
             &nats.url,
             "--data-dir",
             data.to_str().unwrap(),
+            "--drain-secs",
+            "5",
         ],
         dir.path().join("runner.log"),
     );
@@ -431,6 +433,9 @@ fn a_runner_in_direct_mode_connects_itself_with_the_same_identity() {
     });
     assert_eq!(done["status"], "succeeded", "{done}");
     assert!(!data.join("leaf").exists(), "no leaf in direct mode");
+    // SIGTERM stops it, within its drain.
+    let exit = runner.terminate(Duration::from_secs(30));
+    assert!(exit.is_some(), "a direct runner ignored SIGTERM");
 }
 
 #[test]

@@ -558,3 +558,83 @@ fn a_throttled_installs_leaf_is_closed_and_kept_out() {
     let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap();
     assert!(log.contains("is throttled for another"), "{log}");
 }
+
+/// `curl` with a cookie jar; returns the status code and the body.
+fn curl_jar(jar: &std::path::Path, args: &[&str]) -> (String, String) {
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-m", "10", "-w", "\n%{http_code}", "-b"])
+        .arg(jar)
+        .arg("-c")
+        .arg(jar)
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", ""));
+    (code.to_string(), body.to_string())
+}
+
+/// The value of `name="csrf"` in a page.
+fn csrf_in(page: &str) -> String {
+    let at = page
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with a CSRF token");
+    let rest = &page[at + "name=\"csrf\" value=\"".len()..];
+    rest[..rest.find('"').unwrap()].to_string()
+}
+
+#[test]
+fn signing_out_of_the_dashboard_ends_the_session_the_cookie_names() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let token = ferry_tests::token_for(&api).unwrap();
+    let jar = dir.path().join("jar");
+    let (_, login) = curl_jar(&jar, &[&format!("{api}/ui/login")]);
+    let form = format!("token={}&csrf={}", token, csrf_in(&login));
+    let (code, _) = curl_jar(&jar, &["-d", &form, &format!("{api}/ui/login")]);
+    assert_eq!(code, "303", "sign-in redirects");
+    let cookies = std::fs::read_to_string(&jar).unwrap();
+    let session = cookies
+        .lines()
+        .find(|l| l.contains("ferry_session"))
+        .and_then(|l| l.split('\t').nth(6))
+        .expect("a session cookie")
+        .to_string();
+    assert!(
+        !session.contains(&token) && !token.contains(&session),
+        "the cookie is the token"
+    );
+    let copy = format!("ferry_session={session}");
+    let page = |cookie: &str| {
+        let out = std::process::Command::new("curl")
+            .args([
+                "-s",
+                "-m",
+                "10",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-H",
+            ])
+            .arg(format!("cookie: {cookie}"))
+            .arg(format!("{api}/ui/installs"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert_eq!(page(&copy), "200");
+    let (_, installs) = curl_jar(&jar, &[&format!("{api}/ui/installs")]);
+    let (code, _) = curl_jar(
+        &jar,
+        &[
+            "-d",
+            &format!("csrf={}", csrf_in(&installs)),
+            &format!("{api}/ui/logout"),
+        ],
+    );
+    assert_eq!(code, "303");
+    // A copy of the cookie kept from before the sign-out no longer signs in.
+    assert_eq!(page(&copy), "303", "the session outlived its sign-out");
+}

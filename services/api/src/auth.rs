@@ -28,6 +28,8 @@ pub struct Caller {
     pub org: String,
     pub role: Role,
     pub name: String,
+    /// The token's id (what a dashboard session names).
+    pub token_id: String,
 }
 
 /// The API state scoped to the caller: its org, and its name as the actor of what it does.
@@ -111,6 +113,7 @@ pub(crate) async fn resolve(s: &ApiState, text: &str) -> Result<Caller, Response
         org: stored.org,
         role: stored.role,
         name: stored.name,
+        token_id: stored.id,
     })
 }
 

@@ -229,14 +229,19 @@ async fn run(args: Args) {
     };
     let mut gave_up = runner.gave_up();
     let mut refused = gave_up.clone();
+    // Direct mode has no link watcher: its sender is gone, and this never ends. It must pend
+    // as a future of its own: a `select!` branch whose handler pends would hold the select, and
+    // the signals below would never be heard.
+    let refusal = async move {
+        if refused.wait_for(Option::is_some).await.is_err() {
+            std::future::pending::<()>().await
+        }
+    };
     let stop = async move {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = terminate() => {}
-            // Direct mode has no link watcher: its sender is gone, and this never ends.
-            r = refused.wait_for(Option::is_some) => if r.is_err() {
-                std::future::pending::<()>().await
-            },
+            _ = refusal => {}
         }
     };
     if let Err(e) = runner.run_until(stop).await {

@@ -127,23 +127,46 @@ pub enum ReleaseEffect {
 /// Splits installs into waves by cumulative sizes: `1,10%,50%,100%` over 20 installs is waves of
 /// 1, 1, 8 and 10 (each wave at least one install, the last one every install left). An empty
 /// wave is dropped.
+///
+/// Every size must be more than nothing, and sizes of one kind must grow: `0%` or `0` (which
+/// would leave the whole fleet to the next, or last, wave) and `50%,10%` are refused, so a typo
+/// never sends a release to every install at once.
 pub fn plan_waves(installs: &[String], spec: &str) -> Result<Vec<Vec<String>>, String> {
     let n = installs.len();
     let mut cuts = Vec::new();
+    let (mut last_pct, mut last_count) = (0.0_f64, 0_usize);
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let upto = match part.strip_suffix('%') {
             Some(p) => {
                 let pct: f64 = p
                     .parse()
                     .map_err(|_| format!("`{part}` is not a percentage"))?;
-                if !(0.0..=100.0).contains(&pct) {
-                    return Err(format!("`{part}` is not between 0% and 100%"));
+                if !(pct > 0.0 && pct <= 100.0) {
+                    return Err(format!("`{part}` is not more than 0% and at most 100%"));
                 }
+                if pct <= last_pct {
+                    return Err(format!(
+                        "`{part}` is not larger than the wave before ({last_pct}%): waves are cumulative sizes"
+                    ));
+                }
+                last_pct = pct;
                 ((n as f64) * pct / 100.0).ceil() as usize
             }
-            None => part
-                .parse::<usize>()
-                .map_err(|_| format!("`{part}` is neither a count nor a percentage"))?,
+            None => {
+                let count = part
+                    .parse::<usize>()
+                    .map_err(|_| format!("`{part}` is neither a count nor a percentage"))?;
+                if count == 0 {
+                    return Err(format!("`{part}`: a wave has at least one install"));
+                }
+                if count <= last_count {
+                    return Err(format!(
+                        "`{part}` is not larger than the wave before ({last_count}): waves are cumulative sizes"
+                    ));
+                }
+                last_count = count;
+                count
+            }
         };
         cuts.push(upto.min(n));
     }
@@ -457,6 +480,18 @@ mod tests {
         assert_eq!(w.iter().map(Vec::len).collect::<Vec<_>>(), [1, 2, 3]);
         assert!(plan_waves(&installs(3), "1,abc").is_err());
         assert!(plan_waves(&installs(3), "150%").is_err());
+    }
+
+    #[test]
+    fn a_wave_of_nothing_or_one_smaller_than_the_last_is_refused() {
+        for spec in [
+            "0%", "0", "0,100%", "0%,100%", "50%,10%", "5,2,100%", "10%,10%",
+        ] {
+            let e = plan_waves(&installs(20), spec).unwrap_err();
+            assert!(e.contains('`'), "{spec}: {e}");
+        }
+        assert!(plan_waves(&installs(20), "100%").is_ok());
+        assert!(plan_waves(&installs(20), "5,10%,20,100%").is_ok());
     }
 
     #[test]

@@ -75,6 +75,24 @@ pub struct ApiToken {
     pub revoked_at: Option<String>,
 }
 
+/// A dashboard sign-in: the browser's cookie holds `<org>.<secret>`, this record is kept under
+/// the secret's hash, and names the API token signed in with — never the token itself, so
+/// signing out (deleting this) ends what the cookie can do, and revoking the token ends every
+/// session made with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DashboardSession {
+    /// Hex SHA-256 of the cookie's secret.
+    pub id: String,
+    pub org: String,
+    /// The API token's id (`ApiToken::id`).
+    pub token_id: String,
+    /// Ms since the epoch after which the session is refused.
+    pub expires_ms: u64,
+}
+
+/// How long a dashboard session lasts.
+pub const DASHBOARD_SESSION_MS: u64 = 12 * 3600 * 1000;
+
 /// The parts of a token as presented.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenText {

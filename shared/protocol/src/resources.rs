@@ -180,6 +180,8 @@ pub mod buckets {
     /// Break-glass grants made through the API, by `<org>.<install>.<role>`: what the scheduler
     /// reads to see them end, rather than every install.
     pub const GRANT_MARKS: &str = "grant_marks";
+    /// Dashboard sign-ins, by `<org>.<hash of the cookie's secret>` (`DashboardSession`).
+    pub const SESSIONS: &str = "sessions";
 
     pub const ALL: &[&str] = &[
         ORGS,
@@ -200,6 +202,7 @@ pub mod buckets {
         OPEN_RELEASES,
         CRON_MARKS,
         GRANT_MARKS,
+        SESSIONS,
     ];
     pub const HISTORY: i64 = 5;
 }

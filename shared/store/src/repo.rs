@@ -45,6 +45,7 @@ record!(m::IssuedCert, buckets::CERTIFICATES, serial);
 record!(m::RunnerAccess, buckets::RUNNER_ACCESS, install);
 record!(m::CronMark, buckets::CRON_MARKS, id);
 record!(m::GrantMark, buckets::GRANT_MARKS, id);
+record!(m::DashboardSession, buckets::SESSIONS, id);
 record!(m::Release, buckets::RELEASES, id);
 record!(m::OpenRelease, buckets::OPEN_RELEASES, id);
 

@@ -3,14 +3,16 @@
 //! script (`dashboard.js`) that follows the API's Server-Sent Events for live workflows and
 //! logs. No build step: the script and the style sheet are compiled into the binary.
 //!
-//! Sign-in takes an API token and keeps it in an `HttpOnly`, `SameSite=Strict` cookie; every
-//! page acts with that token's org and role, exactly as the API does for a bearer token (the
-//! handlers are the API's). Every form carries a CSRF token: for a signed-in session it is
-//! derived from the session's secret (an attacker's page can neither read the cookie nor
+//! Sign-in takes an API token and starts a session (`session.rs`): the `HttpOnly`,
+//! `SameSite=Strict` cookie holds the session's secret, never the token, and signing out ends
+//! it. Every page acts with the token's org and role, exactly as the API does for a bearer
+//! token (the handlers are the API's). Every form carries a CSRF token: for a signed-in session
+//! it is derived from the session's secret (an attacker's page can neither read the cookie nor
 //! compute it); the sign-in form gets a random one, also held in a cookie. Pages are served
 //! with a Content-Security-Policy that allows only this origin's script and style.
 
 mod pages;
+mod session;
 
 use axum::Router;
 use axum::extract::{FromRequestParts, Query, State};
@@ -71,9 +73,7 @@ impl FromRequestParts<ApiState> for Session {
     async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, Response> {
         let to_login = || Redirect::to("/ui/login").into_response();
         let token = cookie_value(&parts.headers, SESSION).ok_or_else(to_login)?;
-        let caller = crate::auth::resolve(state, &token)
-            .await
-            .map_err(|_| to_login())?;
+        let caller = session::resolve(state, &token).await.ok_or_else(to_login)?;
         Ok(Session {
             state: ApiState {
                 store: state.store.clone(),
@@ -192,11 +192,14 @@ async fn login(
     }
     let token = f.token.trim().to_string();
     match crate::auth::resolve(&state, &token).await {
-        Ok(_) => (
-            [set_cookie(session_cookie(&headers, SESSION, token))],
-            Redirect::to("/ui/installs"),
-        )
-            .into_response(),
+        Ok(caller) => match session::start(&state, &caller).await {
+            Ok(cookie) => (
+                [set_cookie(session_cookie(&headers, SESSION, cookie))],
+                Redirect::to("/ui/installs"),
+            )
+                .into_response(),
+            Err(e) => failed(e),
+        },
         Err(_) => {
             let why = Some("That token is not valid (or was revoked).");
             sign_in_form(&headers, StatusCode::UNAUTHORIZED, nonce, why)
@@ -212,6 +215,11 @@ struct CsrfForm {
 async fn logout(s: Session, headers: HeaderMap, axum::Form(f): axum::Form<CsrfForm>) -> Response {
     if !same(&s.csrf, &f.csrf) {
         return forbidden();
+    }
+    if let Some(cookie) = cookie_value(&headers, SESSION)
+        && let Err(e) = session::end(&s.state, &cookie).await
+    {
+        return failed(e);
     }
     let mut gone = session_cookie(&headers, SESSION, String::new());
     gone.make_removal();
