@@ -638,3 +638,48 @@ fn signing_out_of_the_dashboard_ends_the_session_the_cookie_names() {
     // A copy of the cookie kept from before the sign-out no longer signs in.
     assert_eq!(page(&copy), "303", "the session outlived its sign-out");
 }
+
+#[test]
+fn an_install_renewing_its_certificate_over_and_over_gets_a_few() {
+    use ferry_protocol::messages::{RenewReply, RenewRequest};
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let rt = rt();
+    let (issued, refused) = rt.block_on(async {
+        let client = rogue(&nats, dir.path()).await;
+        let id = ferry_pki::InstallIdentity::new(ferry_tests::ORG, "rogue").unwrap();
+        let subject = ferry_protocol::subjects::renew(ferry_tests::ORG, "rogue");
+        let (mut issued, mut refused) = (0, Vec::new());
+        for n in 0..40 {
+            let files = ferry_pki::InstallFiles::new(&dir.path().join(format!("renew-{n}")));
+            let csr = files.new_key_and_csr(&id).unwrap();
+            let reply = client
+                .request(
+                    subject.clone(),
+                    ferry_protocol::encode(&RenewRequest { csr }).into(),
+                )
+                .await
+                .unwrap();
+            match ferry_protocol::decode::<RenewReply>(&reply.payload).unwrap() {
+                RenewReply::Issued { .. } => issued += 1,
+                RenewReply::Refused { reason } => refused.push(reason),
+            }
+        }
+        (issued, refused)
+    });
+    assert_eq!(issued, 8, "{refused:?}");
+    assert_eq!(refused.len(), 32);
+    assert!(
+        refused[0].contains("renewed its certificate 8 times lately"),
+        "{}",
+        refused[0]
+    );
+    // Each issued certificate is recorded and audited; the refused ones are not.
+    let renewed = nats
+        .audit_events()
+        .into_iter()
+        .filter(|e| e.to_string().contains("install.certificate_renewed"))
+        .count();
+    assert_eq!(renewed, 8);
+}

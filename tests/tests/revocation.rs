@@ -99,7 +99,12 @@ fn bootstrap(api: &str, token: &str, dir: &Path) -> String {
 fn renewals_racing_a_revoke_yield_no_certificate_that_works_after_it() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    // Renewals unlimited, so that they are still coming when the revocation lands.
+    let (_server, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &["--renewals-at-once", "1000000"],
+    );
     sync_hello(&api, &repo_root().join("examples/hello"));
     let created = ferry_json(
         &api,

@@ -40,6 +40,9 @@ pub struct Issuer {
     pub managed_runners: bool,
     /// The hub's leafnode URL as runner hosts reach it, if the operator said.
     pub hub_url: Option<String>,
+    /// Certificate renewals an install may make at once; one more comes back every eighth of
+    /// a certificate's lifetime.
+    pub renewals_at_once: u32,
 }
 
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
@@ -340,6 +343,7 @@ pub async fn serve_renewals(
         .queue_subscribe(ferry_protocol::subjects::RENEW_ALL, "ferry-renew".into())
         .await
         .map_err(crate::callout::CalloutError::Subscribe)?;
+    let limits = RenewalLimits::default();
     while let Some(msg) = sub.next().await {
         let (Some(reply), Some((org, install))) = (
             msg.reply.clone(),
@@ -355,7 +359,7 @@ pub async fn serve_renewals(
             streams: Default::default(),
         };
         let answer = match ferry_protocol::decode::<RenewRequest>(&msg.payload) {
-            Ok(req) => match renew(&s, install, &req.csr).await {
+            Ok(req) => match renew(&s, &limits, install, &req.csr).await {
                 Ok((certificate, serial)) => {
                     info!(org, install, %serial, "certificate renewed");
                     RenewReply::Issued {
@@ -384,12 +388,48 @@ pub async fn serve_renewals(
     Err(crate::callout::CalloutError::Ended)
 }
 
+/// Renewals an install may make at once by default (`ferry_model::quotas::TokenBucket`).
+pub const RENEWALS_AT_ONCE: u32 = 8;
+
+/// Each install's renewals allowed, in this replica (every replica answers a share of the
+/// requests, so an install gets at most this many per replica: a bound all the same).
+#[derive(Debug, Default)]
+pub struct RenewalLimits {
+    buckets: std::sync::Mutex<std::collections::HashMap<(String, String), m::quotas::TokenBucket>>,
+}
+
+impl RenewalLimits {
+    /// Whether `install` of `org` may renew now, certificates living `lifetime`.
+    fn allow(&self, org: &str, install: &str, lifetime: Duration, at_once: u32) -> bool {
+        let now = crate::now_unix().saturating_mul(1000);
+        let refill = u64::try_from(lifetime.as_millis() / 8).unwrap_or(u64::MAX);
+        let Ok(mut buckets) = self.buckets.lock() else {
+            return false;
+        };
+        buckets
+            .entry((org.to_string(), install.to_string()))
+            .or_insert_with(|| m::quotas::TokenBucket::full(at_once, now))
+            .take(now, at_once, refill)
+    }
+}
+
 /// A new certificate for `install` of `s.org` over `csr`, recorded and audited.
-async fn renew(s: &ApiState, install: &str, csr: &str) -> Result<(String, String), ApiError> {
+async fn renew(
+    s: &ApiState,
+    limits: &RenewalLimits,
+    install: &str,
+    csr: &str,
+) -> Result<(String, String), ApiError> {
     let issuer = s
         .issuer
         .as_ref()
         .ok_or_else(|| ApiError::Unavailable("no CA".into()))?;
+    if !limits.allow(&s.org, install, issuer.lifetime, issuer.renewals_at_once) {
+        return Err(ApiError::TooManyRequests(format!(
+            "install {}/{install} renewed its certificate {} times lately: a runner renews once per two thirds of a certificate's life; try again later",
+            s.org, issuer.renewals_at_once
+        )));
+    }
     // Read before signing: a revocation that lands after this read starts a new epoch, and the
     // certificate recorded below, in this one, is never admitted.
     let access = access(&s.store, &s.org, install).await?;

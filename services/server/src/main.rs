@@ -56,6 +56,10 @@ struct Args {
     /// Seconds an install certificate issued at bootstrap lives (api; 24 h).
     #[arg(long, env = "FERRY_CERT_LIFETIME_SECS", default_value_t = ferry_pki::DEFAULT_CERT_LIFETIME.as_secs())]
     cert_lifetime_secs: u64,
+    /// Certificate renewals one install may make at once (api); one more comes back every
+    /// eighth of a certificate's lifetime. A runner renews once per two thirds of a lifetime.
+    #[arg(long, env = "FERRY_RENEWALS_AT_ONCE", default_value_t = ferry_api::bootstrap::RENEWALS_AT_ONCE)]
+    renewals_at_once: u32,
     /// Installs' runners are started by whoever started this server (`ferry dev` does): creating
     /// an install hands out no bootstrap token, and says so (api).
     #[arg(long)]
@@ -428,6 +432,7 @@ async fn start_api(
         sys,
         managed_runners: args.managed_runners,
         hub_url: args.runner_hub_url.clone(),
+        renewals_at_once: args.renewals_at_once.max(1),
     };
     let admitted = ferry_api::callout::Admitted::default();
     let (sys, st, adm) = (issuer.sys.clone(), store.clone(), admitted.clone());

@@ -118,3 +118,53 @@ mod tests {
         assert!(over.first && over.sent == 1_000);
     }
 }
+
+/// A token bucket: up to `capacity` at once, one more every `refill_ms`. Certificate renewals
+/// use one per install: a runner renews once per two thirds of its certificate's life, so a
+/// bucket of 8 refilled every eighth of a life leaves room for several runners of one install
+/// and for retries, and an install asking thousands of times gets eight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokenBucket {
+    tokens: f64,
+    at_ms: u64,
+}
+
+impl TokenBucket {
+    /// A full bucket at `now_ms`.
+    pub fn full(capacity: u32, now_ms: u64) -> TokenBucket {
+        TokenBucket {
+            tokens: f64::from(capacity),
+            at_ms: now_ms,
+        }
+    }
+
+    /// Takes one token at `now_ms` if there is one; whether it could.
+    pub fn take(&mut self, now_ms: u64, capacity: u32, refill_ms: u64) -> bool {
+        let elapsed = now_ms.saturating_sub(self.at_ms) as f64;
+        self.tokens = (self.tokens + elapsed / refill_ms.max(1) as f64).min(f64::from(capacity));
+        self.at_ms = self.at_ms.max(now_ms);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod bucket_tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_gives_its_capacity_at_once_then_one_per_refill() {
+        let mut b = TokenBucket::full(3, 0);
+        assert!((0..3).all(|_| b.take(0, 3, 1000)));
+        assert!(!b.take(10, 3, 1000));
+        assert!(!b.take(999, 3, 1000));
+        assert!(b.take(1000, 3, 1000));
+        assert!(!b.take(1000, 3, 1000));
+        // Idle for long, it holds no more than its capacity.
+        assert_eq!((0..10).filter(|_| b.take(100_000, 3, 1000)).count(), 3);
+    }
+}
