@@ -683,3 +683,61 @@ fn an_install_renewing_its_certificate_over_and_over_gets_a_few() {
         .count();
     assert_eq!(renewed, 8);
 }
+
+/// `GET /healthz` on a new connection: whether it is answered within `within`.
+fn healthz_answers(addr: &str, within: Duration) -> bool {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(within)).unwrap();
+    write!(
+        conn,
+        "GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut first = [0u8; 12];
+    conn.read_exact(&mut first).is_ok() && first.starts_with(b"HTTP/1.1 200")
+}
+
+#[test]
+fn connections_past_the_cap_wait_until_one_closes_and_the_unit_leaves_room_for_them() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &[
+            "--http-max-connections",
+            "4",
+            "--http-header-timeout-secs",
+            "60",
+        ],
+    );
+    let addr = api.trim_start_matches("http://").to_string();
+    assert!(healthz_answers(&addr, Duration::from_secs(10)));
+    // Four idle connections take every place (the one above may take a moment to be let go).
+    std::thread::sleep(Duration::from_millis(500));
+    let mut idle: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !healthz_answers(&addr, Duration::from_secs(2)),
+        "served past the cap"
+    );
+    idle.pop();
+    assert!(
+        healthz_answers(&addr, Duration::from_secs(10)),
+        "a freed place was not reused"
+    );
+
+    // The systemd unit lets the process hold far more descriptors than its connection cap.
+    let unit =
+        std::fs::read_to_string(repo_root().join("deploy/systemd/ferry-server.service")).unwrap();
+    let nofile: u64 = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("LimitNOFILE="))
+        .expect("LimitNOFILE in the unit")
+        .parse()
+        .unwrap();
+    assert!(
+        nofile >= 4 * 4096,
+        "LimitNOFILE={nofile} leaves no room above 4096 connections"
+    );
+}
