@@ -144,6 +144,23 @@ impl S3Store {
     }
 }
 
+impl S3Store {
+    /// Stops the store's process (SIGSTOP): connections are accepted by the kernel and never
+    /// answered, as an S3 that hangs.
+    pub fn freeze(&self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-STOP", &self.child.id().to_string()])
+            .status();
+    }
+
+    /// Lets a frozen store go on (SIGCONT).
+    pub fn thaw(&self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.child.id().to_string()])
+            .status();
+    }
+}
+
 impl Drop for S3Store {
     fn drop(&mut self) {
         let _ = self.child.kill();

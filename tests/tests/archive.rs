@@ -110,3 +110,60 @@ fn a_log_archive_the_server_cannot_reach_stops_it_at_start_with_the_reason() {
         "{err}"
     );
 }
+
+#[test]
+fn an_archive_that_hangs_leaves_log_reads_answered_from_the_stream() {
+    let s3 = S3Store::start();
+    s3.create_bucket("ferry-logs");
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = [
+        "--log-archive-s3-bucket",
+        "ferry-logs",
+        "--log-archive-s3-endpoint",
+        &s3.endpoint,
+    ];
+    let (_server, api) = Proc::server_env(
+        &nats.url,
+        dir.path().join("server.log"),
+        &archive,
+        &s3.env(),
+    );
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    ferry_tests::sync_hello(&api, &app);
+    let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--wait", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let wf: Value = serde_json::from_str(&out).unwrap();
+    let job = step(&wf, "greeter", "apply")["job_id"].as_str().unwrap();
+    let key = format!("ferry/job-logs/default/{job}.jsonl.gz");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while s3.get("ferry-logs", &key).is_none() {
+        assert!(Instant::now() < deadline, "{key} never appeared");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // S3 stops answering; the log is read from the stream, promptly.
+    s3.freeze();
+    let t = Instant::now();
+    let (code, log, err) = ferry(&api, &["logs", "--job", job]);
+    let took = t.elapsed();
+    s3.thaw();
+    assert_eq!(code, 0, "{err}");
+    assert!(log.contains("greeter wrote: hello, prod!"), "{log}");
+    assert!(
+        took < Duration::from_secs(30),
+        "the read waited {took:?} for S3"
+    );
+    let server_log = std::fs::read_to_string(dir.path().join("server.log")).unwrap();
+    assert!(
+        server_log.contains("the job log archive did not answer"),
+        "{server_log}"
+    );
+}

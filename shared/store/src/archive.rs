@@ -8,6 +8,7 @@
 use std::future::Future;
 use std::io::{Read, Write};
 use std::pin::Pin;
+use std::time::Duration;
 
 use ferry_model::LogEntry;
 use flate2::Compression;
@@ -15,6 +16,12 @@ use flate2::Compression;
 use crate::{Store, StoreError};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How long a read of an archived log may take before the hub's copy is read instead: a log
+/// read (the API, a live follow, the dashboard) must answer while S3 is down.
+pub const ARCHIVE_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long archiving a log may take before the attempt fails (and is retried later).
+pub const ARCHIVE_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// An external store of archived job logs.
 pub trait LogArchive: Send + Sync {
@@ -91,12 +98,26 @@ impl Store {
                 .await;
         };
         let name = external_name(org, job);
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), Compression::default());
-        let compressed = gz
-            .write_all(&lines)
-            .and_then(|()| gz.finish())
-            .map_err(|e| corrupt(name.clone(), format!("compressing: {e}")))?;
-        archive.put(&name, compressed).await?;
+        let compressed = tokio::task::spawn_blocking(move || {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), Compression::default());
+            gz.write_all(&lines).and_then(|()| gz.finish())
+        })
+        .await
+        .map_err(|e| corrupt(name.clone(), format!("compressing: {e}")))?
+        .map_err(|e| corrupt(name.clone(), format!("compressing: {e}")))?;
+        // An archive that hangs fails the attempt; log-ingest tries again later.
+        tokio::time::timeout(ARCHIVE_WRITE_TIMEOUT, archive.put(&name, compressed))
+            .await
+            .map_err(|_| {
+                corrupt(
+                    name.clone(),
+                    format!(
+                        "{} did not answer within {} s",
+                        archive.describe(),
+                        ARCHIVE_WRITE_TIMEOUT.as_secs()
+                    ),
+                )
+            })??;
         Ok(())
     }
 
@@ -108,12 +129,28 @@ impl Store {
     ) -> Result<Option<Vec<LogEntry>>, StoreError> {
         if let Some(archive) = &self.log_archive {
             let name = external_name(org, job);
-            if let Some(compressed) = archive.get(&name).await? {
-                let mut lines = Vec::new();
-                flate2::read::GzDecoder::new(compressed.as_slice())
-                    .read_to_end(&mut lines)
+            // An archive that does not answer in time is passed over: the caller then reads the
+            // hub's copy or the stream, which hold the log for as long as the stream keeps it.
+            match tokio::time::timeout(ARCHIVE_READ_TIMEOUT, archive.get(&name)).await {
+                Ok(Ok(Some(compressed))) => {
+                    let lines = tokio::task::spawn_blocking(move || {
+                        let mut lines = Vec::new();
+                        flate2::read::GzDecoder::new(compressed.as_slice())
+                            .read_to_end(&mut lines)
+                            .map(|_| entries(&lines))
+                    })
+                    .await
+                    .map_err(|e| corrupt(name.clone(), format!("decompressing: {e}")))?
                     .map_err(|e| corrupt(name, format!("decompressing: {e}")))?;
-                return Ok(Some(entries(&lines)));
+                    return Ok(Some(lines));
+                }
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(org, job, archive = %archive.describe(), error = %e, "the job log archive failed: reading the hub's copy");
+                }
+                Err(_) => {
+                    tracing::warn!(org, job, archive = %archive.describe(), timeout_secs = ARCHIVE_READ_TIMEOUT.as_secs(), "the job log archive did not answer: reading the hub's copy");
+                }
             }
         }
         let bytes = self
