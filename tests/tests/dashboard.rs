@@ -256,10 +256,24 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
         b.close().await.unwrap();
     });
 
-    // Forms without their CSRF token are refused.
+    // Forms without their CSRF token are refused (for a signed-in session: the cookie names a
+    // session, never the token).
     let decide = format!("/ui/workflows/{wf_id}/decide");
-    let session = format!("cookie: ferry_session={admin}");
     let token = format!("token={admin}");
+    let (_, signed_in, _) = post(
+        &api,
+        "/ui/login",
+        &["cookie: ferry_login=n0nce"],
+        &[&token, "csrf=n0nce"],
+    );
+    let value = signed_in
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: ferry_session="))
+        .and_then(|v| v.split(';').next())
+        .unwrap_or_else(|| panic!("{signed_in}"))
+        .to_string();
+    assert!(!value.contains(&admin), "the cookie holds the token");
+    let session = format!("cookie: ferry_session={value}");
     let (code, _, _) = post(&api, &decide, &[&session], &["step=0", "decision=approve"]);
     assert_eq!(code, "422", "a form without its csrf field");
     let forged = ["csrf=forged", "step=0", "decision=approve"];

@@ -49,6 +49,7 @@ impl FromRequestParts<ApiState> for Ctx {
             actor: format!("token:{}", caller.name),
             issuer: state.issuer.clone(),
             streams: state.streams.clone(),
+            feed: state.feed.clone(),
         }))
     }
 }

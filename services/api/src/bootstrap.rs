@@ -357,6 +357,7 @@ pub async fn serve_renewals(
             actor: format!("runner:{install}"),
             issuer: Some(issuer.clone()),
             streams: Default::default(),
+            feed: ferry_store::events::EventFeed::new(store.clone()),
         };
         let answer = match ferry_protocol::decode::<RenewRequest>(&msg.payload) {
             Ok(req) => match renew(&s, &limits, install, &req.csr).await {

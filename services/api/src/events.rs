@@ -83,7 +83,7 @@ pub async fn events(
         None => Start::Now,
     };
     let permit = s.streams.admit(&stream_owner(&s))?;
-    let events = s.store.events(&s.org, from).await?;
+    let events = s.feed.subscribe(&s.org, from).await?;
     let gap = events.gap.then(|| {
         Ok(SseEvent::default()
             .event("gap")

@@ -68,6 +68,8 @@ pub struct ApiState {
     pub issuer: Option<bootstrap::Issuer>,
     /// Event streams open now, within their caps (`streams.rs`).
     pub streams: std::sync::Arc<streams::OpenStreams>,
+    /// The process's one reading of the `EVENTS` stream, shared by every open event stream.
+    pub feed: ferry_store::events::EventFeed,
 }
 
 /// Seconds since the Unix epoch.
@@ -214,6 +216,7 @@ pub fn router_with(
 ) -> Router {
     // The org and actor here are never used: `auth::Ctx` replaces both with the caller's.
     let state = ApiState {
+        feed: ferry_store::events::EventFeed::new(store.clone()),
         store,
         org: String::new(),
         actor: String::new(),

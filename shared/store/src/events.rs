@@ -1,13 +1,13 @@
 //! Reading the `EVENTS` stream (`resources::events`): one org's record changes, in the hub's
 //! order, from a position a client names.
 
-use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
 use ferry_model as m;
 use ferry_model::events::{Event, EventKind};
 use ferry_protocol::resources::events;
-use futures_util::{Stream, StreamExt};
 
 use crate::{Record, Store, StoreError, nats};
+
+pub use crate::feed::EventFeed;
 
 /// The kind of event a write to `bucket` is: one mapping from the records' own buckets.
 pub fn kind_of_bucket(bucket: &str) -> Option<EventKind> {
@@ -48,47 +48,11 @@ impl Store {
         let mut stream = self.js.get_stream(events::STREAM).await.map_err(nats)?;
         Ok(stream.info().await.map_err(nats)?.state.last_sequence)
     }
-
-    /// The org's events from `from` on, for as long as the caller reads. Messages that are not a
-    /// watched record's change (none should be) are skipped.
-    pub async fn events(
-        &self,
-        org: &str,
-        from: Start,
-    ) -> Result<Events<impl Stream<Item = Result<Event, StoreError>> + use<>>, StoreError> {
-        let mut stream = self.js.get_stream(events::STREAM).await.map_err(nats)?;
-        let first = stream.info().await.map_err(nats)?.state.first_sequence;
-        let (deliver_policy, gap) = match from {
-            Start::Now => (DeliverPolicy::New, false),
-            Start::After(seq) => (
-                DeliverPolicy::ByStartSequence {
-                    start_sequence: seq + 1,
-                },
-                seq + 1 < first,
-            ),
-        };
-        let consumer = stream
-            .create_consumer(OrderedConfig {
-                filter_subject: events::org_filter(org),
-                deliver_policy,
-                ..Default::default()
-            })
-            .await
-            .map_err(nats)?;
-        let messages = consumer.messages().await.map_err(nats)?;
-        let stream = messages.filter_map(|m| async move {
-            match m {
-                Err(e) => Some(Err(nats(e))),
-                Ok(m) => event_of(&m).map(Ok),
-            }
-        });
-        Ok(Events { gap, stream })
-    }
 }
 
 /// The event a sourced KV write is: its subject names the bucket, org and key; a delete or
 /// purge carries the `KV-Operation` header.
-fn event_of(m: &async_nats::jetstream::Message) -> Option<Event> {
+pub(crate) fn event_of(m: &async_nats::jetstream::Message) -> Option<Event> {
     let info = m.info().ok()?;
     let rest = m.subject.as_str().strip_prefix("$KV.")?;
     let (bucket, key) = rest.split_once('.')?;

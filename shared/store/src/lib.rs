@@ -8,6 +8,7 @@
 mod archive;
 mod bus;
 pub mod events;
+mod feed;
 mod limits;
 mod logs;
 mod packages;

@@ -81,6 +81,7 @@ impl FromRequestParts<ApiState> for Session {
                 actor: format!("token:{}", caller.name),
                 issuer: state.issuer.clone(),
                 streams: state.streams.clone(),
+                feed: state.feed.clone(),
             },
             csrf: csrf_of(&token),
             caller,
