@@ -579,3 +579,36 @@ pub fn server_and_runner(nats: &NatsServer, dir: &Path) -> (Proc, Proc, String) 
     );
     (server, runner, api)
 }
+
+/// A dashboard session for the API's admin token, signed in through the sign-in form: the
+/// `cookie:` header that carries it.
+pub fn dashboard_cookie(api: &str) -> String {
+    let token = token_for(api).expect("the API's admin token");
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-D",
+            "-",
+            "-o",
+            "/dev/null",
+            "-H",
+            "cookie: ferry_login=n0nce",
+        ])
+        .args([
+            "--data-urlencode",
+            &format!("token={token}"),
+            "-d",
+            "csrf=n0nce",
+        ])
+        .arg(format!("{api}/ui/login"))
+        .output()
+        .expect("run curl");
+    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    let value = headers
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: ferry_session="))
+        .and_then(|v| v.split(';').next())
+        .unwrap_or_else(|| panic!("no session from signing in: {headers}"))
+        .to_string();
+    format!("cookie: ferry_session={value}")
+}

@@ -230,6 +230,19 @@ fn sensitive_inputs_and_outputs_are_used_but_never_shown() {
     );
     std::fs::write(&tf, module).unwrap();
     deploy_prod(&api, &app);
+    // Its default is as secret as a value given: masked in the log that echoes it, and the
+    // output that shows it is sensitive too.
+    let first = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    let wf = first["last_workflow"].as_str().unwrap();
+    let w = ferry_json(&api, &["workflows", "get", wf, "--json"]);
+    let greeter = step(&w, "greeter", "apply")["job_id"].as_str().unwrap();
+    let (code, log, err) = ferry(&api, &["logs", "--job", greeter]);
+    assert_eq!(code, 0, "{err}");
+    assert!(log.contains("greeter wrote: ***, prod!"), "{log}");
+    assert_eq!(
+        first["components"]["greeter"]["outputs"]["message"], "(sensitive)",
+        "{first}"
+    );
     let (code, out, err) = ferry(
         &api,
         &[
@@ -245,10 +258,17 @@ fn sensitive_inputs_and_outputs_are_used_but_never_shown() {
 
     let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
     assert_eq!(install["inputs"]["greeting"], "(sensitive)", "{install}");
-    // Used in clear where it is needed: greeter greets with it.
+    // Used in clear where it is needed (greeter greets with it), but its output echoes it, so
+    // that output is shown as sensitive too.
     assert_eq!(
         install["components"]["greeter"]["outputs"]["message"],
-        "hey, prod!"
+        "(sensitive)"
+    );
+    assert!(
+        install["components"]["greeter"]["sensitive_outputs"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|n| n == "message")),
+        "{install}"
     );
     assert_eq!(
         install["components"]["counter"]["outputs"]["secret"],
@@ -293,14 +313,14 @@ fn sensitive_inputs_and_outputs_are_used_but_never_shown() {
     assert!(installs > 0, "{seen}");
     assert!(!seen.contains("s3cr3t"), "{seen}");
     assert!(!seen.contains("\"greeting\":\"hey\""), "{seen}");
-    let token = ferry_tests::token_for(&api).unwrap();
+    let session = ferry_tests::dashboard_cookie(&api);
     for page in [
         "/ui/installs/prod".to_string(),
         format!("/ui/jobs/{apply}"),
         format!("/ui/jobs/{greeter}"),
     ] {
         let out = std::process::Command::new("curl")
-            .args(["-sf", "-H", &format!("cookie: ferry_session={token}")])
+            .args(["-sf", "-H", &session])
             .arg(format!("{api}{page}"))
             .output()
             .unwrap();

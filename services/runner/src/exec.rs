@@ -183,6 +183,15 @@ impl Executor {
             };
             let mut result = result;
             result.error = result.error.map(|e| log.mask(&e));
+            // An output that shows a secret (a DSN with the password in it) is sensitive.
+            if let Ok(outputs) = serde_json::from_str::<ferry_model::Outputs>(&result.outputs_json)
+            {
+                for name in ferry_model::outputs_echoing(&outputs, &redacted_values(&offer.spec)) {
+                    if !result.sensitive_outputs.contains(&name) {
+                        result.sensitive_outputs.push(name);
+                    }
+                }
+            }
             match (&result.status, &result.error) {
                 (Outcome::Succeeded, _) => log.system("succeeded").await,
                 (status, Some(e)) => {

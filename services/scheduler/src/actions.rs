@@ -130,7 +130,7 @@ fn action_job(
         command,
         script,
         env,
-        redact: install.secret_values(),
+        redact: install.secret_values(&cfg.sensitive_defaults(&install.inputs)),
         cluster: ferry_appconfig::cluster::access(&install.sandbox.outputs)
             .ok()
             .flatten(),

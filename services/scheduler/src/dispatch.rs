@@ -413,7 +413,7 @@ impl Scheduler {
             applied_digest: install
                 .component(&component.name)
                 .and_then(|c| c.applied_digest.clone()),
-            redact: install.secret_values(),
+            redact: install.secret_values(&cfg.sensitive_defaults(&install.inputs)),
             settings: rendered.settings,
             timeout_secs: component.timeout_secs,
             cluster,

@@ -354,11 +354,14 @@ impl Install {
     /// The values its jobs' logs must not show: its sensitive inputs' and the sensitive outputs of
     /// its sandbox and components (at least [`MIN_MASKED_LEN`] long), longest first so a value that
     /// contains another is masked whole.
-    pub fn secret_values(&self) -> Vec<String> {
+    /// `defaults` are the values its sensitive inputs take when it sets none
+    /// (`AppConfig::sensitive_defaults`).
+    pub fn secret_values(&self, defaults: &[String]) -> Vec<String> {
         let inputs = self
             .sensitive_inputs
             .iter()
             .filter_map(|n| self.inputs.get(n))
+            .chain(defaults)
             .cloned();
         // A string output as it is; any other value as the JSON a tool would print.
         let outputs = std::iter::once(&self.sandbox)
@@ -376,6 +379,26 @@ impl Install {
         values.dedup();
         values
     }
+}
+
+/// The names of the outputs whose values show any of `secrets` (each at least
+/// [`MIN_MASKED_LEN`] long): an output that echoes a secret is as sensitive as the secret, and
+/// is shown and logged as such.
+pub fn outputs_echoing(outputs: &Outputs, secrets: &[String]) -> Vec<String> {
+    outputs
+        .iter()
+        .filter(|(_, v)| {
+            let text = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            secrets
+                .iter()
+                .filter(|s| s.len() >= MIN_MASKED_LEN)
+                .any(|s| text.contains(s.as_str()))
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
 }
 
 impl Job {
@@ -672,9 +695,27 @@ mod tests {
             labels: Default::default(),
         };
         assert_eq!(
-            install.secret_values(),
+            install.secret_values(&[]),
             ["hunter22-extra", "hunter22", "5432"],
             "not the public ones, not the too short, the longer first"
         );
+        // A sensitive input left at its default: the default is as secret.
+        assert_eq!(
+            install.secret_values(&["s3cret-default".into()]),
+            ["hunter22-extra", "s3cret-default", "hunter22", "5432"],
+        );
+    }
+
+    #[test]
+    fn an_output_echoing_a_secret_is_sensitive() {
+        let outputs: Outputs = serde_json::from_value(serde_json::json!({
+            "dsn": "postgres://app:hunter22@db:5432/app",
+            "host": "db",
+            "nested": {"password": "hunter22"},
+            "short": "ab",
+        }))
+        .unwrap();
+        let secrets = ["hunter22".to_string(), "ab".to_string()];
+        assert_eq!(outputs_echoing(&outputs, &secrets), ["dsn", "nested"]);
     }
 }

@@ -329,6 +329,16 @@ impl Action {
 }
 
 impl AppConfig {
+    /// The defaults of the sensitive inputs an install with input `values` does not set: they
+    /// are as secret as a value given, and job logs must mask them too.
+    pub fn sensitive_defaults(&self, values: &BTreeMap<String, String>) -> Vec<String> {
+        self.inputs
+            .iter()
+            .filter(|i| i.sensitive && !values.contains_key(&i.name))
+            .filter_map(|i| i.default.clone())
+            .collect()
+    }
+
     /// Checks an install's input values: every one declared and of its type, every required one
     /// given (or defaulted). The first problem, as a sentence naming the input.
     pub fn check_inputs(&self, values: &BTreeMap<String, String>) -> Result<(), String> {
