@@ -128,7 +128,7 @@ impl EventFeed {
         };
         let (out, events) = mpsc::channel(PER_STREAM);
         let follower = Follower {
-            store: self.inner.store.clone(),
+            js: self.inner.store.js.clone(),
             org: org.to_string(),
             out,
             last: after,
@@ -214,7 +214,9 @@ impl Reading {
 
 /// One open response's events: what it missed read from the stream, then the broadcast.
 struct Follower {
-    store: Store,
+    /// The hub's JetStream (not the whole `Store`: a thousand followers each holding every
+    /// bucket's handle is memory for nothing).
+    js: async_nats::jetstream::Context,
     org: String,
     out: mpsc::Sender<Result<Event, StoreError>>,
     /// The sequence of the last event sent (or the position it starts after).
@@ -256,12 +258,7 @@ impl Follower {
     /// when the response is gone.
     async fn catch_up(&mut self, until: Option<u64>) -> bool {
         let read = async {
-            let stream = self
-                .store
-                .js
-                .get_stream(events::STREAM)
-                .await
-                .map_err(nats)?;
+            let stream = self.js.get_stream(events::STREAM).await.map_err(nats)?;
             let consumer = stream
                 .create_consumer(OrderedConfig {
                     filter_subject: events::org_filter(&self.org),

@@ -94,8 +94,10 @@ fn setup<E: std::error::Error + Send + Sync + 'static>(
 #[derive(Clone)]
 pub struct Store {
     pub js: jetstream::Context,
-    buckets: HashMap<&'static str, kv::Store>,
-    objects: HashMap<&'static str, object_store::ObjectStore>,
+    /// Shared, not copied: every API request and open stream clones the store, and a copy of
+    /// every bucket's handle is tens of kilobytes.
+    buckets: std::sync::Arc<HashMap<&'static str, kv::Store>>,
+    objects: std::sync::Arc<HashMap<&'static str, object_store::ObjectStore>>,
     /// Objects of the immutable stores read lately (`recent.rs`).
     recent: Recent,
     /// Where job logs are archived, when not in the hub (`archive.rs`).
@@ -180,8 +182,8 @@ impl Store {
         }
         Ok(Store {
             js,
-            buckets,
-            objects,
+            buckets: std::sync::Arc::new(buckets),
+            objects: std::sync::Arc::new(objects),
             recent: Recent::default(),
             log_archive: None,
         })
@@ -208,8 +210,8 @@ impl Store {
         }
         Ok(Store {
             js,
-            buckets,
-            objects,
+            buckets: std::sync::Arc::new(buckets),
+            objects: std::sync::Arc::new(objects),
             recent: Recent::default(),
             log_archive: None,
         })
