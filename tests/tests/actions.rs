@@ -309,7 +309,42 @@ command = "echo repaired"
     assert_eq!(expired["status"], "failed", "{expired}");
     let why = expired["steps"][0]["message"].as_str().unwrap();
     assert!(why.contains("grant expired"), "{why}");
-    assert!(grant(&["list"]).contains("admin-access\texpired"));
+    let listed = grant(&["list"]);
+    assert!(listed.contains("admin-access\texpired"), "{listed}");
+    assert!(
+        listed.contains("action fix\tneeds admin-access"),
+        "{listed}"
+    );
+
+    // A new config that drops the role from the action changes nothing on this host: the action
+    // still needs the role it was first seen with, until the customer unpins it.
+    let fix = std::fs::read_to_string(app.join("actions/fix.toml")).unwrap();
+    std::fs::write(
+        app.join("actions/fix.toml"),
+        fix.replace("break_glass_role = \"admin-access\"\n", ""),
+    )
+    .unwrap();
+    ferry_tests::sync_hello(&i.api, &app);
+    let (code, out, err) = ferry(&i.api, &["installs", "deploy", "prod", "--wait"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (dropped, _) = run(&i.api);
+    assert_eq!(dropped["status"], "failed", "{dropped}");
+    let why = dropped["steps"][0]["message"].as_str().unwrap();
+    assert!(
+        why.contains("needs break-glass role `admin-access`"),
+        "{why}"
+    );
+    let host_log =
+        std::fs::read_to_string(dir.path().join("runner/break-glass/audit.log")).unwrap();
+    assert!(
+        host_log.contains("names no break-glass role for action `fix`")
+            && host_log.contains("action fix step repair used break-glass role `admin-access`")
+            && host_log.contains("action fix step repair refused"),
+        "{host_log}"
+    );
+    assert!(grant(&["unpin", "fix"]).contains("no longer pinned to role admin-access"));
+    let (ran, _) = run(&i.api);
+    assert_eq!(ran["status"], "succeeded", "{ran}");
 }
 
 /// A runbook deploying greeter, running an action, then reprovisioning the sandbox alone.

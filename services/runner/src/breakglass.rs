@@ -6,8 +6,14 @@
 //! an action step naming the role is about to run: without a live grant the step is refused,
 //! with the reason, before anything starts.
 //!
-//! Every grant and revocation is appended to `break-glass/audit.log` on the host; every use and
-//! refusal is in the job's log and its result, which the hub's audit stream records.
+//! The host remembers which role each action ever needed (`break-glass/pins.json`): the
+//! control plane is the vendor's, so a later config that drops or changes an action's role does
+//! not drop the customer's control — the action still needs the role it was first seen with,
+//! until the customer releases it on the host (`ferry-runner break-glass unpin ACTION`).
+//!
+//! Every grant, revocation, pin, unpin, use and refusal is appended to `break-glass/audit.log` on
+//! the host; every use and refusal is also in the job's log and its result, which the hub's
+//! audit stream records.
 
 use std::path::{Path, PathBuf};
 
@@ -57,6 +63,90 @@ fn audit(data_dir: &Path, line: &str) -> std::io::Result<()> {
         .append(true)
         .open(dir(data_dir).join("audit.log"))?;
     writeln!(f, "{} {line}", ferry_model::now())
+}
+
+fn pins_file(data_dir: &Path) -> PathBuf {
+    dir(data_dir).join("pins.json")
+}
+
+/// The role each action was first seen needing, by action name.
+pub fn pins(data_dir: &Path) -> std::collections::BTreeMap<String, String> {
+    std::fs::read(pins_file(data_dir))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+fn write_pins(
+    data_dir: &Path,
+    pins: &std::collections::BTreeMap<String, String>,
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir(data_dir))
+        .map_err(|e| format!("{}: {e}", dir(data_dir).display()))?;
+    let path = pins_file(data_dir);
+    let tmp = path.with_extension("json.tmp");
+    let bytes = serde_json::to_vec_pretty(pins).map_err(|e| e.to_string())?;
+    std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The role `action` needs on this host: the one it was first seen with, whatever the job
+/// says now (`asked`, from the config it was rendered from), or `asked` if it was never seen
+/// with one (then it is remembered). Changes are audited on the host; the second value says
+/// what the job's log should tell when the host's role overrides the config's.
+pub fn role_for(
+    data_dir: &Path,
+    action: &str,
+    asked: Option<&str>,
+) -> Result<(Option<String>, Option<String>), String> {
+    let mut pins = pins(data_dir);
+    let log = |line: String| {
+        audit(data_dir, &line).map_err(|e| format!("the host's break-glass audit log: {e}"))
+    };
+    match (pins.get(action).cloned(), asked) {
+        (None, None) => Ok((None, None)),
+        (None, Some(role)) => {
+            file(data_dir, role)?;
+            pins.insert(action.to_string(), role.to_string());
+            write_pins(data_dir, &pins)?;
+            log(format!("pinned action {action} to role {role}"))?;
+            Ok((Some(role.to_string()), None))
+        }
+        (Some(pinned), Some(role)) if pinned == role => Ok((Some(pinned), None)),
+        (Some(pinned), asked) => {
+            let said = match asked {
+                Some(r) => format!("names role `{r}`"),
+                None => "names no break-glass role".to_string(),
+            };
+            let note = format!(
+                "the config {said} for action `{action}`, but this host pinned it to role `{pinned}`: it needs that role until the customer runs `ferry-runner break-glass unpin {action}`"
+            );
+            log(format!("action {action}: {note}"))?;
+            Ok((Some(pinned), Some(note)))
+        }
+    }
+}
+
+/// Forgets the role `action` was pinned to: the customer accepts what the config says now.
+pub fn unpin(data_dir: &Path, action: &str, by: &str) -> Result<Option<String>, String> {
+    let mut pins = pins(data_dir);
+    let Some(role) = pins.remove(action) else {
+        return Ok(None);
+    };
+    write_pins(data_dir, &pins)?;
+    audit(
+        data_dir,
+        &format!("unpinned action {action} from role {role} by {by}"),
+    )
+    .map_err(|e| format!("the host's break-glass audit log: {e}"))?;
+    Ok(Some(role))
+}
+
+/// Records a use of, or a refusal to use, a role on the host.
+pub fn record(data_dir: &Path, line: &str) -> Result<(), String> {
+    std::fs::create_dir_all(dir(data_dir))
+        .map_err(|e| format!("{}: {e}", dir(data_dir).display()))?;
+    audit(data_dir, line).map_err(|e| format!("the host's break-glass audit log: {e}"))
 }
 
 /// Grants `role` on this host for `duration`.
@@ -197,5 +287,33 @@ mod tests {
             "{log}"
         );
         assert!(file(d.path(), "../x").is_err());
+    }
+
+    #[test]
+    fn an_action_keeps_the_role_it_was_first_seen_with_until_the_host_unpins_it() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(role_for(d.path(), "fix", None).unwrap(), (None, None));
+        assert_eq!(
+            role_for(d.path(), "fix", Some("admin")).unwrap(),
+            (Some("admin".into()), None)
+        );
+        // A config that drops the role, or names another, still needs the first.
+        for asked in [None, Some("viewer")] {
+            let (role, note) = role_for(d.path(), "fix", asked).unwrap();
+            assert_eq!(role.as_deref(), Some("admin"));
+            assert!(note.unwrap().contains("pinned it to role `admin`"));
+        }
+        assert_eq!(
+            unpin(d.path(), "fix", "alice").unwrap().as_deref(),
+            Some("admin")
+        );
+        assert_eq!(role_for(d.path(), "fix", None).unwrap(), (None, None));
+        let log = std::fs::read_to_string(d.path().join("break-glass/audit.log")).unwrap();
+        assert!(
+            log.contains("pinned action fix to role admin")
+                && log.contains("names no break-glass role")
+                && log.contains("unpinned action fix from role admin by alice"),
+            "{log}"
+        );
     }
 }

@@ -471,9 +471,26 @@ impl Executor {
         work: &Path,
         log: &LogHandle,
     ) -> Result<PluginJob, String> {
-        if let Some(role) = &a.break_glass_role {
-            let api = a.api_grant.as_ref().filter(|_| !self.break_glass_host_only);
-            let grant = crate::breakglass::check(&self.data_dir, role, &a.action, api)?;
+        // The role this host holds the action to, whatever the config says now.
+        let (role, note) =
+            crate::breakglass::role_for(&self.data_dir, &a.action, a.break_glass_role.as_deref())?;
+        if let Some(note) = note {
+            log.system(note).await;
+        }
+        if let Some(role) = &role {
+            // An API grant is for the role the config names; one for another role never counts.
+            let api = a
+                .api_grant
+                .as_ref()
+                .filter(|_| !self.break_glass_host_only)
+                .filter(|_| a.break_glass_role.as_ref() == Some(role));
+            let checked = crate::breakglass::check(&self.data_dir, role, &a.action, api);
+            let line = match &checked {
+                Ok(grant) => format!("action {} step {} used {grant}", a.action, a.step),
+                Err(why) => format!("action {} step {} {why}", a.action, a.step),
+            };
+            crate::breakglass::record(&self.data_dir, &line)?;
+            let grant = checked?;
             log.system(format!("using {grant}")).await;
         }
         let src = work.join("src");

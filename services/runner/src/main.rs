@@ -123,8 +123,14 @@ enum BreakGlass {
         /// The role granted.
         role: String,
     },
-    /// The grants on this host, with when each ends.
+    /// The grants on this host, with when each ends, and the role each action is pinned to.
     List,
+    /// Let ACTION run with what the app's config says now: it was pinned to the role it first
+    /// needed, and keeps needing it (whatever later configs say) until this.
+    Unpin {
+        /// The action's name.
+        action: String,
+    },
 }
 
 /// Carries out a `break-glass` command; the process's exit code.
@@ -167,10 +173,20 @@ fn break_glass(data_dir: &std::path::Path, cmd: &BreakGlass) -> i32 {
                     )
                 })
                 .collect();
-            Ok(if lines.is_empty() {
+            let pins: Vec<String> = breakglass::pins(data_dir)
+                .iter()
+                .map(|(action, role)| format!("action {action}\tneeds {role}"))
+                .collect();
+            Ok(if lines.is_empty() && pins.is_empty() {
                 "no grants".into()
             } else {
-                lines.join("\n")
+                lines.into_iter().chain(pins).collect::<Vec<_>>().join("\n")
+            })
+        }
+        BreakGlass::Unpin { action } => {
+            breakglass::unpin(data_dir, action, &by).map(|had| match had {
+                Some(role) => format!("action {action} no longer pinned to role {role}"),
+                None => format!("action {action} was not pinned"),
             })
         }
     };
