@@ -7,9 +7,18 @@ use std::time::{Duration, Instant};
 use ferry_tests::{NatsServer, Proc, S3Store, ferry, repo_root, step};
 use serde_json::Value;
 
-#[test]
-fn finished_jobs_logs_go_to_s3_compressed_and_are_served_from_there() {
-    let s3 = S3Store::start();
+/// A control plane archiving job logs in `s3` (bucket `ferry-logs`, under `archive/logs/`), a
+/// runner, and install `prod` deployed; the greeter's apply job.
+struct Deployed {
+    nats: NatsServer,
+    dir: tempfile::TempDir,
+    api: String,
+    job: String,
+    _server: Proc,
+    _runner: Proc,
+}
+
+fn deployed(s3: &S3Store) -> Deployed {
     s3.create_bucket("ferry-logs");
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
@@ -21,13 +30,13 @@ fn finished_jobs_logs_go_to_s3_compressed_and_are_served_from_there() {
         "--log-archive-s3-endpoint",
         &s3.endpoint,
     ];
-    let (_server, api) = Proc::server_env(
+    let (server, api) = Proc::server_env(
         &nats.url,
         dir.path().join("server.log"),
         &archive,
         &s3.env(),
     );
-    let _runner = Proc::runner(
+    let runner = Proc::runner(
         &nats.url,
         "prod",
         &dir.path().join("runner"),
@@ -39,7 +48,25 @@ fn finished_jobs_logs_go_to_s3_compressed_and_are_served_from_there() {
     let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--wait", "--json"]);
     assert_eq!(code, 0, "{out}{err}");
     let wf: Value = serde_json::from_str(&out).unwrap();
-    let job = step(&wf, "greeter", "apply")["job_id"].as_str().unwrap();
+    let job = step(&wf, "greeter", "apply")["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    Deployed {
+        nats,
+        dir,
+        api,
+        job,
+        _server: server,
+        _runner: runner,
+    }
+}
+
+#[test]
+fn finished_jobs_logs_go_to_s3_compressed_and_are_served_from_there() {
+    let s3 = S3Store::start();
+    let Deployed { nats, api, job, .. } = &deployed(&s3);
+    let job = job.as_str();
 
     // One gzip-compressed JSON-lines object per job, under the prefix.
     let key = format!("archive/logs/default/{job}.jsonl.gz");
@@ -79,7 +106,7 @@ fn finished_jobs_logs_go_to_s3_compressed_and_are_served_from_there() {
         let js = async_nats::jetstream::new(nats.admin().await);
         js.get_stream("LOGS").await.unwrap().purge().await.unwrap();
     });
-    let (code, log, err) = ferry(&api, &["logs", "--job", job]);
+    let (code, log, err) = ferry(api, &["logs", "--job", job]);
     assert_eq!(code, 0, "{err}");
     assert!(log.contains("greeter wrote: hello, prod!"), "{log}");
     assert_eq!(log.lines().count(), lines.len(), "{log}");
@@ -114,35 +141,9 @@ fn a_log_archive_the_server_cannot_reach_stops_it_at_start_with_the_reason() {
 #[test]
 fn an_archive_that_hangs_leaves_log_reads_answered_from_the_stream() {
     let s3 = S3Store::start();
-    s3.create_bucket("ferry-logs");
-    let nats = NatsServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let archive = [
-        "--log-archive-s3-bucket",
-        "ferry-logs",
-        "--log-archive-s3-endpoint",
-        &s3.endpoint,
-    ];
-    let (_server, api) = Proc::server_env(
-        &nats.url,
-        dir.path().join("server.log"),
-        &archive,
-        &s3.env(),
-    );
-    let _runner = Proc::runner(
-        &nats.url,
-        "prod",
-        &dir.path().join("runner"),
-        dir.path().join("runner.log"),
-    );
-    let app = dir.path().join("hello");
-    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
-    ferry_tests::sync_hello(&api, &app);
-    let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--wait", "--json"]);
-    assert_eq!(code, 0, "{out}{err}");
-    let wf: Value = serde_json::from_str(&out).unwrap();
-    let job = step(&wf, "greeter", "apply")["job_id"].as_str().unwrap();
-    let key = format!("ferry/job-logs/default/{job}.jsonl.gz");
+    let Deployed { dir, api, job, .. } = &deployed(&s3);
+    let (api, job) = (api.as_str(), job.as_str());
+    let key = format!("archive/logs/default/{job}.jsonl.gz");
     let deadline = Instant::now() + Duration::from_secs(60);
     while s3.get("ferry-logs", &key).is_none() {
         assert!(Instant::now() < deadline, "{key} never appeared");
@@ -152,7 +153,7 @@ fn an_archive_that_hangs_leaves_log_reads_answered_from_the_stream() {
     // S3 stops answering; the log is read from the stream, promptly.
     s3.freeze();
     let t = Instant::now();
-    let (code, log, err) = ferry(&api, &["logs", "--job", job]);
+    let (code, log, err) = ferry(api, &["logs", "--job", job]);
     let took = t.elapsed();
     s3.thaw();
     assert_eq!(code, 0, "{err}");

@@ -323,6 +323,24 @@ fn a_half_sent_request_is_closed_and_a_resume_point_past_any_id_is_refused() {
     assert!(text.contains("not an event id"), "{text}");
 }
 
+/// Rogue's junk on its log subjects, 512 KiB at a time, until the hub stops taking it (`n`
+/// messages at most); the bytes the hub acknowledged.
+async fn flood(js: &jetstream::Context, n: usize) -> u64 {
+    let mut sent = 0u64;
+    for i in 0..n {
+        let subject = format!("ferry.rx.{}.rogue.log.junk{i}", ferry_tests::ORG);
+        let acked = match js.publish(subject, vec![b'x'; 512 * 1024].into()).await {
+            Ok(ack) => tokio::time::timeout(Duration::from_secs(5), ack).await,
+            Err(_) => break,
+        };
+        match acked {
+            Ok(Ok(_)) => sent += 512 * 1024,
+            _ => break,
+        }
+    }
+    sent
+}
+
 /// Messages of each subject under `filter` that `stream` holds now.
 async fn held(nats: &NatsServer, stream: &str, filter: &str) -> u64 {
     let js = jetstream::new(nats.admin().await);
@@ -372,18 +390,7 @@ fn an_install_over_its_quota_is_throttled_and_loses_only_its_own_junk() {
         // The flood: 512 KiB at a time until the hub stops taking it (64 MiB at most).
         let rogue = rogue(&nats, dir.path()).await;
         let js = jetstream::new(rogue.clone());
-        let mut sent = 0u64;
-        for i in 0..128 {
-            let subject = format!("ferry.rx.{}.rogue.log.junk{i}", ferry_tests::ORG);
-            let acked = match js.publish(subject, vec![b'x'; 512 * 1024].into()).await {
-                Ok(ack) => tokio::time::timeout(Duration::from_secs(5), ack).await,
-                Err(_) => break,
-            };
-            match acked {
-                Ok(Ok(_)) => sent += 512 * 1024,
-                _ => break,
-            }
-        }
+        let sent = flood(&js, 128).await;
         assert!(
             sent > 8 << 20,
             "the flood stopped at {sent} bytes, before the quota"
@@ -521,18 +528,7 @@ fn a_throttled_installs_leaf_is_closed_and_kept_out() {
                 "the hub's stream never answered through the leaf"
             );
         }
-        let mut sent = 0u64;
-        for i in 0..64 {
-            let subject = format!("ferry.rx.{}.rogue.log.junk{i}", ferry_tests::ORG);
-            let acked = match js.publish(subject, vec![b'x'; 512 * 1024].into()).await {
-                Ok(ack) => tokio::time::timeout(Duration::from_secs(5), ack).await,
-                Err(_) => break,
-            };
-            match acked {
-                Ok(Ok(_)) => sent += 512 * 1024,
-                _ => break,
-            }
-        }
+        let sent = flood(&js, 64).await;
         assert!(
             sent > 4 << 20,
             "the flood stopped at {sent} bytes, before the quota"

@@ -128,14 +128,7 @@ impl Store {
         for def in resources::STREAMS.iter().filter(|d| !d.deny_delete) {
             // A process started with fewer replicas (`ferry-server init` without `--replicas`,
             // a replica of one service) never scales a cluster's streams down.
-            let (have, have_cap) = match js.get_stream(def.name).await {
-                Ok(mut s) => s
-                    .info()
-                    .await
-                    .map(|i| (i.config.num_replicas, i.config.max_bytes))
-                    .unwrap_or((0, 0)),
-                Err(_) => (0, 0),
-            };
+            let (have, have_cap) = replicas_and_cap(&js, def.name).await;
             let mut config = stream_config(def, replicas.max(have));
             config.max_bytes = match limits.max_bytes(def, have_cap) {
                 0 => -1,
@@ -404,6 +397,18 @@ impl Store {
     }
 }
 
+/// The replicas and byte cap stream `name` has now; `(0, 0)` for a stream not made yet.
+async fn replicas_and_cap(js: &jetstream::Context, name: &str) -> (usize, i64) {
+    match js.get_stream(name).await {
+        Ok(mut s) => s
+            .info()
+            .await
+            .map(|i| (i.config.num_replicas, i.config.max_bytes))
+            .unwrap_or((0, 0)),
+        Err(_) => (0, 0),
+    }
+}
+
 /// The `EVENTS` stream, sourcing every write of the watched buckets (`resources::events`). Made
 /// after the buckets, which it reads from; a cluster's replica count is never lowered.
 async fn ensure_events(
@@ -412,14 +417,7 @@ async fn ensure_events(
     limits: &StreamLimits,
 ) -> Result<(), StoreError> {
     use resources::events;
-    let (have, have_cap) = match js.get_stream(events::STREAM).await {
-        Ok(mut s) => s
-            .info()
-            .await
-            .map(|i| (i.config.num_replicas, i.config.max_bytes))
-            .unwrap_or((0, 0)),
-        Err(_) => (0, 0),
-    };
+    let (have, have_cap) = replicas_and_cap(js, events::STREAM).await;
     let max_bytes = limits.events_max_bytes(have_cap);
     let sources = events::SOURCES
         .iter()
