@@ -102,6 +102,8 @@ pub struct Store {
     recent: Recent,
     /// Where job logs are archived, when not in the hub (`archive.rs`).
     log_archive: Option<std::sync::Arc<dyn LogArchive>>,
+    /// Bytes of text a whole job log is read up to (`logs.rs`).
+    job_log_limit: usize,
 }
 
 impl Store {
@@ -179,6 +181,7 @@ impl Store {
             objects: std::sync::Arc::new(objects),
             recent: Recent::default(),
             log_archive: None,
+            job_log_limit: logs::JOB_LOG_LIMIT,
         })
     }
 
@@ -207,7 +210,14 @@ impl Store {
             objects: std::sync::Arc::new(objects),
             recent: Recent::default(),
             log_archive: None,
+            job_log_limit: logs::JOB_LOG_LIMIT,
         })
+    }
+
+    /// This store reading a whole job log up to `bytes` of text (tests use a small one).
+    pub fn with_job_log_limit(mut self, bytes: usize) -> Store {
+        self.job_log_limit = bytes;
+        self
     }
 
     /// This store with job logs archived in `archive` instead of the hub.

@@ -30,6 +30,11 @@ fn entries(batch: LogBatch, execution: String) -> impl Iterator<Item = LogEntry>
     })
 }
 
+/// Bytes of text a whole job log is read up to (to archive it, or to serve it complete): a log
+/// is what an install sends, and reading one of gigabytes into memory would take the server
+/// down for everyone. The rest is left out, and a last line says so.
+pub const JOB_LOG_LIMIT: usize = 64 << 20;
+
 fn rejected(why: &str) {
     ferry_telemetry::metrics()
         .messages_rejected
@@ -121,7 +126,8 @@ impl Store {
     }
 
     /// Every line of a job's log stored so far, from executions of the job only (see
-    /// [`accepted_batch`]).
+    /// [`accepted_batch`]), up to the store's job log limit ([`JOB_LOG_LIMIT`]): past it, one
+    /// system line says the rest was cut.
     pub async fn job_log(&self, job: &Job) -> Result<Vec<LogEntry>, StoreError> {
         let stream = self.js.get_stream("LOGS").await.map_err(nats)?;
         let mut consumer = stream
@@ -138,6 +144,7 @@ impl Store {
             return Ok(out);
         }
         let mut messages = consumer.messages().await.map_err(nats)?;
+        let mut kept = 0;
         while pending > 0 {
             let next = tokio::time::timeout(Duration::from_secs(10), messages.next()).await;
             let Ok(Some(Ok(m))) = next else {
@@ -149,7 +156,16 @@ impl Store {
                 continue;
             };
             match accepted_batch(job, &m.subject, &batch) {
-                Ok(execution) => out.extend(entries(batch, execution)),
+                Ok(execution) => {
+                    for e in entries(batch, execution) {
+                        if kept + e.text.len() > self.job_log_limit {
+                            out.push(cut(&e, self.job_log_limit));
+                            return Ok(out);
+                        }
+                        kept += e.text.len();
+                        out.push(e);
+                    }
+                }
                 Err(why) => {
                     warn!(org = %job.org, install = %job.install, job = %job.id, reason = %why, "log batch dropped");
                     rejected("logs-refused");
@@ -157,6 +173,18 @@ impl Store {
             }
         }
         Ok(out)
+    }
+}
+
+/// The line that ends a log cut at `limit` bytes, in place of `first_left_out`.
+fn cut(first_left_out: &LogEntry, limit: usize) -> LogEntry {
+    LogEntry {
+        stream: "system".into(),
+        text: format!(
+            "log cut: the rest of this job's log is past the {} MiB a job log is kept to",
+            limit >> 20
+        ),
+        ..first_left_out.clone()
     }
 }
 

@@ -235,3 +235,47 @@ async fn a_scan_gives_the_latest_revision_of_each_record_of_one_org() {
     );
     assert_eq!(apps.scan("other").await.unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_job_log_past_the_limit_is_cut_with_a_line_saying_so() {
+    use ferry_protocol::messages::{LogBatch, LogLine, LogStream};
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js.clone(), 1)
+        .await
+        .unwrap()
+        .with_job_log_limit(2 << 20);
+    let (job, _) = ferry_tests::fixtures::plan_job("acme", "prod", "j1");
+    // 4 MiB of lines, in batches of 64 lines of 1 KiB.
+    for b in 0..64u64 {
+        let batch = LogBatch {
+            job_id: "j1".into(),
+            execution_id: "j1-1".into(),
+            first_seq: b * 64,
+            lines: (0..64)
+                .map(|_| LogLine {
+                    at_ms: 0,
+                    stream: LogStream::Stdout,
+                    text: "x".repeat(1024),
+                })
+                .collect(),
+        };
+        js.publish(
+            ferry_protocol::subjects::system_log("acme", "prod", "j1"),
+            ferry_protocol::encode(&batch).into(),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    }
+    let log = store.job_log(&job).await.unwrap();
+    let (last, kept) = log.split_last().unwrap();
+    assert_eq!(kept.len(), 2048, "2 MiB of 1 KiB lines");
+    assert_eq!(last.stream, "system");
+    assert!(last.text.contains("log cut"), "{}", last.text);
+    assert_eq!(
+        last.seq, 2048,
+        "the cut line stands where the first left out was"
+    );
+}
