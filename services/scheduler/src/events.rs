@@ -9,6 +9,10 @@ use tracing::{debug, info, warn};
 
 use crate::{Scheduler, SchedulerError, handled};
 
+/// The largest result an install may send in chunks: a plan's JSON of a big Terraform module is
+/// tens of megabytes; an install must not make the scheduler hold a gigabyte.
+const MAX_RESULT_BYTES: usize = 64 << 20;
+
 impl Scheduler {
     pub(crate) async fn on_job_event(&self, subject: &str, ev: JobEvent) -> Handled {
         let Some((org, install)) = subjects::org_install(subject) else {
@@ -152,9 +156,9 @@ impl Scheduler {
         self.apply_job_result(&job).await
     }
 
-    /// The result a runner sent in chunks because it did not fit in a message. Only the subject
-    /// derived from the reporting install and execution is read: a runner cannot point at
-    /// another's result.
+    /// The result a runner sent in chunks because it did not fit in a message, at most
+    /// [`MAX_RESULT_BYTES`]. Only the subject derived from the reporting install and execution is
+    /// read: a runner cannot point at another's result.
     async fn offloaded_result(
         &self,
         org: &str,
@@ -171,25 +175,31 @@ impl Scheduler {
             offloaded: None,
         };
         let subject = subjects::result_chunks(org, install, execution_id);
-        let limit = 1 << 30;
         let Some(bytes) = self
             .store
-            .read_chunks(RESULTS.name, &subject, o.chunks, limit)
+            .read_chunks(RESULTS.name, &subject, o.chunks, MAX_RESULT_BYTES)
             .await?
         else {
             return Ok(failed(format!(
-                "the result's {} chunks are not all there",
-                o.chunks
+                "the result's {} chunks are not all there, or are more than {} MiB",
+                o.chunks,
+                MAX_RESULT_BYTES >> 20
             )));
         };
-        if ferry_artifacts::sha256_digest(&bytes) != o.digest {
-            return Ok(failed("the result's chunks do not match its digest".into()));
-        }
-        Ok(match ferry_protocol::decode::<JobResult>(&bytes) {
-            Ok(r) if r.offloaded.is_none() => r,
-            Ok(_) => failed("the offloaded result points further".into()),
-            Err(e) => failed(format!("the offloaded result is unreadable: {e}")),
+        // Hashing and decoding tens of megabytes is work for the blocking pool, not a worker.
+        let digest = o.digest.clone();
+        let checked = tokio::task::spawn_blocking(move || {
+            if ferry_artifacts::sha256_digest(&bytes) != digest {
+                return failed("the result's chunks do not match its digest".into());
+            }
+            match ferry_protocol::decode::<JobResult>(&bytes) {
+                Ok(r) if r.offloaded.is_none() => r,
+                Ok(_) => failed("the offloaded result points further".into()),
+                Err(e) => failed(format!("the offloaded result is unreadable: {e}")),
+            }
         })
+        .await;
+        Ok(checked.unwrap_or_else(|e| failed(format!("reading the offloaded result: {e}"))))
     }
 
     /// Carries a finished job's result into the install and the workflow. Idempotent.
