@@ -142,3 +142,71 @@ async fn a_decided_claim_retires_its_jobs_offers_and_another_installs_claim_reti
         panic!("a claimed job was granted twice");
     };
 }
+
+/// A result sent in chunks past the scheduler's bound (64 MiB) fails its job with the reason,
+/// rather than being gathered into the scheduler's memory.
+#[tokio::test]
+async fn a_result_in_chunks_past_the_bound_fails_its_job() {
+    use ferry_protocol::messages::{EventBody, JobEvent, JobResult, Offloaded, Outcome};
+    let (_nats, scheduler, client) = hub().await;
+    let id = m::new_id();
+    let (job, offer) = plan_job(ORG, "web", &id);
+    scheduler.offer_job(job, offer).await.expect("offered");
+    let ClaimReply::Granted { execution_id, .. } = claim(&client, "web", &id).await else {
+        panic!("not granted");
+    };
+    let js = jetstream::new(client.clone());
+    let chunk = vec![7u8; 7 << 20];
+    for _ in 0..10 {
+        js.publish(
+            subjects::result_chunks(ORG, "web", &execution_id),
+            chunk.clone().into(),
+        )
+        .await
+        .expect("chunk")
+        .await
+        .expect("stored");
+    }
+    let finished = JobEvent {
+        job_id: id.clone(),
+        execution_id: execution_id.clone(),
+        seq: 1,
+        at_ms: 0,
+        body: EventBody::Finished(Box::new(JobResult {
+            status: Outcome::Succeeded,
+            outputs_json: "{}".into(),
+            plan: None,
+            error: None,
+            sensitive_outputs: vec![],
+            offloaded: Some(Offloaded {
+                chunks: 10,
+                digest: format!("sha256:{}", "0".repeat(64)),
+            }),
+        })),
+    };
+    js.publish(subjects::event(ORG, "web", &id), encode(&finished).into())
+        .await
+        .expect("event")
+        .await
+        .expect("stored");
+    let store = ferry_store::Store::open(jetstream::new(client.clone()))
+        .await
+        .expect("store");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let j = store
+            .repo::<m::Job>()
+            .require(ORG, &id)
+            .await
+            .expect("job")
+            .value;
+        if j.status.is_terminal() {
+            assert_eq!(j.status, m::JobStatus::Failed, "{j:?}");
+            let why = j.error.unwrap_or_default();
+            assert!(why.contains("more than 64 MiB"), "{why}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the job never ended: {j:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -39,6 +39,15 @@ struct OrgEvent {
     event: Event,
 }
 
+/// A task that ends with its owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// The process's shared reading of `EVENTS`; cheap to clone.
 #[derive(Clone)]
 pub struct EventFeed {
@@ -133,9 +142,10 @@ impl EventFeed {
             out,
             last: after,
         };
-        tokio::spawn(follower.run(rx, first_live));
-        let events = futures_util::stream::unfold(events, |mut rx| async move {
-            rx.recv().await.map(|e| (e, rx))
+        // The response owns its follower: dropping the stream ends the task at once.
+        let task = AbortOnDrop(tokio::spawn(follower.run(rx, first_live)));
+        let events = futures_util::stream::unfold((events, task), |(mut rx, task)| async move {
+            rx.recv().await.map(|e| (e, (rx, task)))
         });
         Ok(Events {
             gap,
