@@ -182,3 +182,59 @@ fn renewals_racing_a_revoke_yield_no_certificate_that_works_after_it() {
     });
     assert!(token_for(&api).is_some());
 }
+
+#[test]
+fn a_connection_renews_only_its_own_certificate_and_not_while_it_has_most_of_its_life() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    sync_hello(&api, &repo_root().join("examples/hello"));
+    let created = ferry_json(
+        &api,
+        &[
+            "installs", "create", "--app", "hello", "--name", "prod", "--json",
+        ],
+    );
+    let token = created["runner_token"]["token"].as_str().unwrap();
+    assert_eq!(bootstrap(&api, token, &dir.path().join("first")), "200");
+    let files = ferry_pki::InstallFiles::new(&dir.path().join("first"));
+    let serial = files.info().unwrap().serial;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let id = ferry_pki::InstallIdentity::new(ORG, "prod").unwrap();
+        let client = files
+            .credentials(&id)
+            .connect_options()
+            .connect(&nats.url)
+            .await
+            .unwrap();
+        let ask = |serial: String, n: usize| {
+            let client = client.clone();
+            let (_, csr) = new_key(&dir.path().join(format!("ask-{n}")));
+            async move {
+                let asked = client.request(
+                    ferry_protocol::subjects::renew_certificate(ORG, "prod", &serial),
+                    ferry_protocol::encode(&RenewRequest { csr }).into(),
+                );
+                match tokio::time::timeout(Duration::from_secs(5), asked).await {
+                    Ok(Ok(reply)) => {
+                        Some(ferry_protocol::decode::<RenewReply>(&reply.payload).unwrap())
+                    }
+                    _ => None,
+                }
+            }
+        };
+        // Its own certificate, just issued: refused, with the reason.
+        match ask(serial.clone(), 0).await {
+            Some(RenewReply::Refused { reason }) => {
+                assert!(reason.contains("of its life left"), "{reason}")
+            }
+            other => panic!("a fresh certificate's renewal was answered {other:?}"),
+        }
+        // Another certificate's subject: the hub does not let this connection publish there.
+        assert!(
+            ask("00ff00ff".into(), 1).await.is_none(),
+            "a connection asked a renewal for a certificate it did not present"
+        );
+    });
+}

@@ -329,38 +329,52 @@ pub async fn bootstrap(
     }))
 }
 
-/// Serves runners' certificate renewals (`RenewRequest` on `ferry.rx.<org>.<install>.renew`):
-/// the connection was admitted with the install's current certificate, so the new one names the
-/// install the subject does. Every replica answers in one queue group.
+/// Serves runners' certificate renewals (`RenewRequest`): on
+/// `ferry.renew.<org>.<install>.<serial>`, where the hub lets a connection ask only for the
+/// certificate it presented (`permissions::install_certificate`), so one with most of its life
+/// left is refused (`IssuedCert::refuses_renewal`); and on `ferry.rx.<org>.<install>.renew`, the
+/// subject of runners before that, within the same per-install bucket. Either way the connection
+/// was admitted with the install's current certificate, so the new one names the install the
+/// subject does. Every replica answers in one queue group.
 pub async fn serve_renewals(
     client: async_nats::Client,
     store: ferry_store::Store,
     issuer: Issuer,
 ) -> Result<(), crate::callout::CalloutError> {
     use ferry_protocol::messages::{RenewReply, RenewRequest};
+    use ferry_protocol::subjects;
     use futures_util::StreamExt;
-    let mut sub = client
-        .queue_subscribe(ferry_protocol::subjects::RENEW_ALL, "ferry-renew".into())
+    let subscribe = |subject: &'static str| client.queue_subscribe(subject, "ferry-renew".into());
+    let by_serial = subscribe(subjects::RENEW_CERTIFICATE_ALL)
         .await
         .map_err(crate::callout::CalloutError::Subscribe)?;
+    let earlier = subscribe(subjects::RENEW_ALL)
+        .await
+        .map_err(crate::callout::CalloutError::Subscribe)?;
+    let mut requests = futures_util::stream::select(by_serial, earlier);
     let limits = RenewalLimits::default();
-    while let Some(msg) = sub.next().await {
-        let (Some(reply), Some((org, install))) = (
-            msg.reply.clone(),
-            ferry_protocol::subjects::org_install(&msg.subject),
-        ) else {
+    let feed = ferry_store::events::EventFeed::new(store.clone());
+    while let Some(msg) = requests.next().await {
+        let (Some(reply), Some((org, install))) =
+            (msg.reply.clone(), subjects::org_install(&msg.subject))
+        else {
             continue;
         };
+        // `ferry.renew.<org>.<install>.<serial>`: the serial of the certificate that asks.
+        let serial = msg
+            .subject
+            .strip_prefix("ferry.renew.")
+            .and_then(|r| r.split('.').nth(2));
         let s = ApiState {
             store: store.clone(),
             org: org.to_string(),
             actor: format!("runner:{install}"),
             issuer: Some(issuer.clone()),
             streams: Default::default(),
-            feed: ferry_store::events::EventFeed::new(store.clone()),
+            feed: feed.clone(),
         };
         let answer = match ferry_protocol::decode::<RenewRequest>(&msg.payload) {
-            Ok(req) => match renew(&s, &limits, install, &req.csr).await {
+            Ok(req) => match renew(&s, &limits, install, serial, &req.csr).await {
                 Ok((certificate, serial)) => {
                     info!(org, install, %serial, "certificate renewed");
                     RenewReply::Issued {
@@ -419,12 +433,29 @@ async fn renew(
     s: &ApiState,
     limits: &RenewalLimits,
     install: &str,
+    asking: Option<&str>,
     csr: &str,
 ) -> Result<(String, String), ApiError> {
     let issuer = s
         .issuer
         .as_ref()
         .ok_or_else(|| ApiError::Unavailable("no CA".into()))?;
+    if let Some(serial) = asking {
+        let cert = s
+            .store
+            .repo::<m::IssuedCert>()
+            .get(&s.org, serial)
+            .await?
+            .ok_or_else(|| {
+                ApiError::Unauthorized(format!("certificate {serial} was not issued here"))
+            })?
+            .value;
+        if let Some(why) =
+            cert.refuses_renewal(&s.org, install, issuer.lifetime.as_secs(), now_unix())
+        {
+            return Err(ApiError::TooManyRequests(why));
+        }
+    }
     if !limits.allow(&s.org, install, issuer.lifetime, issuer.renewals_at_once) {
         return Err(ApiError::TooManyRequests(format!(
             "install {}/{install} renewed its certificate {} times lately: a runner renews once per two thirds of a certificate's life; try again later",

@@ -73,7 +73,8 @@ pub fn decide(
         return Decision::Refuse(why);
     }
     let id = &info.identity;
-    let grant = ferry_protocol::permissions::install(&id.org, &id.install);
+    let grant =
+        ferry_protocol::permissions::install_certificate(&id.org, &id.install, &info.serial);
     let (publish, subscribe) = (grant.publish, grant.subscribe);
     Decision::Admit(Box::new(Grant {
         name: user_name(&id.org, &id.install),
@@ -352,7 +353,8 @@ mod tests {
         assert_eq!(grant.name, "install:acme.prod");
         assert_eq!(grant.account, hub::ACCOUNT);
         assert_eq!(grant.expires_unix, Some(info.not_after_unix));
-        let expected = ferry_protocol::permissions::install("acme", "prod");
+        let expected =
+            ferry_protocol::permissions::install_certificate("acme", "prod", &info.serial);
         assert_eq!(grant.permissions.publish.allow, expected.publish);
         assert_eq!(grant.permissions.subscribe.allow, expected.subscribe);
     }

@@ -51,7 +51,7 @@ pub async fn rotate_loop(
             tokio::time::sleep(check).await;
             continue;
         }
-        match renew(&client, &files, &identity).await {
+        match renew(&client, &files, &identity, &info.serial).await {
             Ok(serial) => {
                 info!(%serial, old = %info.serial, "certificate renewed; reconnecting with it");
                 match &reconnect {
@@ -75,10 +75,13 @@ async fn renew(
     client: &async_nats::Client,
     files: &InstallFiles,
     identity: &InstallIdentity,
+    current: &str,
 ) -> Result<String, String> {
     let csr = files.new_key_and_csr(identity).map_err(|e| e.to_string())?;
+    // On the subject of the certificate this connection presented: the only renewal subject the
+    // hub lets it use.
     let ask = client.request(
-        subjects::renew(&identity.org, &identity.install),
+        subjects::renew_certificate(&identity.org, &identity.install, current),
         encode(&RenewRequest { csr }).into(),
     );
     let reply = tokio::time::timeout(Duration::from_secs(10), ask)

@@ -153,6 +153,34 @@ pub struct IssuedCert {
     pub epoch: String,
 }
 
+impl IssuedCert {
+    /// Why a renewal asked for with this certificate at `now_unix` is refused, if it is: the
+    /// certificate belongs to another install, or has more than half of its `lifetime_secs`
+    /// left. A runner renews once a third is left, so only a runner asking over and over is
+    /// refused; one whose answer was lost asks again with the same certificate, still in time.
+    pub fn refuses_renewal(
+        &self,
+        org: &str,
+        install: &str,
+        lifetime_secs: u64,
+        now_unix: u64,
+    ) -> Option<String> {
+        if self.org != org || self.install != install {
+            return Some(format!(
+                "certificate {} is not one of install {org}/{install}",
+                self.serial
+            ));
+        }
+        let left = self.not_after_unix.saturating_sub(now_unix);
+        (left > lifetime_secs / 2).then(|| {
+            format!(
+                "certificate {} has {} s of its life left: a runner renews once a third of it is left",
+                self.serial, left
+            )
+        })
+    }
+}
+
 impl TokenText {
     pub fn parse(text: &str) -> Option<TokenText> {
         TokenText::parse_with("ferry_", text)
@@ -188,6 +216,24 @@ impl TokenText {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_renewal_is_refused_while_the_certificate_has_most_of_its_life_left() {
+        let cert = IssuedCert {
+            serial: "0a".into(),
+            org: "acme".into(),
+            install: "prod".into(),
+            issued_at: String::new(),
+            not_after_unix: 1_000,
+            revoked_at: None,
+            epoch: String::new(),
+        };
+        // A life of 900 s: refused with more than 450 s left, allowed with less.
+        let early = cert.refuses_renewal("acme", "prod", 900, 100).unwrap();
+        assert!(early.contains("900 s of its life left"), "{early}");
+        assert_eq!(cert.refuses_renewal("acme", "prod", 900, 700), None);
+        assert!(cert.refuses_renewal("acme", "staging", 900, 700).is_some());
+    }
 
     #[test]
     fn each_request_needs_its_role() {

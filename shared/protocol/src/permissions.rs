@@ -106,6 +106,7 @@ pub fn service(name: &str) -> Option<Grant> {
                 .subscribe([
                     "$SYS.REQ.USER.AUTH".to_string(),
                     subjects::RENEW_ALL.to_string(),
+                    subjects::RENEW_CERTIFICATE_ALL.to_string(),
                 ]);
         }
         "scheduler" => {
@@ -192,6 +193,15 @@ pub fn install(org: &str, install: &str) -> Grant {
     }
 }
 
+/// What a connection of `install` that presented certificate `serial` may do: [`install`], and
+/// ask for that certificate's renewal (and no other's).
+pub fn install_certificate(org: &str, install: &str, serial: &str) -> Grant {
+    let mut g = self::install(org, install);
+    g.publish
+        .push(subjects::renew_certificate(org, install, serial));
+    g
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,6 +225,20 @@ mod tests {
             );
         }
         assert!(service("runner").is_none());
+    }
+
+    #[test]
+    fn a_connection_renews_only_the_certificate_it_presented() {
+        let g = install_certificate("acme", "prod", "0a1b");
+        assert!(
+            g.publish
+                .contains(&"ferry.renew.acme.prod.0a1b".to_string())
+        );
+        assert!(
+            !g.publish
+                .iter()
+                .any(|p| p.starts_with("ferry.renew.") && p.ends_with('*'))
+        );
     }
 
     #[test]

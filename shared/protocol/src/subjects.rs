@@ -92,6 +92,17 @@ pub fn renew(org: &str, install: &str) -> String {
 /// Every install's certificate renewals.
 pub const RENEW_ALL: &str = "ferry.rx.*.*.renew";
 
+/// A renewal of certificate `serial` (lowercase hex) of `install`: the hub lets a connection
+/// publish here only for the serial of the certificate it presented
+/// (`permissions::install_certificate`), so the renewal handler knows which certificate asks,
+/// and refuses one that has most of its life left.
+pub fn renew_certificate(org: &str, install: &str, serial: &str) -> String {
+    format!("ferry.renew.{org}.{install}.{serial}")
+}
+
+/// Every renewal naming the certificate that asks.
+pub const RENEW_CERTIFICATE_ALL: &str = "ferry.renew.*.*.*";
+
 /// Every install's offer queries.
 pub const OFFERS_ALL: &str = "ferry.rx.*.*.offers";
 /// Every install's artifact reads.
