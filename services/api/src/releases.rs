@@ -110,7 +110,15 @@ pub async fn create_release(
         concurrency: req.concurrency,
         approve_all: req.approve_all,
     };
-    let r = Release::new(m::new_id(), &s.org, &req.app, &config, settings, waves);
+    let r = Release::new(
+        m::new_id(),
+        &s.org,
+        &req.app,
+        &config,
+        settings,
+        waves,
+        m::now_ms(),
+    );
     s.store
         .repo::<m::OpenRelease>()
         .create(&r.open_mark())
@@ -164,13 +172,14 @@ async fn change(
     s: &ApiState,
     id: &str,
     what: &str,
-    f: impl Fn(&mut Release) -> Result<(), String>,
+    f: impl Fn(&mut Release, u64) -> Result<(), String>,
 ) -> Result<Json<Release>, ApiError> {
     release(s, id).await?;
+    let now = m::now_ms();
     let r = s
         .store
         .repo::<Release>()
-        .modify(&s.org, id, |r| f(r).map(|()| true))
+        .modify(&s.org, id, |r| f(r, now).map(|()| true))
         .await?
         .map_err(ApiError::Conflict)?;
     if !r.status.is_terminal() {

@@ -187,7 +187,7 @@ pub fn plan_waves(installs: &[String], spec: &str) -> Result<Vec<Vec<String>>, S
 }
 
 impl Release {
-    /// A release starting now over `waves`.
+    /// A release starting at `now_ms` over `waves`.
     pub fn new(
         id: String,
         org: &str,
@@ -195,8 +195,9 @@ impl Release {
         config_id: &str,
         settings: ReleaseSettings,
         waves: Vec<Vec<String>>,
+        now_ms: u64,
     ) -> Release {
-        let now = crate::now();
+        let now = crate::format_ms(now_ms);
         Release {
             id,
             org: org.into(),
@@ -261,7 +262,7 @@ impl Release {
         }
         let Some(w) = self.current_wave() else {
             self.status = ReleaseStatus::Succeeded;
-            self.finished_at = Some(crate::now());
+            self.finished_at = Some(crate::format_ms(now_ms));
             return vec![ReleaseEffect::Ended];
         };
         // A wave starts once the previous one has soaked and the delay since its start is over.
@@ -330,7 +331,7 @@ impl Release {
             effects.extend(self.next(now_ms));
         }
         if !effects.is_empty() {
-            self.updated_at = crate::now();
+            self.updated_at = crate::format_ms(now_ms);
         }
         effects
     }
@@ -377,14 +378,15 @@ impl Release {
                     }
                     _ => continue,
                 }
-                self.updated_at = crate::now();
+                self.updated_at = crate::format_ms(now_ms);
             }
         }
         effects
     }
 
-    /// Resumes a paused or halted release: failed installs of the current wave are tried again.
-    pub fn resume(&mut self) -> Result<(), String> {
+    /// Resumes a paused or halted release at `now_ms`: failed installs of the current wave are
+    /// tried again.
+    pub fn resume(&mut self, now_ms: u64) -> Result<(), String> {
         if !matches!(self.status, ReleaseStatus::Paused | ReleaseStatus::Halted) {
             return Err(format!(
                 "the release is {:?}, not paused or halted",
@@ -403,26 +405,28 @@ impl Release {
         }
         self.status = ReleaseStatus::Running;
         self.reason = None;
-        self.updated_at = crate::now();
+        self.updated_at = crate::format_ms(now_ms);
         Ok(())
     }
 
-    pub fn pause(&mut self) -> Result<(), String> {
+    /// Pauses a running release at `now_ms`: no new deploy starts until it is resumed.
+    pub fn pause(&mut self, now_ms: u64) -> Result<(), String> {
         if self.status != ReleaseStatus::Running {
             return Err(format!("the release is {:?}, not running", self.status));
         }
         self.status = ReleaseStatus::Paused;
-        self.updated_at = crate::now();
+        self.updated_at = crate::format_ms(now_ms);
         Ok(())
     }
 
-    pub fn cancel(&mut self) -> Result<(), String> {
+    /// Cancels a release that has not ended, at `now_ms`.
+    pub fn cancel(&mut self, now_ms: u64) -> Result<(), String> {
         if self.status.is_terminal() {
             return Err(format!("the release has ended ({:?})", self.status));
         }
         self.status = ReleaseStatus::Cancelled;
-        self.finished_at = Some(crate::now());
-        self.updated_at = crate::now();
+        self.finished_at = Some(crate::format_ms(now_ms));
+        self.updated_at = self.finished_at.clone().unwrap_or_default();
         Ok(())
     }
 }
@@ -437,7 +441,7 @@ mod tests {
 
     fn release(n: usize, spec: &str, settings: ReleaseSettings) -> Release {
         let waves = plan_waves(&installs(n), spec).unwrap();
-        Release::new("r".into(), "o", "a", "c", settings, waves)
+        Release::new("r".into(), "o", "a", "c", settings, waves, 0)
     }
 
     fn deploys(e: &[ReleaseEffect]) -> Vec<String> {
@@ -550,7 +554,7 @@ mod tests {
         );
 
         // Resumed after the fix: the failed install is deployed again, then the last wave.
-        r.resume().unwrap();
+        r.resume(4).unwrap();
         let e = r.next(4);
         assert_eq!(deploys(&e), ["i3"]);
         let c = end_all(&mut r, &e, &[]);
@@ -561,6 +565,22 @@ mod tests {
         end_all(&mut r, &c, &[]);
         assert_eq!(r.next(6), [ReleaseEffect::Ended]);
         assert_eq!(r.status, ReleaseStatus::Succeeded);
+    }
+
+    #[test]
+    fn a_release_is_a_function_of_the_times_it_is_given() {
+        let mut r = release(1, "100%", ReleaseSettings::default());
+        assert_eq!(r.created_at, crate::format_ms(0));
+        r.pause(1_000).unwrap();
+        assert_eq!(r.updated_at, crate::format_ms(1_000));
+        r.cancel(2_000).unwrap();
+        assert_eq!(
+            r.finished_at.as_deref(),
+            Some(crate::format_ms(2_000).as_str())
+        );
+        // And it reads no clock of its own.
+        let clock = ["crate::", "now()"].concat();
+        assert!(!include_str!("releases.rs").contains(&clock));
     }
 
     #[test]
@@ -575,10 +595,10 @@ mod tests {
         );
         let e = r.next(0);
         assert_eq!(deploys(&e), ["i1", "i2"]);
-        r.pause().unwrap();
+        r.pause(1).unwrap();
         end_all(&mut r, &e, &[]);
         assert!(r.next(1).is_empty());
-        r.resume().unwrap();
+        r.resume(2).unwrap();
         assert_eq!(deploys(&r.next(2)), ["i3", "i4"]);
     }
 }
