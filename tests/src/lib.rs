@@ -38,9 +38,29 @@ pub fn repo_root() -> PathBuf {
         .unwrap_or_default()
 }
 
-/// A port nothing listens on right now (the OS picks it; it is released before use, which is safe
-/// enough on loopback in tests).
+/// A port nothing listens on right now, released before use. Taken below the kernel's range
+/// of ephemeral ports: tests make outgoing connections by the hundred (each takes an ephemeral
+/// port), and a port the OS picked from that range was seen taken by one of them between its
+/// check here and a server's bind ("address already in use").
 pub fn free_port() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    if low > 12_000 {
+        let (from, span) = (10_000u64, u64::from(low) - 10_000);
+        for attempt in 0..200u32 {
+            // Each RandomState has keys of its own: a new random pick each time.
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u32(std::process::id());
+            h.write_u32(attempt);
+            let port = (from + h.finish() % span) as u16;
+            if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return port;
+            }
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
