@@ -14,6 +14,7 @@ pub fn plan_job(org: &str, install: &str, id: &str) -> (m::Job, JobOffer) {
         0,
         m::JobKind::Plan,
         "web".into(),
+        "2026-01-01T00:00:00.000Z",
     );
     let offer = JobOffer {
         job_id: id.into(),

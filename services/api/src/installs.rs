@@ -70,7 +70,15 @@ pub(crate) fn blank_workflow(
     config_id: &str,
     scope: m::DeployScope,
 ) -> Workflow {
-    Workflow::requested(m::new_id(), &s.org, install, kind, config_id, scope)
+    Workflow::requested(
+        m::new_id(),
+        &s.org,
+        install,
+        kind,
+        config_id,
+        scope,
+        &m::now(),
+    )
 }
 
 /// Records a workflow and its open mark (see [`new_workflow`]).

@@ -352,6 +352,7 @@ impl Scheduler {
             m::WorkflowKind::Action,
             &install.app_config_id,
             Default::default(),
+            &m::now(),
         );
         wf.run = Some(m::ActionRun {
             action: action.to_string(),

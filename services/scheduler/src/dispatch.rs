@@ -530,6 +530,7 @@ impl Scheduler {
             step.index,
             kind,
             step.component.clone(),
+            &m::now(),
         );
         job.plan_digest = plan_digest;
         let cfg = self.config(&wf.org, &wf.app_config_id).await?;

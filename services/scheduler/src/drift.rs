@@ -46,6 +46,7 @@ impl Scheduler {
                 with_dependents: false,
                 plan_only: true,
             },
+            &m::now(),
         );
         wf.cause = Some("schedule".into());
         self.store

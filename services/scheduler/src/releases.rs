@@ -135,6 +135,7 @@ impl Scheduler {
             m::WorkflowKind::DeployComponents,
             &r.config_id,
             Default::default(),
+            &m::now(),
         );
         wf.cause = Some(format!("release {}", r.id));
         wf.approve_all = r.settings.approve_all;
@@ -187,6 +188,7 @@ impl Scheduler {
             m::WorkflowKind::Action,
             &r.config_id,
             Default::default(),
+            &m::now(),
         );
         wf.run = Some(m::ActionRun {
             action,

@@ -110,6 +110,7 @@ mod tests {
             1,
             JobKind::Plan,
             "c".into(),
+            "2026-01-01T00:00:00.000Z",
         );
         let g = j.claim("b", "r", "t", 0, 1_000, key).unwrap();
         (j, g.execution_id)

@@ -103,6 +103,9 @@ impl JobCheck {
 
 impl Job {
     /// A new job, queued, not offered yet.
+    // Each argument is one field of the new record, the time it is made included (the model
+    // reads no clock).
+    #[allow(clippy::too_many_arguments)]
     pub fn queued(
         id: String,
         org: String,
@@ -111,6 +114,7 @@ impl Job {
         step: u32,
         kind: crate::JobKind,
         component: String,
+        now: &str,
     ) -> Job {
         Job {
             id,
@@ -130,7 +134,7 @@ impl Job {
             plan_changes: None,
             plan_summary: None,
             error: None,
-            created_at: crate::now(),
+            created_at: now.to_string(),
             finished_at: None,
             offered_at: None,
             lease_expires_ms: None,
@@ -328,6 +332,7 @@ mod tests {
             1,
             JobKind::Apply,
             "c".into(),
+            "2026-01-01T00:00:00.000Z",
         );
         j.max_executions = max;
         j.offered_at = Some("t0".into());

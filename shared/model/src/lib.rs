@@ -60,7 +60,8 @@ pub fn id_at(ms: u64, seed: &str) -> String {
         .to_lowercase()
 }
 
-/// Now, as RFC 3339 with milliseconds (UTC).
+/// Now, as RFC 3339 with milliseconds (UTC). For the services: the model's own functions never
+/// read the clock, they are given the time (a test below holds them to it).
 pub fn now() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
@@ -81,3 +82,44 @@ pub fn now_ms() -> u64 {
 /// The org `ferry-server init` (and `ferry dev`) makes the first admin token for unless told
 /// otherwise, and a runner's org unless told otherwise. API requests act in their token's org.
 pub const DEFAULT_ORG: &str = "default";
+
+#[cfg(test)]
+mod clock {
+    /// The model is a function of records and the times it is given: no source of it but this
+    /// file (whose `now` and `now_ms` are the services') reads the clock.
+    #[test]
+    fn the_model_reads_no_clock() {
+        let needles = [
+            ["crate::", "now()"].concat(),
+            ["crate::", "now_ms()"].concat(),
+            ["SystemTime::", "now"].concat(),
+        ];
+        let mut dirs = vec![std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src"
+        ))];
+        let mut read = 0;
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if path.file_name().is_some_and(|n| n == "lib.rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                read += 1;
+                for n in &needles {
+                    assert!(
+                        !text.contains(n.as_str()),
+                        "{} reads the clock ({n})",
+                        path.display()
+                    );
+                }
+            }
+        }
+        assert!(read > 10, "read {read} files");
+    }
+}

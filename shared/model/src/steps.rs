@@ -113,7 +113,7 @@ impl Workflow {
             }
             effects.push(Effect::Start { step: i });
         }
-        if self.refresh_status() && self.status.is_terminal() {
+        if self.refresh_status(now) && self.status.is_terminal() {
             // What never started says so, rather than staying `pending` for ever.
             let why = match self.status {
                 WorkflowStatus::Failed => "not attempted: the workflow failed",

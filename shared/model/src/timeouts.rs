@@ -179,6 +179,7 @@ mod tests {
             1,
             JobKind::Plan,
             "c".into(),
+            "2026-01-01T00:00:00.000Z",
         );
         j.created_at = format_ms(created_ms);
         j.timeouts = JobTimeouts {

@@ -289,8 +289,8 @@ impl Workflow {
         kind: WorkflowKind,
         app_config_id: &str,
         scope: crate::DeployScope,
+        now: &str,
     ) -> Workflow {
-        let now = crate::now();
         Workflow {
             id,
             org: org.into(),
@@ -301,8 +301,8 @@ impl Workflow {
             cancel_requested: false,
             steps: vec![],
             scope,
-            created_at: now.clone(),
-            updated_at: now,
+            created_at: now.to_string(),
+            updated_at: now.to_string(),
             finished_at: None,
             error: None,
             run: None,
@@ -365,7 +365,9 @@ impl Workflow {
         stages: &[Vec<Deployable>],
         plan_only: bool,
     ) -> Workflow {
-        let now = crate::now();
+        // A layout: `lay_out` takes its steps into the recorded workflow, which keeps its own
+        // times; this one has none.
+        let now = String::new();
         let mut w = Workflow {
             id,
             org,
@@ -539,7 +541,7 @@ impl Workflow {
 
     /// Derives the workflow's status from its steps. Returns true when it changed. Called by the
     /// transitions in `steps.rs`; nothing else sets a status.
-    pub(crate) fn refresh_status(&mut self) -> bool {
+    pub(crate) fn refresh_status(&mut self, now: &str) -> bool {
         let before = self.status;
         let busy = self
             .steps
@@ -561,7 +563,7 @@ impl Workflow {
             WorkflowStatus::Pending
         };
         if self.status != before && self.status.is_terminal() {
-            self.finished_at = Some(crate::now());
+            self.finished_at = Some(now.to_string());
         }
         self.status != before
     }
@@ -736,11 +738,11 @@ mod tests {
     #[test]
     fn status_follows_steps() {
         let mut w = wf();
-        assert!(!w.refresh_status());
+        assert!(!w.refresh_status("2026-01-01T00:00:00.000Z"));
         assert_eq!(w.status, WorkflowStatus::Pending);
         w.steps[0].status = StepStatus::Running;
         w.steps[5].status = StepStatus::Failed;
-        w.refresh_status();
+        w.refresh_status("2026-01-01T00:00:00.000Z");
         assert_eq!(
             w.status,
             WorkflowStatus::Running,
@@ -751,7 +753,7 @@ mod tests {
             "nothing new starts after a failure"
         );
         w.steps[0].status = StepStatus::Succeeded;
-        w.refresh_status();
+        w.refresh_status("2026-01-01T00:00:00.000Z");
         assert_eq!(w.status, WorkflowStatus::Failed);
         assert!(w.finished_at.is_some());
 
@@ -759,7 +761,7 @@ mod tests {
         for s in &mut w.steps {
             s.status = StepStatus::Succeeded;
         }
-        w.refresh_status();
+        w.refresh_status("2026-01-01T00:00:00.000Z");
         assert_eq!(w.status, WorkflowStatus::Succeeded);
     }
 }
