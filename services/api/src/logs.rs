@@ -97,6 +97,9 @@ fn follow(store: Store, job: m::Job, skip: u64) -> mpsc::Receiver<(u64, LogEntry
         let mut tick = tokio::time::interval(Duration::from_millis(500));
         loop {
             tokio::select! {
+                // The client went away: stop reading now, not at the job's next line or its end
+                // (a quiet job may run for hours).
+                _ = tx.closed() => return,
                 next = live.next() => {
                     let Some(e) = next else { break };
                     n += 1;
