@@ -144,7 +144,8 @@ impl NatsCluster {
     }
 
     fn wait_for_meta_leader(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        // Under the whole suite's load on two cores an election was seen to take over 30 s.
+        let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             let led = (0..3).all(|i| {
                 self.monitor(i, "jsz")["meta_cluster"]["leader"]

@@ -50,13 +50,17 @@ pub fn free_port() -> u16 {
         .unwrap_or(32768);
     if low > 12_000 {
         let (from, span) = (10_000u64, u64::from(low) - 10_000);
+        // Never the same port twice in one process: a port handed out is not bound yet.
+        static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
         for attempt in 0..200u32 {
             // Each RandomState has keys of its own: a new random pick each time.
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();
             h.write_u32(std::process::id());
             h.write_u32(attempt);
             let port = (from + h.finish() % span) as u16;
-            if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            let Ok(mut given) = GIVEN.lock() else { break };
+            if !given.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                given.push(port);
                 return port;
             }
         }
