@@ -416,7 +416,7 @@ pub struct RenewalLimits {
 impl RenewalLimits {
     /// Whether `install` of `org` may renew now, certificates living `lifetime`.
     fn allow(&self, org: &str, install: &str, lifetime: Duration, at_once: u32) -> bool {
-        let now = crate::now_unix().saturating_mul(1000);
+        let now = m::now_ms();
         let refill = u64::try_from(lifetime.as_millis() / 8).unwrap_or(u64::MAX);
         let Ok(mut buckets) = self.buckets.lock() else {
             return false;

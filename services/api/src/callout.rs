@@ -182,7 +182,7 @@ async fn answer(
         Err(why) => Decision::Refuse(why),
         Ok(info) => match standing(store, &info).await {
             Ok((access, issued)) => {
-                let d = decide(&info, &access, issued.as_ref(), now_ms());
+                let d = decide(&info, &access, issued.as_ref(), m::now_ms());
                 if matches!(d, Decision::Admit(_)) && req.client_info.kind == "Leafnode" {
                     let id = &info.identity;
                     admitted.record(&id.org, &id.install, &req.server_id.id, req.client_info.id);
@@ -238,10 +238,6 @@ async fn standing(
     Ok((access, issued))
 }
 
-fn now_ms() -> u64 {
-    crate::now_unix().saturating_mul(1000)
-}
-
 /// Closes the live connections of every install log-ingest throttles (`RunnerAccess::throttle`),
 /// as the throttle is written: the callout refuses their new ones meanwhile. Every api replica
 /// watches; a second close of a closed connection finds nothing.
@@ -255,22 +251,30 @@ pub async fn close_throttled(
     info!("closing throttled installs' connections");
     while let Some(access) = changes.next().await {
         let Ok(access) = access else { continue };
-        if access.throttled(now_ms()) {
+        if access.throttled(m::now_ms()) {
             warn!(org = %access.org, install = %access.install, reason = access.throttle_reason.as_deref().unwrap_or(""), "install throttled: closing its connections");
             if let Err(e) = kick(&sys, &access.org, &access.install).await {
                 warn!(org = %access.org, install = %access.install, error = %e, "could not close a throttled install's connections");
             }
             for (server, cid) in admitted.of(&access.org, &access.install) {
                 // A leaf closed already answers with an error: nothing to do.
-                let body = serde_json::json!({ "cid": cid }).to_string();
-                let kicked = sys
-                    .request(format!("$SYS.REQ.SERVER.{server}.KICK"), body.into())
-                    .await;
-                info!(org = %access.org, install = %access.install, %server, cid, ok = kicked.is_ok(), "throttled install's leaf closed");
+                let ok = kick_one(&sys, &server, cid).await.is_ok();
+                info!(org = %access.org, install = %access.install, %server, cid, ok, "throttled install's leaf closed");
             }
         }
     }
     Err(CalloutError::Ended)
+}
+
+/// Closes connection `cid` on hub server `server`.
+async fn kick_one(
+    sys: &async_nats::Client,
+    server: &str,
+    cid: u64,
+) -> Result<async_nats::Message, async_nats::RequestError> {
+    let body = serde_json::json!({ "cid": cid }).to_string();
+    sys.request(format!("$SYS.REQ.SERVER.{server}.KICK"), body.into())
+        .await
 }
 
 /// Closes every live connection of `install` on every hub server (with a system-account
@@ -315,11 +319,7 @@ pub async fn kick(
     }
     let mut closed = 0;
     for (server, cid) in targets {
-        let body = serde_json::json!({ "cid": cid }).to_string();
-        match sys
-            .request(format!("$SYS.REQ.SERVER.{server}.KICK"), body.into())
-            .await
-        {
+        match kick_one(sys, &server, cid).await {
             Ok(_) => closed += 1,
             Err(e) => warn!(%server, cid, error = %e, "could not close a revoked connection"),
         }

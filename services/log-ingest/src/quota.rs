@@ -41,12 +41,6 @@ impl Default for Limits {
     }
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 /// Counts every install-fed stream's messages by install, for as long as the service runs.
 pub async fn run(store: Store, limits: Limits) -> Result<(), LogIngestError> {
     let mut meters = tokio::task::JoinSet::new();
@@ -106,7 +100,7 @@ async fn meter(
             .and_then(|v| v.as_str().parse::<u64>().ok())
             .unwrap_or(0)
             + m.subject.len() as u64;
-        if let Some(over) = counts.add(org, install, size, now_ms()) {
+        if let Some(over) = counts.add(org, install, size, ferry_model::now_ms()) {
             let (org, install) = (org.to_string(), install.to_string());
             // Errors are logged: the next crossing tries again, and metering goes on.
             if let Err(e) = enforce(&store, def, &org, &install, &over, limits).await {
@@ -150,8 +144,8 @@ async fn enforce(
             .install_quota_exceeded
             .get_or_create(&labels)
             .inc();
-        let until =
-            now_ms().saturating_add(u64::try_from(limits.throttle.as_millis()).unwrap_or(u64::MAX));
+        let until = ferry_model::now_ms()
+            .saturating_add(u64::try_from(limits.throttle.as_millis()).unwrap_or(u64::MAX));
         store
             .repo::<RunnerAccess>()
             .upsert(

@@ -14,10 +14,6 @@ fn secret_hash(secret: &str) -> String {
     hex::encode(Sha256::digest(format!("ferry-dashboard-session:{secret}")))
 }
 
-fn now_ms() -> u64 {
-    crate::now_unix().saturating_mul(1000)
-}
-
 /// A new session for `caller`; the cookie's value.
 pub(super) async fn start(s: &ApiState, caller: &Caller) -> Result<String, crate::ApiError> {
     let mut b = [0u8; 32];
@@ -30,7 +26,7 @@ pub(super) async fn start(s: &ApiState, caller: &Caller) -> Result<String, crate
             id: secret_hash(&secret),
             org: caller.org.clone(),
             token_id: caller.token_id.clone(),
-            expires_ms: now_ms().saturating_add(m::DASHBOARD_SESSION_MS),
+            expires_ms: m::now_ms().saturating_add(m::DASHBOARD_SESSION_MS),
         })
         .await?;
     Ok(format!("{}.{secret}", caller.org))
@@ -49,7 +45,7 @@ pub(super) async fn resolve(s: &ApiState, cookie: &str) -> Option<Caller> {
         .await
         .ok()??
         .value;
-    if session.expires_ms <= now_ms() {
+    if session.expires_ms <= m::now_ms() {
         return None;
     }
     let token = s
