@@ -9,6 +9,7 @@
 mod access;
 pub mod api;
 mod approvals;
+mod audit;
 pub mod events;
 mod executions;
 mod fleet;
@@ -24,9 +25,11 @@ mod scope;
 mod steps;
 mod timeouts;
 mod tokens;
+mod transitions;
 mod workflow;
 
 pub use access::*;
+pub use audit::SCHEDULER;
 pub use executions::*;
 pub use fleet::*;
 pub use hooks::*;
@@ -40,6 +43,7 @@ pub use scope::*;
 pub use steps::*;
 pub use timeouts::*;
 pub use tokens::*;
+pub use transitions::*;
 pub use workflow::*;
 
 /// A new, time-sortable, subject-token-safe id (lowercase ULID).

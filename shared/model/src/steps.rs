@@ -22,6 +22,9 @@
 
 use crate::{StepKind, StepStatus, Workflow, WorkflowStatus};
 
+mod change;
+pub use change::Change;
+
 /// What the scheduler must do once the record that a transition changed is saved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {

@@ -1,0 +1,238 @@
+//! The audit records the scheduler writes, each made from the record it is about.
+//!
+//! An audit record's time is taken from that record (a job's end, a workflow's end, a scheduled
+//! tick), never from the clock when it is written: the bus de-duplicates by action, target and
+//! time, so a record written again after a failure or a crash (the scheduler retries until the
+//! stream takes it) is kept once.
+
+use serde_json::json;
+
+use crate::{AuditEvent, BreakGlassGrant, Job, Release, ReleaseStatus, Workflow, WorkflowStatus};
+
+/// The scheduler's own name as an actor.
+pub const SCHEDULER: &str = "scheduler";
+
+impl AuditEvent {
+    /// A runner's result ended a job. The error and the plan's summary say what policies
+    /// decided, among the rest.
+    pub fn job_ended(job: &Job) -> AuditEvent {
+        AuditEvent {
+            org: job.org.clone(),
+            at: job
+                .finished_at
+                .clone()
+                .unwrap_or_else(|| job.created_at.clone()),
+            actor: format!("runner:{}", job.install),
+            action: format!("job.{}", job.status.name()),
+            target: job.id.clone(),
+            detail: json!({
+                "kind": job.kind,
+                "component": job.component,
+                "workflow": job.workflow_id,
+                "error": job.error,
+                "plan_summary": job.plan_summary,
+            }),
+        }
+    }
+
+    /// How a workflow ended: `succeeded`, `cancelled` or `failed`.
+    pub fn workflow_ended(wf: &Workflow) -> AuditEvent {
+        AuditEvent {
+            org: wf.org.clone(),
+            at: wf
+                .finished_at
+                .clone()
+                .unwrap_or_else(|| wf.updated_at.clone()),
+            actor: SCHEDULER.into(),
+            action: format!("workflow.{}", wf.outcome()),
+            target: wf.id.clone(),
+            detail: json!({ "install": wf.install }),
+        }
+    }
+
+    /// A drift check's plan found its component drifted.
+    pub fn component_drifted(job: &Job) -> AuditEvent {
+        AuditEvent {
+            org: job.org.clone(),
+            at: job
+                .finished_at
+                .clone()
+                .unwrap_or_else(|| job.created_at.clone()),
+            actor: SCHEDULER.into(),
+            action: "component.drifted".into(),
+            target: format!("{}/{}", job.install, job.component),
+            detail: json!({
+                "install": job.install, "component": job.component,
+                "workflow": job.workflow_id, "summary": job.plan_summary.clone().unwrap_or_default(),
+            }),
+        }
+    }
+
+    /// A release halted or ended, at `at`.
+    pub fn release_ended(r: &Release, at: &str) -> AuditEvent {
+        let outcome = match r.status {
+            ReleaseStatus::Halted => "halted",
+            ReleaseStatus::Succeeded => "succeeded",
+            _ => "ended",
+        };
+        AuditEvent {
+            org: r.org.clone(),
+            at: at.to_string(),
+            actor: SCHEDULER.into(),
+            action: format!("release.{outcome}"),
+            target: r.id.clone(),
+            detail: json!({ "app": r.app, "config": r.config_id, "reason": r.reason }),
+        }
+    }
+
+    /// A scheduled action fired for the tick `tick` (RFC 3339), as workflow `workflow`.
+    pub fn action_scheduled(
+        org: &str,
+        install: &str,
+        action: &str,
+        workflow: &str,
+        tick: &str,
+    ) -> AuditEvent {
+        AuditEvent {
+            org: org.into(),
+            at: tick.into(),
+            actor: SCHEDULER.into(),
+            action: "action.scheduled".into(),
+            target: workflow.into(),
+            detail: json!({ "install": install, "action": action, "tick": tick }),
+        }
+    }
+
+    /// An action step that needs break-glass role `role` started under the API's grant, at
+    /// `at` (the step's start).
+    pub fn break_glass_used(
+        wf: &Workflow,
+        role: &str,
+        grant: &BreakGlassGrant,
+        action: &str,
+        step: &str,
+        at: &str,
+    ) -> AuditEvent {
+        AuditEvent {
+            org: wf.org.clone(),
+            at: at.into(),
+            actor: SCHEDULER.into(),
+            action: "break_glass.used".into(),
+            target: format!("{}/{role}", wf.install),
+            detail: json!({
+                "granted_by": grant.by, "until": crate::format_ms(grant.until_ms),
+                "action": action, "step": step, "workflow": wf.id, "install": wf.install,
+            }),
+        }
+    }
+
+    /// An API grant of break-glass role `role` ended (at its end).
+    pub fn break_glass_expired(
+        org: &str,
+        install: &str,
+        role: &str,
+        grant: &BreakGlassGrant,
+    ) -> AuditEvent {
+        let until = crate::format_ms(grant.until_ms);
+        AuditEvent {
+            org: org.into(),
+            at: until.clone(),
+            actor: SCHEDULER.into(),
+            action: "break_glass.expired".into(),
+            target: format!("{install}/{role}"),
+            detail: json!({ "granted_by": grant.by, "until": until, "install": install }),
+        }
+    }
+}
+
+impl Workflow {
+    /// How it ended as people say it: `succeeded`, `cancelled` or `failed` (`failed` too while it
+    /// has not ended).
+    pub fn outcome(&self) -> &'static str {
+        match self.status {
+            WorkflowStatus::Succeeded => "succeeded",
+            WorkflowStatus::Cancelled => "cancelled",
+            _ => "failed",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{JobKind, JobStatus, WorkflowKind};
+
+    const T0: &str = "2026-11-27T10:00:00.000Z";
+    const END: &str = "2026-11-27T10:05:00.000Z";
+
+    fn job() -> Job {
+        let mut j = Job::queued(
+            "j".into(),
+            "o".into(),
+            "i".into(),
+            "w".into(),
+            2,
+            JobKind::Plan,
+            "db".into(),
+            T0,
+        );
+        j.status = JobStatus::Finished;
+        j.finished_at = Some(END.into());
+        j.plan_summary = Some("1 to change".into());
+        j
+    }
+
+    #[test]
+    fn a_jobs_record_is_at_its_end_and_names_its_runner_and_outcome() {
+        let a = AuditEvent::job_ended(&job());
+        assert_eq!(a.at, END);
+        assert_eq!(a.actor, "runner:i");
+        assert_eq!(a.action, "job.finished");
+        assert_eq!(a.detail["plan_summary"], "1 to change");
+        // The same job makes the same record: written twice, the bus keeps it once.
+        assert_eq!(a, AuditEvent::job_ended(&job()));
+    }
+
+    #[test]
+    fn a_workflows_record_says_how_it_ended_at_its_end() {
+        let mut w = Workflow::requested(
+            "w".into(),
+            "o",
+            "i",
+            WorkflowKind::Provision,
+            "c",
+            Default::default(),
+            T0,
+        );
+        w.status = WorkflowStatus::Cancelled;
+        w.finished_at = Some(END.into());
+        let a = AuditEvent::workflow_ended(&w);
+        assert_eq!(
+            (a.action.as_str(), a.at.as_str()),
+            ("workflow.cancelled", END)
+        );
+        assert_eq!(a.detail["install"], "i");
+    }
+
+    #[test]
+    fn a_drift_record_targets_the_component() {
+        let a = AuditEvent::component_drifted(&job());
+        assert_eq!(a.target, "i/db");
+        assert_eq!(a.at, END);
+        assert_eq!(a.detail["summary"], "1 to change");
+    }
+
+    #[test]
+    fn a_scheduled_run_and_an_expired_grant_are_at_their_own_times() {
+        let a = AuditEvent::action_scheduled("o", "i", "backup", "w", T0);
+        assert_eq!((a.at.as_str(), a.target.as_str()), (T0, "w"));
+        let g = BreakGlassGrant {
+            by: "token:ops".into(),
+            granted_at: T0.into(),
+            until_ms: 1_795_000_000_000,
+        };
+        let e = AuditEvent::break_glass_expired("o", "i", "admin", &g);
+        assert_eq!(e.at, crate::format_ms(g.until_ms));
+        assert_eq!(e.target, "i/admin");
+    }
+}
