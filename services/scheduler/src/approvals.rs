@@ -10,7 +10,8 @@ use ferry_protocol::Control;
 
 use tracing::info;
 
-use crate::dispatch::Permanent;
+use crate::dispatch::permanent;
+use crate::effects::Work;
 use crate::{Scheduler, SchedulerError};
 
 /// What an approval approves: the job that made it, the digest it binds to, and its summary.
@@ -40,7 +41,6 @@ impl Scheduler {
         let on_deny = approval.as_ref().map(|a| a.on_deny).unwrap_or_default();
         let actor = approval.as_ref().and_then(|a| a.decided_by.clone());
         let who = actor.clone().unwrap_or_else(|| "unknown".into());
-        let now = m::now();
         let stale = match approval
             .as_ref()
             .filter(|a| approved && !a.plan_job.is_empty())
@@ -50,12 +50,8 @@ impl Scheduler {
         };
         if let Some(why) = stale {
             info!(org, workflow = workflow_id, step, "{why}");
-            return self
-                .transition(org, workflow_id, |wf| {
-                    wf.respond(step, &who, "approve", &now);
-                    wf.replan(step, &why, &now)
-                })
-                .await;
+            let replan = m::Change::Replan { step, who, why };
+            return self.execute([Work::on(org, workflow_id, replan)]).await;
         }
         let denied = |dependents| m::StepOutcome::Skipped {
             message: "plan denied; its apply is skipped".into(),
@@ -67,12 +63,14 @@ impl Scheduler {
             (false, m::OnDeny::SkipCurrent) => (denied(false), "deny (skip-current)"),
             (false, m::OnDeny::SkipDependents) => (denied(true), "deny (skip-dependents)"),
         };
-        self.transition(org, workflow_id, |wf| {
-            wf.finish_step(step, outcome.clone(), actor.clone(), &now)?;
-            wf.respond(step, &who, action, &now);
-            Ok(vec![])
-        })
-        .await
+        let decided = m::Change::Decide {
+            step,
+            outcome,
+            actor,
+            who,
+            action: action.into(),
+        };
+        self.execute([Work::on(org, workflow_id, decided)]).await
     }
 
     /// Why a plan job's plan is too old to apply, if it is.
@@ -100,13 +98,10 @@ impl Scheduler {
         &self,
         wf: &Workflow,
         step: &m::Step,
-    ) -> Result<Result<(), Permanent>, SchedulerError> {
-        let subject = match self.subject(wf, step).await? {
-            Ok(s) => s,
-            Err(p) => return Ok(Err(p)),
-        };
+    ) -> Result<Vec<Work>, SchedulerError> {
+        let subject = self.subject(wf, step).await?;
         let Some(approval_id) = step.approval_id.clone() else {
-            return Ok(Err(Permanent("step has no approval id".into())));
+            return Err(permanent("step has no approval id"));
         };
         let approval = m::Approval {
             id: approval_id.clone(),
@@ -147,16 +142,12 @@ impl Scheduler {
             })
             .await?
             .ok();
-        Ok(Ok(()))
+        Ok(vec![])
     }
 
     /// The plan an approve step approves, or — for a component removed from the app, whose
     /// approve step guards its teardown — the artifact the teardown destroys.
-    async fn subject(
-        &self,
-        wf: &Workflow,
-        step: &m::Step,
-    ) -> Result<Result<Subject, Permanent>, SchedulerError> {
+    async fn subject(&self, wf: &Workflow, step: &m::Step) -> Result<Subject, SchedulerError> {
         if let Some(plan_job) = wf
             .find(&step.component, StepKind::Plan)
             .and_then(|s| s.job_id.clone())
@@ -168,18 +159,16 @@ impl Scheduler {
                 .await?
                 .value;
             let Some(digest) = job.plan_digest.clone() else {
-                return Ok(Err(Permanent(format!(
-                    "plan job {plan_job} produced no plan"
-                ))));
+                return Err(permanent(format!("plan job {plan_job} produced no plan")));
             };
-            return Ok(Ok(Subject {
+            return Ok(Subject {
                 plan_job,
                 digest,
                 summary: job.plan_summary.unwrap_or_default(),
-            }));
+            });
         }
         if wf.find(&step.component, StepKind::Teardown).is_none() {
-            return Ok(Err(Permanent("no plan to approve".into())));
+            return Err(permanent("no plan to approve"));
         }
         let install = self
             .store
@@ -191,23 +180,23 @@ impl Scheduler {
             .component(&step.component)
             .and_then(|c| c.artifact_digest.clone())
         else {
-            return Ok(Err(Permanent(format!(
+            return Err(permanent(format!(
                 "`{}` has nothing deployed to tear down",
                 step.component
-            ))));
+            )));
         };
         let why = match wf.kind {
             m::WorkflowKind::Teardown => "Teardown of the install",
             m::WorkflowKind::Runbook => "A runbook's step",
             _ => "Removed from the app",
         };
-        Ok(Ok(Subject {
+        Ok(Subject {
             plan_job: String::new(),
             digest: artifact,
             summary: format!(
                 "{why}: `{}` will be torn down, destroying everything it deployed.",
                 step.component
             ),
-        }))
+        })
     }
 }

@@ -19,6 +19,7 @@ use ferry_model as m;
 use ferry_store::StoreError;
 use tracing::{info, warn};
 
+use crate::effects::Work;
 use crate::{Scheduler, SchedulerError};
 
 /// What a mark schedules: an action's runs, or a component's drift checks.
@@ -257,6 +258,11 @@ impl Scheduler {
             .map(|(r, g)| (r.clone(), g.clone()))
             .collect();
         for (role, grant) in ended {
+            // Audited before it is removed, at its end: whoever removes it (and a pass after a
+            // failure) writes the same record, kept once.
+            let expired =
+                m::AuditEvent::break_glass_expired(&install.org, &install.name, &role, &grant);
+            self.audit(&expired).await?;
             let removed = self
                 .store
                 .repo::<m::Install>()
@@ -270,21 +276,9 @@ impl Scheduler {
                 })
                 .await;
             match removed {
-                Ok(Ok(_)) => {}
-                Ok(Err(())) | Err(StoreError::NotFound { .. }) => continue,
+                Ok(_) | Err(StoreError::NotFound { .. }) => {}
                 Err(e) => return Err(e.into()),
             }
-            let detail = serde_json::json!({
-                "granted_by": grant.by, "until": m::format_ms(grant.until_ms),
-            });
-            self.audit_break_glass(
-                &install.org,
-                &install.name,
-                "break_glass.expired",
-                &role,
-                detail,
-            )
-            .await;
         }
         Ok(())
     }
@@ -366,26 +360,17 @@ impl Scheduler {
         match self.store.repo::<m::Workflow>().create(&wf).await {
             Ok(_) => {
                 info!(org = %install.org, install = %install.name, action, tick = %m::format_ms(tick_ms), workflow = %id, "scheduled action fired");
-                let _ = self
-                    .store
-                    .bus()
-                    .audit(&m::AuditEvent {
-                        org: install.org.clone(),
-                        at: m::now(),
-                        actor: "scheduler".into(),
-                        action: "action.scheduled".into(),
-                        target: id.clone(),
-                        detail: serde_json::json!({
-                            "install": install.name, "action": action, "tick": m::format_ms(tick_ms),
-                        }),
-                    })
-                    .await;
             }
             // Fired by another replica, or by this one before a crash.
             Err(StoreError::AlreadyExists { .. }) => {}
             Err(e) => return Err(e.into()),
         }
-        self.advance(&install.org, &id).await?;
+        // Either way: the record is the tick's, written again until it is kept.
+        let tick = m::format_ms(tick_ms);
+        let fired =
+            m::AuditEvent::action_scheduled(&install.org, &install.name, action, &id, &tick);
+        self.audit(&fired).await?;
+        self.execute([Work::advance(&install.org, &id)]).await?;
         Ok(id)
     }
 }

@@ -1,12 +1,13 @@
 //! Results coming back from runners on `JOB_EVENTS`.
 
-use ferry_model::{self as m, StepOutcome};
+use ferry_model::{self as m, Workflow};
 use ferry_protocol::messages::{EventBody, JobEvent, JobResult, Offloaded, Outcome};
 use ferry_protocol::resources::{RESULTS, objects};
 use ferry_protocol::subjects;
 use ferry_store::{Handled, StoreError};
 use tracing::{debug, info, warn};
 
+use crate::effects::Work;
 use crate::{Scheduler, SchedulerError, handled};
 
 /// The largest result an install may send in chunks: a plan's JSON of a big Terraform module is
@@ -38,65 +39,13 @@ impl Scheduler {
         execution_id: &str,
         result: JobResult,
     ) -> Result<(), SchedulerError> {
-        // Judged by the install in the subject before anything is stored: a result for another
-        // install's job, or from an execution that is not the job's current one, stores nothing
-        // (no plan under the job's key, no outputs, no chunks read).
-        let accepted = match self.store.repo::<m::Job>().get(org, job_id).await? {
-            None => {
-                warn!(org, install, job = job_id, "result for an unknown job");
-                return Ok(());
-            }
-            Some(j) => j.value.accepts_result(install, execution_id),
+        let Some((result, offloaded)) = self
+            .checked_result(org, install, job_id, execution_id, result)
+            .await?
+        else {
+            return Ok(());
         };
-        let fresh = match accepted {
-            Ok(fresh) => fresh,
-            Err(refused) => {
-                warn!(org, install, job = job_id, "{refused}");
-                ferry_telemetry::metrics()
-                    .messages_rejected
-                    .get_or_create(&ferry_telemetry::consumer_label("results-refused"))
-                    .inc();
-                return Ok(());
-            }
-        };
-        let offloaded = result.offloaded.clone().filter(|_| fresh);
-        let mut result = match &offloaded {
-            Some(o) => self.offloaded_result(org, install, execution_id, o).await?,
-            None => result,
-        };
-        // The plan file stays in the install; its changes (secrets masked) are kept for review,
-        // stored before the job record says "planned" (and only for a result that will be
-        // recorded: a repeated one keeps the first's).
-        if let Some(plan) = result
-            .plan
-            .as_ref()
-            .filter(|p| fresh && !p.diff_json.is_empty())
-        {
-            self.store
-                .put_object(
-                    objects::PLANS,
-                    &objects::plan_json(org, job_id),
-                    &plan.diff_json,
-                )
-                .await?;
-        }
-        let outputs = checked_outputs(&mut result, self.client.server_info().max_payload / 4);
-        let finished = m::Finished {
-            status: match result.status {
-                Outcome::Succeeded => m::ExecutionStatus::Finished,
-                Outcome::Failed => m::ExecutionStatus::Failed,
-                Outcome::Cancelled => m::ExecutionStatus::Cancelled,
-                Outcome::TimedOut => m::ExecutionStatus::TimedOut,
-            },
-            outputs,
-            sensitive_outputs: result.sensitive_outputs,
-            error: result.error,
-            plan: result.plan.map(|p| m::PlanMade {
-                digest: p.digest,
-                changes: p.changes,
-                summary: p.summary,
-            }),
-        };
+        let finished = finished_of(result, self.client.server_info().max_payload / 4);
         let now = m::now();
         let updated = self
             .store
@@ -117,35 +66,11 @@ impl Scheduler {
             }
             Err(e) => return Err(e.into()),
         };
-        let outcome = job.status.name().to_string();
-        ferry_telemetry::metrics()
-            .jobs_finished
-            .get_or_create(&ferry_telemetry::OutcomeLabels {
-                kind: format!("{:?}", job.kind).to_lowercase(),
-                outcome: outcome.clone(),
-            })
-            .inc();
-        info!(org, install, workflow = %job.workflow_id, job = job_id, component = %job.component, kind = ?job.kind, status = %outcome, "job finished");
-        let _ = self
-            .store
-            .bus()
-            .audit(&m::AuditEvent {
-                org: org.into(),
-                at: m::now(),
-                actor: format!("runner:{install}"),
-                action: format!("job.{outcome}"),
-                target: job_id.into(),
-                // The error and the plan's summary say what policies decided, among the rest.
-                detail: serde_json::json!({
-                    "kind": job.kind,
-                    "component": job.component,
-                    "workflow": job.workflow_id,
-                    "error": job.error,
-                    "plan_summary": job.plan_summary,
-                }),
-            })
-            .await;
-        if offloaded.is_some() {
+        self.count_finished(&job);
+        // Again for a repeat of the same result (this message redelivered after a failure):
+        // the record is the job's, the same each time, and kept once.
+        self.audit(&m::AuditEvent::job_ended(&job)).await?;
+        if offloaded {
             self.store
                 .purge_subject(
                     RESULTS.name,
@@ -153,7 +78,74 @@ impl Scheduler {
                 )
                 .await?;
         }
-        self.apply_job_result(&job).await
+        let work = self.apply_job_result(&job).await?;
+        self.execute(work).await
+    }
+
+    /// The result to record, judged by the install in the subject before anything is stored: a
+    /// result for another install's job, or from an execution that is not the job's current one,
+    /// stores nothing (no plan under the job's key, no outputs, no chunks read). With it, whether
+    /// it came in chunks (read here, their subject purged once it is recorded).
+    async fn checked_result(
+        &self,
+        org: &str,
+        install: &str,
+        job_id: &str,
+        execution_id: &str,
+        result: JobResult,
+    ) -> Result<Option<(JobResult, bool)>, SchedulerError> {
+        let accepted = match self.store.repo::<m::Job>().get(org, job_id).await? {
+            None => {
+                warn!(org, install, job = job_id, "result for an unknown job");
+                return Ok(None);
+            }
+            Some(j) => j.value.accepts_result(install, execution_id),
+        };
+        let fresh = match accepted {
+            Ok(fresh) => fresh,
+            Err(refused) => {
+                warn!(org, install, job = job_id, "{refused}");
+                ferry_telemetry::metrics()
+                    .messages_rejected
+                    .get_or_create(&ferry_telemetry::consumer_label("results-refused"))
+                    .inc();
+                return Ok(None);
+            }
+        };
+        let offloaded = result.offloaded.clone().filter(|_| fresh);
+        let result = match &offloaded {
+            Some(o) => self.offloaded_result(org, install, execution_id, o).await?,
+            None => result,
+        };
+        // The plan file stays in the install; its changes (secrets masked) are kept for review,
+        // stored before the job record says "planned" (and only for a result that will be
+        // recorded: a repeated one keeps the first's).
+        if let Some(plan) = result
+            .plan
+            .as_ref()
+            .filter(|p| fresh && !p.diff_json.is_empty())
+        {
+            self.store
+                .put_object(
+                    objects::PLANS,
+                    &objects::plan_json(org, job_id),
+                    &plan.diff_json,
+                )
+                .await?;
+        }
+        Ok(Some((result, offloaded.is_some())))
+    }
+
+    fn count_finished(&self, job: &m::Job) {
+        let outcome = job.status.name();
+        ferry_telemetry::metrics()
+            .jobs_finished
+            .get_or_create(&ferry_telemetry::OutcomeLabels {
+                kind: format!("{:?}", job.kind).to_lowercase(),
+                outcome: outcome.into(),
+            })
+            .inc();
+        info!(org = %job.org, install = %job.install, workflow = %job.workflow_id, job = %job.id, component = %job.component, kind = ?job.kind, status = outcome, "job finished");
     }
 
     /// The result a runner sent in chunks because it did not fit in a message, at most
@@ -202,119 +194,85 @@ impl Scheduler {
         Ok(checked.unwrap_or_else(|e| failed(format!("reading the offloaded result: {e}"))))
     }
 
-    /// Carries a finished job's result into the install and the workflow. Idempotent.
-    pub(crate) async fn apply_job_result(&self, job: &m::Job) -> Result<(), SchedulerError> {
-        let (org, wf_id) = (job.org.as_str(), job.workflow_id.as_str());
-        if job.kind == m::JobKind::Plan && self.is_drift_check(org, wf_id).await? {
-            let outcome = self.drift_checked(job).await?;
-            return self
-                .complete_step(org, wf_id, job.step, outcome, Some("runner".into()))
-                .await;
-        }
-        if job.status != m::JobStatus::Finished {
-            if matches!(job.kind, m::JobKind::Plan | m::JobKind::Apply) {
-                self.update_component(job, |c| c.status = m::ComponentStatus::Failed)
-                    .await?;
-            }
-            if job.kind == m::JobKind::Action {
-                self.action_step_failed(job).await?;
-            }
-            let status = job.status.name();
-            let msg = job.error.clone().unwrap_or_else(|| format!("job {status}"));
-            let outcome = if matches!(
-                job.status,
-                m::JobStatus::Cancelled | m::JobStatus::NotAttempted
-            ) {
-                StepOutcome::Cancelled(msg)
-            } else {
-                StepOutcome::Failed(msg)
-            };
-            return self
-                .complete_step(org, wf_id, job.step, outcome, Some("runner".into()))
-                .await;
-        }
-        let outcome = match job.kind {
-            m::JobKind::Sync => StepOutcome::Succeeded("artifact synced to the install".into()),
-            m::JobKind::Action => self.action_step_finished(job).await?,
-            m::JobKind::Plan => {
-                let summary = job.plan_summary.clone().unwrap_or_default();
-                if job.plan_changes.unwrap_or(true) {
-                    StepOutcome::Succeeded(summary)
-                } else {
-                    self.update_component(job, |c| c.status = m::ComponentStatus::Active)
-                        .await?;
-                    StepOutcome::NoChanges(summary)
-                }
-            }
-            m::JobKind::Teardown => {
-                self.store
-                    .repo::<m::Install>()
-                    .modify(&job.org, &job.install, |i| {
-                        if job.component == m::SANDBOX {
-                            i.sandbox = Default::default();
-                        } else {
-                            i.components.remove(&job.component);
-                        }
-                        i.updated_at = m::now();
-                        Ok::<bool, ()>(true)
-                    })
-                    .await?
-                    .ok();
-                StepOutcome::Succeeded("torn down".into())
-            }
-            m::JobKind::Apply => {
-                let outputs = job.outputs.clone();
-                let digest = job.plan_digest.clone();
-                self.update_component(job, |c| {
-                    c.status = m::ComponentStatus::Active;
-                    // Applied: whatever drifted is as the config says again.
-                    c.drift = None;
-                    c.outputs = outputs.clone();
-                    c.sensitive_outputs = job.sensitive_outputs.clone();
-                    if digest.is_some() {
-                        c.applied_digest = digest.clone();
-                    }
-                })
-                .await?;
-                StepOutcome::Succeeded("applied".into())
-            }
-        };
-        self.complete_step(org, wf_id, job.step, outcome, Some("runner".into()))
-            .await
-    }
-
-    async fn is_drift_check(&self, org: &str, workflow: &str) -> Result<bool, SchedulerError> {
-        Ok(self
+    /// Carries an ended job into its install (`Install::job_ended`) and yields the change that
+    /// ends its step (`Job::step_outcome`). Idempotent: a repeat changes nothing and yields a
+    /// change the workflow refuses.
+    pub(crate) async fn apply_job_result(&self, job: &m::Job) -> Result<Vec<Work>, SchedulerError> {
+        let wf = self
             .store
-            .repo::<m::Workflow>()
-            .get(org, workflow)
+            .repo::<Workflow>()
+            .get(&job.org, &job.workflow_id)
             .await?
-            .is_some_and(|w| w.value.kind == m::WorkflowKind::DriftCheck))
+            .map(|v| v.value);
+        let ctx = self.job_context(job, wf.as_ref()).await?;
+        let now = m::now();
+        let mut ended = m::InstallChanged::default();
+        self.change_install_of(&job.org, &job.install, |i| {
+            ended = i.job_ended(job, &ctx, &now);
+            ended.changed
+        })
+        .await?;
+        // Before the step ends: until it has, a failure here is retried with the step.
+        if ended.newly_drifted {
+            self.audit(&m::AuditEvent::component_drifted(job)).await?;
+        }
+        let change = m::Change::finish(job.step, job.step_outcome(&ctx), "runner");
+        Ok(vec![Work::on(&job.org, &job.workflow_id, change)])
     }
 
-    async fn update_component(
+    /// What the job's workflow (if it still exists) says of it.
+    async fn job_context(
         &self,
         job: &m::Job,
-        f: impl Fn(&mut m::ComponentState),
-    ) -> Result<(), SchedulerError> {
-        self.store
-            .repo::<m::Install>()
-            .modify(&job.org, &job.install, |i| {
-                let c = i.component_mut(&job.component);
-                let before = c.clone();
-                f(c);
-                c.last_job = Some(job.id.clone());
-                if *c == before {
-                    return Ok::<bool, ()>(false);
-                }
-                c.updated_at = Some(m::now());
-                i.updated_at = m::now();
-                Ok(true)
-            })
-            .await?
-            // The closure never refuses: nothing to report.
-            .ok();
-        Ok(())
+        wf: Option<&Workflow>,
+    ) -> Result<m::JobContext, SchedulerError> {
+        let Some(wf) = wf else {
+            return Ok(m::JobContext::default());
+        };
+        let action_step = match job.kind {
+            m::JobKind::Action => {
+                let step = wf
+                    .step(job.step)
+                    .and_then(|s| s.action.as_ref())
+                    .map(|a| a.step.clone())
+                    .unwrap_or_default();
+                let last = job.status == m::JobStatus::Finished
+                    && self
+                        .config(&job.org, &wf.app_config_id)
+                        .await?
+                        .action(&job.component)
+                        .and_then(|a| a.steps.last())
+                        .is_some_and(|s| s.name == step);
+                Some(m::ActionStepEnd { step, last })
+            }
+            _ => None,
+        };
+        Ok(m::JobContext {
+            drift_check: wf.kind == m::WorkflowKind::DriftCheck,
+            action_step,
+        })
+    }
+}
+
+/// How the runner says the job ended, as the job record keeps it; outputs over `most` bytes (or
+/// not a JSON object) fail it (see [`checked_outputs`]).
+fn finished_of(mut result: JobResult, most: usize) -> m::Finished {
+    let outputs = checked_outputs(&mut result, most);
+    m::Finished {
+        status: match result.status {
+            Outcome::Succeeded => m::ExecutionStatus::Finished,
+            Outcome::Failed => m::ExecutionStatus::Failed,
+            Outcome::Cancelled => m::ExecutionStatus::Cancelled,
+            Outcome::TimedOut => m::ExecutionStatus::TimedOut,
+        },
+        outputs,
+        sensitive_outputs: result.sensitive_outputs,
+        error: result.error,
+        plan: result.plan.map(|p| m::PlanMade {
+            digest: p.digest,
+            changes: p.changes,
+            summary: p.summary,
+        }),
     }
 }
 

@@ -14,14 +14,17 @@
 
 mod actions;
 mod approvals;
+mod audit;
 mod claims;
 mod cron;
 mod dispatch;
 mod drift;
+mod effects;
 mod events;
 mod gauges;
 mod offers;
 mod releases;
+mod resume;
 mod runbooks;
 mod stops;
 mod workflows;
@@ -36,6 +39,8 @@ use ferry_protocol::messages::JobEvent;
 use ferry_protocol::resources::consumers;
 use ferry_protocol::{Control, subjects};
 use ferry_store::{Handled, Store, StoreError, consume_messages};
+
+use crate::effects::Work;
 use tracing::{info, warn};
 
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +54,12 @@ pub enum SchedulerError {
     SubscriptionEnded(&'static str),
     #[error("app config {0}: {1}")]
     Config(String, String),
+    /// An audit record the stream did not take: always worth retrying (see `audit.rs`).
+    #[error("audit record not written: {0}")]
+    Audit(#[source] StoreError),
+    /// A step cannot proceed for a reason retrying will not fix: the step fails with it.
+    #[error("{0}")]
+    Permanent(String),
 }
 
 impl SchedulerError {
@@ -57,6 +68,7 @@ impl SchedulerError {
         matches!(
             self,
             SchedulerError::Nats(_)
+                | SchedulerError::Audit(_)
                 | SchedulerError::Store(
                     StoreError::Nats(_) | StoreError::Timeout(_) | StoreError::Conflict { .. }
                 )
@@ -215,10 +227,10 @@ impl Scheduler {
     }
 
     async fn on_control(&self, c: Control) -> Result<(), SchedulerError> {
-        match c {
+        let work = match c {
             Control::WorkflowRequested {
                 org, workflow_id, ..
-            } => self.advance(&org, &workflow_id).await,
+            } => Work::advance(&org, &workflow_id),
             Control::BuildFinished {
                 org,
                 build_id,
@@ -232,8 +244,11 @@ impl Scheduler {
                 } else {
                     m::StepOutcome::Failed(error.unwrap_or_else(|| "build failed".into()))
                 };
-                self.complete_step(&org, &workflow_id, step, outcome, Some("build".into()))
-                    .await
+                Work::on(
+                    &org,
+                    &workflow_id,
+                    m::Change::finish(step, outcome, "build"),
+                )
             }
             Control::ApprovalDecided {
                 org,
@@ -242,18 +257,15 @@ impl Scheduler {
                 approved,
                 approval_id,
             } => {
-                self.approval_decided(&org, &workflow_id, step, approved, &approval_id)
-                    .await
+                return self
+                    .approval_decided(&org, &workflow_id, step, approved, &approval_id)
+                    .await;
             }
             Control::CancelRequested {
                 org,
                 workflow_id,
                 actor,
-            } => {
-                let now = m::now();
-                self.transition(&org, &workflow_id, |wf| wf.cancel(&actor, &now))
-                    .await
-            }
+            } => Work::on(&org, &workflow_id, m::Change::Cancel { actor }),
             Control::RetryRequested {
                 org,
                 workflow_id,
@@ -262,10 +274,13 @@ impl Scheduler {
                 ..
             } => {
                 info!(org, workflow = %workflow_id, step, %actor, "retry requested");
-                let now = m::now();
-                self.transition(&org, &workflow_id, |wf| wf.retry(step, &actor, &now))
-                    .await?;
-                self.mark_open(&org, &workflow_id).await
+                self.execute([Work::on(
+                    &org,
+                    &workflow_id,
+                    m::Change::Retry { step, actor },
+                )])
+                .await?;
+                return self.mark_open(&org, &workflow_id).await;
             }
             Control::SkipRequested {
                 org,
@@ -274,31 +289,45 @@ impl Scheduler {
                 actor,
             } => {
                 info!(org, workflow = %workflow_id, step, %actor, "skip requested");
-                let now = m::now();
-                self.transition(&org, &workflow_id, |wf| wf.skip(step, &actor, &now))
-                    .await?;
-                self.mark_open(&org, &workflow_id).await
+                self.execute([Work::on(
+                    &org,
+                    &workflow_id,
+                    m::Change::Skip { step, actor },
+                )])
+                .await?;
+                return self.mark_open(&org, &workflow_id).await;
             }
             Control::JobCancelRequested { org, job_id, actor } => {
-                let Some(job) = self.store.repo::<m::Job>().get(&org, &job_id).await? else {
-                    return Ok(());
-                };
-                let Some(wf) = self
-                    .store
-                    .repo::<m::Workflow>()
-                    .get(&org, &job.value.workflow_id)
-                    .await?
-                else {
-                    return Ok(());
-                };
-                info!(org, job = %job_id, %actor, "job cancel requested");
-                self.cancel_job(&wf.value, &job_id).await
+                return self.job_cancel_requested(&org, &job_id, &actor).await;
             }
             // Not ours: the consumer's filter keeps these away; acknowledge if one slips through.
             Control::BuildRequested { .. }
             | Control::ApprovalRequested { .. }
-            | Control::ApprovalResponse { .. } => Ok(()),
-        }
+            | Control::ApprovalResponse { .. } => return Ok(()),
+        };
+        self.execute([work]).await
+    }
+
+    async fn job_cancel_requested(
+        &self,
+        org: &str,
+        job_id: &str,
+        actor: &str,
+    ) -> Result<(), SchedulerError> {
+        let Some(job) = self.store.repo::<m::Job>().get(org, job_id).await? else {
+            return Ok(());
+        };
+        let Some(wf) = self
+            .store
+            .repo::<m::Workflow>()
+            .get(org, &job.value.workflow_id)
+            .await?
+        else {
+            return Ok(());
+        };
+        info!(org, job = %job_id, %actor, "job cancel requested");
+        let work = self.cancel_job(&wf.value, job_id).await?;
+        self.execute(work).await
     }
 
     /// Marks a workflow that runs on (after a retry or a skip) open again: the API marked it too,

@@ -26,6 +26,7 @@ use ferry_store::{StoreError, Versioned};
 use tokio::sync::watch;
 use tracing::debug;
 
+use crate::effects::Work;
 use crate::{RECONCILE_INTERVAL, Scheduler, SchedulerError};
 
 /// The record of a job being offered, as its claim will find it.
@@ -112,11 +113,10 @@ impl Scheduler {
         let msg_id = format!("{id}-{now}");
         let bus = self.store.bus();
         // `join!` polls in order, so the record's create, the offer and the doorbell leave on the
-        // connection in that order. Boxed: `join!` holds all three futures at once, and inlined
-        // into the step machinery's futures they overflowed a worker thread's stack (debug build).
+        // connection in that order.
         let (written, published, ()) = tokio::join!(
-            Box::pin(self.write_offered(job, &now, &offering)),
-            Box::pin(bus.publish_msg(subjects::job(&org, &install, &id), &msg_id, &offer)),
+            self.write_offered(job, &now, &offering),
+            bus.publish_msg(subjects::job(&org, &install, &id), &msg_id, &offer),
             self.ring(&org, &install, &offer),
         );
         drop(offering);
@@ -197,14 +197,14 @@ impl Scheduler {
         &self,
         wf: &m::Workflow,
         job: &m::Job,
-    ) -> Result<(), SchedulerError> {
+    ) -> Result<Vec<Work>, SchedulerError> {
         let settled = job
             .offered_at
             .as_deref()
             .and_then(m::ms_of)
             .is_some_and(|t| m::now_ms() >= t + 2 * RECONCILE_INTERVAL.as_millis() as u64);
         if !settled {
-            return Ok(());
+            return Ok(vec![]);
         }
         let stream = self
             .store
@@ -214,7 +214,7 @@ impl Scheduler {
             .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
         let subject = subjects::job(&job.org, &job.install, &job.id);
         match stream.direct_get_last_for_subject(&subject).await {
-            Ok(_) => return Ok(()),
+            Ok(_) => return Ok(vec![]),
             Err(e) if e.kind() == DirectGetErrorKind::NotFound => {}
             Err(e) => return Err(SchedulerError::Nats(Box::new(e))),
         }
@@ -227,11 +227,11 @@ impl Scheduler {
             })
             .await?
             .ok();
-        if requeued {
-            tracing::warn!(org = %job.org, install = %job.install, job = %job.id, "an available job had no offer; offering it again");
-            self.start_step(wf, job.step).await?;
+        if !requeued {
+            return Ok(vec![]);
         }
-        Ok(())
+        tracing::warn!(org = %job.org, install = %job.install, job = %job.id, "an available job had no offer; offering it again");
+        self.start_step(wf, job.step).await
     }
 }
 

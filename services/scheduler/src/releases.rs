@@ -9,6 +9,7 @@ use ferry_model::{self as m, Release, ReleaseEffect, TargetStatus, Workflow};
 use ferry_store::StoreError;
 use tracing::{info, warn};
 
+use crate::effects::Work;
 use crate::{Scheduler, SchedulerError};
 
 impl Scheduler {
@@ -30,6 +31,9 @@ impl Scheduler {
         };
         let mut r = v.value.clone();
         if r.status.is_terminal() {
+            // Ended, but its mark outlived the sweep that ended it (a crash, or its audit
+            // record not taken): the record again (the same one, kept once), then the mark.
+            self.release_ended(&r).await?;
             return self.close_release(org, id).await;
         }
         let now = m::now_ms();
@@ -41,17 +45,17 @@ impl Scheduler {
             }
         }
         effects.extend(r.next(now));
+        // Audited before it is saved: a record the stream does not take leaves the release as
+        // it was, and the next sweep decides (and audits) again.
+        if effects.iter().any(|e| matches!(e, ReleaseEffect::Ended)) {
+            self.release_ended(&r).await?;
+        }
         if r != v.value {
             match repo.update(&r, v.revision).await {
                 Ok(_) => {}
                 // Another replica moved it: its decisions stand; the next sweep goes on.
                 Err(StoreError::Conflict { .. }) => return Ok(()),
                 Err(e) => return Err(e.into()),
-            }
-        }
-        for e in &effects {
-            if matches!(e, ReleaseEffect::Ended) {
-                self.release_ended(&r).await;
             }
         }
         // Start what the record names and does not exist yet (this sweep's, or one a crash or a
@@ -141,19 +145,17 @@ impl Scheduler {
         wf.approve_all = r.settings.approve_all;
         // Reserve the install first: a workflow recorded but not holding its install would be
         // refused at lay-out.
-        let before = current.value.last_workflow.clone();
+        let seen = current.value.last_workflow.clone();
+        let now = m::now();
         let reserved = self
             .store
             .repo::<m::Install>()
             .modify(&r.org, install, |i| {
-                if i.last_workflow != before {
-                    return Err(());
+                if i.reserve(seen.as_deref(), workflow, &r.config_id, &now) {
+                    Ok(true)
+                } else {
+                    Err(())
                 }
-                i.last_workflow = Some(workflow.to_string());
-                i.app_config_id = r.config_id.clone();
-                i.status = m::InstallStatus::Provisioning;
-                i.updated_at = m::now();
-                Ok(true)
             })
             .await?;
         if reserved.is_err() {
@@ -168,7 +170,7 @@ impl Scheduler {
             Err(e) => return Err(e.into()),
         }
         info!(org = %r.org, release = %r.id, install, workflow, "release deploy started");
-        self.advance(&r.org, workflow).await
+        self.execute([Work::advance(&r.org, workflow)]).await
     }
 
     /// Runs the release's health action on an install, as `workflow`.
@@ -204,28 +206,17 @@ impl Scheduler {
             Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
             Err(e) => return Err(e.into()),
         }
-        self.advance(&r.org, workflow).await
+        self.execute([Work::advance(&r.org, workflow)]).await
     }
 
-    async fn release_ended(&self, r: &Release) {
-        let outcome = match r.status {
-            m::ReleaseStatus::Halted => "halted",
-            m::ReleaseStatus::Succeeded => "succeeded",
-            _ => "ended",
-        };
-        info!(org = %r.org, release = %r.id, outcome, reason = ?r.reason, "release ended");
-        let _ = self
-            .store
-            .bus()
-            .audit(&m::AuditEvent {
-                org: r.org.clone(),
-                at: m::now(),
-                actor: "scheduler".into(),
-                action: format!("release.{outcome}"),
-                target: r.id.clone(),
-                detail: serde_json::json!({ "app": r.app, "config": r.config_id, "reason": r.reason }),
-            })
-            .await;
+    /// Audits a release's end: at when it ended, or at its last change for a halt.
+    async fn release_ended(&self, r: &Release) -> Result<(), SchedulerError> {
+        info!(org = %r.org, release = %r.id, status = ?r.status, reason = ?r.reason, "release ended");
+        let at = r
+            .finished_at
+            .clone()
+            .unwrap_or_else(|| r.updated_at.clone());
+        self.audit(&m::AuditEvent::release_ended(r, &at)).await
     }
 
     async fn close_release(&self, org: &str, id: &str) -> Result<(), SchedulerError> {

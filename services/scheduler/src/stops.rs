@@ -9,12 +9,17 @@ use ferry_protocol::subjects;
 use ferry_store::StoreError;
 use tracing::{info, warn};
 
+use crate::effects::Work;
 use crate::{Scheduler, SchedulerError};
 
 impl Scheduler {
     /// Ends a job past one of its timeouts (`timed_out`, said in its log), tells a runner still
     /// running it to stop, and fails its step.
-    pub(crate) async fn time_out(&self, wf: &Workflow, job_id: &str) -> Result<(), SchedulerError> {
+    pub(crate) async fn time_out(
+        &self,
+        wf: &Workflow,
+        job_id: &str,
+    ) -> Result<Vec<Work>, SchedulerError> {
         let mut timed_out = None;
         let job = self
             .store
@@ -26,7 +31,7 @@ impl Scheduler {
             .await?
             .ok();
         let (Some(job), Some(t)) = (job, timed_out) else {
-            return Ok(());
+            return Ok(vec![]);
         };
         warn!(org = %wf.org, install = %wf.install, job = %job_id, "{}", t.reason);
         if let Some(e) = job.executions.last() {
@@ -51,7 +56,7 @@ impl Scheduler {
         &self,
         wf: &Workflow,
         job_id: &str,
-    ) -> Result<(), SchedulerError> {
+    ) -> Result<Vec<Work>, SchedulerError> {
         let mut expired = None;
         let job = self
             .store
@@ -63,7 +68,7 @@ impl Scheduler {
             .await?
             .ok();
         let (Some(job), Some(expired)) = (job, expired) else {
-            return Ok(());
+            return Ok(vec![]);
         };
         let (m::Expired::Requeued { lost } | m::Expired::Exhausted { lost }) = &expired;
         warn!(org = %wf.org, install = %wf.install, job = %job_id, "{lost}");
@@ -76,10 +81,7 @@ impl Scheduler {
             .append_system_line(&wf.org, &wf.install, job_id, &execution, lost)
             .await?;
         match expired {
-            m::Expired::Requeued { .. } => match wf.step(job.step) {
-                Some(step) => self.start_step(wf, step.index).await,
-                None => Ok(()),
-            },
+            m::Expired::Requeued { .. } => self.start_step(wf, job.step).await,
             m::Expired::Exhausted { .. } => self.apply_job_result(&job).await,
         }
     }
@@ -91,7 +93,7 @@ impl Scheduler {
         &self,
         wf: &Workflow,
         job_id: &str,
-    ) -> Result<(), SchedulerError> {
+    ) -> Result<Vec<Work>, SchedulerError> {
         let mut was_queued = false;
         let r = self
             .store
@@ -103,32 +105,26 @@ impl Scheduler {
             .await;
         let job = match r {
             Ok(Ok(j)) => j,
-            Ok(Err(())) => return Ok(()),
+            Ok(Err(())) => return Ok(vec![]),
             // Never dispatched: the step can end now.
             Err(StoreError::NotFound { .. }) => {
                 let step = wf
                     .steps
                     .iter()
                     .find(|s| s.job_id.as_deref() == Some(job_id));
-                if let Some(s) = step {
-                    return self
-                        .complete_step(
-                            &wf.org,
-                            &wf.id,
-                            s.index,
-                            StepOutcome::Cancelled("cancelled before it was dispatched".into()),
-                            Some("scheduler".into()),
-                        )
-                        .await;
-                }
-                return Ok(());
+                let never = StepOutcome::Cancelled("cancelled before it was dispatched".into());
+                return Ok(step
+                    .map(|s| Work::finish(wf, s.index, never, m::SCHEDULER))
+                    .into_iter()
+                    .collect());
             }
             Err(e) => return Err(e.into()),
         };
         if was_queued || job.status.is_terminal() {
             return self.apply_job_result(&job).await;
         }
-        self.push_cancel(wf, job_id).await
+        self.push_cancel(wf, job_id).await?;
+        Ok(vec![])
     }
 
     async fn push_cancel(&self, wf: &Workflow, job_id: &str) -> Result<(), SchedulerError> {

@@ -1,124 +1,22 @@
-//! Executing the workflow state machine (`ferry_model::steps`): load the record, apply one
-//! transition, save it by compare-and-swap, then perform the effects the transition returned.
+//! A workflow's life around the state machine the executor runs (`effects.rs`): its steps laid
+//! out from the app config and the install, the install's status and the audit record when it
+//! ends, and the reconcile pass that re-drives every unfinished workflow from its records.
 
-use ferry_model::{self as m, Effect, Illegal, StepOutcome, Workflow, WorkflowStatus};
+use ferry_model::{self as m, Workflow};
 use ferry_store::StoreError;
-use tracing::{Instrument, debug, info, info_span, warn};
+use tracing::{info, warn};
 
+use crate::effects::Work;
 use crate::{Scheduler, SchedulerError};
 
 impl Scheduler {
-    /// Lays out a requested workflow (once), starts every step that is ready, and finishes the
-    /// workflow when nothing is left. Safe to call any number of times.
-    pub(crate) async fn advance(&self, org: &str, workflow_id: &str) -> Result<(), SchedulerError> {
-        self.transition(org, workflow_id, |_| Ok(vec![])).await
-    }
-
-    /// Records how a started step ended and advances the workflow.
-    pub(crate) async fn complete_step(
-        &self,
-        org: &str,
-        workflow_id: &str,
-        index: u32,
-        outcome: StepOutcome,
-        actor: Option<String>,
-    ) -> Result<(), SchedulerError> {
-        let now = m::now();
-        self.transition(org, workflow_id, |wf| {
-            wf.finish_step(index, outcome.clone(), actor.clone(), &now)
-                .map(|()| vec![])
-        })
-        .await
-    }
-
-    /// The executor: applies `f` to the workflow (laying it out first if needed), advances it,
-    /// saves the record if anything changed, then performs the effects. An [`Illegal`]
-    /// transition (a duplicate or late message) leaves the record as it is.
-    pub(crate) async fn transition(
-        &self,
-        org: &str,
-        workflow_id: &str,
-        mut f: impl FnMut(&mut Workflow) -> Result<Vec<Effect>, Illegal>,
-    ) -> Result<(), SchedulerError> {
-        let span = info_span!(
-            "workflow",
-            org,
-            workflow = workflow_id,
-            install = tracing::field::Empty
-        );
-        async move {
-            let repo = self.store.repo::<Workflow>();
-            loop {
-                let Some(v) = repo.get(org, workflow_id).await? else {
-                    warn!("workflow not found");
-                    return Ok(());
-                };
-                let mut wf = v.value.clone();
-                tracing::Span::current().record("install", wf.install.as_str());
-                let now = m::now();
-                let mut effects = Vec::new();
-                if wf.steps.is_empty() && !wf.status.is_terminal() {
-                    let steps = self.lay_out(&wf).await?;
-                    effects.extend(wf.lay_out(steps, &now).unwrap_or_default());
-                }
-                match f(&mut wf) {
-                    Ok(e) => effects.extend(e),
-                    Err(illegal) => debug!(%illegal, "transition refused; the record stands"),
-                }
-                effects.extend(wf.advance(&now));
-                if wf == v.value {
-                    return Ok(());
-                }
-                let finished = effects.iter().any(|e| matches!(e, Effect::Finished { .. }));
-                if finished {
-                    // The install's status first: whoever sees the workflow finished sees the
-                    // install's final status too. (Idempotent if this CAS loop goes round again.)
-                    self.finish_install(&wf).await?;
-                }
-                match repo.update(&wf, v.revision).await {
-                    Ok(_) => {}
-                    Err(StoreError::Conflict { .. }) => continue,
-                    Err(e) => return Err(e.into()),
-                }
-                // Effects after the record says what happened: if we crash in between, the
-                // reconcile pass sees a started step without its effect and performs it.
-                for effect in effects {
-                    self.perform(&wf, effect).await?;
-                }
-                return Ok(());
-            }
-        }
-        .instrument(span)
-        .await
-    }
-
-    async fn perform(&self, wf: &Workflow, effect: Effect) -> Result<(), SchedulerError> {
-        match effect {
-            Effect::Start { step } => {
-                if let Some(s) = wf.step(step) {
-                    info!(component = %s.component, step = s.kind.label(), "step started");
-                }
-                // Boxed: starting a step can complete one (a reused build), which transitions again.
-                Box::pin(self.start_step(wf, step)).await
-            }
-            Effect::CancelJob { job_id, .. } => Box::pin(self.cancel_job(wf, &job_id)).await,
-            Effect::Finished { .. } => {
-                // Boxed: its future is large, and this one nests in a step's (see `start_step`).
-                Box::pin(self.finished(wf)).await;
-                // Last: until it is gone, reconcile finishes what a crash here interrupted.
-                self.store
-                    .repo::<m::OpenWorkflow>()
-                    .delete(&wf.org, &wf.id)
-                    .await?;
-                Ok(())
-            }
-        }
-    }
-
     /// The steps of a requested workflow, or the reason it cannot run: its install is reserved by
     /// another workflow (it lost the race, or was left behind by a crash), or its app config cannot
     /// be deployed.
-    async fn lay_out(&self, wf: &Workflow) -> Result<Result<Vec<m::Step>, String>, SchedulerError> {
+    pub(crate) async fn lay_out(
+        &self,
+        wf: &Workflow,
+    ) -> Result<Result<Vec<m::Step>, String>, SchedulerError> {
         let install = self
             .store
             .repo::<m::Install>()
@@ -219,27 +117,18 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Records the install's status for a workflow about to be finished.
-    async fn finish_install(&self, wf: &Workflow) -> Result<(), SchedulerError> {
+    /// Records the install's status for a workflow about to be finished
+    /// (`Install::workflow_ended`).
+    pub(crate) async fn finish_install(&self, wf: &Workflow) -> Result<(), SchedulerError> {
         if !wf.kind.sets_install_status() {
             return Ok(());
         }
-        let install_status = match (wf.status, wf.kind) {
-            (WorkflowStatus::Succeeded, m::WorkflowKind::Teardown) => m::InstallStatus::TornDown,
-            (WorkflowStatus::Succeeded, _) => m::InstallStatus::Active,
-            _ => m::InstallStatus::Failed,
-        };
+        let now = m::now();
         let r = self
             .store
             .repo::<m::Install>()
             .modify(&wf.org, &wf.install, |i| {
-                if i.last_workflow.as_deref() != Some(wf.id.as_str()) || i.status == install_status
-                {
-                    return Ok::<bool, ()>(false);
-                }
-                i.status = install_status;
-                i.updated_at = m::now();
-                Ok(true)
+                Ok::<bool, ()>(i.workflow_ended(wf, &now))
             })
             .await;
         match r {
@@ -250,17 +139,13 @@ impl Scheduler {
 
     /// A workflow has just been finished: count and audit it; the install's scheduled actions
     /// follow the config it now runs.
-    async fn finished(&self, wf: &Workflow) {
+    pub(crate) async fn finished(&self, wf: &Workflow) -> Result<(), SchedulerError> {
         if wf.kind.sets_install_status()
-            && let Err(e) = Box::pin(self.sync_cron_marks(&wf.org, &wf.install)).await
+            && let Err(e) = self.sync_cron_marks(&wf.org, &wf.install).await
         {
             warn!(org = %wf.org, install = %wf.install, error = %e, "scheduled actions not marked");
         }
-        let outcome = match wf.status {
-            WorkflowStatus::Succeeded => "succeeded",
-            WorkflowStatus::Cancelled => "cancelled",
-            _ => "failed",
-        };
+        let outcome = wf.outcome();
         ferry_telemetry::metrics()
             .workflows_finished
             .get_or_create(&ferry_telemetry::OutcomeLabels {
@@ -269,18 +154,7 @@ impl Scheduler {
             })
             .inc();
         info!(org = %wf.org, install = %wf.install, workflow = %wf.id, outcome, "workflow finished");
-        let _ = self
-            .store
-            .bus()
-            .audit(&m::AuditEvent {
-                org: wf.org.clone(),
-                at: m::now(),
-                actor: "scheduler".into(),
-                action: format!("workflow.{outcome}"),
-                target: wf.id.clone(),
-                detail: serde_json::json!({ "install": wf.install }),
-            })
-            .await;
+        self.audit(&m::AuditEvent::workflow_ended(wf)).await
     }
 
     /// Re-drives every unfinished workflow from its records: performs the side effects of started
@@ -303,24 +177,34 @@ impl Scheduler {
                 }
             };
             if wf.status.is_terminal() {
-                // Finished, but the scheduler stopped before it removed the mark.
-                self.finished_install_and_mark(&wf).await?;
+                // Finished, but the scheduler stopped (or its audit record was not taken)
+                // before it removed the mark.
+                self.close_finished(&wf).await?;
                 continue;
             }
+            let mut work = Vec::new();
             for step in &wf.steps {
-                if matches!(step.status, m::StepStatus::Running | m::StepStatus::Waiting)
-                    && let Err(e) = self.resume_step(&wf, step.index).await
-                {
-                    warn!(org = %wf.org, workflow = %wf.id, step = step.index, error = %e, "resuming step failed");
+                if !matches!(step.status, m::StepStatus::Running | m::StepStatus::Waiting) {
+                    continue;
+                }
+                match self.resume_step(&wf, step.index).await {
+                    Ok(w) => work.extend(w),
+                    Err(e) => {
+                        warn!(org = %wf.org, workflow = %wf.id, step = step.index, error = %e, "resuming step failed")
+                    }
                 }
             }
-            self.advance(&wf.org, &wf.id).await?;
+            work.push(Work::advance(&wf.org, &wf.id));
+            self.execute(work).await?;
         }
         Ok(())
     }
 
-    async fn finished_install_and_mark(&self, wf: &Workflow) -> Result<(), SchedulerError> {
+    /// What the end of a finished workflow left undone: the install's status, its audit record,
+    /// then its open mark.
+    async fn close_finished(&self, wf: &Workflow) -> Result<(), SchedulerError> {
         self.finish_install(wf).await?;
+        self.audit(&m::AuditEvent::workflow_ended(wf)).await?;
         self.store
             .repo::<m::OpenWorkflow>()
             .delete(&wf.org, &wf.id)

@@ -11,6 +11,7 @@ pub mod cluster;
 mod diagnostics;
 mod generate;
 mod graph;
+pub mod jobs;
 pub mod lint;
 mod package;
 mod parse;

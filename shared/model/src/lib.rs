@@ -10,6 +10,7 @@ mod access;
 pub mod api;
 mod approvals;
 mod audit;
+mod builds;
 pub mod events;
 mod executions;
 mod fleet;

@@ -283,6 +283,7 @@ impl Release {
             .count();
         if failed > self.settings.max_failures as usize {
             self.status = ReleaseStatus::Halted;
+            self.updated_at = crate::format_ms(now_ms);
             self.reason = Some(format!(
                 "wave {} has {failed} failed install(s), more than the {} allowed",
                 w + 1,

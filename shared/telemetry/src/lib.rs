@@ -93,6 +93,9 @@ pub struct Metrics {
     pub install_quota_exceeded: Family<InstallLabels, Counter>,
     /// Messages of an install over its quota, purged from the hub's streams (log-ingest).
     pub install_messages_purged: Family<InstallLabels, Counter>,
+    /// Attempts to write an audit record that failed (the record is written again until it
+    /// is kept: see the scheduler's `audit.rs`).
+    pub audit_failures: Counter,
 }
 
 /// Upper bounds of the dispatch latency histogram, in seconds.
@@ -119,6 +122,7 @@ pub fn metrics() -> &'static Metrics {
             runner_series_dropped: Family::default(),
             install_quota_exceeded: Family::default(),
             install_messages_purged: Family::default(),
+            audit_failures: Counter::default(),
         };
         registry.register(
             "messages_rejected",
@@ -194,6 +198,11 @@ pub fn metrics() -> &'static Metrics {
             "install_messages_purged",
             "Messages of an install over its quota, purged from the hub's streams",
             m.install_messages_purged.clone(),
+        );
+        registry.register(
+            "audit_failures",
+            "Attempts to write an audit record that failed; each is tried again until kept",
+            m.audit_failures.clone(),
         );
         if let Ok(mut r) = m.registry.lock() {
             *r = registry;

@@ -1,0 +1,168 @@
+//! The executor: the one place where the model's decisions about a workflow are carried out.
+//!
+//! Every handler of the scheduler (a control message, a runner's result, the reconcile pass, a
+//! scheduled tick, a release sweep) turns what it heard into [`Work`] and hands it to
+//! [`Scheduler::execute`]. A [`Work::Change`] loads the workflow, applies the change and
+//! advances it (`ferry_model::Workflow::apply` and `advance`, pure), saves the record by
+//! compare-and-swap, and yields the effects the model returned; a [`Work::Effect`] performs one
+//! of them (start a step, stop a job, close an ended workflow) and may yield more work — a step
+//! that ends at once (a reused build, a step that cannot start) yields the change that ends it.
+//!
+//! Work yielded is queued, never run inside the work that yielded it: nothing here recurses, a
+//! deep workflow cannot grow the stack, and each transition is saved before anything it causes
+//! runs. A crash between a save and its effects is what the reconcile pass repairs (effects are
+//! idempotent). The first error stops the queue and goes back to the handler, whose message is
+//! then retried or whose pass runs again.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use ferry_model::{self as m, Change, Effect, StepOutcome, Workflow};
+use ferry_store::StoreError;
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use crate::{Scheduler, SchedulerError};
+
+/// One thing for the executor to do.
+#[derive(Debug)]
+pub(crate) enum Work {
+    /// Apply a change to a workflow's record, then perform its effects.
+    Change {
+        org: String,
+        workflow: String,
+        change: Change,
+    },
+    /// Perform one effect of a saved transition of `wf`.
+    Effect { wf: Arc<Workflow>, effect: Effect },
+}
+
+impl Work {
+    /// Lay the workflow out (once) and start what is ready.
+    pub(crate) fn advance(org: &str, workflow: &str) -> Work {
+        Work::Change {
+            org: org.into(),
+            workflow: workflow.into(),
+            change: Change::Advance,
+        }
+    }
+
+    /// A started step of `wf` ended, as `actor` reports.
+    pub(crate) fn finish(wf: &Workflow, step: u32, outcome: StepOutcome, actor: &str) -> Work {
+        Work::on(&wf.org, &wf.id, Change::finish(step, outcome, actor))
+    }
+
+    pub(crate) fn on(org: &str, workflow: &str, change: Change) -> Work {
+        Work::Change {
+            org: org.into(),
+            workflow: workflow.into(),
+            change,
+        }
+    }
+}
+
+impl Scheduler {
+    /// Runs `work` and everything it yields, in order, until the queue is empty or an error.
+    pub(crate) async fn execute(
+        &self,
+        work: impl IntoIterator<Item = Work>,
+    ) -> Result<(), SchedulerError> {
+        let mut queue: VecDeque<Work> = work.into_iter().collect();
+        while let Some(next) = queue.pop_front() {
+            // Boxed once here, not along the way: a step's effect (render, record, offer) is a
+            // large future, and the queue is what keeps the nesting of futures one deep.
+            let more = match next {
+                Work::Change {
+                    org,
+                    workflow,
+                    change,
+                } => Box::pin(self.transition(&org, &workflow, &change)).await?,
+                Work::Effect { wf, effect } => Box::pin(self.perform(&wf, effect)).await?,
+            };
+            queue.extend(more);
+        }
+        Ok(())
+    }
+
+    /// Applies `change` to the workflow (laying it out first if needed), advances it, saves the
+    /// record if anything changed, and returns the effects to perform. An illegal change (a
+    /// duplicate or late message) leaves the record as it is.
+    async fn transition(
+        &self,
+        org: &str,
+        workflow_id: &str,
+        change: &Change,
+    ) -> Result<Vec<Work>, SchedulerError> {
+        let span = info_span!(
+            "workflow",
+            org,
+            workflow = workflow_id,
+            install = tracing::field::Empty
+        );
+        async move {
+            let repo = self.store.repo::<Workflow>();
+            loop {
+                let Some(v) = repo.get(org, workflow_id).await? else {
+                    warn!("workflow not found");
+                    return Ok(vec![]);
+                };
+                let mut wf = v.value.clone();
+                tracing::Span::current().record("install", wf.install.as_str());
+                let now = m::now();
+                let mut effects = Vec::new();
+                if wf.steps.is_empty() && !wf.status.is_terminal() {
+                    let steps = self.lay_out(&wf).await?;
+                    effects.extend(wf.lay_out(steps, &now).unwrap_or_default());
+                }
+                match wf.apply(change, &now) {
+                    Ok(e) => effects.extend(e),
+                    Err(illegal) => debug!(%illegal, "transition refused; the record stands"),
+                }
+                effects.extend(wf.advance(&now));
+                if wf == v.value {
+                    return Ok(vec![]);
+                }
+                if effects.iter().any(|e| matches!(e, Effect::Finished { .. })) {
+                    // The install's status first: whoever sees the workflow finished sees the
+                    // install's final status too. (Idempotent if this CAS loop goes round again.)
+                    self.finish_install(&wf).await?;
+                }
+                match repo.update(&wf, v.revision).await {
+                    Ok(_) => {}
+                    Err(StoreError::Conflict { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+                let wf = Arc::new(wf);
+                return Ok(effects
+                    .into_iter()
+                    .map(|effect| Work::Effect {
+                        wf: wf.clone(),
+                        effect,
+                    })
+                    .collect());
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn perform(&self, wf: &Workflow, effect: Effect) -> Result<Vec<Work>, SchedulerError> {
+        match effect {
+            Effect::Start { step } => {
+                if let Some(s) = wf.step(step) {
+                    info!(org = %wf.org, workflow = %wf.id, component = %s.component, step = s.kind.label(), "step started");
+                }
+                self.start_step(wf, step).await
+            }
+            Effect::CancelJob { job_id, .. } => self.cancel_job(wf, &job_id).await,
+            Effect::Finished { .. } => {
+                self.finished(wf).await?;
+                // Last: until it is gone, reconcile finishes what a crash here interrupted.
+                self.store
+                    .repo::<m::OpenWorkflow>()
+                    .delete(&wf.org, &wf.id)
+                    .await?;
+                Ok(vec![])
+            }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! Re-driving a started step from the records (the reconcile pass): a step whose effect a crash
+//! interrupted is started again, one whose build, approval or job has ended meanwhile is ended,
+//! and a job is checked against its lease and its timeouts (`ferry_model::JobCheck`).
+
+use ferry_model::{self as m, StepKind, StepOutcome, Workflow};
+
+use crate::effects::Work;
+use crate::{Scheduler, SchedulerError};
+
+impl Scheduler {
+    /// What the records say a started step needs now.
+    pub(crate) async fn resume_step(
+        &self,
+        wf: &Workflow,
+        index: u32,
+    ) -> Result<Vec<Work>, SchedulerError> {
+        let Some(step) = wf.step(index) else {
+            return Ok(vec![]);
+        };
+        match step.kind {
+            StepKind::Build => self.resume_build(wf, step).await,
+            StepKind::Approve => self.resume_approval(wf, step).await,
+            StepKind::Sync
+            | StepKind::Plan
+            | StepKind::Apply
+            | StepKind::Teardown
+            | StepKind::Action => self.resume_job(wf, step).await,
+        }
+    }
+
+    async fn resume_build(
+        &self,
+        wf: &Workflow,
+        step: &m::Step,
+    ) -> Result<Vec<Work>, SchedulerError> {
+        let build = match &step.build_id {
+            Some(id) => self.store.repo::<m::Build>().get(&wf.org, id).await?,
+            None => None,
+        };
+        if build.is_some_and(|b| b.value.status == m::BuildStatus::Succeeded) {
+            let built = StepOutcome::Succeeded("artifact built".into());
+            return Ok(vec![Work::finish(wf, step.index, built, "build")]);
+        }
+        self.start_step(wf, step.index).await
+    }
+
+    async fn resume_approval(
+        &self,
+        wf: &Workflow,
+        step: &m::Step,
+    ) -> Result<Vec<Work>, SchedulerError> {
+        let approval = match &step.approval_id {
+            Some(id) => self.store.repo::<m::Approval>().get(&wf.org, id).await?,
+            None => None,
+        };
+        let decided = |outcome, by: Option<String>| {
+            let change = m::Change::Finish {
+                step: step.index,
+                outcome,
+                actor: by,
+            };
+            Ok(vec![Work::on(&wf.org, &wf.id, change)])
+        };
+        match approval.map(|a| a.value) {
+            Some(a) if a.status == m::ApprovalStatus::Approved => {
+                decided(StepOutcome::Succeeded("plan approved".into()), a.decided_by)
+            }
+            Some(a) if a.status == m::ApprovalStatus::Denied => {
+                decided(StepOutcome::Failed("plan denied".into()), a.decided_by)
+            }
+            Some(a) if a.requested_at.is_some() => Ok(vec![]),
+            _ => self.start_step(wf, step.index).await,
+        }
+    }
+
+    async fn resume_job(&self, wf: &Workflow, step: &m::Step) -> Result<Vec<Work>, SchedulerError> {
+        let job = match &step.job_id {
+            Some(id) => self
+                .store
+                .repo::<m::Job>()
+                .get(&wf.org, id)
+                .await?
+                .map(|v| v.value),
+            None => None,
+        };
+        let check = m::JobCheck::of(
+            job.as_ref(),
+            m::now_ms(),
+            self.grace_ms(),
+            self.may_expire_leases(),
+            wf.cancel_requested,
+        );
+        match (check, job) {
+            (m::JobCheck::Offer, _) => self.start_step(wf, step.index).await,
+            (m::JobCheck::ApplyResult, Some(j)) => self.apply_job_result(&j).await,
+            (m::JobCheck::TimeOut, Some(j)) => self.time_out(wf, &j.id).await,
+            // Offered: the offer waits in the JOBS stream until a runner claims it, or until
+            // its available time is over (unless it never got there).
+            (m::JobCheck::CheckOffer, Some(j)) => self.reoffer_if_lost(wf, &j).await,
+            (m::JobCheck::ExpireLease, Some(j)) => self.expire_lease(wf, &j.id).await,
+            // A cancel is a core NATS message: a runner that missed it hears it now.
+            (m::JobCheck::Cancel, Some(j)) => self.cancel_job(wf, &j.id).await,
+            _ => Ok(vec![]),
+        }
+    }
+}

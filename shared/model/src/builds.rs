@@ -1,0 +1,76 @@
+//! A component's build: named by its content, so an unchanged component is built once and every
+//! later config version and install reuses that build.
+
+use crate::{Build, BuildStatus};
+
+impl Build {
+    /// The build of `component` of `app` whose content hashes to `content_hash`, requested by
+    /// config version `config_id` at `now`. Its id is derived from the hash: whoever requests
+    /// the same content names the same build.
+    pub fn requested(
+        org: &str,
+        app: &str,
+        component: &str,
+        config_id: &str,
+        content_hash: &str,
+        now: &str,
+    ) -> Build {
+        let hash = content_hash.trim_start_matches("sha256:");
+        Build {
+            id: format!("{app}-{component}-{}", &hash[..hash.len().min(16)]),
+            org: org.into(),
+            app: app.into(),
+            component: component.into(),
+            config_id: config_id.into(),
+            content_hash: content_hash.into(),
+            status: BuildStatus::Building,
+            repository: format!("{org}/{app}/{component}"),
+            digest: None,
+            size: 0,
+            media_type: None,
+            error: None,
+            created_at: now.into(),
+            finished_at: None,
+        }
+    }
+
+    /// A failed build asked for again: it is built again. Whether it changed.
+    pub fn retried(&mut self) -> bool {
+        if self.status != BuildStatus::Failed {
+            return false;
+        }
+        self.status = BuildStatus::Building;
+        self.error = None;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: &str = "2026-11-27T10:00:00.000Z";
+
+    #[test]
+    fn a_build_is_named_by_its_content() {
+        let h = "sha256:0123456789abcdef0123456789abcdef";
+        let a = Build::requested("o", "shop", "db", "c1", h, NOW);
+        let b = Build::requested("o", "shop", "db", "c2", h, "2026-11-28T10:00:00.000Z");
+        assert_eq!(a.id, "shop-db-0123456789abcdef");
+        assert_eq!(a.id, b.id);
+        assert_eq!(a.repository, "o/shop/db");
+        assert_eq!(a.status, BuildStatus::Building);
+        let other = Build::requested("o", "shop", "db", "c1", "sha256:ffff", NOW);
+        assert_eq!(other.id, "shop-db-ffff");
+    }
+
+    #[test]
+    fn only_a_failed_build_is_built_again() {
+        let mut b = Build::requested("o", "a", "c", "c1", "sha256:ab", NOW);
+        assert!(!b.retried());
+        b.status = BuildStatus::Failed;
+        b.error = Some("exit 1".into());
+        assert!(b.retried());
+        assert_eq!((b.status, b.error), (BuildStatus::Building, None));
+    }
+}
