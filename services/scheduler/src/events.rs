@@ -67,9 +67,6 @@ impl Scheduler {
             Err(e) => return Err(e.into()),
         };
         self.count_finished(&job);
-        // Again for a repeat of the same result (this message redelivered after a failure):
-        // the record is the job's, the same each time, and kept once.
-        self.audit(&m::AuditEvent::job_ended(&job)).await?;
         if offloaded {
             self.store
                 .purge_subject(
@@ -205,6 +202,10 @@ impl Scheduler {
             .await?
             .map(|v| v.value);
         let ctx = self.job_context(job, wf.as_ref()).await?;
+        // Before the step ends, like every record here: until it has, a failure is retried with
+        // the step (this message redelivered, or the reconcile pass), and a record written twice
+        // is the job's, the same each time, and kept once.
+        self.audit(&m::AuditEvent::job_ended(job)).await?;
         let now = m::now();
         let mut ended = m::InstallChanged::default();
         self.change_install_of(&job.org, &job.install, |i| {
@@ -212,7 +213,6 @@ impl Scheduler {
             ended.changed
         })
         .await?;
-        // Before the step ends: until it has, a failure here is retried with the step.
         if ended.newly_drifted {
             self.audit(&m::AuditEvent::component_drifted(job)).await?;
         }

@@ -13,7 +13,8 @@ use crate::{AuditEvent, BreakGlassGrant, Job, Release, ReleaseStatus, Workflow, 
 pub const SCHEDULER: &str = "scheduler";
 
 impl AuditEvent {
-    /// A runner's result ended a job. The error and the plan's summary say what policies
+    /// A job ended, by its runner's result or by the scheduler (a timeout, a lost last lease, a
+    /// cancel before any runner took it). The error and the plan's summary say what policies
     /// decided, among the rest.
     pub fn job_ended(job: &Job) -> AuditEvent {
         AuditEvent {
@@ -22,7 +23,7 @@ impl AuditEvent {
                 .finished_at
                 .clone()
                 .unwrap_or_else(|| job.created_at.clone()),
-            actor: format!("runner:{}", job.install),
+            actor: job.ended_by.clone().unwrap_or_else(|| SCHEDULER.into()),
             action: format!("job.{}", job.status.name()),
             target: job.id.clone(),
             detail: json!({
@@ -178,6 +179,7 @@ mod tests {
         );
         j.status = JobStatus::Finished;
         j.finished_at = Some(END.into());
+        j.ended_by = Some("runner:i".into());
         j.plan_summary = Some("1 to change".into());
         j
     }
@@ -191,6 +193,25 @@ mod tests {
         assert_eq!(a.detail["plan_summary"], "1 to change");
         // The same job makes the same record: written twice, the bus keeps it once.
         assert_eq!(a, AuditEvent::job_ended(&job()));
+    }
+
+    #[test]
+    fn a_job_the_scheduler_ended_is_the_schedulers() {
+        let mut j = Job::queued(
+            "j".into(),
+            "o".into(),
+            "i".into(),
+            "w".into(),
+            2,
+            JobKind::Apply,
+            "db".into(),
+            T0,
+        );
+        assert!(j.cancel_unclaimed(END));
+        let a = AuditEvent::job_ended(&j);
+        assert_eq!(a.actor, "scheduler");
+        assert_eq!(a.action, "job.not_attempted");
+        assert_eq!(a.at, END);
     }
 
     #[test]

@@ -138,6 +138,7 @@ impl Job {
             finished_at: None,
             offered_at: None,
             lease_expires_ms: None,
+            ended_by: None,
         }
     }
 
@@ -243,6 +244,7 @@ impl Job {
         };
         self.error = Some("cancelled before a runner took it".into());
         self.finished_at = Some(now.to_string());
+        self.ended_by = Some(crate::SCHEDULER.into());
         true
     }
 
@@ -271,6 +273,7 @@ impl Job {
         }
         self.finished_at = Some(now.to_string());
         self.lease_expires_ms = None;
+        self.ended_by = Some(format!("runner:{install}"));
         if let Some(e) = self
             .executions
             .iter_mut()
@@ -313,6 +316,7 @@ impl Job {
                 self.max_executions
             ));
             self.finished_at = Some(now.to_string());
+            self.ended_by = Some(crate::SCHEDULER.into());
             Some(Expired::Exhausted { lost })
         }
     }

@@ -554,6 +554,10 @@ pub struct Job {
     /// scheduler's clock) unless its runner renews it. See `leases.rs`.
     #[serde(default)]
     pub lease_expires_ms: Option<u64>,
+    /// Who ended it: `runner:<install>` for its runner's result; the scheduler for a timeout, a
+    /// lost last lease or a cancel before any runner claimed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -100,6 +100,7 @@ impl Job {
         self.lease_expires_ms = None;
         self.error = Some(reason.clone());
         self.finished_at = Some(now.to_string());
+        self.ended_by = Some(crate::SCHEDULER.into());
         Some(TimedOut {
             reason,
             was_running,

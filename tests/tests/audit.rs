@@ -1,0 +1,113 @@
+//! The audit trail loses nothing the scheduler records. While the `AUDIT` stream takes no
+//! writes, the scheduler's records are tried again (each failed attempt counted in
+//! `ferry_audit_failures_total`) and what they are part of waits for them; once the stream
+//! takes writes again, every record is there, each once.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream;
+use ferry_tests::{NatsServer, Proc, ferry_json, repo_root};
+
+/// The value of the counter `series` on the API's `/metrics`, 0 when absent.
+fn counter(api: &str, series: &str) -> f64 {
+    let out = Command::new("curl")
+        .args(["-s", &format!("{api}/metrics")])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn audit_records_the_stream_refuses_are_retried_and_counted_not_lost() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    ferry_tests::sync_hello(&api, &app);
+    // Requested (and audited by the API) now; nothing runs until the runner starts.
+    let (code, out, err) = ferry_tests::create_hello(&api, "prod", &[]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // The stream stops taking writes: its subjects moved away, as if it were gone.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let js = rt.block_on(async { jetstream::new(nats.admin().await) });
+    let config = rt.block_on(async {
+        let mut s = js.get_stream("AUDIT").await.unwrap();
+        s.info().await.unwrap().config.clone()
+    });
+    let mut refusing = config.clone();
+    refusing.subjects = vec!["ferry.audit-paused.>".into()];
+    rt.block_on(async { js.update_stream(refusing).await.unwrap() });
+    let before = nats.audit_events().len();
+
+    let _runner = Proc::runner(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let failures = "ferry_audit_failures_total";
+    wait_until("audit failures counted", Duration::from_secs(60), || {
+        counter(&api, failures) >= 3.0
+    });
+    // The first job's end is not recorded: its step waits for its audit record.
+    std::thread::sleep(Duration::from_secs(2));
+    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    assert_ne!(install["status"], "active", "{install:#}");
+    assert_eq!(nats.audit_events().len(), before);
+
+    rt.block_on(async { js.update_stream(config).await.unwrap() });
+    wait_until("the deploy ends", Duration::from_secs(120), || {
+        ferry_json(&api, &["installs", "get", "prod", "--json"])["status"] == "active"
+    });
+    let workflow = ferry_json(&api, &["installs", "get", "prod", "--json"])["last_workflow"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wf = ferry_json(&api, &["workflows", "get", &workflow, "--json"]);
+    let jobs: Vec<String> = wf["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["job_id"].as_str().map(String::from))
+        .collect();
+    assert!(jobs.len() >= 8, "{wf:#}");
+
+    // Every record is there, once: the workflow's end and each job's.
+    let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
+    wait_until("the workflow's record", Duration::from_secs(30), || {
+        nats.audit_events()
+            .iter()
+            .any(|e| e["action"] == "workflow.succeeded" && e["target"] == workflow.as_str())
+    });
+    for e in nats.audit_events() {
+        let key = (
+            e["action"].as_str().unwrap_or_default().to_string(),
+            e["target"].as_str().unwrap_or_default().to_string(),
+        );
+        *seen.entry(key).or_default() += 1;
+    }
+    for job in &jobs {
+        let n = seen.get(&("job.finished".into(), job.clone()));
+        assert_eq!(n, Some(&1), "job {job}: {seen:#?}");
+    }
+    assert_eq!(
+        seen.get(&("workflow.succeeded".into(), workflow.clone())),
+        Some(&1)
+    );
+    assert!(counter(&api, failures) >= 3.0);
+}
