@@ -47,69 +47,13 @@ pub async fn create_release(
         )));
     }
     m::check_labels(&req.labels).map_err(ApiError::BadRequest)?;
-    let all = s.store.repo::<Install>().scan(&s.org).await?;
-    let of_app: Vec<String> = all
-        .iter()
-        .filter(|i| i.app == req.app)
-        .map(|i| i.name.clone())
-        .collect();
-    let installs = if req.installs.is_empty() {
-        // The same filter `installs list --app A --label ...` applies.
-        let query = m::InstallQuery {
-            app: Some(req.app.clone()),
-            label: (!req.labels.is_empty()).then(|| {
-                req.labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            }),
-            ..Default::default()
-        };
-        let mut chosen: Vec<String> = all
-            .iter()
-            .filter(|i| query.matches(i, None))
-            .map(|i| i.name.clone())
-            .collect();
-        chosen.sort();
-        chosen
-    } else {
-        if !req.labels.is_empty() {
-            return Err(ApiError::BadRequest(
-                "name the installs or choose them by labels, not both".into(),
-            ));
-        }
-        for i in &req.installs {
-            check_name("install", i)?;
-            if !of_app.contains(i) {
-                return Err(ApiError::BadRequest(format!(
-                    "install `{i}` is not an install of app `{}`",
-                    req.app
-                )));
-            }
-        }
-        req.installs.clone()
-    };
-    if installs.is_empty() {
-        return Err(ApiError::BadRequest(format!(
-            "app `{}` has no install to release to{}",
-            req.app,
-            if req.labels.is_empty() {
-                ""
-            } else {
-                " with those labels"
-            }
-        )));
+    for i in &req.installs {
+        check_name("install", i)?;
     }
+    let all = s.store.repo::<Install>().scan(&s.org).await?;
+    let installs = req.targets(&all).map_err(ApiError::BadRequest)?;
     let waves = m::plan_waves(&installs, &req.waves).map_err(ApiError::BadRequest)?;
-    let settings = m::ReleaseSettings {
-        max_failures: req.max_failures,
-        delay_ms: req.delay_secs * 1000,
-        soak_ms: req.soak_secs * 1000,
-        health_action: req.health.clone(),
-        concurrency: req.concurrency,
-        approve_all: req.approve_all,
-    };
+    let settings = req.settings();
     let r = Release::new(
         m::new_id(),
         &s.org,

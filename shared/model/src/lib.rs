@@ -19,6 +19,7 @@ mod leases;
 mod plans;
 pub mod quotas;
 mod records;
+mod release_targets;
 mod releases;
 mod runners;
 mod schedules;
