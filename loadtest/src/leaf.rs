@@ -34,6 +34,7 @@ pub async fn serve_callout(
         key,
         store.clone(),
         ferry_api::callout::Admitted::default(),
+        ferry_store::Tasks::default(),
     ));
     tokio::time::sleep(Duration::from_millis(500)).await;
     Ok(())

@@ -50,6 +50,7 @@ impl FromRequestParts<ApiState> for Ctx {
             issuer: state.issuer.clone(),
             streams: state.streams.clone(),
             feed: state.feed.clone(),
+            tasks: state.tasks.clone(),
         }))
     }
 }

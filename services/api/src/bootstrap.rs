@@ -372,6 +372,7 @@ pub async fn serve_renewals(
             issuer: Some(issuer.clone()),
             streams: Default::default(),
             feed: feed.clone(),
+            tasks: Default::default(),
         };
         let answer = match ferry_protocol::decode::<RenewRequest>(&msg.payload) {
             Ok(req) => match renew(&s, &limits, install, serial, &req.csr).await {

@@ -133,13 +133,14 @@ impl Admitted {
     }
 }
 
-/// Serves authorization requests until the subscription ends. Every replica answers in one
-/// queue group.
+/// Serves authorization requests until the subscription ends or `tasks` is asked to stop (then
+/// the answers in flight are sent first). Every replica answers in one queue group.
 pub async fn serve(
     client: async_nats::Client,
     issuer: nkeys::KeyPair,
     store: Store,
     admitted: Admitted,
+    tasks: ferry_store::Tasks,
 ) -> Result<(), CalloutError> {
     let mut sub = client
         .queue_subscribe(AUTH_SUBJECT, "ferry-auth".into())
@@ -147,14 +148,17 @@ pub async fn serve(
         .map_err(CalloutError::Subscribe)?;
     info!("auth callout serving");
     let issuer = Arc::new(issuer);
-    while let Some(msg) = sub.next().await {
-        // Each in its own task: a hub restarting with thousands of installs asks about all of
-        // them at once.
-        let (client, issuer, store) = (client.clone(), issuer.clone(), store.clone());
-        let admitted = admitted.clone();
-        tokio::spawn(async move { answer(&client, &issuer, &store, &admitted, msg).await });
-    }
-    Err(CalloutError::Ended)
+    let serving = async {
+        while let Some(msg) = sub.next().await {
+            // Each in its own task: a hub restarting with thousands of installs asks about all
+            // of them at once.
+            let (client, issuer, store) = (client.clone(), issuer.clone(), store.clone());
+            let admitted = admitted.clone();
+            tasks.spawn(async move { answer(&client, &issuer, &store, &admitted, msg).await });
+        }
+        Err(CalloutError::Ended)
+    };
+    tasks.serve("callout", serving).await
 }
 
 /// Decides about one connection and answers the server.

@@ -70,6 +70,8 @@ pub struct ApiState {
     pub streams: std::sync::Arc<streams::OpenStreams>,
     /// The process's one reading of the `EVENTS` stream, shared by every open event stream.
     pub feed: ferry_store::events::EventFeed,
+    /// The tasks that follow logs for open responses; stopping waits for them.
+    pub tasks: ferry_store::Tasks,
 }
 
 /// Seconds since the Unix epoch.
@@ -205,14 +207,20 @@ async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
 /// The API's routes and the dashboard's, to be served by `ferry-server` beside `/healthz` and
 /// `/metrics`.
 pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
-    router_with(store, issuer, streams::StreamCaps::default())
+    router_with(
+        store,
+        issuer,
+        streams::StreamCaps::default(),
+        ferry_store::Tasks::default(),
+    )
 }
 
-/// [`router`] with the operator's caps on open event streams.
+/// [`router`] with the operator's caps on open event streams, its tasks owned by `tasks`.
 pub fn router_with(
     store: Store,
     issuer: Option<bootstrap::Issuer>,
     caps: streams::StreamCaps,
+    tasks: ferry_store::Tasks,
 ) -> Router {
     // The org and actor here are never used: `auth::Ctx` replaces both with the caller's.
     let state = ApiState {
@@ -222,6 +230,7 @@ pub fn router_with(
         actor: String::new(),
         issuer,
         streams: std::sync::Arc::new(streams::OpenStreams::new(caps)),
+        tasks,
     };
     let (open, _) = open_routes().split_for_parts();
     let (api, _) = api_routes().split_for_parts();

@@ -75,7 +75,7 @@ pub async fn job_logs(
         return Ok(ndjson(Body::from(body)));
     }
 
-    let mut rx = follow(s.store.clone(), job, 0);
+    let mut rx = follow(&s.tasks, s.store.clone(), job, 0);
     let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
         .map(|(_, e)| Ok::<_, Infallible>(line(&e)));
     Ok(ndjson(Body::from_stream(stream)))
@@ -86,9 +86,14 @@ pub async fn job_logs(
 /// finished and every line has been sent. A line's number is the same in every reading of the
 /// log (live, complete, or archived: each reads the stream in order), which is what lets a
 /// client resume from the last number it got.
-fn follow(store: Store, job: m::Job, skip: u64) -> mpsc::Receiver<(u64, LogEntry)> {
+fn follow(
+    tasks: &ferry_store::Tasks,
+    store: Store,
+    job: m::Job,
+    skip: u64,
+) -> mpsc::Receiver<(u64, LogEntry)> {
     let (tx, rx) = mpsc::channel::<(u64, LogEntry)>(256);
-    tokio::spawn(async move {
+    tasks.spawn(async move {
         let Ok(live) = store.job_log_stream(job.clone()).await else {
             return;
         };
@@ -164,7 +169,7 @@ pub async fn job_log_events(
     };
     match stored {
         Some(entries) => {
-            tokio::spawn(async move {
+            s.tasks.spawn(async move {
                 let numbered = (1u64..).zip(entries).skip(skip as usize);
                 for line in numbered {
                     if tx.send(line).await.is_err() {
@@ -173,7 +178,7 @@ pub async fn job_log_events(
                 }
             });
         }
-        None => rx = follow(s.store.clone(), job, skip),
+        None => rx = follow(&s.tasks, s.store.clone(), job, skip),
     }
     let lines = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(move |(n, e)| {
         // The stream's place is held for as long as the response lives.

@@ -37,6 +37,8 @@ pub struct BuildService {
     vendor: Vendor,
     allowed: serve::Allowed,
     blobs: serve::Recent,
+    /// The tasks answering artifact reads; stopping waits for them.
+    tasks: ferry_store::Tasks,
 }
 
 /// What a build made: where, what, how large.
@@ -65,14 +67,28 @@ impl BuildService {
             vendor,
             allowed: serve::Allowed::default(),
             blobs: serve::Recent::default(),
+            tasks: ferry_store::Tasks::default(),
         })
     }
 
-    /// Builds on request, and serves the artifacts to installs (`serve.rs`).
+    /// Stops (after the artifact reads in flight are answered) when `stop` is cancelled.
+    pub fn with_stop(mut self, stop: ferry_store::CancellationToken) -> Self {
+        self.tasks = ferry_store::Tasks::stopped_by(stop);
+        self
+    }
+
+    /// Builds on request, and serves the artifacts to installs (`serve.rs`), until an
+    /// unrecoverable error or until it is asked to stop.
     pub async fn run(self) -> Result<(), BuildError> {
+        let tasks = self.tasks.clone();
         let serving = self.clone().serve_artifacts();
-        tokio::try_join!(serving, self.build_requests())?;
-        Ok(())
+        let building = self.build_requests();
+        tasks
+            .serve("build", async {
+                tokio::try_join!(serving, building)?;
+                Ok(())
+            })
+            .await
     }
 
     async fn build_requests(self) -> Result<(), BuildError> {

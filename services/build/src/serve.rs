@@ -64,7 +64,7 @@ impl BuildService {
         while let Some(msg) = sub.next().await {
             let s = self.clone();
             let client = client.clone();
-            tokio::spawn(async move {
+            self.tasks.spawn(async move {
                 let (Some(reply), Some((org, install))) =
                     (msg.reply.clone(), subjects::org_install(&msg.subject))
                 else {

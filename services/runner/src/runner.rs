@@ -91,6 +91,9 @@ pub struct Runner {
     executor: Arc<Executor>,
     slots: Arc<Semaphore>,
     running: Running,
+    /// The jobs running now, each in its task (a slot held for as long as it runs: the drain
+    /// waits for the slots).
+    jobs: tokio_util::task::TaskTracker,
     /// Applies this host left to the install's other runner hosts, since when (see
     /// [`Runner::leave_to_planner`]).
     left: std::sync::Mutex<std::collections::HashMap<String, tokio::time::Instant>>,
@@ -234,6 +237,7 @@ impl Runner {
             executor,
             slots,
             running: Running::default(),
+            jobs: Default::default(),
             left: Default::default(),
             gave_up,
         })
@@ -301,74 +305,94 @@ impl Runner {
         let (org, install) = (self.cfg.org.clone(), self.cfg.install.clone());
         let span = info_span!("runner", org = %org, install = %install, runner = %self.id);
         async move {
-            let mut wake = self
+            let wake = self
                 .client
                 .subscribe(subjects::wake(&org, &install))
                 .await
                 .map_err(nats)?;
-            tokio::spawn(heartbeats(
+            // Beside the offers loop, in this task: they end with it.
+            let beating = heartbeats(
                 self.client.clone(),
                 org.clone(),
                 install.clone(),
                 self.id.clone(),
                 self.slots.clone(),
                 self.cfg.max_jobs,
-            ));
+            );
             let cancels = self
                 .client
                 .subscribe(subjects::cancel(&org, &install, "*"))
                 .await
                 .map_err(nats)?;
-            tokio::spawn(relay_cancels(cancels, self.running.clone()));
+            let relaying = relay_cancels(cancels, self.running.clone());
+            let beside = async {
+                tokio::join!(beating, relaying);
+                std::future::pending::<()>().await
+            };
             info!(nats = %self.cfg.nats_url, "runner started");
-            let offers = crate::offers::Offers::new(&self.client, &org, &install);
-            let mut walk = true;
-            // Failures in a row: the pause before the next walk doubles up to 30 s, and only the
-            // first is a warning (a runner cut off for days must not fill its disk with the same
-            // line); a doorbell still ends the pause at once.
-            let mut failures: u32 = 0;
-            loop {
-                if walk || failures > 0 {
-                    match self.take_offers(&offers).await {
-                        Ok(()) if failures > 0 => {
-                            info!(failures, "reading offers again");
-                            failures = 0;
-                        }
-                        Ok(()) => {}
-                        Err(e) => {
-                            if failures == 0 {
-                                warn!(error = %e, "reading offers failed; trying again, less often while it fails");
-                            } else {
-                                debug!(error = %e, failures, "reading offers failed again");
-                            }
-                            failures = failures.saturating_add(1);
-                        }
-                    }
-                }
-                // While reading fails, the next walk comes after the back-off even if doorbells
-                // (answered on their own) come meanwhile: offers made before may wait.
-                let pause = match failures {
-                    0 => self.cfg.idle_poll,
-                    n => Duration::from_secs(1 << n.min(5)).min(Duration::from_secs(30)),
-                };
-                walk = tokio::select! {
-                    bell = wake.next() => match bell {
-                        // The doorbell carries its offer: claim it at once, no walk needed.
-                        Some(bell) => match crate::offers::rung(&bell.payload) {
-                            // Unanswered (no scheduler yet): walk, which asks again.
-                            Some(next) if self.slots.available_permits() > 0 => {
-                                !self.take_offer(next).await
-                            }
-                            _ => true,
-                        },
-                        None => return Err(RunnerError::Setup("the doorbell subscription ended".into())),
-                    },
-                    _ = tokio::time::sleep(pause) => true,
-                };
+            tokio::select! {
+                r = self.serve_offers(wake, &org, &install) => r,
+                () = beside => Ok(()),
             }
         }
         .instrument(span)
         .await
+    }
+
+    /// Takes the install's offers: walks them when a doorbell does not carry one (at start, on a
+    /// poll, after a failure) and claims each while a slot is free, until the doorbell's
+    /// subscription ends.
+    async fn serve_offers(
+        &self,
+        mut wake: async_nats::Subscriber,
+        org: &str,
+        install: &str,
+    ) -> Result<(), RunnerError> {
+        let offers = crate::offers::Offers::new(&self.client, org, install);
+        let mut walk = true;
+        // Failures in a row: the pause before the next walk doubles up to 30 s, and only the
+        // first is a warning (a runner cut off for days must not fill its disk with the same
+        // line); a doorbell still ends the pause at once.
+        let mut failures: u32 = 0;
+        loop {
+            if walk || failures > 0 {
+                match self.take_offers(&offers).await {
+                    Ok(()) if failures > 0 => {
+                        info!(failures, "reading offers again");
+                        failures = 0;
+                    }
+                    Ok(()) => {}
+                    Err(e) => {
+                        if failures == 0 {
+                            warn!(error = %e, "reading offers failed; trying again, less often while it fails");
+                        } else {
+                            debug!(error = %e, failures, "reading offers failed again");
+                        }
+                        failures = failures.saturating_add(1);
+                    }
+                }
+            }
+            // While reading fails, the next walk comes after the back-off even if doorbells
+            // (answered on their own) come meanwhile: offers made before may wait.
+            let pause = match failures {
+                0 => self.cfg.idle_poll,
+                n => Duration::from_secs(1 << n.min(5)).min(Duration::from_secs(30)),
+            };
+            walk = tokio::select! {
+                bell = wake.next() => match bell {
+                    // The doorbell carries its offer: claim it at once, no walk needed.
+                    Some(bell) => match crate::offers::rung(&bell.payload) {
+                        // Unanswered (no scheduler yet): walk, which asks again.
+                        Some(next) if self.slots.available_permits() > 0 => {
+                            !self.take_offer(next).await
+                        }
+                        _ => true,
+                    },
+                    None => return Err(RunnerError::Setup("the doorbell subscription ended".into())),
+                },
+                _ = tokio::time::sleep(pause) => true,
+            };
+        }
     }
 
     /// Walks the install's offers from the first, claiming each while a slot is free. Offers are
@@ -482,7 +506,7 @@ impl Runner {
                     stop.clone(),
                 ));
                 let running = self.running.clone();
-                tokio::spawn(async move {
+                self.jobs.spawn(async move {
                     let job_id = offer.job_id.clone();
                     exec.run(offer, execution_id, attempt, stop).await;
                     keeper.abort();

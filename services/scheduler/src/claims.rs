@@ -45,7 +45,7 @@ impl Scheduler {
         let mut sub = self.shared(subjects::CLAIM_ALL).await?;
         while let Some(msg) = sub.next().await {
             let s = self.clone();
-            tokio::spawn(async move {
+            self.tasks.spawn(async move {
                 let Some(reply) = msg.reply.clone() else {
                     return;
                 };
@@ -133,7 +133,7 @@ impl Scheduler {
         let mut sub = self.shared(subjects::LEASE_ALL).await?;
         while let Some(msg) = sub.next().await {
             let s = self.clone();
-            tokio::spawn(async move {
+            self.tasks.spawn(async move {
                 let Some(reply) = msg.reply.clone() else {
                     return;
                 };

@@ -38,7 +38,7 @@ use ferry_model as m;
 use ferry_protocol::messages::JobEvent;
 use ferry_protocol::resources::consumers;
 use ferry_protocol::{Control, subjects};
-use ferry_store::{Handled, Store, StoreError, consume_messages};
+use ferry_store::{CancellationToken, Handled, Store, StoreError, Tasks, consume_messages};
 
 use crate::effects::Work;
 use tracing::{info, warn};
@@ -96,6 +96,8 @@ pub struct Scheduler {
     /// within a lease period of it: runners cut off by the same disruption (a hub node lost,
     /// their leaf moving to another, the callout unable to admit it meanwhile) renew first.
     steady_since_ms: Arc<std::sync::atomic::AtomicU64>,
+    /// The tasks answering claims, renewals and offer queries; stopping waits for them.
+    tasks: Tasks,
 }
 
 /// The default age past which an approved plan is planned again before it is applied.
@@ -118,6 +120,7 @@ impl Scheduler {
             known: Default::default(),
             max_plan_age: DEFAULT_MAX_PLAN_AGE,
             steady_since_ms: Arc::new(m::now_ms().into()),
+            tasks: Tasks::default(),
         }
     }
 
@@ -158,13 +161,24 @@ impl Scheduler {
         self
     }
 
+    /// Stops (after the requests in flight are answered) when `stop` is cancelled.
+    pub fn with_stop(mut self, stop: CancellationToken) -> Self {
+        self.tasks = Tasks::stopped_by(stop);
+        self
+    }
+
     pub fn with_lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
         self
     }
 
-    /// Runs the scheduler until an unrecoverable error.
+    /// Runs the scheduler until an unrecoverable error or until it is asked to stop.
     pub async fn run(self) -> Result<(), SchedulerError> {
+        let tasks = self.tasks.clone();
+        tasks.serve("scheduler", self.serve()).await
+    }
+
+    async fn serve(self) -> Result<(), SchedulerError> {
         // The grace before leases may expire runs from when it serves, not from when it was
         // made: runners get a whole lease period to renew with it.
         self.unsteady();

@@ -248,7 +248,7 @@ impl Scheduler {
             .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
         while let Some(msg) = sub.next().await {
             let s = self.clone();
-            tokio::spawn(async move {
+            self.tasks.spawn(async move {
                 let (Some(reply), Some((org, install))) =
                     (msg.reply.clone(), subjects::org_install(&msg.subject))
                 else {

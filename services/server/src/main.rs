@@ -10,6 +10,7 @@ use axum::Router;
 use axum::routing::get;
 use clap::Parser;
 use ferry_server::{Service, parse_services};
+use ferry_store::CancellationToken;
 use ferry_store::Store;
 use tokio::task::JoinSet;
 use tracing::{info, warn};
@@ -240,9 +241,11 @@ async fn run(args: Args) -> Result<()> {
     ensure_store(js, &args).await?;
 
     let mut tasks: JoinSet<(Service, Result<()>)> = JoinSet::new();
+    // Cancelled on SIGTERM: each service stops its loops and answers what it has in flight.
+    let stop = CancellationToken::new();
     // The api serves HTTP too: it joins the router below.
     for &svc in services.iter().filter(|&&s| s != Service::Api) {
-        spawn_service(&args, &hub, svc, &mut tasks).await?;
+        spawn_service(&args, &hub, svc, &mut tasks, &stop).await?;
     }
     let names: Vec<String> = services.iter().map(|s| s.name().to_string()).collect();
     let mut app = Router::new()
@@ -266,19 +269,19 @@ async fn run(args: Args) -> Result<()> {
             }),
         );
     if services.contains(&Service::Api) {
-        app = app.merge(start_api(&args, &hub, &mut tasks).await?);
+        app = app.merge(start_api(&args, &hub, &mut tasks, &stop).await?);
     }
     let listener = tokio::net::TcpListener::bind(args.http_addr)
         .await
         .with_context(|| format!("binding {}", args.http_addr))?;
     info!(addr = %args.http_addr, services = ?names, "ferry-server listening");
     let http_limits = args.http_limits.clone();
-    tasks.spawn(async move {
-        let r = http::serve(listener, app, &http_limits)
+    let serving = or_stop(stop.clone(), async move {
+        http::serve(listener, app, &http_limits)
             .await
-            .context("HTTP server");
-        (Service::Api, r)
+            .context("HTTP server")
     });
+    tasks.spawn(async move { (Service::Api, serving.await) });
 
     tokio::select! {
         done = tasks.join_next() => {
@@ -291,8 +294,26 @@ async fn run(args: Args) -> Result<()> {
         }
         _ = shutdown_signal() => {
             info!("shutting down");
+            stop.cancel();
+            // The scheduler, build and the callout answer what they have in flight (up to
+            // STOP_GRACE); the other loops end at once.
+            let drained = async { while tasks.join_next().await.is_some() {} };
+            let _ = tokio::time::timeout(ferry_store::STOP_GRACE + Duration::from_secs(1), drained).await;
             Ok(())
         }
+    }
+}
+
+/// `work`, ended (as if it had returned) once `stop` is cancelled: for the loops that hold no
+/// work of their own to finish (each handles one message at a time, and an unacknowledged
+/// message is redelivered).
+async fn or_stop(
+    stop: CancellationToken,
+    work: impl std::future::Future<Output = Result<()>>,
+) -> Result<()> {
+    tokio::select! {
+        r = work => r,
+        () = stop.cancelled() => Ok(()),
     }
 }
 
@@ -342,6 +363,7 @@ async fn spawn_service(
     hub: &ferry_pki::HubFiles,
     svc: Service,
     tasks: &mut JoinSet<(Service, Result<()>)>,
+    stop: &CancellationToken,
 ) -> Result<()> {
     let (client, store) = service_store(args, hub, svc).await?;
     match svc {
@@ -349,7 +371,8 @@ async fn spawn_service(
         Service::Scheduler => {
             let mut scheduler = ferry_scheduler::Scheduler::new(client, store)
                 .with_lease(Duration::from_secs(args.job_lease_secs.max(1)))
-                .with_max_plan_age(Duration::from_secs(args.max_plan_age_secs));
+                .with_max_plan_age(Duration::from_secs(args.max_plan_age_secs))
+                .with_stop(stop.child_token());
             if let Some(secs) = args.job_available_secs {
                 scheduler = scheduler.with_available(Duration::from_secs(secs.max(1)));
             }
@@ -372,10 +395,12 @@ async fn spawn_service(
                 ),
                 None => None,
             };
+            let stop = stop.child_token();
             tasks.spawn(async move {
                 let r = async {
                     ferry_build::BuildService::new(store, registry)
                         .await?
+                        .with_stop(stop)
                         .run()
                         .await
                 }
@@ -385,11 +410,13 @@ async fn spawn_service(
         }
         Service::LogIngest => {
             let service = ferry_log_ingest::LogIngest::new(store).with_limits(args.quotas.limits());
-            tasks.spawn(async move { (svc, service.run().await.map_err(Into::into)) });
+            let running = or_stop(stop.clone(), async move { Ok(service.run().await?) });
+            tasks.spawn(async move { (svc, running.await) });
         }
         Service::Approval => {
             let service = ferry_approval::ApprovalService::new(store);
-            tasks.spawn(async move { (svc, service.run().await.map_err(Into::into)) });
+            let running = or_stop(stop.clone(), async move { Ok(service.run().await?) });
+            tasks.spawn(async move { (svc, running.await) });
         }
     }
     Ok(())
@@ -422,6 +449,7 @@ async fn start_api(
     args: &Args,
     hub: &ferry_pki::HubFiles,
     tasks: &mut JoinSet<(Service, Result<()>)>,
+    stop: &CancellationToken,
 ) -> Result<Router> {
     let (client, store) = service_store(args, hub, Service::Api).await?;
     let sys = connect_with(args, hub, ferry_pki::hub::SYS_USER, "ferry-server (system)").await?;
@@ -436,23 +464,26 @@ async fn start_api(
     };
     let admitted = ferry_api::callout::Admitted::default();
     let (sys, st, adm) = (issuer.sys.clone(), store.clone(), admitted.clone());
-    tasks.spawn(async move {
-        let r = ferry_api::callout::close_throttled(sys, st, adm).await;
-        (Service::Api, r.map_err(Into::into))
+    let closing = or_stop(stop.clone(), async move {
+        Ok(ferry_api::callout::close_throttled(sys, st, adm).await?)
     });
+    tasks.spawn(async move { (Service::Api, closing.await) });
     let key = hub.callout_key()?;
     let (c, st) = (client.clone(), store.clone());
+    let callout_tasks = ferry_store::Tasks::stopped_by(stop.child_token());
     tasks.spawn(async move {
-        let r = ferry_api::callout::serve(c, key, st, admitted).await;
+        let r = ferry_api::callout::serve(c, key, st, admitted, callout_tasks).await;
         (Service::Api, r.map_err(Into::into))
     });
     let renewals = ferry_api::bootstrap::serve_renewals(client, store.clone(), issuer.clone());
-    tasks.spawn(async move { (Service::Api, renewals.await.map_err(Into::into)) });
+    let renewals = or_stop(stop.clone(), async move { Ok(renewals.await?) });
+    tasks.spawn(async move { (Service::Api, renewals.await) });
     let caps = ferry_api::streams::StreamCaps {
         per_token: args.http_limits.sse_per_token.max(1),
         total: args.http_limits.sse_max.max(1),
     };
-    Ok(ferry_api::router_with(store, Some(issuer), caps))
+    let tasks = ferry_store::Tasks::stopped_by(stop.child_token());
+    Ok(ferry_api::router_with(store, Some(issuer), caps, tasks))
 }
 
 /// A connection as `svc`'s own user, and the store opened through it.

@@ -14,6 +14,7 @@ mod logs;
 mod packages;
 mod recent;
 mod repo;
+mod tasks;
 
 pub use archive::{ArchiveError, BoxFuture, LogArchive};
 pub use bus::{Bus, Handled, consume, consume_messages};
@@ -22,6 +23,8 @@ pub use logs::accepted_batch;
 pub use packages::{VALIDATE_DEADLINE, ValidateError, deploy_stages, validate_package};
 pub use recent::Recent;
 pub use repo::{Record, Repo, Versioned};
+pub use tasks::{STOP_GRACE, Tasks};
+pub use tokio_util::sync::CancellationToken;
 
 use std::collections::HashMap;
 use std::time::Duration;

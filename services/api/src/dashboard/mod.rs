@@ -82,6 +82,7 @@ impl FromRequestParts<ApiState> for Session {
                 issuer: state.issuer.clone(),
                 streams: state.streams.clone(),
                 feed: state.feed.clone(),
+                tasks: state.tasks.clone(),
             },
             csrf: csrf_of(&token),
             caller,
