@@ -175,7 +175,9 @@ impl Scheduler {
     /// Runs the scheduler until an unrecoverable error or until it is asked to stop.
     pub async fn run(self) -> Result<(), SchedulerError> {
         let tasks = self.tasks.clone();
-        tasks.serve("scheduler", self.serve()).await
+        // Boxed: its loops together are one large future, too large to move through the stack
+        // of a debug build's thread.
+        tasks.serve("scheduler", Box::pin(self.serve())).await
     }
 
     async fn serve(self) -> Result<(), SchedulerError> {

@@ -113,10 +113,11 @@ impl Scheduler {
         let msg_id = format!("{id}-{now}");
         let bus = self.store.bus();
         // `join!` polls in order, so the record's create, the offer and the doorbell leave on the
-        // connection in that order.
+        // connection in that order. Boxed: `join!` holds all three futures at once, and inline
+        // they overflowed a test thread's stack (debug build).
         let (written, published, ()) = tokio::join!(
-            self.write_offered(job, &now, &offering),
-            bus.publish_msg(subjects::job(&org, &install, &id), &msg_id, &offer),
+            Box::pin(self.write_offered(job, &now, &offering)),
+            Box::pin(bus.publish_msg(subjects::job(&org, &install, &id), &msg_id, &offer)),
             self.ring(&org, &install, &offer),
         );
         drop(offering);
