@@ -7,8 +7,8 @@ use ferry_appconfig::{AppConfig, jobs};
 use ferry_model::{self as m, Workflow};
 use ferry_protocol::messages::JobSpec;
 
-use crate::dispatch::permanent;
-use crate::effects::Work;
+use crate::permanent;
+use crate::work::Work;
 use crate::{Scheduler, SchedulerError};
 
 /// The app's actions on lifecycle triggers, as workflows place them.

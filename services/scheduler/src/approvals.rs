@@ -3,15 +3,11 @@
 //! workflow. An approval given to a plan older than the scheduler's `max_plan_age` plans again
 //! instead of applying.
 
-use std::time::Duration;
-
 use ferry_model::{self as m, StepKind, Workflow};
 use ferry_protocol::Control;
 
-use tracing::info;
-
-use crate::dispatch::permanent;
-use crate::effects::Work;
+use crate::permanent;
+use crate::work::Work;
 use crate::{Scheduler, SchedulerError};
 
 /// What an approval approves: the job that made it, the digest it binds to, and its summary.
@@ -22,77 +18,6 @@ struct Subject {
 }
 
 impl Scheduler {
-    /// Ends a decided approve step (approved, or denied as the approval's `on_deny` says) and
-    /// records who responded; an approved plan too old to trust is planned again instead.
-    pub(crate) async fn approval_decided(
-        &self,
-        org: &str,
-        workflow_id: &str,
-        step: u32,
-        approved: bool,
-        approval_id: &str,
-    ) -> Result<(), SchedulerError> {
-        let approval = self
-            .store
-            .repo::<m::Approval>()
-            .get(org, approval_id)
-            .await?
-            .map(|a| a.value);
-        let on_deny = approval.as_ref().map(|a| a.on_deny).unwrap_or_default();
-        let actor = approval.as_ref().and_then(|a| a.decided_by.clone());
-        let who = actor.clone().unwrap_or_else(|| "unknown".into());
-        let stale = match approval
-            .as_ref()
-            .filter(|a| approved && !a.plan_job.is_empty())
-        {
-            Some(a) => self.stale(org, &a.plan_job).await?,
-            None => None,
-        };
-        if let Some(why) = stale {
-            info!(org, workflow = workflow_id, step, "{why}");
-            let replan = m::Change::Replan { step, who, why };
-            return self.execute([Work::on(org, workflow_id, replan)]).await;
-        }
-        let denied = |dependents| m::StepOutcome::Skipped {
-            message: "plan denied; its apply is skipped".into(),
-            dependents,
-        };
-        let (outcome, action) = match (approved, on_deny) {
-            (true, _) => (m::StepOutcome::Succeeded("plan approved".into()), "approve"),
-            (false, m::OnDeny::Fail) => (m::StepOutcome::Failed("plan denied".into()), "deny"),
-            (false, m::OnDeny::SkipCurrent) => (denied(false), "deny (skip-current)"),
-            (false, m::OnDeny::SkipDependents) => (denied(true), "deny (skip-dependents)"),
-        };
-        let decided = m::Change::Decide {
-            step,
-            outcome,
-            actor,
-            who,
-            action: action.into(),
-        };
-        self.execute([Work::on(org, workflow_id, decided)]).await
-    }
-
-    /// Why a plan job's plan is too old to apply, if it is.
-    async fn stale(&self, org: &str, plan_job: &str) -> Result<Option<String>, SchedulerError> {
-        let job = self.store.repo::<m::Job>().get(org, plan_job).await?;
-        let Some(made) = job
-            .and_then(|j| j.value.finished_at)
-            .as_deref()
-            .and_then(m::ms_of)
-        else {
-            return Ok(None);
-        };
-        let age = Duration::from_secs(m::now_ms().saturating_sub(made) / 1000);
-        Ok((age > self.max_plan_age).then(|| {
-            format!(
-                "the approved plan was {} old (more than {})",
-                humantime::format_duration(age),
-                humantime::format_duration(self.max_plan_age)
-            )
-        }))
-    }
-
     /// Records the step's approval (once) and asks the approval service to decide it.
     pub(crate) async fn request_approval(
         &self,

@@ -5,17 +5,12 @@
 use ferry_appconfig::jobs;
 use ferry_model::{self as m, StepKind, StepOutcome, Workflow};
 use ferry_protocol::Control;
-use ferry_protocol::messages::{ApplyJob, ComponentJob, JobOffer, JobSpec, SyncJob, Timeouts};
+use ferry_protocol::messages::{ApplyJob, ComponentJob, JobSpec, SyncJob};
 use ferry_store::StoreError;
 use tracing::info;
 
-use crate::effects::Work;
-use crate::{Scheduler, SchedulerError};
-
-/// What a step that cannot proceed for a reason retrying will not fix fails with.
-pub(crate) fn permanent(why: impl Into<String>) -> SchedulerError {
-    SchedulerError::Permanent(why.into())
-}
+use crate::work::Work;
+use crate::{Scheduler, SchedulerError, permanent};
 
 impl Scheduler {
     /// Performs a started step's effect: requests its build or approval, or offers its job.
@@ -239,78 +234,5 @@ impl Scheduler {
         });
         self.dispatch(wf, step, m::JobKind::Apply, spec, Some(digest))
             .await
-    }
-
-    /// Records the job (once) and offers it to the install's runner (see `offers.rs`).
-    /// `plan_digest` is the approved plan an apply carries.
-    pub(crate) async fn dispatch(
-        &self,
-        wf: &Workflow,
-        step: &m::Step,
-        kind: m::JobKind,
-        spec: JobSpec,
-        plan_digest: Option<String>,
-    ) -> Result<Vec<Work>, SchedulerError> {
-        let Some(job_id) = step.job_id.clone() else {
-            return Ok(vec![]);
-        };
-        let mut job = m::Job::queued(
-            job_id.clone(),
-            wf.org.clone(),
-            wf.install.clone(),
-            wf.id.clone(),
-            step.index,
-            kind,
-            step.component.clone(),
-            &m::now(),
-        );
-        job.plan_digest = plan_digest;
-        let cfg = self.config(&wf.org, &wf.app_config_id).await?;
-        if let Some(secs) = jobs::execution_timeout(&cfg, kind, &step.component) {
-            job.timeouts.execution_secs = secs;
-        }
-        if let Some(available) = self.available {
-            job.timeouts.available_secs = available.as_secs();
-        }
-        let offer = JobOffer {
-            job_id,
-            org: wf.org.clone(),
-            install: wf.install.clone(),
-            workflow_id: wf.id.clone(),
-            spec,
-            timeouts: Timeouts {
-                execution_secs: u32::try_from(job.timeouts.execution_secs).unwrap_or(u32::MAX),
-            },
-        };
-        self.offer_job(job, offer).await?;
-        Ok(vec![])
-    }
-
-    /// Changes the workflow's install by compare-and-swap with `f` (a function of
-    /// `ferry_model::transitions`), which says whether it changed anything. An install that is
-    /// gone is left gone.
-    pub(crate) async fn change_install(
-        &self,
-        wf: &Workflow,
-        f: impl FnMut(&mut m::Install) -> bool,
-    ) -> Result<(), SchedulerError> {
-        self.change_install_of(&wf.org, &wf.install, f).await
-    }
-
-    pub(crate) async fn change_install_of(
-        &self,
-        org: &str,
-        install: &str,
-        mut f: impl FnMut(&mut m::Install) -> bool,
-    ) -> Result<(), SchedulerError> {
-        let r = self
-            .store
-            .repo::<m::Install>()
-            .modify(org, install, |i| Ok::<bool, ()>(f(i)))
-            .await;
-        match r {
-            Ok(_) | Err(StoreError::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
     }
 }

@@ -12,7 +12,7 @@ use ferry_model::{self as m, Workflow};
 use ferry_store::StoreError;
 use tracing::info;
 
-use crate::effects::Work;
+use crate::work::Work;
 use crate::{Scheduler, SchedulerError};
 
 impl Scheduler {

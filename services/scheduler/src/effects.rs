@@ -17,48 +17,12 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use ferry_model::{self as m, Change, Effect, StepOutcome, Workflow};
+use ferry_model::{self as m, Change, Effect, Workflow};
 use ferry_store::StoreError;
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use crate::work::Work;
 use crate::{Scheduler, SchedulerError};
-
-/// One thing for the executor to do.
-#[derive(Debug)]
-pub(crate) enum Work {
-    /// Apply a change to a workflow's record, then perform its effects.
-    Change {
-        org: String,
-        workflow: String,
-        change: Change,
-    },
-    /// Perform one effect of a saved transition of `wf`.
-    Effect { wf: Arc<Workflow>, effect: Effect },
-}
-
-impl Work {
-    /// Lay the workflow out (once) and start what is ready.
-    pub(crate) fn advance(org: &str, workflow: &str) -> Work {
-        Work::Change {
-            org: org.into(),
-            workflow: workflow.into(),
-            change: Change::Advance,
-        }
-    }
-
-    /// A started step of `wf` ended, as `actor` reports.
-    pub(crate) fn finish(wf: &Workflow, step: u32, outcome: StepOutcome, actor: &str) -> Work {
-        Work::on(&wf.org, &wf.id, Change::finish(step, outcome, actor))
-    }
-
-    pub(crate) fn on(org: &str, workflow: &str, change: Change) -> Work {
-        Work::Change {
-            org: org.into(),
-            workflow: workflow.into(),
-            change,
-        }
-    }
-}
 
 impl Scheduler {
     /// Runs `work` and everything it yields, in order, until the queue is empty or an error.

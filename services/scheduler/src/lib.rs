@@ -16,17 +16,25 @@ mod actions;
 mod approvals;
 mod audit;
 mod claims;
+mod config;
+mod control;
 mod cron;
+mod cron_marks;
 mod dispatch;
 mod drift;
 mod effects;
 mod events;
 mod gauges;
+mod installs;
 mod offers;
+mod reconcile;
 mod releases;
+mod results;
 mod resume;
 mod runbooks;
+mod steady;
 mod stops;
+mod work;
 mod workflows;
 
 use std::collections::HashMap;
@@ -38,10 +46,10 @@ use ferry_model as m;
 use ferry_protocol::messages::JobEvent;
 use ferry_protocol::resources::consumers;
 use ferry_protocol::{Control, subjects};
-use ferry_store::{CancellationToken, Handled, Store, StoreError, Tasks, consume_messages};
+use ferry_store::{CancellationToken, Store, StoreError, Tasks, consume_messages};
 
-use crate::effects::Work;
-use tracing::{info, warn};
+use crate::control::handled;
+use tracing::info;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
@@ -74,6 +82,11 @@ impl SchedulerError {
                 )
         )
     }
+}
+
+/// What a step that cannot proceed for a reason retrying will not fix fails with.
+pub(crate) fn permanent(why: impl Into<String>) -> SchedulerError {
+    SchedulerError::Permanent(why.into())
 }
 
 #[derive(Clone)]
@@ -121,33 +134,6 @@ impl Scheduler {
             max_plan_age: DEFAULT_MAX_PLAN_AGE,
             steady_since_ms: Arc::new(m::now_ms().into()),
             tasks: Tasks::default(),
-        }
-    }
-
-    /// Whether a lease that ended (by the record) may be expired now: not before this scheduler
-    /// has been up for a whole lease period.
-    fn may_expire_leases(&self) -> bool {
-        let since = self
-            .steady_since_ms
-            .load(std::sync::atomic::Ordering::Relaxed);
-        m::now_ms() >= since + self.lease.as_millis() as u64
-    }
-
-    /// The hub was not whole just now: the lease grace starts again.
-    fn unsteady(&self) {
-        self.steady_since_ms
-            .store(m::now_ms(), std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Watches this scheduler's connection: while it is down, and when it comes back, the lease
-    /// grace starts again.
-    async fn watch_connection(self) -> Result<(), SchedulerError> {
-        let mut tick = tokio::time::interval(Duration::from_millis(250));
-        loop {
-            tick.tick().await;
-            if self.client.connection_state() != async_nats::connection::State::Connected {
-                self.unsteady();
-            }
         }
     }
 
@@ -240,181 +226,5 @@ impl Scheduler {
             connection,
         )?;
         Ok(())
-    }
-
-    async fn on_control(&self, c: Control) -> Result<(), SchedulerError> {
-        let work = match c {
-            Control::WorkflowRequested {
-                org, workflow_id, ..
-            } => Work::advance(&org, &workflow_id),
-            Control::BuildFinished {
-                org,
-                build_id,
-                workflow_id,
-                step,
-                ok,
-                error,
-            } => {
-                let outcome = if ok {
-                    m::StepOutcome::Succeeded(format!("artifact built ({build_id})"))
-                } else {
-                    m::StepOutcome::Failed(error.unwrap_or_else(|| "build failed".into()))
-                };
-                Work::on(
-                    &org,
-                    &workflow_id,
-                    m::Change::finish(step, outcome, "build"),
-                )
-            }
-            Control::ApprovalDecided {
-                org,
-                workflow_id,
-                step,
-                approved,
-                approval_id,
-            } => {
-                return self
-                    .approval_decided(&org, &workflow_id, step, approved, &approval_id)
-                    .await;
-            }
-            Control::CancelRequested {
-                org,
-                workflow_id,
-                actor,
-            } => Work::on(&org, &workflow_id, m::Change::Cancel { actor }),
-            Control::RetryRequested {
-                org,
-                workflow_id,
-                step,
-                actor,
-                ..
-            } => {
-                info!(org, workflow = %workflow_id, step, %actor, "retry requested");
-                self.execute([Work::on(
-                    &org,
-                    &workflow_id,
-                    m::Change::Retry { step, actor },
-                )])
-                .await?;
-                return self.mark_open(&org, &workflow_id).await;
-            }
-            Control::SkipRequested {
-                org,
-                workflow_id,
-                step,
-                actor,
-            } => {
-                info!(org, workflow = %workflow_id, step, %actor, "skip requested");
-                self.execute([Work::on(
-                    &org,
-                    &workflow_id,
-                    m::Change::Skip { step, actor },
-                )])
-                .await?;
-                return self.mark_open(&org, &workflow_id).await;
-            }
-            Control::JobCancelRequested { org, job_id, actor } => {
-                return self.job_cancel_requested(&org, &job_id, &actor).await;
-            }
-            // Not ours: the consumer's filter keeps these away; acknowledge if one slips through.
-            Control::BuildRequested { .. }
-            | Control::ApprovalRequested { .. }
-            | Control::ApprovalResponse { .. } => return Ok(()),
-        };
-        self.execute([work]).await
-    }
-
-    async fn job_cancel_requested(
-        &self,
-        org: &str,
-        job_id: &str,
-        actor: &str,
-    ) -> Result<(), SchedulerError> {
-        let Some(job) = self.store.repo::<m::Job>().get(org, job_id).await? else {
-            return Ok(());
-        };
-        let Some(wf) = self
-            .store
-            .repo::<m::Workflow>()
-            .get(org, &job.value.workflow_id)
-            .await?
-        else {
-            return Ok(());
-        };
-        info!(org, job = %job_id, %actor, "job cancel requested");
-        let work = self.cancel_job(&wf.value, job_id).await?;
-        self.execute(work).await
-    }
-
-    /// Marks a workflow that runs on (after a retry or a skip) open again: the API marked it too,
-    /// but the end of the earlier run may have removed that mark since, and reconcile must see it
-    /// until it ends.
-    async fn mark_open(&self, org: &str, workflow_id: &str) -> Result<(), SchedulerError> {
-        if let Some(wf) = self
-            .store
-            .repo::<m::Workflow>()
-            .get(org, workflow_id)
-            .await?
-            && !wf.value.status.is_terminal()
-        {
-            self.store
-                .repo::<m::OpenWorkflow>()
-                .create_if_absent(&wf.value.open_mark())
-                .await?;
-        }
-        Ok(())
-    }
-
-    /// The parsed config of an app config version.
-    async fn config(&self, org: &str, config_id: &str) -> Result<Arc<AppConfig>, SchedulerError> {
-        if let Some(c) = self
-            .configs
-            .lock()
-            .ok()
-            .and_then(|m| m.get(config_id).cloned())
-        {
-            return Ok(c);
-        }
-        let (_, _, cfg) = self
-            .store
-            .config(org, config_id)
-            .await
-            .map_err(|e| match e {
-                StoreError::Package { config_id, reason } => {
-                    SchedulerError::Config(config_id, reason)
-                }
-                other => other.into(),
-            })?;
-        let cfg = Arc::new(cfg);
-        if let Ok(mut map) = self.configs.lock() {
-            map.insert(config_id.to_string(), cfg.clone());
-        }
-        Ok(cfg)
-    }
-
-    async fn reconcile_loop(self) -> Result<(), SchedulerError> {
-        let mut tick = tokio::time::interval(RECONCILE_INTERVAL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            if let Err(e) = self.reconcile().await {
-                self.unsteady();
-                warn!(error = %e, "reconcile pass failed");
-            }
-        }
-    }
-}
-
-/// Maps a handler's result to what the consumer does with the message.
-fn handled(r: Result<(), SchedulerError>) -> Handled {
-    match r {
-        Ok(()) => Handled::Done,
-        Err(e) if e.is_transient() => Handled::Retry(e.to_string()),
-        Err(e) => {
-            // A permanent error is recorded on the workflow by the handler where it can be; the message
-            // itself would fail the same way forever.
-            warn!(error = %e, "control message failed permanently");
-            Handled::Done
-        }
     }
 }

@@ -19,15 +19,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::jetstream::stream::DirectGetErrorKind;
-use ferry_model as m;
-use ferry_protocol::messages::{Doorbell, JobOffer, OfferQuery, OfferReply, StoredOffer};
+use ferry_appconfig::jobs;
+use ferry_model::{self as m, Workflow};
+use ferry_protocol::messages::{
+    Doorbell, JobOffer, JobSpec, OfferQuery, OfferReply, StoredOffer, Timeouts,
+};
 use ferry_protocol::{encode, subjects};
 use ferry_store::{StoreError, Versioned};
 use tokio::sync::watch;
 use tracing::debug;
 
-use crate::effects::Work;
-use crate::{RECONCILE_INTERVAL, Scheduler, SchedulerError};
+use crate::work::Work;
+use crate::{Scheduler, SchedulerError};
 
 /// The record of a job being offered, as its claim will find it.
 #[derive(Clone)]
@@ -101,6 +104,51 @@ impl Offering {
 }
 
 impl Scheduler {
+    /// Records the job (once) and offers it to the install's runner (see `offers.rs`).
+    /// `plan_digest` is the approved plan an apply carries.
+    pub(crate) async fn dispatch(
+        &self,
+        wf: &Workflow,
+        step: &m::Step,
+        kind: m::JobKind,
+        spec: JobSpec,
+        plan_digest: Option<String>,
+    ) -> Result<Vec<Work>, SchedulerError> {
+        let Some(job_id) = step.job_id.clone() else {
+            return Ok(vec![]);
+        };
+        let mut job = m::Job::queued(
+            job_id.clone(),
+            wf.org.clone(),
+            wf.install.clone(),
+            wf.id.clone(),
+            step.index,
+            kind,
+            step.component.clone(),
+            &m::now(),
+        );
+        job.plan_digest = plan_digest;
+        let cfg = self.config(&wf.org, &wf.app_config_id).await?;
+        if let Some(secs) = jobs::execution_timeout(&cfg, kind, &step.component) {
+            job.timeouts.execution_secs = secs;
+        }
+        if let Some(available) = self.available {
+            job.timeouts.available_secs = available.as_secs();
+        }
+        let offer = JobOffer {
+            job_id,
+            org: wf.org.clone(),
+            install: wf.install.clone(),
+            workflow_id: wf.id.clone(),
+            spec,
+            timeouts: Timeouts {
+                execution_secs: u32::try_from(job.timeouts.execution_secs).unwrap_or(u32::MAX),
+            },
+        };
+        self.offer_job(job, offer).await?;
+        Ok(vec![])
+    }
+
     /// Offers a job to its install's runners: the record (created `available`, or a queued one —
     /// again after a lost execution — marked so), the offer on `JOBS`, the doorbell carrying it,
     /// all sent at once (see the module's doc). The loadtest dispatches through this.
@@ -189,50 +237,6 @@ impl Scheduler {
         if let Err(e) = self.client.publish(subject, bell.into()).await {
             debug!(org, install, error = %e, "could not ring a doorbell");
         }
-    }
-
-    /// An `available` job whose offer is not in `JOBS` (the scheduler stopped between writing the
-    /// record and publishing): queued again, to be offered anew. Looked at only once the offer has
-    /// had time to be published.
-    pub(crate) async fn reoffer_if_lost(
-        &self,
-        wf: &m::Workflow,
-        job: &m::Job,
-    ) -> Result<Vec<Work>, SchedulerError> {
-        let settled = job
-            .offered_at
-            .as_deref()
-            .and_then(m::ms_of)
-            .is_some_and(|t| m::now_ms() >= t + 2 * RECONCILE_INTERVAL.as_millis() as u64);
-        if !settled {
-            return Ok(vec![]);
-        }
-        let stream = self
-            .store
-            .js
-            .get_stream_no_info(ferry_protocol::resources::JOBS.name)
-            .await
-            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
-        let subject = subjects::job(&job.org, &job.install, &job.id);
-        match stream.direct_get_last_for_subject(&subject).await {
-            Ok(_) => return Ok(vec![]),
-            Err(e) if e.kind() == DirectGetErrorKind::NotFound => {}
-            Err(e) => return Err(SchedulerError::Nats(Box::new(e))),
-        }
-        let mut requeued = false;
-        self.store
-            .repo::<m::Job>()
-            .modify(&job.org, &job.id, |j| {
-                requeued = j.offer_lost();
-                Ok::<bool, ()>(requeued)
-            })
-            .await?
-            .ok();
-        if !requeued {
-            return Ok(vec![]);
-        }
-        tracing::warn!(org = %job.org, install = %job.install, job = %job.id, "an available job had no offer; offering it again");
-        self.start_step(wf, job.step).await
     }
 }
 

@@ -2,10 +2,12 @@
 //! interrupted is started again, one whose build, approval or job has ended meanwhile is ended,
 //! and a job is checked against its lease and its timeouts (`ferry_model::JobCheck`).
 
+use async_nats::jetstream::stream::DirectGetErrorKind;
 use ferry_model::{self as m, StepKind, StepOutcome, Workflow};
+use ferry_protocol::subjects;
 
-use crate::effects::Work;
-use crate::{Scheduler, SchedulerError};
+use crate::work::Work;
+use crate::{RECONCILE_INTERVAL, Scheduler, SchedulerError};
 
 impl Scheduler {
     /// What the records say a started step needs now.
@@ -102,5 +104,49 @@ impl Scheduler {
             (m::JobCheck::Cancel, Some(j)) => self.cancel_job(wf, &j.id).await,
             _ => Ok(vec![]),
         }
+    }
+
+    /// An `available` job whose offer is not in `JOBS` (the scheduler stopped between writing the
+    /// record and publishing): queued again, to be offered anew. Looked at only once the offer has
+    /// had time to be published.
+    pub(crate) async fn reoffer_if_lost(
+        &self,
+        wf: &m::Workflow,
+        job: &m::Job,
+    ) -> Result<Vec<Work>, SchedulerError> {
+        let settled = job
+            .offered_at
+            .as_deref()
+            .and_then(m::ms_of)
+            .is_some_and(|t| m::now_ms() >= t + 2 * RECONCILE_INTERVAL.as_millis() as u64);
+        if !settled {
+            return Ok(vec![]);
+        }
+        let stream = self
+            .store
+            .js
+            .get_stream_no_info(ferry_protocol::resources::JOBS.name)
+            .await
+            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
+        let subject = subjects::job(&job.org, &job.install, &job.id);
+        match stream.direct_get_last_for_subject(&subject).await {
+            Ok(_) => return Ok(vec![]),
+            Err(e) if e.kind() == DirectGetErrorKind::NotFound => {}
+            Err(e) => return Err(SchedulerError::Nats(Box::new(e))),
+        }
+        let mut requeued = false;
+        self.store
+            .repo::<m::Job>()
+            .modify(&job.org, &job.id, |j| {
+                requeued = j.offer_lost();
+                Ok::<bool, ()>(requeued)
+            })
+            .await?
+            .ok();
+        if !requeued {
+            return Ok(vec![]);
+        }
+        tracing::warn!(org = %job.org, install = %job.install, job = %job.id, "an available job had no offer; offering it again");
+        self.start_step(wf, job.step).await
     }
 }

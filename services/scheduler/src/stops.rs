@@ -9,7 +9,7 @@ use ferry_protocol::subjects;
 use ferry_store::StoreError;
 use tracing::{info, warn};
 
-use crate::effects::Work;
+use crate::work::Work;
 use crate::{Scheduler, SchedulerError};
 
 impl Scheduler {

@@ -6,7 +6,6 @@ use ferry_model::{self as m, Workflow};
 use ferry_store::StoreError;
 use tracing::{info, warn};
 
-use crate::effects::Work;
 use crate::{Scheduler, SchedulerError};
 
 impl Scheduler {
@@ -155,60 +154,5 @@ impl Scheduler {
             .inc();
         info!(org = %wf.org, install = %wf.install, workflow = %wf.id, outcome, "workflow finished");
         self.audit(&m::AuditEvent::workflow_ended(wf)).await
-    }
-
-    /// Re-drives every unfinished workflow from its records: performs the side effects of started
-    /// steps that have not happened (a crash between the record and the effect), picks up results
-    /// that arrived while no scheduler ran, and advances. Reads only the open workflows.
-    pub(crate) async fn reconcile(&self) -> Result<(), SchedulerError> {
-        let open = self.store.repo::<m::OpenWorkflow>();
-        for mark in open.list_all().await? {
-            let wf = match self
-                .store
-                .repo::<Workflow>()
-                .get(&mark.org, &mark.id)
-                .await?
-            {
-                Some(v) => v.value,
-                // Discarded by the API after losing a reservation, or never written.
-                None => {
-                    open.delete(&mark.org, &mark.id).await?;
-                    continue;
-                }
-            };
-            if wf.status.is_terminal() {
-                // Finished, but the scheduler stopped (or its audit record was not taken)
-                // before it removed the mark.
-                self.close_finished(&wf).await?;
-                continue;
-            }
-            let mut work = Vec::new();
-            for step in &wf.steps {
-                if !matches!(step.status, m::StepStatus::Running | m::StepStatus::Waiting) {
-                    continue;
-                }
-                match self.resume_step(&wf, step.index).await {
-                    Ok(w) => work.extend(w),
-                    Err(e) => {
-                        warn!(org = %wf.org, workflow = %wf.id, step = step.index, error = %e, "resuming step failed")
-                    }
-                }
-            }
-            work.push(Work::advance(&wf.org, &wf.id));
-            self.execute(work).await?;
-        }
-        Ok(())
-    }
-
-    /// What the end of a finished workflow left undone: the install's status, its audit record,
-    /// then its open mark.
-    async fn close_finished(&self, wf: &Workflow) -> Result<(), SchedulerError> {
-        self.finish_install(wf).await?;
-        self.audit(&m::AuditEvent::workflow_ended(wf)).await?;
-        self.store
-            .repo::<m::OpenWorkflow>()
-            .delete(&wf.org, &wf.id)
-            .await?;
-        Ok(())
     }
 }

@@ -173,6 +173,22 @@ impl Workflow {
                 after: self.indices(StepKind::Apply, is(component)),
                 before: vec![],
             },
+            _ => self.teardown_place(&h.trigger, component)?,
+        };
+        // A hook bound to something this workflow does not do has no place in it.
+        let bound = h.component.is_some() || h.trigger.contains("sandbox");
+        if bound && place.after.is_empty() && place.before.is_empty() {
+            return None;
+        }
+        Some(place)
+    }
+
+    /// Where a hook on a teardown's trigger goes, if `trigger` is one.
+    fn teardown_place(&self, trigger: &str, component: &str) -> Option<Place> {
+        fn is(name: &str) -> impl Fn(&str) -> bool + '_ {
+            move |c| c == name
+        }
+        Some(match trigger {
             "pre-deprovision" => Place {
                 after: vec![],
                 before: self
@@ -191,7 +207,7 @@ impl Workflow {
                 before: self.indices(StepKind::Approve, is(SANDBOX)),
             },
             "pre-teardown-component" | "pre-deprovision-sandbox" => {
-                let name = if h.trigger == "pre-deprovision-sandbox" {
+                let name = if trigger == "pre-deprovision-sandbox" {
                     SANDBOX
                 } else {
                     component
@@ -210,13 +226,7 @@ impl Workflow {
                 before: vec![],
             },
             _ => return None,
-        };
-        // A hook bound to something this workflow does not do has no place in it.
-        let bound = h.component.is_some() || h.trigger.contains("sandbox");
-        if bound && place.after.is_empty() && place.before.is_empty() {
-            return None;
-        }
-        Some(place)
+        })
     }
 
     /// Appends the hook's steps as a chain after `place.after`, and makes `place.before` wait for
