@@ -2,8 +2,6 @@
 //! decision made, a cancel, retry or skip asked for), each turned into work for the executor;
 //! and what a handler's result means for its message.
 
-use std::time::Duration;
-
 use ferry_model as m;
 use ferry_protocol::Control;
 use ferry_store::Handled;
@@ -163,16 +161,7 @@ impl Scheduler {
             let replan = m::Change::Replan { step, who, why };
             return self.execute([Work::on(org, workflow_id, replan)]).await;
         }
-        let denied = |dependents| m::StepOutcome::Skipped {
-            message: "plan denied; its apply is skipped".into(),
-            dependents,
-        };
-        let (outcome, action) = match (approved, on_deny) {
-            (true, _) => (m::StepOutcome::Succeeded("plan approved".into()), "approve"),
-            (false, m::OnDeny::Fail) => (m::StepOutcome::Failed("plan denied".into()), "deny"),
-            (false, m::OnDeny::SkipCurrent) => (denied(false), "deny (skip-current)"),
-            (false, m::OnDeny::SkipDependents) => (denied(true), "deny (skip-dependents)"),
-        };
+        let (outcome, action) = m::decided(approved, on_deny);
         let decided = m::Change::Decide {
             step,
             outcome,
@@ -184,23 +173,10 @@ impl Scheduler {
     }
 
     /// Why a plan job's plan is too old to apply, if it is.
+    /// Why a plan job's plan is too old to apply (`Job::plan_too_old`), if it is.
     async fn stale(&self, org: &str, plan_job: &str) -> Result<Option<String>, SchedulerError> {
         let job = self.store.repo::<m::Job>().get(org, plan_job).await?;
-        let Some(made) = job
-            .and_then(|j| j.value.finished_at)
-            .as_deref()
-            .and_then(m::ms_of)
-        else {
-            return Ok(None);
-        };
-        let age = Duration::from_secs(m::now_ms().saturating_sub(made) / 1000);
-        Ok((age > self.max_plan_age).then(|| {
-            format!(
-                "the approved plan was {} old (more than {})",
-                humantime::format_duration(age),
-                humantime::format_duration(self.max_plan_age)
-            )
-        }))
+        Ok(job.and_then(|j| j.value.plan_too_old(m::now_ms(), self.max_plan_age)))
     }
 }
 

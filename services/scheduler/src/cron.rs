@@ -108,9 +108,7 @@ impl Scheduler {
         let Some(written) = target.schedule(&cfg) else {
             return self.sync_cron_marks(&mark.org, &mark.install).await;
         };
-        let provisioned =
-            install.sandbox.artifact_digest.is_some() || install.status == m::InstallStatus::Active;
-        if install.status == m::InstallStatus::TornDown || !provisioned {
+        if !install.runs_scheduled() {
             // Not now: the tick passes without a run.
             return self.skip_tick(mark, written).await;
         }

@@ -1,5 +1,43 @@
 //! Decisions on plans: an approval is decided once, by approve-all or by a person, and keeps who
-//! and when.
+//! and when; what a decision does to its approve step; and when an approved plan is too old to
+//! apply.
+
+use std::time::Duration;
+
+use crate::{OnDeny, StepOutcome};
+
+/// What deciding an approve step does: how the step ends and the response recorded on it. A
+/// denial fails the workflow, or skips the apply (and with `SkipDependents` what depends on it),
+/// as the approval's `on_deny` says.
+pub fn decided(approved: bool, on_deny: OnDeny) -> (StepOutcome, &'static str) {
+    let skipped = |dependents| StepOutcome::Skipped {
+        message: "plan denied; its apply is skipped".into(),
+        dependents,
+    };
+    match (approved, on_deny) {
+        (true, _) => (StepOutcome::Succeeded("plan approved".into()), "approve"),
+        (false, OnDeny::Fail) => (StepOutcome::Failed("plan denied".into()), "deny"),
+        (false, OnDeny::SkipCurrent) => (skipped(false), "deny (skip-current)"),
+        (false, OnDeny::SkipDependents) => (skipped(true), "deny (skip-dependents)"),
+    }
+}
+
+impl crate::Job {
+    /// Why the plan this job made is too old to apply at `now_ms`, if it is older than
+    /// `max_age`: an approval given to it plans again instead. A plan not finished (or whose time
+    /// cannot be read) is not judged.
+    pub fn plan_too_old(&self, now_ms: u64, max_age: Duration) -> Option<String> {
+        let made = self.finished_at.as_deref().and_then(crate::ms_of)?;
+        let age = Duration::from_secs(now_ms.saturating_sub(made) / 1000);
+        (age > max_age).then(|| {
+            format!(
+                "the approved plan was {} old (more than {})",
+                humantime::format_duration(age),
+                humantime::format_duration(max_age)
+            )
+        })
+    }
+}
 
 impl crate::Approval {
     /// Records a decision on a pending approval; a decided one keeps its first decision.
@@ -29,6 +67,72 @@ impl crate::Approval {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decision_ends_the_step_as_its_on_deny_says() {
+        assert_eq!(
+            decided(true, OnDeny::SkipDependents),
+            (StepOutcome::Succeeded("plan approved".into()), "approve")
+        );
+        assert_eq!(
+            decided(false, OnDeny::Fail),
+            (StepOutcome::Failed("plan denied".into()), "deny")
+        );
+        assert!(matches!(
+            decided(false, OnDeny::SkipCurrent),
+            (
+                StepOutcome::Skipped {
+                    dependents: false,
+                    ..
+                },
+                "deny (skip-current)"
+            )
+        ));
+        assert!(matches!(
+            decided(false, OnDeny::SkipDependents),
+            (
+                StepOutcome::Skipped {
+                    dependents: true,
+                    ..
+                },
+                "deny (skip-dependents)"
+            )
+        ));
+    }
+
+    #[test]
+    fn a_plan_older_than_the_limit_is_too_old_to_apply() {
+        let mut j = crate::Job::queued(
+            "j".into(),
+            "o".into(),
+            "i".into(),
+            "w".into(),
+            2,
+            crate::JobKind::Plan,
+            "db".into(),
+            "2026-11-27T10:00:00.000Z",
+        );
+        let made = crate::ms_of("2026-11-27T10:00:00.000Z").unwrap();
+        let day = Duration::from_secs(24 * 3600);
+        assert_eq!(
+            j.plan_too_old(made + 3 * 86_400_000, day),
+            None,
+            "not finished"
+        );
+        j.finished_at = Some("2026-11-27T10:00:00.000Z".into());
+        assert_eq!(j.plan_too_old(made + 3_600_000, day), None);
+        assert_eq!(
+            j.plan_too_old(made + 86_400_000, day),
+            None,
+            "exactly the limit"
+        );
+        assert_eq!(
+            j.plan_too_old(made + 3 * 86_400_000, day).as_deref(),
+            Some("the approved plan was 3days old (more than 1day)")
+        );
+    }
+
     #[test]
     fn an_approval_is_decided_once() {
         let mut a = crate::Approval {

@@ -68,6 +68,13 @@ pub enum JobCheck {
     Wait,
 }
 
+/// Whether leases that ended may be expired at `now_ms` by a scheduler that has seen the hub
+/// whole since `steady_since_ms`: not within a lease period of it, so runners cut off by the
+/// same disruption (a hub node lost, their leaf moving) renew first.
+pub fn may_expire_leases(steady_since_ms: u64, lease_ms: u64, now_ms: u64) -> bool {
+    now_ms >= steady_since_ms.saturating_add(lease_ms)
+}
+
 impl JobCheck {
     /// The check for a job record (`None`: the step has none yet). `leases_may_expire` is false
     /// until the scheduler has been up a lease period: a running job's runner may still be
@@ -341,6 +348,13 @@ mod tests {
         j.max_executions = max;
         j.offered_at = Some("t0".into());
         j
+    }
+
+    #[test]
+    fn leases_are_expired_only_a_lease_period_after_the_hub_was_last_seen_broken() {
+        assert!(!may_expire_leases(1_000, 30_000, 30_999));
+        assert!(may_expire_leases(1_000, 30_000, 31_000));
+        assert!(!may_expire_leases(u64::MAX, 30_000, u64::MAX - 1));
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod transitions;
 mod workflow;
 
 pub use access::*;
+pub use approvals::decided;
 pub use audit::SCHEDULER;
 pub use executions::*;
 pub use fleet::*;

@@ -282,6 +282,15 @@ impl Install {
         true
     }
 
+    /// Whether its scheduled actions and drift checks run now: once its sandbox is deployed (or
+    /// it is active), and not once it is torn down. A tick that comes otherwise passes without
+    /// a run.
+    pub fn runs_scheduled(&self) -> bool {
+        let provisioned =
+            self.sandbox.artifact_digest.is_some() || self.status == InstallStatus::Active;
+        provisioned && self.status != InstallStatus::TornDown
+    }
+
     /// Reserves the install for `workflow`, deploying config `config_id`, unless another
     /// workflow took it since `seen` was its holder. Returns whether it is reserved.
     pub fn reserve(

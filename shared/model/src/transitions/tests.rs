@@ -548,3 +548,16 @@ fn a_reservation_holds_only_if_nobody_took_the_install_meanwhile() {
     assert_eq!(i.app_config_id, "c2");
     assert_eq!(i.status, InstallStatus::Provisioning);
 }
+
+#[test]
+fn scheduled_runs_wait_for_the_sandbox_and_stop_at_teardown() {
+    let mut i = install();
+    assert!(!i.runs_scheduled(), "provisioning, nothing deployed");
+    i.sandbox.artifact_digest = Some("sha256:s".into());
+    assert!(i.runs_scheduled(), "the sandbox is deployed");
+    i.sandbox = ComponentState::default();
+    i.status = InstallStatus::Active;
+    assert!(i.runs_scheduled());
+    i.status = InstallStatus::TornDown;
+    assert!(!i.runs_scheduled());
+}
