@@ -14,7 +14,7 @@ pub fn plan_job(org: &str, install: &str, id: &str) -> (m::Job, JobOffer) {
         0,
         m::JobKind::Plan,
         "web".into(),
-        "2026-01-01T00:00:00.000Z",
+        m::Timestamp::from_ms(1_767_225_600_000),
     );
     let offer = JobOffer {
         job_id: id.into(),

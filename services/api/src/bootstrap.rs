@@ -93,9 +93,9 @@ async fn change_access(
 /// compare-and-swap — from then on no certificate of it is admitted, renewed or bootstrapped —
 /// then marks its issued certificates, then closes its live connections.
 pub(crate) async fn revoke_install(s: &ApiState, install: &str) -> Result<Revoked, ApiError> {
-    let now = m::now();
+    let now = m::Timestamp::now();
     let epoch = m::new_id();
-    change_access(s, install, |a| a.revoke(epoch.clone(), &now)).await?;
+    change_access(s, install, |a| a.revoke(epoch.clone(), now)).await?;
     let certs = s.store.repo::<m::IssuedCert>();
     let mut revoked = Vec::new();
     for c in certs.list(&s.org).await? {
@@ -104,7 +104,7 @@ pub(crate) async fn revoke_install(s: &ApiState, install: &str) -> Result<Revoke
         }
         let _always: Result<_, std::convert::Infallible> = certs
             .modify(&s.org, &c.serial, |c| {
-                c.revoked_at.get_or_insert(now.clone());
+                c.revoked_at.get_or_insert(now.to_string());
                 Ok(true)
             })
             .await?;

@@ -64,11 +64,11 @@ pub fn decide(
     info: &CertInfo,
     access: &m::RunnerAccess,
     issued: Option<&m::IssuedCert>,
-    now_ms: u64,
+    now: m::Timestamp,
 ) -> Decision {
     if let Some(why) = access
         .refuses_certificate(&info.serial, issued)
-        .or_else(|| access.refuses_connection(now_ms))
+        .or_else(|| access.refuses_connection(now))
     {
         return Decision::Refuse(why);
     }
@@ -186,7 +186,7 @@ async fn answer(
         Err(why) => Decision::Refuse(why),
         Ok(info) => match standing(store, &info).await {
             Ok((access, issued)) => {
-                let d = decide(&info, &access, issued.as_ref(), m::now_ms());
+                let d = decide(&info, &access, issued.as_ref(), m::Timestamp::now());
                 if matches!(d, Decision::Admit(_)) && req.client_info.kind == "Leafnode" {
                     let id = &info.identity;
                     admitted.record(&id.org, &id.install, &req.server_id.id, req.client_info.id);
@@ -255,7 +255,7 @@ pub async fn close_throttled(
     info!("closing throttled installs' connections");
     while let Some(access) = changes.next().await {
         let Ok(access) = access else { continue };
-        if access.throttled(m::now_ms()) {
+        if access.throttled(m::Timestamp::now()) {
             warn!(org = %access.org, install = %access.install, reason = access.throttle_reason.as_deref().unwrap_or(""), "install throttled: closing its connections");
             if let Err(e) = kick(&sys, &access.org, &access.install).await {
                 warn!(org = %access.org, install = %access.install, error = %e, "could not close a throttled install's connections");
@@ -351,7 +351,7 @@ mod tests {
     fn an_install_certificate_is_admitted_with_its_install_permissions_until_it_expires() {
         let info = info_for("prod");
         let access = m::RunnerAccess::open("acme", "prod");
-        let Decision::Admit(grant) = decide(&info, &access, None, 0) else {
+        let Decision::Admit(grant) = decide(&info, &access, None, m::Timestamp::from_ms(0)) else {
             panic!("refused");
         };
         assert_eq!(grant.name, "install:acme.prod");
@@ -367,8 +367,8 @@ mod tests {
     fn every_certificate_of_a_revoked_install_is_refused_with_the_reason() {
         let info = info_for("prod");
         let mut access = m::RunnerAccess::open("acme", "prod");
-        access.revoke("e1".into(), "2026-01-01T00:00:00Z");
-        let Decision::Refuse(why) = decide(&info, &access, None, 0) else {
+        access.revoke("e1".into(), m::Timestamp::from_ms(1_767_225_600_000));
+        let Decision::Refuse(why) = decide(&info, &access, None, m::Timestamp::from_ms(0)) else {
             panic!("admitted");
         };
         assert!(why.contains("revoked at 2026-01-01"), "{why}");
@@ -379,12 +379,13 @@ mod tests {
         let info = info_for("prod");
         let mut access = m::RunnerAccess::open("acme", "prod");
         access.throttle(60_000, "LOGS: 300 MiB in a minute".into());
-        let Decision::Refuse(why) = decide(&info, &access, None, 1_000) else {
+        let Decision::Refuse(why) = decide(&info, &access, None, m::Timestamp::from_ms(1_000))
+        else {
             panic!("admitted");
         };
         assert!(why.contains("throttled"), "{why}");
         assert!(matches!(
-            decide(&info, &access, None, 60_000),
+            decide(&info, &access, None, m::Timestamp::from_ms(60_000)),
             Decision::Admit(_)
         ));
     }

@@ -77,7 +77,7 @@ pub(crate) fn blank_workflow(
         kind,
         config_id,
         scope,
-        &m::now(),
+        m::Timestamp::now(),
     )
 }
 
@@ -145,7 +145,7 @@ pub async fn create_install(
         Default::default(),
     )
     .await?;
-    let now = m::now();
+    let now = m::Timestamp::now();
     let install = Install {
         org: s.org.clone(),
         name: req.name.clone(),
@@ -158,8 +158,8 @@ pub async fn create_install(
         sandbox: Default::default(),
         components: Default::default(),
         last_workflow: Some(wf.id.clone()),
-        created_at: now.clone(),
-        updated_at: now,
+        created_at: now.to_string(),
+        updated_at: now.to_string(),
         actions: Default::default(),
         break_glass: Default::default(),
         labels: req.labels,
@@ -223,7 +223,7 @@ pub async fn list_installs(
         true => s.store.repo::<m::RunnerRecord>().scan(&s.org).await?,
         false => Vec::new(),
     };
-    let now = m::now_ms();
+    let now = m::Timestamp::now();
     let mut installs = s.store.repo::<Install>().scan(&s.org).await?;
     installs.retain(|i| q.matches(i, m::install_health(&i.name, &runners, now)));
     installs.sort_by(|a, b| a.name.cmp(&b.name));

@@ -61,7 +61,7 @@ pub async fn create_release(
         &config,
         settings,
         waves,
-        m::now_ms(),
+        m::Timestamp::now(),
     );
     s.store
         .repo::<m::OpenRelease>()
@@ -116,10 +116,10 @@ async fn change(
     s: &ApiState,
     id: &str,
     what: &str,
-    f: impl Fn(&mut Release, u64) -> Result<(), String>,
+    f: impl Fn(&mut Release, m::Timestamp) -> Result<(), String>,
 ) -> Result<Json<Release>, ApiError> {
     release(s, id).await?;
-    let now = m::now_ms();
+    let now = m::Timestamp::now();
     let r = s
         .store
         .repo::<Release>()

@@ -32,7 +32,7 @@ pub async fn list_runners(
 
 async fn runners(s: &ApiState, install: Option<&str>) -> Result<Vec<m::api::RunnerInfo>, ApiError> {
     const FORGET_AFTER_MS: u64 = 24 * 3600 * 1000;
-    let now = m::now_ms();
+    let now = m::Timestamp::now();
     let mut all = s.store.repo::<m::RunnerRecord>().list(&s.org).await?;
     let installs: std::collections::BTreeSet<String> = s
         .store
@@ -45,7 +45,7 @@ async fn runners(s: &ApiState, install: Option<&str>) -> Result<Vec<m::api::Runn
     all.retain(|r| {
         install.is_none_or(|i| r.install == i)
             && installs.contains(&r.install)
-            && now.saturating_sub(r.last_seen_ms) < FORGET_AFTER_MS
+            && now.ms().saturating_sub(r.last_seen_ms) < FORGET_AFTER_MS
     });
     all.sort_by(|a, b| (&a.install, b.last_seen_ms).cmp(&(&b.install, a.last_seen_ms)));
     Ok(all

@@ -139,7 +139,7 @@ async fn explain_queued_steps(s: &ApiState, wf: &mut Workflow) -> Result<(), Api
             &wf.install,
             known.as_deref().unwrap_or_default(),
             since,
-            m::now_ms(),
+            m::Timestamp::now(),
         ) {
             step.message = Some(why);
         }
@@ -378,7 +378,7 @@ pub async fn skip_workflow(
             ))
         })?;
     wf.clone()
-        .skip(index, &s.actor, &m::now())
+        .skip(index, &s.actor, m::Timestamp::now())
         .map_err(|e| ApiError::Conflict(format!("step {index} cannot be skipped: {e}")))?;
     if wf.status.is_terminal() {
         reserve_again(&s, &wf).await?;

@@ -118,7 +118,7 @@ impl ApprovalService {
                 };
                 let r = approvals
                     .modify(org, approval_id, |a| {
-                        Ok::<bool, ()>(a.decide(approved, actor, &m::now()).is_ok())
+                        Ok::<bool, ()>(a.decide(approved, actor, m::Timestamp::now()).is_ok())
                     })
                     .await?;
                 let a = r.unwrap_or(a);

@@ -100,7 +100,7 @@ async fn meter(
             .and_then(|v| v.as_str().parse::<u64>().ok())
             .unwrap_or(0)
             + m.subject.len() as u64;
-        if let Some(over) = counts.add(org, install, size, ferry_model::now_ms()) {
+        if let Some(over) = counts.add(org, install, size, ferry_model::Timestamp::now()) {
             let (org, install) = (org.to_string(), install.to_string());
             // Errors are logged: the next crossing tries again, and metering goes on.
             if let Err(e) = enforce(&store, def, &org, &install, &over, limits).await {

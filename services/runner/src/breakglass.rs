@@ -45,13 +45,6 @@ fn file(data_dir: &Path, role: &str) -> Result<PathBuf, String> {
     Ok(dir(data_dir).join(format!("{role}.json")))
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 fn at(ms: u64) -> String {
     ferry_model::format_ms(ms)
 }
@@ -159,7 +152,7 @@ pub fn grant(
     let path = file(data_dir, role)?;
     std::fs::create_dir_all(dir(data_dir))
         .map_err(|e| format!("{}: {e}", dir(data_dir).display()))?;
-    let now = now_ms();
+    let now = ferry_model::now_ms();
     let g = Grant {
         role: role.to_string(),
         until_ms: now + duration.as_millis() as u64,
@@ -225,7 +218,7 @@ pub fn check(
         ),
         Err(_) => None,
     };
-    let now = now_ms();
+    let now = ferry_model::now_ms();
     if let Some(g) = host.as_ref().filter(|g| g.until_ms > now) {
         return Ok(format!(
             "break-glass role `{role}` granted by {} until {}",
@@ -277,9 +270,9 @@ mod tests {
             by: "token:sec".into(),
             until_ms,
         };
-        let ok = check(d.path(), "admin", "fix", Some(&api(now_ms() + 60_000))).unwrap();
+        let ok = check(d.path(), "admin", "fix", Some(&api(ferry_model::now_ms() + 60_000))).unwrap();
         assert!(ok.contains("through the API by token:sec"), "{ok}");
-        assert!(check(d.path(), "admin", "fix", Some(&api(now_ms() - 1))).is_err());
+        assert!(check(d.path(), "admin", "fix", Some(&api(ferry_model::now_ms() - 1))).is_err());
         assert!(revoke(d.path(), "admin", "alice").unwrap());
         let log = std::fs::read_to_string(d.path().join("break-glass/audit.log")).unwrap();
         assert!(

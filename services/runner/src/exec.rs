@@ -145,7 +145,7 @@ impl Executor {
                 job_id: offer.job_id.clone(),
                 execution_id: execution_id.clone(),
                 seq: 0,
-                at_ms: now_ms(),
+                at_ms: ferry_model::now_ms(),
                 body: EventBody::Started,
             };
             self.outbox
@@ -211,7 +211,7 @@ impl Executor {
                 job_id: offer.job_id.clone(),
                 execution_id: execution_id.clone(),
                 seq: 1,
-                at_ms: now_ms(),
+                at_ms: ferry_model::now_ms(),
                 body: EventBody::Finished(Box::new(result)),
             };
             let mut payload = encode(&finished);
@@ -711,13 +711,6 @@ fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
             }
         }
     })
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// Writes the plugin's job file, `work/job.json`.

@@ -55,7 +55,7 @@ impl LogHandle {
         let _ = self
             .tx
             .send(LogLine {
-                at_ms: ferry_now_ms(),
+                at_ms: ferry_model::now_ms(),
                 stream,
                 text,
             })
@@ -65,13 +65,6 @@ impl LogHandle {
     pub async fn system(&self, text: impl Into<String>) {
         self.line(LogStream::System, text).await
     }
-}
-
-fn ferry_now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// Starts the batching task. Drop every [`LogHandle`] and await the returned task to flush the rest.

@@ -97,8 +97,8 @@ impl Scheduler {
                 m::AuditEvent::break_glass_used(wf, role, grant, &job.action, &job.step, &at);
             self.audit(&used).await?;
         }
-        let now = m::now();
-        self.change_install(wf, |i| i.action_started(&step.component, &wf.id, &now))
+        let now = m::Timestamp::now();
+        self.change_install(wf, |i| i.action_started(&step.component, &wf.id, now))
             .await?;
         self.dispatch(wf, step, m::JobKind::Action, JobSpec::Action(job), None)
             .await

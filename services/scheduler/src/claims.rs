@@ -168,7 +168,7 @@ impl Scheduler {
                         req.job_id
                     ));
                 }
-                j.renew(&req.execution_id, m::now_ms(), lease_ms)?;
+                j.renew(&req.execution_id, m::Timestamp::now(), lease_ms)?;
                 Ok(true)
             })
             .await;
@@ -258,10 +258,14 @@ impl Scheduler {
             .store
             .repo::<m::Job>()
             .modify_from(known, org, &req.job_id, |j| {
-                let now = m::now();
                 offered_ms = j.offered_at.as_deref().and_then(m::ms_of);
-                granted =
-                    Some(j.claim(install, &req.runner_id, &now, m::now_ms(), lease_ms, secret)?);
+                granted = Some(j.claim(
+                    install,
+                    &req.runner_id,
+                    m::Timestamp::now(),
+                    lease_ms,
+                    secret,
+                )?);
                 Ok(true)
             })
             .await?;

@@ -176,7 +176,7 @@ impl Scheduler {
     /// Why a plan job's plan is too old to apply (`Job::plan_too_old`), if it is.
     async fn stale(&self, org: &str, plan_job: &str) -> Result<Option<String>, SchedulerError> {
         let job = self.store.repo::<m::Job>().get(org, plan_job).await?;
-        Ok(job.and_then(|j| j.value.plan_too_old(m::now_ms(), self.max_plan_age)))
+        Ok(job.and_then(|j| j.value.plan_too_old(m::Timestamp::now(), self.max_plan_age)))
     }
 }
 

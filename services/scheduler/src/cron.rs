@@ -182,9 +182,12 @@ impl Scheduler {
         let marks = self.store.repo::<m::CronMark>();
         let id = target.id(&install.name);
         let current = marks.get(&install.org, &id).await?;
-        let now = m::now_ms();
-        let decision =
-            m::CronMark::decide(current.as_ref().map(|v| &v.value), written, &schedule, now);
+        let decision = m::CronMark::decide(
+            current.as_ref().map(|v| &v.value),
+            written,
+            &schedule,
+            m::Timestamp::now(),
+        );
         let mut mark = current
             .as_ref()
             .map(|v| v.value.clone())
@@ -234,7 +237,7 @@ impl Scheduler {
             m::WorkflowKind::Action,
             &install.app_config_id,
             Default::default(),
-            &m::now(),
+            m::Timestamp::now(),
         );
         wf.run = Some(m::ActionRun {
             action: action.to_string(),

@@ -69,7 +69,7 @@ impl Scheduler {
             &component.name,
             &wf.app_config_id,
             &component.content_hash,
-            &m::now(),
+            m::Timestamp::now(),
         );
         let builds = self.store.repo::<m::Build>();
         builds.create_if_absent(&fresh).await?;
@@ -178,8 +178,8 @@ impl Scheduler {
         let job = self.component_job(wf, step).await?;
         // A drift check deploys nothing: the component's status stays as it is.
         if wf.kind != m::WorkflowKind::DriftCheck {
-            let now = m::now();
-            self.change_install(wf, |i| i.deploying(&step.component, &now))
+            let now = m::Timestamp::now();
+            self.change_install(wf, |i| i.deploying(&step.component, now))
                 .await?;
         }
         self.dispatch(wf, step, m::JobKind::Plan, JobSpec::Plan(job), None)

@@ -29,9 +29,9 @@ impl Scheduler {
         let id = m::id_at(tick_ms, &seed);
         if let Some(busy) = self.busy_with(install, &id).await? {
             info!(org = %install.org, install = %install.name, component, workflow = %busy, "drift check skipped: a workflow is in progress");
-            let now = m::now();
+            let now = m::Timestamp::now();
             self.change_install_of(&install.org, &install.name, |i| {
-                i.drift_skipped(component, &busy, &now);
+                i.drift_skipped(component, &busy, now);
                 true
             })
             .await?;
@@ -48,7 +48,7 @@ impl Scheduler {
                 with_dependents: false,
                 plan_only: true,
             },
-            &m::now(),
+            m::Timestamp::now(),
         );
         wf.cause = Some("schedule".into());
         self.store

@@ -71,17 +71,17 @@ impl Scheduler {
                 };
                 let mut wf = v.value.clone();
                 tracing::Span::current().record("install", wf.install.as_str());
-                let now = m::now();
+                let now = m::Timestamp::now();
                 let mut effects = Vec::new();
                 if wf.steps.is_empty() && !wf.status.is_terminal() {
                     let steps = self.lay_out(&wf).await?;
-                    effects.extend(wf.lay_out(steps, &now).unwrap_or_default());
+                    effects.extend(wf.lay_out(steps, now).unwrap_or_default());
                 }
-                match wf.apply(change, &now) {
+                match wf.apply(change, now) {
                     Ok(e) => effects.extend(e),
                     Err(illegal) => debug!(%illegal, "transition refused; the record stands"),
                 }
-                effects.extend(wf.advance(&now));
+                effects.extend(wf.advance(now));
                 if wf == v.value {
                     return Ok(vec![]);
                 }

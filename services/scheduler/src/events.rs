@@ -46,12 +46,12 @@ impl Scheduler {
             return Ok(());
         };
         let finished = finished_of(result, self.client.server_info().max_payload / 4);
-        let now = m::now();
+        let now = m::Timestamp::now();
         let updated = self
             .store
             .repo::<m::Job>()
             .modify(org, job_id, |j| {
-                j.finish(install, execution_id, finished.clone(), &now)
+                j.finish(install, execution_id, finished.clone(), now)
             })
             .await;
         let job = match updated {

@@ -34,7 +34,7 @@ impl Scheduler {
 
     async fn sample_gauges(&self) -> Result<(), SchedulerError> {
         let metrics = ferry_telemetry::metrics();
-        let now = m::now_ms();
+        let now = m::Timestamp::now();
         let mut health: BTreeMap<&str, i64> = m::RUNNER_HEALTH_FILTERS
             .iter()
             .filter(|h| **h != m::health_name(None))

@@ -125,7 +125,7 @@ impl Scheduler {
             step.index,
             kind,
             step.component.clone(),
-            &m::now(),
+            m::Timestamp::now(),
         );
         job.plan_digest = plan_digest;
         let cfg = self.config(&wf.org, &wf.app_config_id).await?;
@@ -153,8 +153,8 @@ impl Scheduler {
     /// again after a lost execution — marked so), the offer on `JOBS`, the doorbell carrying it,
     /// all sent at once (see the module's doc). The loadtest dispatches through this.
     pub async fn offer_job(&self, mut job: m::Job, offer: JobOffer) -> Result<(), SchedulerError> {
-        let now = m::now();
-        job.offered(&now);
+        let now = m::Timestamp::now();
+        job.offered(now);
         let (org, install, id) = (job.org.clone(), job.install.clone(), job.id.clone());
         let offering = self.known.offering(&org, &id);
         // One message id per time it is offered: a re-offer is not a duplicate of the first.
@@ -164,7 +164,7 @@ impl Scheduler {
         // connection in that order. Boxed: `join!` holds all three futures at once, and inline
         // they overflowed a test thread's stack (debug build).
         let (written, published, ()) = tokio::join!(
-            Box::pin(self.write_offered(job, &now, &offering)),
+            Box::pin(self.write_offered(job, now, &offering)),
             Box::pin(bus.publish_msg(subjects::job(&org, &install, &id), &msg_id, &offer)),
             self.ring(&org, &install, &offer),
         );
@@ -185,7 +185,7 @@ impl Scheduler {
     async fn write_offered(
         &self,
         job: m::Job,
-        now: &str,
+        now: m::Timestamp,
         offering: &watch::Sender<Written>,
     ) -> Result<bool, SchedulerError> {
         let jobs = self.store.repo::<m::Job>();

@@ -36,7 +36,7 @@ impl Scheduler {
             self.release_ended(&r).await?;
             return self.close_release(org, id).await;
         }
-        let now = m::now_ms();
+        let now = m::Timestamp::now();
         let mut effects = Vec::new();
         // How the workflows it started ended.
         for (workflow, _) in in_flight(&r) {
@@ -139,19 +139,19 @@ impl Scheduler {
             m::WorkflowKind::DeployComponents,
             &r.config_id,
             Default::default(),
-            &m::now(),
+            m::Timestamp::now(),
         );
         wf.cause = Some(format!("release {}", r.id));
         wf.approve_all = r.settings.approve_all;
         // Reserve the install first: a workflow recorded but not holding its install would be
         // refused at lay-out.
         let seen = current.value.last_workflow.clone();
-        let now = m::now();
+        let now = m::Timestamp::now();
         let reserved = self
             .store
             .repo::<m::Install>()
             .modify(&r.org, install, |i| {
-                if i.reserve(seen.as_deref(), workflow, &r.config_id, &now) {
+                if i.reserve(seen.as_deref(), workflow, &r.config_id, now) {
                     Ok(true)
                 } else {
                     Err(())
@@ -190,7 +190,7 @@ impl Scheduler {
             m::WorkflowKind::Action,
             &r.config_id,
             Default::default(),
-            &m::now(),
+            m::Timestamp::now(),
         );
         wf.run = Some(m::ActionRun {
             action,

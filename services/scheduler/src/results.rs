@@ -24,10 +24,10 @@ impl Scheduler {
         // the step (this message redelivered, or the reconcile pass), and a record written twice
         // is the job's, the same each time, and kept once.
         self.audit(&m::AuditEvent::job_ended(job)).await?;
-        let now = m::now();
+        let now = m::Timestamp::now();
         let mut ended = m::InstallChanged::default();
         self.change_install_of(&job.org, &job.install, |i| {
-            ended = i.job_ended(job, &ctx, &now);
+            ended = i.job_ended(job, &ctx, now);
             ended.changed
         })
         .await?;

@@ -87,7 +87,7 @@ impl Scheduler {
         };
         let check = m::JobCheck::of(
             job.as_ref(),
-            m::now_ms(),
+            m::Timestamp::now(),
             self.grace_ms(),
             self.may_expire_leases(),
             wf.cancel_requested,

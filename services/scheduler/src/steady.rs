@@ -15,7 +15,7 @@ impl Scheduler {
         let since = self
             .steady_since_ms
             .load(std::sync::atomic::Ordering::Relaxed);
-        m::may_expire_leases(since, self.lease.as_millis() as u64, m::now_ms())
+        m::may_expire_leases(since, self.lease.as_millis() as u64, m::Timestamp::now())
     }
 
     /// The hub was not whole just now: the lease grace starts again.

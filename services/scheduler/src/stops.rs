@@ -25,7 +25,7 @@ impl Scheduler {
             .store
             .repo::<m::Job>()
             .modify(&wf.org, job_id, |j| {
-                timed_out = j.check_timeouts(&m::now(), m::now_ms(), self.grace_ms());
+                timed_out = j.check_timeouts(m::Timestamp::now(), self.grace_ms());
                 Ok::<bool, ()>(timed_out.is_some())
             })
             .await?
@@ -62,7 +62,7 @@ impl Scheduler {
             .store
             .repo::<m::Job>()
             .modify(&wf.org, job_id, |j| {
-                expired = j.expire(&m::now(), m::now_ms());
+                expired = j.expire(m::Timestamp::now());
                 Ok::<bool, ()>(expired.is_some())
             })
             .await?
@@ -99,7 +99,7 @@ impl Scheduler {
             .store
             .repo::<m::Job>()
             .modify(&wf.org, job_id, |j| {
-                was_queued = j.cancel_unclaimed(&m::now());
+                was_queued = j.cancel_unclaimed(m::Timestamp::now());
                 Ok::<bool, ()>(was_queued)
             })
             .await;

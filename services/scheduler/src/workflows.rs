@@ -122,12 +122,12 @@ impl Scheduler {
         if !wf.kind.sets_install_status() {
             return Ok(());
         }
-        let now = m::now();
+        let now = m::Timestamp::now();
         let r = self
             .store
             .repo::<m::Install>()
             .modify(&wf.org, &wf.install, |i| {
-                Ok::<bool, ()>(i.workflow_ended(wf, &now))
+                Ok::<bool, ()>(i.workflow_ended(wf, now))
             })
             .await;
         match r {

@@ -95,7 +95,7 @@ async fn a_claim_that_overtakes_its_jobs_record_is_granted_once_the_record_is_wr
     // (another replica took the claim); the record follows a moment later.
     tokio::time::sleep(Duration::from_millis(30)).await;
     let (mut j, _) = plan_job(ORG, "web", &id);
-    assert!(j.offered(&m::now()));
+    assert!(j.offered(m::Timestamp::now()));
     let store = ferry_store::Store::open(jetstream::new(client.clone()))
         .await
         .expect("store");

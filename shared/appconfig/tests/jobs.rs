@@ -101,7 +101,15 @@ fn each_deployable_type_maps_to_its_plugin_and_the_cluster_kinds_are_known() {
 }
 
 fn workflow(kind: WorkflowKind) -> Workflow {
-    Workflow::requested("w".into(), "o", "prod", kind, "c1", Default::default(), T0)
+    Workflow::requested(
+        "w".into(),
+        "o",
+        "prod",
+        kind,
+        "c1",
+        Default::default(),
+        m::Timestamp::parse(T0).unwrap_or_default(),
+    )
 }
 
 fn step(kind: StepKind, component: &str) -> m::Step {

@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Timestamp;
 use crate::{BootstrapToken, IssuedCert};
 
 /// An install's runner access. No record: the install was never revoked (epoch `""`).
@@ -55,26 +56,26 @@ impl RunnerAccess {
         true
     }
 
-    /// Whether the install is throttled at `now_ms`.
-    pub fn throttled(&self, now_ms: u64) -> bool {
-        self.throttled_until_ms.is_some_and(|t| t > now_ms)
+    /// Whether the install is throttled at `now.ms()`.
+    pub fn throttled(&self, now: Timestamp) -> bool {
+        self.throttled_until_ms.is_some_and(|t| t > now.ms())
     }
 
-    /// Why a connection of the install is refused at `now_ms` whatever its certificate, if it
+    /// Why a connection of the install is refused at `now.ms()` whatever its certificate, if it
     /// is: the install is throttled.
-    pub fn refuses_connection(&self, now_ms: u64) -> Option<String> {
-        let until = self.throttled_until_ms.filter(|t| *t > now_ms)?;
+    pub fn refuses_connection(&self, now: Timestamp) -> Option<String> {
+        let until = self.throttled_until_ms.filter(|t| *t > now.ms())?;
         Some(format!(
             "install {}/{} is throttled for another {} s: {}",
             self.org,
             self.install,
-            (until - now_ms).div_ceil(1000),
+            (until - now.ms()).div_ceil(1000),
             self.throttle_reason.as_deref().unwrap_or("over its quota")
         ))
     }
 
     /// Revokes every runner of the install: a new epoch, refused until reopened.
-    pub fn revoke(&mut self, epoch: String, now: &str) {
+    pub fn revoke(&mut self, epoch: String, now: Timestamp) {
         self.epoch = epoch;
         self.revoked_at = Some(now.to_string());
     }
@@ -136,17 +137,18 @@ impl RunnerAccess {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::at;
 
     #[test]
     fn a_throttled_install_is_refused_until_its_throttle_ends_and_a_shorter_one_changes_nothing() {
         let mut a = RunnerAccess::open("acme", "prod");
-        assert_eq!(a.refuses_connection(0), None);
+        assert_eq!(a.refuses_connection(Timestamp::from_ms(0)), None);
         assert!(a.throttle(10_000, "LOGS: 300 MiB in a minute".into()));
-        let why = a.refuses_connection(1_000).unwrap();
+        let why = a.refuses_connection(Timestamp::from_ms(1_000)).unwrap();
         assert!(why.contains("another 9 s") && why.contains("LOGS"), "{why}");
-        assert!(a.throttled(9_999) && !a.throttled(10_000));
+        assert!(a.throttled(Timestamp::from_ms(9_999)) && !a.throttled(Timestamp::from_ms(10_000)));
         assert!(!a.throttle(5_000, "later".into()));
-        assert_eq!(a.refuses_connection(10_000), None);
+        assert_eq!(a.refuses_connection(Timestamp::from_ms(10_000)), None);
     }
 
     fn cert(epoch: &str) -> IssuedCert {
@@ -179,7 +181,7 @@ mod tests {
         let mut a = RunnerAccess::open("acme", "prod");
         assert_eq!(a.refuses_certificate("01", Some(&cert(""))), None);
         assert_eq!(a.refuses_issue(), None);
-        a.revoke("e2".into(), "2026-11-24T10:00:00Z");
+        a.revoke("e2".into(), at("2026-11-24T10:00:00Z"));
         for c in [Some(cert("")), Some(cert("e2")), None] {
             let why = a.refuses_certificate("01", c.as_ref()).unwrap();
             assert!(why.contains("revoked at 2026-11-24"), "{why}");

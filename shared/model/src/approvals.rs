@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::Timestamp;
 use crate::{OnDeny, StepOutcome};
 
 /// What deciding an approve step does: how the step ends and the response recorded on it. A
@@ -23,12 +24,12 @@ pub fn decided(approved: bool, on_deny: OnDeny) -> (StepOutcome, &'static str) {
 }
 
 impl crate::Job {
-    /// Why the plan this job made is too old to apply at `now_ms`, if it is older than
+    /// Why the plan this job made is too old to apply at `now.ms()`, if it is older than
     /// `max_age`: an approval given to it plans again instead. A plan not finished (or whose time
     /// cannot be read) is not judged.
-    pub fn plan_too_old(&self, now_ms: u64, max_age: Duration) -> Option<String> {
+    pub fn plan_too_old(&self, now: Timestamp, max_age: Duration) -> Option<String> {
         let made = self.finished_at.as_deref().and_then(crate::ms_of)?;
-        let age = Duration::from_secs(now_ms.saturating_sub(made) / 1000);
+        let age = Duration::from_secs(now.ms().saturating_sub(made) / 1000);
         (age > max_age).then(|| {
             format!(
                 "the approved plan was {} old (more than {})",
@@ -41,7 +42,7 @@ impl crate::Job {
 
 impl crate::Approval {
     /// Records a decision on a pending approval; a decided one keeps its first decision.
-    pub fn decide(&mut self, approved: bool, actor: &str, now: &str) -> Result<(), String> {
+    pub fn decide(&mut self, approved: bool, actor: &str, now: Timestamp) -> Result<(), String> {
         if self.status != crate::ApprovalStatus::Pending {
             return Err(format!(
                 "the plan of {} was already {} by {}",
@@ -68,6 +69,7 @@ impl crate::Approval {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::at;
 
     #[test]
     fn a_decision_ends_the_step_as_its_on_deny_says() {
@@ -111,24 +113,28 @@ mod tests {
             2,
             crate::JobKind::Plan,
             "db".into(),
-            "2026-11-27T10:00:00.000Z",
+            at("2026-11-27T10:00:00.000Z"),
         );
         let made = crate::ms_of("2026-11-27T10:00:00.000Z").unwrap();
         let day = Duration::from_secs(24 * 3600);
         assert_eq!(
-            j.plan_too_old(made + 3 * 86_400_000, day),
+            j.plan_too_old(Timestamp::from_ms(made + 3 * 86_400_000), day),
             None,
             "not finished"
         );
         j.finished_at = Some("2026-11-27T10:00:00.000Z".into());
-        assert_eq!(j.plan_too_old(made + 3_600_000, day), None);
         assert_eq!(
-            j.plan_too_old(made + 86_400_000, day),
+            j.plan_too_old(Timestamp::from_ms(made + 3_600_000), day),
+            None
+        );
+        assert_eq!(
+            j.plan_too_old(Timestamp::from_ms(made + 86_400_000), day),
             None,
             "exactly the limit"
         );
         assert_eq!(
-            j.plan_too_old(made + 3 * 86_400_000, day).as_deref(),
+            j.plan_too_old(Timestamp::from_ms(made + 3 * 86_400_000), day)
+                .as_deref(),
             Some("the approved plan was 3days old (more than 1day)")
         );
     }
@@ -152,10 +158,11 @@ mod tests {
             requested_at: None,
             on_deny: Default::default(),
         };
-        a.decide(true, "alice", "t1").unwrap();
+        a.decide(true, "alice", Timestamp::from_ms(1000)).unwrap();
         assert_eq!(a.status, crate::ApprovalStatus::Approved);
         assert_eq!(
-            a.decide(false, "bob", "t2").unwrap_err(),
+            a.decide(false, "bob", Timestamp::from_ms(2000))
+                .unwrap_err(),
             "the plan of db was already approved by alice"
         );
         assert_eq!(a.decided_by.as_deref(), Some("alice"));

@@ -161,6 +161,7 @@ impl Workflow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::at;
     use crate::{JobKind, JobStatus, WorkflowKind};
 
     const T0: &str = "2026-11-27T10:00:00.000Z";
@@ -175,7 +176,7 @@ mod tests {
             2,
             JobKind::Plan,
             "db".into(),
-            T0,
+            at(T0),
         );
         j.status = JobStatus::Finished;
         j.finished_at = Some(END.into());
@@ -205,9 +206,9 @@ mod tests {
             2,
             JobKind::Apply,
             "db".into(),
-            T0,
+            at(T0),
         );
-        assert!(j.cancel_unclaimed(END));
+        assert!(j.cancel_unclaimed(at(END)));
         let a = AuditEvent::job_ended(&j);
         assert_eq!(a.actor, "scheduler");
         assert_eq!(a.action, "job.not_attempted");
@@ -223,7 +224,7 @@ mod tests {
             WorkflowKind::Provision,
             "c",
             Default::default(),
-            T0,
+            at(T0),
         );
         w.status = WorkflowStatus::Cancelled;
         w.finished_at = Some(END.into());

@@ -1,6 +1,7 @@
 //! A component's build: named by its content, so an unchanged component is built once and every
 //! later config version and install reuses that build.
 
+use crate::Timestamp;
 use crate::{Build, BuildStatus};
 
 impl Build {
@@ -13,7 +14,7 @@ impl Build {
         component: &str,
         config_id: &str,
         content_hash: &str,
-        now: &str,
+        now: Timestamp,
     ) -> Build {
         let hash = content_hash.trim_start_matches("sha256:");
         Build {
@@ -48,25 +49,26 @@ impl Build {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::at;
 
     const NOW: &str = "2026-11-27T10:00:00.000Z";
 
     #[test]
     fn a_build_is_named_by_its_content() {
         let h = "sha256:0123456789abcdef0123456789abcdef";
-        let a = Build::requested("o", "shop", "db", "c1", h, NOW);
-        let b = Build::requested("o", "shop", "db", "c2", h, "2026-11-28T10:00:00.000Z");
+        let a = Build::requested("o", "shop", "db", "c1", h, at(NOW));
+        let b = Build::requested("o", "shop", "db", "c2", h, at("2026-11-28T10:00:00.000Z"));
         assert_eq!(a.id, "shop-db-0123456789abcdef");
         assert_eq!(a.id, b.id);
         assert_eq!(a.repository, "o/shop/db");
         assert_eq!(a.status, BuildStatus::Building);
-        let other = Build::requested("o", "shop", "db", "c1", "sha256:ffff", NOW);
+        let other = Build::requested("o", "shop", "db", "c1", "sha256:ffff", at(NOW));
         assert_eq!(other.id, "shop-db-ffff");
     }
 
     #[test]
     fn only_a_failed_build_is_built_again() {
-        let mut b = Build::requested("o", "a", "c", "c1", "sha256:ab", NOW);
+        let mut b = Build::requested("o", "a", "c", "c1", "sha256:ab", at(NOW));
         assert!(!b.retried());
         b.status = BuildStatus::Failed;
         b.error = Some("exit 1".into());

@@ -99,6 +99,8 @@ impl Job {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Timestamp;
+    use crate::time::at;
     use crate::{ExecutionStatus, JobKind, JobStatus};
 
     fn claimed(key: &str) -> (Job, String) {
@@ -110,9 +112,11 @@ mod tests {
             1,
             JobKind::Plan,
             "c".into(),
-            "2026-01-01T00:00:00.000Z",
+            at("2026-01-01T00:00:00.000Z"),
         );
-        let g = j.claim("b", "r", "t", 0, 1_000, key).unwrap();
+        let g = j
+            .claim("b", "r", Timestamp::from_ms(0), 1_000, key)
+            .unwrap();
         (j, g.execution_id)
     }
 
@@ -159,7 +163,7 @@ mod tests {
         j.executions[0].status = ExecutionStatus::Lost;
         j.status = JobStatus::Queued;
         let second = j
-            .claim("b", "r", "t", 0, 1_000, "two")
+            .claim("b", "r", Timestamp::from_ms(0), 1_000, "two")
             .unwrap()
             .execution_id;
         assert_eq!(j.accepts_log("b", &first), Ok("j-1"));

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Timestamp;
 use crate::{Install, RunnerHealth, RunnerRecord};
 
 /// Labels an install may carry.
@@ -72,12 +73,12 @@ pub fn parse_labels(text: &str) -> Result<BTreeMap<String, String>, String> {
 pub fn install_health(
     install: &str,
     runners: &[RunnerRecord],
-    now_ms: u64,
+    now: Timestamp,
 ) -> Option<RunnerHealth> {
     runners
         .iter()
         .filter(|r| r.install == install)
-        .map(|r| r.health(now_ms))
+        .map(|r| r.health(now))
         .min_by_key(|h| match h {
             RunnerHealth::Active => 0,
             RunnerHealth::Unhealthy => 1,
@@ -216,14 +217,14 @@ mod tests {
             runner("b", now - 4000),
         ];
         assert_eq!(
-            install_health("a", &runners, now),
+            install_health("a", &runners, Timestamp::from_ms(now)),
             Some(RunnerHealth::Active)
         );
         assert_eq!(
-            install_health("b", &runners, now),
+            install_health("b", &runners, Timestamp::from_ms(now)),
             Some(RunnerHealth::Unhealthy)
         );
-        assert_eq!(install_health("c", &runners, now), None);
+        assert_eq!(install_health("c", &runners, Timestamp::from_ms(now)), None);
     }
 
     #[test]

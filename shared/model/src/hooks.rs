@@ -299,6 +299,7 @@ fn is_after_all(trigger: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Timestamp;
     use crate::{Deployable as D, StepStatus};
 
     fn deploy(kind: WorkflowKind) -> Workflow {
@@ -481,17 +482,17 @@ mod tests {
             }
         }
         assert_eq!(w.ready_steps(), vec![check]);
-        w.advance("t");
+        w.advance(Timestamp::from_ms(0));
         w.finish_step(
             check,
             crate::StepOutcome::Failed("exit 1".into()),
             None,
-            "t",
+            Timestamp::from_ms(0),
         )
         .unwrap();
-        w.advance("t");
+        w.advance(Timestamp::from_ms(0));
         assert_eq!(w.status, crate::WorkflowStatus::Failed);
-        let effects = w.retry(check, "someone", "t").unwrap();
+        let effects = w.retry(check, "someone", Timestamp::from_ms(0)).unwrap();
         assert!(effects.contains(&crate::Effect::Start { step: check }));
         assert_eq!(w.step(check).unwrap().attempt, 2);
     }

@@ -6,6 +6,7 @@
 //! is queued again while executions remain, and fails when none do. The runner kills its job before
 //! its own view of the lease ends, so a second execution never overlaps the first.
 
+use crate::Timestamp;
 use crate::{Execution, ExecutionStatus, Job, JobStatus, Outputs};
 
 /// An execution granted by [`Job::claim`].
@@ -68,11 +69,11 @@ pub enum JobCheck {
     Wait,
 }
 
-/// Whether leases that ended may be expired at `now_ms` by a scheduler that has seen the hub
+/// Whether leases that ended may be expired at `now.ms()` by a scheduler that has seen the hub
 /// whole since `steady_since_ms`: not within a lease period of it, so runners cut off by the
 /// same disruption (a hub node lost, their leaf moving) renew first.
-pub fn may_expire_leases(steady_since_ms: u64, lease_ms: u64, now_ms: u64) -> bool {
-    now_ms >= steady_since_ms.saturating_add(lease_ms)
+pub fn may_expire_leases(steady_since_ms: u64, lease_ms: u64, now: Timestamp) -> bool {
+    now.ms() >= steady_since_ms.saturating_add(lease_ms)
 }
 
 impl JobCheck {
@@ -81,7 +82,7 @@ impl JobCheck {
     /// reporting after an outage, so neither its lease nor its limits end it before then.
     pub fn of(
         job: Option<&Job>,
-        now_ms: u64,
+        now: Timestamp,
         grace_ms: u64,
         leases_may_expire: bool,
         cancel_requested: bool,
@@ -92,13 +93,13 @@ impl JobCheck {
         let running = j.status == JobStatus::InProgress;
         if j.status.is_terminal() {
             JobCheck::ApplyResult
-        } else if (!running || leases_may_expire) && j.passed_limit(now_ms, grace_ms).is_some() {
+        } else if (!running || leases_may_expire) && j.passed_limit(now, grace_ms).is_some() {
             JobCheck::TimeOut
         } else if j.status == JobStatus::Queued {
             JobCheck::Offer
         } else if j.status == JobStatus::Available {
             JobCheck::CheckOffer
-        } else if j.lease_expired(now_ms) && leases_may_expire {
+        } else if j.lease_expired(now) && leases_may_expire {
             JobCheck::ExpireLease
         } else if cancel_requested {
             JobCheck::Cancel
@@ -121,7 +122,7 @@ impl Job {
         step: u32,
         kind: crate::JobKind,
         component: String,
-        now: &str,
+        now: Timestamp,
     ) -> Job {
         Job {
             id,
@@ -149,7 +150,7 @@ impl Job {
         }
     }
 
-    /// Grants a queued job to `runner`: a new execution holding a lease until `now_ms + lease_ms`.
+    /// Grants a queued job to `runner`: a new execution holding a lease until `now.ms() + lease_ms`.
     ///
     /// `secret` (random, from the caller) is the execution's key: the granted `execution_id` is
     /// the execution's token, which goes only to the runner that claimed (in its own inbox); the
@@ -158,8 +159,7 @@ impl Job {
         &mut self,
         install: &str,
         runner: &str,
-        now: &str,
-        now_ms: u64,
+        now: Timestamp,
         lease_ms: u64,
         secret: &str,
     ) -> Result<Granted, String> {
@@ -188,7 +188,7 @@ impl Job {
             finished_at: None,
         });
         self.status = JobStatus::InProgress;
-        self.lease_expires_ms = Some(now_ms + lease_ms);
+        self.lease_expires_ms = Some(now.ms() + lease_ms);
         Ok(Granted {
             execution_id,
             public_id,
@@ -206,18 +206,23 @@ impl Job {
     /// Extends the lease of `execution_id`, if it is still the current execution. A lease past its
     /// time but not yet expired (see [`Job::expire`]) is renewed too: no other runner has the job,
     /// and after a control-plane outage every lease is past its time.
-    pub fn renew(&mut self, execution_id: &str, now_ms: u64, lease_ms: u64) -> Result<(), String> {
+    pub fn renew(
+        &mut self,
+        execution_id: &str,
+        now: Timestamp,
+        lease_ms: u64,
+    ) -> Result<(), String> {
         match self.current_execution() {
             Some(e) if e.has_token(execution_id) => {}
             _ => return Err("the execution is not running any more".to_string()),
         }
-        self.lease_expires_ms = Some(now_ms + lease_ms);
+        self.lease_expires_ms = Some(now.ms() + lease_ms);
         Ok(())
     }
 
     /// Records that the job's offer was published: `available` from now on. Returns whether it
     /// changed anything (a second offer of the same execution does not).
-    pub fn offered(&mut self, now: &str) -> bool {
+    pub fn offered(&mut self, now: Timestamp) -> bool {
         if self.status != JobStatus::Queued {
             return false;
         }
@@ -240,7 +245,7 @@ impl Job {
     /// Ends a job no runner has claimed (a cancel): `not_attempted` if it never ran, `cancelled`
     /// if an earlier execution was lost. Returns whether it did; a claimed job must be stopped by
     /// its runner instead.
-    pub fn cancel_unclaimed(&mut self, now: &str) -> bool {
+    pub fn cancel_unclaimed(&mut self, now: Timestamp) -> bool {
         if !self.status.is_unclaimed() {
             return false;
         }
@@ -264,7 +269,7 @@ impl Job {
         install: &str,
         execution_id: &str,
         f: Finished,
-        now: &str,
+        now: Timestamp,
     ) -> Result<bool, String> {
         if !self.accepts_result(install, execution_id)? {
             return Ok(false);
@@ -293,14 +298,14 @@ impl Job {
     }
 
     /// Whether the current execution's lease has ended.
-    pub fn lease_expired(&self, now_ms: u64) -> bool {
-        self.status == JobStatus::InProgress && self.lease_expires_ms.is_some_and(|t| t <= now_ms)
+    pub fn lease_expired(&self, now: Timestamp) -> bool {
+        self.status == JobStatus::InProgress && self.lease_expires_ms.is_some_and(|t| t <= now.ms())
     }
 
     /// Ends an execution whose lease ended: `lost`, then the job is queued again (and must be
     /// offered again) or, with no executions left, fails with the reason.
-    pub fn expire(&mut self, now: &str, now_ms: u64) -> Option<Expired> {
-        if !self.lease_expired(now_ms) {
+    pub fn expire(&mut self, now: Timestamp) -> Option<Expired> {
+        if !self.lease_expired(now) {
             return None;
         }
         let lost = self.executions.last_mut().map(|e| {
@@ -333,6 +338,7 @@ impl Job {
 mod tests {
     use super::*;
     use crate::JobKind;
+    use crate::time::at;
 
     fn job(max: u32) -> Job {
         let mut j = Job::queued(
@@ -343,7 +349,7 @@ mod tests {
             1,
             JobKind::Apply,
             "c".into(),
-            "2026-01-01T00:00:00.000Z",
+            at("2026-01-01T00:00:00.000Z"),
         );
         j.max_executions = max;
         j.offered_at = Some("t0".into());
@@ -352,27 +358,54 @@ mod tests {
 
     #[test]
     fn leases_are_expired_only_a_lease_period_after_the_hub_was_last_seen_broken() {
-        assert!(!may_expire_leases(1_000, 30_000, 30_999));
-        assert!(may_expire_leases(1_000, 30_000, 31_000));
-        assert!(!may_expire_leases(u64::MAX, 30_000, u64::MAX - 1));
+        assert!(!may_expire_leases(
+            1_000,
+            30_000,
+            Timestamp::from_ms(30_999)
+        ));
+        assert!(may_expire_leases(1_000, 30_000, Timestamp::from_ms(31_000)));
+        assert!(!may_expire_leases(
+            u64::MAX,
+            30_000,
+            Timestamp::from_ms(u64::MAX - 1)
+        ));
     }
 
     #[test]
     fn the_reconcile_check_of_a_job_follows_its_record() {
         let check =
             |j: Option<&Job>, now, may_expire, cancel| JobCheck::of(j, now, 0, may_expire, cancel);
-        assert_eq!(check(None, 0, true, false), JobCheck::Offer);
+        assert_eq!(
+            check(None, Timestamp::from_ms(0), true, false),
+            JobCheck::Offer
+        );
         let mut j = job(2);
         j.offered_at = None;
-        assert_eq!(check(Some(&j), 0, true, false), JobCheck::Offer);
-        j.offered("t0");
-        assert_eq!(check(Some(&j), 0, true, false), JobCheck::CheckOffer);
-        j.claim("i", "r", "t1", 1_000, 500, "").unwrap();
-        assert_eq!(check(Some(&j), 1_100, true, false), JobCheck::Wait);
-        assert_eq!(check(Some(&j), 1_100, true, true), JobCheck::Cancel);
-        assert_eq!(check(Some(&j), 1_500, true, false), JobCheck::ExpireLease);
         assert_eq!(
-            check(Some(&j), 1_500, false, false),
+            check(Some(&j), Timestamp::from_ms(0), true, false),
+            JobCheck::Offer
+        );
+        j.offered(Timestamp::from_ms(0));
+        assert_eq!(
+            check(Some(&j), Timestamp::from_ms(0), true, false),
+            JobCheck::CheckOffer
+        );
+        j.claim("i", "r", Timestamp::from_ms(1_000), 500, "")
+            .unwrap();
+        assert_eq!(
+            check(Some(&j), Timestamp::from_ms(1_100), true, false),
+            JobCheck::Wait
+        );
+        assert_eq!(
+            check(Some(&j), Timestamp::from_ms(1_100), true, true),
+            JobCheck::Cancel
+        );
+        assert_eq!(
+            check(Some(&j), Timestamp::from_ms(1_500), true, false),
+            JobCheck::ExpireLease
+        );
+        assert_eq!(
+            check(Some(&j), Timestamp::from_ms(1_500), false, false),
             JobCheck::Wait,
             "not before the scheduler has been up a lease period"
         );
@@ -380,10 +413,20 @@ mod tests {
         j.created_at = "2026-11-22T12:00:00.000Z".into();
         j.timeouts.overall_secs = 1;
         let late = crate::ms_of(&j.created_at).unwrap() + 2_000;
-        assert_eq!(check(Some(&j), late, true, false), JobCheck::TimeOut);
-        assert_eq!(check(Some(&j), late, false, false), JobCheck::Wait);
-        j.finish("i", "j-1", succeeded(None), "t2").unwrap();
-        assert_eq!(check(Some(&j), late, true, false), JobCheck::ApplyResult);
+        assert_eq!(
+            check(Some(&j), Timestamp::from_ms(late), true, false),
+            JobCheck::TimeOut
+        );
+        assert_eq!(
+            check(Some(&j), Timestamp::from_ms(late), false, false),
+            JobCheck::Wait
+        );
+        j.finish("i", "j-1", succeeded(None), Timestamp::from_ms(2000))
+            .unwrap();
+        assert_eq!(
+            check(Some(&j), Timestamp::from_ms(late), true, false),
+            JobCheck::ApplyResult
+        );
     }
 
     fn succeeded(plan: Option<PlanMade>) -> Finished {
@@ -401,14 +444,15 @@ mod tests {
     #[test]
     fn a_result_ends_the_job_only_from_its_install_and_its_current_execution() {
         let mut j = job(2);
-        j.claim("i", "r1", "t1", 1_000, 500, "s").unwrap();
+        j.claim("i", "r1", Timestamp::from_ms(1_000), 500, "s")
+            .unwrap();
         assert!(
-            j.finish("x", "j-1-s", succeeded(None), "t2")
+            j.finish("x", "j-1-s", succeeded(None), Timestamp::from_ms(2000))
                 .unwrap_err()
                 .contains("install i, not x")
         );
         assert!(
-            j.finish("i", "j-1", succeeded(None), "t2")
+            j.finish("i", "j-1", succeeded(None), Timestamp::from_ms(2000))
                 .unwrap_err()
                 .contains("not its current one")
         );
@@ -419,7 +463,12 @@ mod tests {
             summary: "1 to add".into(),
         };
         assert_eq!(
-            j.finish("i", "j-1-s", succeeded(Some(plan)), "t2"),
+            j.finish(
+                "i",
+                "j-1-s",
+                succeeded(Some(plan)),
+                Timestamp::from_ms(2000)
+            ),
             Ok(true)
         );
         assert_eq!(j.status, JobStatus::Finished);
@@ -433,23 +482,34 @@ mod tests {
             (Some("sha256:p"), Some(true), Some("1 to add"))
         );
         assert_eq!(j.executions[0].status, ExecutionStatus::Finished);
-        assert_eq!(j.finished_at.as_deref(), Some("t2"));
+        assert_eq!(j.finished_at.as_deref(), Some("1970-01-01T00:00:02.000Z"));
         assert_eq!(j.lease_expires_ms, None);
         // A second report of the same end (a redelivered event) changes nothing.
-        assert_eq!(j.finish("i", "j-1-s", succeeded(None), "t3"), Ok(false));
-        assert_eq!(j.finished_at.as_deref(), Some("t2"));
+        assert_eq!(
+            j.finish("i", "j-1-s", succeeded(None), Timestamp::from_ms(3000)),
+            Ok(false)
+        );
+        assert_eq!(j.finished_at.as_deref(), Some("1970-01-01T00:00:02.000Z"));
     }
 
     #[test]
     fn a_lost_executions_late_result_is_refused() {
         let mut j = job(2);
-        j.claim("i", "r1", "t1", 1_000, 500, "").unwrap();
-        j.expire("t2", 1_500).unwrap();
-        j.claim("i", "r2", "t3", 2_000, 500, "").unwrap();
+        j.claim("i", "r1", Timestamp::from_ms(1_000), 500, "")
+            .unwrap();
+        j.expire(Timestamp::from_ms(1_500)).unwrap();
+        j.claim("i", "r2", Timestamp::from_ms(2_000), 500, "")
+            .unwrap();
         let mut failed = succeeded(None);
         failed.status = ExecutionStatus::Failed;
-        assert!(j.finish("i", "j-1", failed.clone(), "t4").is_err());
-        assert_eq!(j.finish("i", "j-2", failed, "t4"), Ok(true));
+        assert!(
+            j.finish("i", "j-1", failed.clone(), Timestamp::from_ms(4000))
+                .is_err()
+        );
+        assert_eq!(
+            j.finish("i", "j-2", failed, Timestamp::from_ms(4000)),
+            Ok(true)
+        );
         assert_eq!(j.status, JobStatus::Failed);
         assert_eq!(j.executions[0].status, ExecutionStatus::Lost);
     }
@@ -457,12 +517,14 @@ mod tests {
     #[test]
     fn the_granted_token_ends_with_the_claims_secret_and_the_record_shows_the_public_id() {
         let mut j = job(2);
-        let g = j.claim("i", "r1", "t1", 1_000, 500, "k3y").unwrap();
+        let g = j
+            .claim("i", "r1", Timestamp::from_ms(1_000), 500, "k3y")
+            .unwrap();
         assert_eq!(g.execution_id, "j-1-k3y");
         assert_eq!(j.current_execution().unwrap().id, "j-1");
-        assert!(j.renew("j-1-k3y", 1_100, 500).is_ok());
+        assert!(j.renew("j-1-k3y", Timestamp::from_ms(1_100), 500).is_ok());
         assert!(
-            j.renew("j-1", 1_100, 500).is_err(),
+            j.renew("j-1", Timestamp::from_ms(1_100), 500).is_err(),
             "the guessable form is not it"
         );
     }
@@ -470,7 +532,9 @@ mod tests {
     #[test]
     fn a_claim_grants_one_execution_with_a_lease() {
         let mut j = job(2);
-        let g = j.claim("i", "r1", "t1", 1_000, 500, "").unwrap();
+        let g = j
+            .claim("i", "r1", Timestamp::from_ms(1_000), 500, "")
+            .unwrap();
         assert_eq!(g.execution_id, "j-1");
         assert_eq!(g.attempt, 1);
         assert_eq!(j.status, JobStatus::InProgress);
@@ -478,14 +542,15 @@ mod tests {
         assert_eq!(j.current_execution().unwrap().runner, "r1");
         // A second claim (another runner, the same offer delivered twice) is refused.
         assert_eq!(
-            j.claim("i", "r2", "t1", 1_000, 500, "").unwrap_err(),
+            j.claim("i", "r2", Timestamp::from_ms(1_000), 500, "")
+                .unwrap_err(),
             "job j is in_progress"
         );
         // Another install's runner cannot claim it.
         let mut other = job(2);
         assert!(
             other
-                .claim("x", "r", "t", 0, 1, "")
+                .claim("x", "r", Timestamp::from_ms(0), 1, "")
                 .unwrap_err()
                 .contains("install x")
         );
@@ -494,8 +559,8 @@ mod tests {
     #[test]
     fn an_offered_job_is_available_and_a_cancel_ends_only_an_unclaimed_one() {
         let mut j = job(2);
-        assert!(j.offered("t1"));
-        assert!(!j.offered("t2"), "offered once");
+        assert!(j.offered(Timestamp::from_ms(1000)));
+        assert!(!j.offered(Timestamp::from_ms(2000)), "offered once");
         assert_eq!(j.status, JobStatus::Available);
         // Its offer never reached the stream: queued again, offered again.
         assert!(j.offer_lost());
@@ -504,43 +569,48 @@ mod tests {
             (JobStatus::Queued, None)
         );
         assert!(!j.offer_lost());
-        assert!(j.offered("t2"));
-        assert!(j.cancel_unclaimed("t3"));
+        assert!(j.offered(Timestamp::from_ms(2000)));
+        assert!(j.cancel_unclaimed(Timestamp::from_ms(3000)));
         assert_eq!(j.status, JobStatus::NotAttempted);
 
         let mut r = job(2);
-        r.claim("i", "r", "t", 0, 1_000, "").unwrap();
-        assert!(!r.cancel_unclaimed("t"), "its runner must stop it");
+        r.claim("i", "r", Timestamp::from_ms(0), 1_000, "").unwrap();
+        assert!(
+            !r.cancel_unclaimed(Timestamp::from_ms(0)),
+            "its runner must stop it"
+        );
         // Lost once, then cancelled while queued again: it did run.
-        r.expire("t", 1_000).unwrap();
-        assert!(r.cancel_unclaimed("t"));
+        r.expire(Timestamp::from_ms(1_000)).unwrap();
+        assert!(r.cancel_unclaimed(Timestamp::from_ms(0)));
         assert_eq!(r.status, JobStatus::Cancelled);
     }
 
     #[test]
     fn renewals_extend_only_the_current_execution_until_it_is_expired() {
         let mut j = job(2);
-        j.claim("i", "r1", "t1", 1_000, 500, "").unwrap();
-        j.renew("j-1", 1_400, 500).unwrap();
+        j.claim("i", "r1", Timestamp::from_ms(1_000), 500, "")
+            .unwrap();
+        j.renew("j-1", Timestamp::from_ms(1_400), 500).unwrap();
         assert_eq!(j.lease_expires_ms, Some(1_900));
         assert!(
-            j.renew("j-0", 1_400, 500).is_err(),
+            j.renew("j-0", Timestamp::from_ms(1_400), 500).is_err(),
             "not the current execution"
         );
-        assert!(!j.lease_expired(1_899));
-        assert!(j.lease_expired(1_900));
+        assert!(!j.lease_expired(Timestamp::from_ms(1_899)));
+        assert!(j.lease_expired(Timestamp::from_ms(1_900)));
         // Past its time but not expired yet (the scheduler was down): still renewable.
-        j.renew("j-1", 5_000, 500).unwrap();
+        j.renew("j-1", Timestamp::from_ms(5_000), 500).unwrap();
         assert_eq!(j.lease_expires_ms, Some(5_500));
     }
 
     #[test]
     fn an_expired_lease_loses_the_execution_and_requeues_until_none_are_left() {
         let mut j = job(2);
-        j.claim("i", "r1", "t1", 1_000, 500, "").unwrap();
-        assert_eq!(j.expire("t2", 1_499), None, "still leased");
+        j.claim("i", "r1", Timestamp::from_ms(1_000), 500, "")
+            .unwrap();
+        assert_eq!(j.expire(Timestamp::from_ms(1_499)), None, "still leased");
         assert_eq!(
-            j.expire("t2", 1_500),
+            j.expire(Timestamp::from_ms(1_500)),
             Some(Expired::Requeued {
                 lost: "execution j-1 lost: runner r1 stopped renewing its lease".into()
             })
@@ -550,14 +620,16 @@ mod tests {
         assert_eq!(j.executions[0].status, ExecutionStatus::Lost);
         assert!(j.current_execution().is_none());
         assert!(
-            j.renew("j-1", 1_600, 500).is_err(),
+            j.renew("j-1", Timestamp::from_ms(1_600), 500).is_err(),
             "the lost runner cannot renew"
         );
 
-        let g = j.claim("i", "r2", "t3", 2_000, 500, "").unwrap();
+        let g = j
+            .claim("i", "r2", Timestamp::from_ms(2_000), 500, "")
+            .unwrap();
         assert_eq!((g.execution_id.as_str(), g.attempt), ("j-2", 2));
         assert!(matches!(
-            j.expire("t4", 2_500),
+            j.expire(Timestamp::from_ms(2_500)),
             Some(Expired::Exhausted { .. })
         ));
         assert_eq!(j.status, JobStatus::Failed);
@@ -567,7 +639,14 @@ mod tests {
                 .unwrap()
                 .ends_with("all 2 executions used")
         );
-        assert_eq!(j.expire("t5", 9_999), None, "a failed job has no lease");
-        assert!(j.claim("i", "r3", "t", 3_000, 500, "").is_err());
+        assert_eq!(
+            j.expire(Timestamp::from_ms(9_999)),
+            None,
+            "a failed job has no lease"
+        );
+        assert!(
+            j.claim("i", "r3", Timestamp::from_ms(3_000), 500, "")
+                .is_err()
+        );
     }
 }

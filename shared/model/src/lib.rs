@@ -25,6 +25,7 @@ mod runners;
 mod schedules;
 mod scope;
 mod steps;
+mod time;
 mod timeouts;
 mod tokens;
 mod transitions;
@@ -44,6 +45,7 @@ pub use runners::*;
 pub use schedules::*;
 pub use scope::*;
 pub use steps::*;
+pub use time::Timestamp;
 pub use timeouts::*;
 pub use tokens::*;
 pub use transitions::*;
@@ -67,23 +69,31 @@ pub fn id_at(ms: u64, seed: &str) -> String {
         .to_lowercase()
 }
 
-/// Now, as RFC 3339 with milliseconds (UTC). For the services: the model's own functions never
-/// read the clock, they are given the time (a test below holds them to it).
+impl Timestamp {
+    /// Now, from the system clock. For the services: the model's own functions never read the
+    /// clock, they are given the time (a test below holds them to it).
+    pub fn now() -> Timestamp {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        Timestamp::from_ms(ms)
+    }
+}
+
+/// Now, as records keep it (RFC 3339 with milliseconds, UTC): `Timestamp::now()` as text.
 pub fn now() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+    Timestamp::now().rfc3339()
 }
 
-/// A time in ms since the epoch, as RFC 3339 with milliseconds (UTC), like [`now`].
+/// A time in ms since the epoch, as records keep it, like [`now`].
 pub fn format_ms(ms: u64) -> String {
-    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
-        .to_string()
+    Timestamp::from_ms(ms).rfc3339()
 }
 
+/// Now in ms since the epoch: `Timestamp::now().ms()`.
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    Timestamp::now().ms()
 }
 
 /// The org `ferry-server init` (and `ferry dev`) makes the first admin token for unless told

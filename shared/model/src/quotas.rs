@@ -9,6 +9,7 @@
 //! runner's leaf keeps what it could not send (store and forward), so an honest install that
 //! was merely busy loses nothing; a compromised one loses its own junk and nobody else's.
 
+use crate::Timestamp;
 use std::collections::HashMap;
 
 /// An install's allowance: bytes per window.
@@ -44,13 +45,13 @@ impl Meter {
         }
     }
 
-    /// Counts `bytes` sent by `install` of `org` at `now_ms`. Returns what to do when this
+    /// Counts `bytes` sent by `install` of `org` at `now.ms()`. Returns what to do when this
     /// message takes the install past its quota, or past another multiple of it in the same
     /// window (so junk that kept arriving is purged again); `None` otherwise.
-    pub fn add(&mut self, org: &str, install: &str, bytes: u64, now_ms: u64) -> Option<Over> {
+    pub fn add(&mut self, org: &str, install: &str, bytes: u64, now: Timestamp) -> Option<Over> {
         let window = self.quota.window_ms.max(1);
-        if now_ms.saturating_sub(self.window_start_ms) >= window {
-            self.window_start_ms = now_ms - now_ms % window;
+        if now.ms().saturating_sub(self.window_start_ms) >= window {
+            self.window_start_ms = now.ms() - now.ms() % window;
             self.sent.clear();
         }
         let sent = self
@@ -82,39 +83,39 @@ mod tests {
     #[test]
     fn an_install_past_its_quota_is_throttled_once_and_purged_at_each_further_quota() {
         let mut m = Meter::new(Q);
-        assert_eq!(m.add("acme", "a", 60, 1_000), None);
+        assert_eq!(m.add("acme", "a", 60, Timestamp::from_ms(1_000)), None);
         assert_eq!(
-            m.add("acme", "a", 60, 2_000),
+            m.add("acme", "a", 60, Timestamp::from_ms(2_000)),
             Some(Over {
                 sent: 120,
                 first: true
             })
         );
-        assert_eq!(m.add("acme", "a", 10, 3_000), None);
+        assert_eq!(m.add("acme", "a", 10, Timestamp::from_ms(3_000)), None);
         assert_eq!(
-            m.add("acme", "a", 100, 4_000),
+            m.add("acme", "a", 100, Timestamp::from_ms(4_000)),
             Some(Over {
                 sent: 230,
                 first: false
             })
         );
         // Another install of the same org has its own allowance.
-        assert_eq!(m.add("acme", "b", 99, 5_000), None);
+        assert_eq!(m.add("acme", "b", 99, Timestamp::from_ms(5_000)), None);
     }
 
     #[test]
     fn a_new_window_starts_every_install_afresh() {
         let mut m = Meter::new(Q);
-        assert_eq!(m.add("acme", "a", 99, 59_000), None);
-        assert_eq!(m.add("acme", "a", 99, 61_000), None);
-        assert!(m.add("acme", "a", 1, 61_500).is_none());
-        assert!(m.add("acme", "a", 1, 62_000).is_some());
+        assert_eq!(m.add("acme", "a", 99, Timestamp::from_ms(59_000)), None);
+        assert_eq!(m.add("acme", "a", 99, Timestamp::from_ms(61_000)), None);
+        assert!(m.add("acme", "a", 1, Timestamp::from_ms(61_500)).is_none());
+        assert!(m.add("acme", "a", 1, Timestamp::from_ms(62_000)).is_some());
     }
 
     #[test]
     fn one_message_larger_than_the_quota_crosses_it() {
         let mut m = Meter::new(Q);
-        let over = m.add("acme", "a", 1_000, 0).unwrap();
+        let over = m.add("acme", "a", 1_000, Timestamp::from_ms(0)).unwrap();
         assert!(over.first && over.sent == 1_000);
     }
 }

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::Timestamp;
 use serde::{Deserialize, Serialize};
 
 pub type Outputs = serde_json::Map<String, serde_json::Value>;
@@ -221,7 +222,7 @@ pub struct ActionState {
 impl ActionState {
     /// Records what one step of the run `workflow` wrote. A new run keeps the last run's
     /// outputs until its own steps replace them: templates never see them vanish mid-run.
-    pub fn step_finished(&mut self, workflow: &str, step: &str, outputs: &Outputs, now: &str) {
+    pub fn step_finished(&mut self, workflow: &str, step: &str, outputs: &Outputs, now: Timestamp) {
         self.workflow = workflow.to_string();
         let steps = self
             .outputs

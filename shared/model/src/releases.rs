@@ -8,6 +8,7 @@
 //! (the workflow ids it starts are derived from the release, the wave and the install) before
 //! it is performed, so a scheduler restarted mid-wave starts nothing twice.
 
+use crate::Timestamp;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -187,7 +188,7 @@ pub fn plan_waves(installs: &[String], spec: &str) -> Result<Vec<Vec<String>>, S
 }
 
 impl Release {
-    /// A release starting at `now_ms` over `waves`.
+    /// A release starting at `now.ms()` over `waves`.
     pub fn new(
         id: String,
         org: &str,
@@ -195,9 +196,9 @@ impl Release {
         config_id: &str,
         settings: ReleaseSettings,
         waves: Vec<Vec<String>>,
-        now_ms: u64,
+        now: Timestamp,
     ) -> Release {
-        let now = crate::format_ms(now_ms);
+        let now = crate::format_ms(now.ms());
         Release {
             id,
             org: org.into(),
@@ -240,12 +241,12 @@ impl Release {
     /// The id of the workflow the release starts for a target (`deploy` or `health`): a
     /// function of the release, the wave, the install, the attempt and the time it is decided,
     /// recorded before it is started, so a workflow is created once.
-    fn workflow_id(&self, wave: usize, t: &Target, what: &str, now_ms: u64) -> String {
+    fn workflow_id(&self, wave: usize, t: &Target, what: &str, now: Timestamp) -> String {
         let seed = format!(
             "{}/{}/{wave}/{}/{what}/{}",
             self.org, self.id, t.install, t.attempt
         );
-        crate::id_at(now_ms, &seed)
+        crate::id_at(now.ms(), &seed)
     }
 
     /// The wave in progress: the first that has not passed.
@@ -253,16 +254,16 @@ impl Release {
         self.waves.iter().position(|w| w.passed_ms.is_none())
     }
 
-    /// Advances the release at `now_ms`: records and returns what to start, halts a wave with
+    /// Advances the release at `now.ms()`: records and returns what to start, halts a wave with
     /// too many failures, moves to the next wave once this one has passed, soaked and waited its
     /// delay, and ends the release after the last.
-    pub fn next(&mut self, now_ms: u64) -> Vec<ReleaseEffect> {
+    pub fn next(&mut self, now: Timestamp) -> Vec<ReleaseEffect> {
         if self.status != ReleaseStatus::Running {
             return vec![];
         }
         let Some(w) = self.current_wave() else {
             self.status = ReleaseStatus::Succeeded;
-            self.finished_at = Some(crate::format_ms(now_ms));
+            self.finished_at = Some(crate::format_ms(now.ms()));
             return vec![ReleaseEffect::Ended];
         };
         // A wave starts once the previous one has soaked and the delay since its start is over.
@@ -270,11 +271,11 @@ impl Release {
             if let Some(prev) = w.checked_sub(1).map(|p| &self.waves[p]) {
                 let soaked = prev.passed_ms.unwrap_or(0) + self.settings.soak_ms;
                 let delayed = prev.started_ms.unwrap_or(0) + self.settings.delay_ms;
-                if now_ms < soaked.max(delayed) {
+                if now.ms() < soaked.max(delayed) {
                     return vec![];
                 }
             }
-            self.waves[w].started_ms = Some(now_ms);
+            self.waves[w].started_ms = Some(now.ms());
         }
         let failed = self.waves[w]
             .targets
@@ -283,7 +284,7 @@ impl Release {
             .count();
         if failed > self.settings.max_failures as usize {
             self.status = ReleaseStatus::Halted;
-            self.updated_at = crate::format_ms(now_ms);
+            self.updated_at = crate::format_ms(now.ms());
             self.reason = Some(format!(
                 "wave {} has {failed} failed install(s), more than the {} allowed",
                 w + 1,
@@ -312,7 +313,7 @@ impl Release {
         for i in pending {
             self.waves[w].targets[i].attempt += 1;
             let install = self.waves[w].targets[i].install.clone();
-            let workflow = self.workflow_id(w, &self.waves[w].targets[i], "deploy", now_ms);
+            let workflow = self.workflow_id(w, &self.waves[w].targets[i], "deploy", now);
             let t = &mut self.waves[w].targets[i];
             t.status = TargetStatus::Deploying;
             t.deploy = Some(workflow.clone());
@@ -327,12 +328,12 @@ impl Release {
             .iter()
             .all(|t| matches!(t.status, TargetStatus::Succeeded | TargetStatus::Failed));
         if all_done && effects.is_empty() {
-            self.waves[w].passed_ms = Some(now_ms);
+            self.waves[w].passed_ms = Some(now.ms());
             // The next wave may start at once (no soak, no delay): go round again.
-            effects.extend(self.next(now_ms));
+            effects.extend(self.next(now));
         }
         if !effects.is_empty() {
-            self.updated_at = crate::format_ms(now_ms);
+            self.updated_at = crate::format_ms(now.ms());
         }
         effects
     }
@@ -344,7 +345,7 @@ impl Release {
         &mut self,
         workflow: &str,
         outcome: Result<(), String>,
-        now_ms: u64,
+        now: Timestamp,
     ) -> Vec<ReleaseEffect> {
         let health = self.settings.health_action.clone();
         let mut effects = Vec::new();
@@ -356,7 +357,7 @@ impl Release {
                 match (is_deploy, is_check, t.status, &outcome) {
                     (true, _, TargetStatus::Deploying, Ok(())) if health.is_some() => {
                         let seed = format!("{org}/{id}/{w}/{}/health/{}", t.install, t.attempt);
-                        let check = crate::id_at(now_ms, &seed);
+                        let check = crate::id_at(now.ms(), &seed);
                         t.status = TargetStatus::Checking;
                         t.health = Some(check.clone());
                         effects.push(ReleaseEffect::Check {
@@ -379,15 +380,15 @@ impl Release {
                     }
                     _ => continue,
                 }
-                self.updated_at = crate::format_ms(now_ms);
+                self.updated_at = crate::format_ms(now.ms());
             }
         }
         effects
     }
 
-    /// Resumes a paused or halted release at `now_ms`: failed installs of the current wave are
+    /// Resumes a paused or halted release at `now.ms()`: failed installs of the current wave are
     /// tried again.
-    pub fn resume(&mut self, now_ms: u64) -> Result<(), String> {
+    pub fn resume(&mut self, now: Timestamp) -> Result<(), String> {
         if !matches!(self.status, ReleaseStatus::Paused | ReleaseStatus::Halted) {
             return Err(format!(
                 "the release is {:?}, not paused or halted",
@@ -406,27 +407,27 @@ impl Release {
         }
         self.status = ReleaseStatus::Running;
         self.reason = None;
-        self.updated_at = crate::format_ms(now_ms);
+        self.updated_at = crate::format_ms(now.ms());
         Ok(())
     }
 
-    /// Pauses a running release at `now_ms`: no new deploy starts until it is resumed.
-    pub fn pause(&mut self, now_ms: u64) -> Result<(), String> {
+    /// Pauses a running release at `now.ms()`: no new deploy starts until it is resumed.
+    pub fn pause(&mut self, now: Timestamp) -> Result<(), String> {
         if self.status != ReleaseStatus::Running {
             return Err(format!("the release is {:?}, not running", self.status));
         }
         self.status = ReleaseStatus::Paused;
-        self.updated_at = crate::format_ms(now_ms);
+        self.updated_at = crate::format_ms(now.ms());
         Ok(())
     }
 
-    /// Cancels a release that has not ended, at `now_ms`.
-    pub fn cancel(&mut self, now_ms: u64) -> Result<(), String> {
+    /// Cancels a release that has not ended, at `now.ms()`.
+    pub fn cancel(&mut self, now: Timestamp) -> Result<(), String> {
         if self.status.is_terminal() {
             return Err(format!("the release has ended ({:?})", self.status));
         }
         self.status = ReleaseStatus::Cancelled;
-        self.finished_at = Some(crate::format_ms(now_ms));
+        self.finished_at = Some(crate::format_ms(now.ms()));
         self.updated_at = self.finished_at.clone().unwrap_or_default();
         Ok(())
     }
@@ -442,7 +443,15 @@ mod tests {
 
     fn release(n: usize, spec: &str, settings: ReleaseSettings) -> Release {
         let waves = plan_waves(&installs(n), spec).unwrap();
-        Release::new("r".into(), "o", "a", "c", settings, waves, 0)
+        Release::new(
+            "r".into(),
+            "o",
+            "a",
+            "c",
+            settings,
+            waves,
+            Timestamp::from_ms(0),
+        )
     }
 
     fn deploys(e: &[ReleaseEffect]) -> Vec<String> {
@@ -472,7 +481,7 @@ mod tests {
                 } else {
                     Ok(())
                 };
-            more.extend(r.workflow_ended(wf, outcome, 0));
+            more.extend(r.workflow_ended(wf, outcome, Timestamp::from_ms(0)));
         }
         more
     }
@@ -510,20 +519,23 @@ mod tests {
                 ..Default::default()
             },
         );
-        let e = r.next(0);
+        let e = r.next(Timestamp::from_ms(0));
         assert_eq!(deploys(&e), ["i1"]);
         let checks = end_all(&mut r, &e, &[]);
         assert!(matches!(&checks[..], [ReleaseEffect::Check { install, .. }] if install == "i1"));
-        assert!(r.next(10).is_empty(), "the wave's health check runs");
+        assert!(
+            r.next(Timestamp::from_ms(10)).is_empty(),
+            "the wave's health check runs"
+        );
         end_all(&mut r, &checks, &[]);
         assert!(
-            r.next(20).is_empty(),
+            r.next(Timestamp::from_ms(20)).is_empty(),
             "wave 1 passed at 20: it soaks until 1020"
         );
-        let e = r.next(1020);
+        let e = r.next(Timestamp::from_ms(1020));
         assert_eq!(deploys(&e), ["i2", "i3"]);
         // Nothing starts twice: the deploys are recorded.
-        assert!(deploys(&r.next(1030)).is_empty());
+        assert!(deploys(&r.next(Timestamp::from_ms(1030))).is_empty());
     }
 
     #[test]
@@ -536,17 +548,17 @@ mod tests {
                 ..Default::default()
             },
         );
-        let e = r.next(0);
+        let e = r.next(Timestamp::from_ms(0));
         let c = end_all(&mut r, &e, &[]);
         end_all(&mut r, &c, &[]);
-        let e = r.next(1);
+        let e = r.next(Timestamp::from_ms(1));
         assert_eq!(deploys(&e), ["i2", "i3"]);
         let c = end_all(&mut r, &e, &[]);
         end_all(&mut r, &c, &["i3"]);
-        assert_eq!(r.next(2), [ReleaseEffect::Ended]);
+        assert_eq!(r.next(Timestamp::from_ms(2)), [ReleaseEffect::Ended]);
         assert_eq!(r.status, ReleaseStatus::Halted);
         assert!(r.reason.as_deref().unwrap().contains("wave 2 has 1 failed"));
-        assert!(r.next(3).is_empty());
+        assert!(r.next(Timestamp::from_ms(3)).is_empty());
         assert!(
             r.waves[2]
                 .targets
@@ -555,16 +567,16 @@ mod tests {
         );
 
         // Resumed after the fix: the failed install is deployed again, then the last wave.
-        r.resume(4).unwrap();
-        let e = r.next(4);
+        r.resume(Timestamp::from_ms(4)).unwrap();
+        let e = r.next(Timestamp::from_ms(4));
         assert_eq!(deploys(&e), ["i3"]);
         let c = end_all(&mut r, &e, &[]);
         end_all(&mut r, &c, &[]);
-        let e = r.next(5);
+        let e = r.next(Timestamp::from_ms(5));
         assert_eq!(deploys(&e), ["i4", "i5", "i6"]);
         let c = end_all(&mut r, &e, &[]);
         end_all(&mut r, &c, &[]);
-        assert_eq!(r.next(6), [ReleaseEffect::Ended]);
+        assert_eq!(r.next(Timestamp::from_ms(6)), [ReleaseEffect::Ended]);
         assert_eq!(r.status, ReleaseStatus::Succeeded);
     }
 
@@ -572,9 +584,9 @@ mod tests {
     fn a_release_is_a_function_of_the_times_it_is_given() {
         let mut r = release(1, "100%", ReleaseSettings::default());
         assert_eq!(r.created_at, crate::format_ms(0));
-        r.pause(1_000).unwrap();
+        r.pause(Timestamp::from_ms(1_000)).unwrap();
         assert_eq!(r.updated_at, crate::format_ms(1_000));
-        r.cancel(2_000).unwrap();
+        r.cancel(Timestamp::from_ms(2_000)).unwrap();
         assert_eq!(
             r.finished_at.as_deref(),
             Some(crate::format_ms(2_000).as_str())
@@ -594,12 +606,12 @@ mod tests {
                 ..Default::default()
             },
         );
-        let e = r.next(0);
+        let e = r.next(Timestamp::from_ms(0));
         assert_eq!(deploys(&e), ["i1", "i2"]);
-        r.pause(1).unwrap();
+        r.pause(Timestamp::from_ms(1)).unwrap();
         end_all(&mut r, &e, &[]);
-        assert!(r.next(1).is_empty());
-        r.resume(2).unwrap();
-        assert_eq!(deploys(&r.next(2)), ["i3", "i4"]);
+        assert!(r.next(Timestamp::from_ms(1)).is_empty());
+        r.resume(Timestamp::from_ms(2)).unwrap();
+        assert_eq!(deploys(&r.next(Timestamp::from_ms(2))), ["i3", "i4"]);
     }
 }

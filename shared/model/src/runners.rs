@@ -1,6 +1,7 @@
 //! Runners as the control plane sees them: the last heartbeat of each, and the health derived
 //! from its age.
 
+use crate::Timestamp;
 use serde::{Deserialize, Serialize};
 
 /// One runner process of an install, as of its last heartbeat (KV bucket `runners`).
@@ -30,8 +31,8 @@ pub enum RunnerHealth {
 }
 
 impl RunnerRecord {
-    pub fn health(&self, now_ms: u64) -> RunnerHealth {
-        let age = now_ms.saturating_sub(self.last_seen_ms);
+    pub fn health(&self, now: Timestamp) -> RunnerHealth {
+        let age = now.ms().saturating_sub(self.last_seen_ms);
         let every = self.interval_ms.max(1);
         if age <= every * 5 / 2 {
             RunnerHealth::Active
@@ -49,11 +50,11 @@ pub fn waiting_for_runner(
     install: &str,
     runners: &[RunnerRecord],
     queued_since: &str,
-    now_ms: u64,
+    now: Timestamp,
 ) -> Option<String> {
     if runners
         .iter()
-        .any(|r| r.install == install && r.health(now_ms) == RunnerHealth::Active)
+        .any(|r| r.install == install && r.health(now) == RunnerHealth::Active)
     {
         return None;
     }
@@ -93,24 +94,33 @@ mod tests {
     #[test]
     fn health_follows_the_age_of_the_last_heartbeat() {
         let x = r("a", 100_000);
-        assert_eq!(x.health(100_000), RunnerHealth::Active);
-        assert_eq!(x.health(125_000), RunnerHealth::Active);
-        assert_eq!(x.health(125_001), RunnerHealth::Unhealthy);
-        assert_eq!(x.health(160_000), RunnerHealth::Offline);
+        assert_eq!(x.health(Timestamp::from_ms(100_000)), RunnerHealth::Active);
+        assert_eq!(x.health(Timestamp::from_ms(125_000)), RunnerHealth::Active);
+        assert_eq!(
+            x.health(Timestamp::from_ms(125_001)),
+            RunnerHealth::Unhealthy
+        );
+        assert_eq!(x.health(Timestamp::from_ms(160_000)), RunnerHealth::Offline);
     }
 
     #[test]
     fn a_queued_job_says_which_runner_it_waits_for() {
         let now = 1_000_000;
         assert_eq!(
-            waiting_for_runner("a", &[r("a", now - 1_000)], "t0", now),
+            waiting_for_runner("a", &[r("a", now - 1_000)], "t0", Timestamp::from_ms(now)),
             None
         );
         assert_eq!(
-            waiting_for_runner("a", &[r("b", now)], "12:00", now).unwrap(),
+            waiting_for_runner("a", &[r("b", now)], "12:00", Timestamp::from_ms(now)).unwrap(),
             "queued: no runner has connected for install a (waiting since 12:00)"
         );
-        let msg = waiting_for_runner("a", &[r("a", 0), r("a", 10_000)], "t0", now).unwrap();
+        let msg = waiting_for_runner(
+            "a",
+            &[r("a", 0), r("a", 10_000)],
+            "t0",
+            Timestamp::from_ms(now),
+        )
+        .unwrap();
         assert_eq!(
             msg,
             "queued: no runner connected for install a since 1970-01-01T00:00:10.000Z"

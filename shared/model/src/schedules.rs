@@ -12,6 +12,7 @@
 
 use std::str::FromStr;
 
+use crate::Timestamp;
 use chrono::{DateTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -115,26 +116,26 @@ impl CronMark {
         format!("{install}.drift={component}")
     }
 
-    /// The decision for `schedule` (as written, and parsed) at `now_ms`.
+    /// The decision for `schedule` (as written, and parsed) at `now.ms()`.
     pub fn decide(
         mark: Option<&CronMark>,
         written: &str,
         schedule: &Schedule,
-        now_ms: u64,
+        now: Timestamp,
     ) -> Option<CronDecision> {
         match mark {
             Some(m) if m.schedule == written => {
-                if m.next_ms > now_ms {
+                if m.next_ms > now.ms() {
                     return Some(CronDecision::Wait);
                 }
-                let next_ms = schedule.next_after(now_ms)?;
+                let next_ms = schedule.next_after(now.ms())?;
                 Some(CronDecision::Fire {
                     tick_ms: m.next_ms,
                     next_ms,
                 })
             }
             _ => schedule
-                .next_after(now_ms)
+                .next_after(now.ms())
                 .map(|next_ms| CronDecision::Start { next_ms }),
         }
     }
@@ -196,7 +197,7 @@ mod tests {
         let s = parse_schedule("* * * * *").unwrap();
         let now = 10 * MIN + 30_000;
         assert_eq!(
-            CronMark::decide(None, "* * * * *", &s, now),
+            CronMark::decide(None, "* * * * *", &s, Timestamp::from_ms(now)),
             Some(CronDecision::Start { next_ms: 11 * MIN })
         );
         let changed = CronMark {
@@ -204,7 +205,7 @@ mod tests {
             ..mark(0)
         };
         assert!(matches!(
-            CronMark::decide(Some(&changed), "* * * * *", &s, now),
+            CronMark::decide(Some(&changed), "* * * * *", &s, Timestamp::from_ms(now)),
             Some(CronDecision::Start { .. })
         ));
     }
@@ -214,12 +215,17 @@ mod tests {
         let s = parse_schedule("* * * * *").unwrap();
         let m = mark(10 * MIN);
         assert_eq!(
-            CronMark::decide(Some(&m), "* * * * *", &s, 10 * MIN - 1),
+            CronMark::decide(Some(&m), "* * * * *", &s, Timestamp::from_ms(10 * MIN - 1)),
             Some(CronDecision::Wait)
         );
         // An outage from 10:00 to 15:30: one firing, for the first missed tick.
         assert_eq!(
-            CronMark::decide(Some(&m), "* * * * *", &s, 15 * MIN + 30_000),
+            CronMark::decide(
+                Some(&m),
+                "* * * * *",
+                &s,
+                Timestamp::from_ms(15 * MIN + 30_000)
+            ),
             Some(CronDecision::Fire {
                 tick_ms: 10 * MIN,
                 next_ms: 16 * MIN

@@ -20,6 +20,7 @@
 //! [`Effect::Finished`]: the scheduler records the install's status before it saves the ended
 //! workflow, so whoever sees the workflow ended sees the install's final status too.
 
+use crate::Timestamp;
 use crate::{StepKind, StepStatus, Workflow, WorkflowStatus};
 
 mod change;
@@ -87,7 +88,7 @@ pub enum Illegal {
 impl Workflow {
     /// Starts every step that is ready, then ends the workflow if nothing is left to do. Returns
     /// the effects to perform; calling it again on the saved record returns nothing new.
-    pub fn advance(&mut self, now: &str) -> Vec<Effect> {
+    pub fn advance(&mut self, now: Timestamp) -> Vec<Effect> {
         if self.steps.is_empty() {
             // Not laid out yet (see `lay_out`): nothing can start, and nothing is finished.
             return vec![];
@@ -147,7 +148,7 @@ impl Workflow {
         index: u32,
         outcome: StepOutcome,
         actor: Option<String>,
-        now: &str,
+        now: Timestamp,
     ) -> Result<(), Illegal> {
         if self.status.is_terminal() {
             return Err(Illegal::WorkflowEnded(self.status));
@@ -224,7 +225,7 @@ impl Workflow {
 
     /// Skips the pending apply of `component` and, with `dependents`, every pending step that waits
     /// on a skipped one, transitively.
-    fn skip_apply_of(&mut self, component: &str, dependents: bool, why: &str, now: &str) {
+    fn skip_apply_of(&mut self, component: &str, dependents: bool, why: &str, now: Timestamp) {
         // What the approval guards: an apply, or a removed component's teardown.
         let Some(apply) = self
             .find(component, StepKind::Apply)
@@ -265,7 +266,7 @@ impl Workflow {
     /// Stops the workflow: steps not started end not attempted, approvals waiting are
     /// withdrawn, builds are abandoned, and each running job is asked to stop; the workflow ends
     /// cancelled once they have.
-    pub fn cancel(&mut self, actor: &str, now: &str) -> Result<Vec<Effect>, Illegal> {
+    pub fn cancel(&mut self, actor: &str, now: Timestamp) -> Result<Vec<Effect>, Illegal> {
         if self.status.is_terminal() {
             return Err(Illegal::WorkflowEnded(self.status));
         }
@@ -306,7 +307,12 @@ impl Workflow {
     /// attempted become pending (with a new attempt number, so their jobs get new ids), and ready
     /// steps start. A failed apply runs again from its plan: the saved plan may be stale, and a new
     /// plan needs a new approval.
-    pub fn retry(&mut self, index: u32, actor: &str, now: &str) -> Result<Vec<Effect>, Illegal> {
+    pub fn retry(
+        &mut self,
+        index: u32,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<Vec<Effect>, Illegal> {
         if !matches!(
             self.status,
             WorkflowStatus::Failed | WorkflowStatus::Cancelled
@@ -354,7 +360,12 @@ impl Workflow {
     /// cancelled in an ended workflow, with the later steps of its component (a skipped plan has
     /// nothing to approve or apply). Steps that depend on it run with what the component has
     /// deployed. Skipping in an ended workflow runs it on: steps not attempted become pending.
-    pub fn skip(&mut self, index: u32, actor: &str, now: &str) -> Result<Vec<Effect>, Illegal> {
+    pub fn skip(
+        &mut self,
+        index: u32,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<Vec<Effect>, Illegal> {
         let step = self.step(index).ok_or(Illegal::NoSuchStep(index))?;
         let reopen = match step.status {
             StepStatus::Pending | StepStatus::Waiting if !self.status.is_terminal() => false,
@@ -420,7 +431,12 @@ impl Workflow {
     /// An approval given to a plan too old to trust (`why` says how old): instead of the apply,
     /// the component's plan and approval run again under new attempts, so an apply only ever runs
     /// a fresh plan that was approved.
-    pub fn replan(&mut self, approve: u32, why: &str, now: &str) -> Result<Vec<Effect>, Illegal> {
+    pub fn replan(
+        &mut self,
+        approve: u32,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<Vec<Effect>, Illegal> {
         if self.status.is_terminal() {
             return Err(Illegal::WorkflowEnded(self.status));
         }
@@ -458,7 +474,7 @@ impl Workflow {
     }
 
     /// Records a person's response to a step (who, when, what).
-    pub fn respond(&mut self, index: u32, actor: &str, action: &str, now: &str) {
+    pub fn respond(&mut self, index: u32, actor: &str, action: &str, now: Timestamp) {
         if let Some(s) = self.step_mut(index) {
             s.responses.push(crate::Response {
                 actor: actor.to_string(),
@@ -473,7 +489,7 @@ impl Workflow {
     pub fn lay_out(
         &mut self,
         steps: Result<Vec<crate::Step>, String>,
-        now: &str,
+        now: Timestamp,
     ) -> Result<Vec<Effect>, Illegal> {
         if self.status.is_terminal() {
             return Err(Illegal::WorkflowEnded(self.status));

@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Timestamp;
 use crate::{ExecutionStatus, Job, JobKind, JobStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -82,11 +83,11 @@ pub fn ms_of(t: &str) -> Option<u64> {
 }
 
 impl Job {
-    /// Applies the job's limits at `now_ms`: if one has passed, the job (and its running execution)
+    /// Applies the job's limits at `now.ms()`: if one has passed, the job (and its running execution)
     /// ends `timed_out` with the reason. `grace_ms` is how long past its execution limit the
     /// scheduler waits for the runner's own report (a lease period).
-    pub fn check_timeouts(&mut self, now: &str, now_ms: u64, grace_ms: u64) -> Option<TimedOut> {
-        let reason = self.passed_limit(now_ms, grace_ms)?;
+    pub fn check_timeouts(&mut self, now: Timestamp, grace_ms: u64) -> Option<TimedOut> {
+        let reason = self.passed_limit(now, grace_ms)?;
         let was_running = self.status == JobStatus::InProgress;
         if let Some(e) = self
             .executions
@@ -107,11 +108,11 @@ impl Job {
         })
     }
 
-    /// The limit an unfinished job has passed at `now_ms`, said as the reason it times out.
-    pub fn passed_limit(&self, now_ms: u64, grace_ms: u64) -> Option<String> {
+    /// The limit an unfinished job has passed at `now.ms()`, said as the reason it times out.
+    pub fn passed_limit(&self, now: Timestamp, grace_ms: u64) -> Option<String> {
         let t = &self.timeouts;
         let past = |since: Option<u64>, secs: u64, extra: u64| {
-            since.is_some_and(|s| now_ms >= s.saturating_add(secs * 1000).saturating_add(extra))
+            since.is_some_and(|s| now.ms() >= s.saturating_add(secs * 1000).saturating_add(extra))
         };
         if self.status.is_terminal() {
             return None;
@@ -170,6 +171,7 @@ fn secs(s: u64) -> String {
 mod tests {
     use super::*;
     use crate::format_ms;
+    use crate::time::at;
 
     fn job(created_ms: u64) -> Job {
         let mut j = Job::queued(
@@ -180,7 +182,7 @@ mod tests {
             1,
             JobKind::Plan,
             "c".into(),
-            "2026-01-01T00:00:00.000Z",
+            at("2026-01-01T00:00:00.000Z"),
         );
         j.created_at = format_ms(created_ms);
         j.timeouts = JobTimeouts {
@@ -205,28 +207,32 @@ mod tests {
     #[test]
     fn a_job_never_offered_times_out_after_its_queue_time() {
         let mut j = job(0);
-        assert_eq!(j.check_timeouts("t", 9_999, 0), None);
-        let t = j.check_timeouts("t", 10_000, 0).unwrap();
+        assert_eq!(j.check_timeouts(Timestamp::from_ms(9_999), 0), None);
+        let t = j.check_timeouts(Timestamp::from_ms(10_000), 0).unwrap();
         assert!(!t.was_running);
         assert_eq!(
             t.reason,
             "queue timeout: not offered to a runner within 10s"
         );
         assert_eq!(j.status, JobStatus::TimedOut);
-        assert_eq!(j.check_timeouts("t", 99_999, 0), None, "already ended");
+        assert_eq!(
+            j.check_timeouts(Timestamp::from_ms(99_999), 0),
+            None,
+            "already ended"
+        );
     }
 
     #[test]
     fn an_offer_nobody_takes_times_out_after_its_available_time() {
         let mut j = job(0);
-        j.offered(&format_ms(5_000));
+        j.offered(Timestamp::from_ms(5_000));
         assert_eq!(j.status, JobStatus::Available);
         assert_eq!(
-            j.check_timeouts("t", 24_999, 0),
+            j.check_timeouts(Timestamp::from_ms(24_999), 0),
             None,
             "queue time no longer counts"
         );
-        let t = j.check_timeouts("t", 25_000, 0).unwrap();
+        let t = j.check_timeouts(Timestamp::from_ms(25_000), 0).unwrap();
         assert_eq!(
             t.reason,
             "available timeout: no runner of install i took it within 20s"
@@ -236,11 +242,14 @@ mod tests {
     #[test]
     fn an_execution_its_runner_never_reports_times_out_one_grace_later() {
         let mut j = job(0);
-        j.offered(&format_ms(0));
-        j.claim("i", "r", &format_ms(1_000), 1_000, 500, "")
+        j.offered(Timestamp::from_ms(0));
+        j.claim("i", "r", Timestamp::from_ms(1_000), 500, "")
             .unwrap();
-        assert_eq!(j.check_timeouts("t", 31_000 + 4_999, 5_000), None);
-        let t = j.check_timeouts("t", 36_000, 5_000).unwrap();
+        assert_eq!(
+            j.check_timeouts(Timestamp::from_ms(31_000 + 4_999), 5_000),
+            None
+        );
+        let t = j.check_timeouts(Timestamp::from_ms(36_000), 5_000).unwrap();
         assert!(t.was_running, "the runner must be told to stop");
         assert_eq!(j.executions[0].status, ExecutionStatus::TimedOut);
         assert_eq!(j.lease_expires_ms, None);
@@ -254,13 +263,13 @@ mod tests {
     fn the_overall_limit_counts_every_execution_and_wait() {
         let mut j = job(0);
         j.timeouts.execution_secs = 1_000;
-        j.offered(&format_ms(0));
-        j.claim("i", "r", &format_ms(1_000), 1_000, 500, "")
+        j.offered(Timestamp::from_ms(0));
+        j.claim("i", "r", Timestamp::from_ms(1_000), 500, "")
             .unwrap();
         // Lost and queued again: the queue clock restarts, the overall one does not.
-        j.expire(&format_ms(90_000), 90_000).unwrap();
-        assert_eq!(j.check_timeouts("t", 99_999, 0), None);
-        let t = j.check_timeouts("t", 100_000, 0).unwrap();
+        j.expire(Timestamp::from_ms(90_000)).unwrap();
+        assert_eq!(j.check_timeouts(Timestamp::from_ms(99_999), 0), None);
+        let t = j.check_timeouts(Timestamp::from_ms(100_000), 0).unwrap();
         assert_eq!(t.reason, "overall timeout: not finished within 1m 40s");
         assert!(!t.was_running);
     }

@@ -8,7 +8,7 @@
 
 use crate::{
     ActionState, ComponentState, ComponentStatus, Drift, Install, InstallStatus, Job, JobKind,
-    JobStatus, StepOutcome, Workflow, WorkflowKind, WorkflowStatus,
+    JobStatus, StepOutcome, Timestamp, Workflow, WorkflowKind, WorkflowStatus,
 };
 
 /// What the job's workflow knows of it that the job record does not.
@@ -110,7 +110,7 @@ impl Install {
     /// Carries a job's end into the install: a failed plan or apply fails its component, a plan
     /// without changes leaves it active, an apply records its outputs and clears its drift, a
     /// teardown removes it, an action step records its run; a drift check records what it found.
-    pub fn job_ended(&mut self, job: &Job, ctx: &JobContext, now: &str) -> InstallChanged {
+    pub fn job_ended(&mut self, job: &Job, ctx: &JobContext, now: Timestamp) -> InstallChanged {
         if job.kind == JobKind::Plan && ctx.drift_check {
             return self.drift_checked(job, now);
         }
@@ -153,7 +153,7 @@ impl Install {
     fn component_changed(
         &mut self,
         job: &Job,
-        now: &str,
+        now: Timestamp,
         f: impl FnOnce(&mut ComponentState),
     ) -> bool {
         let c = self.component_mut(&job.component);
@@ -169,7 +169,12 @@ impl Install {
     }
 
     /// Changes the install's record of the job's action's latest run (the job's workflow's).
-    fn action_changed(&mut self, job: &Job, now: &str, f: impl FnOnce(&mut ActionState)) -> bool {
+    fn action_changed(
+        &mut self,
+        job: &Job,
+        now: Timestamp,
+        f: impl FnOnce(&mut ActionState),
+    ) -> bool {
         let a = self.actions.entry(job.component.clone()).or_default();
         let before = a.clone();
         a.workflow = job.workflow_id.clone();
@@ -181,7 +186,7 @@ impl Install {
         true
     }
 
-    fn torn_down(&mut self, component: &str, now: &str) -> bool {
+    fn torn_down(&mut self, component: &str, now: Timestamp) -> bool {
         let removed = if component == crate::SANDBOX {
             std::mem::take(&mut self.sandbox) != ComponentState::default()
         } else {
@@ -193,7 +198,7 @@ impl Install {
         removed
     }
 
-    fn drift_checked(&mut self, job: &Job, now: &str) -> InstallChanged {
+    fn drift_checked(&mut self, job: &Job, now: Timestamp) -> InstallChanged {
         let drifted = job.found_drift();
         let c = self.component_mut(&job.component);
         // Found drifted before by another check: not news. By this one: this is a repeat of
@@ -216,7 +221,7 @@ impl Install {
 
     /// A scheduled drift check of `component` was skipped because workflow `busy` holds the
     /// install: the component says so, and keeps what earlier checks found.
-    pub fn drift_skipped(&mut self, component: &str, busy: &str, now: &str) {
+    pub fn drift_skipped(&mut self, component: &str, busy: &str, now: Timestamp) {
         let c = self.component_mut(component);
         let d = c.drift.get_or_insert_with(|| Drift {
             checked_at: String::new(),
@@ -231,7 +236,7 @@ impl Install {
 
     /// Records the install's status as the ended workflow `wf` leaves it, if `wf` is the one
     /// that holds it and is of a kind that sets it. Returns whether it changed.
-    pub fn workflow_ended(&mut self, wf: &Workflow, now: &str) -> bool {
+    pub fn workflow_ended(&mut self, wf: &Workflow, now: Timestamp) -> bool {
         let Some(status) = wf.install_status() else {
             return false;
         };
@@ -244,7 +249,7 @@ impl Install {
     }
 
     /// A plan of `component` was offered (not by a drift check): it is being deployed.
-    pub fn deploying(&mut self, component: &str, now: &str) -> bool {
+    pub fn deploying(&mut self, component: &str, now: Timestamp) -> bool {
         let c = self.component_mut(component);
         if c.status == ComponentStatus::Deploying {
             return false;
@@ -270,7 +275,7 @@ impl Install {
     }
 
     /// An action step of `workflow`'s run of `action` was offered: the run is running.
-    pub fn action_started(&mut self, action: &str, workflow: &str, now: &str) -> bool {
+    pub fn action_started(&mut self, action: &str, workflow: &str, now: Timestamp) -> bool {
         let a = self.actions.entry(action.to_string()).or_default();
         let before = a.clone();
         a.workflow = workflow.to_string();
@@ -298,7 +303,7 @@ impl Install {
         seen: Option<&str>,
         workflow: &str,
         config_id: &str,
-        now: &str,
+        now: Timestamp,
     ) -> bool {
         if self.last_workflow.as_deref() != seen {
             return false;

@@ -8,6 +8,7 @@
 //! every layout built from them (deploy, teardown, removals, a runbook's parts): one place to read
 //! what a workflow's steps can be.
 
+use crate::Timestamp;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -289,7 +290,7 @@ impl Workflow {
         kind: WorkflowKind,
         app_config_id: &str,
         scope: crate::DeployScope,
-        now: &str,
+        now: Timestamp,
     ) -> Workflow {
         Workflow {
             id,
@@ -541,7 +542,7 @@ impl Workflow {
 
     /// Derives the workflow's status from its steps. Returns true when it changed. Called by the
     /// transitions in `steps.rs`; nothing else sets a status.
-    pub(crate) fn refresh_status(&mut self, now: &str) -> bool {
+    pub(crate) fn refresh_status(&mut self, now: Timestamp) -> bool {
         let before = self.status;
         let busy = self
             .steps
@@ -587,6 +588,7 @@ impl Workflow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::at;
 
     use crate::Deployable as D;
 
@@ -738,11 +740,11 @@ mod tests {
     #[test]
     fn status_follows_steps() {
         let mut w = wf();
-        assert!(!w.refresh_status("2026-01-01T00:00:00.000Z"));
+        assert!(!w.refresh_status(at("2026-01-01T00:00:00.000Z")));
         assert_eq!(w.status, WorkflowStatus::Pending);
         w.steps[0].status = StepStatus::Running;
         w.steps[5].status = StepStatus::Failed;
-        w.refresh_status("2026-01-01T00:00:00.000Z");
+        w.refresh_status(at("2026-01-01T00:00:00.000Z"));
         assert_eq!(
             w.status,
             WorkflowStatus::Running,
@@ -753,7 +755,7 @@ mod tests {
             "nothing new starts after a failure"
         );
         w.steps[0].status = StepStatus::Succeeded;
-        w.refresh_status("2026-01-01T00:00:00.000Z");
+        w.refresh_status(at("2026-01-01T00:00:00.000Z"));
         assert_eq!(w.status, WorkflowStatus::Failed);
         assert!(w.finished_at.is_some());
 
@@ -761,7 +763,7 @@ mod tests {
         for s in &mut w.steps {
             s.status = StepStatus::Succeeded;
         }
-        w.refresh_status("2026-01-01T00:00:00.000Z");
+        w.refresh_status(at("2026-01-01T00:00:00.000Z"));
         assert_eq!(w.status, WorkflowStatus::Succeeded);
     }
 }

@@ -81,7 +81,7 @@ pub fn error(message: &str) -> Markup {
 
 fn health_of(install: &str, runners: &[m::api::RunnerInfo]) -> String {
     let records: Vec<m::RunnerRecord> = runners.iter().map(|r| r.runner.clone()).collect();
-    m::health_name(m::install_health(install, &records, m::now_ms())).to_string()
+    m::health_name(m::install_health(install, &records, m::Timestamp::now())).to_string()
 }
 
 pub fn installs(

@@ -5,6 +5,7 @@
 //! into another transition.
 
 use super::{Effect, Illegal, StepOutcome};
+use crate::Timestamp;
 use crate::Workflow;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +60,7 @@ impl Workflow {
     /// Applies `change` at `now`; the effects are those of the change itself (starting what a
     /// finished step makes ready is [`Workflow::advance`], which the executor runs after every
     /// change).
-    pub fn apply(&mut self, change: &Change, now: &str) -> Result<Vec<Effect>, Illegal> {
+    pub fn apply(&mut self, change: &Change, now: Timestamp) -> Result<Vec<Effect>, Illegal> {
         match change {
             Change::Advance => Ok(vec![]),
             Change::Finish {
@@ -95,6 +96,7 @@ impl Workflow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::at;
     use crate::{Deployable, StepStatus, WorkflowKind};
 
     const NOW: &str = "2026-11-27T10:00:00.000Z";
@@ -109,7 +111,7 @@ mod tests {
             "c".into(),
             &[vec![Deployable::named("a", &[])]],
         );
-        w.advance(NOW);
+        w.advance(at(NOW));
         w
     }
 
@@ -119,10 +121,10 @@ mod tests {
         for i in 0..3 {
             w.apply(
                 &Change::finish(i, StepOutcome::Succeeded("ok".into()), "t"),
-                NOW,
+                at(NOW),
             )
             .unwrap();
-            w.advance(NOW);
+            w.advance(at(NOW));
         }
         assert_eq!(w.steps[3].status, StepStatus::Waiting);
         w
@@ -132,7 +134,7 @@ mod tests {
     fn advance_alone_changes_nothing() {
         let mut w = started();
         let before = w.clone();
-        assert_eq!(w.apply(&Change::Advance, NOW), Ok(vec![]));
+        assert_eq!(w.apply(&Change::Advance, at(NOW)), Ok(vec![]));
         assert_eq!(w, before);
     }
 
@@ -140,12 +142,12 @@ mod tests {
     fn finish_is_finish_step_with_its_actor() {
         let mut w = started();
         let c = Change::finish(0, StepOutcome::Succeeded("built".into()), "build");
-        w.apply(&c, NOW).unwrap();
+        w.apply(&c, at(NOW)).unwrap();
         assert_eq!(w.steps[0].status, StepStatus::Succeeded);
         // A repeat is refused and leaves the record as it is.
         let after = w.clone();
         assert!(matches!(
-            w.apply(&c, NOW),
+            w.apply(&c, at(NOW)),
             Err(Illegal::AlreadyEnded { step: 0, .. })
         ));
         assert_eq!(w, after);
@@ -161,7 +163,7 @@ mod tests {
             who: "token:alice".into(),
             action: "approve".into(),
         };
-        w.apply(&c, NOW).unwrap();
+        w.apply(&c, at(NOW)).unwrap();
         assert_eq!(w.steps[3].status, StepStatus::Succeeded);
         assert_eq!(w.steps[3].responses.len(), 1);
         assert_eq!(w.steps[3].responses[0].action, "approve");
@@ -175,7 +177,7 @@ mod tests {
             who: "token:alice".into(),
             why: "the approved plan was 4days old".into(),
         };
-        let effects = w.apply(&c, NOW).unwrap();
+        let effects = w.apply(&c, at(NOW)).unwrap();
         assert_eq!(w.steps[3].responses[0].actor, "token:alice");
         assert_eq!(w.steps[2].status, StepStatus::Running);
         assert_eq!(effects, vec![Effect::Start { step: 2 }]);
@@ -187,7 +189,7 @@ mod tests {
         let c = Change::Cancel {
             actor: "token:bob".into(),
         };
-        assert_eq!(w.clone().apply(&c, NOW), w.cancel("token:bob", NOW));
+        assert_eq!(w.clone().apply(&c, at(NOW)), w.cancel("token:bob", at(NOW)));
         let mut r = started();
         assert!(matches!(
             r.apply(
@@ -195,7 +197,7 @@ mod tests {
                     step: 0,
                     actor: "t".into()
                 },
-                NOW
+                at(NOW)
             ),
             Err(Illegal::StillRunning(_))
         ));

@@ -1,6 +1,7 @@
 //! Every transition of the step state machine, legal and illegal (long because it is every one).
 
 use super::*;
+use crate::time::at;
 use crate::{Deployable, WorkflowKind};
 
 const NOW: &str = "2026-11-22T12:00:00.000Z";
@@ -22,7 +23,7 @@ fn one() -> Workflow {
 }
 
 fn ok(w: &mut Workflow, i: u32) {
-    w.finish_step(i, StepOutcome::Succeeded("ok".into()), None, NOW)
+    w.finish_step(i, StepOutcome::Succeeded("ok".into()), None, at(NOW))
         .unwrap();
 }
 
@@ -35,52 +36,55 @@ use StepStatus::{Cancelled, Failed, NotAttempted, Pending, Running, Skipped, Suc
 #[test]
 fn advance_starts_ready_steps_once_with_their_ids() {
     let mut w = one();
-    assert_eq!(w.advance(NOW), vec![Effect::Start { step: 0 }]);
+    assert_eq!(w.advance(at(NOW)), vec![Effect::Start { step: 0 }]);
     assert_eq!(w.status, WorkflowStatus::Running);
     assert_eq!(w.steps[0].started_at.as_deref(), Some(NOW));
-    assert!(w.advance(NOW).is_empty(), "nothing new on the saved record");
+    assert!(
+        w.advance(at(NOW)).is_empty(),
+        "nothing new on the saved record"
+    );
 
     ok(&mut w, 0);
-    assert_eq!(w.advance(NOW), vec![Effect::Start { step: 1 }]);
+    assert_eq!(w.advance(at(NOW)), vec![Effect::Start { step: 1 }]);
     assert_eq!(w.steps[1].job_id.as_deref(), Some("w-1"));
     ok(&mut w, 1);
-    w.advance(NOW);
+    w.advance(at(NOW));
     ok(&mut w, 2);
-    assert_eq!(w.advance(NOW), vec![Effect::Start { step: 3 }]);
+    assert_eq!(w.advance(at(NOW)), vec![Effect::Start { step: 3 }]);
     assert_eq!(
         w.steps[3].status, Waiting,
         "an approval waits for a decision"
     );
     assert_eq!(w.steps[3].approval_id.as_deref(), Some("w-3"));
     ok(&mut w, 3);
-    w.advance(NOW);
+    w.advance(at(NOW));
     ok(&mut w, 4);
     assert_eq!(
-        w.advance(NOW),
+        w.advance(at(NOW)),
         vec![Effect::Finished {
             status: WorkflowStatus::Succeeded
         }]
     );
     assert!(w.finished_at.is_some());
-    assert!(w.advance(NOW).is_empty(), "finished once");
+    assert!(w.advance(at(NOW)).is_empty(), "finished once");
 }
 
 #[test]
 fn finishing_a_step_does_not_end_the_workflow_until_advance() {
     let mut w = one();
-    w.advance(NOW);
+    w.advance(at(NOW));
     w.finish_step(
         0,
         StepOutcome::Failed("boom".into()),
         Some("build".into()),
-        NOW,
+        at(NOW),
     )
     .unwrap();
     assert_eq!(w.status, WorkflowStatus::Running);
     assert_eq!(w.steps[0].message.as_deref(), Some("boom"));
     assert_eq!(w.steps[0].actor.as_deref(), Some("build"));
     assert_eq!(
-        w.advance(NOW),
+        w.advance(at(NOW)),
         vec![Effect::Finished {
             status: WorkflowStatus::Failed
         }]
@@ -111,14 +115,14 @@ fn a_failure_starts_nothing_new_and_ends_when_the_parallel_steps_end() {
         "c".into(),
         &[vec![d("a", &[]), d("b", &[])]],
     );
-    assert_eq!(w.advance(NOW).len(), 2, "both builds");
-    w.finish_step(0, StepOutcome::Failed("a broke".into()), None, NOW)
+    assert_eq!(w.advance(at(NOW)).len(), 2, "both builds");
+    w.finish_step(0, StepOutcome::Failed("a broke".into()), None, at(NOW))
         .unwrap();
-    assert!(w.advance(NOW).is_empty(), "b's build still runs");
+    assert!(w.advance(at(NOW)).is_empty(), "b's build still runs");
     assert_eq!(w.status, WorkflowStatus::Running);
     ok(&mut w, 5);
     assert_eq!(
-        w.advance(NOW),
+        w.advance(at(NOW)),
         vec![Effect::Finished {
             status: WorkflowStatus::Failed
         }],
@@ -130,18 +134,23 @@ fn a_failure_starts_nothing_new_and_ends_when_the_parallel_steps_end() {
 fn a_plan_without_changes_skips_its_approval_and_apply() {
     let mut w = one();
     for i in 0..2 {
-        w.advance(NOW);
+        w.advance(at(NOW));
         ok(&mut w, i);
     }
-    w.advance(NOW);
-    w.finish_step(2, StepOutcome::NoChanges("no changes".into()), None, NOW)
-        .unwrap();
+    w.advance(at(NOW));
+    w.finish_step(
+        2,
+        StepOutcome::NoChanges("no changes".into()),
+        None,
+        at(NOW),
+    )
+    .unwrap();
     assert_eq!(
         statuses(&w),
         [Succeeded, Succeeded, Succeeded, Skipped, Skipped]
     );
     assert_eq!(
-        w.advance(NOW),
+        w.advance(at(NOW)),
         vec![Effect::Finished {
             status: WorkflowStatus::Succeeded
         }]
@@ -151,22 +160,22 @@ fn a_plan_without_changes_skips_its_approval_and_apply() {
 #[test]
 fn illegal_finishes_are_refused_and_change_nothing() {
     let mut w = one();
-    w.advance(NOW);
+    w.advance(at(NOW));
     let before = w.clone();
     let out = |m: &str| StepOutcome::Succeeded(m.into());
     assert_eq!(
-        w.finish_step(1, out("x"), None, NOW),
+        w.finish_step(1, out("x"), None, at(NOW)),
         Err(Illegal::NotStarted {
             step: 1,
             status: Pending
         })
     );
     assert_eq!(
-        w.finish_step(9, out("x"), None, NOW),
+        w.finish_step(9, out("x"), None, at(NOW)),
         Err(Illegal::NoSuchStep(9))
     );
     assert_eq!(
-        w.finish_step(0, StepOutcome::NoChanges("x".into()), None, NOW),
+        w.finish_step(0, StepOutcome::NoChanges("x".into()), None, at(NOW)),
         Err(Illegal::NotAPlan {
             step: 0,
             kind: StepKind::Build
@@ -175,7 +184,7 @@ fn illegal_finishes_are_refused_and_change_nothing() {
     assert_eq!(w, before);
     ok(&mut w, 0);
     assert_eq!(
-        w.finish_step(0, StepOutcome::Failed("late".into()), None, NOW),
+        w.finish_step(0, StepOutcome::Failed("late".into()), None, at(NOW)),
         Err(Illegal::AlreadyEnded {
             step: 0,
             status: Succeeded
@@ -183,10 +192,10 @@ fn illegal_finishes_are_refused_and_change_nothing() {
         "a duplicate result does not overwrite the first"
     );
     w.steps.iter_mut().for_each(|s| s.status = Succeeded);
-    w.advance(NOW);
+    w.advance(at(NOW));
     w.steps[4].status = Running;
     assert_eq!(
-        w.finish_step(4, out("x"), None, NOW),
+        w.finish_step(4, out("x"), None, at(NOW)),
         Err(Illegal::WorkflowEnded(WorkflowStatus::Succeeded))
     );
 }
@@ -201,19 +210,19 @@ fn cancel_stops_what_has_not_started_and_asks_running_jobs_to_stop() {
         "c".into(),
         &[vec![d("a", &[]), d("b", &[])]],
     );
-    w.advance(NOW);
+    w.advance(at(NOW));
     for i in [0, 5] {
         ok(&mut w, i);
     }
-    w.advance(NOW);
+    w.advance(at(NOW));
     ok(&mut w, 1);
-    w.advance(NOW); // a plans (2) while b syncs (6)
+    w.advance(at(NOW)); // a plans (2) while b syncs (6)
     ok(&mut w, 2);
-    w.advance(NOW); // a's approval waits (3)
+    w.advance(at(NOW)); // a's approval waits (3)
     assert_eq!(w.steps[3].status, Waiting);
     assert_eq!(w.steps[6].status, Running);
 
-    let effects = w.cancel("alice", NOW).unwrap();
+    let effects = w.cancel("alice", at(NOW)).unwrap();
     assert_eq!(
         effects,
         vec![Effect::CancelJob {
@@ -233,18 +242,18 @@ fn cancel_stops_what_has_not_started_and_asks_running_jobs_to_stop() {
         WorkflowStatus::Running,
         "until the job has stopped"
     );
-    assert!(w.advance(NOW).is_empty());
+    assert!(w.advance(at(NOW)).is_empty());
 
-    w.finish_step(6, StepOutcome::Cancelled("cancelled".into()), None, NOW)
+    w.finish_step(6, StepOutcome::Cancelled("cancelled".into()), None, at(NOW))
         .unwrap();
     assert_eq!(
-        w.advance(NOW),
+        w.advance(at(NOW)),
         vec![Effect::Finished {
             status: WorkflowStatus::Cancelled
         }]
     );
     assert_eq!(
-        w.cancel("alice", NOW),
+        w.cancel("alice", at(NOW)),
         Err(Illegal::WorkflowEnded(WorkflowStatus::Cancelled))
     );
 }
@@ -252,9 +261,9 @@ fn cancel_stops_what_has_not_started_and_asks_running_jobs_to_stop() {
 #[test]
 fn cancel_with_nothing_running_ends_at_once_and_a_build_is_abandoned() {
     let mut w = one();
-    w.advance(NOW);
+    w.advance(at(NOW));
     assert_eq!(
-        w.cancel("bob", NOW).unwrap(),
+        w.cancel("bob", at(NOW)).unwrap(),
         vec![Effect::Finished {
             status: WorkflowStatus::Cancelled
         }]
@@ -271,7 +280,7 @@ fn cancel_with_nothing_running_ends_at_once_and_a_build_is_abandoned() {
     );
     // The build's late result is refused.
     assert!(
-        w.finish_step(0, StepOutcome::Succeeded("x".into()), None, NOW)
+        w.finish_step(0, StepOutcome::Succeeded("x".into()), None, at(NOW))
             .is_err()
     );
 }
@@ -279,13 +288,13 @@ fn cancel_with_nothing_running_ends_at_once_and_a_build_is_abandoned() {
 #[test]
 fn a_job_that_succeeds_after_cancel_ends_the_workflow_without_starting_more() {
     let mut w = one();
-    w.advance(NOW);
+    w.advance(at(NOW));
     ok(&mut w, 0);
-    w.advance(NOW);
-    w.cancel("bob", NOW).unwrap();
+    w.advance(at(NOW));
+    w.cancel("bob", at(NOW)).unwrap();
     ok(&mut w, 1);
     assert_eq!(
-        w.advance(NOW),
+        w.advance(at(NOW)),
         vec![Effect::Finished {
             status: WorkflowStatus::Cancelled
         }]
@@ -312,16 +321,21 @@ fn a_step_cancelled_alone_stops_the_workflow_once_the_others_end() {
         "c".into(),
         &[vec![d("a", &[]), d("b", &[])]],
     );
-    w.advance(NOW);
-    w.finish_step(0, StepOutcome::Cancelled("job cancelled".into()), None, NOW)
-        .unwrap();
+    w.advance(at(NOW));
+    w.finish_step(
+        0,
+        StepOutcome::Cancelled("job cancelled".into()),
+        None,
+        at(NOW),
+    )
+    .unwrap();
     assert!(
-        w.advance(NOW).is_empty(),
+        w.advance(at(NOW)).is_empty(),
         "b's build still runs; nothing new starts"
     );
     ok(&mut w, 5);
     assert_eq!(
-        w.advance(NOW),
+        w.advance(at(NOW)),
         vec![Effect::Finished {
             status: WorkflowStatus::Cancelled
         }]
@@ -331,28 +345,28 @@ fn a_step_cancelled_alone_stops_the_workflow_once_the_others_end() {
 #[test]
 fn retry_runs_a_failed_step_again_under_a_new_id() {
     let mut w = one();
-    w.advance(NOW);
+    w.advance(at(NOW));
     ok(&mut w, 0);
-    w.advance(NOW);
+    w.advance(at(NOW));
     assert_eq!(
-        w.retry(1, "ann", NOW),
+        w.retry(1, "ann", at(NOW)),
         Err(Illegal::StillRunning(WorkflowStatus::Running))
     );
-    w.finish_step(1, StepOutcome::Failed("lost".into()), None, NOW)
+    w.finish_step(1, StepOutcome::Failed("lost".into()), None, at(NOW))
         .unwrap();
-    w.advance(NOW);
+    w.advance(at(NOW));
     assert_eq!(w.status, WorkflowStatus::Failed);
     assert_eq!(
-        w.retry(0, "ann", NOW),
+        w.retry(0, "ann", at(NOW)),
         Err(Illegal::NotRetryable {
             step: 0,
             status: Succeeded
         })
     );
-    assert_eq!(w.retry(7, "ann", NOW), Err(Illegal::NoSuchStep(7)));
+    assert_eq!(w.retry(7, "ann", at(NOW)), Err(Illegal::NoSuchStep(7)));
 
     assert_eq!(
-        w.retry(1, "ann", NOW).unwrap(),
+        w.retry(1, "ann", at(NOW)).unwrap(),
         vec![Effect::Start { step: 1 }]
     );
     assert_eq!(w.status, WorkflowStatus::Running);
@@ -367,15 +381,15 @@ fn retry_runs_a_failed_step_again_under_a_new_id() {
 fn retrying_a_failed_apply_plans_and_asks_again() {
     let mut w = one();
     for i in 0..4 {
-        w.advance(NOW);
+        w.advance(at(NOW));
         ok(&mut w, i);
     }
-    w.advance(NOW);
-    w.finish_step(4, StepOutcome::Failed("apply failed".into()), None, NOW)
+    w.advance(at(NOW));
+    w.finish_step(4, StepOutcome::Failed("apply failed".into()), None, at(NOW))
         .unwrap();
-    w.advance(NOW);
+    w.advance(at(NOW));
     assert_eq!(
-        w.retry(4, "ann", NOW).unwrap(),
+        w.retry(4, "ann", at(NOW)).unwrap(),
         vec![Effect::Start { step: 2 }]
     );
     assert_eq!(
@@ -383,9 +397,9 @@ fn retrying_a_failed_apply_plans_and_asks_again() {
         [Succeeded, Succeeded, Running, Pending, Pending]
     );
     assert_eq!(w.steps[2].job_id.as_deref(), Some("w-2-2"));
-    w.finish_step(2, StepOutcome::Succeeded("plan".into()), None, NOW)
+    w.finish_step(2, StepOutcome::Succeeded("plan".into()), None, at(NOW))
         .unwrap();
-    w.advance(NOW);
+    w.advance(at(NOW));
     assert_eq!(
         w.steps[3].approval_id.as_deref(),
         Some("w-3-2"),
@@ -396,16 +410,16 @@ fn retrying_a_failed_apply_plans_and_asks_again() {
 #[test]
 fn retry_after_cancel_picks_up_the_steps_not_attempted() {
     let mut w = one();
-    w.advance(NOW);
+    w.advance(at(NOW));
     ok(&mut w, 0);
-    w.advance(NOW);
-    w.cancel("bob", NOW).unwrap();
-    w.finish_step(1, StepOutcome::Cancelled("stopped".into()), None, NOW)
+    w.advance(at(NOW));
+    w.cancel("bob", at(NOW)).unwrap();
+    w.finish_step(1, StepOutcome::Cancelled("stopped".into()), None, at(NOW))
         .unwrap();
-    w.advance(NOW);
+    w.advance(at(NOW));
     assert_eq!(w.status, WorkflowStatus::Cancelled);
     assert_eq!(
-        w.retry(1, "ann", NOW).unwrap(),
+        w.retry(1, "ann", at(NOW)).unwrap(),
         vec![Effect::Start { step: 1 }]
     );
     assert!(!w.cancel_requested);
@@ -421,23 +435,23 @@ fn a_workflow_is_laid_out_once_or_fails_with_the_reason() {
     let mut w = one();
     w.steps.clear();
     assert!(
-        w.advance(NOW).is_empty(),
+        w.advance(at(NOW)).is_empty(),
         "no steps: neither started nor finished"
     );
     assert_eq!(w.status, WorkflowStatus::Pending);
     assert_eq!(
-        w.lay_out(Ok(laid.steps.clone()), NOW).unwrap(),
+        w.lay_out(Ok(laid.steps.clone()), at(NOW)).unwrap(),
         vec![Effect::Start { step: 0 }]
     );
     assert_eq!(
-        w.lay_out(Ok(laid.steps.clone()), NOW),
+        w.lay_out(Ok(laid.steps.clone()), at(NOW)),
         Err(Illegal::AlreadyLaidOut)
     );
 
     let mut w = one();
     w.steps.clear();
     assert_eq!(
-        w.lay_out(Err("component `x` cannot be deployed".into()), NOW)
+        w.lay_out(Err("component `x` cannot be deployed".into()), at(NOW))
             .unwrap(),
         vec![Effect::Finished {
             status: WorkflowStatus::Failed
@@ -445,7 +459,7 @@ fn a_workflow_is_laid_out_once_or_fails_with_the_reason() {
     );
     assert_eq!(w.error.as_deref(), Some("component `x` cannot be deployed"));
     assert_eq!(
-        w.lay_out(Ok(laid.steps), NOW),
+        w.lay_out(Ok(laid.steps), at(NOW)),
         Err(Illegal::WorkflowEnded(WorkflowStatus::Failed))
     );
 }
@@ -461,7 +475,7 @@ fn a_teardown_runs_in_reverse_deploy_order_each_after_its_approval_with_the_sand
     // Starts each round's steps, finishes them, and says which started: `component kind`.
     let round = |w: &mut Workflow| -> Vec<String> {
         let started: Vec<u32> = w
-            .advance(NOW)
+            .advance(at(NOW))
             .iter()
             .filter_map(|e| match e {
                 Effect::Start { step } => Some(*step),
@@ -495,7 +509,7 @@ fn a_teardown_runs_in_reverse_deploy_order_each_after_its_approval_with_the_sand
     );
     assert_eq!(round(&mut w), ["sandbox teardown"]);
     assert_eq!(
-        w.advance(NOW),
+        w.advance(at(NOW)),
         vec![Effect::Finished {
             status: WorkflowStatus::Succeeded
         }]
@@ -521,7 +535,7 @@ fn diamond() -> Workflow {
 /// Runs every step that starts until `stop` (a component's approve) waits.
 fn run_until_waiting(w: &mut Workflow, stop: &str) -> u32 {
     loop {
-        for e in w.advance(NOW) {
+        for e in w.advance(at(NOW)) {
             let Effect::Start { step } = e else { continue };
             let s = &w.steps[step as usize];
             if !(s.kind == StepKind::Approve && s.component == stop) {
@@ -547,7 +561,7 @@ fn denying_with_skip_dependents_skips_exactly_the_transitive_dependents() {
             dependents: true,
         },
         Some("alice".into()),
-        NOW,
+        at(NOW),
     )
     .unwrap();
     fn status(w: &Workflow, c: &str, k: StepKind) -> StepStatus {
@@ -569,7 +583,7 @@ fn denying_with_skip_dependents_skips_exactly_the_transitive_dependents() {
     );
     // b goes on to the end; the workflow succeeds with the skipped part.
     loop {
-        let effects = w.advance(NOW);
+        let effects = w.advance(at(NOW));
         if effects.iter().any(|e| matches!(e, Effect::Finished { .. })) {
             break;
         }
@@ -594,7 +608,7 @@ fn denying_with_skip_current_lets_dependents_run() {
             dependents: false,
         },
         None,
-        NOW,
+        at(NOW),
     )
     .unwrap();
     assert_eq!(w.find("c", StepKind::Apply).unwrap().status, Skipped);
@@ -607,7 +621,7 @@ fn denying_with_skip_current_lets_dependents_run() {
                 dependents: false
             },
             None,
-            NOW
+            at(NOW)
         ),
         Err(Illegal::AlreadyEnded {
             step: 0,
@@ -620,7 +634,7 @@ fn denying_with_skip_current_lets_dependents_run() {
 fn skipping_a_waiting_approval_skips_its_apply_and_records_who() {
     let mut w = diamond();
     let approve = run_until_waiting(&mut w, "c");
-    w.skip(approve, "ann", NOW).unwrap();
+    w.skip(approve, "ann", at(NOW)).unwrap();
     assert_eq!(w.find("c", StepKind::Apply).unwrap().status, Skipped);
     let s = &w.steps[approve as usize];
     assert_eq!(s.message.as_deref(), Some("skipped by ann"));
@@ -636,7 +650,7 @@ fn skipping_a_waiting_approval_skips_its_apply_and_records_who() {
     assert_eq!(w.find("d", StepKind::Plan).unwrap().status, Pending);
     // Twice: it has ended.
     assert!(matches!(
-        w.skip(approve, "ann", NOW),
+        w.skip(approve, "ann", at(NOW)),
         Err(Illegal::AlreadyEnded { .. })
     ));
 }
@@ -650,7 +664,7 @@ fn skipping_a_failed_step_runs_an_ended_workflow_on() {
         s.kind == StepKind::Plan && (s.component == "b" || s.component == "c")
     };
     loop {
-        let started = w.advance(NOW);
+        let started = w.advance(at(NOW));
         if started.is_empty() {
             break;
         }
@@ -666,22 +680,25 @@ fn skipping_a_failed_step_runs_an_ended_workflow_on() {
     assert_eq!(w.steps[plan_b as usize].status, Running);
     assert_eq!(w.steps[plan_b as usize].kind, StepKind::Plan);
     // A running step cannot be skipped: cancel it first.
-    assert_eq!(w.skip(plan_b, "ann", NOW), Err(Illegal::Running(plan_b)));
-    w.finish_step(plan_b, StepOutcome::Failed("boom".into()), None, NOW)
+    assert_eq!(
+        w.skip(plan_b, "ann", at(NOW)),
+        Err(Illegal::Running(plan_b))
+    );
+    w.finish_step(plan_b, StepOutcome::Failed("boom".into()), None, at(NOW))
         .unwrap();
     // c's plan is still running: the workflow has not ended, so the failure cannot be skipped yet.
     let plan_c = w.find("c", StepKind::Plan).unwrap().index;
     assert!(matches!(
-        w.skip(plan_b, "ann", NOW),
+        w.skip(plan_b, "ann", at(NOW)),
         Err(Illegal::NotEndedYet { .. })
     ));
-    w.finish_step(plan_c, StepOutcome::Succeeded("ok".into()), None, NOW)
+    w.finish_step(plan_c, StepOutcome::Succeeded("ok".into()), None, at(NOW))
         .unwrap();
-    w.advance(NOW);
+    w.advance(at(NOW));
     assert_eq!(w.status, WorkflowStatus::Failed);
     assert_eq!(w.find("d", StepKind::Plan).unwrap().status, NotAttempted);
 
-    let effects = w.skip(plan_b, "ann", NOW).unwrap();
+    let effects = w.skip(plan_b, "ann", at(NOW)).unwrap();
     assert_eq!(w.status, WorkflowStatus::Running);
     for k in [StepKind::Plan, StepKind::Approve, StepKind::Apply] {
         assert_eq!(w.find("b", k).unwrap().status, Skipped, "{k:?}");
@@ -697,7 +714,7 @@ fn a_stale_plan_is_planned_and_approved_again_before_its_apply() {
     let mut w = one();
     let approve = run_until_waiting(&mut w, "a");
     let effects = w
-        .replan(approve, "the plan is older than 72h", NOW)
+        .replan(approve, "the plan is older than 72h", at(NOW))
         .unwrap();
     assert_eq!(effects, vec![Effect::Start { step: 2 }]);
     assert_eq!(
@@ -714,10 +731,10 @@ fn a_stale_plan_is_planned_and_approved_again_before_its_apply() {
         Some("planned again: the plan is older than 72h")
     );
     // Only a waiting approval sends its plan back.
-    assert!(w.replan(4, "x", NOW).is_err());
-    assert!(w.replan(3, "x", NOW).is_err(), "not waiting any more");
+    assert!(w.replan(4, "x", at(NOW)).is_err());
+    assert!(w.replan(3, "x", at(NOW)).is_err(), "not waiting any more");
     ok(&mut w, 2);
-    w.advance(NOW);
+    w.advance(at(NOW));
     assert_eq!(
         w.steps[3].approval_id.as_deref(),
         Some("w-3-2"),
@@ -744,10 +761,10 @@ fn a_removed_component_is_torn_down_after_every_apply_behind_its_own_approval() 
             dependents: false,
         },
         None,
-        NOW,
+        at(NOW),
     )
     .unwrap();
     assert_eq!(w.steps[teardown.index as usize].status, Skipped);
-    w.advance(NOW);
+    w.advance(at(NOW));
     assert_eq!(w.status, WorkflowStatus::Succeeded);
 }

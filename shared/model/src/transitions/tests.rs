@@ -1,6 +1,7 @@
 //! What each kind of job's end does to its install and its step, at fixed times.
 
 use super::*;
+use crate::time::at;
 use crate::{ActionStepEnd, SANDBOX};
 
 const T0: &str = "2026-11-27T10:00:00.000Z";
@@ -36,7 +37,7 @@ fn job(kind: JobKind, status: JobStatus) -> Job {
         3,
         kind,
         "db".into(),
-        T0,
+        at(T0),
     );
     j.status = status;
     if status.is_terminal() {
@@ -209,7 +210,7 @@ fn only_a_plan_of_a_drift_check_is_judged_as_drift() {
 fn a_failed_plan_or_apply_fails_its_component_and_remembers_the_job() {
     for k in [JobKind::Plan, JobKind::Apply] {
         let mut i = install();
-        let r = i.job_ended(&job(k, JobStatus::Failed), &deploy(), NOW);
+        let r = i.job_ended(&job(k, JobStatus::Failed), &deploy(), at(NOW));
         assert!(r.changed);
         let c = i.component("db").unwrap();
         assert_eq!(c.status, ComponentStatus::Failed);
@@ -223,7 +224,7 @@ fn a_failed_plan_or_apply_fails_its_component_and_remembers_the_job() {
 fn a_plan_without_changes_leaves_its_component_active() {
     let mut i = install();
     i.component_mut("db").status = ComponentStatus::Deploying;
-    assert!(i.job_ended(&plan(Some(false)), &deploy(), NOW).changed);
+    assert!(i.job_ended(&plan(Some(false)), &deploy(), at(NOW)).changed);
     assert_eq!(status_of(&i, "db"), Some(ComponentStatus::Active));
 }
 
@@ -231,7 +232,7 @@ fn a_plan_without_changes_leaves_its_component_active() {
 fn a_plan_with_changes_leaves_the_component_deploying() {
     let mut i = install();
     i.component_mut("db").status = ComponentStatus::Deploying;
-    assert!(!i.job_ended(&plan(Some(true)), &deploy(), NOW).changed);
+    assert!(!i.job_ended(&plan(Some(true)), &deploy(), at(NOW)).changed);
     assert_eq!(status_of(&i, "db"), Some(ComponentStatus::Deploying));
     assert_eq!(i.updated_at, T0);
 }
@@ -249,7 +250,7 @@ fn an_apply_records_outputs_and_the_applied_plan_and_clears_drift() {
     j.outputs = outputs(&[("host", "db.internal"), ("password", "hunter22")]);
     j.sensitive_outputs = vec!["password".into()];
     j.plan_digest = Some("sha256:p".into());
-    assert!(i.job_ended(&j, &deploy(), NOW).changed);
+    assert!(i.job_ended(&j, &deploy(), at(NOW)).changed);
     let c = i.component("db").unwrap();
     assert_eq!(c.status, ComponentStatus::Active);
     assert_eq!(c.drift, None);
@@ -263,7 +264,11 @@ fn an_apply_records_outputs_and_the_applied_plan_and_clears_drift() {
 fn an_apply_without_a_plan_keeps_the_digest_applied_before() {
     let mut i = install();
     i.component_mut("db").applied_digest = Some("sha256:old".into());
-    i.job_ended(&job(JobKind::Apply, JobStatus::Finished), &deploy(), NOW);
+    i.job_ended(
+        &job(JobKind::Apply, JobStatus::Finished),
+        &deploy(),
+        at(NOW),
+    );
     assert_eq!(
         i.component("db").unwrap().applied_digest.as_deref(),
         Some("sha256:old")
@@ -274,10 +279,10 @@ fn an_apply_without_a_plan_keeps_the_digest_applied_before() {
 fn the_same_result_twice_changes_the_install_once() {
     let mut i = install();
     let j = job(JobKind::Apply, JobStatus::Finished);
-    assert!(i.job_ended(&j, &deploy(), NOW).changed);
+    assert!(i.job_ended(&j, &deploy(), at(NOW)).changed);
     let after = i.clone();
     assert!(
-        !i.job_ended(&j, &deploy(), "2026-11-27T11:00:00.000Z")
+        !i.job_ended(&j, &deploy(), at("2026-11-27T11:00:00.000Z"))
             .changed
     );
     assert_eq!(i, after);
@@ -289,15 +294,23 @@ fn a_teardown_removes_its_component() {
     i.component_mut("db").artifact_digest = Some("sha256:a".into());
     i.component_mut("web").artifact_digest = Some("sha256:b".into());
     assert!(
-        i.job_ended(&job(JobKind::Teardown, JobStatus::Finished), &deploy(), NOW)
-            .changed
+        i.job_ended(
+            &job(JobKind::Teardown, JobStatus::Finished),
+            &deploy(),
+            at(NOW)
+        )
+        .changed
     );
     assert!(i.component("db").is_none());
     assert!(i.component("web").is_some());
     // Again: nothing left to remove.
     assert!(
-        !i.job_ended(&job(JobKind::Teardown, JobStatus::Finished), &deploy(), NOW)
-            .changed
+        !i.job_ended(
+            &job(JobKind::Teardown, JobStatus::Finished),
+            &deploy(),
+            at(NOW)
+        )
+        .changed
     );
 }
 
@@ -308,7 +321,7 @@ fn a_teardown_of_the_sandbox_empties_it() {
     i.sandbox.artifact_digest = Some("sha256:s".into());
     let mut j = job(JobKind::Teardown, JobStatus::Finished);
     j.component = SANDBOX.into();
-    assert!(i.job_ended(&j, &deploy(), NOW).changed);
+    assert!(i.job_ended(&j, &deploy(), at(NOW)).changed);
     assert_eq!(i.sandbox, ComponentState::default());
 }
 
@@ -319,7 +332,7 @@ fn a_failed_teardown_or_sync_leaves_the_install_as_it_is() {
         i.component_mut("db").status = ComponentStatus::Active;
         let before = i.clone();
         assert!(
-            !i.job_ended(&job(k, JobStatus::Failed), &deploy(), NOW)
+            !i.job_ended(&job(k, JobStatus::Failed), &deploy(), at(NOW))
                 .changed
         );
         assert_eq!(i, before);
@@ -332,13 +345,19 @@ fn an_action_step_records_its_outputs_and_the_run_ends_with_the_last_step() {
     let mut j = job(JobKind::Action, JobStatus::Finished);
     j.component = "backup".into();
     j.outputs = outputs(&[("path", "s3://b/1")]);
-    assert!(i.job_ended(&j, &action_step("dump", false), NOW).changed);
+    assert!(
+        i.job_ended(&j, &action_step("dump", false), at(NOW))
+            .changed
+    );
     let run = &i.actions["backup"];
     assert_eq!(run.status, "running");
     assert_eq!(run.workflow, "w");
     assert_eq!(run.outputs["path"], "s3://b/1");
     assert_eq!(run.outputs["steps"]["dump"]["path"], "s3://b/1");
-    assert!(i.job_ended(&j, &action_step("upload", true), NOW).changed);
+    assert!(
+        i.job_ended(&j, &action_step("upload", true), at(NOW))
+            .changed
+    );
     assert_eq!(i.actions["backup"].status, "succeeded");
 }
 
@@ -347,7 +366,10 @@ fn a_failed_action_step_fails_the_run() {
     let mut i = install();
     let mut j = job(JobKind::Action, JobStatus::Failed);
     j.component = "backup".into();
-    assert!(i.job_ended(&j, &action_step("dump", false), NOW).changed);
+    assert!(
+        i.job_ended(&j, &action_step("dump", false), at(NOW))
+            .changed
+    );
     assert_eq!(i.actions["backup"].status, "failed");
     assert_eq!(i.actions["backup"].updated_at, NOW);
 }
@@ -356,7 +378,11 @@ fn a_failed_action_step_fails_the_run() {
 fn an_action_job_whose_workflow_is_gone_changes_nothing() {
     let mut i = install();
     let before = i.clone();
-    let r = i.job_ended(&job(JobKind::Action, JobStatus::Finished), &deploy(), NOW);
+    let r = i.job_ended(
+        &job(JobKind::Action, JobStatus::Finished),
+        &deploy(),
+        at(NOW),
+    );
     assert!(!r.changed);
     assert_eq!(i, before);
 }
@@ -367,7 +393,7 @@ fn an_action_job_whose_workflow_is_gone_changes_nothing() {
 fn a_check_with_changes_marks_the_component_drifted_once() {
     let mut i = install();
     i.component_mut("db").status = ComponentStatus::Active;
-    let r = i.job_ended(&plan(Some(true)), &drift_check(), NOW);
+    let r = i.job_ended(&plan(Some(true)), &drift_check(), at(NOW));
     assert_eq!(
         r,
         InstallChanged {
@@ -387,10 +413,10 @@ fn a_check_with_changes_marks_the_component_drifted_once() {
 #[test]
 fn a_later_check_finding_the_same_drift_is_not_news() {
     let mut i = install();
-    i.job_ended(&plan(Some(true)), &drift_check(), T0);
+    i.job_ended(&plan(Some(true)), &drift_check(), at(T0));
     let mut again = plan(Some(true));
     again.workflow_id = "w2".into();
-    let r = i.job_ended(&again, &drift_check(), NOW);
+    let r = i.job_ended(&again, &drift_check(), at(NOW));
     assert!(r.changed);
     assert!(!r.newly_drifted);
 }
@@ -399,9 +425,9 @@ fn a_later_check_finding_the_same_drift_is_not_news() {
 fn the_same_checks_result_repeated_says_it_again() {
     // The audit record it leads to is the same one: the bus keeps it once.
     let mut i = install();
-    i.job_ended(&plan(Some(true)), &drift_check(), NOW);
+    i.job_ended(&plan(Some(true)), &drift_check(), at(NOW));
     assert!(
-        i.job_ended(&plan(Some(true)), &drift_check(), NOW)
+        i.job_ended(&plan(Some(true)), &drift_check(), at(NOW))
             .newly_drifted
     );
 }
@@ -409,10 +435,10 @@ fn the_same_checks_result_repeated_says_it_again() {
 #[test]
 fn a_check_without_changes_clears_the_drift() {
     let mut i = install();
-    i.job_ended(&plan(Some(true)), &drift_check(), T0);
+    i.job_ended(&plan(Some(true)), &drift_check(), at(T0));
     let mut clean = plan(Some(false));
     clean.workflow_id = "w2".into();
-    let r = i.job_ended(&clean, &drift_check(), NOW);
+    let r = i.job_ended(&clean, &drift_check(), at(NOW));
     assert!(!r.newly_drifted);
     assert!(i.drifted().is_empty());
     assert_eq!(
@@ -426,7 +452,7 @@ fn a_failed_check_is_recorded_as_failed_not_as_drift() {
     let mut i = install();
     let mut j = job(JobKind::Plan, JobStatus::Failed);
     j.error = Some("no credentials".into());
-    let r = i.job_ended(&j, &drift_check(), NOW);
+    let r = i.job_ended(&j, &drift_check(), at(NOW));
     assert!(!r.newly_drifted);
     let d = i.component("db").unwrap().drift.clone().unwrap();
     assert!(!d.drifted);
@@ -438,8 +464,8 @@ fn a_failed_check_is_recorded_as_failed_not_as_drift() {
 #[test]
 fn a_skipped_check_says_why_and_keeps_what_was_found() {
     let mut i = install();
-    i.job_ended(&plan(Some(true)), &drift_check(), T0);
-    i.drift_skipped("db", "deploy-1", NOW);
+    i.job_ended(&plan(Some(true)), &drift_check(), at(T0));
+    i.drift_skipped("db", "deploy-1", at(NOW));
     let d = i.component("db").unwrap().drift.clone().unwrap();
     assert!(d.drifted);
     assert_eq!(d.workflow, "deploy-1");
@@ -450,7 +476,7 @@ fn a_skipped_check_says_why_and_keeps_what_was_found() {
 // --- Workflows ends and step starts -----------------------------------------------------------
 
 fn ended(kind: WorkflowKind, status: WorkflowStatus) -> Workflow {
-    let mut w = Workflow::requested("w".into(), "o", "i", kind, "c1", Default::default(), T0);
+    let mut w = Workflow::requested("w".into(), "o", "i", kind, "c1", Default::default(), at(T0));
     w.status = status;
     w
 }
@@ -460,13 +486,13 @@ fn a_deploy_leaves_the_install_active_or_failed() {
     let mut i = install();
     assert!(i.workflow_ended(
         &ended(WorkflowKind::Provision, WorkflowStatus::Succeeded),
-        NOW
+        at(NOW)
     ));
     assert_eq!(i.status, InstallStatus::Active);
     assert_eq!(i.updated_at, NOW);
     for s in [WorkflowStatus::Failed, WorkflowStatus::Cancelled] {
         let mut i = install();
-        i.workflow_ended(&ended(WorkflowKind::DeployComponents, s), NOW);
+        i.workflow_ended(&ended(WorkflowKind::DeployComponents, s), at(NOW));
         assert_eq!(i.status, InstallStatus::Failed);
     }
 }
@@ -476,7 +502,7 @@ fn a_teardown_leaves_the_install_torn_down() {
     let mut i = install();
     i.workflow_ended(
         &ended(WorkflowKind::Teardown, WorkflowStatus::Succeeded),
-        NOW,
+        at(NOW),
     );
     assert_eq!(i.status, InstallStatus::TornDown);
 }
@@ -485,7 +511,10 @@ fn a_teardown_leaves_the_install_torn_down() {
 fn only_the_workflow_holding_the_install_sets_its_status() {
     let mut i = install();
     i.last_workflow = Some("other".into());
-    assert!(!i.workflow_ended(&ended(WorkflowKind::Provision, WorkflowStatus::Failed), NOW));
+    assert!(!i.workflow_ended(
+        &ended(WorkflowKind::Provision, WorkflowStatus::Failed),
+        at(NOW)
+    ));
     assert_eq!(i.status, InstallStatus::Provisioning);
 }
 
@@ -495,7 +524,7 @@ fn actions_and_drift_checks_leave_the_install_status_alone() {
         let w = ended(k, WorkflowStatus::Failed);
         assert_eq!(w.install_status(), None);
         let mut i = install();
-        assert!(!i.workflow_ended(&w, NOW));
+        assert!(!i.workflow_ended(&w, at(NOW)));
     }
 }
 
@@ -510,8 +539,8 @@ fn a_running_workflow_has_no_install_status_yet() {
 #[test]
 fn a_plan_marks_its_component_deploying_once() {
     let mut i = install();
-    assert!(i.deploying("db", NOW));
-    assert!(!i.deploying("db", "2026-11-27T11:00:00.000Z"));
+    assert!(i.deploying("db", at(NOW)));
+    assert!(!i.deploying("db", at("2026-11-27T11:00:00.000Z")));
     let c = i.component("db").unwrap();
     assert_eq!(c.status, ComponentStatus::Deploying);
     assert_eq!(c.updated_at.as_deref(), Some(NOW));
@@ -532,8 +561,8 @@ fn an_apply_records_the_artifact_and_config_a_teardown_will_use() {
 #[test]
 fn an_action_step_starting_marks_the_run_running() {
     let mut i = install();
-    assert!(i.action_started("backup", "w", NOW));
-    assert!(!i.action_started("backup", "w", "2026-11-27T11:00:00.000Z"));
+    assert!(i.action_started("backup", "w", at(NOW)));
+    assert!(!i.action_started("backup", "w", at("2026-11-27T11:00:00.000Z")));
     assert_eq!(i.actions["backup"].status, "running");
     assert_eq!(i.actions["backup"].updated_at, NOW);
 }
@@ -541,9 +570,9 @@ fn an_action_step_starting_marks_the_run_running() {
 #[test]
 fn a_reservation_holds_only_if_nobody_took_the_install_meanwhile() {
     let mut i = install();
-    assert!(!i.reserve(Some("someone-else"), "r1", "c2", NOW));
+    assert!(!i.reserve(Some("someone-else"), "r1", "c2", at(NOW)));
     assert_eq!(i.last_workflow.as_deref(), Some("w"));
-    assert!(i.reserve(Some("w"), "r1", "c2", NOW));
+    assert!(i.reserve(Some("w"), "r1", "c2", at(NOW)));
     assert_eq!(i.last_workflow.as_deref(), Some("r1"));
     assert_eq!(i.app_config_id, "c2");
     assert_eq!(i.status, InstallStatus::Provisioning);
