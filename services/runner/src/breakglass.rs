@@ -270,9 +270,23 @@ mod tests {
             by: "token:sec".into(),
             until_ms,
         };
-        let ok = check(d.path(), "admin", "fix", Some(&api(ferry_model::now_ms() + 60_000))).unwrap();
+        let ok = check(
+            d.path(),
+            "admin",
+            "fix",
+            Some(&api(ferry_model::now_ms() + 60_000)),
+        )
+        .unwrap();
         assert!(ok.contains("through the API by token:sec"), "{ok}");
-        assert!(check(d.path(), "admin", "fix", Some(&api(ferry_model::now_ms() - 1))).is_err());
+        assert!(
+            check(
+                d.path(),
+                "admin",
+                "fix",
+                Some(&api(ferry_model::now_ms() - 1))
+            )
+            .is_err()
+        );
         assert!(revoke(d.path(), "admin", "alice").unwrap());
         let log = std::fs::read_to_string(d.path().join("break-glass/audit.log")).unwrap();
         assert!(
