@@ -85,7 +85,12 @@ impl BlobStore for LocalLayout {
     async fn put_blob(&self, digest: &str, bytes: &[u8]) -> Result<(), ArtifactError> {
         verify(digest, bytes)?;
         let path = self.path(digest)?;
-        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+        // A name of its own per write: two jobs of this process copying artifacts that share a
+        // blob write it at once, and with one temporary name the first rename took the second
+        // write's file from under it.
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp-{}-{n}", std::process::id()));
         tokio::fs::write(&tmp, bytes).await?;
         tokio::fs::rename(&tmp, &path).await?;
         Ok(())

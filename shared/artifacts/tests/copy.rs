@@ -101,3 +101,25 @@ async fn copy_from_nats_to_a_local_layout_verifies_and_skips() {
         Err(ArtifactError::NotFound(_))
     ));
 }
+
+/// Jobs of one runner copy artifacts at once, and artifacts share blobs (a layer, an empty
+/// config): every write of the same blob lands, none takes another's file from under it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_same_blob_written_at_once_by_many_copies_lands_every_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = std::sync::Arc::new(LocalLayout::open(&dir.path().join("oci")).unwrap());
+    let bytes = vec![7u8; 256 * 1024];
+    let digest = ferry_artifacts::sha256_digest(&bytes);
+    for _round in 0..20 {
+        let writes: Vec<_> = (0..8)
+            .map(|_| {
+                let (layout, bytes, digest) = (layout.clone(), bytes.clone(), digest.clone());
+                tokio::spawn(async move { layout.put_blob(&digest, &bytes).await })
+            })
+            .collect();
+        for w in writes {
+            w.await.unwrap().unwrap();
+        }
+    }
+    assert_eq!(layout.get_blob(&digest).await.unwrap(), bytes);
+}
