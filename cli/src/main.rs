@@ -124,6 +124,7 @@ async fn apps(api: &client::Api, cmd: AppsCmd) -> anyhow::Result<i32> {
     }
 }
 
+// Long: one arm per `ferry installs` subcommand, each a call; clap's enum is matched once.
 async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
     match cmd {
         InstallsCmd::Create {

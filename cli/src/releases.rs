@@ -48,48 +48,52 @@ pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
             let r: Release = api.get(&format!("/v1/releases/{id}")).await?;
             show(&r, json)?;
         }
-        ReleasesCmd::List { out } => {
-            let all: Vec<Release> = api.get("/v1/releases").await?;
-            if out.format() == Output::Json {
-                print_json(&all)?;
-            } else {
-                let rows: Vec<Vec<String>> = all
-                    .iter()
-                    .map(|r| {
-                        vec![
-                            r.id.clone(),
-                            r.app.clone(),
-                            r.config_id.clone(),
-                            render::status_word(r.status),
-                            format!(
-                                "{}/{}",
-                                r.waves.iter().filter(|w| w.passed_ms.is_some()).count(),
-                                r.waves.len()
-                            ),
-                            r.created_at.clone(),
-                            r.finished_at.clone().unwrap_or_else(|| "-".into()),
-                            r.reason.clone().unwrap_or_else(|| "-".into()),
-                        ]
-                    })
-                    .collect();
-                let columns = [
-                    ("RELEASE", MAIN),
-                    ("APP", MAIN),
-                    ("CONFIG", MAIN),
-                    ("STATUS", MAIN),
-                    ("WAVES PASSED", MAIN),
-                    ("CREATED", MAIN),
-                    ("FINISHED", WIDE),
-                    ("REASON", WIDE),
-                ];
-                println!("{}", render::listing(out.format(), &columns, &rows));
-            }
-        }
+        ReleasesCmd::List { out } => list(api, out).await?,
         ReleasesCmd::Pause { id } => change(api, &id, "pause").await?,
         ReleasesCmd::Resume { id } => change(api, &id, "resume").await?,
         ReleasesCmd::Cancel { id } => change(api, &id, "cancel").await?,
     }
     Ok(0)
+}
+
+/// `releases list`: a table (or JSON) of the org's releases, newest first.
+async fn list(api: &Api, out: crate::args::ListOutput) -> Result<()> {
+    let all: Vec<Release> = api.get("/v1/releases").await?;
+    if out.format() == Output::Json {
+        print_json(&all)?;
+    } else {
+        let rows: Vec<Vec<String>> = all
+            .iter()
+            .map(|r| {
+                vec![
+                    r.id.clone(),
+                    r.app.clone(),
+                    r.config_id.clone(),
+                    render::status_word(r.status),
+                    format!(
+                        "{}/{}",
+                        r.waves.iter().filter(|w| w.passed_ms.is_some()).count(),
+                        r.waves.len()
+                    ),
+                    r.created_at.clone(),
+                    r.finished_at.clone().unwrap_or_else(|| "-".into()),
+                    r.reason.clone().unwrap_or_else(|| "-".into()),
+                ]
+            })
+            .collect();
+        let columns = [
+            ("RELEASE", MAIN),
+            ("APP", MAIN),
+            ("CONFIG", MAIN),
+            ("STATUS", MAIN),
+            ("WAVES PASSED", MAIN),
+            ("CREATED", MAIN),
+            ("FINISHED", WIDE),
+            ("REASON", WIDE),
+        ];
+        println!("{}", render::listing(out.format(), &columns, &rows));
+    }
+    Ok(())
 }
 
 async fn change(api: &Api, id: &str, what: &str) -> Result<()> {

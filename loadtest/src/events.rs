@@ -76,7 +76,34 @@ pub async fn run(hub: &ferry_tests::NatsServer, streams: usize, changes: usize) 
     // A stream allows about a thousand consumers (nats-server 2.15's default), the server's
     // own and the catch-ups included: the baseline measures a few hundred and divides.
     let raw = raw_baseline(hub, streams.min(500)).await?;
-    let per = |kib: u64| (kib.saturating_sub(idle)) as f64 / streams as f64;
+    let rss = Rss {
+        idle,
+        with_streams,
+        after_changes,
+        closed,
+        reopened,
+    };
+    print_table(streams, &rss, raw);
+    println!(
+        "opened in {:.1} s; {received} of {} change events arrived ({changes} changes to each stream)",
+        opened.as_secs_f64(),
+        changes * streams,
+    );
+    Ok(())
+}
+
+/// The control plane's resident memory at each point of the run, KiB.
+struct Rss {
+    idle: u64,
+    with_streams: u64,
+    after_changes: u64,
+    closed: u64,
+    reopened: u64,
+}
+
+/// The figures as a table: memory at each point, per stream, and the ratio to a raw consumer's.
+fn print_table(streams: usize, m: &Rss, raw: f64) {
+    let per = |kib: u64| (kib.saturating_sub(m.idle)) as f64 / streams as f64;
     println!(
         "{:>8} {:>9} {:>9} {:>11} {:>10} {:>10} {:>12} {:>12} {:>7}",
         "streams",
@@ -89,24 +116,18 @@ pub async fn run(hub: &ferry_tests::NatsServer, streams: usize, changes: usize) 
         "raw KB/cons",
         "ratio"
     );
-    let per_stream = per(after_changes.max(with_streams));
+    let per_stream = per(m.after_changes.max(m.with_streams));
     println!(
         "{streams:>8} {:>9.1} {:>9.1} {:>11.1} {:>10.1} {:>10.1} {:>12.1} {:>12.1} {:>7.1}",
-        idle as f64 / 1024.0,
-        with_streams as f64 / 1024.0,
-        after_changes as f64 / 1024.0,
+        m.idle as f64 / 1024.0,
+        m.with_streams as f64 / 1024.0,
+        m.after_changes as f64 / 1024.0,
         per_stream,
-        closed as f64 / 1024.0,
-        reopened as f64 / 1024.0,
+        m.closed as f64 / 1024.0,
+        m.reopened as f64 / 1024.0,
         raw,
         per_stream / raw.max(0.1),
     );
-    println!(
-        "opened in {:.1} s; {received} of {} change events arrived ({changes} changes to each stream)",
-        opened.as_secs_f64(),
-        changes * streams,
-    );
-    Ok(())
 }
 
 /// An open `/v1/events` response, read up to its subscription comment.

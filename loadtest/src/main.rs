@@ -148,6 +148,8 @@ fn main() -> Result<()> {
         .block_on(run(args))
 }
 
+// Long: the benchmark's script, top to bottom (start the hub, the scheduler, the installs,
+// run the baseline, run the dispatch, print); it is read as a script.
 async fn run(args: Args) -> Result<()> {
     let mut server = None;
     // The hub is a real one: TLS with client certificates, the services' user (as `ferry-server`

@@ -237,6 +237,34 @@ pub struct BootstrapReply {
 }
 
 /// `POST /v1/bootstrap`: a certificate for a one-time token and a CSR.
+/// The bootstrap token `text` names, if its secret matches and it may still be used; refused
+/// (401) otherwise, the same way whether it is unknown or its secret is wrong.
+async fn usable_token(
+    s: &ApiState,
+    text: &str,
+) -> Result<ferry_store::Versioned<BootstrapToken>, ApiError> {
+    let refused = |why: &str| {
+        warn!(reason = why, "bootstrap refused");
+        ApiError::Unauthorized(why.into())
+    };
+    let text =
+        TokenText::parse_bootstrap(text.trim()).ok_or_else(|| refused("not a bootstrap token"))?;
+    let found = s
+        .store
+        .repo::<BootstrapToken>()
+        .get(&text.org, &text.id)
+        .await?
+        .ok_or_else(|| refused("unknown bootstrap token"))?;
+    let digest = hex::encode(Sha256::digest(text.secret.as_bytes()));
+    if !crate::auth::same(&digest, &found.value.secret_sha256) {
+        return Err(refused("unknown bootstrap token"));
+    }
+    if let Some(why) = found.value.unusable(now_unix()) {
+        return Err(refused(why));
+    }
+    Ok(found)
+}
+
 #[utoipa::path(
     post,
     path = "/v1/bootstrap",
@@ -257,20 +285,8 @@ pub async fn bootstrap(
             "this API has no CA to issue certificates with (--hub-dir)".into(),
         ));
     };
-    let text = TokenText::parse_bootstrap(req.token.trim())
-        .ok_or_else(|| refused("not a bootstrap token"))?;
+    let found = usable_token(&s, &req.token).await?;
     let tokens = s.store.repo::<BootstrapToken>();
-    let found = tokens
-        .get(&text.org, &text.id)
-        .await?
-        .ok_or_else(|| refused("unknown bootstrap token"))?;
-    let digest = hex::encode(Sha256::digest(text.secret.as_bytes()));
-    if !crate::auth::same(&digest, &found.value.secret_sha256) {
-        return Err(refused("unknown bootstrap token"));
-    }
-    if let Some(why) = found.value.unusable(now_unix()) {
-        return Err(refused(why));
-    }
     let record = found.value.clone();
     let access = access(&s.store, &record.org, &record.install).await?;
     if let Some(why) = access.refuses_token(&record) {

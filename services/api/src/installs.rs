@@ -145,25 +145,14 @@ pub async fn create_install(
         Default::default(),
     )
     .await?;
-    let now = m::Timestamp::now();
-    let install = Install {
-        org: s.org.clone(),
-        name: req.name.clone(),
-        app: req.app.clone(),
-        app_config_id: config_id.clone(),
-        inputs: req.inputs,
+    let install = Install::created(
+        &s.org,
+        req,
+        &config_id,
         sensitive_inputs,
-        approve_all: req.approve_all,
-        status: m::InstallStatus::Provisioning,
-        sandbox: Default::default(),
-        components: Default::default(),
-        last_workflow: Some(wf.id.clone()),
-        created_at: now.to_string(),
-        updated_at: now.to_string(),
-        actions: Default::default(),
-        break_glass: Default::default(),
-        labels: req.labels,
-    };
+        &wf.id,
+        m::Timestamp::now(),
+    );
     // The install is created already reserved for its first workflow, in one write.
     match s.store.repo::<Install>().create(&install).await {
         Ok(_) => {}
@@ -171,7 +160,7 @@ pub async fn create_install(
             discard_workflow(&s, &wf).await?;
             return Err(ApiError::Conflict(format!(
                 "install `{}` already exists",
-                req.name
+                install.name
             )));
         }
         Err(e) => return Err(e.into()),
@@ -591,6 +580,85 @@ async fn not_busy(
     )))
 }
 
+/// The config a workflow of `kind` runs on `install`: a teardown destroys, and a drift check
+/// checks, what the install runs now; the rest deploy the app's latest.
+async fn config_to_run(
+    s: &ApiState,
+    install: &Install,
+    kind: m::WorkflowKind,
+) -> Result<String, ApiError> {
+    if matches!(
+        kind,
+        m::WorkflowKind::Teardown | m::WorkflowKind::DriftCheck
+    ) {
+        return Ok(install.app_config_id.clone());
+    }
+    s.store
+        .repo::<App>()
+        .require(&s.org, &install.app)
+        .await?
+        .value
+        .latest_config
+        .ok_or_else(|| ApiError::Conflict("the app has no config".into()))
+}
+
+/// Refuses a runbook the config does not have, or a scope naming what it does not deploy.
+async fn check_request(
+    s: &ApiState,
+    config_id: &str,
+    runbook: Option<&str>,
+    scope: &m::DeployScope,
+) -> Result<(), ApiError> {
+    if let Some(r) = runbook {
+        let (_, _, cfg) = s.store.config(&s.org, config_id).await?;
+        if cfg.runbook(r).is_none() {
+            let known: Vec<&str> = cfg.runbooks.iter().map(|r| r.name.as_str()).collect();
+            return Err(ApiError::NotFound(format!(
+                "the app has no runbook `{r}`{}",
+                ferry_appconfig::did_you_mean(r, known.iter().copied())
+            )));
+        }
+    }
+    if !scope.components.is_empty() {
+        let (_, _, cfg) = s.store.config(&s.org, config_id).await?;
+        scope
+            .select(&ferry_store::deploy_stages(&cfg))
+            .map_err(ApiError::BadRequest)?;
+    }
+    Ok(())
+}
+
+/// Sets changed input values on `install` (checked against config `config_id`) and returns the
+/// deploy's scope: what reads a changed input redeploys, with what depends on it; unless the
+/// app itself changed since the install's last deploy (then `scope`, everything).
+async fn with_inputs(
+    s: &ApiState,
+    install: &mut Install,
+    changes: BTreeMap<String, String>,
+    config_id: &str,
+    scope: m::DeployScope,
+) -> Result<m::DeployScope, ApiError> {
+    let changed: std::collections::BTreeSet<String> = changes
+        .iter()
+        .filter(|(k, v)| install.inputs.get(*k) != Some(v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    let mut values = install.inputs.clone();
+    values.extend(changes);
+    let cfg = check_inputs(s, config_id, &values).await?;
+    install.sensitive_inputs = sensitive_inputs(&cfg);
+    install.inputs = values;
+    let readers = cfg.readers_of(&changed);
+    if install.app_config_id == config_id && !readers.is_empty() {
+        return Ok(m::DeployScope {
+            components: readers,
+            with_dependents: true,
+            plan_only: false,
+        });
+    }
+    Ok(scope)
+}
+
 /// Starts a workflow of `kind` on an existing install that is not busy: reserve, then start.
 /// `inputs` changes input values in the same compare-and-swap that reserves the install.
 async fn start_on_install(
@@ -608,62 +676,14 @@ async fn start_on_install(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
     let preempted = not_busy(s, &cur.value, kind).await?;
-    // A teardown destroys, and a drift check checks, what the install runs now.
-    let config_id = if matches!(
-        kind,
-        m::WorkflowKind::Teardown | m::WorkflowKind::DriftCheck
-    ) {
-        cur.value.app_config_id.clone()
-    } else {
-        s.store
-            .repo::<App>()
-            .require(&s.org, &cur.value.app)
-            .await?
-            .value
-            .latest_config
-            .ok_or_else(|| ApiError::Conflict("the app has no config".into()))?
-    };
-    if let Some(r) = &runbook {
-        let (_, _, cfg) = s.store.config(&s.org, &config_id).await?;
-        if cfg.runbook(r).is_none() {
-            let known: Vec<&str> = cfg.runbooks.iter().map(|r| r.name.as_str()).collect();
-            return Err(ApiError::NotFound(format!(
-                "the app has no runbook `{r}`{}",
-                ferry_appconfig::did_you_mean(r, known.iter().copied())
-            )));
-        }
-    }
-    if !scope.components.is_empty() {
-        let (_, _, cfg) = s.store.config(&s.org, &config_id).await?;
-        scope
-            .select(&ferry_store::deploy_stages(&cfg))
-            .map_err(ApiError::BadRequest)?;
-    }
+    let config_id = config_to_run(s, &cur.value, kind).await?;
+    check_request(s, &config_id, runbook.as_deref(), &scope).await?;
     let mut install = cur.value;
-    let mut scope = scope;
     let cause = inputs.as_ref().map(|_| "update-inputs".to_string());
-    if let Some(changes) = inputs {
-        let changed: std::collections::BTreeSet<String> = changes
-            .iter()
-            .filter(|(k, v)| install.inputs.get(*k) != Some(v))
-            .map(|(k, _)| k.clone())
-            .collect();
-        let mut values = install.inputs.clone();
-        values.extend(changes);
-        let cfg = check_inputs(s, &config_id, &values).await?;
-        install.sensitive_inputs = sensitive_inputs(&cfg);
-        install.inputs = values;
-        // What reads a changed input redeploys, with what depends on it; unless the app itself
-        // changed since the install's last deploy (then everything does).
-        let readers = cfg.readers_of(&changed);
-        if install.app_config_id == config_id && !readers.is_empty() {
-            scope = m::DeployScope {
-                components: readers,
-                with_dependents: true,
-                plan_only: false,
-            };
-        }
-    }
+    let scope = match inputs {
+        Some(changes) => with_inputs(s, &mut install, changes, &config_id, scope).await?,
+        None => scope,
+    };
     // Reserve, then start: the workflow runs only if the install now points to it. Of concurrent
     // deploys one wins the compare-and-swap; the others are refused and their workflows discarded
     // before anything was requested.

@@ -267,6 +267,8 @@ impl Point {
 }
 
 /// Every `ferry_runner_*` family of the fresh samples (the registry adds the `ferry_` prefix).
+// Long: the table of every `ferry_runner_*` family, one line each (docs/metrics.md lists the
+// same); a table split over functions is harder to check against the docs.
 fn families(samples: &[(RunnerKey, f64, RunnerMetrics)]) -> Vec<Family> {
     let mut f: Vec<Family> = vec![];
     let mut add = |name: &'static str, help: &'static str, labels: Labels, p: Point| match f

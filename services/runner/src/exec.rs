@@ -181,17 +181,7 @@ impl Executor {
                     self.plugin(&offer, &execution_id, limit, &log, &stop).await
                 }
             };
-            let mut result = result;
-            result.error = result.error.map(|e| log.mask(&e));
-            // An output that shows a secret (a DSN with the password in it) is sensitive.
-            if let Ok(outputs) = serde_json::from_str::<ferry_model::Outputs>(&result.outputs_json)
-            {
-                for name in ferry_model::outputs_echoing(&outputs, &redacted_values(&offer.spec)) {
-                    if !result.sensitive_outputs.contains(&name) {
-                        result.sensitive_outputs.push(name);
-                    }
-                }
-            }
+            let result = masked(result, &offer.spec, &log);
             match (&result.status, &result.error) {
                 (Outcome::Succeeded, _) => log.system("succeeded").await,
                 (status, Some(e)) => {
@@ -207,27 +197,39 @@ impl Executor {
             // the complete log.
             let lines = log_task.await.unwrap_or(0);
             info!(status = ?result.status, lines, "job finished");
-            let mut finished = JobEvent {
-                job_id: offer.job_id.clone(),
-                execution_id: execution_id.clone(),
-                seq: 1,
-                at_ms: ferry_model::now_ms(),
-                body: EventBody::Finished(Box::new(result)),
-            };
-            let mut payload = encode(&finished);
-            if payload.len() + RESULT_HEADROOM > self.max_payload()
-                && let EventBody::Finished(result) = &finished.body
-            {
-                let small = self.offload(&execution_id, result, payload.len()).await;
-                finished.body = EventBody::Finished(Box::new(small));
-                payload = encode(&finished);
-            }
-            self.outbox
-                .send(&event_subject, &format!("{execution_id}-1"), payload)
+            self.report(&offer.job_id, &execution_id, &event_subject, result)
                 .await;
         }
         .instrument(span)
         .await
+    }
+
+    /// Sends the job's result (in chunks when it does not fit in a message: see `offload`).
+    async fn report(
+        &self,
+        job_id: &str,
+        execution_id: &str,
+        event_subject: &str,
+        result: JobResult,
+    ) {
+        let mut finished = JobEvent {
+            job_id: job_id.to_string(),
+            execution_id: execution_id.to_string(),
+            seq: 1,
+            at_ms: ferry_model::now_ms(),
+            body: EventBody::Finished(Box::new(result)),
+        };
+        let mut payload = encode(&finished);
+        if payload.len() + RESULT_HEADROOM > self.max_payload()
+            && let EventBody::Finished(result) = &finished.body
+        {
+            let small = self.offload(execution_id, result, payload.len()).await;
+            finished.body = EventBody::Finished(Box::new(small));
+            payload = encode(&finished);
+        }
+        self.outbox
+            .send(event_subject, &format!("{execution_id}-1"), payload)
+            .await;
     }
 
     /// A result too large for a message, published in chunks on the execution's result subject
@@ -534,24 +536,7 @@ impl Executor {
         log: &LogHandle,
         stop: &Stop,
     ) -> Result<std::process::ExitStatus, JobResult> {
-        let exe = std::env::current_exe().map_err(|e| {
-            failed(format!(
-                "cannot find the runner executable to start the plugin: {e}"
-            ))
-        })?;
-        let mut cmd = tokio::process::Command::new(exe);
-        cmd.arg("plugin")
-            .arg("--job")
-            .arg(job.work_dir.join("job.json"))
-            .arg("--result")
-            .arg(job.work_dir.join("result.json"))
-            .current_dir(&job.src_dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group, so a timeout or a cancel reaches every tool it started.
-            .process_group(0)
-            .kill_on_drop(true);
+        let mut cmd = plugin_command(job).map_err(failed)?;
         let mut child = cmd
             .spawn()
             .map_err(|e| failed(format!("starting the plugin: {e}")))?;
@@ -711,6 +696,41 @@ fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
             }
         }
     })
+}
+
+/// `ferry-runner plugin` for `job`, in its own process group (so a timeout or a cancel reaches
+/// every tool it starts), its output piped to the log.
+fn plugin_command(job: &PluginJob) -> Result<tokio::process::Command, String> {
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find the runner executable to start the plugin: {e}"))?;
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.arg("plugin")
+        .arg("--job")
+        .arg(job.work_dir.join("job.json"))
+        .arg("--result")
+        .arg(job.work_dir.join("result.json"))
+        .current_dir(&job.src_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, so a timeout or a cancel reaches every tool it started.
+        .process_group(0)
+        .kill_on_drop(true);
+    Ok(cmd)
+}
+
+/// The result as it may leave the host: its error masked like the log, and an output that
+/// shows a secret (a DSN with the password in it) marked sensitive.
+fn masked(mut result: JobResult, spec: &JobSpec, log: &LogHandle) -> JobResult {
+    result.error = result.error.map(|e| log.mask(&e));
+    if let Ok(outputs) = serde_json::from_str::<ferry_model::Outputs>(&result.outputs_json) {
+        for name in ferry_model::outputs_echoing(&outputs, &redacted_values(spec)) {
+            if !result.sensitive_outputs.contains(&name) {
+                result.sensitive_outputs.push(name);
+            }
+        }
+    }
+    result
 }
 
 /// Writes the plugin's job file, `work/job.json`.

@@ -350,6 +350,24 @@ async fn hub_greeting(
     Ok(())
 }
 
+/// The install's registry `--registry` names, its URL checked now: a bad one stops the runner at
+/// start, not at its first job.
+fn install_registry(
+    args: &Args,
+) -> Result<Option<ferry_runner::registry::InstallRegistry>, String> {
+    Ok(match &args.registry {
+        Some(url) => {
+            ferry_artifacts::Registry::new(url, ferry_artifacts::Auth::Anonymous)
+                .map_err(|e| format!("--registry {url}: {e}"))?;
+            Some(ferry_runner::registry::InstallRegistry {
+                url: url.clone(),
+                ecr_region: args.registry_ecr_region.clone(),
+            })
+        }
+        None => None,
+    })
+}
+
 /// The runner's configuration: its org and install are the ones its certificate names.
 async fn config(args: Args) -> Result<RunnerConfig, String> {
     let files = ferry_pki::InstallFiles::new(
@@ -396,18 +414,7 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
             identity: files.clone(),
         })
     };
-    let install_registry = match &args.registry {
-        Some(url) => {
-            // Checked now: a bad URL stops the runner at start, not at its first job.
-            ferry_artifacts::Registry::new(url, ferry_artifacts::Auth::Anonymous)
-                .map_err(|e| format!("--registry {url}: {e}"))?;
-            Some(ferry_runner::registry::InstallRegistry {
-                url: url.clone(),
-                ecr_region: args.registry_ecr_region.clone(),
-            })
-        }
-        None => None,
-    };
+    let install_registry = install_registry(&args)?;
     Ok(RunnerConfig {
         mode,
         nats_url: args.nats_url,

@@ -113,6 +113,10 @@ impl Drop for Runner {
 }
 
 impl Runner {
+    // Long: the runner's start in the order it must happen (orphans killed, the leaf started or
+    // the hub connected, the link watched, the spool's forwarder, the executor, its metrics and
+    // the certificate's rotation started); each step is a call, and the order is what this
+    // function is for.
     pub async fn connect(cfg: RunnerConfig) -> Result<Runner, RunnerError> {
         if !subjects::is_valid_token(&cfg.org) || !subjects::is_valid_token(&cfg.install) {
             return Err(RunnerError::Setup(format!(
@@ -483,38 +487,8 @@ impl Runner {
                 attempt,
                 lease_ms,
             }) => {
-                let permit = match self.slots.clone().acquire_owned().await {
-                    Ok(p) => p,
-                    Err(_) => return true,
-                };
-                let exec = self.executor.clone();
-                let public_id = ferry_model::execution_public_id(&offer.job_id, attempt);
-                info!(job = %offer.job_id, execution = %public_id, attempt, kind = offer.spec.label(), component = offer.spec.component(), "job claimed");
-                let stop = Arc::new(Stop::default());
-                if let Ok(mut r) = self.running.lock() {
-                    r.insert(offer.job_id.clone(), stop.clone());
-                }
-                let keeper = tokio::spawn(keep_lease(
-                    self.client.clone(),
-                    subjects::lease(&self.cfg.org, &self.cfg.install),
-                    LeaseRenewal {
-                        job_id: offer.job_id.clone(),
-                        execution_id: execution_id.clone(),
-                    },
-                    asked,
-                    Duration::from_millis(u64::from(lease_ms.max(300))),
-                    stop.clone(),
-                ));
-                let running = self.running.clone();
-                self.jobs.spawn(async move {
-                    let job_id = offer.job_id.clone();
-                    exec.run(offer, execution_id, attempt, stop).await;
-                    keeper.abort();
-                    if let Ok(mut r) = running.lock() {
-                        r.remove(&job_id);
-                    }
-                    drop(permit);
-                });
+                self.start_job(offer, execution_id, attempt, lease_ms, asked)
+                    .await
             }
             Ok(ClaimReply::Refused { reason }) => {
                 debug!(job = %offer.job_id, %reason, "claim refused");
@@ -524,6 +498,50 @@ impl Runner {
             }
         }
         true
+    }
+
+    /// Runs a granted job in its own task, holding a slot and keeping its lease (counted from
+    /// `asked`, when the claim was sent) until it ends.
+    async fn start_job(
+        &self,
+        offer: JobOffer,
+        execution_id: String,
+        attempt: u32,
+        lease_ms: u32,
+        asked: tokio::time::Instant,
+    ) {
+        let Ok(permit) = self.slots.clone().acquire_owned().await else {
+            // The slots are closed: the runner is stopping.
+            return;
+        };
+        let exec = self.executor.clone();
+        let public_id = ferry_model::execution_public_id(&offer.job_id, attempt);
+        info!(job = %offer.job_id, execution = %public_id, attempt, kind = offer.spec.label(), component = offer.spec.component(), "job claimed");
+        let stop = Arc::new(Stop::default());
+        if let Ok(mut r) = self.running.lock() {
+            r.insert(offer.job_id.clone(), stop.clone());
+        }
+        let keeper = tokio::spawn(keep_lease(
+            self.client.clone(),
+            subjects::lease(&self.cfg.org, &self.cfg.install),
+            LeaseRenewal {
+                job_id: offer.job_id.clone(),
+                execution_id: execution_id.clone(),
+            },
+            asked,
+            Duration::from_millis(u64::from(lease_ms.max(300))),
+            stop.clone(),
+        ));
+        let running = self.running.clone();
+        self.jobs.spawn(async move {
+            let job_id = offer.job_id.clone();
+            exec.run(offer, execution_id, attempt, stop).await;
+            keeper.abort();
+            if let Ok(mut r) = running.lock() {
+                r.remove(&job_id);
+            }
+            drop(permit);
+        });
     }
 }
 

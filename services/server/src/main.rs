@@ -192,6 +192,8 @@ fn main() {
     }
 }
 
+// Long: one arm per `ferry-server` subcommand and the serve path's wiring in start order;
+// each step is a call.
 async fn run(args: Args) -> Result<()> {
     match &args.cmd {
         Some(Cmd::HubInit {

@@ -127,6 +127,8 @@ impl Checker<'_> {
         );
     }
 
+    // Long: one case per schema type (string, integer, float, bool, duration, enum, list, map,
+    // table...), each a few lines: the type checker's whole dispatch.
     pub fn value(&mut self, node: &Node, ty: Ty, key: &str) {
         match ty {
             Ty::Str => match &node.v {

@@ -45,39 +45,8 @@ pub fn build(cfg: &AppConfig, facts: &Facts) -> Value {
         })
         .collect();
     let sandbox_outputs = Value::Object(facts.sandbox_outputs.unwrap_or(&empty).clone());
-    let components: Map<String, Value> = cfg
-        .components
-        .iter()
-        .map(|c| {
-            let outputs = facts
-                .component_outputs
-                .and_then(|o| o.get(&c.name))
-                .cloned()
-                .unwrap_or_default();
-            let state = json!({
-                "outputs": outputs,
-                "status": "",
-                "build_id": "",
-                "component_id": c.name,
-                "install_component_id": "",
-                "name": c.name,
-            });
-            (c.name.clone(), state)
-        })
-        .collect();
-    let workflows: Map<String, Value> = cfg
-        .actions
-        .iter()
-        .map(|a| {
-            let state = match facts.actions.and_then(|runs| runs.get(&a.name)) {
-                Some(run) => json!({
-                    "id": run.workflow, "status": run.status, "outputs": run.outputs,
-                }),
-                None => json!({ "id": "", "status": "", "outputs": {} }),
-            };
-            (a.name.clone(), state)
-        })
-        .collect();
+    let components = components(cfg, facts);
+    let workflows = action_runs(cfg, facts);
     // `.nuon.secrets.NAME` is the secret's sync status, never its value: values stay in the install.
     let secrets: Map<String, Value> = cfg
         .secrets
@@ -123,6 +92,45 @@ pub fn build(cfg: &AppConfig, facts: &Facts) -> Value {
             },
         }
     })
+}
+
+/// `.nuon.components.NAME`: each component's outputs so far (the rest of Nuon's fields empty).
+fn components(cfg: &AppConfig, facts: &Facts) -> Map<String, Value> {
+    cfg.components
+        .iter()
+        .map(|c| {
+            let outputs = facts
+                .component_outputs
+                .and_then(|o| o.get(&c.name))
+                .cloned()
+                .unwrap_or_default();
+            let state = json!({
+                "outputs": outputs,
+                "status": "",
+                "build_id": "",
+                "component_id": c.name,
+                "install_component_id": "",
+                "name": c.name,
+            });
+            (c.name.clone(), state)
+        })
+        .collect()
+}
+
+/// `.nuon.actions.workflows.NAME`: each action's latest run.
+fn action_runs(cfg: &AppConfig, facts: &Facts) -> Map<String, Value> {
+    cfg.actions
+        .iter()
+        .map(|a| {
+            let state = match facts.actions.and_then(|runs| runs.get(&a.name)) {
+                Some(run) => json!({
+                    "id": run.workflow, "status": run.status, "outputs": run.outputs,
+                }),
+                None => json!({ "id": "", "status": "", "outputs": {} }),
+            };
+            (a.name.clone(), state)
+        })
+        .collect()
 }
 
 /// Maps below `.nuon` whose keys are known only after something ran: any key is accepted there at

@@ -107,6 +107,36 @@ impl Job {
 }
 
 impl Install {
+    /// A new install of org `org` as `req` asks, with config `config_id` (the inputs named in
+    /// `sensitive_inputs` never shown), created already reserved for its provision `workflow`.
+    pub fn created(
+        org: &str,
+        req: crate::api::CreateInstall,
+        config_id: &str,
+        sensitive_inputs: Vec<String>,
+        workflow: &str,
+        now: Timestamp,
+    ) -> Install {
+        Install {
+            org: org.into(),
+            name: req.name,
+            app: req.app,
+            app_config_id: config_id.into(),
+            inputs: req.inputs,
+            sensitive_inputs,
+            approve_all: req.approve_all,
+            status: InstallStatus::Provisioning,
+            sandbox: Default::default(),
+            components: Default::default(),
+            last_workflow: Some(workflow.into()),
+            created_at: now.to_string(),
+            updated_at: now.to_string(),
+            actions: Default::default(),
+            break_glass: Default::default(),
+            labels: req.labels,
+        }
+    }
+
     /// Carries a job's end into the install: a failed plan or apply fails its component, a plan
     /// without changes leaves it active, an apply records its outputs and clears its drift, a
     /// teardown removes it, an action step records its run; a drift check records what it found.

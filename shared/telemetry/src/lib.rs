@@ -101,6 +101,8 @@ pub struct Metrics {
 /// Upper bounds of the dispatch latency histogram, in seconds.
 const DISPATCH_BOUNDS: [f64; 10] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0];
 
+// Long: the registration table of every control-plane metric (name, help, handle), one
+// entry each, as docs/metrics.md lists them.
 pub fn metrics() -> &'static Metrics {
     static METRICS: OnceLock<Metrics> = OnceLock::new();
     METRICS.get_or_init(|| {

@@ -51,77 +51,8 @@ pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
     // `vars` reach scripts as environment too; `env_vars` win where both name the same variable.
     let env: BTreeMap<String, String> = job.vars.iter().chain(job.env.iter()).cloned().collect();
     match job.phase {
-        Phase::Plan => {
-            let mut plan_output = String::new();
-            if job.src_dir.join("plan.sh").is_file() {
-                let (status, out) = run_tee(&mut command(job, "plan.sh", &env))?;
-                if !status.success() {
-                    return Err(PluginError(format!("plan.sh failed ({status})")));
-                }
-                plan_output = out;
-            }
-            let plan = ScriptPlan {
-                component: job.component.clone(),
-                artifact_digest: job.artifact_digest.clone(),
-                env,
-                plan_output,
-            };
-            let bytes = serde_json::to_vec_pretty(&plan)?;
-            let digest = sha256(&bytes);
-            let changes = job.applied_digest.as_deref() != Some(digest.as_str());
-            let file = job.work_dir.join("plan.json");
-            std::fs::write(&file, &bytes)?;
-            let summary = if changes {
-                "apply.sh will run".to_string()
-            } else {
-                "no changes".to_string()
-            };
-            println!("plan: {summary} ({digest})");
-            Ok(PluginResult {
-                plan: Some(PluginPlan {
-                    diff: None,
-                    file,
-                    changes,
-                    summary,
-                }),
-                ..Default::default()
-            })
-        }
-        Phase::Apply => {
-            let plan: ScriptPlan = serde_json::from_slice(&approved_plan(job)?)?;
-            if plan.artifact_digest != job.artifact_digest {
-                return Err(PluginError(format!(
-                    "the approved plan is for artifact {}, not {}",
-                    plan.artifact_digest, job.artifact_digest
-                )));
-            }
-            let outputs_file = job.work_dir.join("outputs.json");
-            let status =
-                run(command(job, "apply.sh", &plan.env).env("FERRY_OUTPUTS", &outputs_file))?;
-            if !status.success() {
-                return Err(PluginError(format!("apply.sh failed ({status})")));
-            }
-            let outputs = match std::fs::read(&outputs_file) {
-                Ok(bytes) => match serde_json::from_slice::<serde_json::Value>(&bytes) {
-                    Ok(serde_json::Value::Object(m)) => m,
-                    Ok(_) => {
-                        return Err(PluginError(
-                            "apply.sh wrote outputs that are not a JSON object".into(),
-                        ));
-                    }
-                    Err(e) => {
-                        return Err(PluginError(format!(
-                            "apply.sh wrote invalid JSON outputs: {e}"
-                        )));
-                    }
-                },
-                Err(_) => Default::default(),
-            };
-            Ok(PluginResult {
-                outputs,
-                ..Default::default()
-            })
-        }
+        Phase::Plan => plan(job, env),
+        Phase::Apply => apply(job),
         Phase::Teardown => {
             if job.src_dir.join("teardown.sh").is_file() {
                 let status = run(&mut command(job, "teardown.sh", &env))?;
@@ -132,4 +63,80 @@ pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
             Ok(PluginResult::default())
         }
     }
+}
+
+/// Runs `plan.sh` (if there is one) and records what the apply would run with: the plan is that
+/// record, and its digest against the one last applied says whether anything changes.
+fn plan(job: &PluginJob, env: BTreeMap<String, String>) -> Result<PluginResult, PluginError> {
+    let mut plan_output = String::new();
+    if job.src_dir.join("plan.sh").is_file() {
+        let (status, out) = run_tee(&mut command(job, "plan.sh", &env))?;
+        if !status.success() {
+            return Err(PluginError(format!("plan.sh failed ({status})")));
+        }
+        plan_output = out;
+    }
+    let plan = ScriptPlan {
+        component: job.component.clone(),
+        artifact_digest: job.artifact_digest.clone(),
+        env,
+        plan_output,
+    };
+    let bytes = serde_json::to_vec_pretty(&plan)?;
+    let digest = sha256(&bytes);
+    let changes = job.applied_digest.as_deref() != Some(digest.as_str());
+    let file = job.work_dir.join("plan.json");
+    std::fs::write(&file, &bytes)?;
+    let summary = if changes {
+        "apply.sh will run".to_string()
+    } else {
+        "no changes".to_string()
+    };
+    println!("plan: {summary} ({digest})");
+    Ok(PluginResult {
+        plan: Some(PluginPlan {
+            diff: None,
+            file,
+            changes,
+            summary,
+        }),
+        ..Default::default()
+    })
+}
+
+/// Runs `apply.sh` with the approved plan's environment; its outputs are what it wrote to
+/// `$FERRY_OUTPUTS` (a JSON object).
+fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
+    let plan: ScriptPlan = serde_json::from_slice(&approved_plan(job)?)?;
+    if plan.artifact_digest != job.artifact_digest {
+        return Err(PluginError(format!(
+            "the approved plan is for artifact {}, not {}",
+            plan.artifact_digest, job.artifact_digest
+        )));
+    }
+    let outputs_file = job.work_dir.join("outputs.json");
+    let status = run(command(job, "apply.sh", &plan.env).env("FERRY_OUTPUTS", &outputs_file))?;
+    if !status.success() {
+        return Err(PluginError(format!("apply.sh failed ({status})")));
+    }
+    let outputs = match std::fs::read(&outputs_file) {
+        Ok(bytes) => match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(serde_json::Value::Object(m)) => m,
+            Ok(_) => {
+                return Err(PluginError(
+                    "apply.sh wrote outputs that are not a JSON object".into(),
+                ));
+            }
+            Err(e) => {
+                return Err(PluginError(format!(
+                    "apply.sh wrote invalid JSON outputs: {e}"
+                )));
+            }
+        },
+        Err(_) => Default::default(),
+    };
+    Ok(PluginResult {
+        outputs,
+        ..Default::default()
+    })
 }

@@ -112,8 +112,29 @@ impl<'a> Loader<'a> {
                 format!("Ferry has no operation that fires `{kind}`: this trigger never fires"),
             );
         }
+        let component = self.trigger_component(doc, t, &kind, at, components);
+        Trigger {
+            kind,
+            cron_schedule: t
+                .str_of("cron_schedule")
+                .filter(|c| !c.is_empty())
+                .map(String::from),
+            component,
+        }
+    }
+
+    /// The component a trigger names: required by component triggers (and known), refused on
+    /// the others.
+    fn trigger_component(
+        &mut self,
+        doc: &Doc,
+        t: &Node,
+        kind: &str,
+        at: usize,
+        components: &BTreeSet<String>,
+    ) -> Option<String> {
         let component = t.str_of("component_name").map(String::from);
-        if schema::COMPONENT_TRIGGERS.contains(&kind.as_str()) {
+        if schema::COMPONENT_TRIGGERS.contains(&kind) {
             match (&component, t.get("component_name")) {
                 (None, _) => self.err(
                     &doc.path,
@@ -137,14 +158,7 @@ impl<'a> Loader<'a> {
                 format!("`component_name` is only used by component triggers, not `{kind}`"),
             );
         }
-        Trigger {
-            kind,
-            cron_schedule: t
-                .str_of("cron_schedule")
-                .filter(|c| !c.is_empty())
-                .map(String::from),
-            component,
-        }
+        component
     }
 
     /// An action's steps; each runs `command` or `inline_contents` (or a repository's), and
@@ -269,6 +283,67 @@ impl<'a> Loader<'a> {
         out
     }
 
+    /// Keys only `action` steps take, refused on a `written` step.
+    fn no_action_keys(&mut self, doc: &Doc, s: &Node, written: &str) {
+        let mut push = |at: usize, msg: String| {
+            self.diags
+                .push(&doc.path, &doc.src, at, Severity::Error, msg)
+        };
+        for k in [
+            "command",
+            "inline_contents",
+            "env_vars",
+            "timeout",
+            "action_name",
+        ] {
+            if let Some(e) = s.entry(k) {
+                push(
+                    e.key_span.start,
+                    format!("`{k}` belongs to `action` steps, not `{written}`"),
+                );
+            }
+        }
+    }
+
+    /// An `action` step given inline (`command` or `inline_contents`): its kind, or `Err` when
+    /// it also names `action_name`; `Ok(None)` when it is not inline.
+    fn inline_action(
+        &mut self,
+        doc: &Doc,
+        s: &Node,
+        name: &str,
+    ) -> Result<Option<RunbookStepKind>, ()> {
+        let inline = s.entry("command").or(s.entry("inline_contents"));
+        let mut push = |at: usize, msg: String| {
+            self.diags
+                .push(&doc.path, &doc.src, at, Severity::Error, msg)
+        };
+        if let (Some(_), Some(i)) = (s.entry("action_name"), inline) {
+            push(
+                i.key_span.start,
+                format!(
+                    "step `{name}`: an `action` step runs `action_name` or an inline action (`{}`), not both",
+                    i.key
+                ),
+            );
+            return Err(());
+        }
+        if inline.is_some() {
+            if let (Some(_), Some(e)) = (s.entry("command"), s.entry("inline_contents")) {
+                push(
+                    e.key_span.start,
+                    format!(
+                        "step `{name}`: `command` and `inline_contents` are mutually exclusive"
+                    ),
+                );
+            }
+            return Ok(Some(RunbookStepKind::Action {
+                action: String::new(),
+            }));
+        }
+        Ok(None)
+    }
+
     /// One runbook step: a component's deploy or teardown, the sandbox's reprovision or
     /// deprovision, or an action — a declared one (`action_name`) or one given inline
     /// (`command` / `inline_contents`; its action's name is empty here).
@@ -281,27 +356,9 @@ impl<'a> Loader<'a> {
     ) -> Option<RunbookStepKind> {
         let name = s.str_of("name").unwrap_or_default().to_string();
         let written = s.str_of("type")?;
-        let mut push = |at: usize, msg: String| {
-            self.diags
-                .push(&doc.path, &doc.src, at, Severity::Error, msg)
-        };
         if written != "action" {
-            for k in [
-                "command",
-                "inline_contents",
-                "env_vars",
-                "timeout",
-                "action_name",
-            ] {
-                if let Some(e) = s.entry(k) {
-                    push(
-                        e.key_span.start,
-                        format!("`{k}` belongs to `action` steps, not `{written}`"),
-                    );
-                }
-            }
+            self.no_action_keys(doc, s, written);
         }
-        let inline = s.entry("command").or(s.entry("inline_contents"));
         let (key, known, what) = match written {
             "action" => ("action_name", actions, "action"),
             "sandbox_reprovision" => {
@@ -316,30 +373,16 @@ impl<'a> Loader<'a> {
             _ => return None,
         };
         if written == "action" {
-            if let (Some(_), Some(i)) = (s.entry("action_name"), inline) {
-                push(
-                    i.key_span.start,
-                    format!(
-                        "step `{name}`: an `action` step runs `action_name` or an inline action (`{}`), not both",
-                        i.key
-                    ),
-                );
-                return None;
-            }
-            if inline.is_some() {
-                if let (Some(_), Some(e)) = (s.entry("command"), s.entry("inline_contents")) {
-                    push(
-                        e.key_span.start,
-                        format!(
-                            "step `{name}`: `command` and `inline_contents` are mutually exclusive"
-                        ),
-                    );
-                }
-                return Some(RunbookStepKind::Action {
-                    action: String::new(),
-                });
+            match self.inline_action(doc, s, &name) {
+                Ok(Some(kind)) => return Some(kind),
+                Err(()) => return None,
+                Ok(None) => {}
             }
         }
+        let mut push = |at: usize, msg: String| {
+            self.diags
+                .push(&doc.path, &doc.src, at, Severity::Error, msg)
+        };
         let Some(n) = s.get(key) else {
             let want = if written == "action" {
                 "`action_name`, or an inline `command` or `inline_contents`"

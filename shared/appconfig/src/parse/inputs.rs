@@ -43,29 +43,7 @@ impl<'a> Loader<'a> {
                     V::Str(s) => s.clone(),
                     _ => d.to_json().to_string(),
                 });
-                if let (Some(d), Some(node)) = (&default, i.get("default")) {
-                    let bad = match kind.as_str() {
-                        "number" => {
-                            !matches!(node.v, V::Int(_) | V::Float(_)) && d.parse::<f64>().is_err()
-                        }
-                        "bool" => {
-                            !matches!(node.v, V::Bool(_)) && !matches!(d.as_str(), "true" | "false")
-                        }
-                        "json" | "list" => {
-                            serde_json::from_str::<Value>(d).is_err() && matches!(node.v, V::Str(_))
-                        }
-                        _ => false,
-                    };
-                    // Nuon accepts it (its own byoc app has a bool input defaulting to a
-                    // placeholder): an install created without a value is what fails.
-                    if bad {
-                        self.warn(
-                            &doc.path,
-                            node.span.start,
-                            format!("the default of input `{name}` is not a valid {kind}: an install must give it a value"),
-                        );
-                    }
-                }
+                self.check_default(&doc, i, name, &kind, default.as_deref());
                 inputs.push(Input {
                     name: name.to_string(),
                     display_name: i.str_of("display_name").map(String::from),
@@ -87,6 +65,37 @@ impl<'a> Loader<'a> {
             }
         }
         (inputs, groups)
+    }
+
+    /// Warns of a default that is not a value of the input's type: Nuon accepts it (its own
+    /// byoc app has a bool input defaulting to a placeholder), and an install created without a
+    /// value is what fails.
+    fn check_default(
+        &mut self,
+        doc: &Doc,
+        i: &Node,
+        name: &str,
+        kind: &str,
+        default: Option<&str>,
+    ) {
+        let (Some(d), Some(node)) = (default, i.get("default")) else {
+            return;
+        };
+        let bad = match kind {
+            "number" => !matches!(node.v, V::Int(_) | V::Float(_)) && d.parse::<f64>().is_err(),
+            "bool" => !matches!(node.v, V::Bool(_)) && !matches!(d, "true" | "false"),
+            "json" | "list" => {
+                serde_json::from_str::<Value>(d).is_err() && matches!(node.v, V::Str(_))
+            }
+            _ => false,
+        };
+        if bad {
+            self.warn(
+                    &doc.path,
+                    node.span.start,
+                    format!("the default of input `{name}` is not a valid {kind}: an install must give it a value"),
+                );
+        }
     }
 
     pub(super) fn secrets(&mut self, docs: Vec<(Doc, &'static Schema)>) -> Vec<String> {

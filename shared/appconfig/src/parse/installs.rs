@@ -101,6 +101,8 @@ impl<'a> Loader<'a> {
     /// One policy (a warning when this version does not enforce it). Nuon's rules (R6): `kubernetes_cluster` policies need kyverno, the others opa;
     /// `components = ["*"]` means every component of the type, and names are not checked (Ferry
     /// warns about unknown ones). The engine defaults by the file's extension, else by the type.
+    // Long: Nuon's policy rules (R6) one after another, each a located diagnostic, in the order
+    // Nuon checks them.
     pub(super) fn policy(
         &mut self,
         doc: &Doc,

@@ -149,6 +149,8 @@ pub enum Tok {
 }
 
 /// Tokens of one action body, each with its byte offset in the template source.
+// Long: a lexer is one loop over the bytes with a case per token kind (Go's lexer is
+// written the same way); split, each case would need the loop's whole state.
 pub fn tokens(body: &str, base: usize) -> Result<Vec<(Tok, usize)>, TemplateError> {
     let b = body.as_bytes();
     let mut out = Vec::new();

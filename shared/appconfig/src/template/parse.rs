@@ -119,6 +119,8 @@ impl Template {
 }
 
 impl Parser {
+    // Long: one case per action keyword (if, range, with, define, block, template, break,
+    // continue, end, else), each small; together they are the template grammar's statement list.
     fn list(&mut self) -> Result<(Vec<Node>, Terminator), TemplateError> {
         let mut nodes = Vec::new();
         while self.pos < self.pieces.len() {
@@ -320,6 +322,8 @@ fn syntax(offset: usize, message: impl Into<String>) -> TemplateError {
 }
 
 /// Parses `[$a[, $b] (:= | =)] cmd | cmd ...`.
+// Long: Go's pipeline grammar (declarations, commands, arguments, parenthesised pipelines) in
+// one place, its cases in the order Go's parser takes them; split, that order is lost.
 fn pipeline(toks: &[(Tok, usize)], offset: usize, range: bool) -> Result<Pipeline, TemplateError> {
     let mut vars = Vec::new();
     let mut assign = false;

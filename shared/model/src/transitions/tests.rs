@@ -590,3 +590,23 @@ fn scheduled_runs_wait_for_the_sandbox_and_stop_at_teardown() {
     i.status = InstallStatus::TornDown;
     assert!(!i.runs_scheduled());
 }
+
+#[test]
+fn a_new_install_is_provisioning_and_reserved_for_its_first_workflow() {
+    let req: crate::api::CreateInstall = serde_json::from_value(serde_json::json!({
+        "name": "prod", "app": "shop", "inputs": { "db_password": "pw-123" },
+        "approve_all": true, "labels": { "tier": "gold" }
+    }))
+    .unwrap();
+    let i = Install::created("o", req, "c1", vec!["db_password".into()], "w1", at(NOW));
+    assert_eq!(
+        (i.org.as_str(), i.name.as_str(), i.app.as_str()),
+        ("o", "prod", "shop")
+    );
+    assert_eq!(i.status, InstallStatus::Provisioning);
+    assert_eq!(i.last_workflow.as_deref(), Some("w1"));
+    assert_eq!((i.created_at.as_str(), i.updated_at.as_str()), (NOW, NOW));
+    assert!(i.approve_all);
+    assert_eq!(i.labels["tier"], "gold");
+    assert_eq!(i.redacted().inputs["db_password"], crate::REDACTED);
+}

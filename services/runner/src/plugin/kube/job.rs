@@ -145,14 +145,25 @@ fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     ) {
         println!("{}", e.0);
     }
+    wait_for_job(job, &cluster, name, ns, timeout)
+}
+
+/// Waits for job `name` to succeed (or fail), at most `timeout`.
+fn wait_for_job(
+    job: &PluginJob,
+    cluster: &Cluster,
+    name: &str,
+    ns: &str,
+    timeout: Duration,
+) -> Result<PluginResult, PluginError> {
     let deadline = Instant::now() + timeout;
     loop {
-        let mut get = kubectl(job, &cluster);
+        let mut get = kubectl(job, cluster);
         get.args(["get", "job", name, "--namespace", ns, "-o", "json"]);
         let status: serde_json::Value = serde_json::from_str(&run_against(
             &mut get,
             &format!("reading job `{name}`"),
-            &cluster,
+            cluster,
         )?)
         .unwrap_or_default();
         if status["status"]["succeeded"].as_u64().unwrap_or(0) > 0 {

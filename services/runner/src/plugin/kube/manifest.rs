@@ -217,6 +217,19 @@ fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
         run_against(&mut cmd, &doing, &cluster)?;
     }
     record_applied(job, &plan.manifest)?;
+    wait_for_rollouts(job, &new, ns, timeout, &cluster)?;
+    Ok(PluginResult::default())
+}
+
+/// Waits until each workload applied (Deployment, StatefulSet, DaemonSet) has rolled out, at most
+/// `timeout` seconds each.
+fn wait_for_rollouts(
+    job: &PluginJob,
+    new: &[objects::Object],
+    ns: &str,
+    timeout: u64,
+    cluster: &Cluster,
+) -> Result<(), PluginError> {
     for o in new
         .iter()
         .filter(|o| matches!(o.kind.as_str(), "Deployment" | "StatefulSet" | "DaemonSet"))
@@ -235,10 +248,10 @@ fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
         run_against(
             &mut cmd,
             &format!("waiting for {} to be ready", o.address),
-            &cluster,
+            cluster,
         )?;
     }
-    Ok(PluginResult::default())
+    Ok(())
 }
 
 fn teardown(job: &PluginJob) -> Result<PluginResult, PluginError> {
