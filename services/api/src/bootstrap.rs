@@ -356,68 +356,42 @@ pub async fn serve_renewals(
     client: async_nats::Client,
     store: ferry_store::Store,
     issuer: Issuer,
-) -> Result<(), crate::callout::CalloutError> {
+    tasks: ferry_store::Tasks,
+) -> Result<(), ferry_store::StoreError> {
     use ferry_protocol::messages::{RenewReply, RenewRequest};
-    use ferry_protocol::subjects;
-    use futures_util::StreamExt;
-    let subscribe = |subject: &'static str| client.queue_subscribe(subject, "ferry-renew".into());
-    let by_serial = subscribe(subjects::RENEW_CERTIFICATE_ALL)
-        .await
-        .map_err(crate::callout::CalloutError::Subscribe)?;
-    let earlier = subscribe(subjects::RENEW_ALL)
-        .await
-        .map_err(crate::callout::CalloutError::Subscribe)?;
-    let mut requests = futures_util::stream::select(by_serial, earlier);
-    let limits = RenewalLimits::default();
+    use ferry_store::serve::{Answer, serve};
+    let limits = std::sync::Arc::new(RenewalLimits::default());
     let feed = ferry_store::events::EventFeed::new(store.clone());
-    while let Some(msg) = requests.next().await {
-        let (Some(reply), Some((org, install))) =
-            (msg.reply.clone(), subjects::org_install(&msg.subject))
-        else {
-            continue;
-        };
-        // `ferry.renew.<org>.<install>.<serial>`: the serial of the certificate that asks.
-        let serial = msg
-            .subject
-            .strip_prefix("ferry.renew.")
-            .and_then(|r| r.split('.').nth(2));
+    serve::<RenewRequest, _, _>(client, "ferry-renew", &tasks, move |caller, req| {
         let s = ApiState {
             store: store.clone(),
-            org: org.to_string(),
-            actor: format!("runner:{install}"),
+            org: caller.org.clone(),
+            actor: format!("runner:{}", caller.install),
             issuer: Some(issuer.clone()),
             streams: Default::default(),
             feed: feed.clone(),
             tasks: Default::default(),
         };
-        let answer = match ferry_protocol::decode::<RenewRequest>(&msg.payload) {
-            Ok(req) => match renew(&s, &limits, install, serial, &req.csr).await {
-                Ok((certificate, serial)) => {
-                    info!(org, install, %serial, "certificate renewed");
-                    RenewReply::Issued {
-                        certificate,
-                        ca: issuer.ca.cert_pem().to_string(),
+        let (limits, ca) = (limits.clone(), issuer.ca.cert_pem().to_string());
+        async move {
+            let (org, install) = (&caller.org, &caller.install);
+            Answer::reply(
+                match renew(&s, &limits, install, caller.serial(), &req.csr).await {
+                    Ok((certificate, serial)) => {
+                        info!(org, install, %serial, "certificate renewed");
+                        RenewReply::Issued { certificate, ca }
                     }
-                }
-                Err(e) => {
-                    warn!(org, install, error = %e, "certificate renewal refused");
-                    RenewReply::Refused {
-                        reason: e.to_string(),
+                    Err(e) => {
+                        warn!(org, install, error = %e, "certificate renewal refused");
+                        RenewReply::Refused {
+                            reason: e.to_string(),
+                        }
                     }
-                }
-            },
-            Err(e) => RenewReply::Refused {
-                reason: format!("undecodable request: {e}"),
-            },
-        };
-        if let Err(e) = client
-            .publish(reply, ferry_protocol::encode(&answer).into())
-            .await
-        {
-            warn!(error = %e, "could not answer a renewal");
+                },
+            )
         }
-    }
-    Err(crate::callout::CalloutError::Ended)
+    })
+    .await
 }
 
 /// Renewals an install may make at once by default (`ferry_model::quotas::TokenBucket`).

@@ -142,6 +142,8 @@ pub async fn serve(
     admitted: Admitted,
     tasks: ferry_store::Tasks,
 ) -> Result<(), CalloutError> {
+    // Raw, not `ferry_store::serve`: nats-server's auth callout protocol (JWTs signed with the
+    // callout's key), not a Ferry message from an install.
     let mut sub = client
         .queue_subscribe(AUTH_SUBJECT, "ferry-auth".into())
         .await
@@ -291,6 +293,8 @@ pub async fn kick(
 ) -> Result<usize, CalloutError> {
     let err = |e: &dyn std::fmt::Display| CalloutError::Sys(e.to_string());
     let user = user_name(org, install);
+    // Raw: a `$SYS` request every hub server answers (scatter-gather), read from an inbox of
+    // its own until the servers have spoken.
     let inbox = sys.new_inbox();
     let mut replies = sys.subscribe(inbox.clone()).await.map_err(|e| err(&e))?;
     let filter = serde_json::json!({ "acc": hub::ACCOUNT, "auth": true, "limit": 100_000 });

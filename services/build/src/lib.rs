@@ -27,8 +27,6 @@ pub enum BuildError {
     /// Opening the vendor artifact store failed; the source keeps its kind.
     #[error("NATS: {0}")]
     Nats(#[source] async_nats::Error),
-    #[error("the artifact request subscription ended")]
-    SubscriptionEnded,
 }
 
 #[derive(Clone)]

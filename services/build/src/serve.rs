@@ -13,9 +13,8 @@ use std::sync::{Arc, Mutex};
 use ferry_artifacts::{BlobStore, Manifest};
 use ferry_model as m;
 use ferry_protocol::messages::{ArtifactRead, ArtifactReply};
-use ferry_protocol::{decode, encode, subjects};
-use futures_util::StreamExt;
-use tracing::{debug, warn};
+use ferry_store::serve::{Answer, serve};
+use tracing::warn;
 
 use crate::{BuildError, BuildService};
 
@@ -55,33 +54,15 @@ impl BuildService {
 
     pub async fn serve_artifacts(self) -> Result<(), BuildError> {
         let client = self.store.js.client();
-        let mut sub = client
-            .queue_subscribe(subjects::ARTIFACT_ALL, "build".into())
-            .await
-            .map_err(|e| BuildError::Nats(Box::new(e)))?;
         // A reply is one message: half the limit leaves room for framing.
         let chunk = (client.server_info().max_payload / 2).max(1024);
-        while let Some(msg) = sub.next().await {
+        let tasks = self.tasks.clone();
+        serve::<ArtifactRead, _, _>(client, "build", &tasks, move |caller, read| {
             let s = self.clone();
-            let client = client.clone();
-            self.tasks.spawn(async move {
-                let (Some(reply), Some((org, install))) =
-                    (msg.reply.clone(), subjects::org_install(&msg.subject))
-                else {
-                    return;
-                };
-                let answer = match decode::<ArtifactRead>(&msg.payload) {
-                    Ok(read) => s.read(org, install, &read, chunk).await,
-                    Err(e) => ArtifactReply::Refused {
-                        reason: format!("undecodable request: {e}"),
-                    },
-                };
-                if let Err(e) = client.publish(reply, encode(&answer).into()).await {
-                    debug!(error = %e, "could not answer an artifact read");
-                }
-            });
-        }
-        Err(BuildError::SubscriptionEnded)
+            async move { Answer::reply(s.read(&caller.org, &caller.install, &read, chunk).await) }
+        })
+        .await?;
+        Ok(())
     }
 
     async fn read(

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use ferry_artifacts::{ArtifactError, BlobStore, verify};
 use ferry_protocol::messages::{ArtifactRead, ArtifactReply};
-use ferry_protocol::{decode, encode, subjects};
+use ferry_protocol::rpc::ask;
+use ferry_protocol::subjects;
 
 /// Artifacts larger than this are refused rather than held in memory.
 const MAX_BLOB: u64 = 4 << 30;
@@ -17,6 +18,9 @@ const MAX_BLOB: u64 = 4 << 30;
 /// How long a read waits for the control plane through an outage (a restart, a failover): a sync
 /// started then goes on when it is back, rather than failing its deploy.
 const PATIENCE: Duration = Duration::from_secs(120);
+
+/// How long one read waits for its answer.
+const ANSWER_WITHIN: Duration = Duration::from_secs(30);
 
 /// A read-only [`BlobStore`] over the artifact request subject, for one artifact (`manifest`).
 pub struct HubArtifacts {
@@ -46,17 +50,15 @@ impl HubArtifacts {
             offset,
             max_chunk: (limit / 2).max(1024) as u32,
         };
-        let payload = encode(&req);
         let deadline = tokio::time::Instant::now() + PATIENCE;
         let mut pause = Duration::from_millis(250);
-        let reply = loop {
-            let ask = self
-                .client
-                .request(self.subject.clone(), payload.clone().into());
-            let failed = match tokio::time::timeout(Duration::from_secs(30), ask).await {
-                Ok(Ok(reply)) => break reply,
-                Ok(Err(e)) => format!("asking for {digest}: {e}"),
-                Err(_) => format!("no answer for {digest} within 30 s"),
+        loop {
+            let failed = match ask(&self.client, self.subject.clone(), &req, ANSWER_WITHIN).await {
+                Ok(reply) => return Ok(reply),
+                Err(e) if !e.is_transient() => {
+                    return Err(ArtifactError::Store(format!("the reply for {digest}: {e}")));
+                }
+                Err(e) => format!("asking for {digest}: {e}"),
             };
             // No answer (no responders, a timeout): the control plane is away; wait for it.
             if tokio::time::Instant::now() + pause >= deadline {
@@ -68,9 +70,7 @@ impl HubArtifacts {
             tracing::info!(digest, reason = %failed, "artifact read waits for the control plane");
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_secs(5));
-        };
-        decode::<ArtifactReply>(&reply.payload)
-            .map_err(|e| ArtifactError::Store(format!("the reply for {digest}: {e}")))
+        }
     }
 }
 

@@ -9,8 +9,9 @@
 
 use std::time::Duration;
 
-use ferry_protocol::messages::{Doorbell, JobOffer, OfferQuery, OfferReply, StoredOffer};
-use ferry_protocol::{decode, encode, subjects};
+use ferry_protocol::messages::{Doorbell, JobOffer, OfferQuery, StoredOffer};
+use ferry_protocol::rpc::{AskError, ask};
+use ferry_protocol::{decode, subjects};
 
 /// The offer a doorbell carries, if it carries one: an empty ring means "walk the stream", which
 /// holds every offer anyway. A ring that does not decode is counted and walked past the same way.
@@ -34,11 +35,7 @@ pub fn rung(payload: &[u8]) -> Option<JobOffer> {
 #[derive(Debug, thiserror::Error)]
 pub enum OffersError {
     #[error("asking for offers: {0}")]
-    Request(#[from] async_nats::RequestError),
-    #[error("no answer for offers within 10 s")]
-    Timeout,
-    #[error("the offers reply: {0}")]
-    Decode(#[from] ferry_protocol::CodecError),
+    Ask(#[from] AskError),
 }
 
 pub struct Offers {
@@ -56,12 +53,14 @@ impl Offers {
 
     /// The first offer after sequence `after`, or `None` when there is none.
     pub async fn next(&self, after: u64) -> Result<Option<StoredOffer>, OffersError> {
-        let ask = self
-            .client
-            .request(self.subject.clone(), encode(&OfferQuery { after }).into());
-        let reply = tokio::time::timeout(Duration::from_secs(10), ask)
-            .await
-            .map_err(|_| OffersError::Timeout)??;
-        Ok(decode::<OfferReply>(&reply.payload)?.next)
+        let query = OfferQuery { after };
+        let reply = ask(
+            &self.client,
+            self.subject.clone(),
+            &query,
+            Duration::from_secs(10),
+        )
+        .await?;
+        Ok(reply.next)
     }
 }

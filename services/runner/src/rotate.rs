@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use ferry_pki::{InstallFiles, InstallIdentity};
 use ferry_protocol::messages::{RenewReply, RenewRequest};
-use ferry_protocol::{decode, encode, subjects};
+use ferry_protocol::rpc::ask;
+use ferry_protocol::subjects;
 use tokio::sync::Notify;
 use tracing::{info, warn};
 
@@ -80,15 +81,12 @@ async fn renew(
     let csr = files.new_key_and_csr(identity).map_err(|e| e.to_string())?;
     // On the subject of the certificate this connection presented: the only renewal subject the
     // hub lets it use.
-    let ask = client.request(
-        subjects::renew_certificate(&identity.org, &identity.install, current),
-        encode(&RenewRequest { csr }).into(),
-    );
-    let reply = tokio::time::timeout(Duration::from_secs(10), ask)
+    let subject = subjects::renew_certificate(&identity.org, &identity.install, current);
+    let request = RenewRequest { csr };
+    let reply = ask(client, subject, &request, Duration::from_secs(10))
         .await
-        .map_err(|_| "no answer within 10 s".to_string())?
         .map_err(|e| e.to_string())?;
-    match decode::<RenewReply>(&reply.payload).map_err(|e| e.to_string())? {
+    match reply {
         RenewReply::Issued { certificate, ca } => {
             let serial = ferry_pki::CertInfo::parse(&certificate)
                 .map_err(|e| e.to_string())?

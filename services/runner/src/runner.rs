@@ -8,7 +8,8 @@ use async_nats::jetstream;
 use ferry_protocol::messages::{
     ClaimReply, ClaimRequest, Heartbeat, JobOffer, LeaseRenewal, LeaseReply,
 };
-use ferry_protocol::{decode, encode, subjects};
+use ferry_protocol::rpc::ask;
+use ferry_protocol::{encode, subjects};
 use futures_util::StreamExt;
 use tokio::sync::Semaphore;
 use tracing::{Instrument, debug, info, info_span, warn};
@@ -309,6 +310,10 @@ impl Runner {
         let (org, install) = (self.cfg.org.clone(), self.cfg.install.clone());
         let span = info_span!("runner", org = %org, install = %install, runner = %self.id);
         async move {
+            // The two raw subscriptions of the runner: what the control plane pushes to the
+            // install (a doorbell, a cancel), not requests it answers (those are
+            // `ferry_protocol::rpc`'s). Each names the install in its subject, and the hub lets
+            // the install subscribe only to its own.
             let wake = self
                 .client
                 .subscribe(subjects::wake(&org, &install))
@@ -464,22 +469,14 @@ impl Runner {
         // on the safe side.
         let asked = tokio::time::Instant::now();
         let subject = subjects::claim(&self.cfg.org, &self.cfg.install);
-        let reply = tokio::time::timeout(
-            Duration::from_secs(10),
-            self.client.request(subject, encode(&req).into()),
-        )
-        .await;
-        let reply = match reply {
-            Ok(Ok(r)) => decode::<ClaimReply>(&r.payload),
+        let reply = match ask(&self.client, subject, &req, Duration::from_secs(10)).await {
+            Ok(r) => Ok(r),
             // Not answered: the offer stays, and the next walk asks again.
-            Ok(Err(e)) => {
+            Err(e) if e.is_transient() => {
                 debug!(job = %offer.job_id, error = %e, "claim not answered");
                 return false;
             }
-            Err(_) => {
-                debug!(job = %offer.job_id, "claim not answered in time");
-                return false;
-            }
+            Err(e) => Err(e),
         };
         match reply {
             Ok(ClaimReply::Granted {
@@ -563,17 +560,12 @@ async fn keep_lease(
     loop {
         tokio::time::sleep(every).await;
         let sent = tokio::time::Instant::now();
-        let reply = tokio::time::timeout(
-            every,
-            client.request(subject.clone(), encode(&renewal).into()),
-        )
-        .await;
-        match reply.map(|r| r.map(|m| decode::<LeaseReply>(&m.payload))) {
-            Ok(Ok(Ok(LeaseReply::Renewed { lease_ms }))) => {
+        match ask(&client, subject.clone(), &renewal, every).await {
+            Ok(LeaseReply::Renewed { lease_ms }) => {
                 let lease = Duration::from_millis(u64::from(lease_ms));
                 held_until = sent + lease - lease / 3;
             }
-            Ok(Ok(Ok(LeaseReply::Lost { reason }))) => {
+            Ok(LeaseReply::Lost { reason }) => {
                 warn!(job = %renewal.job_id, %reason, "lease lost; stopping the job");
                 stop.lost.notify_one();
                 return;
@@ -581,11 +573,11 @@ async fn keep_lease(
             // Connected, and no scheduler is running at all: nobody can give the job to another
             // runner (a scheduler that starts grants runners a full lease to renew first), so the
             // job goes on. An install keeps working while its control plane is down.
-            Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+            Err(e) if e.nobody_serves() => {
                 debug!(job = %renewal.job_id, "no scheduler is running; the lease holds");
                 held_until = sent + lease - every;
             }
-            _ => debug!(job = %renewal.job_id, "lease renewal not answered"),
+            Err(e) => debug!(job = %renewal.job_id, error = %e, "lease renewal not answered"),
         }
         if tokio::time::Instant::now() >= held_until {
             warn!(job = %renewal.job_id, "lease not renewed in time; stopping the job");

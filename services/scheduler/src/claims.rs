@@ -7,16 +7,16 @@ use std::time::Duration;
 
 use ferry_model as m;
 use ferry_protocol::messages::{ClaimReply, ClaimRequest, Heartbeat, LeaseRenewal, LeaseReply};
-use ferry_protocol::{decode, encode, subjects};
+use ferry_protocol::rpc::Caller;
+use ferry_protocol::subjects;
+use ferry_store::serve::{Answer, serve, take};
 use ferry_store::{StoreError, Versioned};
-use futures_util::StreamExt;
 use tracing::{info, warn};
 
 use crate::{Scheduler, SchedulerError};
 
-/// Offers to retire once a claim is answered: org, install, job, and the offering in flight on
-/// this scheduler (whose publish the retire waits for), if any.
-type Retire = (String, String, String, Option<crate::offers::Offering>);
+/// The scheduler replicas' queue group: each request reaches one of them.
+pub(crate) const QUEUE: &str = "scheduler";
 
 /// How long a claim of a job with no record waits before reading again: the doorbell is rung as
 /// the record is written, so a claim that reached another replica can, rarely, overtake the write.
@@ -24,69 +24,30 @@ type Retire = (String, String, String, Option<crate::offers::Offering>);
 const RECORD_RACE: Duration = Duration::from_millis(200);
 
 impl Scheduler {
-    /// A subscription shared by the scheduler replicas: each message reaches one of them.
-    async fn shared(
-        &self,
-        subject: &'static str,
-    ) -> Result<async_nats::Subscriber, SchedulerError> {
-        self.client
-            .queue_subscribe(subject, "scheduler".into())
-            .await
-            .map_err(|e| SchedulerError::Nats(Box::new(e)))
-    }
-
-    async fn answer<M: ferry_protocol::Message>(&self, reply: async_nats::Subject, answer: &M) {
-        if let Err(e) = self.client.publish(reply, encode(answer).into()).await {
-            warn!(error = %e, what = M::NAME, "could not answer a request");
-        }
-    }
-
     pub(crate) async fn serve_claims(self) -> Result<(), SchedulerError> {
-        let mut sub = self.shared(subjects::CLAIM_ALL).await?;
-        while let Some(msg) = sub.next().await {
+        let (client, tasks) = (self.client.clone(), self.tasks.clone());
+        serve::<ClaimRequest, _, _>(client, QUEUE, &tasks, move |caller, req| {
             let s = self.clone();
-            self.tasks.spawn(async move {
-                let Some(reply) = msg.reply.clone() else {
-                    return;
-                };
-                let (answer, retire) = s.claim(&msg.subject, &msg.payload).await;
-                s.answer(reply, &answer).await;
-                // After the answer: deleting the decided offer is off the runner's critical path.
-                if let Some((org, install, job, offering)) = retire {
-                    if let Some(o) = offering {
-                        o.published().await;
-                    }
-                    s.retire_offers(&org, &install, &job).await;
-                }
-            });
-        }
-        Err(SchedulerError::SubscriptionEnded("claim"))
+            async move { s.claim(caller, req).await }
+        })
+        .await?;
+        Ok(())
     }
 
     /// Heartbeats: the last of each runner is kept in the `runners` bucket, where the API reads
     /// each runner's health. One scheduler replica takes each (queue group).
     pub(crate) async fn serve_heartbeats(self) -> Result<(), SchedulerError> {
-        let mut sub = self.shared(subjects::HEARTBEAT_ALL).await?;
-        while let Some(msg) = sub.next().await {
-            let Some((org, install)) = subjects::org_install(&msg.subject) else {
-                continue;
-            };
-            let hb = match decode::<Heartbeat>(&msg.payload) {
-                Ok(hb) => hb,
-                Err(e) => {
-                    ferry_telemetry::metrics()
-                        .messages_rejected
-                        .get_or_create(&ferry_telemetry::consumer_label("heartbeats"))
-                        .inc();
-                    warn!(org, install, error = %e, "undecodable heartbeat");
-                    continue;
+        let client = self.client.clone();
+        take::<Heartbeat, _, _>(client, QUEUE, |caller, hb| {
+            let s = self.clone();
+            async move {
+                if let Err(e) = s.record_heartbeat(&caller.org, &caller.install, hb).await {
+                    warn!(org = %caller.org, install = %caller.install, error = %e, "could not record a heartbeat");
                 }
-            };
-            if let Err(e) = self.record_heartbeat(org, install, hb).await {
-                warn!(org, install, error = %e, "could not record a heartbeat");
             }
-        }
-        Err(SchedulerError::SubscriptionEnded("heartbeat"))
+        })
+        .await?;
+        Ok(())
     }
 
     async fn record_heartbeat(
@@ -130,33 +91,20 @@ impl Scheduler {
     /// Lease renewals: a runner extends the lease of an execution it runs. Anything else (a lost
     /// or finished execution, another install's job) is answered `Lost`, and the runner stops it.
     pub(crate) async fn serve_leases(self) -> Result<(), SchedulerError> {
-        let mut sub = self.shared(subjects::LEASE_ALL).await?;
-        while let Some(msg) = sub.next().await {
+        let (client, tasks) = (self.client.clone(), self.tasks.clone());
+        serve::<LeaseRenewal, _, _>(client, QUEUE, &tasks, move |caller, req| {
             let s = self.clone();
-            self.tasks.spawn(async move {
-                let Some(reply) = msg.reply.clone() else {
-                    return;
-                };
-                // No answer on a store error: the runner asks again, and only its own deadline
-                // (the lease's end) stops the job.
-                let Some(answer) = s.renew(&msg.subject, &msg.payload).await else {
-                    return;
-                };
-                s.answer(reply, &answer).await;
-            });
-        }
-        Err(SchedulerError::SubscriptionEnded("lease"))
+            async move { s.renew(caller, req).await }
+        })
+        .await?;
+        Ok(())
     }
 
-    async fn renew(&self, subject: &str, payload: &[u8]) -> Option<LeaseReply> {
-        let lost = |reason: String| LeaseReply::Lost { reason };
-        let req = match decode::<LeaseRenewal>(payload) {
-            Ok(r) => r,
-            Err(e) => return Some(lost(e.to_string())),
-        };
-        let Some((org, install)) = subjects::org_install(subject) else {
-            return Some(lost("bad subject".into()));
-        };
+    /// No answer on a store error: the runner asks again, and only its own deadline (the lease's
+    /// end) stops the job.
+    async fn renew(&self, caller: Caller, req: LeaseRenewal) -> Answer<LeaseReply> {
+        let lost = |reason: String| Answer::reply(LeaseReply::Lost { reason });
+        let (org, install) = (caller.org.as_str(), caller.install.as_str());
         let lease_ms = self.lease.as_millis() as u64;
         let r = self
             .store
@@ -173,37 +121,26 @@ impl Scheduler {
             })
             .await;
         match r {
-            Ok(Ok(_)) => Some(LeaseReply::Renewed {
+            Ok(Ok(_)) => Answer::reply(LeaseReply::Renewed {
                 lease_ms: lease_ms as u32,
             }),
             Ok(Err(reason)) => {
                 warn!(org, install, job = %req.job_id, %reason, "lease not renewed");
-                Some(lost(reason))
+                lost(reason)
             }
-            Err(StoreError::NotFound { .. }) => Some(lost(format!("no job {}", req.job_id))),
+            Err(StoreError::NotFound { .. }) => lost(format!("no job {}", req.job_id)),
             Err(e) => {
                 warn!(org, install, job = %req.job_id, error = %e, "lease renewal failed");
-                None
+                Answer::none()
             }
         }
     }
 
-    /// Decides a claim; also returns the offer to delete once the answer is sent (when decided).
-    async fn claim(&self, subject: &str, payload: &[u8]) -> (ClaimReply, Option<Retire>) {
+    /// Decides a claim; once the answer is sent, the decided job's offers are retired (off the
+    /// runner's critical path).
+    async fn claim(&self, caller: Caller, req: ClaimRequest) -> Answer<ClaimReply> {
         let refuse = |reason: String| ClaimReply::Refused { reason };
-        let req = match decode::<ClaimRequest>(payload) {
-            Ok(r) => r,
-            Err(e) => {
-                ferry_telemetry::metrics()
-                    .messages_rejected
-                    .get_or_create(&ferry_telemetry::consumer_label("claims"))
-                    .inc();
-                return (refuse(e.to_string()), None);
-            }
-        };
-        let Some((org, install)) = subjects::org_install(subject) else {
-            return (refuse("bad subject".into()), None);
-        };
+        let (org, install) = (caller.org.as_str(), caller.install.as_str());
         // The random part of a ULID: 80 bits no other install can guess (see `Job::claim`).
         let secret = m::new_id()[10..].to_string();
         let mut offering = self.known.take(org, &req.job_id);
@@ -238,7 +175,16 @@ impl Scheduler {
             Ok(Err(reason)) => refuse(reason),
             Err(e) => refuse(e.to_string()),
         };
-        (answer, retire)
+        let Some((org, install, job, offering)) = retire else {
+            return Answer::reply(answer);
+        };
+        let s = self.clone();
+        Answer::reply(answer).then(async move {
+            if let Some(o) = offering {
+                o.published().await;
+            }
+            s.retire_offers(&org, &install, &job).await;
+        })
     }
 
     /// The claim's compare-and-swap on the job record (`known`: the copy this scheduler wrote,

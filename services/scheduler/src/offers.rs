@@ -25,10 +25,12 @@ use ferry_protocol::messages::{
     Doorbell, JobOffer, JobSpec, OfferQuery, OfferReply, StoredOffer, Timeouts,
 };
 use ferry_protocol::{encode, subjects};
+use ferry_store::serve::Answer;
 use ferry_store::{StoreError, Versioned};
 use tokio::sync::watch;
 use tracing::debug;
 
+use crate::claims::QUEUE;
 use crate::work::Work;
 use crate::{Scheduler, SchedulerError};
 
@@ -245,36 +247,21 @@ impl Scheduler {
     /// subject names: a runner may not read the stream itself, and gets only its own install's
     /// offers.
     pub(crate) async fn serve_offer_queries(self) -> Result<(), SchedulerError> {
-        use futures_util::StreamExt;
-        let mut sub = self
-            .client
-            .queue_subscribe(subjects::OFFERS_ALL, "scheduler".into())
-            .await
-            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
-        while let Some(msg) = sub.next().await {
+        let (client, tasks) = (self.client.clone(), self.tasks.clone());
+        ferry_store::serve::serve::<OfferQuery, _, _>(client, QUEUE, &tasks, move |caller, q| {
             let s = self.clone();
-            self.tasks.spawn(async move {
-                let (Some(reply), Some((org, install))) =
-                    (msg.reply.clone(), subjects::org_install(&msg.subject))
-                else {
-                    return;
-                };
-                let Ok(q) = ferry_protocol::decode::<OfferQuery>(&msg.payload) else {
-                    debug!(subject = %msg.subject, "undecodable offer query");
-                    return;
-                };
-                match s.next_offer(org, install, q.after).await {
-                    Ok(next) => {
-                        let answer = encode(&OfferReply { next });
-                        if let Err(e) = s.client.publish(reply, answer.into()).await {
-                            debug!(error = %e, "could not answer an offer query");
-                        }
+            async move {
+                match s.next_offer(&caller.org, &caller.install, q.after).await {
+                    Ok(next) => Answer::reply(OfferReply { next }),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reading offers failed");
+                        Answer::none()
                     }
-                    Err(e) => tracing::warn!(error = %e, "reading offers failed"),
                 }
-            });
-        }
-        Err(SchedulerError::SubscriptionEnded("offers"))
+            }
+        })
+        .await?;
+        Ok(())
     }
 
     /// The install's first decodable offer after sequence `after`.

@@ -477,7 +477,12 @@ async fn start_api(
         let r = ferry_api::callout::serve(c, key, st, admitted, callout_tasks).await;
         (Service::Api, r.map_err(Into::into))
     });
-    let renewals = ferry_api::bootstrap::serve_renewals(client, store.clone(), issuer.clone());
+    let renewals = ferry_api::bootstrap::serve_renewals(
+        client,
+        store.clone(),
+        issuer.clone(),
+        ferry_store::Tasks::stopped_by(stop.child_token()),
+    );
     let renewals = or_stop(stop.clone(), async move { Ok(renewals.await?) });
     tasks.spawn(async move { (Service::Api, renewals.await) });
     let caps = ferry_api::streams::StreamCaps {

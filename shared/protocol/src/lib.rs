@@ -10,6 +10,7 @@ pub mod codec;
 pub mod messages;
 pub mod permissions;
 pub mod resources;
+pub mod rpc;
 pub mod subjects;
 
 pub use codec::{CodecError, Message, PROTOCOL_VERSION, decode, encode};

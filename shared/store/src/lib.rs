@@ -14,6 +14,7 @@ mod logs;
 mod packages;
 mod recent;
 mod repo;
+pub mod serve;
 mod tasks;
 
 pub use archive::{ArchiveError, BoxFuture, LogArchive};
@@ -46,6 +47,9 @@ pub enum StoreError {
     },
     #[error("timed out {0}")]
     Timeout(&'static str),
+    /// A subscription a service serves on ended (its connection closed for good).
+    #[error("the {0} subscription ended")]
+    SubscriptionEnded(&'static str),
     /// A stream that must never lose a message (`AUDIT`) is gone or was reconfigured.
     #[error(
         "the {stream} stream {problem}: refusing to start (an operator must restore it with the hub's admin credentials)"
