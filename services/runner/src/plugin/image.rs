@@ -17,7 +17,7 @@ use ferry_artifacts::{AnyStore, Auth, LocalLayout, Registry, copy_tagged};
 use ferry_protocol::messages::{ImageSettings, ImageSource, KindSettings};
 use serde::{Deserialize, Serialize};
 
-use super::{Phase, PluginError, PluginJob, PluginPlan, PluginResult, approved_plan, sha256};
+use super::{Plugin, PluginError, PluginJob, PluginPlan, PluginResult, approved_plan, sha256};
 
 #[derive(Debug, Serialize, Deserialize)]
 struct ImagePlan {
@@ -200,17 +200,31 @@ async fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     })
 }
 
-pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
+/// A container image: resolved by digest, then copied into the install's registry.
+pub(crate) struct Image;
+
+/// The plugin process is synchronous; copying an image is the registry client's async code.
+fn block_on<T>(
+    work: impl std::future::Future<Output = Result<T, PluginError>>,
+) -> Result<T, PluginError> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
-    match job.phase {
-        Phase::Plan => rt.block_on(plan(job)),
-        Phase::Apply => rt.block_on(apply(job)),
-        Phase::Teardown => {
-            println!("images stay in the install's registry: nothing to tear down");
-            Ok(PluginResult::default())
-        }
+        .build()?
+        .block_on(work)
+}
+
+impl Plugin for Image {
+    fn plan(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+        block_on(plan(job))
+    }
+
+    fn apply(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+        block_on(apply(job))
+    }
+
+    fn teardown(&self, _: &PluginJob) -> Result<PluginResult, PluginError> {
+        println!("images stay in the install's registry: nothing to tear down");
+        Ok(PluginResult::default())
     }
 }
 

@@ -102,6 +102,47 @@ pub struct PluginPlan {
     pub diff: Option<PathBuf>,
 }
 
+/// What one kind of component does in each phase of its jobs: one impl per kind, and
+/// [`plugin_of`] the one table from a kind to its plugin.
+pub(crate) trait Plugin: Sync {
+    /// What every phase needs first (Terraform's `init`).
+    fn prepare(&self, _job: &PluginJob) -> Result<(), PluginError> {
+        Ok(())
+    }
+
+    /// Works out what an apply would change and keeps the plan in the work directory.
+    fn plan(&self, job: &PluginJob) -> Result<PluginResult, PluginError>;
+
+    /// Applies the approved plan (`job.plan_file`, checked against `job.plan_digest`); its
+    /// outputs are the result's.
+    fn apply(&self, job: &PluginJob) -> Result<PluginResult, PluginError>;
+
+    /// Destroys what the applies created.
+    fn teardown(&self, job: &PluginJob) -> Result<PluginResult, PluginError>;
+
+    /// Runs the job's phase.
+    fn run(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+        self.prepare(job)?;
+        match job.phase {
+            Phase::Plan => self.plan(job),
+            Phase::Apply => self.apply(job),
+            Phase::Teardown => self.teardown(job),
+        }
+    }
+}
+
+/// The plugin of a kind of component.
+pub(crate) fn plugin_of(kind: ComponentKind) -> &'static dyn Plugin {
+    match kind {
+        ComponentKind::Script => &script::Script,
+        ComponentKind::Terraform => &terraform::Terraform,
+        ComponentKind::Helm => &kube::helm::Helm,
+        ComponentKind::KubernetesManifest => &kube::manifest::Manifest,
+        ComponentKind::ContainerImage => &image::Image,
+        ComponentKind::Job => &kube::job::Job,
+    }
+}
+
 /// A plugin failure: the message is the job's error, shown to the user.
 #[derive(Debug)]
 pub struct PluginError(pub String);
@@ -124,15 +165,9 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
             if job.action.is_some() {
                 return action::execute(&job);
             }
-            let result = match job.kind {
-                ComponentKind::Script => script::execute(&job),
-                ComponentKind::Terraform => terraform::execute(&job),
-                ComponentKind::Helm => kube::helm::execute(&job),
-                ComponentKind::KubernetesManifest => kube::manifest::execute(&job),
-                ComponentKind::ContainerImage => image::execute(&job),
-                ComponentKind::Job => kube::job::execute(&job),
-            };
-            result.map(|r| unevaluated_policies(&job, r))
+            plugin_of(job.kind)
+                .run(&job)
+                .map(|r| unevaluated_policies(&job, r))
         });
     let (result, code) = match outcome {
         Ok(r) => (r, 0),

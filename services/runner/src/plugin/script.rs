@@ -15,7 +15,8 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Phase, PluginError, PluginJob, PluginPlan, PluginResult, approved_plan, run, run_tee, sha256,
+    Phase, Plugin, PluginError, PluginJob, PluginPlan, PluginResult, approved_plan, run, run_tee,
+    sha256,
 };
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -47,21 +48,32 @@ fn command(job: &PluginJob, script: &str, env: &BTreeMap<String, String>) -> Com
     cmd
 }
 
-pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
-    // `vars` reach scripts as environment too; `env_vars` win where both name the same variable.
-    let env: BTreeMap<String, String> = job.vars.iter().chain(job.env.iter()).cloned().collect();
-    match job.phase {
-        Phase::Plan => plan(job, env),
-        Phase::Apply => apply(job),
-        Phase::Teardown => {
-            if job.src_dir.join("teardown.sh").is_file() {
-                let status = run(&mut command(job, "teardown.sh", &env))?;
-                if !status.success() {
-                    return Err(PluginError(format!("teardown.sh failed ({status})")));
-                }
+/// A script component: `plan.sh`, `apply.sh` and `teardown.sh` from its directory, each optional
+/// but the apply.
+pub(crate) struct Script;
+
+/// `vars` reach scripts as environment too; `env_vars` win where both name the same variable.
+fn environment(job: &PluginJob) -> BTreeMap<String, String> {
+    job.vars.iter().chain(job.env.iter()).cloned().collect()
+}
+
+impl Plugin for Script {
+    fn plan(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+        plan(job, environment(job))
+    }
+
+    fn apply(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+        apply(job)
+    }
+
+    fn teardown(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+        if job.src_dir.join("teardown.sh").is_file() {
+            let status = run(&mut command(job, "teardown.sh", &environment(job)))?;
+            if !status.success() {
+                return Err(PluginError(format!("teardown.sh failed ({status})")));
             }
-            Ok(PluginResult::default())
         }
+        Ok(PluginResult::default())
     }
 }
 

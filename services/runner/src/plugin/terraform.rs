@@ -7,7 +7,7 @@
 use std::process::Command;
 
 use super::{
-    Phase, PluginError, PluginJob, PluginPlan, PluginResult, approved_plan, run, run_tee_shown,
+    Plugin, PluginError, PluginJob, PluginPlan, PluginResult, approved_plan, run, run_tee_shown,
 };
 
 fn terraform(job: &PluginJob) -> Command {
@@ -194,24 +194,30 @@ fn first_error(out: &str) -> Option<String> {
         })
 }
 
-pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
-    init(job)?;
-    match job.phase {
-        Phase::Plan => plan(job),
-        Phase::Apply => apply(job),
-        Phase::Teardown => {
-            write_vars(job)?;
-            check(
-                run(terraform(job).args([
-                    "destroy",
-                    "-input=false",
-                    "-no-color",
-                    "-auto-approve",
-                ]))?,
-                "destroy",
-            )?;
-            Ok(PluginResult::default())
-        }
+/// A Terraform module: `init` first, then `plan -out` (with the app's policies evaluated on the
+/// plan), `apply` of exactly that plan, or `destroy`.
+pub(crate) struct Terraform;
+
+impl Plugin for Terraform {
+    fn prepare(&self, job: &PluginJob) -> Result<(), PluginError> {
+        init(job)
+    }
+
+    fn plan(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+        plan(job)
+    }
+
+    fn apply(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+        apply(job)
+    }
+
+    fn teardown(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+        write_vars(job)?;
+        check(
+            run(terraform(job).args(["destroy", "-input=false", "-no-color", "-auto-approve"]))?,
+            "destroy",
+        )?;
+        Ok(PluginResult::default())
     }
 }
 

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     Cluster, last_applied, object_plan, objects, record_applied, run_against, run_offline, tool,
 };
-use crate::plugin::{Phase, PluginError, PluginJob, PluginResult, approved_plan};
+use crate::plugin::{Plugin, PluginError, PluginJob, PluginResult, approved_plan};
 
 const DEFAULT_TIMEOUT_SECS: u64 = 300;
 
@@ -281,11 +281,20 @@ fn teardown(job: &PluginJob) -> Result<PluginResult, PluginError> {
     Ok(PluginResult::default())
 }
 
-pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
-    match job.phase {
-        Phase::Plan => plan(job),
-        Phase::Apply => apply(job),
-        Phase::Teardown => teardown(job),
+/// Kubernetes manifests (kustomized or inline): planned against what the host last applied, applied server-side, pruned.
+pub(crate) struct Manifest;
+
+impl Plugin for Manifest {
+    fn plan(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+        plan(job)
+    }
+
+    fn apply(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+        apply(job)
+    }
+
+    fn teardown(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+        teardown(job)
     }
 }
 
