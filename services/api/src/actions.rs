@@ -30,7 +30,7 @@ async fn install(s: &ApiState, name: &str) -> Result<Install, ApiError> {
     path = "/v1/installs/{name}/actions",
     tag = "actions",
     params(("name" = String, Path, description = "The install's name")),
-    responses((status = 200, description = "The install's actions", body = Vec<m::api::ActionInfo>), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The install's actions", body = Vec<m::api::ActionInfo>), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn list_actions(
     Ctx(s): Ctx,
@@ -91,7 +91,7 @@ pub async fn list_actions(
     tag = "actions",
     params(("name" = String, Path, description = "The install's name"), ("action" = String, Path, description = "The action's name")),
     request_body(content = Option<m::api::RunAction>, description = "The run's inputs"),
-    responses((status = 202, description = "The action's run requested", body = m::api::Deployed), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "The action's run requested", body = m::api::Deployed), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn run_action(
     Ctx(s): Ctx,
@@ -151,7 +151,7 @@ const MAX_GRANT_SECS: u64 = 24 * 3600;
     tag = "actions",
     params(("name" = String, Path, description = "The install's name")),
     request_body = m::api::GrantBreakGlass,
-    responses((status = 201, description = "Granted", body = m::Install), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 201, description = "Granted", body = m::Install), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn grant_break_glass(
     Ctx(s): Ctx,
@@ -225,7 +225,7 @@ pub async fn grant_break_glass(
     path = "/v1/installs/{name}/break-glass/{role}",
     tag = "actions",
     params(("name" = String, Path, description = "The install's name"), ("role" = String, Path, description = "The break-glass role")),
-    responses((status = 204, description = "Revoked"), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 204, description = "Revoked"), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn revoke_break_glass(
     Ctx(s): Ctx,

@@ -184,7 +184,7 @@ impl From<ApiToken> for TokenInfo {
     path = "/v1/tokens",
     tag = "tokens",
     request_body = NewToken,
-    responses((status = 201, description = "The token; its text is shown only here", body = Object), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 201, description = "The token; its text is shown only here", body = Object), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn create_token(
     Ctx(s): Ctx,
@@ -207,7 +207,7 @@ pub async fn create_token(
     get,
     path = "/v1/tokens",
     tag = "tokens",
-    responses((status = 200, description = "The org's tokens (never their secrets)", body = Vec<TokenInfo>), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The org's tokens (never their secrets)", body = Vec<TokenInfo>), crate::error::Refusals)
 )]
 pub async fn list_tokens(Ctx(s): Ctx) -> Result<Json<Vec<TokenInfo>>, ApiError> {
     let mut all = s.store.repo::<ApiToken>().list(&s.org).await?;
@@ -221,7 +221,7 @@ pub async fn list_tokens(Ctx(s): Ctx) -> Result<Json<Vec<TokenInfo>>, ApiError> 
     path = "/v1/tokens/{id}",
     tag = "tokens",
     params(("id" = String, Path, description = "The token's id or name")),
-    responses((status = 200, description = "The token, revoked", body = TokenInfo), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The token, revoked", body = TokenInfo), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn revoke_token(Ctx(s): Ctx, Name(id): Name) -> Result<Json<TokenInfo>, ApiError> {
     let t = s

@@ -149,7 +149,7 @@ pub(crate) async fn revoke_install(s: &ApiState, install: &str) -> Result<Revoke
     path = "/v1/installs/{name}/revoke",
     tag = "runners",
     params(("name" = String, Path, description = "The install's name")),
-    responses((status = 200, description = "The install's runner certificates revoked and their connections closed", body = Revoked), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The install's runner certificates revoked and their connections closed", body = Revoked), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn revoke(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Revoked>, ApiError> {
     s.store
@@ -208,7 +208,7 @@ pub(crate) async fn issue(s: &ApiState, install: &str) -> Result<RunnerToken, Ap
     path = "/v1/installs/{name}/runner-token",
     tag = "runners",
     params(("name" = String, Path, description = "The install's name")),
-    responses((status = 200, description = "A one-time token for the install's runner", body = m::api::RunnerToken), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "A one-time token for the install's runner", body = m::api::RunnerToken), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn runner_token(Ctx(s): Ctx, Name(name): Name) -> Result<Json<RunnerToken>, ApiError> {
     s.store

@@ -14,6 +14,17 @@ pub struct ErrorBody {
     pub diagnostics: Option<serde_json::Value>,
 }
 
+/// The refusals of every route that takes a token, declared once and shared by each route's
+/// description (`responses(..., crate::error::Refusals)`).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // Never built: it only describes the answers `auth::require_token` gives.
+pub(crate) enum Refusals {
+    #[response(status = 401, description = "No valid token")]
+    Unauthorized(ErrorBody),
+    #[response(status = 403, description = "The token's role may not")]
+    Forbidden(ErrorBody),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{0}")]

@@ -44,7 +44,7 @@ pub(crate) async fn audit(
     tag = "apps",
     params(("app" = String, Path, description = "The app's name")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "A package bundle as `ferry apps sync` uploads it"),
-    responses((status = 200, description = "Unchanged: the latest config version", body = m::api::SyncResponse), (status = 201, description = "A new config version", body = m::api::SyncResponse), (status = 413, description = "Too large", body = ErrorBody), (status = 422, description = "The package is invalid (diagnostics with file, line and column)", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "Unchanged: the latest config version", body = m::api::SyncResponse), (status = 201, description = "A new config version", body = m::api::SyncResponse), (status = 413, description = "Too large", body = ErrorBody), (status = 422, description = "The package is invalid (diagnostics with file, line and column)", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn sync_app(
     Ctx(s): Ctx,
@@ -196,7 +196,7 @@ async fn set_latest(s: &ApiState, app: &str, rec: &AppConfigVersion) -> Result<(
     get,
     path = "/v1/apps",
     tag = "apps",
-    responses((status = 200, description = "The org's apps", body = Vec<m::App>), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The org's apps", body = Vec<m::App>), crate::error::Refusals)
 )]
 pub async fn list_apps(Ctx(s): Ctx) -> Result<Json<Vec<App>>, ApiError> {
     let mut apps = s.store.repo::<App>().list(&s.org).await?;
@@ -210,7 +210,7 @@ pub async fn list_apps(Ctx(s): Ctx) -> Result<Json<Vec<App>>, ApiError> {
     path = "/v1/apps/{app}/fleet",
     tag = "apps",
     params(("app" = String, Path, description = "The app's name")),
-    responses((status = 200, description = "Where the app's installs stand", body = m::api::Fleet), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "Where the app's installs stand", body = m::api::Fleet), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn app_fleet(
     Ctx(s): Ctx,
@@ -248,7 +248,7 @@ pub async fn app_fleet(
     path = "/v1/apps/{app}",
     tag = "apps",
     params(("app" = String, Path, description = "The app's name")),
-    responses((status = 200, description = "The app", body = m::App), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The app", body = m::App), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn get_app(Ctx(s): Ctx, Name(app): Name) -> Result<Json<App>, ApiError> {
     let a = s

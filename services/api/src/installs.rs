@@ -117,7 +117,7 @@ async fn discard_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
     path = "/v1/installs",
     tag = "installs",
     request_body = m::api::CreateInstall,
-    responses((status = 201, description = "Created; its provision workflow requested", body = m::api::CreatedInstall), (status = 400, description = "Invalid input", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 201, description = "Created; its provision workflow requested", body = m::api::CreatedInstall), (status = 400, description = "Invalid input", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn create_install(
     Ctx(s): Ctx,
@@ -199,7 +199,7 @@ pub async fn create_install(
     path = "/v1/installs",
     tag = "installs",
     params(m::InstallQuery),
-    responses((status = 200, description = "The org's installs that match every filter", body = Vec<m::Install>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The org's installs that match every filter", body = Vec<m::Install>), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn list_installs(
     Ctx(s): Ctx,
@@ -226,7 +226,7 @@ pub async fn list_installs(
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body = m::api::SetLabels,
-    responses((status = 200, description = "The install with its labels", body = m::Install), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The install with its labels", body = m::Install), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn set_labels(
     Ctx(s): Ctx,
@@ -277,7 +277,7 @@ fn install_error(name: &str) -> impl Fn(StoreError) -> ApiError + '_ {
     path = "/v1/installs/{name}",
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
-    responses((status = 200, description = "The install (sensitive values redacted)", body = m::Install), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The install (sensitive values redacted)", body = m::Install), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn get_install(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Install>, ApiError> {
     let i = s
@@ -297,7 +297,7 @@ pub async fn get_install(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Install>,
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body = m::api::ApproveAll,
-    responses((status = 200, description = "The install", body = m::Install), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The install", body = m::Install), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn set_approve_all(
     Ctx(s): Ctx,
@@ -353,7 +353,7 @@ pub async fn set_approve_all(
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body(content = Option<m::DeployScope>, description = "What to deploy (default: every component)"),
-    responses((status = 202, description = "The deploy workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "The deploy workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn deploy_install(
     Ctx(s): Ctx,
@@ -379,7 +379,7 @@ pub async fn deploy_install(
     path = "/v1/installs/{name}/reprovision",
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
-    responses((status = 202, description = "The reprovision workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "The reprovision workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn reprovision_install(
     Ctx(s): Ctx,
@@ -407,7 +407,7 @@ pub struct DeleteOptions {
     path = "/v1/installs/{name}",
     tag = "installs",
     params(("name" = String, Path, description = "The install's name"), DeleteOptions),
-    responses((status = 204, description = "Deleted"), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 204, description = "Deleted"), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn delete_install(
     Ctx(s): Ctx,
@@ -460,7 +460,7 @@ pub async fn delete_install(
     path = "/v1/installs/{name}/teardown",
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
-    responses((status = 202, description = "The teardown workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "The teardown workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn teardown_install(
     Ctx(s): Ctx,
@@ -485,7 +485,7 @@ pub async fn teardown_install(
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body(content = std::collections::BTreeMap<String, String>, description = "Inputs to change, by name"),
-    responses((status = 202, description = "Changed; a deploy workflow requested", body = m::api::Deployed), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "Changed; a deploy workflow requested", body = m::api::Deployed), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn update_inputs(
     Ctx(s): Ctx,
@@ -516,7 +516,7 @@ pub async fn update_inputs(
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body(content = Option<m::DeployScope>, description = "What to check (default: every component)"),
-    responses((status = 202, description = "The drift check workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "The drift check workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn drift_check(
     Ctx(s): Ctx,
@@ -536,7 +536,7 @@ pub async fn drift_check(
     path = "/v1/installs/{name}/runbooks/{runbook}/runs",
     tag = "installs",
     params(("name" = String, Path, description = "The install's name"), ("runbook" = String, Path, description = "The runbook's name")),
-    responses((status = 202, description = "The runbook's workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "The runbook's workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn run_runbook(
     Ctx(s): Ctx,

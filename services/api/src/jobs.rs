@@ -19,7 +19,7 @@ use crate::ids::Name;
     path = "/v1/jobs/{id}/cancel",
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id")),
-    responses((status = 202, description = "Cancelling", body = m::Job), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "Cancelling", body = m::Job), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn cancel_job(
     Ctx(s): Ctx,
@@ -57,7 +57,7 @@ pub async fn cancel_job(
     path = "/v1/jobs/{id}/plan",
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id")),
-    responses((status = 200, description = "The plan as its plugin gave it (Terraform's `show -json`)", body = Object), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The plan as its plugin gave it (Terraform's `show -json`)", body = Object), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn job_plan(
     Ctx(s): Ctx,
@@ -83,7 +83,7 @@ pub async fn job_plan(
     path = "/v1/jobs/{id}",
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id")),
-    responses((status = 200, description = "The job and its executions", body = m::Job), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The job and its executions", body = m::Job), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn get_job(Ctx(s): Ctx, Name(id): Name) -> Result<Json<m::Job>, ApiError> {
     Ok(Json(job_of(&s, &id).await?.redacted()))

@@ -279,6 +279,41 @@ mod tests {
             .sum()
     }
 
+    /// Every operation that takes a token describes its refusals, one shared declaration
+    /// (`error::Refusals`): 401 and 403, each with the error body.
+    #[test]
+    fn every_operation_behind_a_token_describes_its_refusals_once() {
+        let doc = super::openapi();
+        let json = serde_json::to_value(&doc).unwrap();
+        let mut checked = 0;
+        for (path, item) in json["paths"].as_object().unwrap() {
+            if path == "/v1/bootstrap" || path == "/v1/openapi.json" {
+                continue;
+            }
+            for (method, op) in item.as_object().unwrap() {
+                for (status, said) in [
+                    ("401", "No valid token"),
+                    ("403", "The token's role may not"),
+                ] {
+                    let r = &op["responses"][status];
+                    assert_eq!(r["description"], said, "{method} {path} {status}");
+                    assert_eq!(
+                        r["content"]["application/json"]["schema"]["$ref"],
+                        "#/components/schemas/ErrorBody",
+                        "{method} {path} {status}"
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 40, "{checked}");
+        let pasted = include_str!("installs.rs").matches("status = 403").count();
+        assert_eq!(
+            pasted, 0,
+            "a route pastes the refusals instead of sharing them"
+        );
+    }
+
     #[test]
     fn every_routed_operation_is_described_with_its_responses() {
         let doc = super::openapi();

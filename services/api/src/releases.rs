@@ -17,7 +17,7 @@ use crate::{ApiError, ApiState};
     path = "/v1/releases",
     tag = "releases",
     request_body = m::api::CreateRelease,
-    responses((status = 201, description = "The release, started", body = m::Release), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 201, description = "The release, started", body = m::Release), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn create_release(
     Ctx(s): Ctx,
@@ -83,7 +83,7 @@ pub async fn create_release(
     get,
     path = "/v1/releases",
     tag = "releases",
-    responses((status = 200, description = "Releases, newest first", body = Vec<m::Release>), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "Releases, newest first", body = Vec<m::Release>), crate::error::Refusals)
 )]
 pub async fn list_releases(Ctx(s): Ctx) -> Result<Json<Vec<Release>>, ApiError> {
     let mut all = s.store.repo::<Release>().list(&s.org).await?;
@@ -96,7 +96,7 @@ pub async fn list_releases(Ctx(s): Ctx) -> Result<Json<Vec<Release>>, ApiError> 
     path = "/v1/releases/{id}",
     tag = "releases",
     params(("id" = String, Path, description = "The release's id")),
-    responses((status = 200, description = "The release", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The release", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn get_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
     Ok(Json(release(&s, &id).await?))
@@ -142,7 +142,7 @@ async fn change(
     path = "/v1/releases/{id}/pause",
     tag = "releases",
     params(("id" = String, Path, description = "The release's id")),
-    responses((status = 200, description = "The release, paused", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The release, paused", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn pause_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
     change(&s, &id, "paused", Release::pause).await
@@ -153,7 +153,7 @@ pub async fn pause_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>,
     path = "/v1/releases/{id}/resume",
     tag = "releases",
     params(("id" = String, Path, description = "The release's id")),
-    responses((status = 200, description = "The release, going on", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The release, going on", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn resume_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
     change(&s, &id, "resumed", Release::resume).await
@@ -164,7 +164,7 @@ pub async fn resume_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>
     path = "/v1/releases/{id}/cancel",
     tag = "releases",
     params(("id" = String, Path, description = "The release's id")),
-    responses((status = 200, description = "The release, cancelled", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The release, cancelled", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn cancel_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
     change(&s, &id, "cancelled", Release::cancel).await

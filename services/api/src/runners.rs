@@ -20,7 +20,7 @@ pub struct RunnerFilter {
     path = "/v1/runners",
     tag = "runners",
     params(RunnerFilter),
-    responses((status = 200, description = "Runners heard from, with their health now", body = Vec<m::api::RunnerInfo>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "Runners heard from, with their health now", body = Vec<m::api::RunnerInfo>), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn list_runners(
     Ctx(s): Ctx,

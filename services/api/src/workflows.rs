@@ -19,7 +19,7 @@ use crate::{ApiError, ApiState};
     path = "/v1/workflows/{id}",
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
-    responses((status = 200, description = "The workflow and its steps", body = m::Workflow), (status = 404, description = "Not found", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "The workflow and its steps", body = m::Workflow), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn get_workflow(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Workflow>, ApiError> {
     let mut wf = workflow(&s, &id).await?;
@@ -54,7 +54,7 @@ pub struct WorkflowFilter {
     path = "/v1/workflows",
     tag = "workflows",
     params(WorkflowFilter),
-    responses((status = 200, description = "Workflows, newest first", body = Vec<m::Workflow>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "Workflows, newest first", body = Vec<m::Workflow>), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn list_workflows(
     Ctx(s): Ctx,
@@ -81,7 +81,7 @@ pub async fn list_workflows(
     path = "/v1/workflows/{id}/cancel",
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
-    responses((status = 202, description = "Cancelling", body = m::Workflow), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "Cancelling", body = m::Workflow), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn cancel_workflow(
     Ctx(s): Ctx,
@@ -159,7 +159,7 @@ pub struct ApprovalFilter {
     path = "/v1/approvals",
     tag = "workflows",
     params(ApprovalFilter),
-    responses((status = 200, description = "Plans waiting for a decision, oldest first", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 200, description = "Plans waiting for a decision, oldest first", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn list_approvals(
     Ctx(s): Ctx,
@@ -203,7 +203,7 @@ pub async fn list_approvals(
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::Decision,
-    responses((status = 202, description = "The approvals decided", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "The approvals decided", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn approve_workflow(
     state: Ctx,
@@ -219,7 +219,7 @@ pub async fn approve_workflow(
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::Decision,
-    responses((status = 202, description = "The approvals decided", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "The approvals decided", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn deny_workflow(
     state: Ctx,
@@ -294,7 +294,7 @@ async fn decide(
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::StepRef,
-    responses((status = 202, description = "The step runs again", body = m::Workflow), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "The step runs again", body = m::Workflow), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn retry_workflow(
     Ctx(s): Ctx,
@@ -353,7 +353,7 @@ pub async fn retry_workflow(
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::StepRef,
-    responses((status = 202, description = "The step is skipped", body = m::Workflow), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), (status = 401, description = "No valid token", body = ErrorBody), (status = 403, description = "The token's role may not", body = ErrorBody))
+    responses((status = 202, description = "The step is skipped", body = m::Workflow), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
 )]
 pub async fn skip_workflow(
     Ctx(s): Ctx,

@@ -42,12 +42,11 @@ pub fn component_kind(t: ComponentType) -> Option<ComponentKind> {
     })
 }
 
-/// Whether a component of this type deploys into the install's cluster.
+/// Whether a component of this type deploys into the install's cluster (`ferry_model::KINDS`).
 pub fn needs_cluster(t: ComponentType) -> bool {
-    matches!(
-        t,
-        ComponentType::HelmChart | ComponentType::KubernetesManifest | ComponentType::Job
-    )
+    component_kind(t)
+        .and_then(|k| m::kind_facts(k.name()))
+        .is_some_and(|f| f.needs_cluster)
 }
 
 /// The config version a step of `component` runs with: a teardown destroys with the config its

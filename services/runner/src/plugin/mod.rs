@@ -198,13 +198,7 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
 /// and jobs are evaluated by their plugins. Any other plan says which policies it was not
 /// checked against, rather than passing in silence.
 fn unevaluated_policies(job: &PluginJob, mut result: PluginResult) -> PluginResult {
-    let evaluated = matches!(
-        job.kind,
-        ComponentKind::Terraform
-            | ComponentKind::Helm
-            | ComponentKind::KubernetesManifest
-            | ComponentKind::Job
-    );
+    let evaluated = ferry_model::kind_facts(job.kind.name()).is_some_and(|k| k.evaluates_policies);
     if evaluated || job.policies.is_empty() {
         return result;
     }
