@@ -228,12 +228,7 @@ impl Scheduler {
     /// Deletes a decided job's offers from `JOBS`: every offer on its subject, which names the
     /// install the claim came from, so a runner cannot retire another install's offers.
     async fn retire_offers(&self, org: &str, install: &str, job_id: &str) {
-        let Ok(stream) = self
-            .store
-            .js
-            .get_stream_no_info(ferry_protocol::resources::JOBS.name)
-            .await
-        else {
+        let Ok(stream) = self.jobs_stream().await else {
             return;
         };
         if let Err(e) = stream

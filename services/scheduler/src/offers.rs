@@ -151,6 +151,17 @@ impl Scheduler {
         Ok(vec![])
     }
 
+    /// The `JOBS` stream, where offers wait for their runners.
+    pub(crate) async fn jobs_stream(
+        &self,
+    ) -> Result<async_nats::jetstream::stream::Stream<()>, SchedulerError> {
+        self.store
+            .js
+            .get_stream_no_info(ferry_protocol::resources::JOBS.name)
+            .await
+            .map_err(|e| SchedulerError::Nats(Box::new(e)))
+    }
+
     /// Offers a job to its install's runners: the record (created `available`, or a queued one —
     /// again after a lost execution — marked so), the offer on `JOBS`, the doorbell carrying it,
     /// all sent at once (see the module's doc). The loadtest dispatches through this.
@@ -271,12 +282,7 @@ impl Scheduler {
         install: &str,
         mut after: u64,
     ) -> Result<Option<StoredOffer>, SchedulerError> {
-        let stream = self
-            .store
-            .js
-            .get_stream_no_info(ferry_protocol::resources::JOBS.name)
-            .await
-            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
+        let stream = self.jobs_stream().await?;
         let filter = subjects::jobs_of_install(org, install);
         loop {
             let msg = match stream

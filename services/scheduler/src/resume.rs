@@ -122,12 +122,7 @@ impl Scheduler {
         if !settled {
             return Ok(vec![]);
         }
-        let stream = self
-            .store
-            .js
-            .get_stream_no_info(ferry_protocol::resources::JOBS.name)
-            .await
-            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
+        let stream = self.jobs_stream().await?;
         let subject = subjects::job(&job.org, &job.install, &job.id);
         match stream.direct_get_last_for_subject(&subject).await {
             Ok(_) => return Ok(vec![]),

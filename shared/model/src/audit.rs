@@ -19,10 +19,7 @@ impl AuditEvent {
     pub fn job_ended(job: &Job) -> AuditEvent {
         AuditEvent {
             org: job.org.clone(),
-            at: job
-                .finished_at
-                .clone()
-                .unwrap_or_else(|| job.created_at.clone()),
+            at: ended_at(job),
             actor: job.ended_by.clone().unwrap_or_else(|| SCHEDULER.into()),
             action: format!("job.{}", job.status.name()),
             target: job.id.clone(),
@@ -55,10 +52,7 @@ impl AuditEvent {
     pub fn component_drifted(job: &Job) -> AuditEvent {
         AuditEvent {
             org: job.org.clone(),
-            at: job
-                .finished_at
-                .clone()
-                .unwrap_or_else(|| job.created_at.clone()),
+            at: ended_at(job),
             actor: SCHEDULER.into(),
             action: "component.drifted".into(),
             target: format!("{}/{}", job.install, job.component),
@@ -144,6 +138,13 @@ impl AuditEvent {
             detail: json!({ "granted_by": grant.by, "until": until, "install": install }),
         }
     }
+}
+
+/// When a job ended, as its records say (its creation if it has no end: never for an ended job).
+fn ended_at(job: &Job) -> String {
+    job.finished_at
+        .clone()
+        .unwrap_or_else(|| job.created_at.clone())
 }
 
 impl Workflow {

@@ -18,7 +18,7 @@ use ferry_protocol::messages::{HelmSettings, KindSettings};
 use serde::{Deserialize, Serialize};
 
 use super::{Cluster, object_plan, record_applied, run_against, run_offline, tool};
-use crate::plugin::{Plugin, PluginError, PluginJob, PluginResult, approved_plan};
+use crate::plugin::{PluginError, PluginJob, PluginResult, approved_plan};
 
 /// Helm's own default when a component gives none (Nuon's default is 5 minutes too).
 const DEFAULT_TIMEOUT_SECS: u64 = 300;
@@ -285,19 +285,7 @@ fn teardown(job: &PluginJob) -> Result<PluginResult, PluginError> {
 /// A Helm chart: `helm template` to plan, `helm upgrade --install` to apply, `helm uninstall` to tear down.
 pub(crate) struct Helm;
 
-impl Plugin for Helm {
-    fn plan(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
-        plan(job)
-    }
-
-    fn apply(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
-        apply(job)
-    }
-
-    fn teardown(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
-        teardown(job)
-    }
-}
+super::phases_are_functions!(Helm);
 
 #[cfg(test)]
 mod tests {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{Cluster, object_plan, record_applied, run_against, tool};
-use crate::plugin::{Plugin, PluginError, PluginJob, PluginResult, approved_plan};
+use crate::plugin::{PluginError, PluginJob, PluginResult, approved_plan};
 
 const DEFAULT_TIMEOUT_SECS: u64 = 300;
 
@@ -202,16 +202,4 @@ fn teardown(job: &PluginJob) -> Result<PluginResult, PluginError> {
 /// A Kubernetes job: run to completion on apply, its log followed.
 pub(crate) struct Job;
 
-impl Plugin for Job {
-    fn plan(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
-        plan(job)
-    }
-
-    fn apply(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
-        apply(job)
-    }
-
-    fn teardown(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
-        teardown(job)
-    }
-}
+super::phases_are_functions!(Job);

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     Cluster, last_applied, object_plan, objects, record_applied, run_against, run_offline, tool,
 };
-use crate::plugin::{Plugin, PluginError, PluginJob, PluginResult, approved_plan};
+use crate::plugin::{PluginError, PluginJob, PluginResult, approved_plan};
 
 const DEFAULT_TIMEOUT_SECS: u64 = 300;
 
@@ -284,19 +284,7 @@ fn teardown(job: &PluginJob) -> Result<PluginResult, PluginError> {
 /// Kubernetes manifests (kustomized or inline): planned against what the host last applied, applied server-side, pruned.
 pub(crate) struct Manifest;
 
-impl Plugin for Manifest {
-    fn plan(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
-        plan(job)
-    }
-
-    fn apply(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
-        apply(job)
-    }
-
-    fn teardown(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
-        teardown(job)
-    }
-}
+super::phases_are_functions!(Manifest);
 
 #[cfg(test)]
 mod tests {

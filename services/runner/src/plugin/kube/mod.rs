@@ -20,6 +20,26 @@ use super::{PluginError, PluginJob, PluginPlan, PluginResult};
 /// The objects last applied for this component, as a YAML stream, in its state directory.
 const APPLIED: &str = "applied-manifest.yaml";
 
+/// A Kubernetes plugin whose phases are its module's `plan`, `apply` and `teardown` functions.
+macro_rules! phases_are_functions {
+    ($plugin:ident) => {
+        impl crate::plugin::Plugin for $plugin {
+            fn plan(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+                plan(job)
+            }
+
+            fn apply(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+                apply(job)
+            }
+
+            fn teardown(&self, job: &PluginJob) -> Result<PluginResult, PluginError> {
+                teardown(job)
+            }
+        }
+    };
+}
+pub(crate) use phases_are_functions;
+
 pub(crate) fn applied_path(job: &PluginJob) -> PathBuf {
     job.state_dir.join(APPLIED)
 }
