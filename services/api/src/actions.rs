@@ -28,6 +28,7 @@ async fn install(s: &ApiState, name: &str) -> Result<Install, ApiError> {
 #[utoipa::path(
     get,
     path = "/v1/installs/{name}/actions",
+    security(("token" = ["viewer"])),
     tag = "actions",
     params(("name" = String, Path, description = "The install's name")),
     responses((status = 200, description = "The install's actions", body = Vec<m::api::ActionInfo>), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
@@ -88,6 +89,7 @@ pub async fn list_actions(
 #[utoipa::path(
     post,
     path = "/v1/installs/{name}/actions/{action}/runs",
+    security(("token" = ["operator"])),
     tag = "actions",
     params(("name" = String, Path, description = "The install's name"), ("action" = String, Path, description = "The action's name")),
     request_body(content = Option<m::api::RunAction>, description = "The run's inputs"),
@@ -143,11 +145,12 @@ pub async fn run_action(
 /// The longest a break-glass grant lasts.
 const MAX_GRANT_SECS: u64 = 24 * 3600;
 
-/// Grants a break-glass role on an install for a while (a customer token only: `Role::required`):
+/// Grants a break-glass role on an install for a while (a customer token only: its declared role):
 /// the install's actions naming it run until then, unless its runner takes host grants only.
 #[utoipa::path(
     post,
     path = "/v1/installs/{name}/break-glass",
+    security(("token" = ["customer"])),
     tag = "actions",
     params(("name" = String, Path, description = "The install's name")),
     request_body = m::api::GrantBreakGlass,
@@ -223,6 +226,7 @@ pub async fn grant_break_glass(
 #[utoipa::path(
     delete,
     path = "/v1/installs/{name}/break-glass/{role}",
+    security(("token" = ["customer"])),
     tag = "actions",
     params(("name" = String, Path, description = "The install's name"), ("role" = String, Path, description = "The break-glass role")),
     responses((status = 204, description = "Revoked"), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)

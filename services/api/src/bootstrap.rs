@@ -147,6 +147,7 @@ pub(crate) async fn revoke_install(s: &ApiState, install: &str) -> Result<Revoke
 #[utoipa::path(
     post,
     path = "/v1/installs/{name}/revoke",
+    security(("token" = ["admin"])),
     tag = "runners",
     params(("name" = String, Path, description = "The install's name")),
     responses((status = 200, description = "The install's runner certificates revoked and their connections closed", body = Revoked), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
@@ -206,6 +207,7 @@ pub(crate) async fn issue(s: &ApiState, install: &str) -> Result<RunnerToken, Ap
 #[utoipa::path(
     post,
     path = "/v1/installs/{name}/runner-token",
+    security(("token" = ["admin"])),
     tag = "runners",
     params(("name" = String, Path, description = "The install's name")),
     responses((status = 200, description = "A one-time token for the install's runner", body = m::api::RunnerToken), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
@@ -268,6 +270,7 @@ async fn usable_token(
 #[utoipa::path(
     post,
     path = "/v1/bootstrap",
+    security(()),
     tag = "runners",
     request_body = BootstrapRequest,
     responses((status = 200, description = "The install's certificate", body = BootstrapReply), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "The one-time token is not valid", body = ErrorBody))

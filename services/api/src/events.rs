@@ -66,6 +66,7 @@ pub struct EventsQuery {
 #[utoipa::path(
     get,
     path = "/v1/events",
+    security(("token" = ["viewer"])),
     tag = "events",
     params(("install" = Option<String>, Query, description = "Only this install's changes"), ("workflow" = Option<String>, Query, description = "Only this workflow's changes"), ("kinds" = Option<String>, Query, description = "Comma-separated kinds: install, workflow, job, approval, release"), ("last_event_id" = Option<String>, Query, description = "As Last-Event-ID, for clients that cannot set headers"), ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
     responses((status = 200, description = "Server-Sent Events, one per change: `event:` the kind, `id:` the position to resume from, `data:` an `Event`; `gap` first when events since the given id are gone", content_type = "text/event-stream", body = ferry_model::events::Event), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)

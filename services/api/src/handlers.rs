@@ -41,6 +41,7 @@ pub(crate) async fn audit(
 #[utoipa::path(
     post,
     path = "/v1/apps/{app}/configs",
+    security(("token" = ["admin"])),
     tag = "apps",
     params(("app" = String, Path, description = "The app's name")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "A package bundle as `ferry apps sync` uploads it"),
@@ -195,6 +196,7 @@ async fn set_latest(s: &ApiState, app: &str, rec: &AppConfigVersion) -> Result<(
 #[utoipa::path(
     get,
     path = "/v1/apps",
+    security(("token" = ["viewer"])),
     tag = "apps",
     responses((status = 200, description = "The org's apps", body = Vec<m::App>), crate::error::Refusals)
 )]
@@ -208,6 +210,7 @@ pub async fn list_apps(Ctx(s): Ctx) -> Result<Json<Vec<App>>, ApiError> {
 #[utoipa::path(
     get,
     path = "/v1/apps/{app}/fleet",
+    security(("token" = ["viewer"])),
     tag = "apps",
     params(("app" = String, Path, description = "The app's name")),
     responses((status = 200, description = "Where the app's installs stand", body = m::api::Fleet), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
@@ -246,6 +249,7 @@ pub async fn app_fleet(
 #[utoipa::path(
     get,
     path = "/v1/apps/{app}",
+    security(("token" = ["viewer"])),
     tag = "apps",
     params(("app" = String, Path, description = "The app's name")),
     responses((status = 200, description = "The app", body = m::App), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)

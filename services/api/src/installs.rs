@@ -115,6 +115,7 @@ async fn discard_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
 #[utoipa::path(
     post,
     path = "/v1/installs",
+    security(("token" = ["admin"])),
     tag = "installs",
     request_body = m::api::CreateInstall,
     responses((status = 201, description = "Created; its provision workflow requested", body = m::api::CreatedInstall), (status = 400, description = "Invalid input", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
@@ -197,6 +198,7 @@ pub async fn create_install(
 #[utoipa::path(
     get,
     path = "/v1/installs",
+    security(("token" = ["viewer"])),
     tag = "installs",
     params(m::InstallQuery),
     responses((status = 200, description = "The org's installs that match every filter", body = Vec<m::Install>), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
@@ -223,6 +225,7 @@ pub async fn list_installs(
 #[utoipa::path(
     post,
     path = "/v1/installs/{name}/labels",
+    security(("token" = ["operator"])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body = m::api::SetLabels,
@@ -275,6 +278,7 @@ fn install_error(name: &str) -> impl Fn(StoreError) -> ApiError + '_ {
 #[utoipa::path(
     get,
     path = "/v1/installs/{name}",
+    security(("token" = ["viewer"])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     responses((status = 200, description = "The install (sensitive values redacted)", body = m::Install), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
@@ -294,6 +298,7 @@ pub async fn get_install(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Install>,
 #[utoipa::path(
     post,
     path = "/v1/installs/{name}/approve-all",
+    security(("token" = ["operator"])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body = m::api::ApproveAll,
@@ -350,6 +355,7 @@ pub async fn set_approve_all(
 #[utoipa::path(
     post,
     path = "/v1/installs/{name}/deploy",
+    security(("token" = ["operator"])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body(content = Option<m::DeployScope>, description = "What to deploy (default: every component)"),
@@ -377,6 +383,7 @@ pub async fn deploy_install(
 #[utoipa::path(
     post,
     path = "/v1/installs/{name}/reprovision",
+    security(("token" = ["operator"])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     responses((status = 202, description = "The reprovision workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
@@ -405,6 +412,7 @@ pub struct DeleteOptions {
 #[utoipa::path(
     delete,
     path = "/v1/installs/{name}",
+    security(("token" = ["admin"])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name"), DeleteOptions),
     responses((status = 204, description = "Deleted"), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
@@ -458,6 +466,7 @@ pub async fn delete_install(
 #[utoipa::path(
     post,
     path = "/v1/installs/{name}/teardown",
+    security(("token" = ["operator"])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     responses((status = 202, description = "The teardown workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
@@ -482,6 +491,7 @@ pub async fn teardown_install(
 #[utoipa::path(
     post,
     path = "/v1/installs/{name}/inputs",
+    security(("token" = ["operator"])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body(content = std::collections::BTreeMap<String, String>, description = "Inputs to change, by name"),
@@ -513,6 +523,7 @@ pub async fn update_inputs(
 #[utoipa::path(
     post,
     path = "/v1/installs/{name}/drift-check",
+    security(("token" = ["operator"])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body(content = Option<m::DeployScope>, description = "What to check (default: every component)"),
@@ -534,6 +545,7 @@ pub async fn drift_check(
 #[utoipa::path(
     post,
     path = "/v1/installs/{name}/runbooks/{runbook}/runs",
+    security(("token" = ["operator"])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name"), ("runbook" = String, Path, description = "The runbook's name")),
     responses((status = 202, description = "The runbook's workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)

@@ -17,6 +17,7 @@ use crate::ids::Name;
 #[utoipa::path(
     post,
     path = "/v1/jobs/{id}/cancel",
+    security(("token" = ["operator"])),
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id")),
     responses((status = 202, description = "Cancelling", body = m::Job), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
@@ -55,6 +56,7 @@ pub async fn cancel_job(
 #[utoipa::path(
     get,
     path = "/v1/jobs/{id}/plan",
+    security(("token" = ["viewer"])),
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id")),
     responses((status = 200, description = "The plan as its plugin gave it (Terraform's `show -json`)", body = Object), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
@@ -81,6 +83,7 @@ pub async fn job_plan(
 #[utoipa::path(
     get,
     path = "/v1/jobs/{id}",
+    security(("token" = ["viewer"])),
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id")),
     responses((status = 200, description = "The job and its executions", body = m::Job), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)

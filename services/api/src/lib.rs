@@ -45,6 +45,7 @@ mod installs;
 mod jobs;
 mod logs;
 mod releases;
+pub mod roles;
 mod runners;
 pub mod streams;
 mod workflows;

@@ -48,6 +48,7 @@ fn line(e: &LogEntry) -> Bytes {
 #[utoipa::path(
     get,
     path = "/v1/jobs/{id}/logs",
+    security(("token" = ["viewer"])),
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id"), LogQuery),
     responses((status = 200, description = "The log as JSON lines, one `LogEntry` each", content_type = "application/x-ndjson", body = m::LogEntry), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
@@ -148,6 +149,7 @@ pub struct LogEventsQuery {
 #[utoipa::path(
     get,
     path = "/v1/jobs/{id}/log",
+    security(("token" = ["viewer"])),
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id"), LogEventsQuery, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this line number")),
     responses((status = 200, description = "Server-Sent Events: `line` (id: the line's number; data: a `LogEntry`), then `end` (data: the job's status)", content_type = "text/event-stream", body = String), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)

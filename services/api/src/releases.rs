@@ -15,6 +15,7 @@ use crate::{ApiError, ApiState};
 #[utoipa::path(
     post,
     path = "/v1/releases",
+    security(("token" = ["operator"])),
     tag = "releases",
     request_body = m::api::CreateRelease,
     responses((status = 201, description = "The release, started", body = m::Release), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
@@ -82,6 +83,7 @@ pub async fn create_release(
 #[utoipa::path(
     get,
     path = "/v1/releases",
+    security(("token" = ["viewer"])),
     tag = "releases",
     responses((status = 200, description = "Releases, newest first", body = Vec<m::Release>), crate::error::Refusals)
 )]
@@ -94,6 +96,7 @@ pub async fn list_releases(Ctx(s): Ctx) -> Result<Json<Vec<Release>>, ApiError> 
 #[utoipa::path(
     get,
     path = "/v1/releases/{id}",
+    security(("token" = ["viewer"])),
     tag = "releases",
     params(("id" = String, Path, description = "The release's id")),
     responses((status = 200, description = "The release", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
@@ -140,6 +143,7 @@ async fn change(
 #[utoipa::path(
     post,
     path = "/v1/releases/{id}/pause",
+    security(("token" = ["operator"])),
     tag = "releases",
     params(("id" = String, Path, description = "The release's id")),
     responses((status = 200, description = "The release, paused", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
@@ -151,6 +155,7 @@ pub async fn pause_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>,
 #[utoipa::path(
     post,
     path = "/v1/releases/{id}/resume",
+    security(("token" = ["operator"])),
     tag = "releases",
     params(("id" = String, Path, description = "The release's id")),
     responses((status = 200, description = "The release, going on", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
@@ -162,6 +167,7 @@ pub async fn resume_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>
 #[utoipa::path(
     post,
     path = "/v1/releases/{id}/cancel",
+    security(("token" = ["operator"])),
     tag = "releases",
     params(("id" = String, Path, description = "The release's id")),
     responses((status = 200, description = "The release, cancelled", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)

@@ -18,6 +18,7 @@ pub struct RunnerFilter {
 #[utoipa::path(
     get,
     path = "/v1/runners",
+    security(("token" = ["viewer"])),
     tag = "runners",
     params(RunnerFilter),
     responses((status = 200, description = "Runners heard from, with their health now", body = Vec<m::api::RunnerInfo>), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)

@@ -17,6 +17,7 @@ use crate::{ApiError, ApiState};
 #[utoipa::path(
     get,
     path = "/v1/workflows/{id}",
+    security(("token" = ["viewer"])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     responses((status = 200, description = "The workflow and its steps", body = m::Workflow), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
@@ -52,6 +53,7 @@ pub struct WorkflowFilter {
 #[utoipa::path(
     get,
     path = "/v1/workflows",
+    security(("token" = ["viewer"])),
     tag = "workflows",
     params(WorkflowFilter),
     responses((status = 200, description = "Workflows, newest first", body = Vec<m::Workflow>), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
@@ -79,6 +81,7 @@ pub async fn list_workflows(
 #[utoipa::path(
     post,
     path = "/v1/workflows/{id}/cancel",
+    security(("token" = ["operator"])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     responses((status = 202, description = "Cancelling", body = m::Workflow), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
@@ -157,6 +160,7 @@ pub struct ApprovalFilter {
 #[utoipa::path(
     get,
     path = "/v1/approvals",
+    security(("token" = ["viewer"])),
     tag = "workflows",
     params(ApprovalFilter),
     responses((status = 200, description = "Plans waiting for a decision, oldest first", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
@@ -200,6 +204,7 @@ pub async fn list_approvals(
 #[utoipa::path(
     post,
     path = "/v1/workflows/{id}/approve",
+    security(("token" = ["operator"])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::Decision,
@@ -216,6 +221,7 @@ pub async fn approve_workflow(
 #[utoipa::path(
     post,
     path = "/v1/workflows/{id}/deny",
+    security(("token" = ["operator"])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::Decision,
@@ -291,6 +297,7 @@ async fn decide(
 #[utoipa::path(
     post,
     path = "/v1/workflows/{id}/retry",
+    security(("token" = ["operator"])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::StepRef,
@@ -350,6 +357,7 @@ pub async fn retry_workflow(
 #[utoipa::path(
     post,
     path = "/v1/workflows/{id}/skip",
+    security(("token" = ["operator"])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::StepRef,
