@@ -25,7 +25,7 @@ use tracing::{Instrument, info, info_span, warn};
 use crate::artifacts::HubArtifacts;
 use crate::logsink::{self, LogHandle};
 use crate::outbox::Outbox;
-use crate::plugin::{Phase, PluginJob, PluginResult};
+use crate::plugin::{ActionStep, Phase, PluginInput, PluginJob, PluginResult};
 use crate::runner::RunnerConfig;
 
 pub struct Executor {
@@ -385,7 +385,7 @@ impl Executor {
             Ok(status) => status,
             Err(ended) => return ended,
         };
-        self.stats.plugin_exited(job.kind, status.code());
+        self.stats.plugin_exited(job.plugin_name(), status.code());
         match self.collect(&job, status).await {
             Ok(r) | Err(r) => r,
         }
@@ -398,7 +398,7 @@ impl Executor {
         offer: &JobOffer,
         work: &Path,
         log: &LogHandle,
-    ) -> Result<PluginJob, String> {
+    ) -> Result<PluginInput, String> {
         let (phase, c, plan) = match &offer.spec {
             JobSpec::Plan(c) => (Phase::Plan, c, None),
             JobSpec::Teardown(c) => (Phase::Teardown, c, None),
@@ -460,9 +460,8 @@ impl Executor {
             cluster: c.cluster.clone(),
             tools: self.tools.clone(),
             policies: c.policies.clone(),
-            action: None,
         };
-        write_job(work, job).await
+        write_job(work, PluginInput::Component(job)).await
     }
 
     /// An action step's job: nothing to unpack (its script travels in the offer), and a
@@ -472,7 +471,7 @@ impl Executor {
         a: &ActionJob,
         work: &Path,
         log: &LogHandle,
-    ) -> Result<PluginJob, String> {
+    ) -> Result<PluginInput, String> {
         // The role this host holds the action to, whatever the config says now.
         let (role, note) =
             crate::breakglass::role_for(&self.data_dir, &a.action, a.break_glass_role.as_deref())?;
@@ -499,30 +498,15 @@ impl Executor {
         tokio::fs::create_dir_all(&src)
             .await
             .map_err(|e| format!("creating the work directory: {e}"))?;
-        let job = PluginJob {
-            // The action plugin reads no phase.
-            phase: Phase::Apply,
+        let step = ActionStep {
             org: self.org.clone(),
             install: self.install.clone(),
-            component: a.action.clone(),
-            kind: ferry_protocol::messages::ComponentKind::Script,
-            artifact_digest: String::new(),
-            vars: vec![],
-            env: vec![],
-            applied_digest: None,
-            plan_file: None,
-            plan_digest: None,
+            step: a.clone(),
             src_dir: src,
-            state_dir: work.to_path_buf(),
             work_dir: work.to_path_buf(),
-            settings: Default::default(),
-            timeout_secs: None,
-            cluster: a.cluster.clone(),
             tools: self.tools.clone(),
-            policies: vec![],
-            action: Some(a.clone()),
         };
-        write_job(work, job).await
+        write_job(work, PluginInput::Action(step)).await
     }
 
     /// Runs the plugin process in its own process group until it exits. A timeout kills the
@@ -531,7 +515,7 @@ impl Executor {
     /// `Err` is how the job ended when the plugin did not end by itself.
     async fn run_plugin(
         &self,
-        job: &PluginJob,
+        job: &PluginInput,
         limit: Duration,
         log: &LogHandle,
         stop: &Stop,
@@ -543,7 +527,7 @@ impl Executor {
         let pid = child.id();
         // Recorded until it has ended: if this runner process dies (SIGKILL, a crash), the next
         // one for the install kills the group it left behind before taking any work.
-        let _marker = pid.and_then(|p| crate::orphans::record(&self.data_dir, &job.work_dir, p));
+        let _marker = pid.and_then(|p| crate::orphans::record(&self.data_dir, job.work_dir(), p));
         let out = child
             .stdout
             .take()
@@ -607,10 +591,10 @@ impl Executor {
     /// kept install-side, only its digest, summary and JSON going to the hub).
     async fn collect(
         &self,
-        job: &PluginJob,
+        job: &PluginInput,
         status: std::process::ExitStatus,
     ) -> Result<JobResult, JobResult> {
-        let result: Option<PluginResult> = tokio::fs::read(job.work_dir.join("result.json"))
+        let result: Option<PluginResult> = tokio::fs::read(job.work_dir().join("result.json"))
             .await
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
@@ -636,9 +620,11 @@ impl Executor {
                         .map_err(|e| failed(format!("reading the plan's JSON: {e}")))?,
                     None => vec![],
                 };
-                self.keep_plan(&job.component, &digest, &bytes, &job.artifact_digest)
-                    .await
-                    .map_err(failed)?;
+                if let PluginInput::Component(job) = job {
+                    self.keep_plan(&job.component, &digest, &bytes, &job.artifact_digest)
+                        .await
+                        .map_err(failed)?;
+                }
                 Some(PlanData {
                     digest,
                     changes: p.changes,
@@ -700,16 +686,16 @@ fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
 
 /// `ferry-runner plugin` for `job`, in its own process group (so a timeout or a cancel reaches
 /// every tool it starts), its output piped to the log.
-fn plugin_command(job: &PluginJob) -> Result<tokio::process::Command, String> {
+fn plugin_command(job: &PluginInput) -> Result<tokio::process::Command, String> {
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find the runner executable to start the plugin: {e}"))?;
     let mut cmd = tokio::process::Command::new(exe);
     cmd.arg("plugin")
         .arg("--job")
-        .arg(job.work_dir.join("job.json"))
+        .arg(job.work_dir().join("job.json"))
         .arg("--result")
-        .arg(job.work_dir.join("result.json"))
-        .current_dir(&job.src_dir)
+        .arg(job.work_dir().join("result.json"))
+        .current_dir(job.src_dir())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -734,7 +720,7 @@ fn masked(mut result: JobResult, spec: &JobSpec, log: &LogHandle) -> JobResult {
 }
 
 /// Writes the plugin's job file, `work/job.json`.
-async fn write_job(work: &Path, job: PluginJob) -> Result<PluginJob, String> {
+async fn write_job(work: &Path, job: PluginInput) -> Result<PluginInput, String> {
     let bytes = serde_json::to_vec_pretty(&job)
         .map_err(|e| format!("encoding the plugin's job file: {e}"))?;
     tokio::fs::write(work.join("job.json"), bytes)

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use ferry_protocol::messages::{ComponentKind, Histogram, HostStats, RunnerMetrics};
+use ferry_protocol::messages::{Histogram, HostStats, RunnerMetrics};
 use ferry_protocol::{encode, subjects};
 use tracing::debug;
 
@@ -64,8 +64,9 @@ impl Stats {
     }
 
     /// A plugin process ended: `code` is its exit code, or `None` when a signal killed it.
-    pub fn plugin_exited(&self, kind: ComponentKind, code: Option<i32>) {
-        let key = (kind.name().to_string(), code.unwrap_or(-1));
+    /// A plugin process exited; `plugin` is its name (`script`, `terraform`, ..., `action`).
+    pub fn plugin_exited(&self, plugin: &str, code: Option<i32>) {
+        let key = (plugin.to_string(), code.unwrap_or(-1));
         self.with(|c| *c.exits.entry(key).or_default() += 1);
     }
 
@@ -220,8 +221,8 @@ mod tests {
         s.job_started("plan");
         s.job_started("plan");
         s.job_finished("plan", "succeeded", Duration::from_secs(3));
-        s.plugin_exited(ComponentKind::Script, Some(0));
-        s.plugin_exited(ComponentKind::Script, None);
+        s.plugin_exited("script", Some(0));
+        s.plugin_exited("script", None);
         s.synced(10);
         s.synced(5);
         s.link(true);

@@ -14,12 +14,10 @@ use std::process::Command;
 
 use serde_json::{Map, Value};
 
-use super::{PluginError, PluginJob, PluginResult};
+use super::{ActionStep, PluginError, PluginResult};
 
-pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
-    let Some(a) = &job.action else {
-        return Err(PluginError("not an action step".into()));
-    };
+pub fn execute(job: &ActionStep) -> Result<PluginResult, PluginError> {
+    let a = &job.step;
     let outputs = job.work_dir.join("outputs");
     std::fs::write(&outputs, b"")?;
     let mut cmd = match (&a.command, &a.script) {
@@ -59,7 +57,8 @@ pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
         .env("FERRY_ACTION", &a.action)
         .env("FERRY_STEP", &a.step)
         .env("FERRY_TRIGGER", &a.trigger);
-    if let Ok(cluster) = super::kube::Cluster::of(job) {
+    if let Ok(cluster) = super::kube::Cluster::given(a.cluster.as_ref(), &job.tools, &job.work_dir)
+    {
         cmd.env("NUON_KUBECONFIG_ENABLED", "true");
         if let Some(k) = cluster.kubeconfig() {
             cmd.env("KUBECONFIG", k);
@@ -86,7 +85,7 @@ pub fn execute(job: &PluginJob) -> Result<PluginResult, PluginError> {
 
 /// `PATH` with the directories of the runner's helm and kubectl first, so a step finds the
 /// tools the runner was given.
-fn tools_path(job: &PluginJob) -> Option<std::ffi::OsString> {
+fn tools_path(job: &ActionStep) -> Option<std::ffi::OsString> {
     let dirs: Vec<std::path::PathBuf> = [&job.tools.helm, &job.tools.kubectl]
         .into_iter()
         .flatten()

@@ -61,9 +61,57 @@ pub struct PluginJob {
     /// The app's OPA policies over this component's plans.
     #[serde(default)]
     pub policies: Vec<PolicyDoc>,
-    /// An action step (`component` is the action's name then).
+}
+
+/// One step of an action, as its plugin runs it: a command or a script with its environment,
+/// and nothing of a component's (no phase, artifact, plan or state).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ActionStep {
+    pub org: String,
+    pub install: String,
+    pub step: ActionJob,
+    /// Where the step runs (an inline script is written here).
+    pub src_dir: PathBuf,
+    /// This execution's scratch directory (its outputs file).
+    pub work_dir: PathBuf,
     #[serde(default)]
-    pub action: Option<ActionJob>,
+    pub tools: Tools,
+}
+
+/// What the plugin process is given in its job file.
+// One per job, written and read once: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PluginInput {
+    /// One phase of a component.
+    Component(PluginJob),
+    /// One step of an action.
+    Action(ActionStep),
+}
+
+impl PluginInput {
+    pub fn work_dir(&self) -> &Path {
+        match self {
+            PluginInput::Component(j) => &j.work_dir,
+            PluginInput::Action(a) => &a.work_dir,
+        }
+    }
+
+    pub fn src_dir(&self) -> &Path {
+        match self {
+            PluginInput::Component(j) => &j.src_dir,
+            PluginInput::Action(a) => &a.src_dir,
+        }
+    }
+
+    /// The plugin's name, as metrics label it.
+    pub fn plugin_name(&self) -> &'static str {
+        match self {
+            PluginInput::Component(j) => j.kind.name(),
+            PluginInput::Action(_) => "action",
+        }
+    }
 }
 
 /// The runner host's tools for the Kubernetes plugins, from its flags (`None`: found on `PATH`).
@@ -158,16 +206,14 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
     let outcome = std::fs::read(job_path)
         .map_err(|e| PluginError(format!("reading {}: {e}", job_path.display())))
         .and_then(|b| {
-            serde_json::from_slice::<PluginJob>(&b)
+            serde_json::from_slice::<PluginInput>(&b)
                 .map_err(|e| PluginError(format!("job file: {e}")))
         })
-        .and_then(|job| {
-            if job.action.is_some() {
-                return action::execute(&job);
-            }
-            plugin_of(job.kind)
+        .and_then(|input| match input {
+            PluginInput::Action(step) => action::execute(&step),
+            PluginInput::Component(job) => plugin_of(job.kind)
                 .run(&job)
-                .map(|r| unevaluated_policies(&job, r))
+                .map(|r| unevaluated_policies(&job, r)),
         });
     let (result, code) = match outcome {
         Ok(r) => (r, 0),

@@ -331,7 +331,6 @@ mod tests {
                 ..Default::default()
             },
             policies: vec![],
-            action: None,
         }
     }
 

@@ -346,7 +346,6 @@ mod policy_tests {
                     rego: rego.to_string(),
                 })
                 .collect(),
-            action: None,
         }
     }
 

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
 use super::{PluginError, PluginJob, PluginPlan, PluginResult};
+use ferry_protocol::messages::ClusterAccess;
 
 /// The objects last applied for this component, as a YAML stream, in its state directory.
 const APPLIED: &str = "applied-manifest.yaml";
@@ -128,15 +129,24 @@ pub(crate) struct Cluster {
 
 impl Cluster {
     pub(crate) fn of(job: &PluginJob) -> Result<Cluster, PluginError> {
-        if let Some(c) = &job.cluster {
-            let path = job.work_dir.join("kubeconfig");
+        Cluster::given(job.cluster.as_ref(), &job.tools, &job.work_dir)
+    }
+
+    /// The cluster `cluster` names (its kubeconfig written into `work_dir`), else the runner's.
+    pub(crate) fn given(
+        cluster: Option<&ClusterAccess>,
+        tools: &crate::plugin::Tools,
+        work_dir: &Path,
+    ) -> Result<Cluster, PluginError> {
+        if let Some(c) = cluster {
+            let path = work_dir.join("kubeconfig");
             write_private(&path, c.kubeconfig.as_bytes())?;
             return Ok(Cluster {
                 kubeconfig: Some(path),
                 described: format!("the cluster at {} (from {})", c.server, c.source),
             });
         }
-        if let Some(k) = &job.tools.kubeconfig {
+        if let Some(k) = &tools.kubeconfig {
             return Ok(Cluster {
                 kubeconfig: Some(k.clone()),
                 described: format!("the cluster of the runner's --kubeconfig {}", k.display()),
