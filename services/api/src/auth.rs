@@ -83,8 +83,8 @@ pub async fn require_token(State(s): State<ApiState>, mut req: Request, next: Ne
         .extensions()
         .get::<axum::extract::MatchedPath>()
         .map_or_else(|| req.uri().path().to_string(), |p| p.as_str().to_string());
-    // A route that declared no role needs the most a vendor token has (tests/roles refuse it
-    // anyway).
+    // A route that declared no role needs the most a vendor token has (and fails
+    // `roles::tests::every_operation_behind_a_token_declares_its_role` first).
     let needed = crate::roles::required(req.method().as_str(), &path).unwrap_or(Role::Admin);
     if !caller.role.allows(needed) {
         return refuse(

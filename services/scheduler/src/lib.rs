@@ -11,6 +11,10 @@
 //! It also starts the runs of scheduled (`cron`) actions when they are due (`cron.rs`).
 //! Outputs: job offers on `JOBS` plus a doorbell on `ferry.wake.<org>.<install>`, build and approval
 //! requests on `CONTROL`.
+//!
+//! What happens next is decided by `ferry-model` (step transitions, a job's end, a workflow's end,
+//! releases); the handlers turn what they hear into work, and `effects.rs` carries it out, one
+//! queue, nothing recursing (see ARCHITECTURE.md, "The model decides, the scheduler executes").
 
 mod actions;
 mod approvals;
