@@ -24,7 +24,7 @@ use tracing::{Instrument, info, info_span, warn};
 
 use crate::artifacts::HubArtifacts;
 use crate::logsink::{self, LogHandle};
-use crate::outbox::Outbox;
+use crate::outbox::{Outbox, Sent};
 use crate::plugin::{ActionStep, Phase, PluginInput, PluginJob, PluginResult};
 use crate::runner::RunnerConfig;
 
@@ -132,8 +132,14 @@ impl Executor {
     /// stops).
     /// `execution_id` is the execution's token: it goes back with every event and log batch (and
     /// starts their de-duplication ids), and is never printed; logs name the execution by its
-    /// public id.
-    pub async fn run(&self, offer: JobOffer, execution_id: String, attempt: u32, stop: Arc<Stop>) {
+    /// public id. Returns where the result went (the lease must hold until the hub has it).
+    pub async fn run(
+        &self,
+        offer: JobOffer,
+        execution_id: String,
+        attempt: u32,
+        stop: Arc<Stop>,
+    ) -> Sent {
         let public_id = ferry_model::execution_public_id(&offer.job_id, attempt);
         let span = info_span!("job", org = %self.org, install = %self.install, workflow = %offer.workflow_id, job = %offer.job_id, execution = %public_id);
         async {
@@ -198,7 +204,7 @@ impl Executor {
             let lines = log_task.await.unwrap_or(0);
             info!(status = ?result.status, lines, "job finished");
             self.report(&offer.job_id, &execution_id, &event_subject, result)
-                .await;
+                .await
         }
         .instrument(span)
         .await
@@ -211,7 +217,7 @@ impl Executor {
         execution_id: &str,
         event_subject: &str,
         result: JobResult,
-    ) {
+    ) -> Sent {
         let mut finished = JobEvent {
             job_id: job_id.to_string(),
             execution_id: execution_id.to_string(),
@@ -229,7 +235,7 @@ impl Executor {
         }
         self.outbox
             .send(event_subject, &format!("{execution_id}-1"), payload)
-            .await;
+            .await
     }
 
     /// A result too large for a message, published in chunks on the execution's result subject

@@ -34,21 +34,60 @@ pub enum Outbox {
 impl Outbox {
     /// Sends `payload` on `subject` with de-duplication id `msg_id` (namespaced here by the org
     /// and install of the subject: `subjects::msg_id`), durably: returns once the hub's stream
-    /// (direct) or the leaf's spool has it, retrying until then.
-    pub async fn send(&self, subject: &str, msg_id: &str, payload: Vec<u8>) {
+    /// (direct) or the leaf's spool has it, retrying until then. What it returns says where the
+    /// message is: [`Self::forwarded`] waits until the hub has it.
+    pub async fn send(&self, subject: &str, msg_id: &str, payload: Vec<u8>) -> Sent {
         let namespaced = match ferry_protocol::subjects::org_install(subject) {
             Some((org, install)) => ferry_protocol::subjects::msg_id(org, install, msg_id),
             None => msg_id.to_string(),
         };
         let msg_id = namespaced.as_str();
         match self {
-            Outbox::Direct(js) => publish_until_acked(js, subject, msg_id, payload).await,
+            Outbox::Direct(js) => {
+                publish_until_acked(js, subject, msg_id, payload).await;
+                Sent::AtHub
+            }
             Outbox::Spool { local, sent } => {
-                publish_until_acked(local, &format!("{PREFIX}{subject}"), msg_id, payload).await;
+                let seq =
+                    publish_until_acked(local, &format!("{PREFIX}{subject}"), msg_id, payload)
+                        .await;
                 sent.notify_one();
+                Sent::Spooled(seq)
             }
         }
     }
+
+    /// Waits until the hub's stream has a message sent earlier: the forwarder deletes a spooled
+    /// message only once the hub acknowledged it (or refused it for good), so a message no longer
+    /// in the spool is at the hub.
+    pub async fn forwarded(&self, sent: Sent) {
+        let (Outbox::Spool { local, .. }, Sent::Spooled(seq)) = (self, sent) else {
+            return;
+        };
+        loop {
+            let still_here = match local.get_stream_no_info(SPOOL).await {
+                Ok(s) => match s.direct_get(seq).await {
+                    Err(e) if e.kind() == DirectGetErrorKind::NotFound => false,
+                    // Unknown (the leaf is busy or restarting): look again.
+                    _ => true,
+                },
+                Err(_) => true,
+            };
+            if !still_here {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// Where [`Outbox::send`] left a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// In the hub's stream.
+    AtHub,
+    /// In the leaf's spool at this sequence, until the forwarder has sent it on.
+    Spooled(u64),
 }
 
 impl Outbox {
@@ -85,17 +124,18 @@ impl Outbox {
     }
 }
 
-/// Publishes to a stream, retrying with backoff until the stream acknowledges.
+/// Publishes to a stream, retrying with backoff until the stream acknowledges; the message's
+/// sequence in the stream (of the first copy, when the stream took it as a duplicate).
 pub async fn publish_until_acked(
     js: &jetstream::Context,
     subject: &str,
     msg_id: &str,
     payload: Vec<u8>,
-) {
+) -> u64 {
     let mut delay = Duration::from_millis(100);
     loop {
         match publish_once(js, subject, Some(msg_id), payload.clone().into()).await {
-            Ok(()) => return,
+            Ok(seq) => return seq,
             Err(e) => {
                 warn!(subject, error = %e, "publish failed; retrying");
                 tokio::time::sleep(delay).await;
@@ -110,7 +150,7 @@ async fn publish_once(
     subject: &str,
     msg_id: Option<&str>,
     payload: bytes::Bytes,
-) -> Result<(), String> {
+) -> Result<u64, String> {
     let mut headers = async_nats::HeaderMap::new();
     if let Some(id) = msg_id {
         headers.insert(async_nats::header::NATS_MESSAGE_ID, id);
@@ -119,7 +159,7 @@ async fn publish_once(
         .publish_with_headers(subject.to_string(), headers, payload)
         .await
     {
-        Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
+        Ok(ack) => ack.await.map(|a| a.sequence).map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -204,7 +244,7 @@ async fn forward_next(
     .await
     .map_err(|_| "no acknowledgement from the hub within 10 s".to_string())?;
     match sent {
-        Ok(()) => {}
+        Ok(_) => {}
         // Larger than the hub takes: it never will. Dropped (and said), rather than holding up
         // everything behind it; the job it belonged to times out at the hub.
         Err(e) if e.to_lowercase().contains("maximum payload") => {

@@ -530,14 +530,20 @@ impl Runner {
             stop.clone(),
         ));
         let running = self.running.clone();
+        let outbox = self.outbox.clone();
+        let lease = Duration::from_millis(u64::from(lease_ms.max(300)));
         self.jobs.spawn(async move {
             let job_id = offer.job_id.clone();
-            exec.run(offer, execution_id, attempt, stop).await;
-            keeper.abort();
+            let reported = exec.run(offer, execution_id, attempt, stop).await;
             if let Ok(mut r) = running.lock() {
                 r.remove(&job_id);
             }
             drop(permit);
+            // The lease holds until the hub has the result, not only the spool: while a cut link
+            // or a hub failover keeps it here, the scheduler would otherwise see a lease nobody
+            // renews and run the job again. Bounded: past a lease the scheduler decides anyway.
+            let _ = tokio::time::timeout(lease, outbox.forwarded(reported)).await;
+            keeper.abort();
         });
     }
 }

@@ -4,7 +4,11 @@
 //! function of `ferry-model` (`Job::expire`, `Job::check_timeouts`, `Job::cancel_unclaimed`) and
 //! then ends the step like a result would.
 
+use async_nats::jetstream::stream::LastRawMessageErrorKind;
 use ferry_model::{self as m, StepOutcome, Workflow};
+use ferry_protocol::codec::decode;
+use ferry_protocol::messages::{EventBody, JobEvent};
+use ferry_protocol::resources::JOB_EVENTS;
 use ferry_protocol::subjects;
 use ferry_store::StoreError;
 use tracing::{info, warn};
@@ -57,6 +61,9 @@ impl Scheduler {
         wf: &Workflow,
         job_id: &str,
     ) -> Result<Vec<Work>, SchedulerError> {
+        if self.result_pending(wf, job_id).await? {
+            return Ok(vec![]);
+        }
         let mut expired = None;
         let job = self
             .store
@@ -84,6 +91,44 @@ impl Scheduler {
             m::Expired::Requeued { .. } => self.start_step(wf, job.step).await,
             m::Expired::Exhausted { .. } => self.apply_job_result(&job).await,
         }
+    }
+
+    /// Whether the job's current execution has reported its end to the hub and the result waits
+    /// for the results consumer (`Job::result_pending`): the latest event on the job's subject in
+    /// `JOB_EVENTS`, read from the stream's leader.
+    async fn result_pending(&self, wf: &Workflow, job_id: &str) -> Result<bool, SchedulerError> {
+        let stream = self
+            .store
+            .js
+            .get_stream_no_info(JOB_EVENTS.name)
+            .await
+            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
+        let subject = subjects::event(&wf.org, &wf.install, job_id);
+        let last = match stream.get_last_raw_message_by_subject(&subject).await {
+            Ok(m) => m,
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return Ok(false),
+            Err(e) => return Err(SchedulerError::Nats(Box::new(e))),
+        };
+        let Ok(event) = decode::<JobEvent>(&last.payload) else {
+            return Ok(false);
+        };
+        if !matches!(event.body, EventBody::Finished(_)) {
+            return Ok(false);
+        }
+        let Some(job) = self.store.repo::<m::Job>().get(&wf.org, job_id).await? else {
+            return Ok(false);
+        };
+        let stored = m::Timestamp::from_ms((last.time.unix_timestamp_nanos() / 1_000_000) as u64);
+        let pending = job.value.result_pending(
+            &event.execution_id,
+            stored,
+            self.grace_ms(),
+            m::Timestamp::now(),
+        );
+        if pending {
+            info!(org = %wf.org, install = %wf.install, job = %job_id, "lease ended, but the result is at the hub: waiting for it");
+        }
+        Ok(pending)
     }
 
     /// Stops a step's job: a job no runner has claimed is cancelled here; a running one is asked
