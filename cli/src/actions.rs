@@ -2,14 +2,14 @@
 //! `ferry runbooks run`; `ferry break-glass grant|revoke`.
 
 use anyhow::Result;
-use ferry_model::api::{ActionInfo, Deployed};
-use ferry_model::{Install, Job, Workflow};
+use ferry_model::api::{ActionInfo, GrantBreakGlass, RunAction, WorkflowFilter};
+use ferry_model::ops;
 use serde_json::json;
 
 use crate::args::{ActionsCmd, BreakGlassCmd, RunbooksCmd};
-use crate::client::Api;
 use crate::commands::{parse_inputs, print_json, then_wait};
 use crate::render::{self, MAIN, Output};
+use ferry_client::Client as Api;
 
 pub async fn run(api: &Api, cmd: ActionsCmd) -> Result<i32> {
     match cmd {
@@ -21,12 +21,11 @@ pub async fn run(api: &Api, cmd: ActionsCmd) -> Result<i32> {
             wait,
             json,
         } => {
-            let body = json!({ "inputs": parse_inputs(&inputs)? });
-            let started: Deployed = api
-                .post(
-                    &format!("/v1/installs/{install}/actions/{action}/runs"),
-                    &body,
-                )
+            let body = Some(RunAction {
+                inputs: parse_inputs(&inputs)?,
+            });
+            let started = api
+                .call::<ops::RunActionOp>(&[&install, &action], &(), &body)
                 .await?;
             let id = started.workflow_id.clone();
             match (json, wait) {
@@ -55,12 +54,7 @@ pub async fn runbooks(api: &Api, cmd: RunbooksCmd) -> Result<i32> {
         wait,
         json,
     } = cmd;
-    let started: Deployed = api
-        .post(
-            &format!("/v1/installs/{install}/runbooks/{runbook}/runs"),
-            &json!({}),
-        )
-        .await?;
+    let started = api.run::<ops::RunRunbook>(&[&install, &runbook]).await?;
     let id = started.workflow_id.clone();
     match (json, wait) {
         (true, true) => {}
@@ -77,9 +71,12 @@ pub async fn break_glass(api: &Api, cmd: BreakGlassCmd) -> Result<i32> {
             role,
             duration,
         } => {
-            let body = json!({ "role": role, "for_secs": duration.as_secs() });
-            let i: Install = api
-                .post(&format!("/v1/installs/{install}/break-glass"), &body)
+            let body = GrantBreakGlass {
+                role: role.clone(),
+                for_secs: duration.as_secs(),
+            };
+            let i = api
+                .call::<ops::GrantBreakGlassOp>(&[&install], &(), &body)
                 .await?;
             let until = i
                 .break_glass
@@ -89,8 +86,7 @@ pub async fn break_glass(api: &Api, cmd: BreakGlassCmd) -> Result<i32> {
             println!("granted {role} on {install} until {until}");
         }
         BreakGlassCmd::Revoke { install, role } => {
-            api.delete(&format!("/v1/installs/{install}/break-glass/{role}"))
-                .await?;
+            api.run::<ops::RevokeBreakGlass>(&[&install, &role]).await?;
             println!("revoked {role} on {install}");
         }
     }
@@ -101,13 +97,15 @@ async fn list(api: &Api, install: Option<&str>, out: Output) -> Result<i32> {
     let installs: Vec<String> = match install {
         Some(i) => vec![i.to_string()],
         None => {
-            let all: Vec<Install> = api.get("/v1/installs").await?;
+            let all = api
+                .call::<ops::ListInstalls>(&[], &Default::default(), &())
+                .await?;
             all.into_iter().map(|i| i.name).collect()
         }
     };
     let mut all: Vec<(String, ActionInfo)> = Vec::new();
     for i in installs {
-        let actions: Vec<ActionInfo> = api.get(&format!("/v1/installs/{i}/actions")).await?;
+        let actions = api.run::<ops::ListActions>(&[&i]).await?;
         all.extend(actions.into_iter().map(|a| (i.clone(), a)));
     }
     if out == Output::Json {
@@ -153,11 +151,12 @@ async fn runs(
     limit: usize,
     json_out: bool,
 ) -> Result<i32> {
-    let mut path = format!("/v1/workflows?install={install}&kind=action");
-    if let Some(a) = action {
-        path.push_str(&format!("&action={a}"));
-    }
-    let mut all: Vec<Workflow> = api.get(&path).await?;
+    let filter = WorkflowFilter {
+        install: Some(install.to_string()),
+        kind: Some("action".into()),
+        action: action.map(String::from),
+    };
+    let mut all = api.call::<ops::ListWorkflows>(&[], &filter, &()).await?;
     all.truncate(limit);
     let mut out = Vec::new();
     for wf in &all {
@@ -165,7 +164,7 @@ async fn runs(
         for s in &wf.steps {
             let outputs = match &s.job_id {
                 Some(j) => api
-                    .get_opt::<Job>(&format!("/v1/jobs/{j}"))
+                    .find::<ops::GetJob>(&[j])
                     .await?
                     .map(|j| j.outputs)
                     .unwrap_or_default(),

@@ -9,14 +9,13 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use ferry_model::api::RunnerToken;
-use serde_json::json;
+use ferry_model::ops;
 
-use crate::client::Api;
+use ferry_client::Client as Api;
 
 /// A new one-time token for a runner of `install`.
 pub async fn runner_token(api: &Api, install: &str) -> Result<RunnerToken> {
-    api.post(&format!("/v1/installs/{install}/runner-token"), &json!({}))
-        .await
+    Ok(api.run::<ops::RunnerTokenOp>(&[install]).await?)
 }
 
 /// `installs runner-token`: a new one-time token, printed alone on stdout (for scripts), with how
@@ -38,16 +37,14 @@ pub async fn print_runner_token(api: &Api, install: &str, json: bool) -> Result<
 
 /// `installs revoke`: the install's certificates revoked and its live connections closed.
 pub async fn revoke(api: &Api, install: &str, json: bool) -> Result<i32> {
-    let r: serde_json::Value = api
-        .post(&format!("/v1/installs/{install}/revoke"), &json!({}))
-        .await?;
+    let r = api.run::<ops::RevokeRunners>(&[install]).await?;
     if json {
         crate::commands::print_json(&r)?;
     } else {
         println!(
             "install {install}: {} certificate(s) revoked, {} connection(s) closed",
-            r["certificates"].as_array().map_or(0, Vec::len),
-            r["connections_closed"]
+            r.certificates.len(),
+            r.connections_closed
         );
     }
     Ok(0)

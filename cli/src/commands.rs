@@ -6,12 +6,11 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use ferry_appconfig::Package;
-use ferry_model::api::RunnerInfo;
+use ferry_client::Client as Api;
+use ferry_model::api::{CreateInstall, RunnerFilter};
 use ferry_model::events::EventKind;
-use ferry_model::{Install, Workflow};
-use serde_json::{Value, json};
+use ferry_model::ops;
 
-use crate::client::Api;
 use crate::render;
 
 pub fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
@@ -65,7 +64,7 @@ pub fn apps_validate(dir: &Path, json_out: bool, strict: bool) -> Result<i32> {
     if json_out {
         let order = report.config.as_ref().map(|c| c.deploy_order.clone());
         let sandbox = report.config.as_ref().is_some_and(|c| c.sandbox.is_some());
-        print_json(&json!({
+        print_json(&serde_json::json!({
             "valid": errors == 0,
             "errors": errors,
             "warnings": warnings,
@@ -149,8 +148,7 @@ pub async fn sync(api: &Api, dir: &Path, name: &str) -> Result<ferry_model::api:
     for w in report.diagnostics.warnings() {
         eprintln!("{w}");
     }
-    api.post_bytes(&format!("/v1/apps/{name}/configs"), pkg.to_bundle())
-        .await
+    Ok(api.upload::<ops::SyncApp>(&[name], pkg.to_bundle()).await?)
 }
 
 pub async fn apps_sync(api: &Api, dir: &Path, name: Option<String>, json_out: bool) -> Result<i32> {
@@ -164,8 +162,8 @@ pub async fn apps_sync(api: &Api, dir: &Path, name: Option<String>, json_out: bo
     Ok(0)
 }
 
-pub fn parse_inputs(inputs: &[String]) -> Result<serde_json::Map<String, Value>> {
-    let mut out = serde_json::Map::new();
+pub fn parse_inputs(inputs: &[String]) -> Result<std::collections::BTreeMap<String, String>> {
+    let mut out = std::collections::BTreeMap::new();
     for kv in inputs {
         let Some((k, v)) = kv.split_once('=') else {
             bail!("--input `{kv}`: expected NAME=VALUE")
@@ -173,7 +171,7 @@ pub fn parse_inputs(inputs: &[String]) -> Result<serde_json::Map<String, Value>>
         if k.is_empty() {
             bail!("--input `{kv}`: the name is empty");
         }
-        out.insert(k.to_string(), Value::String(v.to_string()));
+        out.insert(k.to_string(), v.to_string());
     }
     Ok(out)
 }
@@ -195,10 +193,15 @@ pub async fn installs_create(
 ) -> Result<String> {
     let NewInstall { app, name, .. } = new;
     let labels = ferry_model::parse_labels(&new.labels.join(",")).map_err(anyhow::Error::msg)?;
-    let body = json!({ "app": app, "name": name, "inputs": parse_inputs(new.inputs)?,
-        "approve_all": new.approve_all, "labels": labels });
-    let r: Value = api.post("/v1/installs", &body).await?;
-    let id = r["workflow_id"].as_str().unwrap_or("?").to_string();
+    let body = CreateInstall {
+        app: app.to_string(),
+        name: name.to_string(),
+        inputs: parse_inputs(new.inputs)?,
+        approve_all: new.approve_all,
+        labels,
+    };
+    let r = api.call::<ops::CreateInstallOp>(&[], &(), &body).await?;
+    let id = r.workflow_id.clone();
     match (json_out, wait) {
         // With --wait, --json prints the final workflow only.
         (true, true) => {}
@@ -213,10 +216,10 @@ pub async fn installs_create(
             render::say(format!("follow it with: ferry workflows wait {id}"));
         }
     }
-    if !json_out && r["runners_managed"] == true {
+    if !json_out && r.runners_managed {
         render::say("its runner is started for you (the control plane runs under `ferry dev`)");
     }
-    if !json_out && let Some(token) = r["runner_token"]["token"].as_str() {
+    if !json_out && let Some(token) = r.runner_token.as_ref().map(|t| &t.token) {
         render::say(format!(
             "its runner bootstraps with this one-time token (valid an hour; `ferry installs runner-bundle {name}` writes a new one with everything else):\n  ferry-runner --bootstrap {token} --api {}",
             api.base()
@@ -233,8 +236,7 @@ pub async fn then_wait(api: &Api, id: String, wait: bool, json_out: bool) -> Res
     }
     let started = std::time::Instant::now();
     let wf = if json_out {
-        let path = format!("/v1/workflows/{id}");
-        crate::watch::until(api, EventKind::Workflow, &id, &path, |w: &Workflow| {
+        crate::watch::until::<ops::GetWorkflow>(api, EventKind::Workflow, &id, |w| {
             w.status.is_terminal()
         })
         .await?
@@ -257,11 +259,14 @@ pub async fn then_wait(api: &Api, id: String, wait: bool, json_out: bool) -> Res
 }
 
 pub async fn installs_get(api: &Api, name: &str, json_out: bool) -> Result<i32> {
-    let i: Install = api.get(&format!("/v1/installs/{name}")).await?;
+    let i = api.run::<ops::GetInstall>(&[name]).await?;
     if json_out {
         print_json(&i)?;
     } else {
-        let runners: Vec<RunnerInfo> = api.get(&format!("/v1/runners?install={name}")).await?;
+        let mine = RunnerFilter {
+            install: Some(name.to_string()),
+        };
+        let runners = api.call::<ops::ListRunners>(&[], &mine, &()).await?;
         println!("{}", render::install(&i));
         println!("{}", render::install_runner(&runners));
     }
@@ -278,9 +283,7 @@ pub async fn installs_label(
 ) -> Result<i32> {
     let set = ferry_model::parse_labels(&set.join(",")).map_err(anyhow::Error::msg)?;
     let body = ferry_model::api::SetLabels { set, remove };
-    let i: Install = api
-        .post(&format!("/v1/installs/{name}/labels"), &body)
-        .await?;
+    let i = api.call::<ops::SetLabelsOp>(&[name], &(), &body).await?;
     if json_out {
         print_json(&i)?;
     } else {
@@ -291,9 +294,7 @@ pub async fn installs_label(
 
 pub async fn installs_approve_all(api: &Api, name: &str, on: bool, json_out: bool) -> Result<i32> {
     let body = ferry_model::api::ApproveAll { enabled: on };
-    let i: Install = api
-        .post(&format!("/v1/installs/{name}/approve-all"), &body)
-        .await?;
+    let i = api.call::<ops::SetApproveAll>(&[name], &(), &body).await?;
     if json_out {
         print_json(&i)?;
     } else if on {
@@ -311,13 +312,10 @@ pub async fn installs_update_inputs(
     json_out: bool,
     wait: bool,
 ) -> Result<String> {
-    let r: Value = api
-        .post(
-            &format!("/v1/installs/{name}/inputs"),
-            &parse_inputs(inputs)?,
-        )
+    let r = api
+        .call::<ops::UpdateInputs>(&[name], &(), &parse_inputs(inputs)?)
         .await?;
-    let id = r["workflow_id"].as_str().unwrap_or("?").to_string();
+    let id = r.workflow_id.clone();
     if !json_out {
         render::say(format!(
             "inputs of {name} changed; deploying in workflow {id}"
@@ -328,7 +326,8 @@ pub async fn installs_update_inputs(
     Ok(id)
 }
 
-/// Starts a workflow on an install: `action` is `deploy` or `teardown`.
+/// Starts a workflow on an install: `action` is `deploy`, `reprovision`, `teardown` or
+/// `drift-check`.
 pub async fn installs_deploy(
     api: &Api,
     name: &str,
@@ -337,10 +336,17 @@ pub async fn installs_deploy(
     json_out: bool,
     wait: bool,
 ) -> Result<String> {
-    let r: Value = api
-        .post(&format!("/v1/installs/{name}/{action}"), scope)
-        .await?;
-    let id = r["workflow_id"].as_str().unwrap_or("?").to_string();
+    let scoped = Some(scope.clone());
+    let r = match action {
+        "teardown" => api.run::<ops::TeardownInstall>(&[name]).await?,
+        "reprovision" => api.run::<ops::ReprovisionInstall>(&[name]).await?,
+        "drift-check" => api.call::<ops::DriftCheck>(&[name], &(), &scoped).await?,
+        _ => {
+            api.call::<ops::DeployInstall>(&[name], &(), &scoped)
+                .await?
+        }
+    };
+    let id = r.workflow_id.clone();
     if !json_out {
         render::say(format!("{action} of {name} in workflow {id}"));
     } else if !wait {
@@ -351,7 +357,7 @@ pub async fn installs_deploy(
 
 /// Prints a workflow; exit code 1 when it failed or was cancelled (scripts can test it).
 pub async fn workflows_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
-    let w: Workflow = api.get(&format!("/v1/workflows/{id}")).await?;
+    let w = api.run::<ops::GetWorkflow>(&[id]).await?;
     if json_out {
         print_json(&w)?;
     } else {
@@ -363,18 +369,12 @@ pub async fn workflows_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
 }
 
 pub async fn workflows_cancel(api: &Api, id: &str, wait: bool, json_out: bool) -> Result<i32> {
-    let mut w: Workflow = api
-        .post(
-            &format!("/v1/workflows/{id}/cancel"),
-            &serde_json::json!({}),
-        )
-        .await?;
+    let mut w = api.run::<ops::CancelWorkflow>(&[id]).await?;
     if wait && !w.status.is_terminal() {
         if !render::quiet() {
             eprintln!("cancelling workflow {id}: waiting for its jobs to stop");
         }
-        let path = format!("/v1/workflows/{id}");
-        w = crate::watch::until(api, EventKind::Workflow, id, &path, |w: &Workflow| {
+        w = crate::watch::until::<ops::GetWorkflow>(api, EventKind::Workflow, id, |w| {
             w.status.is_terminal()
         })
         .await?;
@@ -394,10 +394,10 @@ pub async fn workflows_decide(
     approved: bool,
     json_out: bool,
 ) -> Result<i32> {
-    let verb = if approved { "approve" } else { "deny" };
-    let decided: Vec<ferry_model::Approval> = api
-        .post(&format!("/v1/workflows/{id}/{verb}"), &body)
-        .await?;
+    let decided = match approved {
+        true => api.call::<ops::ApproveWorkflow>(&[id], &(), &body).await?,
+        false => api.call::<ops::DenyWorkflow>(&[id], &(), &body).await?,
+    };
     if json_out {
         print_json(&decided)?;
     } else {
@@ -426,14 +426,14 @@ pub async fn workflows_step_response(
     let body = ferry_model::api::StepRef {
         step: step.to_string(),
     };
-    let w: Workflow = api
-        .post(&format!("/v1/workflows/{id}/{action}"), &body)
-        .await?;
+    let w = match action {
+        "retry" => api.call::<ops::RetryWorkflow>(&[id], &(), &body).await?,
+        _ => api.call::<ops::SkipWorkflow>(&[id], &(), &body).await?,
+    };
     // The scheduler changes it asynchronously: wait until it has, so that a following wait (or
     // get) sees the change, not the workflow as it was.
     let before = w.updated_at.clone();
-    let path = format!("/v1/workflows/{id}");
-    let changed = crate::watch::until(api, EventKind::Workflow, id, &path, |w: &Workflow| {
+    let changed = crate::watch::until::<ops::GetWorkflow>(api, EventKind::Workflow, id, |w| {
         w.updated_at != before
     });
     let w = tokio::time::timeout(std::time::Duration::from_secs(30), changed)
@@ -453,18 +453,13 @@ pub async fn workflows_step_response(
 }
 
 pub async fn jobs_cancel(api: &Api, id: &str, json_out: bool) -> Result<i32> {
-    let mut j: ferry_model::Job = api
-        .post(&format!("/v1/jobs/{id}/cancel"), &serde_json::json!({}))
-        .await?;
+    let mut j = api.run::<ops::CancelJob>(&[id]).await?;
     if !render::quiet() {
         eprintln!("cancelling job {id}");
     }
     if !j.status.is_terminal() {
-        let path = format!("/v1/jobs/{id}");
-        j = crate::watch::until(api, EventKind::Job, id, &path, |j: &ferry_model::Job| {
-            j.status.is_terminal()
-        })
-        .await?;
+        j = crate::watch::until::<ops::GetJob>(api, EventKind::Job, id, |j| j.status.is_terminal())
+            .await?;
     }
     if json_out {
         print_json(&j)?;
@@ -475,7 +470,7 @@ pub async fn jobs_cancel(api: &Api, id: &str, json_out: bool) -> Result<i32> {
 }
 
 pub async fn jobs_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
-    let j: ferry_model::Job = api.get(&format!("/v1/jobs/{id}")).await?;
+    let j = api.run::<ops::GetJob>(&[id]).await?;
     if json_out {
         print_json(&j)?;
     } else {

@@ -13,14 +13,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use ferry_model::api::{CreatedInstall, Deployed};
-use ferry_model::{Install, Workflow, WorkflowStatus};
+use ferry_model::api::CreateInstall;
+use ferry_model::{Install, Workflow, WorkflowStatus, ops};
 use serde_json::json;
 
-use crate::client::Api;
 use crate::commands;
 use crate::devprocs::{Children, find_tool, free_port, lock_data_dir, sibling, tail};
 use crate::render;
+use ferry_client::Client as Api;
 
 #[derive(clap::Args, Debug)]
 pub struct DevArgs {
@@ -242,7 +242,10 @@ async fn start_server(p: &mut Platform, args: &DevArgs, hub: &Hub) -> Result<Api
     let wait = Duration::from_secs(60);
     wait_for_port(args.http_addr.port(), &mut p.children, "ferry-server", wait).await?;
     let token = admin_token(&p.server_bin, &hub.nats_url, &hub.dir, &p.data)?;
-    Api::new(&format!("http://{}", args.http_addr), Some(&token))
+    Ok(Api::new(
+        &format!("http://{}", args.http_addr),
+        Some(&token),
+    )?)
 }
 
 /// Syncs the app, then creates the install (with approve-all) or deploys the existing one with
@@ -251,9 +254,7 @@ async fn sync_and_deploy(api: &Api, args: &DevArgs, started: Instant) -> Result<
     let app_name = app_dir_name(&args.app)?;
     let sync = commands::sync(api, &args.app, &app_name).await?;
     step(started, &render::sync(&sync).replace('\n', "\n           "));
-    let existing: Option<Install> = api
-        .get_opt(&format!("/v1/installs/{}", args.install))
-        .await?;
+    let existing = api.find::<ops::GetInstall>(&[&args.install]).await?;
     if let Some(busy) = running_workflow(api, existing.as_ref()).await? {
         step(
             started,
@@ -265,8 +266,8 @@ async fn sync_and_deploy(api: &Api, args: &DevArgs, started: Instant) -> Result<
         return Ok(busy);
     }
     if existing.is_some() {
-        let d: Deployed = api
-            .post(&format!("/v1/installs/{}/deploy", args.install), &json!({}))
+        let d = api
+            .call::<ops::DeployInstall>(&[&args.install], &(), &None)
             .await?;
         step(
             started,
@@ -277,8 +278,14 @@ async fn sync_and_deploy(api: &Api, args: &DevArgs, started: Instant) -> Result<
         );
         return Ok(d.workflow_id);
     }
-    let body = json!({ "app": app_name, "name": args.install, "inputs": commands::parse_inputs(&args.inputs)?, "approve_all": true });
-    let c: CreatedInstall = api.post("/v1/installs", &body).await?;
+    let body = CreateInstall {
+        app: app_name,
+        name: args.install.clone(),
+        inputs: commands::parse_inputs(&args.inputs)?,
+        approve_all: true,
+        labels: Default::default(),
+    };
+    let c = api.call::<ops::CreateInstallOp>(&[], &(), &body).await?;
     step(
         started,
         &format!(
@@ -295,14 +302,14 @@ async fn running_workflow(api: &Api, install: Option<&Install>) -> Result<Option
     let Some(id) = install.and_then(|i| i.last_workflow.as_deref()) else {
         return Ok(None);
     };
-    let wf: Option<Workflow> = api.get_opt(&format!("/v1/workflows/{id}")).await?;
+    let wf = api.find::<ops::GetWorkflow>(&[id]).await?;
     Ok(wf.filter(|w| !w.status.is_terminal()).map(|w| w.id))
 }
 
 /// Prints how the deploy ended (the failing step's log, or the install); returns whether it
 /// succeeded.
 async fn report(api: &Api, args: &DevArgs, wf: &Workflow, p: &Platform) -> Result<bool> {
-    let install: Install = api.get(&format!("/v1/installs/{}", args.install)).await?;
+    let install = api.run::<ops::GetInstall>(&[&args.install]).await?;
     let secs = p.started.elapsed().as_secs_f64();
     if wf.status != WorkflowStatus::Succeeded {
         report_failure(api, wf).await;
@@ -344,7 +351,7 @@ async fn supervise(
                     p.children.stop_one(&name);
                     eprintln!("{name} is not restarted: fix the cause, then restart `ferry dev`");
                 }
-                let Ok(installs) = api.get::<Vec<Install>>("/v1/installs").await else {
+                let Ok(installs) = api.call::<ops::ListInstalls>(&[], &Default::default(), &()).await else {
                     continue;
                 };
                 let names: std::collections::BTreeSet<String> =

@@ -2,15 +2,15 @@
 //! columns, or every one with `--output wide`) or as the API's JSON.
 
 use anyhow::Result;
-use ferry_model::api::RunnerInfo;
-use ferry_model::{App, Install, Workflow};
+use ferry_client::Client as Api;
+use ferry_model::api::{ApprovalFilter, RunnerFilter, WorkflowFilter};
+use ferry_model::{InstallQuery, ops};
 
-use crate::client::Api;
 use crate::commands::print_json;
 use crate::render::{self, MAIN, Output, WIDE};
 
 pub async fn apps_list(api: &Api, out: Output) -> Result<i32> {
-    let apps: Vec<App> = api.get("/v1/apps").await?;
+    let apps = api.run::<ops::ListApps>(&[]).await?;
     if out == Output::Json {
         print_json(&apps)?;
     } else {
@@ -39,11 +39,10 @@ pub async fn apps_list(api: &Api, out: Output) -> Result<i32> {
 }
 
 pub async fn runners_list(api: &Api, install: Option<&str>, out: Output) -> Result<i32> {
-    let path = match install {
-        Some(i) => format!("/v1/runners?install={i}"),
-        None => "/v1/runners".to_string(),
+    let filter = RunnerFilter {
+        install: install.map(String::from),
     };
-    let runners: Vec<RunnerInfo> = api.get(&path).await?;
+    let runners = api.call::<ops::ListRunners>(&[], &filter, &()).await?;
     if out == Output::Json {
         print_json(&runners)?;
     } else {
@@ -77,14 +76,8 @@ pub async fn runners_list(api: &Api, install: Option<&str>, out: Output) -> Resu
     Ok(0)
 }
 
-pub async fn installs_list(api: &Api, query: &[(&str, String)], out: Output) -> Result<i32> {
-    let q: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let path = if q.is_empty() {
-        "/v1/installs".to_string()
-    } else {
-        format!("/v1/installs?{}", q.join("&"))
-    };
-    let list: Vec<Install> = api.get(&path).await?;
+pub async fn installs_list(api: &Api, query: &InstallQuery, out: Output) -> Result<i32> {
+    let list = api.call::<ops::ListInstalls>(&[], query, &()).await?;
     if out == Output::Json {
         print_json(&list)?;
     } else {
@@ -130,11 +123,11 @@ pub async fn installs_list(api: &Api, query: &[(&str, String)], out: Output) -> 
 }
 
 pub async fn workflows_list(api: &Api, install: Option<&str>, out: Output) -> Result<i32> {
-    let path = match install {
-        Some(i) => format!("/v1/workflows?install={i}"),
-        None => "/v1/workflows".to_string(),
+    let filter = WorkflowFilter {
+        install: install.map(String::from),
+        ..Default::default()
     };
-    let all: Vec<Workflow> = api.get(&path).await?;
+    let all = api.call::<ops::ListWorkflows>(&[], &filter, &()).await?;
     if out == Output::Json {
         print_json(&all)?;
     } else {
@@ -173,11 +166,10 @@ pub async fn workflows_list(api: &Api, install: Option<&str>, out: Output) -> Re
 }
 
 pub async fn approvals_list(api: &Api, install: Option<&str>, out: Output) -> Result<i32> {
-    let path = match install {
-        Some(i) => format!("/v1/approvals?install={i}"),
-        None => "/v1/approvals".to_string(),
+    let filter = ApprovalFilter {
+        install: install.map(String::from),
     };
-    let list: Vec<ferry_model::Approval> = api.get(&path).await?;
+    let list = api.call::<ops::ListApprovals>(&[], &filter, &()).await?;
     if out == Output::Json {
         print_json(&list)?;
     } else {

@@ -5,11 +5,13 @@ use std::collections::BTreeSet;
 use std::io::IsTerminal;
 
 use anyhow::{Context, Result, bail};
-use ferry_model::{Install, Job, LogEntry, Workflow};
+use ferry_client::Client as Api;
+use ferry_model::api::{EventsQuery, LogEventsQuery};
+use ferry_model::events::EventFilter;
+use ferry_model::{LogEntry, ops};
 
-use crate::client::Api;
 use crate::render;
-use crate::sse::Subscription;
+use crate::sse::{Feed, Subscription};
 
 /// Whose log to show.
 pub enum Target {
@@ -41,7 +43,7 @@ pub async fn run(api: &Api, target: Target, show: Show) -> Result<i32> {
         Target::Job(job) => return job_log(api, &job, &show).await,
         Target::Workflow(id) => id,
         Target::Install(name) => {
-            let i: Install = api.get(&format!("/v1/installs/{name}")).await?;
+            let i = api.run::<ops::GetInstall>(&[&name]).await?;
             match i.last_workflow {
                 Some(id) => id,
                 None => bail!("install {name} has run no workflow yet"),
@@ -59,13 +61,20 @@ async fn workflow_log(api: &Api, id: &str, show: &Show) -> Result<i32> {
     // Following, each change of the workflow or its jobs is a reason to look again.
     let mut changes = match show.follow {
         true => {
-            let path = format!("/v1/events?workflow={id}&kinds=workflow,job");
-            Some(Subscription::open(api, &path).await?)
+            let feed = Feed::Events(EventsQuery {
+                filter: EventFilter {
+                    workflow: Some(id.to_string()),
+                    kinds: Some("workflow,job".into()),
+                    ..Default::default()
+                },
+                last_event_id: None,
+            });
+            Some(Subscription::open(api, feed).await?)
         }
         false => None,
     };
     loop {
-        let wf: Workflow = api.get(&format!("/v1/workflows/{id}")).await?;
+        let wf = api.run::<ops::GetWorkflow>(&[id]).await?;
         let mut waiting = false;
         for step in &wf.steps {
             let Some(job_id) = &step.job_id else { continue };
@@ -77,7 +86,7 @@ async fn workflow_log(api: &Api, id: &str, show: &Show) -> Result<i32> {
             {
                 continue;
             }
-            let job: Job = api.get(&format!("/v1/jobs/{job_id}")).await?;
+            let job = api.run::<ops::GetJob>(&[job_id]).await?;
             let ended = job.status.is_terminal();
             if show.follow && !ended && job.executions.is_empty() {
                 // Not started yet: later steps' logs wait for it, in step order.
@@ -113,8 +122,11 @@ async fn job_log(api: &Api, job: &str, show: &Show) -> Result<i32> {
 /// Prints a job's log as it comes (following it to its end with `follow`), from the API's
 /// Server-Sent Events: a dropped connection resumes after the last line printed.
 async fn print_job(api: &Api, job: &str, follow: bool, show: &Show) -> Result<()> {
-    let path = format!("/v1/jobs/{job}/log?follow={follow}");
-    let mut log = Subscription::open(api, &path).await?;
+    let query = LogEventsQuery {
+        follow,
+        last_event_id: None,
+    };
+    let mut log = Subscription::open(api, Feed::JobLog(job.to_string(), query)).await?;
     loop {
         let event = log.next().await?;
         match event.event.as_str() {

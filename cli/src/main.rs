@@ -3,7 +3,6 @@
 mod actions;
 mod args;
 mod bootstrap;
-mod client;
 mod commands;
 mod dev;
 mod devprocs;
@@ -50,7 +49,7 @@ async fn main() {
 async fn run(cli: Cli) -> anyhow::Result<i32> {
     let token = tokens::resolve(cli.token.clone());
     let api_base = tokens::resolve_api(cli.api.clone());
-    let api = client::Api::new(&api_base, token.as_deref())?;
+    let api = ferry_client::Client::new(&api_base, token.as_deref())?;
     match cli.command {
         Command::Apps(cmd) => apps(&api, cmd).await,
         Command::Installs(cmd) => installs(&api, cmd).await,
@@ -113,7 +112,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-async fn apps(api: &client::Api, cmd: AppsCmd) -> anyhow::Result<i32> {
+async fn apps(api: &ferry_client::Client, cmd: AppsCmd) -> anyhow::Result<i32> {
     match cmd {
         AppsCmd::Validate { dir, json, strict } => commands::apps_validate(&dir, json, strict),
         AppsCmd::Lint { dir, json, rules } => commands::apps_lint(&dir, json, rules),
@@ -125,7 +124,7 @@ async fn apps(api: &client::Api, cmd: AppsCmd) -> anyhow::Result<i32> {
 }
 
 // Long: one arm per `ferry installs` subcommand, each a call; clap's enum is matched once.
-async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
+async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Result<i32> {
     match cmd {
         InstallsCmd::Create {
             app,
@@ -203,22 +202,14 @@ async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
             labels,
             out,
         } => {
-            let mut query: Vec<(&str, String)> = Vec::new();
-            let labels = (!labels.is_empty()).then(|| labels.join(","));
-            for (k, v) in [
-                ("app", app),
-                ("config", config),
-                ("status", status),
-                ("runner_health", runner_health),
-                ("label", labels),
-            ] {
-                if let Some(v) = v {
-                    query.push((k, v));
-                }
-            }
-            if drifted {
-                query.push(("drifted", "true".into()));
-            }
+            let query = ferry_model::InstallQuery {
+                app,
+                config,
+                status,
+                drifted: drifted.then_some(true),
+                runner_health,
+                label: (!labels.is_empty()).then(|| labels.join(",")),
+            };
             listings::installs_list(api, &query, out.format()).await
         }
         InstallsCmd::Label {
@@ -244,7 +235,8 @@ async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
             commands::installs_approve_all(api, &name, state == "on", json).await
         }
         InstallsCmd::Delete { name, force } => {
-            api.delete(&format!("/v1/installs/{name}?force={force}"))
+            let options = ferry_model::api::DeleteOptions { force };
+            api.call::<ferry_model::ops::DeleteInstall>(&[&name], &options, &())
                 .await?;
             println!("install {name} deleted");
             Ok(0)
@@ -255,7 +247,7 @@ async fn installs(api: &client::Api, cmd: InstallsCmd) -> anyhow::Result<i32> {
 /// Starts a deploy-like workflow of an install (`kind`: deploy, reprovision, teardown) and prints
 /// it, or follows it to its end with `--wait`.
 async fn start(
-    api: &client::Api,
+    api: &ferry_client::Client,
     name: &str,
     kind: &str,
     scope: &ferry_model::DeployScope,
@@ -266,7 +258,7 @@ async fn start(
     commands::then_wait(api, started, wait, json).await
 }
 
-async fn workflows(api: &client::Api, cmd: WorkflowsCmd) -> anyhow::Result<i32> {
+async fn workflows(api: &ferry_client::Client, cmd: WorkflowsCmd) -> anyhow::Result<i32> {
     match cmd {
         WorkflowsCmd::Wait { id, json } => commands::then_wait(api, id, true, json).await,
         WorkflowsCmd::Get {

@@ -2,13 +2,13 @@
 //! release rolls over.
 
 use anyhow::Result;
-use ferry_model::Release;
 use ferry_model::api::CreateRelease;
+use ferry_model::{Release, ops};
 
 use crate::args::ReleasesCmd;
-use crate::client::Api;
 use crate::commands::print_json;
 use crate::render::{self, MAIN, Output, WIDE};
+use ferry_client::Client as Api;
 
 pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
     match cmd {
@@ -41,24 +41,24 @@ pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
                 concurrency,
                 approve_all,
             };
-            let r: Release = api.post("/v1/releases", &body).await?;
+            let r = api.call::<ops::CreateReleaseOp>(&[], &(), &body).await?;
             show(&r, json)?;
         }
         ReleasesCmd::Get { id, json } => {
-            let r: Release = api.get(&format!("/v1/releases/{id}")).await?;
+            let r = api.run::<ops::GetRelease>(&[&id]).await?;
             show(&r, json)?;
         }
         ReleasesCmd::List { out } => list(api, out).await?,
-        ReleasesCmd::Pause { id } => change(api, &id, "pause").await?,
-        ReleasesCmd::Resume { id } => change(api, &id, "resume").await?,
-        ReleasesCmd::Cancel { id } => change(api, &id, "cancel").await?,
+        ReleasesCmd::Pause { id } => said(&id, api.run::<ops::PauseRelease>(&[&id]).await?),
+        ReleasesCmd::Resume { id } => said(&id, api.run::<ops::ResumeRelease>(&[&id]).await?),
+        ReleasesCmd::Cancel { id } => said(&id, api.run::<ops::CancelRelease>(&[&id]).await?),
     }
     Ok(0)
 }
 
 /// `releases list`: a table (or JSON) of the org's releases, newest first.
 async fn list(api: &Api, out: crate::args::ListOutput) -> Result<()> {
-    let all: Vec<Release> = api.get("/v1/releases").await?;
+    let all = api.run::<ops::ListReleases>(&[]).await?;
     if out.format() == Output::Json {
         print_json(&all)?;
     } else {
@@ -96,12 +96,9 @@ async fn list(api: &Api, out: crate::args::ListOutput) -> Result<()> {
     Ok(())
 }
 
-async fn change(api: &Api, id: &str, what: &str) -> Result<()> {
-    let r: Release = api
-        .post(&format!("/v1/releases/{id}/{what}"), &serde_json::json!({}))
-        .await?;
+/// What a pause, resume or cancel left the release at.
+fn said(id: &str, r: Release) {
     println!("release {id}: {}", render::status_word(r.status));
-    Ok(())
 }
 
 fn show(r: &Release, json: bool) -> Result<()> {
@@ -144,7 +141,7 @@ fn show(r: &Release, json: bool) -> Result<()> {
 
 /// `ferry apps get A`: the app's fleet.
 pub async fn fleet(api: &Api, app: &str, json: bool) -> Result<i32> {
-    let f: ferry_model::api::Fleet = api.get(&format!("/v1/apps/{app}/fleet")).await?;
+    let f = api.run::<ops::AppFleet>(&[app]).await?;
     if json {
         print_json(&f)?;
         return Ok(0);

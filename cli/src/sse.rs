@@ -9,27 +9,38 @@ use anyhow::{Result, bail};
 use eventsource_stream::{Event, Eventsource};
 use futures_util::{Stream, StreamExt};
 
-use crate::client::Api;
+use ferry_client::Client as Api;
+use ferry_model::api::{EventsQuery, LogEventsQuery};
+use ferry_model::ops;
 
 type Events = Pin<Box<dyn Stream<Item = Result<Event, String>> + Send>>;
 
 /// How long a subscription keeps trying to reconnect before giving up.
 const RECONNECT_FOR: Duration = Duration::from_secs(60);
 
+/// What a subscription follows.
+#[derive(Debug, Clone)]
+pub enum Feed {
+    /// The org's changes (`GET /v1/events`).
+    Events(EventsQuery),
+    /// One job's log (`GET /v1/jobs/{id}/log`).
+    JobLog(String, LogEventsQuery),
+}
+
 pub struct Subscription {
     api: Api,
-    path: String,
+    feed: Feed,
     last_id: Option<String>,
     events: Option<Events>,
 }
 
 impl Subscription {
-    /// Subscribes to `path`. The API answers once the subscription is in place: a change made
+    /// Subscribes to `feed`. The API answers once the subscription is in place: a change made
     /// after this returns is among the events.
-    pub async fn open(api: &Api, path: &str) -> Result<Subscription> {
+    pub async fn open(api: &Api, feed: Feed) -> Result<Subscription> {
         let mut s = Subscription {
             api: api.clone(),
-            path: path.to_string(),
+            feed,
             last_id: None,
             events: None,
         };
@@ -38,10 +49,15 @@ impl Subscription {
     }
 
     async fn connect(&self) -> Result<Events> {
-        let resp = self
-            .api
-            .stream_from(&self.path, self.last_id.as_deref())
-            .await?;
+        let last = self.last_id.as_deref();
+        let resp = match &self.feed {
+            Feed::Events(q) => self.api.subscribe::<ops::Events>(&[], q, last).await?,
+            Feed::JobLog(job, q) => {
+                self.api
+                    .subscribe::<ops::JobLogEvents>(&[job], q, last)
+                    .await?
+            }
+        };
         let events = resp
             .bytes_stream()
             .eventsource()
@@ -70,8 +86,8 @@ impl Subscription {
                 Ok(events) => self.events = Some(events),
                 Err(e) if since.elapsed() > RECONNECT_FOR => {
                     bail!(
-                        "lost the event stream {} and cannot resume it: {e}",
-                        self.path
+                        "lost the event stream {:?} and cannot resume it: {e}",
+                        self.feed
                     )
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,

@@ -4,10 +4,11 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use ferry_model::api::{NewToken, TokenInfo};
+use ferry_model::{Role, ops};
 
-use crate::client::Api;
 use crate::render::{self, MAIN, Output};
+use ferry_client::Client as Api;
 
 /// Where `ferry login` keeps the token: `$XDG_CONFIG_HOME/ferry/token`, else
 /// `~/.config/ferry/token`.
@@ -52,8 +53,7 @@ pub fn resolve(given: Option<String>) -> Option<String> {
 pub async fn login(api_base: &str, token: &str) -> Result<i32> {
     let api = Api::new(api_base, Some(token))?;
     let api_base = api.base().to_string();
-    let _: Value = api
-        .get("/v1/installs")
+    api.call::<ops::ListInstalls>(&[], &Default::default(), &())
         .await
         .context("the API refused the token")?;
     let path = login_file().context("neither XDG_CONFIG_HOME nor HOME is set")?;
@@ -85,20 +85,27 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
 }
 
 pub async fn create(api: &Api, name: &str, role: &str, json_out: bool) -> Result<i32> {
-    let r: Value = api
-        .post("/v1/tokens", &json!({ "name": name, "role": role }))
-        .await?;
+    let role: Role =
+        serde_json::from_value(serde_json::Value::String(role.to_string())).map_err(|_| {
+            anyhow::anyhow!("--role {role}: a role is viewer, operator, admin or customer")
+        })?;
+    let body = NewToken {
+        name: name.to_string(),
+        role,
+    };
+    let r = api.call::<ops::CreateToken>(&[], &(), &body).await?;
+    let role = role.name();
     if json_out {
         crate::commands::print_json(&r)?;
     } else {
-        println!("{}", r["token"].as_str().unwrap_or_default());
+        println!("{}", r.token);
         eprintln!("{role} token `{name}` created: it is shown only now");
     }
     Ok(0)
 }
 
 pub async fn list(api: &Api, out: Output) -> Result<i32> {
-    let list: Vec<Value> = api.get("/v1/tokens").await?;
+    let list = api.run::<ops::ListTokens>(&[]).await?;
     if out == Output::Json {
         crate::commands::print_json(&list)?;
         return Ok(0);
@@ -106,13 +113,12 @@ pub async fn list(api: &Api, out: Output) -> Result<i32> {
     let rows: Vec<Vec<String>> = list
         .iter()
         .map(|t| {
-            let s = |k: &str| t[k].as_str().unwrap_or_default().to_string();
             vec![
-                s("id"),
-                s("name"),
-                s("role"),
-                s("created_at"),
-                s("revoked_at"),
+                t.id.clone(),
+                t.name.clone(),
+                t.role.name().to_string(),
+                t.created_at.clone(),
+                t.revoked_at.clone().unwrap_or_default(),
             ]
         })
         .collect();
@@ -129,14 +135,13 @@ pub async fn list(api: &Api, out: Output) -> Result<i32> {
 
 /// Revokes the token with id or name `which` (a name must be one token's, not revoked yet).
 pub async fn revoke(api: &Api, which: &str) -> Result<i32> {
-    let list: Vec<Value> = api.get("/v1/tokens").await?;
-    let field = |t: &Value, k: &str| t[k].as_str().unwrap_or_default().to_string();
-    let by_id = list.iter().find(|t| field(t, "id") == which);
-    let by_name: Vec<&Value> = list
+    let list = api.run::<ops::ListTokens>(&[]).await?;
+    let by_id = list.iter().find(|t| t.id == which);
+    let by_name: Vec<&TokenInfo> = list
         .iter()
-        .filter(|t| field(t, "name") == which && t["revoked_at"].is_null())
+        .filter(|t| t.name == which && t.revoked_at.is_none())
         .collect();
-    let token: &Value = match (by_id, by_name.as_slice()) {
+    let token: &TokenInfo = match (by_id, by_name.as_slice()) {
         (Some(t), _) => t,
         (None, [t]) => t,
         (None, []) => {
@@ -147,8 +152,8 @@ pub async fn revoke(api: &Api, which: &str) -> Result<i32> {
             by_name.len()
         ),
     };
-    let id = field(token, "id");
-    api.delete(&format!("/v1/tokens/{id}")).await?;
-    println!("token {} ({id}) revoked", field(token, "name"));
+    let id = &token.id;
+    api.run::<ops::RevokeToken>(&[id]).await?;
+    println!("token {} ({id}) revoked", token.name);
     Ok(0)
 }

@@ -5,12 +5,14 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use ferry_model::events::EventKind;
+use ferry_client::Client as Api;
+use ferry_model::api::{EventsQuery, LogQuery};
+use ferry_model::events::{EventFilter, EventKind};
+use ferry_model::ops::{self, Operation};
 use ferry_model::{StepStatus, Workflow};
 
-use crate::client::Api;
 use crate::render;
-use crate::sse::Subscription;
+use crate::sse::{Feed, Subscription};
 
 /// A progress line, timed from `started` (none with `--quiet`).
 pub fn step(started: Instant, msg: &str) {
@@ -30,11 +32,16 @@ pub async fn follow(
     mut check: impl FnMut() -> Result<()>,
 ) -> Result<Workflow> {
     // Subscribed before reading the workflow: no change can fall between the two.
-    let path = format!("/v1/events?workflow={id}&kinds=workflow");
-    let mut events = Subscription::open(api, &path).await?;
-    let mut current = api
-        .get_opt::<Workflow>(&format!("/v1/workflows/{id}"))
-        .await?;
+    let feed = Feed::Events(EventsQuery {
+        filter: EventFilter {
+            workflow: Some(id.to_string()),
+            kinds: Some("workflow".into()),
+            ..Default::default()
+        },
+        last_event_id: None,
+    });
+    let mut events = Subscription::open(api, feed).await?;
+    let mut current = api.find::<ops::GetWorkflow>(&[id]).await?;
     let mut seen: Vec<StepStatus> = Vec::new();
     let mut latest = LatestLines::default();
     loop {
@@ -121,7 +128,11 @@ impl LatestLines {
             {
                 continue;
             }
-            let Ok(resp) = api.stream(&format!("/v1/jobs/{job}/logs?tail=1")).await else {
+            let last = LogQuery {
+                follow: false,
+                tail: Some(1),
+            };
+            let Ok(resp) = api.open::<ops::JobLogs>(&[job], &last).await else {
                 continue;
             };
             let text = resp.text().await.unwrap_or_default();
@@ -164,7 +175,7 @@ pub async fn report_failure(api: &Api, wf: &Workflow) {
             s.message.as_deref().unwrap_or("no message")
         );
         let Some(job) = &s.job_id else { continue };
-        match api.stream(&format!("/v1/jobs/{job}/logs")).await {
+        match api.open::<ops::JobLogs>(&[job], &LogQuery::default()).await {
             Ok(resp) => {
                 let text = resp.text().await.unwrap_or_default();
                 let lines: Vec<String> = text
@@ -182,18 +193,28 @@ pub async fn report_failure(api: &Api, wf: &Workflow) {
     }
 }
 
-/// Waits through the API's events until the record read from `path` (an event kind's record
+/// Waits through the API's events until the record operation `O` reads (an event kind's record
 /// with id `id`) is `done`, and returns it. Subscribed before the first read, so no change is
 /// missed between the two.
-pub async fn until<T: serde::de::DeserializeOwned>(
+pub async fn until<O>(
     api: &Api,
     kind: EventKind,
     id: &str,
-    path: &str,
-    done: impl Fn(&T) -> bool,
-) -> Result<T> {
-    let mut events = Subscription::open(api, &format!("/v1/events?kinds={}", kind.name())).await?;
-    let mut current: T = api.get(path).await?;
+    done: impl Fn(&O::Reply) -> bool,
+) -> Result<O::Reply>
+where
+    O: Operation<Query = (), Body = ()>,
+    O::Reply: serde::de::DeserializeOwned,
+{
+    let feed = Feed::Events(EventsQuery {
+        filter: EventFilter {
+            kinds: Some(kind.name().into()),
+            ..Default::default()
+        },
+        last_event_id: None,
+    });
+    let mut events = Subscription::open(api, feed).await?;
+    let mut current = api.run::<O>(&[id]).await?;
     while !done(&current) {
         let event = events.next().await?;
         let Ok(e) = serde_json::from_str::<ferry_model::events::Event>(&event.data) else {

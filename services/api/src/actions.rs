@@ -7,10 +7,10 @@ use axum::Json;
 use axum::extract::Path;
 use axum::http::StatusCode;
 use ferry_model::api::{ActionInfo, Deployed, GrantBreakGlass, RunAction};
+use ferry_model::ops::Operation as _;
 use ferry_model::{self as m, Install};
 
 use crate::auth::Ctx;
-use crate::error::ErrorBody;
 use crate::handlers::audit;
 use crate::ids::{Name, check_name};
 use crate::installs::{blank_workflow, record_workflow, request_workflow};
@@ -27,11 +27,11 @@ async fn install(s: &ApiState, name: &str) -> Result<Install, ApiError> {
 
 #[utoipa::path(
     get,
-    path = "/v1/installs/{name}/actions",
-    security(("token" = ["viewer"])),
+    path = m::ops::ListActions::PATH,
+    security(("token" = [m::ops::ListActions::ROLE_NAME])),
     tag = "actions",
     params(("name" = String, Path, description = "The install's name")),
-    responses((status = 200, description = "The install's actions", body = Vec<m::api::ActionInfo>), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The install's actions", body = Vec<m::api::ActionInfo>), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn list_actions(
     Ctx(s): Ctx,
@@ -88,12 +88,12 @@ pub async fn list_actions(
 /// Starts a run of an action by hand, its inputs checked against the action's declarations.
 #[utoipa::path(
     post,
-    path = "/v1/installs/{name}/actions/{action}/runs",
-    security(("token" = ["operator"])),
+    path = m::ops::RunActionOp::PATH,
+    security(("token" = [m::ops::RunActionOp::ROLE_NAME])),
     tag = "actions",
     params(("name" = String, Path, description = "The install's name"), ("action" = String, Path, description = "The action's name")),
     request_body(content = Option<m::api::RunAction>, description = "The run's inputs"),
-    responses((status = 202, description = "The action's run requested", body = m::api::Deployed), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "The action's run requested", body = m::api::Deployed), crate::error::Invalid, crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn run_action(
     Ctx(s): Ctx,
@@ -149,12 +149,12 @@ const MAX_GRANT_SECS: u64 = 24 * 3600;
 /// the install's actions naming it run until then, unless its runner takes host grants only.
 #[utoipa::path(
     post,
-    path = "/v1/installs/{name}/break-glass",
-    security(("token" = ["customer"])),
+    path = m::ops::GrantBreakGlassOp::PATH,
+    security(("token" = [m::ops::GrantBreakGlassOp::ROLE_NAME])),
     tag = "actions",
     params(("name" = String, Path, description = "The install's name")),
     request_body = m::api::GrantBreakGlass,
-    responses((status = 201, description = "Granted", body = m::Install), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 201, description = "Granted", body = m::Install), crate::error::Invalid, crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn grant_break_glass(
     Ctx(s): Ctx,
@@ -225,11 +225,11 @@ pub async fn grant_break_glass(
 /// Ends a break-glass grant made through the API before its time.
 #[utoipa::path(
     delete,
-    path = "/v1/installs/{name}/break-glass/{role}",
-    security(("token" = ["customer"])),
+    path = m::ops::RevokeBreakGlass::PATH,
+    security(("token" = [m::ops::RevokeBreakGlass::ROLE_NAME])),
     tag = "actions",
     params(("name" = String, Path, description = "The install's name"), ("role" = String, Path, description = "The break-glass role")),
-    responses((status = 204, description = "Revoked"), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 204, description = "Revoked"), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn revoke_break_glass(
     Ctx(s): Ctx,

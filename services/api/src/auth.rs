@@ -13,11 +13,11 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use ferry_model::api::{NewToken, TokenInfo};
+use ferry_model::ops::Operation as _;
 use ferry_model::{self as m, ApiToken, Role, TokenText};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::ErrorBody;
 use crate::handlers::{audit, check_name};
 use crate::ids::Name;
 use crate::{ApiError, ApiState};
@@ -84,7 +84,7 @@ pub async fn require_token(State(s): State<ApiState>, mut req: Request, next: Ne
         .get::<axum::extract::MatchedPath>()
         .map_or_else(|| req.uri().path().to_string(), |p| p.as_str().to_string());
     // A route that declared no role needs the most a vendor token has (and fails
-    // `roles::tests::every_operation_behind_a_token_declares_its_role` first).
+    // `roles::tests::the_served_description_is_the_table_of_operations` first).
     let needed = crate::roles::required(req.method().as_str(), &path).unwrap_or(Role::Admin);
     if !caller.role.allows(needed) {
         return refuse(
@@ -157,47 +157,19 @@ pub fn mint(org: &str, name: &str, role: Role) -> Result<(ApiToken, String), get
     Ok((record, text.render()))
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-pub struct NewToken {
-    pub name: String,
-    pub role: Role,
-}
-
-/// A token as listed: never its hash.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct TokenInfo {
-    pub id: String,
-    pub name: String,
-    pub role: Role,
-    pub created_at: String,
-    pub revoked_at: Option<String>,
-}
-
-impl From<ApiToken> for TokenInfo {
-    fn from(t: ApiToken) -> Self {
-        TokenInfo {
-            id: t.id,
-            name: t.name,
-            role: t.role,
-            created_at: t.created_at,
-            revoked_at: t.revoked_at,
-        }
-    }
-}
-
 /// Creates a token of the caller's org; the answer is the only time its text is shown.
 #[utoipa::path(
     post,
-    path = "/v1/tokens",
-    security(("token" = ["admin"])),
+    path = m::ops::CreateToken::PATH,
+    security(("token" = [m::ops::CreateToken::ROLE_NAME])),
     tag = "tokens",
     request_body = NewToken,
-    responses((status = 201, description = "The token; its text is shown only here", body = Object), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
+    responses((status = 201, description = "The token; its text is shown only here", body = m::api::CreatedToken), crate::error::Invalid, crate::error::Refusals)
 )]
 pub async fn create_token(
     Ctx(s): Ctx,
     Json(req): Json<NewToken>,
-) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+) -> Result<(StatusCode, Json<m::api::CreatedToken>), ApiError> {
     check_name("token name", &req.name)?;
     let (record, text) = mint(&s.org, &req.name, req.role)
         .map_err(|e| ApiError::BadRequest(format!("no randomness for a token: {e}")))?;
@@ -207,14 +179,14 @@ pub async fn create_token(
     let info = TokenInfo::from(record);
     Ok((
         StatusCode::CREATED,
-        Json(serde_json::json!({ "token": text, "info": info })),
+        Json(m::api::CreatedToken { token: text, info }),
     ))
 }
 
 #[utoipa::path(
     get,
-    path = "/v1/tokens",
-    security(("token" = ["admin"])),
+    path = m::ops::ListTokens::PATH,
+    security(("token" = [m::ops::ListTokens::ROLE_NAME])),
     tag = "tokens",
     responses((status = 200, description = "The org's tokens (never their secrets)", body = Vec<TokenInfo>), crate::error::Refusals)
 )]
@@ -227,11 +199,11 @@ pub async fn list_tokens(Ctx(s): Ctx) -> Result<Json<Vec<TokenInfo>>, ApiError> 
 /// Revokes a token: refused from its next request on.
 #[utoipa::path(
     delete,
-    path = "/v1/tokens/{id}",
-    security(("token" = ["admin"])),
+    path = m::ops::RevokeToken::PATH,
+    security(("token" = [m::ops::RevokeToken::ROLE_NAME])),
     tag = "tokens",
     params(("id" = String, Path, description = "The token's id or name")),
-    responses((status = 200, description = "The token, revoked", body = TokenInfo), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The token, revoked", body = TokenInfo), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn revoke_token(Ctx(s): Ctx, Name(id): Name) -> Result<Json<TokenInfo>, ApiError> {
     let t = s

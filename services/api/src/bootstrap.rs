@@ -9,6 +9,8 @@
 //! certificate's identity: the token's org and install.
 
 use crate::error::ErrorBody;
+use ferry_model::api::{BootstrapReply, BootstrapRequest, Revoked};
+use ferry_model::ops::Operation as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +18,6 @@ use axum::Json;
 use axum::extract::State;
 use ferry_model::api::RunnerToken;
 use ferry_model::{self as m, BootstrapToken, TokenText};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tracing::{info, warn};
 
@@ -43,15 +44,6 @@ pub struct Issuer {
     /// Certificate renewals an install may make at once; one more comes back every eighth of
     /// a certificate's lifetime.
     pub renewals_at_once: u32,
-}
-
-#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Revoked {
-    pub install: String,
-    /// Serials revoked now.
-    pub certificates: Vec<String>,
-    /// Live connections closed.
-    pub connections_closed: usize,
 }
 
 /// The install's runner access as recorded (open with epoch `""` when it has no record).
@@ -146,11 +138,11 @@ pub(crate) async fn revoke_install(s: &ApiState, install: &str) -> Result<Revoke
 /// runner bootstraps with it.
 #[utoipa::path(
     post,
-    path = "/v1/installs/{name}/revoke",
-    security(("token" = ["admin"])),
+    path = m::ops::RevokeRunners::PATH,
+    security(("token" = [m::ops::RevokeRunners::ROLE_NAME])),
     tag = "runners",
     params(("name" = String, Path, description = "The install's name")),
-    responses((status = 200, description = "The install's runner certificates revoked and their connections closed", body = Revoked), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The install's runner certificates revoked and their connections closed", body = Revoked), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn revoke(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Revoked>, ApiError> {
     s.store
@@ -206,11 +198,11 @@ pub(crate) async fn issue(s: &ApiState, install: &str) -> Result<RunnerToken, Ap
 /// `POST /v1/installs/{name}/runner-token` (admin): a new one-time token for a runner.
 #[utoipa::path(
     post,
-    path = "/v1/installs/{name}/runner-token",
-    security(("token" = ["admin"])),
+    path = m::ops::RunnerTokenOp::PATH,
+    security(("token" = [m::ops::RunnerTokenOp::ROLE_NAME])),
     tag = "runners",
     params(("name" = String, Path, description = "The install's name")),
-    responses((status = 200, description = "A one-time token for the install's runner", body = m::api::RunnerToken), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "A one-time token for the install's runner", body = m::api::RunnerToken), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn runner_token(Ctx(s): Ctx, Name(name): Name) -> Result<Json<RunnerToken>, ApiError> {
     s.store
@@ -219,23 +211,6 @@ pub async fn runner_token(Ctx(s): Ctx, Name(name): Name) -> Result<Json<RunnerTo
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
     Ok(Json(issue(&s, &name).await?))
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-pub struct BootstrapRequest {
-    pub token: String,
-    /// PEM CSR for the key the runner made and keeps.
-    pub csr: String,
-}
-
-#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct BootstrapReply {
-    pub org: String,
-    pub install: String,
-    /// PEM certificate for the CSR's key, naming the install.
-    pub certificate: String,
-    /// PEM certificate of the CA, to verify the hub with.
-    pub ca: String,
 }
 
 /// `POST /v1/bootstrap`: a certificate for a one-time token and a CSR.
@@ -269,11 +244,11 @@ async fn usable_token(
 
 #[utoipa::path(
     post,
-    path = "/v1/bootstrap",
+    path = m::ops::Bootstrap::PATH,
     security(()),
     tag = "runners",
     request_body = BootstrapRequest,
-    responses((status = 200, description = "The install's certificate", body = BootstrapReply), (status = 400, description = "Invalid input", body = ErrorBody), (status = 401, description = "The one-time token is not valid", body = ErrorBody))
+    responses((status = 200, description = "The install's certificate", body = BootstrapReply), crate::error::Invalid, (status = 401, description = "The one-time token is not valid", body = ErrorBody))
 )]
 pub async fn bootstrap(
     State(s): State<ApiState>,

@@ -25,6 +25,24 @@ pub(crate) enum Refusals {
     Forbidden(ErrorBody),
 }
 
+/// A 400: the input is invalid (the message says why). Shared by each route's description.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // Never built: it describes what `ApiError::BadRequest` answers.
+#[response(status = 400, description = "Invalid input")]
+pub(crate) struct Invalid(ErrorBody);
+
+/// A 404: nothing of that name or id in the caller's org.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // Never built: it describes what `ApiError::NotFound` answers.
+#[response(status = 404, description = "Not found")]
+pub(crate) struct NotFound(ErrorBody);
+
+/// A 409: refused by the record's state (a workflow running, something still deployed).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // Never built: it describes what `ApiError::Conflict` answers.
+#[response(status = 409, description = "Conflicts with the record's state")]
+pub(crate) struct Conflict(ErrorBody);
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{0}")]

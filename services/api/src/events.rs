@@ -10,19 +10,21 @@
 //! current state too subscribes first, then reads it (the response's headers arrive only once
 //! the subscription is in place).
 
+use ferry_model as m;
+use ferry_model::api::EventsQuery;
+use ferry_model::ops::Operation as _;
 use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::Query;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use ferry_model::events::{Event, EventFilter};
+use ferry_model::events::Event;
 use ferry_store::events::Start;
 use futures_util::{Stream, StreamExt};
 
 use crate::ApiError;
 use crate::auth::Ctx;
-use crate::error::ErrorBody;
 use crate::ids::check_filter;
 
 /// Comment lines keep idle connections (and the proxies between) open.
@@ -56,20 +58,13 @@ pub(crate) fn last_event_id(
     }
 }
 
-#[derive(Debug, serde::Deserialize)]
-pub struct EventsQuery {
-    #[serde(flatten)]
-    filter: EventFilter,
-    last_event_id: Option<String>,
-}
-
 #[utoipa::path(
     get,
-    path = "/v1/events",
-    security(("token" = ["viewer"])),
+    path = m::ops::Events::PATH,
+    security(("token" = [m::ops::Events::ROLE_NAME])),
     tag = "events",
     params(("install" = Option<String>, Query, description = "Only this install's changes"), ("workflow" = Option<String>, Query, description = "Only this workflow's changes"), ("kinds" = Option<String>, Query, description = "Comma-separated kinds: install, workflow, job, approval, release"), ("last_event_id" = Option<String>, Query, description = "As Last-Event-ID, for clients that cannot set headers"), ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event")),
-    responses((status = 200, description = "Server-Sent Events, one per change: `event:` the kind, `id:` the position to resume from, `data:` an `Event`; `gap` first when events since the given id are gone", content_type = "text/event-stream", body = ferry_model::events::Event), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "Server-Sent Events, one per change: `event:` the kind, `id:` the position to resume from, `data:` an `Event`; `gap` first when events since the given id are gone", content_type = "text/event-stream", body = ferry_model::events::Event), crate::error::Invalid, crate::error::Refusals)
 )]
 pub async fn events(
     Ctx(s): Ctx,

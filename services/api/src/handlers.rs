@@ -5,6 +5,7 @@ use axum::body::Bytes;
 use axum::http::StatusCode;
 use ferry_appconfig::Package;
 use ferry_model::api::{SyncComponent, SyncResponse};
+use ferry_model::ops::Operation as _;
 use ferry_model::{self as m, App, AppConfigVersion};
 use ferry_protocol::resources::objects;
 use tracing::info;
@@ -40,8 +41,8 @@ pub(crate) async fn audit(
 /// config version, unless it is identical to the latest (then nothing is stored).
 #[utoipa::path(
     post,
-    path = "/v1/apps/{app}/configs",
-    security(("token" = ["admin"])),
+    path = m::ops::SyncApp::PATH,
+    security(("token" = [m::ops::SyncApp::ROLE_NAME])),
     tag = "apps",
     params(("app" = String, Path, description = "The app's name")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "A package bundle as `ferry apps sync` uploads it"),
@@ -195,8 +196,8 @@ async fn set_latest(s: &ApiState, app: &str, rec: &AppConfigVersion) -> Result<(
 
 #[utoipa::path(
     get,
-    path = "/v1/apps",
-    security(("token" = ["viewer"])),
+    path = m::ops::ListApps::PATH,
+    security(("token" = [m::ops::ListApps::ROLE_NAME])),
     tag = "apps",
     responses((status = 200, description = "The org's apps", body = Vec<m::App>), crate::error::Refusals)
 )]
@@ -209,11 +210,11 @@ pub async fn list_apps(Ctx(s): Ctx) -> Result<Json<Vec<App>>, ApiError> {
 /// Where an app's installs are: per config version and status, drifted, failing, waiting.
 #[utoipa::path(
     get,
-    path = "/v1/apps/{app}/fleet",
-    security(("token" = ["viewer"])),
+    path = m::ops::AppFleet::PATH,
+    security(("token" = [m::ops::AppFleet::ROLE_NAME])),
     tag = "apps",
     params(("app" = String, Path, description = "The app's name")),
-    responses((status = 200, description = "Where the app's installs stand", body = m::api::Fleet), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "Where the app's installs stand", body = m::api::Fleet), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn app_fleet(
     Ctx(s): Ctx,
@@ -248,11 +249,11 @@ pub async fn app_fleet(
 
 #[utoipa::path(
     get,
-    path = "/v1/apps/{app}",
-    security(("token" = ["viewer"])),
+    path = m::ops::GetApp::PATH,
+    security(("token" = [m::ops::GetApp::ROLE_NAME])),
     tag = "apps",
     params(("app" = String, Path, description = "The app's name")),
-    responses((status = 200, description = "The app", body = m::App), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The app", body = m::App), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn get_app(Ctx(s): Ctx, Name(app): Name) -> Result<Json<App>, ApiError> {
     let a = s

@@ -6,6 +6,8 @@
 //! Long (about 700 lines) because each of its twelve routes carries its OpenAPI description
 //! (`#[utoipa::path]`) beside it; the logic itself is the one path above.
 
+use ferry_model::api::DeleteOptions;
+use ferry_model::ops::Operation as _;
 use std::collections::BTreeMap;
 
 use axum::Json;
@@ -17,7 +19,6 @@ use ferry_store::StoreError;
 use tracing::info;
 
 use crate::auth::Ctx;
-use crate::error::ErrorBody;
 use crate::handlers::{audit, check_name};
 use crate::ids::Name;
 use crate::{ApiError, ApiState};
@@ -114,11 +115,11 @@ async fn discard_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
 
 #[utoipa::path(
     post,
-    path = "/v1/installs",
-    security(("token" = ["admin"])),
+    path = m::ops::CreateInstallOp::PATH,
+    security(("token" = [m::ops::CreateInstallOp::ROLE_NAME])),
     tag = "installs",
     request_body = m::api::CreateInstall,
-    responses((status = 201, description = "Created; its provision workflow requested", body = m::api::CreatedInstall), (status = 400, description = "Invalid input", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 201, description = "Created; its provision workflow requested", body = m::api::CreatedInstall), crate::error::Invalid, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn create_install(
     Ctx(s): Ctx,
@@ -197,11 +198,11 @@ pub async fn create_install(
 /// when the query asks about their health.
 #[utoipa::path(
     get,
-    path = "/v1/installs",
-    security(("token" = ["viewer"])),
+    path = m::ops::ListInstalls::PATH,
+    security(("token" = [m::ops::ListInstalls::ROLE_NAME])),
     tag = "installs",
     params(m::InstallQuery),
-    responses((status = 200, description = "The org's installs that match every filter", body = Vec<m::Install>), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The org's installs that match every filter", body = Vec<m::Install>), crate::error::Invalid, crate::error::Refusals)
 )]
 pub async fn list_installs(
     Ctx(s): Ctx,
@@ -224,12 +225,12 @@ pub async fn list_installs(
 /// Sets and removes an install's labels (`POST /v1/installs/{name}/labels`).
 #[utoipa::path(
     post,
-    path = "/v1/installs/{name}/labels",
-    security(("token" = ["operator"])),
+    path = m::ops::SetLabelsOp::PATH,
+    security(("token" = [m::ops::SetLabelsOp::ROLE_NAME])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body = m::api::SetLabels,
-    responses((status = 200, description = "The install with its labels", body = m::Install), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The install with its labels", body = m::Install), crate::error::Invalid, crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn set_labels(
     Ctx(s): Ctx,
@@ -277,11 +278,11 @@ fn install_error(name: &str) -> impl Fn(StoreError) -> ApiError + '_ {
 
 #[utoipa::path(
     get,
-    path = "/v1/installs/{name}",
-    security(("token" = ["viewer"])),
+    path = m::ops::GetInstall::PATH,
+    security(("token" = [m::ops::GetInstall::ROLE_NAME])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
-    responses((status = 200, description = "The install (sensitive values redacted)", body = m::Install), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The install (sensitive values redacted)", body = m::Install), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn get_install(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Install>, ApiError> {
     let i = s
@@ -297,12 +298,12 @@ pub async fn get_install(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Install>,
 /// are released at once (the approval service decides them as approve-all).
 #[utoipa::path(
     post,
-    path = "/v1/installs/{name}/approve-all",
-    security(("token" = ["operator"])),
+    path = m::ops::SetApproveAll::PATH,
+    security(("token" = [m::ops::SetApproveAll::ROLE_NAME])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body = m::api::ApproveAll,
-    responses((status = 200, description = "The install", body = m::Install), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The install", body = m::Install), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn set_approve_all(
     Ctx(s): Ctx,
@@ -354,12 +355,12 @@ pub async fn set_approve_all(
 /// components, with or without their dependents; plans only).
 #[utoipa::path(
     post,
-    path = "/v1/installs/{name}/deploy",
-    security(("token" = ["operator"])),
+    path = m::ops::DeployInstall::PATH,
+    security(("token" = [m::ops::DeployInstall::ROLE_NAME])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body(content = Option<m::DeployScope>, description = "What to deploy (default: every component)"),
-    responses((status = 202, description = "The deploy workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "The deploy workflow requested", body = m::api::Deployed), crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn deploy_install(
     Ctx(s): Ctx,
@@ -382,11 +383,11 @@ pub async fn deploy_install(
 /// config; the components stay as they are.
 #[utoipa::path(
     post,
-    path = "/v1/installs/{name}/reprovision",
-    security(("token" = ["operator"])),
+    path = m::ops::ReprovisionInstall::PATH,
+    security(("token" = [m::ops::ReprovisionInstall::ROLE_NAME])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
-    responses((status = 202, description = "The reprovision workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "The reprovision workflow requested", body = m::api::Deployed), crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn reprovision_install(
     Ctx(s): Ctx,
@@ -399,23 +400,16 @@ pub async fn reprovision_install(
     start_on_install(&s, &name, m::WorkflowKind::Provision, None, scope, None).await
 }
 
-#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct DeleteOptions {
-    #[serde(default)]
-    pub force: bool,
-}
-
 /// Forgets an install. Refused while a workflow runs on it, and while anything of it is deployed
 /// (tear it down first) unless `?force=true`: its resources would be left with nobody to manage
 /// them.
 #[utoipa::path(
     delete,
-    path = "/v1/installs/{name}",
-    security(("token" = ["admin"])),
+    path = m::ops::DeleteInstall::PATH,
+    security(("token" = [m::ops::DeleteInstall::ROLE_NAME])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name"), DeleteOptions),
-    responses((status = 204, description = "Deleted"), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 204, description = "Deleted"), crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn delete_install(
     Ctx(s): Ctx,
@@ -465,11 +459,11 @@ pub async fn delete_install(
 /// with the config it was deployed with.
 #[utoipa::path(
     post,
-    path = "/v1/installs/{name}/teardown",
-    security(("token" = ["operator"])),
+    path = m::ops::TeardownInstall::PATH,
+    security(("token" = [m::ops::TeardownInstall::ROLE_NAME])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
-    responses((status = 202, description = "The teardown workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "The teardown workflow requested", body = m::api::Deployed), crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn teardown_install(
     Ctx(s): Ctx,
@@ -490,12 +484,12 @@ pub async fn teardown_install(
 /// depends on it (everything, if the app changed since the install's last deploy).
 #[utoipa::path(
     post,
-    path = "/v1/installs/{name}/inputs",
-    security(("token" = ["operator"])),
+    path = m::ops::UpdateInputs::PATH,
+    security(("token" = [m::ops::UpdateInputs::ROLE_NAME])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body(content = std::collections::BTreeMap<String, String>, description = "Inputs to change, by name"),
-    responses((status = 202, description = "Changed; a deploy workflow requested", body = m::api::Deployed), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "Changed; a deploy workflow requested", body = m::api::Deployed), crate::error::Invalid, crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn update_inputs(
     Ctx(s): Ctx,
@@ -522,12 +516,12 @@ pub async fn update_inputs(
 /// runs, applying nothing (see the scheduler's `drift.rs`).
 #[utoipa::path(
     post,
-    path = "/v1/installs/{name}/drift-check",
-    security(("token" = ["operator"])),
+    path = m::ops::DriftCheck::PATH,
+    security(("token" = [m::ops::DriftCheck::ROLE_NAME])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name")),
     request_body(content = Option<m::DeployScope>, description = "What to check (default: every component)"),
-    responses((status = 202, description = "The drift check workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "The drift check workflow requested", body = m::api::Deployed), crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn drift_check(
     Ctx(s): Ctx,
@@ -544,11 +538,11 @@ pub async fn drift_check(
 /// install like a deploy (with the app's latest config).
 #[utoipa::path(
     post,
-    path = "/v1/installs/{name}/runbooks/{runbook}/runs",
-    security(("token" = ["operator"])),
+    path = m::ops::RunRunbook::PATH,
+    security(("token" = [m::ops::RunRunbook::ROLE_NAME])),
     tag = "installs",
     params(("name" = String, Path, description = "The install's name"), ("runbook" = String, Path, description = "The runbook's name")),
-    responses((status = 202, description = "The runbook's workflow requested", body = m::api::Deployed), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "The runbook's workflow requested", body = m::api::Deployed), crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn run_runbook(
     Ctx(s): Ctx,

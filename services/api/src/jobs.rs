@@ -3,12 +3,12 @@
 use axum::Json;
 use axum::http::StatusCode;
 use ferry_model as m;
+use ferry_model::ops::Operation as _;
 use ferry_protocol::Control;
 use ferry_protocol::resources::objects;
 
 use crate::ApiError;
 use crate::auth::Ctx;
-use crate::error::ErrorBody;
 use crate::handlers::audit;
 use crate::ids::Name;
 
@@ -16,11 +16,11 @@ use crate::ids::Name;
 /// its runner. Its step ends cancelled and its workflow starts nothing new.
 #[utoipa::path(
     post,
-    path = "/v1/jobs/{id}/cancel",
-    security(("token" = ["operator"])),
+    path = m::ops::CancelJob::PATH,
+    security(("token" = [m::ops::CancelJob::ROLE_NAME])),
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id")),
-    responses((status = 202, description = "Cancelling", body = m::Job), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "Cancelling", body = m::Job), crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn cancel_job(
     Ctx(s): Ctx,
@@ -55,11 +55,11 @@ pub async fn cancel_job(
 /// for a job without one (a script's plan is its log).
 #[utoipa::path(
     get,
-    path = "/v1/jobs/{id}/plan",
-    security(("token" = ["viewer"])),
+    path = m::ops::JobPlan::PATH,
+    security(("token" = [m::ops::JobPlan::ROLE_NAME])),
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id")),
-    responses((status = 200, description = "The plan as its plugin gave it (Terraform's `show -json`)", body = Object), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The plan as its plugin gave it (Terraform's `show -json`)", body = Object), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn job_plan(
     Ctx(s): Ctx,
@@ -82,11 +82,11 @@ pub async fn job_plan(
 
 #[utoipa::path(
     get,
-    path = "/v1/jobs/{id}",
-    security(("token" = ["viewer"])),
+    path = m::ops::GetJob::PATH,
+    security(("token" = [m::ops::GetJob::ROLE_NAME])),
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id")),
-    responses((status = 200, description = "The job and its executions", body = m::Job), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The job and its executions", body = m::Job), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn get_job(Ctx(s): Ctx, Name(id): Name) -> Result<Json<m::Job>, ApiError> {
     Ok(Json(job_of(&s, &id).await?.redacted()))

@@ -51,6 +51,7 @@ pub mod streams;
 mod workflows;
 
 use axum::Router;
+use ferry_model::ops::Operation as _;
 use ferry_store::Store;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -195,7 +196,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 /// The description, for people and tools that script against the API.
 #[utoipa::path(
     get,
-    path = "/v1/openapi.json",
+    path = ferry_model::ops::OpenApiDocument::PATH,
     tag = "apps",
     security(()),
     responses((status = 200, description = "This API's OpenAPI 3.1 description", body = Object))

@@ -1,6 +1,8 @@
 //! A job's log: `GET /v1/jobs/{id}/logs` as JSON lines, `GET /v1/jobs/{id}/log` as Server-Sent
 //! Events; either followed live to the job's end.
 
+use ferry_model::api::{LogEventsQuery, LogQuery};
+use ferry_model::ops::Operation as _;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -11,25 +13,13 @@ use axum::response::Response;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use ferry_model::{self as m, LogEntry};
 use futures_util::StreamExt;
-use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use ferry_store::Store;
 
 use crate::ApiError;
 use crate::auth::Ctx;
-use crate::error::ErrorBody;
 use crate::ids::Name;
-
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct LogQuery {
-    #[serde(default)]
-    follow: bool,
-    /// Only the last this many lines (not with `follow`).
-    #[serde(default)]
-    tail: Option<usize>,
-}
 
 /// The last `tail` entries, or all.
 fn tailed(mut entries: Vec<LogEntry>, tail: Option<usize>) -> Vec<LogEntry> {
@@ -47,11 +37,11 @@ fn line(e: &LogEntry) -> Bytes {
 
 #[utoipa::path(
     get,
-    path = "/v1/jobs/{id}/logs",
-    security(("token" = ["viewer"])),
+    path = m::ops::JobLogs::PATH,
+    security(("token" = [m::ops::JobLogs::ROLE_NAME])),
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id"), LogQuery),
-    responses((status = 200, description = "The log as JSON lines, one `LogEntry` each", content_type = "application/x-ndjson", body = m::LogEntry), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The log as JSON lines, one `LogEntry` each", content_type = "application/x-ndjson", body = m::LogEntry), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn job_logs(
     Ctx(s): Ctx,
@@ -134,25 +124,17 @@ fn follow(
     rx
 }
 
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct LogEventsQuery {
-    #[serde(default)]
-    follow: bool,
-    last_event_id: Option<String>,
-}
-
 /// `GET /v1/jobs/{id}/log`: the job's log as Server-Sent Events: `event: line` with `id:` the
 /// line's number and `data:` a `LogEntry`, then `event: end` with the job's status once it has
 /// finished (or at once, without `follow`, if it has not). `Last-Event-ID` resumes after that
 /// line, from the stream or from the archive alike.
 #[utoipa::path(
     get,
-    path = "/v1/jobs/{id}/log",
-    security(("token" = ["viewer"])),
+    path = m::ops::JobLogEvents::PATH,
+    security(("token" = [m::ops::JobLogEvents::ROLE_NAME])),
     tag = "jobs",
     params(("id" = String, Path, description = "The job's id"), LogEventsQuery, ("Last-Event-ID" = Option<String>, Header, description = "Resume after this line number")),
-    responses((status = 200, description = "Server-Sent Events: `line` (id: the line's number; data: a `LogEntry`), then `end` (data: the job's status)", content_type = "text/event-stream", body = String), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "Server-Sent Events: `line` (id: the line's number; data: a `LogEntry`), then `end` (data: the job's status)", content_type = "text/event-stream", body = String), crate::error::Invalid, crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn job_log_events(
     Ctx(s): Ctx,

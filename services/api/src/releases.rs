@@ -4,21 +4,21 @@
 use axum::Json;
 use axum::http::StatusCode;
 use ferry_model::api::CreateRelease;
+use ferry_model::ops::Operation as _;
 use ferry_model::{self as m, App, Install, Release};
 
 use crate::auth::Ctx;
-use crate::error::ErrorBody;
 use crate::handlers::audit;
 use crate::ids::{Name, check_name};
 use crate::{ApiError, ApiState};
 
 #[utoipa::path(
     post,
-    path = "/v1/releases",
-    security(("token" = ["operator"])),
+    path = m::ops::CreateReleaseOp::PATH,
+    security(("token" = [m::ops::CreateReleaseOp::ROLE_NAME])),
     tag = "releases",
     request_body = m::api::CreateRelease,
-    responses((status = 201, description = "The release, started", body = m::Release), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 201, description = "The release, started", body = m::Release), crate::error::Invalid, crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn create_release(
     Ctx(s): Ctx,
@@ -82,8 +82,8 @@ pub async fn create_release(
 
 #[utoipa::path(
     get,
-    path = "/v1/releases",
-    security(("token" = ["viewer"])),
+    path = m::ops::ListReleases::PATH,
+    security(("token" = [m::ops::ListReleases::ROLE_NAME])),
     tag = "releases",
     responses((status = 200, description = "Releases, newest first", body = Vec<m::Release>), crate::error::Refusals)
 )]
@@ -95,11 +95,11 @@ pub async fn list_releases(Ctx(s): Ctx) -> Result<Json<Vec<Release>>, ApiError> 
 
 #[utoipa::path(
     get,
-    path = "/v1/releases/{id}",
-    security(("token" = ["viewer"])),
+    path = m::ops::GetRelease::PATH,
+    security(("token" = [m::ops::GetRelease::ROLE_NAME])),
     tag = "releases",
     params(("id" = String, Path, description = "The release's id")),
-    responses((status = 200, description = "The release", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The release", body = m::Release), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn get_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
     Ok(Json(release(&s, &id).await?))
@@ -142,11 +142,11 @@ async fn change(
 
 #[utoipa::path(
     post,
-    path = "/v1/releases/{id}/pause",
-    security(("token" = ["operator"])),
+    path = m::ops::PauseRelease::PATH,
+    security(("token" = [m::ops::PauseRelease::ROLE_NAME])),
     tag = "releases",
     params(("id" = String, Path, description = "The release's id")),
-    responses((status = 200, description = "The release, paused", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The release, paused", body = m::Release), crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn pause_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
     change(&s, &id, "paused", Release::pause).await
@@ -154,11 +154,11 @@ pub async fn pause_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>,
 
 #[utoipa::path(
     post,
-    path = "/v1/releases/{id}/resume",
-    security(("token" = ["operator"])),
+    path = m::ops::ResumeRelease::PATH,
+    security(("token" = [m::ops::ResumeRelease::ROLE_NAME])),
     tag = "releases",
     params(("id" = String, Path, description = "The release's id")),
-    responses((status = 200, description = "The release, going on", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The release, going on", body = m::Release), crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn resume_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
     change(&s, &id, "resumed", Release::resume).await
@@ -166,11 +166,11 @@ pub async fn resume_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>
 
 #[utoipa::path(
     post,
-    path = "/v1/releases/{id}/cancel",
-    security(("token" = ["operator"])),
+    path = m::ops::CancelRelease::PATH,
+    security(("token" = [m::ops::CancelRelease::ROLE_NAME])),
     tag = "releases",
     params(("id" = String, Path, description = "The release's id")),
-    responses((status = 200, description = "The release, cancelled", body = m::Release), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The release, cancelled", body = m::Release), crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn cancel_release(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Release>, ApiError> {
     change(&s, &id, "cancelled", Release::cancel).await

@@ -1,132 +1,172 @@
-//! The role each operation needs, as the operation's own description declares it:
-//! `security(("token" = ["ROLE"]))` in its `#[utoipa::path]`. That one declaration routes the
-//! operation (`routes!`), documents the role in the OpenAPI description, and — read back from the
-//! description once, here — is what `auth::require_token` checks and what the dashboard asks
-//! before it offers an action. A route that declares no role fails the test below.
-
-use std::sync::OnceLock;
+//! The role each operation needs, as `ferry_model::ops` declares it. The same declaration routes
+//! the operation (`path = ops::X::PATH` in its `#[utoipa::path]`) and documents its role there
+//! (`security(("token" = [ops::X::ROLE_NAME]))`); `auth::require_token` looks the role up here by
+//! the route that matched, and the dashboard asks `ops::X::ROLE` before it offers an action. The
+//! tests below compare the table with the OpenAPI document the API serves: an operation served
+//! but not declared, declared but not served, or described with another method, role, body or
+//! reply fails them.
 
 use ferry_model::Role;
+use ferry_model::ops;
 
-/// One operation: its method, its path's segments (`{name}` matches any one), its role.
-struct Operation {
-    method: String,
-    segments: Vec<String>,
-    role: Role,
-}
-
-fn operations() -> &'static [Operation] {
-    static OPS: OnceLock<Vec<Operation>> = OnceLock::new();
-    OPS.get_or_init(|| {
-        let doc = serde_json::to_value(crate::openapi()).unwrap_or_default();
-        let mut ops = Vec::new();
-        for (path, item) in doc["paths"].as_object().into_iter().flatten() {
-            for (method, op) in item.as_object().into_iter().flatten() {
-                let Some(role) = declared_role(op) else {
-                    continue;
-                };
-                ops.push(Operation {
-                    method: method.to_uppercase(),
-                    segments: path.split('/').map(String::from).collect(),
-                    role,
-                });
-            }
-        }
-        ops
-    })
-}
-
-/// The role an operation's description declares (its `token` scope), if it declares one.
-fn declared_role(op: &serde_json::Value) -> Option<Role> {
-    let scopes = op["security"]
-        .as_array()?
+/// The role a request needs: `method` on the route template `route` (`/v1/installs/{name}`),
+/// if an operation of the API serves it.
+pub fn required(method: &str, route: &str) -> Option<Role> {
+    ops::ALL
         .iter()
-        .find_map(|s| s["token"].as_array())?;
-    match scopes.as_slice() {
-        [one] => serde_json::from_value(one.clone()).ok(),
-        _ => None,
-    }
-}
-
-/// The role a request `method path` needs (a concrete path, or a route's template), if an
-/// operation of the API serves it. Of templates that match, the one with the most literal
-/// segments wins (`/v1/installs/labels` over `/v1/installs/{name}`).
-pub fn required(method: &str, path: &str) -> Option<Role> {
-    let asked: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-    operations()
-        .iter()
-        .filter(|op| op.method == method && op.segments.len() == asked.len())
-        .filter(|op| {
-            op.segments
-                .iter()
-                .zip(&asked)
-                .all(|(t, a)| t.starts_with('{') || t == a)
-        })
-        .max_by_key(|op| op.segments.iter().filter(|t| !t.starts_with('{')).count())
-        .map(|op| op.role)
+        .find(|op| op.method.name() == method && op.path == route)
+        .and_then(|op| op.role)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::Value;
+
     use super::*;
 
-    /// Every operation behind a token declares exactly one role: one that declares none (or
-    /// two) fails here, before it can be served with no check.
-    #[test]
-    fn every_operation_behind_a_token_declares_its_role() {
+    /// The served description's operations, by `METHOD path`.
+    fn described() -> BTreeMap<String, Value> {
         let doc = serde_json::to_value(crate::openapi()).unwrap();
-        let mut undeclared = Vec::new();
+        let mut all = BTreeMap::new();
         for (path, item) in doc["paths"].as_object().unwrap() {
             for (method, op) in item.as_object().unwrap() {
-                let open = op["security"].as_array().is_some_and(|s| {
-                    s.iter()
-                        .all(|r| r.as_object().is_some_and(|o| o.is_empty()))
-                });
-                if !open && declared_role(op).is_none() {
-                    undeclared.push(format!("{method} {path}"));
-                }
+                all.insert(format!("{} {path}", method.to_uppercase()), op.clone());
             }
         }
-        assert!(undeclared.is_empty(), "{undeclared:#?}");
-        assert!(operations().len() > 40);
+        all
+    }
+
+    /// The schema a type is described by: its last path segment, as utoipa names it, or an
+    /// array of one (`Vec<T>`), or nothing (`()`, the markers of non-JSON bodies).
+    fn schema_of(rust: &str) -> Option<String> {
+        let last = |t: &str| t.rsplit("::").next().unwrap_or(t).to_string();
+        if rust == "()" || rust.ends_with("NoContent") {
+            return None;
+        }
+        if rust.starts_with("alloc::collections::btree::map::BTreeMap<") {
+            return Some("object".into());
+        }
+        if let Some(inner) = rust
+            .strip_prefix("alloc::vec::Vec<")
+            .and_then(|r| r.strip_suffix('>'))
+        {
+            return Some(format!("[{}]", last(inner)));
+        }
+        if let Some(inner) = rust
+            .strip_prefix("core::option::Option<")
+            .and_then(|r| r.strip_suffix('>'))
+        {
+            return schema_of(inner);
+        }
+        Some(last(rust))
+    }
+
+    /// The schema an OpenAPI media type names: `Name`, `[Name]` for an array of refs, the
+    /// inline type otherwise.
+    fn named(content: &Value) -> Option<String> {
+        let schema = content.as_object()?.values().next().map(|m| &m["schema"])?;
+        let refname = |s: &Value| {
+            s["$ref"]
+                .as_str()
+                .map(|r| r.rsplit('/').next().unwrap_or(r).to_string())
+        };
+        if let Some(r) = refname(schema) {
+            return Some(r);
+        }
+        // An optional body: one of the type and null.
+        if let Some(r) = schema["oneOf"]
+            .as_array()
+            .and_then(|o| o.iter().find_map(refname))
+        {
+            return Some(r);
+        }
+        if schema["type"] == "array" {
+            return Some(refname(&schema["items"]).map_or("array".into(), |r| format!("[{r}]")));
+        }
+        schema["type"].as_str().map(String::from)
+    }
+
+    #[test]
+    fn the_served_description_is_the_table_of_operations() {
+        let mut described = described();
+        for op in ops::ALL {
+            let key = format!("{} {}", op.method.name(), op.path);
+            let d = described
+                .remove(&key)
+                .unwrap_or_else(|| panic!("{key} ({}) is declared but not served", op.id));
+            assert_eq!(d["operationId"], op.id, "{key}");
+            let scopes: Vec<&str> = d["security"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s["token"].as_array())
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            assert_eq!(
+                scopes,
+                op.role.map(Role::name).into_iter().collect::<Vec<_>>(),
+                "{key}: the role"
+            );
+            let raw = d["requestBody"]["content"].clone();
+            let body = if raw.is_null() { None } else { named(&raw) };
+            let want = schema_of((op.body)()).map(|s| match s.as_str() {
+                "Octets" => "array".to_string(),
+                _ => s,
+            });
+            assert_eq!(body, want, "{key}: the request body {raw}");
+            let ok = d["responses"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(code, _)| code.starts_with('2'))
+                .map(|(_, r)| named(&r["content"]))
+                .next_back()
+                .flatten();
+            let want = schema_of((op.reply)()).map(|s| match s.as_str() {
+                "Octets" | "Value" | "EventStream" => "any".to_string(),
+                _ => s,
+            });
+            match want {
+                // A plan is JSON its plugin wrote, logs JSON lines of entries, events a stream
+                // whose items the description names.
+                Some(w) if w == "any" => assert!(ok.is_some(), "{key}: a reply"),
+                w => assert_eq!(ok, w, "{key}: the reply"),
+            }
+        }
+        assert!(
+            described.is_empty(),
+            "served but not in ferry_model::ops: {:?}",
+            described.keys().collect::<Vec<_>>()
+        );
     }
 
     #[test]
     fn each_request_needs_the_role_its_operation_declares() {
         let needs = |m, p| required(m, p);
-        assert_eq!(needs("GET", "/v1/installs/prod"), Some(Role::Viewer));
-        assert_eq!(needs("GET", "/v1/jobs/j/logs"), Some(Role::Viewer));
-        assert_eq!(
-            needs("POST", "/v1/installs/prod/deploy"),
-            Some(Role::Operator)
-        );
-        assert_eq!(
-            needs("POST", "/v1/workflows/w/approve"),
-            Some(Role::Operator)
-        );
-        assert_eq!(needs("POST", "/v1/jobs/j/cancel"), Some(Role::Operator));
-        assert_eq!(needs("POST", "/v1/installs"), Some(Role::Admin));
-        assert_eq!(needs("DELETE", "/v1/installs/prod"), Some(Role::Admin));
-        assert_eq!(
-            needs("POST", "/v1/installs/prod/runner-token"),
-            Some(Role::Admin),
-            "identities are an admin's to hand out"
-        );
-        assert_eq!(needs("POST", "/v1/apps/hello/configs"), Some(Role::Admin));
-        assert_eq!(
-            needs("GET", "/v1/tokens"),
-            Some(Role::Admin),
-            "tokens are an admin's"
-        );
-        assert_eq!(
-            needs("POST", "/v1/installs/prod/break-glass"),
-            Some(Role::Customer)
-        );
-        // A route's template asks the same as a concrete path.
+        assert_eq!(needs("GET", "/v1/installs/{name}"), Some(Role::Viewer));
         assert_eq!(
             needs("POST", "/v1/installs/{name}/deploy"),
             Some(Role::Operator)
         );
+        assert_eq!(
+            needs("POST", "/v1/workflows/{id}/approve"),
+            Some(Role::Operator)
+        );
+        assert_eq!(needs("DELETE", "/v1/installs/{name}"), Some(Role::Admin));
+        assert_eq!(
+            needs("POST", "/v1/installs/{name}/runner-token"),
+            Some(Role::Admin),
+            "identities are an admin's to hand out"
+        );
+        assert_eq!(needs("GET", "/v1/tokens"), Some(Role::Admin));
+        assert_eq!(
+            needs("POST", "/v1/installs/{name}/break-glass"),
+            Some(Role::Customer)
+        );
         assert_eq!(needs("POST", "/v1/nothing-here"), None);
+        assert_eq!(needs("POST", "/v1/bootstrap"), None, "open");
     }
 }

@@ -2,26 +2,21 @@
 
 use axum::Json;
 use ferry_model as m;
+use ferry_model::api::RunnerFilter;
+use ferry_model::ops::Operation as _;
 
 use crate::auth::Ctx;
-use crate::error::ErrorBody;
 use crate::{ApiError, ApiState};
-
-#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct RunnerFilter {
-    pub install: Option<String>,
-}
 
 /// Runners heard from, with their health now; `?install=NAME` keeps one install's. Offline
 /// runners stay listed for a day, then are forgotten; runners of deleted installs at once.
 #[utoipa::path(
     get,
-    path = "/v1/runners",
-    security(("token" = ["viewer"])),
+    path = m::ops::ListRunners::PATH,
+    security(("token" = [m::ops::ListRunners::ROLE_NAME])),
     tag = "runners",
     params(RunnerFilter),
-    responses((status = 200, description = "Runners heard from, with their health now", body = Vec<m::api::RunnerInfo>), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "Runners heard from, with their health now", body = Vec<m::api::RunnerInfo>), crate::error::Invalid, crate::error::Refusals)
 )]
 pub async fn list_runners(
     Ctx(s): Ctx,

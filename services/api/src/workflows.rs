@@ -4,23 +4,24 @@
 
 use axum::Json;
 use axum::http::StatusCode;
+use ferry_model::api::{ApprovalFilter, WorkflowFilter};
+use ferry_model::ops::Operation as _;
 use ferry_model::{self as m, Install, Workflow};
 use ferry_protocol::Control;
 use ferry_store::StoreError;
 
 use crate::auth::Ctx;
-use crate::error::ErrorBody;
 use crate::handlers::audit;
 use crate::ids::Name;
 use crate::{ApiError, ApiState};
 
 #[utoipa::path(
     get,
-    path = "/v1/workflows/{id}",
-    security(("token" = ["viewer"])),
+    path = m::ops::GetWorkflow::PATH,
+    security(("token" = [m::ops::GetWorkflow::ROLE_NAME])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
-    responses((status = 200, description = "The workflow and its steps", body = m::Workflow), (status = 404, description = "Not found", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "The workflow and its steps", body = m::Workflow), crate::error::NotFound, crate::error::Refusals)
 )]
 pub async fn get_workflow(Ctx(s): Ctx, Name(id): Name) -> Result<Json<Workflow>, ApiError> {
     let mut wf = workflow(&s, &id).await?;
@@ -38,25 +39,15 @@ async fn workflow(s: &ApiState, id: &str) -> Result<Workflow, ApiError> {
         .value)
 }
 
-#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct WorkflowFilter {
-    pub install: Option<String>,
-    /// `action`, `deploy-components`, ...
-    pub kind: Option<String>,
-    /// The runs of one action.
-    pub action: Option<String>,
-}
-
 /// Workflows, newest first; `?install=NAME` keeps one install's, `?kind=K` one kind's,
 /// `?action=A` one action's runs.
 #[utoipa::path(
     get,
-    path = "/v1/workflows",
-    security(("token" = ["viewer"])),
+    path = m::ops::ListWorkflows::PATH,
+    security(("token" = [m::ops::ListWorkflows::ROLE_NAME])),
     tag = "workflows",
     params(WorkflowFilter),
-    responses((status = 200, description = "Workflows, newest first", body = Vec<m::Workflow>), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "Workflows, newest first", body = Vec<m::Workflow>), crate::error::Invalid, crate::error::Refusals)
 )]
 pub async fn list_workflows(
     Ctx(s): Ctx,
@@ -80,11 +71,11 @@ pub async fn list_workflows(
 /// stopped on their runners. 202: the workflow shows `cancelled` once its jobs have stopped.
 #[utoipa::path(
     post,
-    path = "/v1/workflows/{id}/cancel",
-    security(("token" = ["operator"])),
+    path = m::ops::CancelWorkflow::PATH,
+    security(("token" = [m::ops::CancelWorkflow::ROLE_NAME])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
-    responses((status = 202, description = "Cancelling", body = m::Workflow), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "Cancelling", body = m::Workflow), crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn cancel_workflow(
     Ctx(s): Ctx,
@@ -150,20 +141,14 @@ async fn explain_queued_steps(s: &ApiState, wf: &mut Workflow) -> Result<(), Api
     Ok(())
 }
 
-#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ApprovalFilter {
-    pub install: Option<String>,
-}
-
 /// Approvals waiting for a decision, oldest first; `?install=NAME` keeps one install's.
 #[utoipa::path(
     get,
-    path = "/v1/approvals",
-    security(("token" = ["viewer"])),
+    path = m::ops::ListApprovals::PATH,
+    security(("token" = [m::ops::ListApprovals::ROLE_NAME])),
     tag = "workflows",
     params(ApprovalFilter),
-    responses((status = 200, description = "Plans waiting for a decision, oldest first", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), crate::error::Refusals)
+    responses((status = 200, description = "Plans waiting for a decision, oldest first", body = Vec<m::Approval>), crate::error::Invalid, crate::error::Refusals)
 )]
 pub async fn list_approvals(
     Ctx(s): Ctx,
@@ -203,12 +188,12 @@ pub async fn list_approvals(
 
 #[utoipa::path(
     post,
-    path = "/v1/workflows/{id}/approve",
-    security(("token" = ["operator"])),
+    path = m::ops::ApproveWorkflow::PATH,
+    security(("token" = [m::ops::ApproveWorkflow::ROLE_NAME])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::Decision,
-    responses((status = 202, description = "The approvals decided", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "The approvals decided", body = Vec<m::Approval>), crate::error::Invalid, crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn approve_workflow(
     state: Ctx,
@@ -220,12 +205,12 @@ pub async fn approve_workflow(
 
 #[utoipa::path(
     post,
-    path = "/v1/workflows/{id}/deny",
-    security(("token" = ["operator"])),
+    path = m::ops::DenyWorkflow::PATH,
+    security(("token" = [m::ops::DenyWorkflow::ROLE_NAME])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::Decision,
-    responses((status = 202, description = "The approvals decided", body = Vec<m::Approval>), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "The approvals decided", body = Vec<m::Approval>), crate::error::Invalid, crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn deny_workflow(
     state: Ctx,
@@ -296,12 +281,12 @@ async fn decide(
 /// moved on to another workflow: the install is reserved for it again, then the scheduler retries.
 #[utoipa::path(
     post,
-    path = "/v1/workflows/{id}/retry",
-    security(("token" = ["operator"])),
+    path = m::ops::RetryWorkflow::PATH,
+    security(("token" = [m::ops::RetryWorkflow::ROLE_NAME])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::StepRef,
-    responses((status = 202, description = "The step runs again", body = m::Workflow), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "The step runs again", body = m::Workflow), crate::error::Invalid, crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn retry_workflow(
     Ctx(s): Ctx,
@@ -356,12 +341,12 @@ pub async fn retry_workflow(
 /// machine decides what may be skipped: a step it refuses is a 409 that changes nothing.
 #[utoipa::path(
     post,
-    path = "/v1/workflows/{id}/skip",
-    security(("token" = ["operator"])),
+    path = m::ops::SkipWorkflow::PATH,
+    security(("token" = [m::ops::SkipWorkflow::ROLE_NAME])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::StepRef,
-    responses((status = 202, description = "The step is skipped", body = m::Workflow), (status = 400, description = "Invalid input", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Conflicts with the record's state", body = ErrorBody), crate::error::Refusals)
+    responses((status = 202, description = "The step is skipped", body = m::Workflow), crate::error::Invalid, crate::error::NotFound, crate::error::Conflict, crate::error::Refusals)
 )]
 pub async fn skip_workflow(
     Ctx(s): Ctx,

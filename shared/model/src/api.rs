@@ -304,3 +304,128 @@ impl Fleet {
         f
     }
 }
+
+/// `POST /v1/tokens`: the token to mint.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct NewToken {
+    pub name: String,
+    pub role: crate::Role,
+}
+
+/// A token as listed: never its hash.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TokenInfo {
+    pub id: String,
+    pub name: String,
+    pub role: crate::Role,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+impl From<crate::ApiToken> for TokenInfo {
+    fn from(t: crate::ApiToken) -> Self {
+        TokenInfo {
+            id: t.id,
+            name: t.name,
+            role: t.role,
+            created_at: t.created_at,
+            revoked_at: t.revoked_at,
+        }
+    }
+}
+
+/// A token just minted: its text, shown only here, and what lists will show of it.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CreatedToken {
+    pub token: String,
+    pub info: TokenInfo,
+}
+
+/// What revoking an install's runner access did.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Revoked {
+    pub install: String,
+    /// Serials revoked now.
+    pub certificates: Vec<String>,
+    /// Live connections closed.
+    pub connections_closed: usize,
+}
+
+/// `POST /v1/bootstrap`: a runner's one-time token and the CSR of the key it made and keeps.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct BootstrapRequest {
+    pub token: String,
+    /// PEM CSR for the key the runner made and keeps.
+    pub csr: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct BootstrapReply {
+    pub org: String,
+    pub install: String,
+    /// PEM certificate for the CSR's key, naming the install.
+    pub certificate: String,
+    /// PEM certificate of the CA, to verify the hub with.
+    pub ca: String,
+}
+
+/// `GET /v1/runners?install=`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RunnerFilter {
+    pub install: Option<String>,
+}
+
+/// `GET /v1/workflows?install=&kind=&action=`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WorkflowFilter {
+    pub install: Option<String>,
+    /// `action`, `deploy-components`, ...
+    pub kind: Option<String>,
+    /// The runs of one action.
+    pub action: Option<String>,
+}
+
+/// `GET /v1/approvals?install=`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ApprovalFilter {
+    pub install: Option<String>,
+}
+
+/// `DELETE /v1/installs/{name}?force=`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeleteOptions {
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `GET /v1/jobs/{id}/logs?follow=&tail=`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LogQuery {
+    #[serde(default)]
+    pub follow: bool,
+    /// Only the last this many lines (not with `follow`).
+    #[serde(default)]
+    pub tail: Option<usize>,
+}
+
+/// `GET /v1/jobs/{id}/log?follow=&last_event_id=`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LogEventsQuery {
+    #[serde(default)]
+    pub follow: bool,
+    pub last_event_id: Option<String>,
+}
+
+/// `GET /v1/events?install=&workflow=&kinds=&last_event_id=`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct EventsQuery {
+    #[serde(flatten)]
+    pub filter: crate::events::EventFilter,
+    pub last_event_id: Option<String>,
+}

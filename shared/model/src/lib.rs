@@ -17,6 +17,7 @@ mod fleet;
 mod hooks;
 mod kinds;
 mod leases;
+pub mod ops;
 mod plans;
 pub mod quotas;
 mod records;

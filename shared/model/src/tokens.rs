@@ -26,7 +26,7 @@ pub enum Role {
 }
 
 impl Role {
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Role::Viewer => "viewer",
             Role::Operator => "operator",

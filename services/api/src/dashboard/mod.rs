@@ -44,10 +44,10 @@ impl Session {
         Ctx(self.state.clone())
     }
 
-    /// Whether the caller's role may make the API request `method path` (a viewer may not
-    /// approve): the API's own rule.
-    fn may(&self, method: &str, path: &str) -> bool {
-        crate::roles::required(method, path).is_some_and(|r| self.caller.role.allows(r))
+    /// Whether the caller's role may make API operation `O` (a viewer may not approve): the
+    /// role the operation declares, as the API checks it.
+    fn may<O: m::ops::Operation>(&self) -> bool {
+        O::ROLE.is_some_and(|r| self.caller.role.allows(r))
     }
 }
 
@@ -245,11 +245,8 @@ fn failed(e: ApiError) -> Response {
 
 async fn installs(s: Session) -> Response {
     let list = crate::installs::list_installs(s.ctx(), Query(m::InstallQuery::default())).await;
-    let runners = crate::runners::list_runners(
-        s.ctx(),
-        Query(crate::runners::RunnerFilter { install: None }),
-    )
-    .await;
+    let runners =
+        crate::runners::list_runners(s.ctx(), Query(m::api::RunnerFilter { install: None })).await;
     let (list, runners) = match (list, runners) {
         (Ok(list), Ok(runners)) => (list.0, runners.0),
         (Err(e), _) | (_, Err(e)) => return failed(e),
@@ -281,7 +278,7 @@ async fn install(s: Session, name: Name) -> Response {
         Ok(i) => i.0,
         Err(e) => return failed(e),
     };
-    let filter = crate::workflows::WorkflowFilter {
+    let filter = m::api::WorkflowFilter {
         install: Some(i.name.clone()),
         kind: None,
         action: None,
@@ -302,7 +299,7 @@ async fn workflow(s: Session, Name(id): Name) -> Response {
         Ok(wf) => wf.0,
         Err(e) => return failed(e),
     };
-    let filter = crate::workflows::ApprovalFilter {
+    let filter = m::api::ApprovalFilter {
         install: Some(wf.install.clone()),
     };
     let approvals = match crate::workflows::list_approvals(s.ctx(), Query(filter)).await {
@@ -361,8 +358,11 @@ async fn decide(s: Session, Name(id): Name, axum::Form(f): axum::Form<DecideForm
         "deny" => false,
         _ => return failed(ApiError::BadRequest("decide `approve` or `deny`".into())),
     };
-    let path = format!("/v1/workflows/{id}/{}", f.decision);
-    if !s.may("POST", &path) {
+    let may = match approve {
+        true => s.may::<m::ops::ApproveWorkflow>(),
+        false => s.may::<m::ops::DenyWorkflow>(),
+    };
+    if !may {
         let why = format!(
             "a {} token cannot decide on plans: sign in with an operator's",
             s.caller.role.name()
@@ -405,7 +405,7 @@ async fn releases(s: Session) -> Response {
 
 /// The org's events for the page's script: the API's `/v1/events`, signed in by cookie (a
 /// browser's `EventSource` sends no `Authorization` header).
-async fn events(s: Session, headers: HeaderMap, q: Query<crate::events::EventsQuery>) -> Response {
+async fn events(s: Session, headers: HeaderMap, q: Query<m::api::EventsQuery>) -> Response {
     match crate::events::events(s.ctx(), headers, q).await {
         Ok(sse) => sse.into_response(),
         Err(e) => e.into_response(),
@@ -417,7 +417,7 @@ async fn job_log(
     s: Session,
     id: Name,
     headers: HeaderMap,
-    q: Query<crate::logs::LogEventsQuery>,
+    q: Query<m::api::LogEventsQuery>,
 ) -> Response {
     match crate::logs::job_log_events(s.ctx(), id, headers, q).await {
         Ok(sse) => sse.into_response(),

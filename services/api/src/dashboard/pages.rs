@@ -185,7 +185,7 @@ pub enum Plan {
 /// A workflow's steps (updated live by the script), and each plan waiting for a decision with
 /// its changes and the buttons to decide: disabled for a token that may not.
 pub fn workflow(s: &Session, wf: &Workflow, waiting: &[(Approval, Plan)], since: u64) -> Markup {
-    let may_decide = s.may("POST", &format!("/v1/workflows/{}/approve", wf.id));
+    let may_decide = s.may::<m::ops::ApproveWorkflow>();
     let waiting_steps: Vec<String> = waiting.iter().map(|(a, _)| a.step.to_string()).collect();
     layout(
         &format!("Workflow {}", wf.id),
