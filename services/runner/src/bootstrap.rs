@@ -3,8 +3,10 @@
 //! `POST /v1/bootstrap`, and stores the certificate and CA it gets back. The control plane, not
 //! the runner, decides which install the certificate names: the one the token was issued for.
 
+use ferry_client::{Client, ClientError};
+use ferry_model::api::BootstrapRequest;
+use ferry_model::ops;
 use ferry_pki::{InstallFiles, InstallIdentity};
-use serde::{Deserialize, Serialize};
 use tracing::info;
 
 #[derive(Debug, thiserror::Error)]
@@ -13,28 +15,10 @@ pub enum BootstrapError {
     NotAToken,
     #[error("{0}")]
     Pki(#[from] ferry_pki::PkiError),
-    #[error("calling {url}: {source}")]
-    Http {
-        url: String,
-        #[source]
-        source: reqwest::Error,
-    },
-    #[error("refused by the control plane ({status}): {reason}")]
-    Refused { status: u16, reason: String },
-}
-
-#[derive(Serialize)]
-struct Request<'a> {
-    token: &'a str,
-    csr: &'a str,
-}
-
-#[derive(Deserialize)]
-struct Reply {
-    org: String,
-    install: String,
-    certificate: String,
-    ca: String,
+    /// The API could not be reached, refused (its status and reason are in the message), or
+    /// answered something else than a certificate.
+    #[error("bootstrapping through the control plane's API: {0}")]
+    Api(#[from] ClientError),
 }
 
 /// Trades `token` for the install's certificate, stored in `files`.
@@ -49,29 +33,14 @@ pub async fn run(
     // The CSR's subject is only a hint; the certificate names what the token was issued for.
     let hint = InstallIdentity::new(&text.org, install.unwrap_or("runner"))?;
     let csr = files.new_key_and_csr(&hint)?;
-    let url = format!("{}/v1/bootstrap", api.trim_end_matches('/'));
-    let http = |source| BootstrapError::Http {
-        url: url.clone(),
-        source,
+    let body = BootstrapRequest {
+        token: token.to_string(),
+        csr,
     };
-    let resp = reqwest::Client::new()
-        .post(&url)
-        .json(&Request { token, csr: &csr })
-        .send()
-        .await
-        .map_err(http)?;
-    let status = resp.status();
-    if !status.is_success() {
-        let body: serde_json::Value = resp.json().await.unwrap_or_default();
-        return Err(BootstrapError::Refused {
-            status: status.as_u16(),
-            reason: body["error"]
-                .as_str()
-                .unwrap_or("no reason given")
-                .to_string(),
-        });
-    }
-    let reply: Reply = resp.json().await.map_err(http)?;
+    // No API token: the one-time token in the body is the credential.
+    let reply = Client::new(api, None)?
+        .call::<ops::Bootstrap>(&[], &(), &body)
+        .await?;
     files.store(&reply.certificate, &reply.ca)?;
     info!(org = %reply.org, install = %reply.install, dir = %files.dir.display(), "bootstrapped: certificate stored");
     Ok(())
