@@ -264,3 +264,24 @@ pub async fn get_app(Ctx(s): Ctx, Name(app): Name) -> Result<Json<App>, ApiError
         .ok_or_else(|| ApiError::NotFound(format!("app `{app}` not found")))?;
     Ok(Json(a.value))
 }
+
+#[utoipa::path(
+    get,
+    path = m::ops::GetConfig::PATH,
+    security(("token" = [m::ops::GetConfig::ROLE_NAME])),
+    tag = "apps",
+    params(("id" = String, Path, description = "The config version's id")),
+    responses((status = 200, description = "The config version: its number, components and deploy order", body = m::AppConfigVersion), crate::error::NotFound, crate::error::Refusals)
+)]
+pub async fn get_config(
+    Ctx(s): Ctx,
+    Name(id): Name,
+) -> Result<Json<m::AppConfigVersion>, ApiError> {
+    let v = s
+        .store
+        .repo::<m::AppConfigVersion>()
+        .get(&s.org, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("config version `{id}` not found")))?;
+    Ok(Json(v.value))
+}

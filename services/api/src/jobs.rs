@@ -51,6 +51,15 @@ pub async fn cancel_job(
     Ok((StatusCode::ACCEPTED, Json(j.redacted())))
 }
 
+/// A plan job's structured plan as its plugin wrote it, if it has one: what `job_plan` serves and
+/// the dashboard reads.
+pub(crate) async fn plan_of(s: &crate::ApiState, id: &str) -> Result<Option<Vec<u8>>, ApiError> {
+    Ok(s.store
+        .get_object(objects::PLANS, &objects::plan_json(&s.org, id))
+        .await?
+        .map(|b| b.to_vec()))
+}
+
 /// A plan job's plan as structured JSON (Terraform's `show -json`), as the plugin gave it; 404
 /// for a job without one (a script's plan is its log).
 #[utoipa::path(
@@ -65,15 +74,11 @@ pub async fn job_plan(
     Ctx(s): Ctx,
     Name(id): Name,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
-    let bytes = s
-        .store
-        .get_object(objects::PLANS, &objects::plan_json(&s.org, &id))
-        .await?
-        .ok_or_else(|| {
-            ApiError::NotFound(format!(
-                "job `{id}` has no structured plan (a script's plan is its log: ferry logs --job {id})"
-            ))
-        })?;
+    let bytes = plan_of(&s, &id).await?.ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "job `{id}` has no structured plan (a script's plan is its log: ferry logs --job {id})"
+        ))
+    })?;
     Ok((
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         bytes,

@@ -135,6 +135,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::with_openapi(<ApiDoc as utoipa::OpenApi>::openapi())
         .routes(routes!(handlers::list_apps))
         .routes(routes!(handlers::get_app))
+        .routes(routes!(handlers::get_config))
         .routes(routes!(handlers::app_fleet))
         .routes(routes!(handlers::sync_app))
         .routes(routes!(installs::list_installs, installs::create_install))

@@ -21,6 +21,21 @@ use crate::ApiError;
 use crate::auth::Ctx;
 use crate::ids::Name;
 
+/// A job's log as it is now, the last `tail` entries or all: from the archive once the job's
+/// log was archived, else from the stream. What `GET /v1/jobs/{id}/logs` answers without
+/// `follow`, and what the dashboard's job page shows.
+pub(crate) async fn entries(
+    s: &crate::ApiState,
+    job: &m::Job,
+    tail: Option<usize>,
+) -> Result<Vec<LogEntry>, ApiError> {
+    let all = match s.store.archived_job_log(&s.org, &job.id).await? {
+        Some(archived) => archived,
+        None => s.store.job_log(job).await?,
+    };
+    Ok(tailed(all, tail))
+}
+
 /// The last `tail` entries, or all.
 fn tailed(mut entries: Vec<LogEntry>, tail: Option<usize>) -> Vec<LogEntry> {
     if let Some(n) = tail {
@@ -55,13 +70,10 @@ pub async fn job_logs(
             .body(body)
             .unwrap_or_default()
     };
-    if let Some(entries) = s.store.archived_job_log(&s.org, &id).await? {
-        let entries = tailed(entries, q.tail);
-        let body: Vec<u8> = entries.iter().flat_map(|e| line(e).to_vec()).collect();
-        return Ok(ndjson(Body::from(body)));
-    }
-    if !q.follow || job.status.is_terminal() || q.tail.is_some() {
-        let entries = tailed(s.store.job_log(&job).await?, q.tail);
+    let whole = !q.follow || job.status.is_terminal() || q.tail.is_some();
+    // An archived log is a finished job's: whole too.
+    if whole {
+        let entries = entries(&s, &job, q.tail).await?;
         let body: Vec<u8> = entries.iter().flat_map(|e| line(e).to_vec()).collect();
         return Ok(ndjson(Body::from(body)));
     }

@@ -10,7 +10,10 @@
 //! must not import a service (DESIGN.md §2), and the model is what both already share.
 
 use crate::api::*;
-use crate::{App, Approval, DeployScope, Install, InstallQuery, Job, Release, Role, Workflow};
+use crate::{
+    App, AppConfigVersion, Approval, DeployScope, Install, InstallQuery, Job, Release, Role,
+    Workflow,
+};
 
 /// An HTTP method of the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +145,9 @@ operations! {
     ListApps = list_apps: Get "/v1/apps", Viewer, query (), body (), reply Vec<App>;
     GetApp = get_app: Get "/v1/apps/{app}", Viewer, query (), body (), reply App;
     AppFleet = app_fleet: Get "/v1/apps/{app}/fleet", Viewer, query (), body (), reply Fleet;
+    /// One config version of an app, by its id (what `ferry apps sync` printed).
+    GetConfig = get_config: Get "/v1/configs/{id}", Viewer,
+        query (), body (), reply AppConfigVersion;
     /// A package bundle as `ferry apps sync` makes it.
     SyncApp = sync_app: Post "/v1/apps/{app}/configs", Admin,
         query (), body Octets, reply SyncResponse;

@@ -1,5 +1,8 @@
 //! The web dashboard `ferry-server` serves at `/`: server-rendered pages (`pages.rs`, with
-//! maud, which escapes every value it prints) over the API's own handlers, and one small
+//! maud, which escapes every value it prints) over the API's own handlers (it reads no record
+//! of the store itself: what it shows is what the operations of `ferry_model::ops` answer; it
+//! asks the store only for the events stream's position its live script resumes from, and
+//! keeps its sessions in it), and one small
 //! script (`dashboard.js`) that follows the API's Server-Sent Events for live workflows and
 //! logs. No build step: the script and the style sheet are compiled into the binary.
 //!
@@ -261,13 +264,12 @@ async fn config_versions<'a>(
     ids: impl Iterator<Item = &'a str>,
 ) -> std::collections::BTreeMap<String, u32> {
     let mut out = std::collections::BTreeMap::new();
-    let repo = s.state.store.repo::<m::AppConfigVersion>();
     for id in ids {
         if out.contains_key(id) {
             continue;
         }
-        if let Ok(Some(v)) = repo.get(&s.state.org, id).await {
-            out.insert(id.to_string(), v.value.version);
+        if let Ok(v) = crate::handlers::get_config(s.ctx(), Name(id.to_string())).await {
+            out.insert(id.to_string(), v.0.version);
         }
     }
     out
@@ -320,12 +322,7 @@ const PLAN_LOG_LINES: usize = 60;
 /// What a plan changes, as a reviewer reads it: the structured plan's changes (Terraform's),
 /// else the end of the plan job's log (a script's plan is what it printed).
 async fn plan_of(s: &Session, plan_job: &str) -> pages::Plan {
-    let store = &s.state.store;
-    let structured = store
-        .get_object(
-            ferry_protocol::resources::objects::PLANS,
-            &ferry_protocol::resources::objects::plan_json(&s.state.org, plan_job),
-        )
+    let structured = crate::jobs::plan_of(&s.state, plan_job)
         .await
         .ok()
         .flatten()
@@ -333,12 +330,13 @@ async fn plan_of(s: &Session, plan_job: &str) -> pages::Plan {
     if let Some(p) = structured {
         return pages::Plan::Changes(m::plan_changes(&p));
     }
-    let Ok(Some(job)) = store.repo::<m::Job>().get(&s.state.org, plan_job).await else {
+    let Ok(job) = crate::jobs::job_of(&s.state, plan_job).await else {
         return pages::Plan::Log(vec![]);
     };
-    let lines = store.job_log(&job.value).await.unwrap_or_default();
-    let from = lines.len().saturating_sub(PLAN_LOG_LINES);
-    pages::Plan::Log(lines[from..].iter().map(|l| l.text.clone()).collect())
+    let lines = crate::logs::entries(&s.state, &job, Some(PLAN_LOG_LINES))
+        .await
+        .unwrap_or_default();
+    pages::Plan::Log(lines.into_iter().map(|l| l.text).collect())
 }
 
 #[derive(serde::Deserialize)]
@@ -389,10 +387,9 @@ async fn job(s: Session, Name(id): Name) -> Response {
         Ok(j) => j.0,
         Err(e) => return failed(e),
     };
-    let lines = match s.state.store.archived_job_log(&s.state.org, &id).await {
-        Ok(Some(lines)) => lines,
-        _ => s.state.store.job_log(&j).await.unwrap_or_default(),
-    };
+    let lines = crate::logs::entries(&s.state, &j, None)
+        .await
+        .unwrap_or_default();
     pages::job(&s, &j, &lines).into_response()
 }
 
