@@ -119,6 +119,9 @@ impl Client {
             value.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, value);
         }
+        // reqwest is built without a crypto provider (DESIGN.md §10: ring only): the process's
+        // default is ring unless its binary installed one first.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .user_agent(concat!("ferry/", env!("CARGO_PKG_VERSION")))
             .default_headers(headers)
