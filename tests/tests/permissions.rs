@@ -61,7 +61,11 @@ impl Attacker {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_install_may_use_its_own_subjects() {
     let a = install_a().await;
-    let mut wake = a.client.subscribe("ferry.wake.default.a").await.unwrap();
+    let mut wake = a
+        .client
+        .subscribe("ferry.push.default.a.wake")
+        .await
+        .unwrap();
     a.client
         .publish("ferry.rx.default.a.hb", "x".into())
         .await
@@ -72,7 +76,7 @@ async fn an_install_may_use_its_own_subjects() {
     let deadline = Instant::now() + Duration::from_secs(5);
     let got = loop {
         services
-            .publish("ferry.wake.default.a", "ring".into())
+            .publish("ferry.push.default.a.wake", "ring".into())
             .await
             .unwrap();
         services.flush().await.unwrap();
@@ -109,7 +113,7 @@ async fn an_install_cannot_ask_for_another_installs_offers_or_artifacts() {
 async fn an_install_cannot_receive_another_installs_doorbell() {
     install_a()
         .await
-        .subscribe_refused("ferry.wake.default.b")
+        .subscribe_refused("ferry.push.default.b.wake")
         .await;
 }
 
@@ -117,7 +121,7 @@ async fn an_install_cannot_receive_another_installs_doorbell() {
 async fn an_install_cannot_receive_another_installs_cancels() {
     install_a()
         .await
-        .subscribe_refused("ferry.cancel.default.b.*")
+        .subscribe_refused("ferry.push.default.b.cancel.*")
         .await;
 }
 
@@ -408,7 +412,7 @@ async fn each_service_user_may_do_only_what_its_role_needs() {
     for subject in [
         "ferry.rx.default.a.event.j1",
         "ferry.jobs.default.a.j1",
-        "ferry.wake.default.a",
+        "ferry.push.default.a.wake",
         "$KV.tokens.default.t1",
         "$JS.API.DIRECT.GET.KV_tokens.$KV.tokens.default.t1",
     ] {
@@ -424,7 +428,7 @@ async fn each_service_user_may_do_only_what_its_role_needs() {
     violation(&errors, "subscription", ferry_protocol::subjects::CLAIM_ALL).await;
     // approval: no installs' subjects, no artifacts.
     let (approval, errors) = service_user(&a.nats, "approval").await;
-    for subject in ["ferry.cancel.default.a.j1", "$O.artifacts.C.x"] {
+    for subject in ["ferry.push.default.a.cancel.j1", "$O.artifacts.C.x"] {
         approval.publish(subject, "x".into()).await.unwrap();
         approval.flush().await.unwrap();
         violation(&errors, "publish", subject).await;

@@ -6,7 +6,7 @@
 //! install`): everything it sends is under `ferry.rx.<org>.<install>.>`, and it
 //! receives only its doorbell, its cancels and replies in its own inbox. It:
 //!
-//! 1. waits for its install's doorbell (`ferry.wake.<org>.<install>`, which carries the offer) or a
+//! 1. waits for its install's doorbell (`ferry.push.<org>.<install>.wake`, which carries the offer) or a
 //!    slow timer, then asks the scheduler for its install's open offers (`offers.rs`) — no consumer
 //!    per install, so the hub's cost stays flat in the number of installs;
 //! 2. claims each offer from the scheduler (`ferry.rx.<org>.<install>.claim`): exactly one runner

@@ -310,15 +310,16 @@ impl Runner {
         let (org, install) = (self.cfg.org.clone(), self.cfg.install.clone());
         let span = info_span!("runner", org = %org, install = %install, runner = %self.id);
         async move {
-            // The two raw subscriptions of the runner: what the control plane pushes to the
-            // install (a doorbell, a cancel), not requests it answers (those are
-            // `ferry_protocol::rpc`'s). Each names the install in its subject, and the hub lets
-            // the install subscribe only to its own.
-            let wake = self
+            // The runner's one raw subscription: what the control plane pushes to the install
+            // (a doorbell, a cancel), not requests it answers (those are `ferry_protocol::rpc`'s).
+            // It names the install in its subject, and the hub lets the install subscribe only
+            // to its own.
+            let pushes = self
                 .client
-                .subscribe(subjects::wake(&org, &install))
+                .subscribe(subjects::pushes(&org, &install))
                 .await
                 .map_err(nats)?;
+            let (bells_tx, bells) = tokio::sync::mpsc::channel(BELLS);
             // Beside the offers loop, in this task: they end with it.
             let beating = heartbeats(
                 self.client.clone(),
@@ -328,19 +329,14 @@ impl Runner {
                 self.slots.clone(),
                 self.cfg.max_jobs,
             );
-            let cancels = self
-                .client
-                .subscribe(subjects::cancel(&org, &install, "*"))
-                .await
-                .map_err(nats)?;
-            let relaying = relay_cancels(cancels, self.running.clone());
+            let routing = route_pushes(pushes, self.running.clone(), bells_tx);
             let beside = async {
-                tokio::join!(beating, relaying);
+                tokio::join!(beating, routing);
                 std::future::pending::<()>().await
             };
             info!(nats = %self.cfg.nats_url, "runner started");
             tokio::select! {
-                r = self.serve_offers(wake, &org, &install) => r,
+                r = self.serve_offers(bells, &org, &install) => r,
                 () = beside => Ok(()),
             }
         }
@@ -353,7 +349,7 @@ impl Runner {
     /// subscription ends.
     async fn serve_offers(
         &self,
-        mut wake: async_nats::Subscriber,
+        mut bells: tokio::sync::mpsc::Receiver<bytes::Bytes>,
         org: &str,
         install: &str,
     ) -> Result<(), RunnerError> {
@@ -388,9 +384,9 @@ impl Runner {
                 n => Duration::from_secs(1 << n.min(5)).min(Duration::from_secs(30)),
             };
             walk = tokio::select! {
-                bell = wake.next() => match bell {
+                bell = bells.recv() => match bell {
                     // The doorbell carries its offer: claim it at once, no walk needed.
-                    Some(bell) => match crate::offers::rung(&bell.payload) {
+                    Some(bell) => match crate::offers::rung(&bell) {
                         // Unanswered (no scheduler yet): walk, which asks again.
                         Some(next) if self.slots.available_permits() > 0 => {
                             !self.take_offer(next).await
@@ -593,18 +589,32 @@ async fn keep_lease(
     }
 }
 
-/// Cancel requests for this install's jobs (`ferry.cancel.<org>.<install>.<job>`), pushed by the
-/// scheduler: each reaches the job it names, if this runner executes it. A request for a job not
-/// (or no longer) here is ignored; the scheduler sends it again while the job is still running.
-async fn relay_cancels(mut sub: async_nats::Subscriber, running: Running) {
+/// Doorbells waiting for the offers loop; more are dropped (a doorbell is a hint: the loop
+/// walks the offers when it gets to them).
+const BELLS: usize = 64;
+
+/// Routes what the control plane pushes to the install: a doorbell to the offers loop, a cancel
+/// request (`ferry.push.<org>.<install>.cancel.<job>`) to the job it names, if this runner
+/// executes it. A request for a job not (or no longer) here is ignored; the scheduler sends it
+/// again while the job is still running.
+async fn route_pushes(
+    mut sub: async_nats::Subscriber,
+    running: Running,
+    bells: tokio::sync::mpsc::Sender<bytes::Bytes>,
+) {
     while let Some(msg) = sub.next().await {
-        let Some(job) = msg.subject.rsplit('.').next() else {
-            continue;
-        };
-        let stop = running.lock().ok().and_then(|r| r.get(job).cloned());
-        if let Some(stop) = stop {
-            info!(job, "cancel requested");
-            stop.cancel.notify_one();
+        match subjects::push_of(&msg.subject) {
+            Some(subjects::Push::Wake) => {
+                let _ = bells.try_send(msg.payload);
+            }
+            Some(subjects::Push::Cancel { job }) => {
+                let stop = running.lock().ok().and_then(|r| r.get(job).cloned());
+                if let Some(stop) = stop {
+                    info!(job, "cancel requested");
+                    stop.cancel.notify_one();
+                }
+            }
+            None => debug!(subject = %msg.subject, "not a push this runner knows"),
         }
     }
 }

@@ -9,7 +9,7 @@
 //! Inputs: `CONTROL` (workflow requested, build finished, approval decided), `JOB_EVENTS` (runner
 //! results) and claim requests (`ferry.rx.<org>.<install>.claim`, core request/reply, queue group).
 //! It also starts the runs of scheduled (`cron`) actions when they are due (`cron.rs`).
-//! Outputs: job offers on `JOBS` plus a doorbell on `ferry.wake.<org>.<install>`, build and approval
+//! Outputs: job offers on `JOBS` plus a doorbell on `ferry.push.<org>.<install>.wake`, build and approval
 //! requests on `CONTROL`.
 //!
 //! What happens next is decided by `ferry-model` (step transitions, a job's end, a workflow's end,

@@ -291,7 +291,7 @@ pub struct ClaimRequest {
 }
 message!(ClaimRequest, 2);
 
-/// Control plane → runner, on `ferry.wake.<org>.<install>` (core NATS): a new offer, carried whole
+/// Control plane → runner, on `ferry.push.<org>.<install>.wake` (core NATS): a new offer, carried whole
 /// so the runner can claim it without asking for it first. It rings as the offer is written, not
 /// after, so it names no sequence in `JOBS` (the scheduler retires a decided offer by its subject).
 /// An empty doorbell (or a missed one) makes the runner walk its install's offers in `JOBS` instead;

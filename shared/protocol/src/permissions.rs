@@ -123,14 +123,15 @@ pub fn service(name: &str) -> Option<Grant> {
                 control,
                 audit,
                 "ferry.jobs.>".to_string(),
-                subjects::wake("*", "*"),
-                subjects::cancel("*", "*", "*"),
+                subjects::pushes("*", "*"),
                 subjects::system_log("*", "*", "*"),
                 format!("$JS.API.STREAM.PURGE.{jobs}"),
                 format!("$JS.API.STREAM.PURGE.{}", resources::RESULTS.name),
             ])
             .read(jobs)
             .read(resources::RESULTS.name)
+            // Whether a result waits there before a lease is expired (`Job::result_pending`).
+            .read(resources::JOB_EVENTS.name)
             .consume(resources::CONTROL.name)
             .consume(resources::JOB_EVENTS.name)
             .subscribe([
@@ -188,8 +189,7 @@ pub fn install(org: &str, install: &str) -> Grant {
     Grant {
         publish: vec![format!("ferry.rx.{org}.{install}.>")],
         subscribe: vec![
-            subjects::wake(org, install),
-            subjects::cancel(org, install, "*"),
+            subjects::pushes(org, install),
             format!("{}.>", subjects::install_inbox(org, install)),
         ],
     }

@@ -21,12 +21,40 @@ pub fn jobs_of_install(org: &str, install: &str) -> String {
     format!("ferry.jobs.{org}.{install}.*")
 }
 
-pub fn wake(org: &str, install: &str) -> String {
-    format!("ferry.wake.{org}.{install}")
+/// What the control plane pushes to an install's runners (core NATS), all under
+/// `ferry.push.<org>.<install>.`: the runner holds one subscription for them ([`pushes`]).
+pub fn pushes(org: &str, install: &str) -> String {
+    format!("ferry.push.{org}.{install}.>")
 }
 
+/// The doorbell: a new offer, carried whole.
+pub fn wake(org: &str, install: &str) -> String {
+    format!("ferry.push.{org}.{install}.wake")
+}
+
+/// A request to stop a job.
 pub fn cancel(org: &str, install: &str, job: &str) -> String {
-    format!("ferry.cancel.{org}.{install}.{job}")
+    format!("ferry.push.{org}.{install}.cancel.{job}")
+}
+
+/// One of [`pushes`], read from its subject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Push<'a> {
+    Wake,
+    Cancel { job: &'a str },
+}
+
+/// The push a subject under [`pushes`] is, if it is one.
+pub fn push_of(subject: &str) -> Option<Push<'_>> {
+    let mut parts = subject.strip_prefix("ferry.push.")?.splitn(4, '.');
+    let (_org, _install) = (parts.next()?, parts.next()?);
+    match (parts.next()?, parts.next()) {
+        ("wake", None) => Some(Push::Wake),
+        ("cancel", Some(job)) if !job.is_empty() && !job.contains('.') => {
+            Some(Push::Cancel { job })
+        }
+        _ => None,
+    }
 }
 
 pub fn event(org: &str, install: &str, job: &str) -> String {
@@ -154,6 +182,23 @@ pub fn audit(org: &str, kind: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pushes_are_read_back_from_their_subjects() {
+        assert_eq!(push_of(&wake("acme", "prod")), Some(Push::Wake));
+        assert_eq!(
+            push_of(&cancel("acme", "prod", "j1")),
+            Some(Push::Cancel { job: "j1" })
+        );
+        assert_eq!(push_of("ferry.push.acme.prod.cancel"), None);
+        assert_eq!(push_of("ferry.push.acme.prod.other"), None);
+        assert_eq!(push_of("ferry.push.acme.prod.wake.x"), None);
+        assert_eq!(push_of("ferry.jobs.acme.prod.j1"), None);
+        let all = pushes("acme", "prod");
+        let prefix = all.trim_end_matches('>');
+        assert!(wake("acme", "prod").starts_with(prefix));
+        assert!(cancel("acme", "prod", "j").starts_with(prefix));
+    }
 
     #[test]
     fn org_and_install_are_at_fixed_positions() {
