@@ -450,22 +450,13 @@ impl Executor {
             phase,
             org: self.org.clone(),
             install: self.install.clone(),
-            component: c.component.clone(),
-            kind: c.kind,
-            artifact_digest: c.artifact_digest.clone(),
-            vars: c.vars.clone(),
-            env: c.env.clone(),
-            applied_digest: c.applied_digest.clone(),
+            spec: c.clone(),
             plan_file,
             plan_digest: plan.cloned(),
             src_dir: src,
             state_dir: state,
             work_dir: work.to_path_buf(),
-            settings: c.settings.clone(),
-            timeout_secs: c.timeout_secs,
-            cluster: c.cluster.clone(),
             tools: self.tools.clone(),
-            policies: c.policies.clone(),
         };
         write_job(work, PluginInput::Component(job)).await
     }
@@ -627,9 +618,14 @@ impl Executor {
                     None => vec![],
                 };
                 if let PluginInput::Component(job) = job {
-                    self.keep_plan(&job.component, &digest, &bytes, &job.artifact_digest)
-                        .await
-                        .map_err(failed)?;
+                    self.keep_plan(
+                        &job.spec.component,
+                        &digest,
+                        &bytes,
+                        &job.spec.artifact_digest,
+                    )
+                    .await
+                    .map_err(failed)?;
                 }
                 Some(PlanData {
                     digest,

@@ -42,11 +42,9 @@ pub fn component_kind(t: ComponentType) -> Option<ComponentKind> {
     })
 }
 
-/// Whether a component of this type deploys into the install's cluster (`ferry_model::KINDS`).
+/// Whether a component of this type deploys into the install's cluster (`ComponentKind::facts`).
 pub fn needs_cluster(t: ComponentType) -> bool {
-    component_kind(t)
-        .and_then(|k| m::kind_facts(k.name()))
-        .is_some_and(|f| f.needs_cluster)
+    component_kind(t).is_some_and(|k| k.facts().needs_cluster)
 }
 
 /// The config version a step of `component` runs with: a teardown destroys with the config its

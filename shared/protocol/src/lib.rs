@@ -7,6 +7,7 @@
 //! on it, never the other way round.
 
 pub mod codec;
+pub mod kinds;
 pub mod messages;
 pub mod permissions;
 pub mod resources;

@@ -30,7 +30,7 @@ struct ImagePlan {
 }
 
 fn settings(job: &PluginJob) -> Result<&ImageSettings, PluginError> {
-    match &job.settings {
+    match &job.spec.settings {
         KindSettings::Image(i) => Ok(i),
         _ => Err(PluginError(
             "a container_image job without its image's settings".into(),
@@ -90,7 +90,7 @@ async fn source(i: &ImageSettings) -> Result<Registry, PluginError> {
 async fn destination(job: &PluginJob) -> Result<AnyStore, PluginError> {
     if let Some(r) = &job.tools.registry {
         let repo = r
-            .for_component(&job.component)
+            .for_component(&job.spec.component)
             .await
             .map_err(|e| PluginError(format!("the install's registry: {e}")))?;
         return Ok(AnyStore::Registry(repo));
@@ -113,7 +113,7 @@ fn location(store: &AnyStore, job: &PluginJob) -> String {
                 .as_ref()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
-            job.component
+            job.spec.component
         ),
         AnyStore::Nats(_) => String::new(),
     }
@@ -135,14 +135,14 @@ async fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
     })?;
     let dst = destination(job).await?;
     let plan = ImagePlan {
-        component: job.component.clone(),
+        component: job.spec.component.clone(),
         source: format!("{}:{}", full_name(&i.image_url), tag(i)),
         digest,
         destination: location(&dst, job),
     };
     let bytes = serde_json::to_vec_pretty(&plan)?;
     let plan_digest = sha256(&bytes);
-    let changes = job.applied_digest.as_deref() != Some(plan_digest.as_str());
+    let changes = job.spec.applied_digest.as_deref() != Some(plan_digest.as_str());
     let summary = if changes {
         format!(
             "copy {}@{} into {}",
@@ -171,7 +171,7 @@ async fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let src = source(i).await?;
     let dst = destination(job).await?;
     let tag_here = match &dst {
-        AnyStore::Layout(_) => job.component.clone(),
+        AnyStore::Layout(_) => job.spec.component.clone(),
         _ => tag(i).to_string(),
     };
     println!(

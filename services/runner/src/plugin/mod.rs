@@ -16,7 +16,7 @@ use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
-use ferry_protocol::messages::{ActionJob, ClusterAccess, ComponentKind, KindSettings, PolicyDoc};
+use ferry_protocol::messages::{ActionJob, ComponentJob, ComponentKind};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -33,12 +33,9 @@ pub struct PluginJob {
     pub phase: Phase,
     pub org: String,
     pub install: String,
-    pub component: String,
-    pub kind: ComponentKind,
-    pub artifact_digest: String,
-    pub vars: Vec<(String, String)>,
-    pub env: Vec<(String, String)>,
-    pub applied_digest: Option<String>,
+    /// The job as the control plane specified it (rendered variables, settings, cluster,
+    /// policies): the offer's own type, not a copy of its fields.
+    pub spec: ComponentJob,
     /// Apply: the approved plan's bytes, in a file.
     pub plan_file: Option<PathBuf>,
     pub plan_digest: Option<String>,
@@ -48,19 +45,8 @@ pub struct PluginJob {
     pub state_dir: PathBuf,
     /// This execution's scratch directory.
     pub work_dir: PathBuf,
-    /// What the component's type needs beyond variables (a chart, a manifest), rendered.
-    #[serde(default)]
-    pub settings: KindSettings,
-    #[serde(default)]
-    pub timeout_secs: Option<u64>,
-    /// The sandbox's cluster, if it names one.
-    #[serde(default)]
-    pub cluster: Option<ClusterAccess>,
     #[serde(default)]
     pub tools: Tools,
-    /// The app's OPA policies over this component's plans.
-    #[serde(default)]
-    pub policies: Vec<PolicyDoc>,
 }
 
 /// One step of an action, as its plugin runs it: a command or a script with its environment,
@@ -108,7 +94,7 @@ impl PluginInput {
     /// The plugin's name, as metrics label it.
     pub fn plugin_name(&self) -> &'static str {
         match self {
-            PluginInput::Component(j) => j.kind.name(),
+            PluginInput::Component(j) => j.spec.kind.name(),
             PluginInput::Action(_) => "action",
         }
     }
@@ -211,7 +197,7 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
         })
         .and_then(|input| match input {
             PluginInput::Action(step) => action::execute(&step),
-            PluginInput::Component(job) => plugin_of(job.kind)
+            PluginInput::Component(job) => plugin_of(job.spec.kind)
                 .run(&job)
                 .map(|r| unevaluated_policies(&job, r)),
         });
@@ -244,12 +230,12 @@ pub fn main(job_path: &Path, result_path: &Path) -> i32 {
 /// and jobs are evaluated by their plugins. Any other plan says which policies it was not
 /// checked against, rather than passing in silence.
 fn unevaluated_policies(job: &PluginJob, mut result: PluginResult) -> PluginResult {
-    let evaluated = ferry_model::kind_facts(job.kind.name()).is_some_and(|k| k.evaluates_policies);
-    if evaluated || job.policies.is_empty() {
+    let evaluated = job.spec.kind.facts().evaluates_policies;
+    if evaluated || job.spec.policies.is_empty() {
         return result;
     }
     if let Some(plan) = result.plan.as_mut() {
-        let names: Vec<&str> = job.policies.iter().map(|p| p.name.as_str()).collect();
+        let names: Vec<&str> = job.spec.policies.iter().map(|p| p.name.as_str()).collect();
         let note = format!(
             "Policies not evaluated for this type by this version: {}.",
             names.join(", ")

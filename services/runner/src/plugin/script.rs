@@ -32,7 +32,7 @@ fn command(job: &PluginJob, script: &str, env: &BTreeMap<String, String>) -> Com
     cmd.arg(job.src_dir.join(script))
         .current_dir(&job.src_dir)
         .envs(env)
-        .env("FERRY_COMPONENT", &job.component)
+        .env("FERRY_COMPONENT", &job.spec.component)
         .env("FERRY_INSTALL", &job.install)
         .env("FERRY_ORG", &job.org)
         .env("FERRY_STATE_DIR", &job.state_dir)
@@ -54,7 +54,12 @@ pub(crate) struct Script;
 
 /// `vars` reach scripts as environment too; `env_vars` win where both name the same variable.
 fn environment(job: &PluginJob) -> BTreeMap<String, String> {
-    job.vars.iter().chain(job.env.iter()).cloned().collect()
+    job.spec
+        .vars
+        .iter()
+        .chain(job.spec.env.iter())
+        .cloned()
+        .collect()
 }
 
 impl Plugin for Script {
@@ -89,14 +94,14 @@ fn plan(job: &PluginJob, env: BTreeMap<String, String>) -> Result<PluginResult, 
         plan_output = out;
     }
     let plan = ScriptPlan {
-        component: job.component.clone(),
-        artifact_digest: job.artifact_digest.clone(),
+        component: job.spec.component.clone(),
+        artifact_digest: job.spec.artifact_digest.clone(),
         env,
         plan_output,
     };
     let bytes = serde_json::to_vec_pretty(&plan)?;
     let digest = sha256(&bytes);
-    let changes = job.applied_digest.as_deref() != Some(digest.as_str());
+    let changes = job.spec.applied_digest.as_deref() != Some(digest.as_str());
     let file = job.work_dir.join("plan.json");
     std::fs::write(&file, &bytes)?;
     let summary = if changes {
@@ -120,10 +125,10 @@ fn plan(job: &PluginJob, env: BTreeMap<String, String>) -> Result<PluginResult, 
 /// `$FERRY_OUTPUTS` (a JSON object).
 fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let plan: ScriptPlan = serde_json::from_slice(&approved_plan(job)?)?;
-    if plan.artifact_digest != job.artifact_digest {
+    if plan.artifact_digest != job.spec.artifact_digest {
         return Err(PluginError(format!(
             "the approved plan is for artifact {}, not {}",
-            plan.artifact_digest, job.artifact_digest
+            plan.artifact_digest, job.spec.artifact_digest
         )));
     }
     let outputs_file = job.work_dir.join("outputs.json");

@@ -20,7 +20,7 @@ fn terraform(job: &PluginJob) -> Command {
         cmd.env(format!("TF_CLI_ARGS_{sub}"), "-lock-timeout=120s");
     }
     cmd.current_dir(&job.src_dir)
-        .envs(job.env.iter().cloned())
+        .envs(job.spec.env.iter().cloned())
         .env("TF_IN_AUTOMATION", "1")
         .env("TF_INPUT", "0")
         // No calls home: installs may have no internet access.
@@ -50,6 +50,7 @@ fn init(job: &PluginJob) -> Result<(), PluginError> {
 
 fn write_vars(job: &PluginJob) -> Result<(), PluginError> {
     let vars: serde_json::Map<String, serde_json::Value> = job
+        .spec
         .vars
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
@@ -267,7 +268,7 @@ fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
     std::fs::write(&diff, serde_json::to_vec(&changes_only(&json))?)?;
     let mut summary = summarize(&json);
     super::policy::enforce(
-        &job.policies,
+        &job.spec.policies,
         &[(String::new(), serde_json::json!({ "plan": json }))],
         &mut summary,
     )?;

@@ -371,16 +371,17 @@ impl Component {
     /// chart from a Helm repository and a container image do not, and build an artifact without
     /// files; a job, whose image is its source, neither.
     pub fn builds_from_directory(&self) -> bool {
-        !matches!(
-            self.kind,
-            ComponentType::ContainerImage | ComponentType::Job
-        ) && !matches!(
-            &self.settings,
-            KindSettings::Manifest(ferry_protocol::messages::ManifestSettings {
-                manifest: Some(_),
-                ..
-            }) | KindSettings::Helm(ferry_protocol::messages::HelmSettings { repo: Some(_), .. })
-        )
+        crate::jobs::component_kind(self.kind).is_none_or(|k| k.facts().artifact_from_directory)
+            && !matches!(
+                &self.settings,
+                KindSettings::Manifest(ferry_protocol::messages::ManifestSettings {
+                    manifest: Some(_),
+                    ..
+                }) | KindSettings::Helm(ferry_protocol::messages::HelmSettings {
+                    repo: Some(_),
+                    ..
+                })
+            )
     }
 
     /// Whether its templates read any of `inputs` (`.nuon.inputs.inputs.X`, `.nuon.install.inputs.X`);

@@ -41,7 +41,7 @@ struct HelmPlan {
 }
 
 fn settings(job: &PluginJob) -> Result<&HelmSettings, PluginError> {
-    match &job.settings {
+    match &job.spec.settings {
         KindSettings::Helm(h) if !h.release.is_empty() => Ok(h),
         KindSettings::Helm(_) => Err(PluginError(
             "the chart has no `chart_name` (release)".into(),
@@ -73,7 +73,7 @@ fn namespace(job: &PluginJob, h: &HelmSettings) -> String {
 fn helm(job: &PluginJob) -> Command {
     let mut cmd = tool(&job.tools.helm, "helm");
     cmd.current_dir(&job.work_dir)
-        .envs(job.env.iter().cloned())
+        .envs(job.spec.env.iter().cloned())
         // Helm's caches and repository list stay in the job's scratch directory.
         .env("HELM_CACHE_HOME", job.work_dir.join("helm/cache"))
         .env("HELM_CONFIG_HOME", job.work_dir.join("helm/config"))
@@ -184,8 +184,8 @@ fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
         &format!("helm template of release `{}`", h.release),
     )?;
     let plan = HelmPlan {
-        component: job.component.clone(),
-        artifact_digest: job.artifact_digest.clone(),
+        component: job.spec.component.clone(),
+        artifact_digest: job.spec.artifact_digest.clone(),
         release: h.release.clone(),
         namespace: ns.clone(),
         storage_driver: h.storage_driver.clone(),
@@ -201,15 +201,15 @@ fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
 
 fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let plan: HelmPlan = serde_json::from_slice(&approved_plan(job)?)?;
-    if plan.artifact_digest != job.artifact_digest {
+    if plan.artifact_digest != job.spec.artifact_digest {
         return Err(PluginError(format!(
             "the approved plan is for artifact {}, not {}",
-            plan.artifact_digest, job.artifact_digest
+            plan.artifact_digest, job.spec.artifact_digest
         )));
     }
     let cluster = Cluster::of(job)?;
     let chart = chart_path(job, plan.chart_package.as_deref())?;
-    let timeout = job.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    let timeout = job.spec.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
     let mut cmd = helm(job);
     cmd.args(["upgrade", "--install", &plan.release, &chart])
         .args([
@@ -260,7 +260,7 @@ fn teardown(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let h = settings(job)?;
     let ns = namespace(job, h);
     let cluster = Cluster::of(job)?;
-    let timeout = job.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    let timeout = job.spec.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
     let mut cmd = helm(job);
     cmd.args([
         "uninstall",
@@ -304,33 +304,36 @@ mod tests {
             phase: Phase::Plan,
             org: "o".into(),
             install: "prod".into(),
-            component: "web".into(),
-            kind: ComponentKind::Helm,
-            artifact_digest: "sha256:00".into(),
-            vars: vec![],
-            env: vec![],
-            applied_digest: None,
             plan_file: None,
             plan_digest: None,
             src_dir: repo().join("examples/k8s/components/src/web"),
             state_dir: dir.join("state"),
             work_dir: work,
-            settings: KindSettings::Helm(HelmSettings {
-                release: "web".into(),
-                values_files: vec![values.into()],
-                set: set
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                ..Default::default()
-            }),
-            timeout_secs: None,
-            cluster: None,
             tools: Tools {
                 helm: Some(repo().join(".tools/bin/helm")),
                 ..Default::default()
             },
-            policies: vec![],
+            spec: ferry_protocol::messages::ComponentJob {
+                component: "web".into(),
+                kind: ComponentKind::Helm,
+                artifact_digest: "sha256:00".into(),
+                vars: vec![],
+                env: vec![],
+                applied_digest: None,
+                settings: KindSettings::Helm(HelmSettings {
+                    release: "web".into(),
+                    values_files: vec![values.into()],
+                    set: set
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                    ..Default::default()
+                }),
+                timeout_secs: None,
+                cluster: None,
+                policies: vec![],
+                redact: vec![],
+            },
         }
     }
 

@@ -28,7 +28,7 @@ struct JobPlan {
 }
 
 fn settings(job: &PluginJob) -> Result<&JobSettings, PluginError> {
-    match &job.settings {
+    match &job.spec.settings {
         KindSettings::Job(j) if !j.image_url.is_empty() => Ok(j),
         KindSettings::Job(_) => Err(PluginError("the job has no `image_url`".into())),
         _ => Err(PluginError("a job component without its settings".into())),
@@ -42,15 +42,16 @@ fn object(job: &PluginJob, j: &JobSettings, namespace: &str) -> serde_json::Valu
     } else {
         format!("{}:{}", j.image_url, j.tag)
     };
-    let mut container = json!({ "name": job.component, "image": image });
+    let mut container = json!({ "name": job.spec.component, "image": image });
     if !j.cmd.is_empty() {
         container["command"] = json!(j.cmd);
     }
     if !j.args.is_empty() {
         container["args"] = json!(j.args);
     }
-    if !job.env.is_empty() {
+    if !job.spec.env.is_empty() {
         container["env"] = job
+            .spec
             .env
             .iter()
             .map(|(k, v)| json!({ "name": k, "value": v }))
@@ -60,7 +61,7 @@ fn object(job: &PluginJob, j: &JobSettings, namespace: &str) -> serde_json::Valu
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": job.component,
+            "name": job.spec.component,
             "namespace": namespace,
             "labels": { "app.kubernetes.io/managed-by": "ferry" },
         },
@@ -81,20 +82,20 @@ fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let j = settings(job)?;
     let ns = job.install.clone();
     let plan = JobPlan {
-        component: job.component.clone(),
-        artifact_digest: job.artifact_digest.clone(),
+        component: job.spec.component.clone(),
+        artifact_digest: job.spec.artifact_digest.clone(),
         namespace: ns.clone(),
         manifest: object(job, j, &ns).to_string(),
     };
-    let what = format!("job `{}` in namespace `{ns}`", job.component);
+    let what = format!("job `{}` in namespace `{ns}`", job.spec.component);
     object_plan(job, &plan, &plan.manifest, &ns, &what)
 }
 
 fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let plan: JobPlan = serde_json::from_slice(&approved_plan(job)?)?;
     let cluster = Cluster::of(job)?;
-    let (name, ns) = (job.component.as_str(), plan.namespace.as_str());
-    let timeout = Duration::from_secs(job.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS));
+    let (name, ns) = (job.spec.component.as_str(), plan.namespace.as_str());
+    let timeout = Duration::from_secs(job.spec.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS));
     let file = job.work_dir.join("job.json");
     std::fs::write(&file, &plan.manifest)?;
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
@@ -188,11 +189,17 @@ fn wait_for_job(
 fn teardown(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let cluster = Cluster::of(job)?;
     let mut cmd = kubectl(job, &cluster);
-    cmd.args(["delete", "job", &job.component, "--namespace", &job.install])
-        .args(["--ignore-not-found", "--wait"]);
+    cmd.args([
+        "delete",
+        "job",
+        &job.spec.component,
+        "--namespace",
+        &job.install,
+    ])
+    .args(["--ignore-not-found", "--wait"]);
     run_against(
         &mut cmd,
-        &format!("deleting job `{}`", job.component),
+        &format!("deleting job `{}`", job.spec.component),
         &cluster,
     )?;
     let _ = std::fs::remove_file(super::applied_path(job));

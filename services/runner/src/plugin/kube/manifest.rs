@@ -32,7 +32,7 @@ struct ManifestPlan {
 }
 
 fn settings(job: &PluginJob) -> Result<&ManifestSettings, PluginError> {
-    match &job.settings {
+    match &job.spec.settings {
         KindSettings::Manifest(m) => Ok(m),
         _ => Err(PluginError(
             "a kubernetes_manifest job without its manifest's settings".into(),
@@ -42,7 +42,8 @@ fn settings(job: &PluginJob) -> Result<&ManifestSettings, PluginError> {
 
 fn kubectl(job: &PluginJob) -> Command {
     let mut cmd = tool(&job.tools.kubectl, "kubectl");
-    cmd.current_dir(&job.work_dir).envs(job.env.iter().cloned());
+    cmd.current_dir(&job.work_dir)
+        .envs(job.spec.env.iter().cloned());
     cmd
 }
 
@@ -126,8 +127,8 @@ fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
         }
     };
     let plan = ManifestPlan {
-        component: job.component.clone(),
-        artifact_digest: job.artifact_digest.clone(),
+        component: job.spec.component.clone(),
+        artifact_digest: job.spec.artifact_digest.clone(),
         namespace: ns.clone(),
         manifest,
     };
@@ -158,17 +159,17 @@ fn list_file(
 
 fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let plan: ManifestPlan = serde_json::from_slice(&approved_plan(job)?)?;
-    if plan.artifact_digest != job.artifact_digest {
+    if plan.artifact_digest != job.spec.artifact_digest {
         return Err(PluginError(format!(
             "the approved plan is for artifact {}, not {}",
-            plan.artifact_digest, job.artifact_digest
+            plan.artifact_digest, job.spec.artifact_digest
         )));
     }
     let cluster = Cluster::of(job)?;
     let ns = &plan.namespace;
     let new = objects::parse(&plan.manifest, ns).map_err(PluginError)?;
     let old = objects::parse(&last_applied(job)?, ns).unwrap_or_default();
-    let timeout = job.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    let timeout = job.spec.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
 
     let namespace =
         serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
@@ -320,32 +321,35 @@ mod policy_tests {
             phase: Phase::Plan,
             org: "o".into(),
             install: "prod".into(),
-            component: "app".into(),
-            kind: ComponentKind::KubernetesManifest,
-            artifact_digest: "sha256:00".into(),
-            vars: vec![],
-            env: vec![],
-            applied_digest: None,
             plan_file: None,
             plan_digest: None,
             src_dir: dir.to_path_buf(),
             state_dir: dir.join("state"),
             work_dir: work,
-            settings: KindSettings::Manifest(ManifestSettings {
-                manifest: Some(MANIFEST.into()),
-                kustomize: None,
-                namespace: String::new(),
-            }),
-            timeout_secs: None,
-            cluster: None,
             tools: Default::default(),
-            policies: policies
-                .iter()
-                .map(|(name, rego)| PolicyDoc {
-                    name: name.to_string(),
-                    rego: rego.to_string(),
-                })
-                .collect(),
+            spec: ferry_protocol::messages::ComponentJob {
+                component: "app".into(),
+                kind: ComponentKind::KubernetesManifest,
+                artifact_digest: "sha256:00".into(),
+                vars: vec![],
+                env: vec![],
+                applied_digest: None,
+                settings: KindSettings::Manifest(ManifestSettings {
+                    manifest: Some(MANIFEST.into()),
+                    kustomize: None,
+                    namespace: String::new(),
+                }),
+                timeout_secs: None,
+                cluster: None,
+                policies: policies
+                    .iter()
+                    .map(|(name, rego)| PolicyDoc {
+                        name: name.to_string(),
+                        rego: rego.to_string(),
+                    })
+                    .collect(),
+                redact: vec![],
+            },
         }
     }
 

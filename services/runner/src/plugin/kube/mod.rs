@@ -80,7 +80,7 @@ pub(crate) fn object_plan(
     let before = objects::parse(&last_applied(job)?, namespace).unwrap_or_default();
     let changes_json = objects::changes(&before, &after);
     let digest = super::sha256(plan_bytes);
-    let changes = job.applied_digest.as_deref() != Some(digest.as_str());
+    let changes = job.spec.applied_digest.as_deref() != Some(digest.as_str());
     let counted = super::terraform::summarize(&changes_json);
     let mut summary = if changes {
         format!("{counted} ({what})")
@@ -92,7 +92,7 @@ pub(crate) fn object_plan(
         .iter()
         .map(|o| (o.address.clone(), o.body.clone()))
         .collect();
-    super::policy::enforce(&job.policies, &inputs, &mut summary)?;
+    super::policy::enforce(&job.spec.policies, &inputs, &mut summary)?;
     for rc in changes_json["resource_changes"]
         .as_array()
         .into_iter()
@@ -129,7 +129,7 @@ pub(crate) struct Cluster {
 
 impl Cluster {
     pub(crate) fn of(job: &PluginJob) -> Result<Cluster, PluginError> {
-        Cluster::given(job.cluster.as_ref(), &job.tools, &job.work_dir)
+        Cluster::given(job.spec.cluster.as_ref(), &job.tools, &job.work_dir)
     }
 
     /// The cluster `cluster` names (its kubeconfig written into `work_dir`), else the runner's.
