@@ -6,8 +6,7 @@ use std::io::IsTerminal;
 
 use anyhow::{Context, Result, bail};
 use ferry_client::Client as Api;
-use ferry_model::api::{EventsQuery, LogEventsQuery};
-use ferry_model::events::EventFilter;
+use ferry_model::api::LogEventsQuery;
 use ferry_model::{LogEntry, ops};
 
 use crate::render;
@@ -61,14 +60,7 @@ async fn workflow_log(api: &Api, id: &str, show: &Show) -> Result<i32> {
     // Following, each change of the workflow or its jobs is a reason to look again.
     let mut changes = match show.follow {
         true => {
-            let feed = Feed::Events(EventsQuery {
-                filter: EventFilter {
-                    workflow: Some(id.to_string()),
-                    kinds: Some("workflow,job".into()),
-                    ..Default::default()
-                },
-                last_event_id: None,
-            });
+            let feed = Feed::workflow(id, "workflow,job");
             Some(Subscription::open(api, feed).await?)
         }
         false => None,

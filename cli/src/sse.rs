@@ -11,6 +11,7 @@ use futures_util::{Stream, StreamExt};
 
 use ferry_client::Client as Api;
 use ferry_model::api::{EventsQuery, LogEventsQuery};
+use ferry_model::events::EventFilter;
 use ferry_model::ops;
 
 type Events = Pin<Box<dyn Stream<Item = Result<Event, String>> + Send>>;
@@ -25,6 +26,20 @@ pub enum Feed {
     Events(EventsQuery),
     /// One job's log (`GET /v1/jobs/{id}/log`).
     JobLog(String, LogEventsQuery),
+}
+
+impl Feed {
+    /// The changes of one workflow's records of `kinds` (`workflow`, `workflow,job`).
+    pub fn workflow(id: &str, kinds: &str) -> Feed {
+        Feed::Events(EventsQuery {
+            filter: EventFilter {
+                workflow: Some(id.to_string()),
+                kinds: Some(kinds.to_string()),
+                ..Default::default()
+            },
+            last_event_id: None,
+        })
+    }
 }
 
 pub struct Subscription {

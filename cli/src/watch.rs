@@ -32,14 +32,7 @@ pub async fn follow(
     mut check: impl FnMut() -> Result<()>,
 ) -> Result<Workflow> {
     // Subscribed before reading the workflow: no change can fall between the two.
-    let feed = Feed::Events(EventsQuery {
-        filter: EventFilter {
-            workflow: Some(id.to_string()),
-            kinds: Some("workflow".into()),
-            ..Default::default()
-        },
-        last_event_id: None,
-    });
+    let feed = Feed::workflow(id, "workflow");
     let mut events = Subscription::open(api, feed).await?;
     let mut current = api.find::<ops::GetWorkflow>(&[id]).await?;
     let mut seen: Vec<StepStatus> = Vec::new();
