@@ -17,6 +17,7 @@ mod link;
 mod registry;
 mod s3;
 mod sse;
+pub mod typed;
 
 pub use cluster::{ClusterNode, NatsCluster};
 pub use hub::{NatsServer, ORG, hub_dir, issue_install, leaf_url};

@@ -1,23 +1,24 @@
 //! Plans that wait for a person: listed, approved, denied; wrong-state responses refused.
 
-use ferry_tests::{NatsServer, Proc, ferry, ferry_json, repo_root, step, wait_for};
+use ferry_model::api::CreatedInstall;
+use ferry_model::{Approval, Install, StepKind, StepStatus, Workflow, WorkflowStatus};
+use ferry_tests::typed::{cli, name_of, step_is, steps_of, the_step, wait_until};
+use ferry_tests::{NatsServer, Proc, ferry, repo_root};
 
 fn create_prompt(api: &str, install: &str) -> String {
-    let created = ferry_json(
+    let created: CreatedInstall = cli(
         api,
         &[
             "installs", "create", "--app", "hello", "--name", install, "--json",
         ],
     );
-    created["workflow_id"].as_str().unwrap().to_string()
+    created.workflow_id
 }
 
-fn waiting(w: &serde_json::Value) -> bool {
-    w["steps"]
-        .as_array()
-        .unwrap()
+fn waiting(w: &Workflow) -> bool {
+    w.steps
         .iter()
-        .any(|s| s["kind"] == "approve" && s["status"] == "waiting")
+        .any(|s| s.kind == StepKind::Approve && s.status == StepStatus::Waiting)
 }
 
 #[test]
@@ -41,11 +42,11 @@ fn prompted_plans_wait_and_are_approved_or_denied() {
 
     // prod: the sandbox's plan waits, is listed, and is approved; then every later one.
     let wf = create_prompt(&api, "prod");
-    wait_for(&api, &wf, 60, "the sandbox plan to wait", waiting);
-    let list = ferry_json(&api, &["approvals", "list", "--install", "prod", "--json"]);
-    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
-    assert_eq!(list[0]["component"], "sandbox");
-    assert!(!list[0]["plan_summary"].as_str().unwrap().is_empty());
+    wait_until(&api, &wf, 60, "the sandbox plan to wait", waiting);
+    let list: Vec<Approval> = cli(&api, &["approvals", "list", "--install", "prod", "--json"]);
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0].component, "sandbox");
+    assert!(!list[0].plan_summary.is_empty());
     let (_, text, _) = ferry(&api, &["approvals", "list", "--install", "prod"]);
     assert!(
         text.contains(&format!("ferry workflows get {wf} --diff")),
@@ -66,55 +67,62 @@ fn prompted_plans_wait_and_are_approved_or_denied() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("approved"), "{out}");
     loop {
-        let w = wait_for(&api, &wf, 60, "an approval or the end", |w| {
-            waiting(w) || w["status"] == "succeeded" || w["status"] == "failed"
+        let w = wait_until(&api, &wf, 60, "an approval or the end", |w| {
+            waiting(w) || name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
         });
-        if w["status"] == "succeeded" {
-            for s in w["steps"].as_array().unwrap() {
-                if s["kind"] == "approve" && s["status"] == "succeeded" {
-                    assert_eq!(s["actor"], "token:admin", "{s}");
+        if name_of(&w.status) == "succeeded" {
+            for s in w.steps {
+                if s.kind == StepKind::Approve && s.status == StepStatus::Succeeded {
+                    assert_eq!(s.actor.as_deref(), Some("token:admin"), "{s:?}");
                 }
             }
             break;
         }
-        assert_ne!(w["status"], "failed", "{w}");
+        assert_ne!(name_of(&w.status), "failed", "{w:?}");
         let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--all"]);
         assert!(code == 0 || err.contains("already decided"), "{out}{err}");
     }
 
     // stage: the sandbox's plan is denied; its apply never runs and the workflow fails.
     let wf = create_prompt(&api, "stage");
-    wait_for(&api, &wf, 60, "the sandbox plan to wait", waiting);
+    wait_until(&api, &wf, 60, "the sandbox plan to wait", waiting);
     let (code, out, err) = ferry(&api, &["workflows", "deny", &wf, "--step", "sandbox"]);
     assert_eq!(code, 0, "{out}{err}");
-    let done = wait_for(&api, &wf, 60, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let done = wait_until(&api, &wf, 60, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(done["status"], "failed");
-    assert_eq!(step(&done, "sandbox", "approve")["message"], "plan denied");
-    assert_eq!(step(&done, "sandbox", "apply")["status"], "not_attempted");
+    assert_eq!(name_of(&done.status), "failed");
+    assert_eq!(
+        the_step(&done, "sandbox", "approve").message.as_deref(),
+        Some("plan denied")
+    );
+    assert_eq!(
+        name_of(&the_step(&done, "sandbox", "apply").status),
+        "not_attempted"
+    );
     // Deciding again is refused.
     let (code, _, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
     assert_eq!(code, 1);
     assert!(err.contains("does not wait for a decision"), "{err}");
-    assert!(
-        ferry_json(&api, &["approvals", "list", "--json"])
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    assert!(cli::<Vec<Approval>>(&api, &["approvals", "list", "--json"]).is_empty());
 
     // auto: approve-all switched on while a plan waits releases it, and every later one.
     let wf = create_prompt(&api, "auto");
-    wait_for(&api, &wf, 60, "the sandbox plan to wait", waiting);
+    wait_until(&api, &wf, 60, "the sandbox plan to wait", waiting);
     let (code, out, err) = ferry(&api, &["installs", "approve-all", "auto", "on"]);
     assert_eq!(code, 0, "{out}{err}");
-    let done = wait_for(&api, &wf, 60, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let done = wait_until(&api, &wf, 60, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    assert_eq!(step(&done, "sandbox", "approve")["actor"], "approve-all");
-    assert_eq!(step(&done, "reporter", "approve")["actor"], "approve-all");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    assert_eq!(
+        the_step(&done, "sandbox", "approve").actor.as_deref(),
+        Some("approve-all")
+    );
+    assert_eq!(
+        the_step(&done, "reporter", "approve").actor.as_deref(),
+        Some("approve-all")
+    );
 }
 
 #[test]
@@ -139,11 +147,10 @@ fn wait_follows_a_workflow_and_its_exit_code_says_how_it_ended() {
     ferry_tests::sync_hello(&api, &app);
     let (code, out, err) = ferry(&api, &["installs", "deploy", "prod", "--wait", "--json"]);
     assert_eq!(code, 1, "{out}{err}");
-    let wf: serde_json::Value =
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
-    assert_eq!(wf["status"], "failed");
+    let wf: Workflow = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(name_of(&wf.status), "failed");
     assert!(err.contains("quota exceeded"), "{err}");
-    let id = wf["id"].as_str().unwrap();
+    let id = wf.id.as_str();
     let (code, _, _) = ferry(&api, &["workflows", "get", id]);
     assert_eq!(code, 0, "get read the workflow");
     let (code, _, _) = ferry(&api, &["workflows", "wait", id]);
@@ -187,13 +194,13 @@ fn a_failed_apply_is_retried_from_its_plan_after_the_cause_is_fixed() {
         &["workflows", "retry", id, "--step", "greeter", "--wait"],
     );
     assert_eq!(code, 0, "{out}{err}");
-    let done = ferry_json(&api, &["workflows", "get", id, "--json"]);
-    assert_eq!(done["status"], "succeeded");
-    let plan = step(&done, "greeter", "plan");
-    assert_eq!(plan["attempt"], 2, "planned again: {plan}");
-    assert_eq!(step(&done, "greeter", "apply")["attempt"], 2);
+    let done: Workflow = cli(&api, &["workflows", "get", id, "--json"]);
+    assert_eq!(name_of(&done.status), "succeeded");
+    let plan = the_step(&done, "greeter", "plan");
+    assert_eq!(plan.attempt, 2, "planned again: {plan:?}");
+    assert_eq!(the_step(&done, "greeter", "apply").attempt, 2);
     assert_eq!(
-        ferry_json(&api, &["installs", "get", "prod", "--json"])["status"],
+        name_of(&cli::<ferry_model::Install>(&api, &["installs", "get", "prod", "--json"]).status),
         "active"
     );
     let (code, _, err) = ferry(&api, &["workflows", "retry", id, "--step", "greeter"]);
@@ -211,8 +218,8 @@ fn a_denial_can_skip_the_plan_and_what_depends_on_it() {
     // greeter → counter → reporter: approve until counter's plan waits, then deny it.
     let wf = create_prompt(&api, "prod");
     loop {
-        let w = wait_for(&api, &wf, 60, "an approval", waiting);
-        if step(&w, "counter", "approve")["status"] == "waiting" {
+        let w = wait_until(&api, &wf, 60, "an approval", waiting);
+        if name_of(&the_step(&w, "counter", "approve").status) == "waiting" {
             break;
         }
         let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--all"]);
@@ -230,19 +237,25 @@ fn a_denial_can_skip_the_plan_and_what_depends_on_it() {
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
-    let done = wait_for(&api, &wf, 60, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let done = wait_until(&api, &wf, 60, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    assert_eq!(step(&done, "greeter", "apply")["status"], "succeeded");
-    assert_eq!(step(&done, "counter", "apply")["status"], "skipped");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    assert_eq!(
+        name_of(&the_step(&done, "greeter", "apply").status),
+        "succeeded"
+    );
+    assert_eq!(
+        name_of(&the_step(&done, "counter", "apply").status),
+        "skipped"
+    );
     for kind in ["plan", "approve", "apply"] {
-        let s = step(&done, "reporter", kind);
-        assert_eq!(s["status"], "skipped", "{s}");
+        let s = the_step(&done, "reporter", kind);
+        assert_eq!(name_of(&s.status), "skipped", "{s:?}");
     }
     assert_eq!(
-        step(&done, "reporter", "plan")["message"],
-        "skipped: it depends on counter, whose plan was denied"
+        the_step(&done, "reporter", "plan").message.as_deref(),
+        Some("skipped: it depends on counter, whose plan was denied")
     );
 }
 
@@ -254,9 +267,8 @@ fn skipping_a_waiting_plan_and_a_failed_step_records_who_and_runs_on() {
     let app = repo_root().join("examples/hello");
     ferry_tests::sync_hello(&api, &app);
     let wf = create_prompt(&api, "prod");
-    let is_waiting =
-        |c: &'static str| move |w: &serde_json::Value| step(w, c, "approve")["status"] == "waiting";
-    wait_for(
+    let is_waiting = |c: &'static str| move |w: &Workflow| ferry_tests::typed::waits_on(w, c);
+    wait_until(
         &api,
         &wf,
         60,
@@ -265,17 +277,17 @@ fn skipping_a_waiting_plan_and_a_failed_step_records_who_and_runs_on() {
     );
     let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
     assert_eq!(code, 0, "{out}{err}");
-    wait_for(
+    wait_until(
         &api,
         &wf,
         60,
         "greeter's plan to wait",
         is_waiting("greeter"),
     );
-    let w = ferry_json(&api, &["workflows", "get", &wf, "--json"]);
-    let approved = &step(&w, "sandbox", "approve")["responses"][0];
-    assert_eq!(approved["action"], "approve", "{w}");
-    assert_eq!(approved["actor"], "token:admin");
+    let w: Workflow = cli(&api, &["workflows", "get", &wf, "--json"]);
+    let approved = &the_step(&w, "sandbox", "approve").responses[0];
+    assert_eq!(name_of(&approved.action), "approve", "{}", steps_of(&w));
+    assert_eq!(approved.actor, "token:admin");
 
     // A running or finished step cannot be skipped; nothing changes.
     let (code, _, err) = ferry(&api, &["workflows", "skip", &wf, "--step", "0"]);
@@ -284,47 +296,43 @@ fn skipping_a_waiting_plan_and_a_failed_step_records_who_and_runs_on() {
 
     let (code, out, err) = ferry(&api, &["workflows", "skip", &wf, "--step", "greeter"]);
     assert_eq!(code, 0, "{out}{err}");
-    let w = wait_for(&api, &wf, 60, "greeter's apply to be skipped", |w| {
-        step(w, "greeter", "apply")["status"] == "skipped"
+    let w = wait_until(&api, &wf, 60, "greeter's apply to be skipped", |w| {
+        step_is(w, "greeter", "apply", "skipped")
     });
-    let approve = step(&w, "greeter", "approve");
-    assert_eq!(approve["status"], "skipped");
-    assert_eq!(approve["message"], "skipped by token:admin");
-    assert_eq!(approve["responses"][0]["action"], "skip");
-    assert_eq!(approve["responses"][0]["actor"], "token:admin");
+    let approve = the_step(&w, "greeter", "approve");
+    assert_eq!(name_of(&approve.status), "skipped");
+    assert_eq!(approve.message.as_deref(), Some("skipped by token:admin"));
+    assert_eq!(name_of(&approve.responses[0].action), "skip");
+    assert_eq!(approve.responses[0].actor, "token:admin");
     // Its approval is no longer listed as waiting.
-    let list = ferry_json(&api, &["approvals", "list", "--install", "prod", "--json"]);
-    assert!(
-        list.as_array()
-            .unwrap()
-            .iter()
-            .all(|a| a["component"] != "greeter"),
-        "{list}"
-    );
+    let list: Vec<Approval> = cli(&api, &["approvals", "list", "--install", "prod", "--json"]);
+    assert!(list.iter().all(|a| a.component != "greeter"), "{list:?}");
     // What depends on greeter plans and waits with what greeter had (nothing: never applied).
-    let w = wait_for(&api, &wf, 60, "counter's plan to wait or fail", |w| {
-        step(w, "counter", "approve")["status"] == "waiting" || w["status"] == "failed"
+    let w = wait_until(&api, &wf, 60, "counter's plan to wait or fail", |w| {
+        step_is(w, "counter", "approve", "waiting") || name_of(&w.status) == "failed"
     });
     // counter's Terraform reads greeter's outputs, which were never applied: its plan fails.
-    assert_eq!(w["status"], "failed", "{w}");
-    assert_eq!(step(&w, "counter", "plan")["status"], "failed");
+    assert_eq!(name_of(&w.status), "failed", "{w:?}");
+    assert_eq!(name_of(&the_step(&w, "counter", "plan").status), "failed");
 
     // Skipping the failed plan runs the ended workflow on: reporter, not attempted before, plans
     // now (with nothing from counter, so it fails or waits; either way it ran).
     let (code, out, err) = ferry(&api, &["workflows", "skip", &wf, "--step", "counter"]);
     assert_eq!(code, 0, "{out}{err}");
-    let w = wait_for(&api, &wf, 60, "reporter's plan to end", |w| {
-        !matches!(
-            step(w, "reporter", "plan")["status"].as_str(),
-            Some("pending" | "running")
-        )
+    let w = wait_until(&api, &wf, 60, "reporter's plan to end", |w| {
+        ferry_tests::typed::step_of(w, "reporter", "plan")
+            .is_some_and(|s| !matches!(name_of(&s.status).as_str(), "pending" | "running"))
     });
     for k in ["plan", "approve", "apply"] {
-        assert_eq!(step(&w, "counter", k)["status"], "skipped", "{k}: {w}");
+        assert_eq!(
+            name_of(&the_step(&w, "counter", k).status),
+            "skipped",
+            "{k}: {w:?}"
+        );
     }
     assert!(
-        step(&w, "reporter", "plan")["job_id"].is_string(),
-        "reporter's plan ran: {w}"
+        the_step(&w, "reporter", "plan").job_id.is_some(),
+        "reporter's plan ran: {w:?}"
     );
     drop(runner);
 }
@@ -337,7 +345,7 @@ fn terraform_plans_are_summarised_and_shown_from_their_json_and_a_failure_names_
     let app = dir.path().join("hello");
     ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
     ferry_tests::sync_hello(&api, &app);
-    let created = ferry_json(
+    let created: CreatedInstall = cli(
         &api,
         &[
             "installs",
@@ -350,16 +358,17 @@ fn terraform_plans_are_summarised_and_shown_from_their_json_and_a_failure_names_
             "--json",
         ],
     );
-    let wf = created["workflow_id"].as_str().unwrap().to_string();
-    let done = wait_for(&api, &wf, 120, "the deploy to end", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let wf = created.workflow_id;
+    let done = wait_until(&api, &wf, 120, "the deploy to end", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
     // The summary is counted from `terraform show -json`.
-    let plan = step(&done, "counter", "plan");
+    let plan = the_step(&done, "counter", "plan");
     assert_eq!(
-        plan["message"], "Plan: 1 to add, 0 to change, 0 to destroy. 2 output(s) change.",
-        "{plan}"
+        plan.message.as_deref(),
+        Some("Plan: 1 to add, 0 to change, 0 to destroy. 2 output(s) change."),
+        "{plan:?}"
     );
     let (_, out, _) = ferry(&api, &["workflows", "get", &wf, "--diff"]);
     assert!(out.contains("plan of counter (step"), "{out}");
@@ -374,8 +383,9 @@ fn terraform_plans_are_summarised_and_shown_from_their_json_and_a_failure_names_
         out.contains("no structured plan: see `ferry logs --job"),
         "{out}"
     );
-    let both = ferry_json(&api, &["workflows", "get", &wf, "--diff", "--json"]);
-    let index = plan["index"].to_string();
+    let both: serde_json::Value = cli(&api, &["workflows", "get", &wf, "--diff", "--json"]);
+    // The JSON shape of `--diff --json` itself: the plan as Terraform wrote it.
+    let index = plan.index.to_string();
     assert_eq!(
         both["plans"][&index]["resource_changes"][0]["address"], "terraform_data.message",
         "{both}"
@@ -393,9 +403,9 @@ fn terraform_plans_are_summarised_and_shown_from_their_json_and_a_failure_names_
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
-    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    let again = install["last_workflow"].as_str().unwrap();
-    let (_, out, _) = ferry(&api, &["workflows", "get", again, "--diff"]);
+    let install: Install = cli(&api, &["installs", "get", "prod", "--json"]);
+    let again = install.last_workflow.unwrap();
+    let (_, out, _) = ferry(&api, &["workflows", "get", &again, "--diff"]);
     assert!(out.contains("  ~ terraform_data.message\n"), "{out}");
     assert!(
         out.contains("      input: \"hello, prod!\" -> \"bonjour, prod!\"\n"),
@@ -423,11 +433,12 @@ fn terraform_plans_are_summarised_and_shown_from_their_json_and_a_failure_names_
         ],
     );
     assert_eq!(code, 1, "{out}{err}");
-    let failed: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let failed: Workflow = serde_json::from_str(&out).unwrap();
     assert_eq!(
-        step(&failed, "counter", "plan")["message"],
-        "terraform plan failed: Reference to undeclared input variable (main.tf:6)",
-        "{failed}"
+        the_step(&failed, "counter", "plan").message.as_deref(),
+        Some("terraform plan failed: Reference to undeclared input variable (main.tf:6)"),
+        "{}",
+        steps_of(&failed)
     );
 }
 
@@ -448,33 +459,32 @@ fn a_plan_older_than_its_age_is_planned_and_approved_again_before_it_applies() {
     );
     ferry_tests::sync_hello(&api, &repo_root().join("examples/hello"));
     let wf = create_prompt(&api, "prod");
-    let sandbox_waits =
-        |w: &serde_json::Value| step(w, "sandbox", "approve")["status"] == "waiting";
-    wait_for(&api, &wf, 60, "the sandbox plan to wait", sandbox_waits);
+    let sandbox_waits = |w: &Workflow| step_is(w, "sandbox", "approve", "waiting");
+    wait_until(&api, &wf, 60, "the sandbox plan to wait", sandbox_waits);
     std::thread::sleep(std::time::Duration::from_secs(3));
     let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
     assert_eq!(code, 0, "{out}{err}");
     // Too old: planned again, and asked again.
-    let w = wait_for(&api, &wf, 60, "the sandbox to be planned again", |w| {
-        step(w, "sandbox", "plan")["attempt"] == 2 && sandbox_waits(w)
+    let w = wait_until(&api, &wf, 60, "the sandbox to be planned again", |w| {
+        the_step(w, "sandbox", "plan").attempt == 2 && sandbox_waits(w)
     });
-    let message = step(&w, "sandbox", "approve")["message"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
+    let message = the_step(&w, "sandbox", "approve")
+        .message
+        .clone()
+        .unwrap_or_default();
     assert!(
         message.starts_with("planned again: the approved plan was 3s")
             && message.ends_with("old (more than 2s)"),
         "{message}"
     );
-    assert_eq!(step(&w, "sandbox", "apply")["status"], "pending");
+    assert_eq!(name_of(&the_step(&w, "sandbox", "apply").status), "pending");
     // A fresh plan approved at once is applied (asked again only if this machine is slower than 2 s).
     for _ in 0..5 {
         ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
-        let w = wait_for(&api, &wf, 60, "the apply or another approval", |w| {
-            step(w, "sandbox", "apply")["status"] == "succeeded" || sandbox_waits(w)
+        let w = wait_until(&api, &wf, 60, "the apply or another approval", |w| {
+            step_is(w, "sandbox", "apply", "succeeded") || sandbox_waits(w)
         });
-        if step(&w, "sandbox", "apply")["status"] == "succeeded" {
+        if name_of(&the_step(&w, "sandbox", "apply").status) == "succeeded" {
             return;
         }
     }
@@ -535,10 +545,10 @@ fn a_waiting_command_says_which_command_decides_a_waiting_plan() {
 }
 
 /// Approves every waiting plan of workflow `wf` until it ends; returns it.
-fn approve_to_the_end(api: &str, wf: &str) -> serde_json::Value {
+fn approve_to_the_end(api: &str, wf: &str) -> Workflow {
     loop {
-        let w = wait_for(api, wf, 60, "a decision to make, or the end", |w| {
-            waiting(w) || w["status"] == "succeeded" || w["status"] == "failed"
+        let w = wait_until(api, wf, 60, "a decision to make, or the end", |w| {
+            waiting(w) || name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
         });
         if !waiting(&w) {
             return w;
@@ -565,31 +575,31 @@ fn a_teardown_without_approve_all_waits_for_each_destroy_to_be_approved() {
         dir.path().join("runner.log"),
     );
     let wf = create_prompt(&api, "prod");
-    assert_eq!(approve_to_the_end(&api, &wf)["status"], "succeeded");
+    assert_eq!(
+        approve_to_the_end(&api, &wf).status,
+        WorkflowStatus::Succeeded
+    );
 
     let (code, out, err) = ferry(&api, &["installs", "teardown", "prod"]);
     assert_eq!(code, 0, "{out}{err}");
-    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    let td = install["last_workflow"].as_str().unwrap().to_string();
-    let w = wait_for(&api, &td, 60, "the first destroy to wait", waiting);
-    let first = step(&w, "reporter", "teardown");
+    let install: Install = cli(&api, &["installs", "get", "prod", "--json"]);
+    let td = install.last_workflow.unwrap();
+    let w = wait_until(&api, &td, 60, "the first destroy to wait", waiting);
+    let first = the_step(&w, "reporter", "teardown");
     assert_eq!(
-        first["status"], "pending",
-        "nothing destroyed before the decision: {w}"
+        name_of(&first.status),
+        "pending",
+        "nothing destroyed before the decision: {w:?}"
     );
-    let list = ferry_json(&api, &["approvals", "list", "--install", "prod", "--json"]);
+    let list: Vec<Approval> = cli(&api, &["approvals", "list", "--install", "prod", "--json"]);
     assert!(
-        list[0]["plan_summary"]
-            .as_str()
-            .unwrap()
+        list[0]
+            .plan_summary
             .starts_with("Teardown of the install: `reporter` will be torn down"),
-        "{list}"
+        "{list:?}"
     );
     let done = approve_to_the_end(&api, &td);
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let after = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    assert!(
-        after["components"].as_object().is_none_or(|c| c.is_empty()),
-        "{after}"
-    );
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    let after: Install = cli(&api, &["installs", "get", "prod", "--json"]);
+    assert!(after.components.is_empty(), "{after:?}");
 }
