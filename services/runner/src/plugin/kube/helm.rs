@@ -277,9 +277,7 @@ fn teardown(job: &PluginJob) -> Result<PluginResult, PluginError> {
         "helm uninstall of release `{}` from namespace `{ns}`",
         h.release
     );
-    run_against(&mut cmd, &doing, &cluster)?;
-    let _ = std::fs::remove_file(super::applied_path(job));
-    Ok(PluginResult::default())
+    super::torn_down(job, &mut cmd, &doing, &cluster)
 }
 
 /// A Helm chart: `helm template` to plan, `helm upgrade --install` to apply, `helm uninstall` to tear down.

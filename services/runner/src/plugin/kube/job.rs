@@ -197,13 +197,8 @@ fn teardown(job: &PluginJob) -> Result<PluginResult, PluginError> {
         &job.install,
     ])
     .args(["--ignore-not-found", "--wait"]);
-    run_against(
-        &mut cmd,
-        &format!("deleting job `{}`", job.spec.component),
-        &cluster,
-    )?;
-    let _ = std::fs::remove_file(super::applied_path(job));
-    Ok(PluginResult::default())
+    let doing = format!("deleting job `{}`", job.spec.component);
+    super::torn_down(job, &mut cmd, &doing, &cluster)
 }
 
 /// A Kubernetes job: run to completion on apply, its log followed.

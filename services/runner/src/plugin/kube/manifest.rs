@@ -277,9 +277,7 @@ fn teardown(job: &PluginJob) -> Result<PluginResult, PluginError> {
         "kubectl delete of {} object(s) from namespace `{ns}`",
         applied.len()
     );
-    run_against(&mut cmd, &doing, &cluster)?;
-    let _ = std::fs::remove_file(super::applied_path(job));
-    Ok(PluginResult::default())
+    super::torn_down(job, &mut cmd, &doing, &cluster)
 }
 
 /// Kubernetes manifests (kustomized or inline): planned against what the host last applied, applied server-side, pruned.

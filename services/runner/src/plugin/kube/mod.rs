@@ -45,6 +45,19 @@ pub(crate) fn applied_path(job: &PluginJob) -> PathBuf {
     job.state_dir.join(APPLIED)
 }
 
+/// The end of every Kubernetes teardown: runs the delete (`cmd`, described by `doing`) against
+/// the cluster, then forgets what was applied, so the next apply starts from nothing.
+pub(crate) fn torn_down(
+    job: &PluginJob,
+    cmd: &mut Command,
+    doing: &str,
+    cluster: &Cluster,
+) -> Result<crate::plugin::PluginResult, PluginError> {
+    run_against(cmd, doing, cluster)?;
+    let _ = std::fs::remove_file(applied_path(job));
+    Ok(crate::plugin::PluginResult::default())
+}
+
 /// The manifest last applied (empty before the first apply).
 pub(crate) fn last_applied(job: &PluginJob) -> Result<String, PluginError> {
     match std::fs::read_to_string(applied_path(job)) {
