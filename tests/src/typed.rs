@@ -3,8 +3,17 @@
 
 use std::time::{Duration, Instant};
 
-use ferry_model::{Step, StepKind, Workflow};
+use ferry_model::StepKind;
 use serde::de::DeserializeOwned;
+
+// What tests read, in one glob import (`use ferry_tests::typed::*`).
+pub use ferry_model::api::{
+    CreatedInstall, CreatedToken, Deployed, Fleet, RunnerInfo, SyncResponse, TokenInfo,
+};
+pub use ferry_model::{
+    Approval, Execution, ExecutionStatus, Install, InstallStatus, Job, JobStatus, Release, Step,
+    StepStatus, Workflow, WorkflowStatus,
+};
 
 use crate::ferry;
 

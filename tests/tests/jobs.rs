@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use ferry_tests::typed::*;
 use ferry_tests::{
-    NatsServer, Proc, copy_dir, ferry, ferry_json, repo_root, running_job, server_and_runner, step,
-    sync_and_create, wait_for,
+    NatsServer, Proc, copy_dir, ferry, repo_root, running_job, server_and_runner, sync_and_create,
 };
 
 /// The example app, with greeter's apply trapping SIGTERM and sleeping; it writes its pid first.
@@ -82,17 +82,23 @@ fn cancel_stops_a_job_that_traps_sigterm() {
     let (code, out, err) = ferry(&api, &["workflows", "cancel", &wf, "--json"]);
     assert_eq!(code, 0, "{out}{err}");
     let took = asked.elapsed();
-    let done: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(done["status"], "cancelled", "{done}");
-    assert_eq!(step(&done, "greeter", "apply")["status"], "cancelled");
-    // Steps after it were never attempted.
-    assert_eq!(step(&done, "reporter", "plan")["status"], "not_attempted");
+    let done: Workflow = serde_json::from_str(&out).unwrap();
+    assert_eq!(name_of(&done.status), "cancelled", "{done:?}");
     assert_eq!(
-        step(&done, "reporter", "plan")["message"],
-        "not attempted: the workflow was cancelled"
+        name_of(&the_step(&done, "greeter", "apply").status),
+        "cancelled"
     );
-    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
-    assert_eq!(j["status"], "cancelled", "{j}");
+    // Steps after it were never attempted.
+    assert_eq!(
+        name_of(&the_step(&done, "reporter", "plan").status),
+        "not_attempted"
+    );
+    assert_eq!(
+        the_step(&done, "reporter", "plan").message.as_deref(),
+        Some("not attempted: the workflow was cancelled")
+    );
+    let j = cli::<Job>(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(name_of(&j.status), "cancelled", "{j:?}");
     assert!(!alive(&pid), "the script that trapped SIGTERM still runs");
     // Reported for the record, not asserted as a speed target.
     eprintln!("cancel took {took:?} (grace 1 s)");
@@ -116,11 +122,11 @@ fn cancel_a_workflow_waiting_for_a_runner_that_is_not_connected() {
     let wf = sync_and_create(&api, &app, "prod");
     let job = running_job(&api, &wf, "sandbox", "sync");
     // The step says what it waits for.
-    let shown = ferry_json(&api, &["workflows", "get", &wf, "--json"]);
-    let message = step(&shown, "sandbox", "sync")["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let shown = cli::<Workflow>(&api, &["workflows", "get", &wf, "--json"]);
+    let message = the_step(&shown, "sandbox", "sync")
+        .message
+        .clone()
+        .unwrap_or_default();
     assert!(
         message.starts_with("queued: no runner has connected for install prod (waiting since "),
         "{message}"
@@ -128,12 +134,18 @@ fn cancel_a_workflow_waiting_for_a_runner_that_is_not_connected() {
     let (_, out, _) = ferry(&api, &["installs", "get", "prod"]);
     assert!(out.contains("runner: none has connected yet"), "{out}");
 
-    let done = ferry_json(&api, &["workflows", "cancel", &wf, "--json"]);
-    assert_eq!(done["status"], "cancelled", "{done}");
-    assert_eq!(step(&done, "sandbox", "sync")["status"], "cancelled");
-    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
-    assert_eq!(j["status"], "not_attempted");
-    assert_eq!(j["error"], "cancelled before a runner took it");
+    let done = cli::<Workflow>(&api, &["workflows", "cancel", &wf, "--json"]);
+    assert_eq!(name_of(&done.status), "cancelled", "{done:?}");
+    assert_eq!(
+        name_of(&the_step(&done, "sandbox", "sync").status),
+        "cancelled"
+    );
+    let j = cli::<Job>(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(name_of(&j.status), "not_attempted");
+    assert_eq!(
+        j.error.as_deref(),
+        Some("cancelled before a runner took it")
+    );
 
     // A runner connecting later does not run the cancelled job.
     let _runner = Proc::runner(
@@ -143,13 +155,13 @@ fn cancel_a_workflow_waiting_for_a_runner_that_is_not_connected() {
         dir.path().join("runner.log"),
     );
     std::thread::sleep(Duration::from_secs(2));
-    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
-    assert_eq!(j["executions"].as_array().unwrap().len(), 0, "{j}");
+    let j = cli::<Job>(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(j.executions.len(), 0, "{j:?}");
     // Its heartbeat makes it known, and active.
-    let runners = ferry_json(&api, &["runners", "list", "--install", "prod", "--json"]);
-    assert_eq!(runners.as_array().unwrap().len(), 1, "{runners}");
-    assert_eq!(runners[0]["health"], "active");
-    assert_eq!(runners[0]["install"], "prod");
+    let runners = cli::<Vec<RunnerInfo>>(&api, &["runners", "list", "--install", "prod", "--json"]);
+    assert_eq!(runners.len(), 1, "{runners:?}");
+    assert_eq!(name_of(&runners[0].health), "active");
+    assert_eq!(runners[0].runner.install, "prod");
     let (_, out, _) = ferry(&api, &["installs", "get", "prod"]);
     assert!(out.contains("active (last seen"), "{out}");
 }
@@ -161,8 +173,8 @@ fn concurrent_deploys_of_one_install_start_one_workflow() {
     let app = repo_root().join("examples/hello");
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let first = sync_and_create(&api, &app, "prod");
-    wait_for(&api, &first, 120, "the install to be provisioned", |w| {
-        w["status"] == "succeeded"
+    wait_until(&api, &first, 120, "the install to be provisioned", |w| {
+        name_of(&w.status) == "succeeded"
     });
 
     let deploys: Vec<_> = (0..20)
@@ -179,20 +191,15 @@ fn concurrent_deploys_of_one_install_start_one_workflow() {
         assert_eq!(*code, 1);
         assert!(err.contains("busy"), "{err}");
     }
-    let winner: serde_json::Value = serde_json::from_str(&accepted[0].1).unwrap();
-    let deployed = winner["workflow_id"].as_str().unwrap();
-    let done = wait_for(&api, deployed, 120, "the deploy to finish", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let winner: Deployed = serde_json::from_str(&accepted[0].1).unwrap();
+    let deployed = winner.workflow_id.as_str();
+    let done = wait_until(&api, deployed, 120, "the deploy to finish", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
     // The losers left nothing behind: two workflows in all, the provision and the one deploy.
-    let all = ferry_json(&api, &["workflows", "list", "--install", "prod", "--json"]);
-    let ids: Vec<&str> = all
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["id"].as_str().unwrap())
-        .collect();
+    let all = cli::<Vec<Workflow>>(&api, &["workflows", "list", "--install", "prod", "--json"]);
+    let ids: Vec<&str> = all.iter().map(|w| w.id.as_str()).collect();
     assert_eq!(ids, [deployed, first.as_str()]);
 }
 
@@ -253,18 +260,13 @@ fn a_runner_killed_mid_job_loses_the_execution_and_the_job_runs_again_once() {
     }
     let _second = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-2.log"));
 
-    let done = wait_for(&api, &wf, 120, "the workflow to finish", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 120, "the workflow to finish", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
-    let statuses: Vec<&str> = j["executions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["status"].as_str().unwrap())
-        .collect();
-    assert_eq!(statuses, ["lost", "finished"], "{j}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    let j = cli::<Job>(&api, &["jobs", "get", &job, "--json"]);
+    let statuses: Vec<String> = j.executions.iter().map(|e| name_of(&e.status)).collect();
+    assert_eq!(statuses, ["lost", "finished"], "{j:?}");
     let (_, log, _) = ferry(&api, &["logs", "--job", &job]);
     assert!(log.contains("stopped renewing its lease"), "{log}");
 
@@ -309,19 +311,19 @@ fn a_job_past_its_timeout_is_killed_and_timed_out() {
     .unwrap();
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let wf = sync_and_create(&api, &app, "prod");
-    let done = wait_for(&api, &wf, 120, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let done = wait_until(&api, &wf, 120, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(done["status"], "failed", "{done}");
-    let apply = step(&done, "greeter", "apply");
-    assert_eq!(apply["status"], "failed");
-    assert_eq!(apply["message"], "timed out after 2s");
-    let j = ferry_json(
+    assert_eq!(name_of(&done.status), "failed", "{done:?}");
+    let apply = the_step(&done, "greeter", "apply");
+    assert_eq!(name_of(&apply.status), "failed");
+    assert_eq!(apply.message.as_deref(), Some("timed out after 2s"));
+    let j = cli::<Job>(
         &api,
-        &["jobs", "get", apply["job_id"].as_str().unwrap(), "--json"],
+        &["jobs", "get", apply.job_id.as_deref().unwrap(), "--json"],
     );
-    assert_eq!(j["status"], "timed_out", "{j}");
-    assert_eq!(j["executions"][0]["status"], "timed_out");
+    assert_eq!(name_of(&j.status), "timed_out", "{j:?}");
+    assert_eq!(name_of(&j.executions[0].status), "timed_out");
     let pid = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
@@ -346,18 +348,19 @@ fn a_result_larger_than_a_message_goes_in_chunks_and_plans_stay_home() {
     std::fs::write(&tf, module).unwrap();
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let wf = sync_and_create(&api, &app, "prod");
-    let done = wait_for(&api, &wf, 120, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let done = wait_until(&api, &wf, 120, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let plan = step(&done, "counter", "plan");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    let plan = the_step(&done, "counter", "plan");
     assert_eq!(
-        plan["message"],
-        "Plan: 2 to add, 0 to change, 0 to destroy. 2 output(s) change."
+        plan.message.as_deref(),
+        Some("Plan: 2 to add, 0 to change, 0 to destroy. 2 output(s) change.")
     );
-    let job = plan["job_id"].as_str().unwrap();
-    let shown = ferry_json(&api, &["workflows", "get", &wf, "--diff", "--json"]);
-    let index = plan["index"].to_string();
+    let job = plan.job_id.as_deref().unwrap();
+    // The JSON shape of `--diff --json`: the plan as Terraform wrote it.
+    let shown = cli::<serde_json::Value>(&api, &["workflows", "get", &wf, "--diff", "--json"]);
+    let index = plan.index.to_string();
     let big = shown["plans"][&index]["resource_changes"]
         .as_array()
         .unwrap()
@@ -403,12 +406,12 @@ fn outputs_too_large_for_a_record_fail_the_apply_with_the_reason() {
     .unwrap();
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let wf = sync_and_create(&api, &app, "prod");
-    let done = wait_for(&api, &wf, 120, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let done = wait_until(&api, &wf, 120, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(done["status"], "failed", "{done}");
-    let apply = step(&done, "greeter", "apply");
-    let message = apply["message"].as_str().unwrap();
+    assert_eq!(name_of(&done.status), "failed", "{done:?}");
+    let apply = the_step(&done, "greeter", "apply");
+    let message = apply.message.as_deref().unwrap();
     assert!(
         message.starts_with("the component's outputs are 60001")
             && message.contains("more than the 262144 an install record can hold"),
@@ -441,19 +444,19 @@ fn a_runner_stopped_with_sigterm_lets_its_running_job_finish() {
         "the runner did not drain and exit: {exit:?}"
     );
     // The job it was running finished before it exited, once.
-    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
-    assert_eq!(j["status"], "finished", "{j}");
-    assert_eq!(j["executions"].as_array().unwrap().len(), 1);
+    let j = cli::<Job>(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(name_of(&j.status), "finished", "{j:?}");
+    assert_eq!(j.executions.len(), 1);
     assert!(std::fs::read_to_string(&record).unwrap().contains("end "));
     let log = std::fs::read_to_string(dir.path().join("runner-1.log")).unwrap();
     assert!(log.contains("stopping: no new jobs"), "{log}");
 
     // The rest of the workflow waits for the next runner, which finishes it.
     let _second = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-2.log"));
-    let done = wait_for(&api, &wf, 120, "the workflow to finish", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 120, "the workflow to finish", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
 }
 
 #[test]
@@ -490,14 +493,14 @@ fn a_plugin_that_crashes_fails_its_step_and_leaves_nothing_running() {
         .status()
         .unwrap();
 
-    let done = wait_for(&api, &wf, 60, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let done = wait_until(&api, &wf, 60, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(done["status"], "failed", "{done}");
-    let apply = step(&done, "greeter", "apply");
+    assert_eq!(name_of(&done.status), "failed", "{done:?}");
+    let apply = the_step(&done, "greeter", "apply");
     assert!(
-        apply["message"].as_str().unwrap().contains("plugin exited"),
-        "{apply}"
+        apply.message.as_deref().unwrap().contains("plugin exited"),
+        "{apply:?}"
     );
     std::thread::sleep(Duration::from_millis(200));
     assert!(!alive(&script), "the crashed plugin's script still runs");
@@ -521,26 +524,17 @@ fn garbage_output_is_logged_safely() {
     .unwrap();
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let wf = sync_and_create(&api, &app, "prod");
-    let done = wait_for(&api, &wf, 90, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let done = wait_until(&api, &wf, 90, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let job = step(&done, "greeter", "apply")["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    let job = the_step(&done, "greeter", "apply").job_id.clone().unwrap();
     let log = ferry_json_lines(&api, &job);
-    assert!(
-        log.iter()
-            .all(|l| l["text"].as_str().unwrap().len() <= 16 * 1024 + 64)
-    );
-    assert!(
-        log.iter()
-            .any(|l| l["text"].as_str().unwrap().contains("greeter wrote"))
-    );
+    assert!(log.iter().all(|l| l.text.len() <= 16 * 1024 + 64));
+    assert!(log.iter().any(|l| l.text.contains("greeter wrote")));
 }
 
-fn ferry_json_lines(api: &str, job: &str) -> Vec<serde_json::Value> {
+fn ferry_json_lines(api: &str, job: &str) -> Vec<ferry_model::LogEntry> {
     let (code, out, err) = ferry(api, &["logs", "--job", job, "--json"]);
     assert_eq!(code, 0, "{err}");
     out.lines()
@@ -559,19 +553,19 @@ fn a_job_no_runner_takes_times_out_after_its_available_time() {
         &["--job-available-secs", "2"],
     );
     let wf = sync_and_create(&api, &app, "prod");
-    let done = wait_for(&api, &wf, 60, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let done = wait_until(&api, &wf, 60, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(done["status"], "failed", "{done}");
-    let sync = step(&done, "sandbox", "sync");
+    assert_eq!(name_of(&done.status), "failed", "{done:?}");
+    let sync = the_step(&done, "sandbox", "sync");
     assert_eq!(
-        sync["message"],
-        "available timeout: no runner of install prod took it within 2s"
+        sync.message.as_deref(),
+        Some("available timeout: no runner of install prod took it within 2s")
     );
-    let job = sync["job_id"].as_str().unwrap();
-    let j = ferry_json(&api, &["jobs", "get", job, "--json"]);
-    assert_eq!(j["status"], "timed_out");
-    assert!(j["executions"].as_array().unwrap().is_empty(), "{j}");
+    let job = sync.job_id.as_deref().unwrap();
+    let j = cli::<Job>(&api, &["jobs", "get", job, "--json"]);
+    assert_eq!(name_of(&j.status), "timed_out");
+    assert!(j.executions.is_empty(), "{j:?}");
     let (_, out, _) = ferry(&api, &["jobs", "get", job]);
     assert!(
         out.contains("limits: queue 1h, available 2s, execution 30m, overall 2days, 5 executions"),
@@ -587,8 +581,8 @@ fn cancelling_one_job_ends_its_step_and_its_workflow_cancelled() {
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     let wf = sync_and_create(&api, &app, "prod");
     let job = running_job(&api, &wf, "sandbox", "sync");
-    let j = ferry_json(&api, &["jobs", "cancel", &job, "--json"]);
-    assert_eq!(j["status"], "not_attempted", "{j}");
+    let j = cli::<Job>(&api, &["jobs", "cancel", &job, "--json"]);
+    assert_eq!(name_of(&j.status), "not_attempted", "{j:?}");
     // The other syncs already offered run once a runner comes; nothing after them starts.
     let _runner = Proc::runner(
         &nats.url,
@@ -596,16 +590,25 @@ fn cancelling_one_job_ends_its_step_and_its_workflow_cancelled() {
         &dir.path().join("runner"),
         dir.path().join("runner.log"),
     );
-    let done = wait_for(&api, &wf, 60, "the workflow to end", |w| {
-        w["status"] != "running" && w["status"] != "pending"
+    let done = wait_until(&api, &wf, 60, "the workflow to end", |w| {
+        name_of(&w.status) != "running" && name_of(&w.status) != "pending"
     });
-    assert_eq!(done["status"], "cancelled", "{done}");
-    assert_eq!(step(&done, "sandbox", "sync")["status"], "cancelled");
-    assert_eq!(step(&done, "greeter", "sync")["status"], "succeeded");
-    assert_eq!(step(&done, "greeter", "plan")["status"], "not_attempted");
+    assert_eq!(name_of(&done.status), "cancelled", "{done:?}");
     assert_eq!(
-        step(&done, "greeter", "plan")["message"],
-        "not attempted: the workflow was cancelled"
+        name_of(&the_step(&done, "sandbox", "sync").status),
+        "cancelled"
+    );
+    assert_eq!(
+        name_of(&the_step(&done, "greeter", "sync").status),
+        "succeeded"
+    );
+    assert_eq!(
+        name_of(&the_step(&done, "greeter", "plan").status),
+        "not_attempted"
+    );
+    assert_eq!(
+        the_step(&done, "greeter", "plan").message.as_deref(),
+        Some("not attempted: the workflow was cancelled")
     );
     let (code, _, err) = ferry(&api, &["jobs", "cancel", &job]);
     assert_eq!(code, 1);
@@ -631,18 +634,18 @@ fn an_artifact_larger_than_the_installs_messages_syncs_in_chunks_through_the_lea
     std::fs::write(app.join("components/src/greeter/noise.bin"), &noise).unwrap();
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let wf = sync_and_create(&api, &app, "prod");
-    let done = wait_for(&api, &wf, 120, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let done = wait_until(&api, &wf, 120, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let sync = step(&done, "greeter", "sync");
-    let job = ferry_json(
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    let sync = the_step(&done, "greeter", "sync");
+    let job = cli::<Job>(
         &api,
-        &["jobs", "get", sync["job_id"].as_str().unwrap(), "--json"],
+        &["jobs", "get", sync.job_id.as_deref().unwrap(), "--json"],
     );
     assert!(
-        job["outputs"]["blobs_copied"].as_u64().unwrap() >= 1,
-        "{job}"
+        job.outputs["blobs_copied"].as_u64().unwrap() >= 1,
+        "{job:?}"
     );
 }
 
