@@ -16,6 +16,7 @@ pub mod lint;
 mod package;
 mod parse;
 pub mod schema;
+pub mod stack;
 pub mod state;
 pub mod template;
 mod tree;
@@ -26,7 +27,7 @@ pub use generate::{json_schema, markdown_reference};
 pub use graph::deploy_stages;
 pub use package::{MAX_FILE_BYTES, Package, PackageError, repository_root};
 pub use parse::{
-    Action, ActionInput, ActionStep, AppConfig, Component, ComponentType, Input, InstallDecl,
-    Metadata, Policy, Rendered, Report, Runbook, RunbookStep, RunbookStepKind, Trigger, load,
-    validate,
+    Action, ActionInput, ActionStep, AppConfig, CloudRole, Component, ComponentType, Input,
+    InstallDecl, InstallStack, Metadata, NestedStack, Policy, Rendered, Report, RolePolicy,
+    RoleUse, Runbook, RunbookStep, RunbookStepKind, Secret, Trigger, load, validate,
 };

@@ -440,7 +440,7 @@ pub static SECRET: Schema = Schema {
         f("description", Ty::Str, "help text"),
         f("required", Ty::Bool, "the install must provide it"),
         f("default", Ty::Str, "value when none is given"),
-        ign(
+        f(
             "auto_generate",
             Ty::Bool,
             "generate a random value in the install",
@@ -484,19 +484,19 @@ pub static PERMISSIONS: Schema = Schema {
     name: "permissions.toml",
     doc: "The roles the customer creates for the install; or `permissions/*.toml` with one role per file (with `type`).",
     groups: &[&[
-        ign("provision_role", Ty::Table(&ROLE), "role used to provision"),
-        ign(
+        f("provision_role", Ty::Table(&ROLE), "role used to provision"),
+        f(
             "maintenance_role",
             Ty::Table(&ROLE),
             "role used for day-2 operations",
         ),
-        ign(
+        f(
             "deprovision_role",
             Ty::Table(&ROLE),
             "role used to tear down",
         ),
-        ign("custom_roles", Ty::Tables(&ROLE), "further roles"),
-        ign("roles", Ty::Tables(&ROLE), "roles, each with a `type`"),
+        f("custom_roles", Ty::Tables(&ROLE), "further roles"),
+        f("roles", Ty::Tables(&ROLE), "roles, each with a `type`"),
     ]],
     free_tables: false,
 };
@@ -556,8 +556,8 @@ pub static POLICIES: Schema = Schema {
 
 pub static BREAK_GLASS: Schema = Schema {
     name: "break_glass.toml",
-    doc: "Elevated roles the customer grants for a limited time (on the runner host: `ferry-runner break-glass grant ROLE --for 1h`; or with a `customer` token: `ferry break-glass grant INSTALL ROLE --for 1h`); actions naming one in `break_glass_role` are refused without a live grant. Ferry does not create the roles' cloud permissions.",
-    groups: &[&[ign("role", Ty::Tables(&ROLE), "break-glass roles")]],
+    doc: "Elevated roles the customer grants for a limited time (on the runner host: `ferry-runner break-glass grant ROLE --for 1h`; or with a `customer` token: `ferry break-glass grant INSTALL ROLE --for 1h`); actions naming one in `break_glass_role` are refused without a live grant. The install stack (`ferry installs stack`) creates their IAM roles only while the customer's `EnableBreakGlass` parameter is `true`.",
+    groups: &[&[f("role", Ty::Tables(&ROLE), "break-glass roles")]],
     free_tables: false,
 };
 
@@ -582,20 +582,20 @@ pub static STACK: Schema = Schema {
     name: "stack.toml",
     doc: "The install stack the customer launches in their account (CloudFormation, Bicep, ...).",
     groups: &[&[
-        ign(
+        f(
             "type",
             Ty::Enum(&["aws-cloudformation", "azure-bicep", "gcp-terraform"]),
             "kind of stack",
         ),
-        ign("name", Ty::Str, "stack name (templates allowed)"),
-        ign("description", Ty::Str, "stack description"),
-        ign("vpc_nested_template_url", Ty::Str, "template of the VPC"),
+        f("name", Ty::Str, "stack name (templates allowed)"),
+        f("description", Ty::Str, "stack description"),
+        f("vpc_nested_template_url", Ty::Str, "template of the VPC"),
         ign(
             "runner_nested_template_url",
             Ty::Str,
             "template of the runner",
         ),
-        ign(
+        f(
             "custom_nested_stacks",
             Ty::Tables(&NESTED_STACK),
             "further nested templates",

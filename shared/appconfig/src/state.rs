@@ -53,10 +53,10 @@ pub fn build(cfg: &AppConfig, facts: &Facts) -> Value {
         .iter()
         .map(|s| {
             let status = json!({
-                "name": s, "arn": "", "kubernetes_namespace": "", "kubernetes_name": "",
+                "name": s.name, "arn": "", "kubernetes_namespace": "", "kubernetes_name": "",
                 "kubernetes_key": "", "timestamp": "", "length": 0, "exists": false,
             });
-            (s.clone(), status)
+            (s.name.clone(), status)
         })
         .collect();
     let sandbox_type = cfg.sandbox.as_ref().map_or("", |s| s.kind.as_str());

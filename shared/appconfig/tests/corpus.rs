@@ -131,7 +131,7 @@ fn nuon_shapes_validate_with_exact_warnings_and_carry_their_values() {
             "secrets/license.toml:3:16: warning: not a template: a string without `.nuon` is never rendered (Nuon passes it through), so its `{{ }}` appear literally",
         ]
     );
-    assert_eq!(pending.len(), 20, "{pending:#?}");
+    assert_eq!(pending.len(), 19, "{pending:#?}");
     // R2: `./boundary.json` (permissions, break glass), `./values/..` (components),
     // `./scripts/..` (actions), `./no-privileged.yaml` (a policy in `policies/k8s/`) only exist under
     // their block's base directory: had any been resolved from the root, it would be an error above.
@@ -250,7 +250,8 @@ fn fixtures_carry_what_ferry_reads() {
     assert_eq!(cfg.installs[0].inputs["replicas"], "1");
     assert_eq!(cfg.policies.len(), 3);
     assert_eq!(cfg.policies[1].engine, "kyverno");
-    assert_eq!(cfg.secrets, vec!["license_key"]);
+    let names: Vec<&str> = cfg.secrets.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["license_key"]);
     // Referenced files are part of the component's content hash: editing a values file rebuilds it.
     let before = cfg.component("ingress").unwrap().content_hash.clone();
     let mut pkg = app("eks-platform");
@@ -266,7 +267,8 @@ fn fixtures_carry_what_ferry_reads() {
     );
 
     let byoc = validate(&app("byoc-db")).config.unwrap();
-    assert_eq!(byoc.secrets, vec!["admin_password", "tls_cert"]);
+    let names: Vec<&str> = byoc.secrets.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["admin_password", "tls_cert"]);
     assert_eq!(byoc.inputs.len(), 3);
 }
 

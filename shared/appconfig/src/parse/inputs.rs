@@ -98,8 +98,9 @@ impl<'a> Loader<'a> {
         }
     }
 
-    pub(super) fn secrets(&mut self, docs: Vec<(Doc, &'static Schema)>) -> Vec<String> {
+    pub(super) fn secrets(&mut self, docs: Vec<(Doc, &'static Schema)>) -> Vec<Secret> {
         let mut names: Vec<String> = Vec::new();
+        let mut secrets = Vec::new();
         let mut targets: BTreeSet<(String, String, String)> = BTreeSet::new();
         for (doc, schema) in docs {
             self.check(&doc, &doc.root, schema, "secrets", true);
@@ -113,9 +114,10 @@ impl<'a> Loader<'a> {
                     self.err(&doc.path, at, format!("secret `{name}` is declared twice"));
                 }
                 names.push(name.to_string());
+                secrets.extend(Self::secret(s));
             }
         }
-        names
+        secrets
     }
 
     /// A secret's exclusive keys and its Kubernetes sync targets (R6).

@@ -18,6 +18,7 @@ use crate::schema::{self, BLOCKS, Block, Dir, Schema};
 use crate::template::{Mode, Template};
 use crate::tree::{self, Node, V};
 
+mod account;
 mod actions;
 mod components;
 mod dependencies;
@@ -29,6 +30,7 @@ mod rego;
 mod roles;
 mod settings;
 
+pub use account::{CloudRole, InstallStack, NestedStack, RolePolicy, RoleUse, Secret};
 pub use model::{
     Action, ActionInput, ActionStep, AppConfig, Component, ComponentType, Input, InstallDecl,
     Metadata, Policy, Rendered, Runbook, RunbookStep, RunbookStepKind, Trigger,
@@ -242,7 +244,7 @@ impl<'a> Loader<'a> {
         self.named_policies();
         let mut take = |name: &str| docs.remove(name).unwrap_or_default();
         let metadata = self.metadata(take("metadata"));
-        self.roles(&mut take);
+        let (roles, stack) = self.roles(&mut take);
         let (inputs, groups) = self.inputs(take("inputs"), take("input_groups"));
         let secrets = self.secrets(take("secrets"));
         let sandbox = take("sandbox")
@@ -266,6 +268,8 @@ impl<'a> Loader<'a> {
             metadata,
             inputs,
             secrets,
+            roles,
+            stack,
             sandbox,
             components: component_names
                 .iter()

@@ -13,7 +13,11 @@ use crate::template::Template;
 pub struct AppConfig {
     pub metadata: Metadata,
     pub inputs: Vec<Input>,
-    pub secrets: Vec<String>,
+    pub secrets: Vec<super::Secret>,
+    /// The roles the install stack creates (`permissions/`, `break_glass`).
+    pub roles: Vec<super::CloudRole>,
+    /// `stack.toml`.
+    pub stack: Option<super::InstallStack>,
     /// The sandbox, deployed first, like a component named `sandbox`.
     pub sandbox: Option<Component>,
     pub components: Vec<Component>,

@@ -4,11 +4,16 @@
 use super::*;
 
 impl<'a> Loader<'a> {
-    /// The blocks Ferry checks but does not act on yet: roles (`permissions`, `break_glass`), the
-    /// runner, stack, installer and Kubernetes contexts, and `operation_roles`, whose rules may
-    /// only name roles declared before them.
-    pub(super) fn roles(&mut self, take: &mut impl FnMut(&str) -> Vec<(Doc, &'static Schema)>) {
+    /// Roles (`permissions`, `break_glass`, read as `CloudRole`s), the runner, the stack (read
+    /// as the `InstallStack`), installer and Kubernetes contexts, and `operation_roles`, whose
+    /// rules may only name roles declared before them.
+    pub(super) fn roles(
+        &mut self,
+        take: &mut impl FnMut(&str) -> Vec<(Doc, &'static Schema)>,
+    ) -> (Vec<CloudRole>, Option<InstallStack>) {
         let mut roles = BTreeSet::new();
+        let mut declared = Vec::new();
+        let mut stack = None;
         for name in [
             "permissions",
             "break_glass",
@@ -25,12 +30,17 @@ impl<'a> Loader<'a> {
                 }
                 if name == "permissions" || name == "break_glass" {
                     roles.extend(role_names(&doc.root, schema));
+                    declared.extend(self.cloud_roles(&doc, schema, name));
+                }
+                if name == "stack" {
+                    stack = Some(Self::install_stack(&doc));
                 }
                 if name == "operation_roles" {
                     self.operation_rules(&doc, &roles);
                 }
             }
         }
+        (declared, stack)
     }
 
     /// `permissions/policies/**/*.toml`: named IAM policies roles refer to.

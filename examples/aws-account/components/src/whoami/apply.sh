@@ -1,0 +1,9 @@
+#!/bin/sh
+# Says which identity the job runs with: in the customer's account, the role of its operation.
+set -eu
+if command -v aws >/dev/null 2>&1; then
+  aws sts get-caller-identity --query Arn --output text || true
+else
+  echo "no aws CLI on this host"
+fi
+echo '{}' > "$FERRY_OUTPUTS"

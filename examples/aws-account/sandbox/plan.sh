@@ -1,0 +1,3 @@
+#!/bin/sh
+set -eu
+echo "sandbox for install ${INSTALL_ID}: will ensure ${FERRY_STATE_DIR}/root exists"

@@ -1,0 +1,4 @@
+#!/bin/sh
+set -eu
+rm -rf "${FERRY_STATE_DIR}/root"
+echo "sandbox removed"

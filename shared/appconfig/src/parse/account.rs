@@ -1,0 +1,205 @@
+//! What an app asks of the customer's account, as typed declarations: the roles of
+//! `permissions/` and `break_glass`, the secrets, and the install stack (`stack.toml`). Read
+//! after `roles` has checked them; `crate::stack` turns them into the install stack's template.
+
+use super::*;
+
+/// Which operations a role serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RoleUse {
+    Provision,
+    Maintenance,
+    Deprovision,
+    /// Named by `operation_roles` or an action step's `role`.
+    Custom,
+    /// Created only when the customer turns break glass on; used only with a live grant.
+    BreakGlass,
+}
+
+impl RoleUse {
+    pub fn name(self) -> &'static str {
+        match self {
+            RoleUse::Provision => "provision",
+            RoleUse::Maintenance => "maintenance",
+            RoleUse::Deprovision => "deprovision",
+            RoleUse::Custom => "custom",
+            RoleUse::BreakGlass => "break_glass",
+        }
+    }
+
+    fn of_type(t: &str) -> Option<RoleUse> {
+        Some(match t {
+            "provision" => RoleUse::Provision,
+            "maintenance" => RoleUse::Maintenance,
+            "deprovision" => RoleUse::Deprovision,
+            "custom" => RoleUse::Custom,
+            _ => return None,
+        })
+    }
+}
+
+/// A cloud role the install stack creates in the customer's account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CloudRole {
+    /// As written: templates allowed (`{{.nuon.install.id}}-maintenance`).
+    pub name: String,
+    pub used_for: RoleUse,
+    pub description: Option<String>,
+    /// The permissions boundary's JSON document.
+    pub boundary: Option<String>,
+    /// `aws` unless the role says otherwise.
+    pub cloud: String,
+    pub policies: Vec<RolePolicy>,
+}
+
+/// One policy of a role: a managed policy by name, or a named document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RolePolicy {
+    pub name: Option<String>,
+    pub managed_policy_name: Option<String>,
+    /// The policy's JSON document.
+    pub document: Option<String>,
+}
+
+/// A secret the customer provides, or the install generates, in its own account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Secret {
+    pub name: String,
+    pub display_name: Option<String>,
+    pub description: Option<String>,
+    pub required: bool,
+    pub auto_generate: bool,
+}
+
+/// `stack.toml`: the stack the customer launches.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InstallStack {
+    /// `aws-cloudformation` (the default), `azure-bicep` or `gcp-terraform`.
+    pub kind: String,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub vpc_nested_template_url: Option<String>,
+    pub runner_nested_template_url: Option<String>,
+    pub nested: Vec<NestedStack>,
+}
+
+/// One of `custom_nested_stacks`, in the order of its `index`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NestedStack {
+    pub name: String,
+    pub template_url: String,
+    pub index: i64,
+    pub parameters: BTreeMap<String, String>,
+    pub description: Option<String>,
+}
+
+impl<'a> Loader<'a> {
+    /// The roles a `permissions` or `break_glass` document declares, each with what it serves.
+    pub(super) fn cloud_roles(&self, doc: &Doc, schema: &Schema, block: &str) -> Vec<CloudRole> {
+        let mut found: Vec<(&Node, Option<RoleUse>)> = Vec::new();
+        if std::ptr::eq(schema, &schema::ROLE) {
+            found.push((&doc.root, None));
+        }
+        for e in doc.root.entries() {
+            let used = match (block, e.key.as_str()) {
+                ("break_glass", "role") => Some(RoleUse::BreakGlass),
+                (_, "provision_role") => Some(RoleUse::Provision),
+                (_, "maintenance_role") => Some(RoleUse::Maintenance),
+                (_, "deprovision_role") => Some(RoleUse::Deprovision),
+                (_, "custom_roles") => Some(RoleUse::Custom),
+                (_, "roles") => None,
+                _ => continue,
+            };
+            match &e.value.v {
+                V::Table(_) => found.push((&e.value, used)),
+                V::Array(items) => found.extend(items.iter().map(|i| (i, used))),
+                _ => {}
+            }
+        }
+        found
+            .into_iter()
+            .filter_map(|(node, used)| {
+                let used = used.or_else(|| node.str_of("type").and_then(RoleUse::of_type))?;
+                Some(self.cloud_role(node, used))
+            })
+            .collect()
+    }
+
+    fn cloud_role(&self, node: &Node, used_for: RoleUse) -> CloudRole {
+        let text = |k: &str| node.str_of(k).map(String::from);
+        let policies = node
+            .get("policies")
+            .map(Node::items)
+            .unwrap_or_default()
+            .iter()
+            .map(|p| RolePolicy {
+                name: p.str_of("name").map(String::from),
+                managed_policy_name: p.str_of("managed_policy_name").map(String::from),
+                document: p
+                    .str_of("contents")
+                    .map(|c| self.contents("permissions", c)),
+            })
+            .collect();
+        CloudRole {
+            name: text("name").unwrap_or_default(),
+            used_for,
+            description: text("description"),
+            boundary: node
+                .str_of("permissions_boundary")
+                .map(|c| self.contents("permissions", c)),
+            cloud: text("cloud_platform").unwrap_or_else(|| "aws".into()),
+            policies,
+        }
+    }
+
+    /// A secret's declaration.
+    pub(super) fn secret(s: &Node) -> Option<Secret> {
+        let on = |k: &str| s.bool_of(k).unwrap_or(false);
+        Some(Secret {
+            name: s.str_of("name")?.to_string(),
+            display_name: s.str_of("display_name").map(String::from),
+            description: s.str_of("description").map(String::from),
+            required: on("required"),
+            auto_generate: on("auto_generate"),
+        })
+    }
+
+    /// `stack.toml`, once checked.
+    pub(super) fn install_stack(doc: &Doc) -> InstallStack {
+        let root = &doc.root;
+        let text = |k: &str| root.str_of(k).map(String::from);
+        let mut nested: Vec<NestedStack> = root
+            .get("custom_nested_stacks")
+            .map(Node::items)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|n| {
+                Some(NestedStack {
+                    name: n.str_of("name")?.to_string(),
+                    template_url: n.str_of("template_url")?.to_string(),
+                    index: match n.get("index").map(|i| &i.v) {
+                        Some(V::Int(i)) => *i,
+                        _ => 0,
+                    },
+                    parameters: n
+                        .get("parameters")
+                        .map(Node::entries)
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(|e| Some((e.key.clone(), e.value.scalar_text()?)))
+                        .collect(),
+                    description: n.str_of("description").map(String::from),
+                })
+            })
+            .collect();
+        nested.sort_by_key(|n| n.index);
+        InstallStack {
+            kind: text("type").unwrap_or_else(|| "aws-cloudformation".into()),
+            name: text("name"),
+            description: text("description"),
+            vpc_nested_template_url: text("vpc_nested_template_url"),
+            runner_nested_template_url: text("runner_nested_template_url"),
+            nested,
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! The runner host of the install stack: its instance role (which may assume the app's roles and
+//! read the app's secrets, and nothing of the vendor's), an outbound-only security group, the
+//! launch template whose user data installs the runner bundle, and an auto-scaling group of one
+//! that replaces a host that dies.
+
+use serde_json::{Value, json};
+
+use super::{Template, att, r};
+
+/// The user data: the bundle fetched and checked against its sha256, the one-time token read
+/// from Secrets Manager with the instance role (never written into the user data), then the
+/// bundle's `install.sh`, which installs and starts the runner with the token.
+const USER_DATA: &str = r#"#!/bin/bash
+set -euo pipefail
+dir=/opt/ferry
+mkdir -p "$dir" /etc/ferry
+cd "$dir"
+curl -fsSL --retry 5 -o bundle.tar.gz '${RunnerBundleUrl}'
+echo '${RunnerBundleSha256}  bundle.tar.gz' | sha256sum -c -
+tar -xzf bundle.tar.gz
+umask 077
+aws secretsmanager get-secret-value --region '${AWS::Region}' --secret-id '${RunnerBootstrapToken}' --query SecretString --output text > /etc/ferry/bootstrap-token
+FERRY_BOOTSTRAP_TOKEN_FILE=/etc/ferry/bootstrap-token ./install.sh
+"#;
+
+impl Template {
+    pub(super) fn runner(&mut self) {
+        let mut read: Vec<Value> = vec![r("RunnerBootstrapToken")];
+        read.extend(self.secrets.iter().cloned());
+        let mut statements = vec![
+            json!({ "Effect": "Allow", "Action": ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
+                "Resource": read }),
+            json!({ "Effect": "Allow", "Action": ["cloudformation:DescribeStacks"],
+                "Resource": r("AWS::StackId") }),
+        ];
+        if !self.assumable.is_empty() {
+            statements.push(json!({ "Effect": "Allow", "Action": "sts:AssumeRole",
+                "Resource": self.assumable.clone() }));
+        }
+        let (vpc_id, subnet_id) = (self.vpc_id.clone(), self.subnet_id.clone());
+        let res = &mut self.resources;
+        res.insert("RunnerRole".into(), json!({ "Type": "AWS::IAM::Role", "Properties": {
+            "Description": "The runner host's own role: assumes the install's roles, reads its secrets",
+            "AssumeRolePolicyDocument": { "Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Action": "sts:AssumeRole",
+                "Principal": { "Service": "ec2.amazonaws.com" } }] },
+            "Policies": [{ "PolicyName": "runner", "PolicyDocument": {
+                "Version": "2012-10-17", "Statement": statements } }] } }));
+        res.insert(
+            "RunnerInstanceProfile".into(),
+            json!({ "Type": "AWS::IAM::InstanceProfile",
+            "Properties": { "Roles": [r("RunnerRole")] } }),
+        );
+        res.insert("RunnerSecurityGroup".into(), json!({ "Type": "AWS::EC2::SecurityGroup", "Properties": {
+            "GroupDescription": "The runner host: no inbound traffic, outbound to the control plane",
+            "VpcId": vpc_id,
+            "SecurityGroupEgress": [{ "IpProtocol": "-1", "CidrIp": "0.0.0.0/0" }] } }));
+        res.insert(
+            "RunnerLaunchTemplate".into(),
+            json!({ "Type": "AWS::EC2::LaunchTemplate", "Properties": {
+            "LaunchTemplateData": {
+                "ImageId": r("ImageId"),
+                "InstanceType": r("InstanceType"),
+                "IamInstanceProfile": { "Arn": att("RunnerInstanceProfile", "Arn") },
+                "SecurityGroupIds": [r("RunnerSecurityGroup")],
+                "MetadataOptions": { "HttpTokens": "required" },
+                "UserData": { "Fn::Base64": { "Fn::Sub": USER_DATA } } } } }),
+        );
+        res.insert(
+            "RunnerGroup".into(),
+            json!({ "Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": {
+            "MinSize": "1", "MaxSize": "1", "DesiredCapacity": "1",
+            "VPCZoneIdentifier": [subnet_id],
+            "LaunchTemplate": { "LaunchTemplateId": r("RunnerLaunchTemplate"),
+                "Version": att("RunnerLaunchTemplate", "LatestVersionNumber") } } }),
+        );
+        self.output("AccountId", "account_id", r("AWS::AccountId"), None);
+        self.output("Region", "region", r("AWS::Region"), None);
+        self.output(
+            "RunnerRoleArn",
+            "runner_iam_role_arn",
+            att("RunnerRole", "Arn"),
+            None,
+        );
+        self.output(
+            "RunnerInstanceProfileArn",
+            "runner_instance_profile",
+            att("RunnerInstanceProfile", "Arn"),
+            None,
+        );
+        self.output(
+            "RunnerSecurityGroupId",
+            "runner_security_group_id",
+            r("RunnerSecurityGroup"),
+            None,
+        );
+        self.output("RunnerAsgName", "runner_asg_name", r("RunnerGroup"), None);
+    }
+
+    pub(super) fn finish(self, description: String) -> Value {
+        json!({
+            "AWSTemplateFormatVersion": "2010-09-09",
+            "Description": description,
+            "Parameters": self.parameters,
+            "Conditions": self.conditions,
+            "Resources": self.resources,
+            "Outputs": self.outputs,
+        })
+    }
+}

@@ -1,0 +1,175 @@
+//! The install stack of examples/aws-account: what it creates, checked against the template, and
+//! the whole template checked by AWS's own linter (PyPI's cfn-lint, `scripts/install-cfn-lint`).
+
+use std::path::Path;
+use std::process::Command;
+
+use ferry_appconfig::stack::{StackOptions, cloudformation};
+use ferry_appconfig::state::Facts;
+use ferry_appconfig::{AppConfig, Package, load};
+use serde_json::Value;
+
+fn repo() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn app(name: &str) -> AppConfig {
+    load(&Package::from_dir(&repo().join("examples").join(name)).unwrap()).unwrap()
+}
+
+fn template(cfg: &AppConfig) -> Value {
+    let state = cfg.template_state(&Facts {
+        org: "acme",
+        app: "aws-account",
+        install: "prod",
+        inputs: None,
+        sandbox_outputs: None,
+        component_outputs: None,
+        actions: None,
+    });
+    let opts = StackOptions {
+        install: "prod".into(),
+        bundle_url: "https://vendor.example.com/ferry-runner.tar.gz".into(),
+        bundle_sha256: "ab".repeat(32),
+    };
+    cloudformation(cfg, &state, &opts).unwrap()
+}
+
+/// The resource of type `ty` whose property `key` is `value`.
+fn resource<'a>(t: &'a Value, ty: &str, key: &str, value: &str) -> &'a Value {
+    t["Resources"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|r| r["Type"] == ty && r["Properties"][key] == value)
+        .unwrap_or_else(|| panic!("no {ty} with {key} = {value}"))
+}
+
+#[test]
+fn the_stack_creates_a_role_per_operation_the_runner_alone_assumes() {
+    let t = template(&app("aws-account"));
+    for op in ["provision", "maintenance", "deprovision"] {
+        let role = resource(&t, "AWS::IAM::Role", "RoleName", &format!("prod-{op}"));
+        let trust = &role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0];
+        assert_eq!(
+            trust["Principal"]["AWS"]["Fn::GetAtt"][0], "RunnerRole",
+            "only the runner's instance role assumes {op}"
+        );
+        assert!(role.get("Condition").is_none(), "{op} is always created");
+    }
+    let maintenance = resource(&t, "AWS::IAM::Role", "RoleName", "prod-maintenance");
+    let inline = &maintenance["Properties"]["Policies"][0];
+    assert_eq!(inline["PolicyName"], "deploy");
+    assert_eq!(
+        inline["PolicyDocument"]["Statement"][0]["Action"][0], "s3:GetObject",
+        "the document read from permissions/maintenance-policy.json"
+    );
+    assert!(
+        maintenance["Properties"]["PermissionsBoundary"]["Ref"].is_string(),
+        "{maintenance}"
+    );
+    // Break glass: only while the customer turns it on.
+    let glass = resource(&t, "AWS::IAM::Role", "RoleName", "prod-break-glass");
+    assert_eq!(glass["Condition"], "BreakGlassOn");
+    assert_eq!(t["Parameters"]["EnableBreakGlass"]["Default"], "false");
+    let outputs = t["Outputs"].as_object().unwrap();
+    let keys: Vec<&str> = outputs
+        .values()
+        .filter_map(|o| o["Description"].as_str())
+        .collect();
+    for key in [
+        "provision_iam_role_arn",
+        "maintenance_iam_role_arn",
+        "deprovision_iam_role_arn",
+        "break_glass_role_arns.prod-break-glass",
+        "runner_iam_role_arn",
+        "vpc_id",
+        "region",
+        "account_id",
+        "license_key_arn",
+        "db_password_arn",
+        "custom_nested_stacks.audit.id",
+    ] {
+        assert!(keys.contains(&key), "no output {key}: {keys:?}");
+    }
+}
+
+#[test]
+fn secrets_and_the_bootstrap_token_stay_in_the_account_and_out_of_user_data() {
+    let t = template(&app("aws-account"));
+    let generated = resource(
+        &t,
+        "AWS::SecretsManager::Secret",
+        "Name",
+        "prod/db_password",
+    );
+    assert!(generated["Properties"]["GenerateSecretString"].is_object());
+    let given = resource(
+        &t,
+        "AWS::SecretsManager::Secret",
+        "Name",
+        "prod/license_key",
+    );
+    assert!(given["Properties"]["SecretString"]["Fn::If"].is_array());
+    let param = &t["Parameters"]["SecretLicenseKeyValue"];
+    assert_eq!(param["NoEcho"], true, "{param}");
+    assert_eq!(t["Parameters"]["BootstrapToken"]["NoEcho"], true);
+    let user_data = t["Resources"]["RunnerLaunchTemplate"]["Properties"]["LaunchTemplateData"]
+        ["UserData"]["Fn::Base64"]["Fn::Sub"]
+        .as_str()
+        .unwrap();
+    assert!(user_data.contains("sha256sum -c"), "{user_data}");
+    assert!(
+        !user_data.contains("${BootstrapToken}"),
+        "the token is read from Secrets Manager, never written into the user data"
+    );
+    assert!(user_data.contains("${RunnerBootstrapToken}"));
+    // The runner host takes no inbound traffic.
+    let sg = &t["Resources"]["RunnerSecurityGroup"]["Properties"];
+    assert!(sg.get("SecurityGroupIngress").is_none(), "{sg}");
+    assert_eq!(
+        t["Resources"]["RunnerGroup"]["Properties"]["MaxSize"], "1",
+        "one runner host"
+    );
+}
+
+#[test]
+fn an_app_without_a_stack_gets_the_default_one_and_other_clouds_are_refused() {
+    let t = template(&app("hello"));
+    assert!(t["Resources"]["RunnerGroup"].is_object());
+    let mut cfg = app("aws-account");
+    if let Some(s) = cfg.stack.as_mut() {
+        s.kind = "azure-bicep".into();
+    }
+    let state = serde_json::json!({ "nuon": { "install": { "id": "prod" } } });
+    let err = cloudformation(&cfg, &state, &StackOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("azure-bicep"), "{err}");
+}
+
+/// AWS's own linter finds nothing wrong in the templates Ferry writes.
+#[test]
+fn cfn_lint_passes_the_templates() {
+    let lint = repo().join(".tools/pip-cfn-lint");
+    assert!(
+        lint.join("bin/cfn-lint").exists(),
+        "cfn-lint is not installed: run scripts/install-cfn-lint"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["aws-account", "hello"] {
+        let file = dir.path().join(format!("{name}.json"));
+        let text = serde_json::to_string_pretty(&template(&app(name))).unwrap();
+        std::fs::write(&file, text).unwrap();
+        let out = Command::new("python3")
+            .arg(lint.join("bin/cfn-lint"))
+            .arg(&file)
+            .env("PYTHONPATH", &lint)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "cfn-lint on {name}'s stack:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
