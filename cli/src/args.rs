@@ -259,6 +259,24 @@ pub(crate) enum InstallsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The install stack: the CloudFormation template the customer launches in their AWS
+    /// account. It creates the runner host (an auto-scaling group of one, outbound only), one IAM
+    /// role per role of the app's `permissions/` (assumable only by the runner), the break-glass
+    /// roles while the customer turns them on, and a Secrets Manager secret per app secret. The
+    /// customer gives the install's one-time runner token (`installs runner-token`) at launch.
+    Stack {
+        /// The install's name.
+        name: String,
+        /// Write the template to this file instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+        /// Where the runner host downloads the runner bundle (the template's default).
+        #[arg(long, value_name = "URL")]
+        bundle_url: Option<String>,
+        /// The bundle's sha256 (64 hex digits): the host refuses any other.
+        #[arg(long, value_name = "HEX")]
+        bundle_sha256: Option<String>,
+    },
     /// A new one-time token for a runner of this install (`ferry-runner --bootstrap`); printed
     /// once, usable once, for an hour.
     RunnerToken {

@@ -13,6 +13,7 @@ mod plans;
 mod releases;
 mod render;
 mod sse;
+mod stack;
 mod tokens;
 mod watch;
 
@@ -174,6 +175,18 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
         }
         InstallsCmd::Teardown { name, wait, json } => {
             start(api, &name, "teardown", &Default::default(), wait, json).await
+        }
+        InstallsCmd::Stack {
+            name,
+            out,
+            bundle_url,
+            bundle_sha256,
+        } => {
+            let query = ferry_model::api::StackQuery {
+                bundle_url,
+                bundle_sha256,
+            };
+            stack::write(api, &name, out.as_deref(), &query).await
         }
         InstallsCmd::RunnerToken { name, json } => {
             bootstrap::print_runner_token(api, &name, json).await

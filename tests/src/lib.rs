@@ -8,6 +8,7 @@
 //!   target directory the tests run from.
 //! * [`fixtures`] makes jobs as the scheduler does, for tests that drive it in-process.
 
+pub mod aws;
 pub mod browser;
 mod cluster;
 pub mod fixtures;

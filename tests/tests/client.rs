@@ -13,7 +13,7 @@ use ferry_client::{Client, ClientError};
 use ferry_model::api::{
     ApprovalFilter, BootstrapRequest, CreateInstall, CreateRelease, Decision, EventsQuery,
     GrantBreakGlass, LogEventsQuery, LogQuery, NewToken, RunAction, RunnerFilter, SetLabels,
-    StepRef, WorkflowFilter,
+    StackQuery, StepRef, WorkflowFilter,
 };
 use ferry_model::ops::{self, Operation};
 use ferry_model::{
@@ -346,6 +346,13 @@ async fn installs(c: &Client) {
     let d = run::<ops::ReprovisionInstall>(c, &["c1"]).await.unwrap();
     let w = until(c, &d.workflow_id, "the reprovision", ended).await;
     assert_eq!(w.status, WorkflowStatus::Succeeded, "{w:?}");
+    let stack = call::<ops::InstallStackOp>(c, &["c1"], &StackQuery::default(), &())
+        .await
+        .unwrap();
+    assert_eq!(
+        stack["Resources"]["RunnerGroup"]["Type"],
+        "AWS::AutoScaling::AutoScalingGroup"
+    );
     let all = call::<ops::ListWorkflows>(c, &[], &WorkflowFilter::default(), &())
         .await
         .unwrap();

@@ -47,6 +47,7 @@ mod logs;
 mod releases;
 pub mod roles;
 mod runners;
+mod stacks;
 pub mod streams;
 mod workflows;
 
@@ -146,6 +147,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(installs::update_inputs))
         .routes(routes!(installs::set_labels))
         .routes(routes!(installs::drift_check))
+        .routes(routes!(stacks::install_stack))
         .routes(routes!(bootstrap::runner_token))
         .routes(routes!(bootstrap::revoke))
         .routes(routes!(installs::set_approve_all))

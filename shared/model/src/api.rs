@@ -429,3 +429,12 @@ pub struct EventsQuery {
     pub filter: crate::events::EventFilter,
     pub last_event_id: Option<String>,
 }
+
+/// `GET /v1/installs/{name}/stack?bundle_url=&bundle_sha256=`: where the runner host fetches the
+/// runner bundle, and its sha256 (the template's defaults; the customer may change them).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StackQuery {
+    pub bundle_url: Option<String>,
+    pub bundle_sha256: Option<String>,
+}

@@ -178,6 +178,9 @@ operations! {
         query (), body (), reply RunnerToken;
     RevokeRunners = revoke: Post "/v1/installs/{name}/revoke", Admin,
         query (), body (), reply Revoked;
+    /// The CloudFormation template the customer launches in their account (JSON).
+    InstallStackOp = install_stack: Get "/v1/installs/{name}/stack", Viewer,
+        query StackQuery, body (), reply serde_json::Value;
     RunRunbook = run_runbook: Post "/v1/installs/{name}/runbooks/{runbook}/runs", Operator,
         query (), body (), reply Deployed;
 

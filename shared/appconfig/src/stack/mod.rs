@@ -156,15 +156,28 @@ impl Template {
 
     fn runner_parameters(&mut self, opts: &StackOptions) {
         let p = &mut self.parameters;
+        // Without a default the customer gives them at launch (CloudFormation asks).
+        let with_default = |mut param: Value, default: &str| {
+            if !default.is_empty() {
+                param["Default"] = json!(default);
+            }
+            param
+        };
         p.insert(
             "RunnerBundleUrl".into(),
-            json!({ "Type": "String", "Default": opts.bundle_url,
-                "Description": "Where the runner host downloads the runner bundle (a .tar.gz)" }),
+            with_default(
+                json!({ "Type": "String", "MinLength": 1,
+                    "Description": "Where the runner host downloads the runner bundle (a .tar.gz)" }),
+                &opts.bundle_url,
+            ),
         );
         p.insert(
             "RunnerBundleSha256".into(),
-            json!({ "Type": "String", "Default": opts.bundle_sha256, "AllowedPattern": "^[0-9a-f]{64}$",
-                "Description": "The bundle's sha256: the host refuses any other" }),
+            with_default(
+                json!({ "Type": "String", "AllowedPattern": "^[0-9a-f]{64}$",
+                    "Description": "The bundle's sha256: the host refuses any other" }),
+                &opts.bundle_sha256,
+            ),
         );
         p.insert(
             "BootstrapToken".into(),

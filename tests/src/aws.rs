@@ -1,0 +1,88 @@
+//! An AWS API for tests: PyPI's moto server (`scripts/install-moto`) on a free port, and the AWS
+//! CLI pointed at it, as a customer would run it (with throwaway credentials).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::{free_port, listening, repo_root};
+
+pub struct Moto {
+    pub url: String,
+    child: Child,
+}
+
+fn tools() -> PathBuf {
+    repo_root().join(".tools/pip-aws")
+}
+
+impl Moto {
+    /// Starts moto on a free port; waits until it listens.
+    pub fn start() -> Moto {
+        let tools = tools();
+        assert!(
+            tools.join("bin/moto_server").exists(),
+            "moto is not installed: run scripts/install-moto"
+        );
+        let port = free_port();
+        let child = Command::new("python3")
+            .arg(tools.join("bin/moto_server"))
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .env("PYTHONPATH", &tools)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start moto_server");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !listening(port) {
+            assert!(Instant::now() < deadline, "moto did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Moto {
+            url: format!("http://127.0.0.1:{port}"),
+            child,
+        }
+    }
+
+    /// `aws ARGS` against this moto, in us-east-1; (exit code, stdout, stderr).
+    pub fn aws(&self, args: &[&str]) -> (i32, String, String) {
+        let tools = tools();
+        let out = Command::new("python3")
+            .arg(tools.join("bin/aws"))
+            .args([
+                "--endpoint-url",
+                &self.url,
+                "--region",
+                "us-east-1",
+                "--output",
+                "json",
+            ])
+            .args(args)
+            .env("PYTHONPATH", &tools)
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .env_remove("AWS_PROFILE")
+            .output()
+            .expect("run the AWS CLI");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// [`Moto::aws`] that must succeed, its JSON answer.
+    pub fn aws_json(&self, args: &[&str]) -> serde_json::Value {
+        let (code, out, err) = self.aws(args);
+        assert_eq!(code, 0, "aws {args:?}: {out}{err}");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("aws {args:?}: {e}: {out}"))
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,186 @@
+//! The install stack as a vendor hands it over and a customer launches it: `ferry installs stack`
+//! renders examples/aws-account's template for an install, AWS's linter passes it, and the
+//! customer creates it with the AWS CLI in an AWS API (moto): the roles and the runner host are
+//! there, and the break-glass role is not while the customer has not turned it on.
+
+use std::path::Path;
+use std::process::Command;
+
+use ferry_tests::aws::Moto;
+use ferry_tests::{NatsServer, Proc, ferry, repo_root};
+
+/// A nested template the vendor hosts: one resource, one output.
+const AUDIT: &str = r#"{"AWSTemplateFormatVersion": "2010-09-09",
+ "Parameters": {"Install": {"Type": "String"}},
+ "Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+ "Outputs": {"Install": {"Value": {"Ref": "Install"}}}}"#;
+
+fn cfn_lint(file: &Path) {
+    let lint = repo_root().join(".tools/pip-cfn-lint");
+    let out = Command::new("python3")
+        .arg(lint.join("bin/cfn-lint"))
+        .arg(file)
+        .env("PYTHONPATH", &lint)
+        .output()
+        .expect("cfn-lint (scripts/install-cfn-lint)");
+    assert!(
+        out.status.success(),
+        "cfn-lint:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the_app_declares() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let app = repo_root().join("examples/aws-account");
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "apps",
+            "sync",
+            app.to_str().unwrap(),
+            "--name",
+            "aws-account",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "aws-account",
+            "--name",
+            "acme",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+
+    let file = dir.path().join("stack.json");
+    let sha = "0123456789abcdef".repeat(4);
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "stack",
+            "acme",
+            "--out",
+            file.to_str().unwrap(),
+            "--bundle-url",
+            "https://vendor.example.com/ferry-runner.tar.gz",
+            "--bundle-sha256",
+            &sha,
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("aws cloudformation create-stack"), "{err}");
+    cfn_lint(&file);
+    let (code, _, err) = ferry(
+        &api,
+        &["installs", "stack", "acme", "--bundle-sha256", "nope"],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("64 lower-case hex digits"), "{err}");
+
+    // The customer's side: the vendor's nested template where the stack names it, then the
+    // stack, with the install's one-time token and the license key.
+    let moto = Moto::start();
+    moto.aws_json(&[
+        "s3api",
+        "create-bucket",
+        "--bucket",
+        "example-vendor-bucket",
+    ]);
+    let audit = dir.path().join("audit.json");
+    std::fs::write(&audit, AUDIT).unwrap();
+    let (code, out, err) = moto.aws(&[
+        "s3",
+        "cp",
+        audit.to_str().unwrap(),
+        "s3://example-vendor-bucket/audit.json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let body = format!("file://{}", file.display());
+    moto.aws_json(&[
+        "cloudformation",
+        "create-stack",
+        "--stack-name",
+        "ferry-acme",
+        "--template-body",
+        &body,
+        "--capabilities",
+        "CAPABILITY_NAMED_IAM",
+        "--parameters",
+        "ParameterKey=BootstrapToken,ParameterValue=ferryboot_default_x",
+        "ParameterKey=SecretLicenseKeyValue,ParameterValue=lic-123",
+    ]);
+    let stacks = moto.aws_json(&[
+        "cloudformation",
+        "describe-stacks",
+        "--stack-name",
+        "ferry-acme",
+    ]);
+    let stack = &stacks["Stacks"][0];
+    assert_eq!(stack["StackStatus"], "CREATE_COMPLETE", "{stack}");
+    // Outputs carry Nuon's keys in their descriptions.
+    let outputs = stack["Outputs"].as_array().unwrap();
+    let output = |key: &str| {
+        outputs
+            .iter()
+            .find(|o| o["Description"] == key)
+            .and_then(|o| o["OutputValue"].as_str())
+            .unwrap_or_else(|| panic!("no output {key}: {outputs:?}"))
+            .to_string()
+    };
+    assert!(output("maintenance_iam_role_arn").ends_with(":role/acme-maintenance"));
+    let runner_role = output("runner_iam_role_arn");
+
+    // Each role trusts the runner's role alone; the boundary is attached.
+    let role = moto.aws_json(&["iam", "get-role", "--role-name", "acme-maintenance"]);
+    let trust = role["Role"]["AssumeRolePolicyDocument"].to_string();
+    assert!(trust.contains(&runner_role), "{trust}");
+    assert!(
+        role["Role"]["PermissionsBoundary"]["PermissionsBoundaryArn"].is_string(),
+        "{role}"
+    );
+    for r in ["acme-provision", "acme-deprovision"] {
+        moto.aws_json(&["iam", "get-role", "--role-name", r]);
+    }
+    // Break glass is off until the customer turns it on.
+    let (code, _, err) = moto.aws(&["iam", "get-role", "--role-name", "acme-break-glass"]);
+    assert_ne!(
+        code, 0,
+        "the break-glass role exists before it was turned on"
+    );
+    assert!(err.contains("NoSuchEntity"), "{err}");
+
+    // moto's CloudFormation does not create AWS::SecretsManager::Secret resources (it skips
+    // types it does not model), so the secrets are checked in the template (and by cfn-lint):
+    // one filled from the customer's NoEcho parameter, one generated in the account.
+    let template: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let secret = |name: &str| {
+        template["Resources"]
+            .as_object()
+            .unwrap()
+            .values()
+            .find(|r| r["Properties"]["Name"] == name)
+            .unwrap_or_else(|| panic!("no secret {name}"))
+            .clone()
+    };
+    assert!(secret("acme/db_password")["Properties"]["GenerateSecretString"].is_object());
+    assert_eq!(
+        template["Parameters"]["SecretLicenseKeyValue"]["NoEcho"],
+        true
+    );
+    assert!(secret("acme/license_key")["Properties"]["SecretString"]["Fn::If"].is_array());
+    // The runner host: a group of one.
+    let groups = moto.aws_json(&["autoscaling", "describe-auto-scaling-groups"]);
+    let group = &groups["AutoScalingGroups"][0];
+    assert_eq!(group["MaxSize"], 1, "{group}");
+}
