@@ -3,20 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use ferry_tests::{FerryDev, copy_dir, ferry, ferry_json, repo_root};
+use ferry_tests::typed::*;
+use ferry_tests::{FerryDev, copy_dir, ferry, repo_root};
 use serde_json::Value;
 
 fn example() -> std::path::PathBuf {
     repo_root().join("examples/hello")
-}
-
-fn step<'a>(wf: &'a Value, component: &str, kind: &str) -> &'a Value {
-    wf["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["component"] == component && s["kind"] == kind)
-        .unwrap_or_else(|| panic!("no {kind} step for {component}"))
 }
 
 #[test]
@@ -26,42 +18,36 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
     assert!(out.contains("install dev deployed"), "{out}");
 
     // Final component outputs, through the CLI.
-    let install = ferry_json(&dev.api, &["installs", "get", "dev", "--json"]);
-    assert_eq!(install["status"], "active");
-    let c = &install["components"];
-    assert_eq!(c["greeter"]["outputs"]["message"], "hello, dev!");
-    assert_eq!(c["counter"]["outputs"]["upper"], "HELLO, DEV!");
-    assert_eq!(c["counter"]["outputs"]["length"], 11);
-    assert_eq!(
-        c["reporter"]["outputs"]["summary"],
-        "HELLO, DEV! has 11 characters"
-    );
-    let root = install["sandbox"]["outputs"]["root"].as_str().unwrap();
+    let install = cli::<Install>(&dev.api, &["installs", "get", "dev", "--json"]);
+    assert_eq!(name_of(&install.status), "active");
+    let out = |c: &str, k: &str| install.components[c].outputs[k].clone();
+    assert_eq!(out("greeter", "message"), "hello, dev!");
+    assert_eq!(out("counter", "upper"), "HELLO, DEV!");
+    assert_eq!(out("counter", "length"), 11);
+    assert_eq!(out("reporter", "summary"), "HELLO, DEV! has 11 characters");
+    let root = install.sandbox.outputs["root"].as_str().unwrap();
     assert_eq!(
         std::fs::read_to_string(format!("{root}/report.txt")).unwrap(),
         "HELLO, DEV! has 11 characters\n"
     );
 
     // The order of applies: each starts only after everything it depends on has been applied.
-    let wf_id = install["last_workflow"].as_str().unwrap();
-    let wf = ferry_json(&dev.api, &["workflows", "get", wf_id, "--json"]);
-    assert_eq!(wf["status"], "succeeded");
+    let wf_id = install.last_workflow.as_deref().unwrap();
+    let wf = cli::<Workflow>(&dev.api, &["workflows", "get", wf_id, "--json"]);
+    assert_eq!(name_of(&wf.status), "succeeded");
     let mut applies: BTreeMap<&str, (String, String)> = BTreeMap::new();
     for name in ["sandbox", "greeter", "counter", "reporter"] {
-        let s = step(&wf, name, "apply");
-        assert_eq!(s["status"], "succeeded", "{name} apply");
-        assert_eq!(step(&wf, name, "approve")["actor"], "approve-all");
-        let job_id = s["job_id"].as_str().unwrap();
-        let j = ferry_json(&dev.api, &["jobs", "get", job_id, "--json"]);
-        assert_eq!(j["status"], "finished");
-        let e = &j["executions"][0];
-        applies.insert(
-            name,
-            (
-                e["started_at"].as_str().unwrap().to_string(),
-                e["finished_at"].as_str().unwrap().to_string(),
-            ),
+        let s = the_step(&wf, name, "apply");
+        assert_eq!(name_of(&s.status), "succeeded", "{name} apply");
+        assert_eq!(
+            the_step(&wf, name, "approve").actor.as_deref(),
+            Some("approve-all")
         );
+        let job_id = s.job_id.as_deref().unwrap();
+        let j = cli::<Job>(&dev.api, &["jobs", "get", job_id, "--json"]);
+        assert_eq!(name_of(&j.status), "finished");
+        let e = &j.executions[0];
+        applies.insert(name, (e.started_at.clone(), e.finished_at.clone().unwrap()));
     }
     for (before, after) in [
         ("sandbox", "greeter"),
@@ -75,17 +61,20 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
     }
 
     // `ferry logs` returns the lines the scripts printed.
-    let greeter_apply = step(&wf, "greeter", "apply")["job_id"].as_str().unwrap();
+    let greeter_apply = the_step(&wf, "greeter", "apply").job_id.as_deref().unwrap();
     let (code, log, err) = ferry(&dev.api, &["logs", "--job", greeter_apply]);
     assert_eq!(code, 0, "{err}");
     assert!(log.contains("greeter wrote: hello, dev!"), "{log}");
-    let reporter_apply = step(&wf, "reporter", "apply")["job_id"].as_str().unwrap();
+    let reporter_apply = the_step(&wf, "reporter", "apply")
+        .job_id
+        .as_deref()
+        .unwrap();
     let (_, log, _) = ferry(&dev.api, &["logs", "--job", reporter_apply, "-f"]);
     assert!(
         log.contains("reporter: HELLO, DEV! has 11 characters"),
         "{log}"
     );
-    let counter_plan = step(&wf, "counter", "plan")["job_id"].as_str().unwrap();
+    let counter_plan = the_step(&wf, "counter", "plan").job_id.as_deref().unwrap();
     let (_, log, _) = ferry(&dev.api, &["logs", "--job", counter_plan, "--json"]);
     let lines: Vec<Value> = log
         .lines()
@@ -98,22 +87,26 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
         "{log}"
     );
     assert_eq!(
-        step(&wf, "counter", "plan")["message"],
-        "Plan: 1 to add, 0 to change, 0 to destroy. 2 output(s) change."
+        the_step(&wf, "counter", "plan").message.as_deref(),
+        Some("Plan: 1 to add, 0 to change, 0 to destroy. 2 output(s) change.")
     );
 
     // A second deploy of the same config changes nothing: every plan says so and no apply runs.
-    let deployed = ferry_json(&dev.api, &["installs", "deploy", "dev", "--json"]);
-    let wf2_id = deployed["workflow_id"].as_str().unwrap().to_string();
+    let deployed = cli::<Deployed>(&dev.api, &["installs", "deploy", "dev", "--json"]);
+    let wf2_id = deployed.workflow_id.as_str().to_string();
     let wf2 = wait_workflow(&dev.api, &wf2_id);
-    assert_eq!(wf2["status"], "succeeded");
+    assert_eq!(name_of(&wf2.status), "succeeded");
     for name in ["sandbox", "greeter", "counter", "reporter"] {
-        assert_eq!(step(&wf2, name, "apply")["status"], "skipped", "{name}");
+        assert_eq!(
+            name_of(&the_step(&wf2, name, "apply").status),
+            "skipped",
+            "{name}"
+        );
         assert!(
-            step(&wf2, name, "build")["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("reused build"),
+            the_step(&wf2, name, "build")
+                .message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("reused build")),
             "{name}"
         );
     }
@@ -246,12 +239,12 @@ fn invalid_input_and_invalid_packages_are_refused_with_clear_errors() {
     );
 
     // Syncing the same package again stores nothing new.
-    let r = ferry_json(
+    let r = cli::<SyncResponse>(
         &dev.api,
         &["apps", "sync", example().to_str().unwrap(), "--json"],
     );
-    assert_eq!(r["changed"], false);
-    assert_eq!(r["version"], 1);
+    assert!(!r.changed);
+    assert_eq!(r.version, 1);
 
     // Editing one component's file stores version 2 and only that component needs a new build.
     let edited = dir.path().join("hello");
@@ -259,7 +252,7 @@ fn invalid_input_and_invalid_packages_are_refused_with_clear_errors() {
     let apply = edited.join("components/src/reporter/apply.sh");
     let script = std::fs::read_to_string(&apply).unwrap();
     std::fs::write(&apply, script.replace("reporter: ", "report: ")).unwrap();
-    let r = ferry_json(
+    let r = cli::<SyncResponse>(
         &dev.api,
         &[
             "apps",
@@ -270,32 +263,29 @@ fn invalid_input_and_invalid_packages_are_refused_with_clear_errors() {
             "--json",
         ],
     );
-    assert_eq!(
-        (r["changed"].as_bool(), r["version"].as_u64()),
-        (Some(true), Some(2))
-    );
-    let changed: Vec<&str> = r["components"]
-        .as_array()
-        .unwrap()
+    assert_eq!((r.changed, r.version), (true, 2));
+    let changed: Vec<&str> = r
+        .components
         .iter()
-        .filter(|c| c["changed"] == true)
-        .map(|c| c["name"].as_str().unwrap())
+        .filter(|c| c.changed)
+        .map(|c| c.name.as_str())
         .collect();
     assert_eq!(changed, vec!["reporter"]);
 }
 
-fn wait_workflow(api: &str, id: &str) -> Value {
+fn wait_workflow(api: &str, id: &str) -> Workflow {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         // Exit code 1 for a failed workflow: read the JSON either way.
         let (_, out, err) = ferry(api, &["workflows", "get", id, "--json"]);
-        let wf: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
-        if wf["status"] == "succeeded" || wf["status"] == "failed" {
+        let wf: Workflow = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        if name_of(&wf.status) == "succeeded" || name_of(&wf.status) == "failed" {
             return wf;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "workflow {id} did not finish: {wf}"
+            "workflow {id} did not finish: {}",
+            steps_of(&wf)
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }

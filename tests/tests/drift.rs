@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ferry_tests::{NatsServer, Proc, ferry, ferry_json, repo_root, wait_for};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, ferry, repo_root};
 
 fn hello(dir: &Path) -> PathBuf {
     let app = dir.join("hello");
@@ -35,8 +36,13 @@ fn tamper(runner: &Path) {
     std::fs::write(&path, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
 }
 
-fn drift<'a>(install: &'a serde_json::Value, c: &str) -> &'a serde_json::Value {
-    &install["components"][c]["drift"]
+/// The drift found on component `c`, if a check has looked.
+fn drift(install: &Install, c: &str) -> Option<ferry_model::Drift> {
+    install.components.get(c).and_then(|s| s.drift.clone())
+}
+
+fn drifted(install: &Install, c: &str) -> bool {
+    drift(install, c).is_some_and(|d| d.drifted)
 }
 
 #[test]
@@ -53,18 +59,22 @@ fn a_component_changed_behind_ferrys_back_is_drifted_until_a_deploy_and_the_sche
         dir.path().join("runner.log"),
     );
     let wf = ferry_tests::sync_and_create(&api, &app, "prod");
-    let w = wait_for(&api, &wf, 120, "provisioning", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let w = wait_until(&api, &wf, 120, "provisioning", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(w["status"], "succeeded", "{w}");
+    assert_eq!(name_of(&w.status), "succeeded", "{w:?}");
 
     // Nothing changed: nothing drifted.
     let (code, out, err) = ferry(&api, &["installs", "drift-check", "prod", "--wait"]);
     assert_eq!(code, 0, "{out}{err}");
-    let i = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    assert_eq!(drift(&i, "counter")["drifted"], false, "{i}");
-    assert_eq!(drift(&i, "greeter")["drifted"], false, "{i}");
-    assert_eq!(i["status"], "active", "a check changes no status: {i}");
+    let i = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    assert!(!drifted(&i, "counter"), "{i:?}");
+    assert!(!drifted(&i, "greeter"), "{i:?}");
+    assert_eq!(
+        name_of(&i.status),
+        "active",
+        "a check changes no status: {i:?}"
+    );
 
     tamper(&runner_dir);
     let (code, out, err) = ferry(
@@ -79,24 +89,21 @@ fn a_component_changed_behind_ferrys_back_is_drifted_until_a_deploy_and_the_sche
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
-    let i = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    let d = drift(&i, "counter");
-    assert_eq!(d["drifted"], true, "{i}");
-    assert!(
-        d["summary"].as_str().unwrap().contains("1 to change"),
-        "{d}"
-    );
-    assert_eq!(i["components"]["counter"]["status"], "active");
-    let drifted = ferry_json(&api, &["installs", "list", "--drifted", "--json"]);
-    assert_eq!(drifted[0]["name"], "prod", "{drifted}");
+    let i = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    let d = drift(&i, "counter").unwrap();
+    assert!(d.drifted, "{i:?}");
+    assert!(d.summary.contains("1 to change"), "{d:?}");
+    assert_eq!(name_of(&i.components["counter"].status), "active");
+    let drifted = cli::<Vec<Install>>(&api, &["installs", "list", "--drifted", "--json"]);
+    assert_eq!(drifted[0].name, "prod", "{drifted:?}");
     let (_, shown, _) = ferry(&api, &["installs", "get", "prod"]);
     assert!(shown.contains("drift of counter: DRIFTED"), "{shown}");
     // The app's fleet shows it too.
-    let fleet = ferry_json(&api, &["apps", "get", "hello", "--json"]);
-    assert_eq!(fleet["drifted"], serde_json::json!(["prod"]), "{fleet}");
-    assert_eq!(fleet["by_status"]["active"], 1, "{fleet}");
-    let latest = fleet["latest_config"].as_str().unwrap();
-    assert_eq!(fleet["by_config"][latest], 1, "{fleet}");
+    let fleet = cli::<Fleet>(&api, &["apps", "get", "hello", "--json"]);
+    assert_eq!(fleet.drifted, ["prod"], "{fleet:?}");
+    assert_eq!(fleet.by_status.get("active"), Some(&1), "{fleet:?}");
+    let latest = fleet.latest_config.clone().unwrap();
+    assert_eq!(fleet.by_config.get(&latest), Some(&1), "{fleet:?}");
 
     // A deploy of it puts it back as the config says.
     let (code, out, err) = ferry(
@@ -111,40 +118,25 @@ fn a_component_changed_behind_ferrys_back_is_drifted_until_a_deploy_and_the_sche
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
-    let drifted = ferry_json(&api, &["installs", "list", "--drifted", "--json"]);
-    assert_eq!(drifted, serde_json::json!([]), "{drifted}");
+    let drifted = cli::<Vec<Install>>(&api, &["installs", "list", "--drifted", "--json"]);
+    assert!(drifted.is_empty(), "{drifted:?}");
 
     // The schedule finds it again, within a minute and a bit.
     tamper(&runner_dir);
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
-        let i = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-        if drift(&i, "counter")["drifted"] == true {
-            let w = ferry_json(
-                &api,
-                &[
-                    "workflows",
-                    "get",
-                    drift(&i, "counter")["workflow"].as_str().unwrap(),
-                    "--json",
-                ],
-            );
-            assert_eq!(w["kind"], "drift-check");
-            assert_eq!(w["cause"], "schedule");
+        let i = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+        if let Some(d) = drift(&i, "counter").filter(|d| d.drifted) {
+            let w = cli::<Workflow>(&api, &["workflows", "get", &d.workflow, "--json"]);
+            assert_eq!(name_of(&w.kind), "drift-check");
+            assert_eq!(w.cause.as_deref(), Some("schedule"));
             // A check applies nothing.
-            assert!(
-                w["steps"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .all(|s| s["kind"] != "apply"),
-                "{w}"
-            );
+            assert!(w.steps.iter().all(|s| name_of(&s.kind) != "apply"), "{w:?}");
             break;
         }
         assert!(
             Instant::now() < deadline,
-            "the scheduled check did not find the drift: {i}"
+            "the scheduled check did not find the drift: {i:?}"
         );
         std::thread::sleep(Duration::from_millis(500));
     }
@@ -174,22 +166,24 @@ fn a_deploy_started_during_a_drift_check_cancels_it_and_a_check_never_waits_on_a
         err.contains(&format!("is busy with workflow {wf}")),
         "{err}"
     );
-    wait_for(&api, &wf, 120, "provisioning", |w| {
-        w["status"] == "succeeded"
+    wait_until(&api, &wf, 120, "provisioning", |w| {
+        name_of(&w.status) == "succeeded"
     });
 
-    let check = ferry_json(&api, &["installs", "drift-check", "prod", "--json"]);
-    let check = check["workflow_id"].as_str().unwrap().to_string();
-    let deploy = ferry_json(&api, &["installs", "deploy", "prod", "--json"]);
-    let deploy = deploy["workflow_id"].as_str().unwrap().to_string();
-    let c = wait_for(&api, &check, 60, "the check to end", |w| {
-        w["status"] == "cancelled" || w["status"] == "succeeded" || w["status"] == "failed"
+    let check = cli::<Deployed>(&api, &["installs", "drift-check", "prod", "--json"]);
+    let check = check.workflow_id.as_str().to_string();
+    let deploy = cli::<Deployed>(&api, &["installs", "deploy", "prod", "--json"]);
+    let deploy = deploy.workflow_id.as_str().to_string();
+    let c = wait_until(&api, &check, 60, "the check to end", |w| {
+        name_of(&w.status) == "cancelled"
+            || name_of(&w.status) == "succeeded"
+            || name_of(&w.status) == "failed"
     });
-    assert_eq!(c["status"], "cancelled", "{c}");
-    let d = wait_for(&api, &deploy, 120, "the deploy to end", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    assert_eq!(name_of(&c.status), "cancelled", "{c:?}");
+    let d = wait_until(&api, &deploy, 120, "the deploy to end", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(d["status"], "succeeded", "{d}");
+    assert_eq!(name_of(&d.status), "succeeded", "{d:?}");
 }
 
 #[test]
@@ -199,35 +193,34 @@ fn a_scheduled_check_that_meets_a_deploy_is_skipped_and_says_so() {
     let nats = NatsServer::start();
     let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
     let wf = ferry_tests::sync_and_create(&api, &app, "prod");
-    wait_for(&api, &wf, 120, "provisioning", |w| {
-        w["status"] == "succeeded"
+    wait_until(&api, &wf, 120, "provisioning", |w| {
+        name_of(&w.status) == "succeeded"
     });
     // A deploy whose greeter apply outlasts the next tick of counter's schedule.
     let apply = app.join("components/src/greeter/apply.sh");
     let text = std::fs::read_to_string(&apply).unwrap();
     std::fs::write(&apply, text.replacen("set -eu\n", "set -eu\nsleep 75\n", 1)).unwrap();
     ferry_tests::sync_hello(&api, &app);
-    let deploy = ferry_json(&api, &["installs", "deploy", "prod", "--json"]);
-    let deploy = deploy["workflow_id"].as_str().unwrap().to_string();
+    let deploy = cli::<Deployed>(&api, &["installs", "deploy", "prod", "--json"]);
+    let deploy = deploy.workflow_id.as_str().to_string();
     let deadline = Instant::now() + Duration::from_secs(90);
     let skipped = loop {
-        let i = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-        let d = drift(&i, "counter");
-        if d["summary"].as_str().is_some_and(|s| s.contains("skipped")) {
-            break d.clone();
+        let i = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+        if let Some(d) = drift(&i, "counter").filter(|d| d.summary.contains("skipped")) {
+            break d;
         }
-        assert!(Instant::now() < deadline, "no check was skipped: {i}");
+        assert!(Instant::now() < deadline, "no check was skipped: {i:?}");
         std::thread::sleep(Duration::from_millis(500));
     };
     assert_eq!(
-        skipped["summary"],
-        format!("check skipped: workflow {deploy} is in progress").as_str(),
-        "{skipped}"
+        skipped.summary,
+        format!("check skipped: workflow {deploy} is in progress"),
+        "{skipped:?}"
     );
-    assert_eq!(skipped["workflow"], deploy.as_str());
+    assert_eq!(skipped.workflow, deploy);
     // The deploy goes on untouched.
-    let w = wait_for(&api, &deploy, 120, "the deploy to end", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let w = wait_until(&api, &deploy, 120, "the deploy to end", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(w["status"], "succeeded", "{w}");
+    assert_eq!(name_of(&w.status), "succeeded", "{w:?}");
 }

@@ -3,9 +3,8 @@
 
 use std::path::PathBuf;
 
-use ferry_tests::{
-    NatsServer, Proc, copy_dir, ferry, ferry_json, repo_root, running_job, step, wait_for,
-};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, copy_dir, ferry, repo_root, running_job};
 
 fn slow_example(dir: &std::path::Path) -> PathBuf {
     let app = dir.join("hello");
@@ -38,29 +37,29 @@ fn control_plane_killed_mid_deploy_finishes_after_restart() {
     );
     let wf = create(&api, &app);
 
-    wait_for(&api, &wf, 60, "greeter's apply to run", |w| {
-        step(w, "greeter", "apply")["status"] == "running"
+    wait_until(&api, &wf, 60, "greeter's apply to run", |w| {
+        step_is(w, "greeter", "apply", "running")
     });
     server.kill();
 
     // The runner finishes greeter's apply with no control plane up; its result waits in JOB_EVENTS.
     std::thread::sleep(std::time::Duration::from_secs(3));
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server-2.log"));
-    let done = wait_for(&api, &wf, 90, "the workflow to finish", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 90, "the workflow to finish", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    assert_eq!(install["status"], "active");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    let install = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    assert_eq!(name_of(&install.status), "active");
     assert_eq!(
-        install["components"]["reporter"]["outputs"]["summary"],
+        install.components["reporter"].outputs["summary"],
         "HELLO, PROD! has 12 characters"
     );
     // Exactly one execution per job: nothing ran twice.
-    for s in done["steps"].as_array().unwrap() {
-        if let Some(job) = s["job_id"].as_str() {
-            let j = ferry_json(&api, &["jobs", "get", job, "--json"]);
-            assert_eq!(j["executions"].as_array().unwrap().len(), 1, "{j}");
+    for s in done.steps {
+        if let Some(job) = s.job_id.as_deref() {
+            let j = cli::<Job>(&api, &["jobs", "get", job, "--json"]);
+            assert_eq!(j.executions.len(), 1, "{j:?}");
         }
     }
 }
@@ -76,7 +75,7 @@ fn a_runner_started_late_or_replaced_picks_up_waiting_jobs() {
     // No runner yet: the first sync job is offered and waits, available.
     let job = running_job(&api, &wf, "sandbox", "sync");
     assert_eq!(
-        ferry_json(&api, &["jobs", "get", &job, "--json"])["status"],
+        name_of(&cli::<Job>(&api, &["jobs", "get", &job, "--json"]).status),
         "available"
     );
 
@@ -84,10 +83,10 @@ fn a_runner_started_late_or_replaced_picks_up_waiting_jobs() {
     let data = dir.path().join("runner");
     Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-0.log")).kill();
     let _runner = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-1.log"));
-    let done = wait_for(&api, &wf, 90, "the workflow to finish", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 90, "the workflow to finish", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
 }
 
 #[test]
@@ -145,6 +144,7 @@ fn garbage_on_a_runner_subject_is_rejected_and_counted() {
         .args(["-sf", &format!("{api}/healthz")])
         .output()
         .unwrap();
+    // The JSON shape of /healthz itself.
     let health: serde_json::Value = serde_json::from_slice(&health.stdout).unwrap();
     assert_eq!(health["status"], "ok");
     assert_eq!(health["services"].as_array().unwrap().len(), 5);
@@ -161,22 +161,22 @@ fn a_runner_replaced_after_doing_work_takes_over_at_once() {
     let data = dir.path().join("runner");
     let first = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-1.log"));
     let wf = create(&api, &app);
-    let done = wait_for(&api, &wf, 90, "the first deploy", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 90, "the first deploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
 
     // The first runner dies with its consumer of offers still registered on the hub; a new runner
     // (and a second one beside it) must pick up the next deploy without waiting for that to expire.
     first.kill();
     let _second = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-2.log"));
     let _third = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-3.log"));
-    let redeploy = ferry_json(&api, &["installs", "deploy", "prod", "--json"]);
-    let wf2 = redeploy["workflow_id"].as_str().unwrap().to_string();
-    let done = wait_for(&api, &wf2, 30, "the redeploy", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let redeploy = cli::<Deployed>(&api, &["installs", "deploy", "prod", "--json"]);
+    let wf2 = redeploy.workflow_id.as_str().to_string();
+    let done = wait_until(&api, &wf2, 30, "the redeploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
 }
 
 #[test]
@@ -205,27 +205,23 @@ fn one_of_two_scheduler_replicas_killed_mid_deploy_loses_and_repeats_nothing() {
         dir.path().join("runner.log"),
     );
     let wf = create(&api, &app);
-    wait_for(&api, &wf, 60, "greeter's apply to run", |w| {
-        step(w, "greeter", "apply")["status"] == "running"
+    wait_until(&api, &wf, 60, "greeter's apply to run", |w| {
+        step_is(w, "greeter", "apply", "running")
     });
     a.kill();
 
-    let done = wait_for(&api, &wf, 120, "the workflow to finish", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 120, "the workflow to finish", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    for s in done["steps"].as_array().unwrap() {
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    for s in done.steps {
         assert!(
-            s["status"] == "succeeded" || s["status"] == "skipped",
-            "{s}"
+            name_of(&s.status) == "succeeded" || name_of(&s.status) == "skipped",
+            "{s:?}"
         );
-        if let Some(job) = s["job_id"].as_str() {
-            let j = ferry_json(&api, &["jobs", "get", job, "--json"]);
-            assert_eq!(
-                j["executions"].as_array().unwrap().len(),
-                1,
-                "ran twice: {j}"
-            );
+        if let Some(job) = s.job_id.as_deref() {
+            let j = cli::<Job>(&api, &["jobs", "get", job, "--json"]);
+            assert_eq!(j.executions.len(), 1, "ran twice: {j:?}");
         }
     }
 }
@@ -253,13 +249,13 @@ fn a_job_runs_on_while_the_control_plane_is_down_longer_than_its_lease() {
     server.kill();
     std::thread::sleep(std::time::Duration::from_secs(4));
     let (_server, api) = Proc::server_with(&nats.url, dir.path().join("server-2.log"), &lease);
-    let done = wait_for(&api, &wf, 90, "the workflow to finish", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 90, "the workflow to finish", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
-    assert_eq!(j["executions"].as_array().unwrap().len(), 1, "{j}");
-    assert_eq!(j["executions"][0]["status"], "finished", "{j}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    let j = cli::<Job>(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(j.executions.len(), 1, "{j:?}");
+    assert_eq!(name_of(&j.executions[0].status), "finished", "{j:?}");
 }
 
 /// Starts ferry-server against `nats_url` and expects it to refuse to start; returns what it said.
