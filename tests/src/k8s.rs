@@ -4,12 +4,10 @@
 use crate::{RegistryServer, repo_root};
 
 /// Whether a workflow has a step waiting for a decision.
-pub fn waiting(w: &serde_json::Value) -> bool {
-    w["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|s| s["kind"] == "approve" && s["status"] == "waiting")
+pub fn waiting(w: &ferry_model::Workflow) -> bool {
+    w.steps.iter().any(|s| {
+        s.kind == ferry_model::StepKind::Approve && s.status == ferry_model::StepStatus::Waiting
+    })
 }
 
 pub fn helm() -> std::path::PathBuf {
@@ -82,21 +80,18 @@ pub fn example_app(dir: &std::path::Path, source: &RegistryServer) -> std::path:
 
 /// The status of the `kind` step of `component`, or "" while the workflow is not laid out yet
 /// (for polling: [`crate::step`] insists the step exists).
-pub fn status<'a>(w: &'a serde_json::Value, component: &str, kind: &str) -> &'a str {
-    w["steps"]
-        .as_array()
-        .and_then(|s| {
-            s.iter()
-                .find(|s| s["component"] == component && s["kind"] == kind)
-        })
-        .and_then(|s| s["status"].as_str())
+pub fn status(w: &ferry_model::Workflow, component: &str, kind: &str) -> String {
+    w.steps
+        .iter()
+        .find(|s| s.component == component && s.kind.label() == kind)
+        .map(|s| crate::typed::name_of(&s.status))
         .unwrap_or_default()
 }
 
 /// Creates install `prod` of the k8s example (prompting for approvals) with its cluster at
 /// `cluster_server`; its first workflow's id.
 pub fn create_install(api: &str, cluster_server: &str) -> String {
-    let created = crate::ferry_json(
+    let created: ferry_model::api::CreatedInstall = crate::typed::cli(
         api,
         &[
             "installs",
@@ -112,19 +107,20 @@ pub fn create_install(api: &str, cluster_server: &str) -> String {
             "--json",
         ],
     );
-    created["workflow_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no workflow id in {created}"))
-        .to_string()
+    created.workflow_id
 }
 
 /// Approves each of `components`' plans, in order, as each comes to wait.
 pub fn approve_in_order(api: &str, wf: &str, components: &[&str]) {
     for component in components {
-        let w = crate::wait_for(api, wf, 120, &format!("{component}'s plan to wait"), |w| {
-            status(w, component, "approve") == "waiting" || w["status"] == "failed"
+        let what = format!("{component}'s plan to wait");
+        let w = crate::typed::wait_until(api, wf, 120, &what, |w| {
+            status(w, component, "approve") == "waiting"
+                || w.status == ferry_model::WorkflowStatus::Failed
         });
-        let at = crate::step(&w, component, "approve")["index"].to_string();
+        let at = crate::typed::the_step(&w, component, "approve")
+            .index
+            .to_string();
         let (code, out, err) = crate::ferry(api, &["workflows", "approve", wf, "--step", &at]);
         assert_eq!(code, 0, "{out}{err}");
     }

@@ -7,7 +7,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ferry_tests::{NatsServer, Proc, ferry, ferry_json, sync_hello, wait_for};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, ferry, ferry_json, sync_hello};
 
 fn example() -> std::path::PathBuf {
     ferry_tests::repo_root().join("examples/hello")
@@ -101,10 +102,10 @@ fn a_runner_bootstraps_with_its_one_time_token_and_the_token_works_once() {
 
     let data = dir.path().join("runner");
     let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
-    let done = wait_for(&api, &wf, 120, "the first deploy", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 120, "the first deploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
     // The key was made here and kept private; the certificate names the install.
     let identity = ferry_pki::InstallFiles::new(&data.join("identity"));
     let mode = std::fs::metadata(identity.key())
@@ -218,12 +219,12 @@ fn a_runner_bundle_holds_what_the_runner_host_needs() {
         dir.path().join("edge").to_string_lossy().into_owned(),
     ));
     let _runner = Proc::spawn_env("ferry-runner", &[], &env, dir.path().join("runner.log"));
-    let installs = ferry_json(&api, &["installs", "get", "edge", "--json"]);
-    let wf = installs["last_workflow"].as_str().unwrap().to_string();
-    let done = wait_for(&api, &wf, 120, "the deploy", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let installs = cli::<Install>(&api, &["installs", "get", "edge", "--json"]);
+    let wf = installs.last_workflow.as_deref().unwrap().to_string();
+    let done = wait_until(&api, &wf, 120, "the deploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
 }
 
 #[test]
@@ -284,10 +285,10 @@ fn a_revoked_certificate_loses_its_connection_within_seconds_and_is_refused_afte
     let (wf, token, _) = create_prod(&api, true);
     let data = dir.path().join("runner");
     let _runner = bootstrapping_runner(&nats, &api, &token, &data, dir.path().join("runner.log"));
-    let done = wait_for(&api, &wf, 120, "the first deploy", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 120, "the first deploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
 
     let identity = ferry_pki::InstallFiles::new(&data.join("identity"));
     let id = identity.info().unwrap().identity;
@@ -380,20 +381,17 @@ fn a_certificate_is_renewed_before_it_expires_without_interrupting_a_running_job
         std::thread::sleep(Duration::from_millis(50));
     }
     let first = identity.info().unwrap();
-    let done = wait_for(&api, &wf, 200, "the workflow to end", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 200, "the workflow to end", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let job = ferry_tests::step(&done, "greeter", "apply")["job_id"]
-        .as_str()
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    let job = the_step(&done, "greeter", "apply")
+        .job_id
+        .as_deref()
         .unwrap()
         .to_string();
-    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
-    assert_eq!(
-        j["executions"].as_array().unwrap().len(),
-        1,
-        "not interrupted: {j}"
-    );
+    let j = cli::<Job>(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(j.executions.len(), 1, "not interrupted: {j:?}");
     // The first certificate expired during the job; the runner holds a later one.
     let now = identity.info().unwrap();
     assert_ne!(now.serial, first.serial);
@@ -428,10 +426,10 @@ fn a_runner_in_direct_mode_connects_itself_with_the_same_identity() {
         dir.path().join("runner.log"),
     );
     let wf = ferry_tests::sync_and_create(&api, &example(), "prod");
-    let done = wait_for(&api, &wf, 120, "the deploy", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 120, "the deploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
     assert!(!data.join("leaf").exists(), "no leaf in direct mode");
     // SIGTERM stops it, within its drain.
     let exit = runner.terminate(Duration::from_secs(30));

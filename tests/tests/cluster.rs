@@ -6,7 +6,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ferry_tests::{NatsCluster, Proc, ferry, ferry_json, repo_root, running_job, step, wait_for};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsCluster, Proc, ferry, repo_root, running_job};
 
 const INSTALLS: [&str; 3] = ["c1", "c2", "c3"];
 /// Lines the slow component's apply prints, a tenth of a second apart.
@@ -70,16 +71,16 @@ fn a_hub_node_killed_mid_deploy_loses_nothing_and_catches_up_after_its_restart()
     for i in INSTALLS {
         let (code, out, err) = ferry_tests::create_hello(&api, i, &["--json"]);
         assert_eq!(code, 0, "{out}{err}");
-        let created: serde_json::Value = serde_json::from_str(&out).unwrap();
-        let wf = created["workflow_id"].as_str().unwrap().to_string();
-        wait_for(&api, &wf, 180, "provisioning", |w| {
-            w["status"] == "succeeded"
+        let created: CreatedInstall = serde_json::from_str(&out).unwrap();
+        let wf = created.workflow_id;
+        wait_until(&api, &wf, 180, "provisioning", |w| {
+            name_of(&w.status) == "succeeded"
         });
-        let install = ferry_json(&api, &["installs", "get", i, "--json"]);
+        let install = cli::<Install>(&api, &["installs", "get", i, "--json"]);
         roots.push(
-            install["sandbox"]["outputs"]["root"]
+            install.sandbox.outputs["root"]
                 .as_str()
-                .unwrap_or_else(|| panic!("no sandbox root in {install}"))
+                .unwrap_or_else(|| panic!("no sandbox root in {install:?}"))
                 .to_string(),
         );
     }
@@ -109,8 +110,8 @@ fn a_hub_node_killed_mid_deploy_loses_nothing_and_catches_up_after_its_restart()
     let deploys: Vec<String> = INSTALLS
         .iter()
         .map(|i| {
-            let d = ferry_json(&api, &["installs", "deploy", i, "--json"]);
-            d["workflow_id"].as_str().unwrap().to_string()
+            let d = cli::<Deployed>(&api, &["installs", "deploy", i, "--json"]);
+            d.workflow_id.as_str().to_string()
         })
         .collect();
     for wf in &deploys {
@@ -125,23 +126,24 @@ fn a_hub_node_killed_mid_deploy_loses_nothing_and_catches_up_after_its_restart()
     let killed_at = Instant::now();
 
     for wf in &deploys {
-        let done = wait_for(&api, wf, 240, "the deploy to end", |w| {
-            w["status"] != "running" && w["status"] != "pending"
+        let done = wait_until(&api, wf, 240, "the deploy to end", |w| {
+            name_of(&w.status) != "running" && name_of(&w.status) != "pending"
         });
-        assert_eq!(done["status"], "succeeded", "{done}");
-        for s in done["steps"].as_array().unwrap() {
-            let Some(job) = s["job_id"].as_str() else {
+        assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+        for s in &done.steps {
+            let Some(job) = s.job_id.as_deref() else {
                 continue;
             };
-            let j = ferry_json(&api, &["jobs", "get", job, "--json"]);
+            let j = cli::<Job>(&api, &["jobs", "get", job, "--json"]);
             assert_eq!(
-                j["executions"].as_array().map(Vec::len),
+                Some(j.executions.len()),
                 Some(1),
-                "a job of {wf} ran more than once: {j}"
+                "a job of {wf} ran more than once: {j:?}"
             );
         }
-        let slow = step(&done, "slow", "apply")["job_id"]
-            .as_str()
+        let slow = the_step(&done, "slow", "apply")
+            .job_id
+            .as_deref()
             .unwrap()
             .to_string();
         let (code, log, err) = ferry(&api, &["logs", "--job", &slow, "--no-timestamps"]);
@@ -184,12 +186,12 @@ fn a_hub_node_killed_mid_deploy_loses_nothing_and_catches_up_after_its_restart()
         std::thread::sleep(Duration::from_millis(250));
     }
     // And the hub still works with all three: one more deploy.
-    let again = ferry_json(&api, &["installs", "deploy", "c1", "--json"]);
-    let wf = again["workflow_id"].as_str().unwrap();
-    let done = wait_for(&api, wf, 180, "a deploy after the restart", |w| {
-        w["status"] != "running" && w["status"] != "pending"
+    let again = cli::<Deployed>(&api, &["installs", "deploy", "c1", "--json"]);
+    let wf = again.workflow_id.as_str();
+    let done = wait_until(&api, wf, 180, "a deploy after the restart", |w| {
+        name_of(&w.status) != "running" && name_of(&w.status) != "pending"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
 }
 
 /// Each stream's configuration, as node 1 knows it.

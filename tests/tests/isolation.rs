@@ -13,9 +13,9 @@ use async_nats::jetstream;
 use ferry_protocol::messages::{
     EventBody, JobEvent, JobResult, LogBatch, LogLine, LogStream, Outcome, PlanData,
 };
+use ferry_tests::typed::*;
 use ferry_tests::{
-    NatsServer, ORG, Proc, copy_dir, ferry, ferry_json, repo_root, running_job, step, sync_hello,
-    token_for, wait_for,
+    NatsServer, ORG, Proc, copy_dir, ferry, repo_root, running_job, sync_hello, token_for,
 };
 
 /// The two installs, their runners and the control plane.
@@ -64,8 +64,7 @@ fn two_installs(plan_secs: u32, b_approve_all: bool) -> (Two, String) {
         if approve_all {
             args.push("--approve-all");
         }
-        let created = ferry_json(&api, &args);
-        created["workflow_id"].as_str().unwrap().to_string()
+        cli::<CreatedInstall>(&api, &args).workflow_id
     };
     let runner = |name: &str| {
         Proc::runner(
@@ -77,10 +76,10 @@ fn two_installs(plan_secs: u32, b_approve_all: bool) -> (Two, String) {
     };
     let a_wf = create("a", true);
     let runners = vec![runner("a"), runner("b")];
-    let a_done = wait_for(&api, &a_wf, 120, "a's deploy", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let a_done = wait_until(&api, &a_wf, 120, "a's deploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(a_done["status"], "succeeded", "{a_done}");
+    assert_eq!(name_of(&a_done.status), "succeeded", "{a_done:?}");
     let b_wf = create("b", b_approve_all);
     let two = Two {
         nats,
@@ -186,26 +185,27 @@ fn forged_result(job: &str, execution: &str) -> Vec<u8> {
 fn shown_execution(api: &str, job: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let j = ferry_json(api, &["jobs", "get", job, "--json"]);
-        if let Some(id) = j["executions"][0]["id"].as_str() {
-            return id.to_string();
+        let j = cli::<Job>(api, &["jobs", "get", job, "--json"]);
+        if let Some(e) = j.executions.first() {
+            return e.id.clone();
         }
-        assert!(Instant::now() < deadline, "job {job} never ran: {j}");
+        assert!(Instant::now() < deadline, "job {job} never ran: {j:?}");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
 /// `b`'s sandbox plan, once it has ended and waits for its review.
 fn b_plan_waiting(two: &Two, wf: &str) -> String {
-    let w = wait_for(
+    let w = wait_until(
         &two.api,
         wf,
         120,
         "b's sandbox plan to wait for review",
-        |w| step(w, "sandbox", "approve")["status"] == "waiting",
+        |w| step_is(w, "sandbox", "approve", "waiting"),
     );
-    step(&w, "sandbox", "plan")["job_id"]
-        .as_str()
+    the_step(&w, "sandbox", "plan")
+        .job_id
+        .as_deref()
         .unwrap()
         .to_string()
 }
@@ -285,8 +285,12 @@ fn another_installs_plan_cannot_be_replaced_in_front_of_its_reviewer() {
         before,
         "b's reviewer sees b's plan"
     );
-    let w = ferry_json(&two.api, &["workflows", "get", &wf, "--json"]);
-    assert_ne!(step(&w, "sandbox", "plan")["message"], "forged", "{w}");
+    let w = cli::<Workflow>(&two.api, &["workflows", "get", &wf, "--json"]);
+    assert_ne!(
+        the_step(&w, "sandbox", "plan").message.as_deref(),
+        Some("forged"),
+        "{w:?}"
+    );
 }
 
 #[test]
@@ -312,19 +316,19 @@ fn another_installs_result_cannot_be_preempted_by_its_deduplication_id() {
             }
         });
     }
-    let done = wait_for(&two.api, &wf, 120, "b's deploy", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&two.api, &wf, 120, "b's deploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    let j = ferry_json(&two.api, &["jobs", "get", &job, "--json"]);
-    let executions = j["executions"].as_array().unwrap();
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    let j = cli::<Job>(&two.api, &["jobs", "get", &job, "--json"]);
+    let executions = &j.executions;
     assert_eq!(
         executions.len(),
         1,
-        "b's real result was taken at once, not lost and run again: {j}"
+        "b's real result was taken at once, not lost and run again: {j:?}"
     );
-    assert_eq!(executions[0]["status"], "finished", "{j}");
-    assert!(j["outputs"].get("forged").is_none(), "{j}");
+    assert_eq!(name_of(&executions[0].status), "finished", "{j:?}");
+    assert!(!j.outputs.contains_key("forged"), "{j:?}");
 }
 
 /// The execution's token — what its runner's messages carry — is never shown: not by the API,
@@ -332,19 +336,21 @@ fn another_installs_result_cannot_be_preempted_by_its_deduplication_id() {
 #[test]
 fn the_execution_token_is_never_shown() {
     let (two, wf) = two_installs(0, true);
-    let done = wait_for(&two.api, &wf, 120, "b's deploy", |w| {
-        w["status"] == "succeeded"
+    let done = wait_until(&two.api, &wf, 120, "b's deploy", |w| {
+        name_of(&w.status) == "succeeded"
     });
-    let job = step(&done, "sandbox", "plan")["job_id"]
-        .as_str()
+    let job = the_step(&done, "sandbox", "plan")
+        .job_id
+        .as_deref()
         .unwrap()
         .to_string();
-    let shown = ferry_json(&two.api, &["jobs", "get", &job, "--json"]);
+    // The JSON shape itself: a field left out is not decoded into a record.
+    let shown = cli::<serde_json::Value>(&two.api, &["jobs", "get", &job, "--json"]);
     let execution = shown["executions"][0]["id"].as_str().unwrap();
-    assert_eq!(execution, format!("{job}-1"), "the public id: {shown}");
+    assert_eq!(execution, format!("{job}-1"), "the public id: {shown:?}");
     assert!(
         shown["executions"][0].get("key_sha256").is_none(),
-        "{shown}"
+        "{shown:?}"
     );
     let log = log_lines(&two.api, &job);
     for line in log.lines() {

@@ -10,9 +10,8 @@ use std::process::Command;
 use ferry_tests::k8s::{
     approve_in_order, create_install, example_app, helm, publish_image, status, waiting,
 };
-use ferry_tests::{
-    NatsServer, Proc, RegistryServer, ferry, ferry_json, free_port, repo_root, step, wait_for,
-};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, RegistryServer, ferry, free_port, repo_root};
 
 #[test]
 fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
@@ -39,18 +38,19 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
     let wf = create_install(&api, &server);
 
     // The sandbox's plan, then its apply: it names the cluster.
-    wait_for(&api, &wf, 90, "the sandbox plan to wait", waiting);
+    wait_until(&api, &wf, 90, "the sandbox plan to wait", waiting);
     let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--all"]);
     assert_eq!(code, 0, "{out}{err}");
-    let w = wait_for(&api, &wf, 120, "the second stage's plans to wait", |w| {
+    let w = wait_until(&api, &wf, 120, "the second stage's plans to wait", |w| {
         ["nginx", "config"]
             .iter()
             .all(|c| status(w, c, "approve") == "waiting")
-            || w["status"] == "failed"
+            || name_of(&w.status) == "failed"
     });
-    assert_eq!(w["status"], "running", "{w}");
-    let plan = step(&w, "nginx", "plan")["message"]
-        .as_str()
+    assert_eq!(name_of(&w.status), "running", "{w:?}");
+    let plan = the_step(&w, "nginx", "plan")
+        .message
+        .as_deref()
         .unwrap_or_default()
         .to_string();
     assert!(
@@ -60,7 +60,7 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
     // The image is copied (into the runner's layout: this install has no registry), then the
     // chart plans with the copy's outputs.
     approve_in_order(&api, &wf, &["nginx"]);
-    let w = wait_for(
+    let w = wait_until(
         &api,
         &wf,
         120,
@@ -69,29 +69,31 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
             ["web", "migrate"]
                 .iter()
                 .all(|c| status(w, c, "approve") == "waiting")
-                || w["status"] == "failed"
+                || name_of(&w.status) == "failed"
         },
     );
-    assert_eq!(w["status"], "running", "{w}");
-    let installed = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    let outputs = &installed["components"]["nginx"]["outputs"]["image"];
-    assert_eq!(outputs["digest"], image.as_str(), "{installed}");
-    assert_eq!(outputs["tag"], "1.27-alpine", "{installed}");
+    assert_eq!(name_of(&w.status), "running", "{w:?}");
+    let installed = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    let outputs = &installed.components["nginx"].outputs["image"];
+    assert_eq!(outputs["digest"], image.as_str(), "{installed:?}");
+    assert_eq!(outputs["tag"], "1.27-alpine", "{installed:?}");
     assert!(
-        step(&w, "web", "plan")["message"]
-            .as_str()
+        the_step(&w, "web", "plan")
+            .message
+            .as_deref()
             .unwrap_or_default()
             .contains(
                 "Plan: 3 to add, 0 to change, 0 to destroy. (release `web` in namespace `prod`)"
             ),
-        "{w}"
+        "{w:?}"
     );
     assert!(
-        step(&w, "config", "plan")["message"]
-            .as_str()
+        the_step(&w, "config", "plan")
+            .message
+            .as_deref()
             .unwrap_or_default()
             .contains("Plan: 1 to add"),
-        "{w}"
+        "{w:?}"
     );
 
     // The reviewer reads the objects with their values.
@@ -147,12 +149,13 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
     // Approved, each apply reaches for the cluster and fails there, saying so.
     let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--all"]);
     assert_eq!(code, 0, "{out}{err}");
-    let w = wait_for(&api, &wf, 180, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let w = wait_until(&api, &wf, 180, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(w["status"], "failed", "{w}");
-    let web = step(&w, "web", "apply")["message"]
-        .as_str()
+    assert_eq!(name_of(&w.status), "failed", "{w:?}");
+    let web = the_step(&w, "web", "apply")
+        .message
+        .as_deref()
         .unwrap_or_default()
         .to_string();
     assert!(
@@ -162,8 +165,9 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
             && web.contains("connection refused"),
         "{web}"
     );
-    let config = step(&w, "config", "apply")["message"]
-        .as_str()
+    let config = the_step(&w, "config", "apply")
+        .message
+        .as_deref()
         .unwrap_or_default()
         .to_string();
     assert!(
@@ -172,8 +176,9 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
         ) && config.contains(&server),
         "{config}"
     );
-    let migrate = step(&w, "migrate", "apply")["message"]
-        .as_str()
+    let migrate = the_step(&w, "migrate", "apply")
+        .message
+        .as_deref()
         .unwrap_or_default()
         .to_string();
     assert!(
@@ -181,7 +186,11 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
         "{migrate}"
     );
     // The inline manifest reads web's outputs: it was never planned.
-    assert_ne!(step(&w, "banner", "apply")["status"], "succeeded", "{w}");
+    assert_ne!(
+        name_of(&the_step(&w, "banner", "apply").status),
+        "succeeded",
+        "{w:?}"
+    );
 }
 
 /// Types Ferry validates but has no plugin for fail their build saying which component and why.
@@ -206,13 +215,15 @@ fn a_type_without_a_plugin_fails_its_build_naming_the_component_and_why() {
         dir.path().join("runner.log"),
     );
     let wf = ferry_tests::sync_and_create(&api, &app, "prod");
-    let w = wait_for(&api, &wf, 120, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let w = wait_until(&api, &wf, 120, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(w["status"], "failed");
+    assert_eq!(name_of(&w.status), "failed");
     assert_eq!(
-        step(&w, "img", "build")["message"],
-        "component `img` is a `docker_build`, which this version of Ferry validates but does not deploy: the runner host has no image builder (it deploys terraform_module, script, helm_chart, kubernetes_manifest, container_image, external_image, job)",
-        "{w}"
+        the_step(&w, "img", "build").message.as_deref(),
+        Some(
+            "component `img` is a `docker_build`, which this version of Ferry validates but does not deploy: the runner host has no image builder (it deploys terraform_module, script, helm_chart, kubernetes_manifest, container_image, external_image, job)"
+        ),
+        "{w:?}"
     );
 }

@@ -1,7 +1,8 @@
 //! The app's OPA policies, evaluated by the install's runner against the real `terraform show
 //! -json` of each plan: a deny blocks the apply and says why, a warning annotates the plan.
 
-use ferry_tests::{NatsServer, Proc, repo_root, step, wait_for};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, repo_root};
 
 /// examples/hello with `policies.toml` and its Rego files.
 fn app_with_policies(dir: &std::path::Path, policies: &[(&str, &str, &str)]) -> std::path::PathBuf {
@@ -19,7 +20,7 @@ fn app_with_policies(dir: &std::path::Path, policies: &[(&str, &str, &str)]) -> 
     app
 }
 
-fn deploy(app: &std::path::Path, dir: &std::path::Path) -> serde_json::Value {
+fn deploy(app: &std::path::Path, dir: &std::path::Path) -> Workflow {
     deploy_audited(app, dir).0
 }
 
@@ -27,7 +28,7 @@ fn deploy(app: &std::path::Path, dir: &std::path::Path) -> serde_json::Value {
 fn deploy_audited(
     app: &std::path::Path,
     dir: &std::path::Path,
-) -> (serde_json::Value, Vec<serde_json::Value>) {
+) -> (Workflow, Vec<serde_json::Value>) {
     let nats = NatsServer::start();
     let (_server, api) = Proc::server(&nats.url, dir.join("server.log"));
     let _runner = Proc::runner(
@@ -37,8 +38,8 @@ fn deploy_audited(
         dir.join("runner.log"),
     );
     let wf = ferry_tests::sync_and_create(&api, app, "prod");
-    let w = wait_for(&api, &wf, 120, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let w = wait_until(&api, &wf, 120, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
     let audit = nats.audit_events();
     (w, audit)
@@ -72,14 +73,22 @@ fn a_deny_blocks_the_apply_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let app = app_with_policies(dir.path(), &[("no-data", "terraform_module", DENY_DATA)]);
     let (w, audit) = deploy_audited(&app, dir.path());
-    assert_eq!(w["status"], "failed", "{w}");
-    assert_eq!(step(&w, "counter", "plan")["status"], "failed", "{w}");
+    assert_eq!(name_of(&w.status), "failed", "{w:?}");
     assert_eq!(
-        step(&w, "counter", "plan")["message"],
-        "denied by policy: no-data: terraform_data.message may not be created",
-        "{w}"
+        name_of(&the_step(&w, "counter", "plan").status),
+        "failed",
+        "{w:?}"
     );
-    assert_ne!(step(&w, "counter", "apply")["status"], "succeeded", "{w}");
+    assert_eq!(
+        the_step(&w, "counter", "plan").message.as_deref(),
+        Some("denied by policy: no-data: terraform_data.message may not be created"),
+        "{w:?}"
+    );
+    assert_ne!(
+        name_of(&the_step(&w, "counter", "apply").status),
+        "succeeded",
+        "{w:?}"
+    );
     // The audit stream has the decision.
     assert!(
         audit.iter().any(|e| e["action"] == "job.failed"
@@ -90,7 +99,11 @@ fn a_deny_blocks_the_apply_and_says_why() {
         "{audit:?}"
     );
     // The script components the policy does not cover deployed.
-    assert_eq!(step(&w, "greeter", "apply")["status"], "succeeded", "{w}");
+    assert_eq!(
+        name_of(&the_step(&w, "greeter", "apply").status),
+        "succeeded",
+        "{w:?}"
+    );
 }
 
 #[test]
@@ -98,17 +111,22 @@ fn a_warning_lets_the_plan_through_and_shows() {
     let dir = tempfile::tempdir().unwrap();
     let app = app_with_policies(dir.path(), &[("sizes", "terraform_module", WARN_MANY)]);
     let w = deploy(&app, dir.path());
-    assert_eq!(w["status"], "succeeded", "{w}");
-    let plan = step(&w, "counter", "plan")["message"]
-        .as_str()
+    assert_eq!(name_of(&w.status), "succeeded", "{w:?}");
+    let plan = the_step(&w, "counter", "plan")
+        .message
+        .as_deref()
         .unwrap_or_default()
         .to_string();
     assert_eq!(
         plan,
         "Plan: 1 to add, 0 to change, 0 to destroy. 2 output(s) change. Policy warnings: sizes: 1 resource(s) will be created.",
-        "{w}"
+        "{w:?}"
     );
-    assert_eq!(step(&w, "counter", "apply")["status"], "succeeded", "{w}");
+    assert_eq!(
+        name_of(&the_step(&w, "counter", "apply").status),
+        "succeeded",
+        "{w:?}"
+    );
 }
 
 /// A policy over a type whose plans this version does not evaluate is not passed in silence: the
@@ -118,18 +136,19 @@ fn a_policy_over_a_type_not_evaluated_says_so_on_the_plan() {
     let dir = tempfile::tempdir().unwrap();
     let app = app_with_policies(dir.path(), &[("scripts", "script", WARN_MANY)]);
     let w = deploy(&app, dir.path());
-    assert_eq!(w["status"], "succeeded", "{w}");
+    assert_eq!(name_of(&w.status), "succeeded", "{w:?}");
     assert_eq!(
-        step(&w, "greeter", "plan")["message"],
-        "apply.sh will run Policies not evaluated for this type by this version: scripts.",
-        "{w}"
+        the_step(&w, "greeter", "plan").message.as_deref(),
+        Some("apply.sh will run Policies not evaluated for this type by this version: scripts."),
+        "{w:?}"
     );
     // The Terraform module's plan is not touched by a policy of another type.
     assert!(
-        step(&w, "counter", "plan")["message"]
-            .as_str()
+        the_step(&w, "counter", "plan")
+            .message
+            .as_deref()
             .unwrap_or_default()
             .ends_with("2 output(s) change."),
-        "{w}"
+        "{w:?}"
     );
 }

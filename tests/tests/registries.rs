@@ -9,9 +9,8 @@ use std::process::Command;
 use ferry_tests::k8s::{
     approve_in_order, create_install, example_app, helm, publish_image, publish_image_as, status,
 };
-use ferry_tests::{
-    NatsServer, Proc, RegistryServer, ferry, ferry_json, free_port, repo_root, step, wait_for,
-};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, RegistryServer, ferry, free_port, repo_root};
 
 /// With a vendor registry (ferry-server --vendor-registry) and an install registry (ferry-runner
 /// --registry), both real `docker-registry` processes: the chart is built as Helm's OCI chart into
@@ -49,10 +48,14 @@ fn charts_build_into_the_vendor_registry_and_sync_into_the_installs() {
     // The sandbox, then the image: approved one by one; the chart then plans from the install's
     // copy of itself, with the install's copy of the image.
     approve_in_order(&api, &wf, &["sandbox", "nginx"]);
-    let w = wait_for(&api, &wf, 120, "the chart's plan to wait", |w| {
-        status(w, "web", "approve") == "waiting" || w["status"] == "failed"
+    let w = wait_until(&api, &wf, 120, "the chart's plan to wait", |w| {
+        status(w, "web", "approve") == "waiting" || name_of(&w.status) == "failed"
     });
-    assert_eq!(step(&w, "web", "plan")["status"], "succeeded", "{w}");
+    assert_eq!(
+        name_of(&the_step(&w, "web", "plan").status),
+        "succeeded",
+        "{w:?}"
+    );
 
     let pull = |reference: &str, into: &std::path::Path| {
         std::fs::create_dir_all(into).unwrap();
@@ -87,14 +90,14 @@ fn charts_build_into_the_vendor_registry_and_sync_into_the_installs() {
 
     // The image: copied by digest, every platform, into the install's registry, and what the
     // chart runs.
-    let installed = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    let outputs = &installed["components"]["nginx"]["outputs"]["image"];
+    let installed = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    let outputs = &installed.components["nginx"].outputs["image"];
     assert_eq!(
         outputs["repository"],
         format!("{}/prod/nginx", installs.host),
-        "{installed}"
+        "{installed:?}"
     );
-    assert_eq!(outputs["digest"], image.as_str(), "{installed}");
+    assert_eq!(outputs["digest"], image.as_str(), "{installed:?}");
     let copy = Command::new("skopeo")
         .args(["inspect", "--raw", "--tls-verify=false"])
         .arg(format!("docker://{}/prod/nginx:1.27-alpine", installs.host))
@@ -213,7 +216,7 @@ fn a_chart_from_a_helm_repository_is_pulled_and_planned() {
         &dir.path().join("runner"),
         dir.path().join("runner.log"),
     );
-    let created = ferry_json(
+    let created = cli::<CreatedInstall>(
         &api,
         &[
             "installs",
@@ -230,21 +233,22 @@ fn a_chart_from_a_helm_repository_is_pulled_and_planned() {
             "--json",
         ],
     );
-    let wf = created["workflow_id"].as_str().unwrap().to_string();
-    let w = wait_for(&api, &wf, 120, "the workflow to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let wf = created.workflow_id.as_str().to_string();
+    let w = wait_until(&api, &wf, 120, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
     let _ = server.kill();
     let _ = server.wait();
-    let plan = step(&w, "site", "plan")["message"]
-        .as_str()
+    let plan = the_step(&w, "site", "plan")
+        .message
+        .as_deref()
         .unwrap_or_default()
         .to_string();
     assert!(
         plan.starts_with(
             "Plan: 3 to add, 0 to change, 0 to destroy. (release `site` in namespace `prod`)"
         ),
-        "{w}"
+        "{w:?}"
     );
     let (_, diff, _) = ferry(&api, &["workflows", "get", &wf, "--diff"]);
     assert!(
@@ -253,19 +257,21 @@ fn a_chart_from_a_helm_repository_is_pulled_and_planned() {
     );
     assert!(diff.contains("+ Deployment/prod/site"), "{diff}");
     // The chart from the OCI registry, pulled by reference.
-    let oci_plan = step(&w, "oci-site", "plan")["message"]
-        .as_str()
+    let oci_plan = the_step(&w, "oci-site", "plan")
+        .message
+        .as_deref()
         .unwrap_or_default()
         .to_string();
     assert!(
         oci_plan.starts_with("Plan: 3 to add, 0 to change, 0 to destroy. (release `oci-site`"),
-        "{w}"
+        "{w:?}"
     );
     assert!(diff.contains("+ Deployment/prod/oci-site"), "{diff}");
     // Applied from the plan's copy of the chart (the repository is gone by now): it fails only
     // at the cluster.
-    let apply = step(&w, "site", "apply")["message"]
-        .as_str()
+    let apply = the_step(&w, "site", "apply")
+        .message
+        .as_deref()
         .unwrap_or_default()
         .to_string();
     assert!(
@@ -353,18 +359,22 @@ fn ecr_credentials_from_get_authorization_token_serve_images_and_both_registries
     );
     let wf = create_install(&api, "https://127.0.0.1:1");
     approve_in_order(&api, &wf, &["sandbox", "nginx"]);
-    let w = wait_for(&api, &wf, 120, "the image's apply", |w| {
-        status(w, "nginx", "apply") == "succeeded" || w["status"] == "failed"
+    let w = wait_until(&api, &wf, 120, "the image's apply", |w| {
+        status(w, "nginx", "apply") == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(step(&w, "nginx", "apply")["status"], "succeeded", "{w}");
-    let installed = ferry_json(&api, &["installs", "get", "prod", "--json"]);
     assert_eq!(
-        installed["components"]["nginx"]["outputs"]["image"]["digest"],
+        name_of(&the_step(&w, "nginx", "apply").status),
+        "succeeded",
+        "{w:?}"
+    );
+    let installed = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    assert_eq!(
+        installed.components["nginx"].outputs["image"]["digest"],
         image.as_str(),
-        "{installed}"
+        "{installed:?}"
     );
     assert_eq!(
-        installed["components"]["nginx"]["outputs"]["image"]["repository"],
+        installed.components["nginx"].outputs["image"]["repository"],
         format!("{}/prod/nginx", installs.host)
     );
     // The SDK's own requests, signed with the host's key, in the region: tokens, and a repository
@@ -397,8 +407,12 @@ fn ecr_credentials_from_get_authorization_token_serve_images_and_both_registries
         assert!(created.contains(repo), "{created:?}");
     }
     // The chart, built into the vendor's ECR, synced through the hub into the install's, plans.
-    let w = wait_for(&api, &wf, 120, "the chart's plan", |w| {
-        status(w, "web", "approve") == "waiting" || w["status"] == "failed"
+    let w = wait_until(&api, &wf, 120, "the chart's plan", |w| {
+        status(w, "web", "approve") == "waiting" || name_of(&w.status) == "failed"
     });
-    assert_eq!(step(&w, "web", "plan")["status"], "succeeded", "{w}");
+    assert_eq!(
+        name_of(&the_step(&w, "web", "plan").status),
+        "succeeded",
+        "{w:?}"
+    );
 }

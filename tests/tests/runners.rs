@@ -2,7 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use ferry_tests::{NatsServer, Proc, ferry_json, repo_root, sync_and_create, wait_for};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, ferry_json, repo_root, sync_and_create};
 
 /// Two runner hosts of one install (each with its own data directory and certificate, as
 /// `installs runner-token` hands out) stay connected side by side — the hub does not take one
@@ -24,24 +25,23 @@ fn two_runner_hosts_of_one_install_do_not_knock_each_other_off() {
             )
         })
         .collect();
-    let done = wait_for(&api, &wf, 120, "the deploy", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 120, "the deploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
     // Both keep their connection for a while: heartbeats from both, no displaced leaf.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let runners = ferry_json(&api, &["runners", "list", "--install", "prod", "--json"]);
+        let runners =
+            cli::<Vec<RunnerInfo>>(&api, &["runners", "list", "--install", "prod", "--json"]);
         let active = runners
-            .as_array()
-            .unwrap()
             .iter()
-            .filter(|r| r["health"] == "active")
+            .filter(|r| name_of(&r.health) == "active")
             .count();
         if active == 2 {
             break;
         }
-        assert!(Instant::now() < deadline, "two active runners: {runners}");
+        assert!(Instant::now() < deadline, "two active runners: {runners:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_secs(3));
@@ -81,7 +81,9 @@ fn a_runner_says_once_why_it_cannot_reach_the_hub() {
         log.clone(),
         &["--exit-when-refused-secs", "4"],
     );
-    wait_for(&api, &wf, 120, "the deploy", |w| w["status"] == "succeeded");
+    wait_until(&api, &wf, 120, "the deploy", |w| {
+        name_of(&w.status) == "succeeded"
+    });
     ferry_json(&api, &["installs", "revoke", "prod", "--json"]);
     wait_in_log(&log, "the hub refuses install prod's certificate");
     std::thread::sleep(Duration::from_secs(5));
@@ -158,13 +160,15 @@ fn installs_are_listed_by_runner_health_and_labels() {
         &dir.path().join("r"),
         dir.path().join("r.log"),
     );
-    wait_for(&api, &wf, 120, "the deploy", |w| w["status"] == "succeeded");
+    wait_until(&api, &wf, 120, "the deploy", |w| {
+        name_of(&w.status) == "succeeded"
+    });
     ferry_json(
         &api,
         &["installs", "label", "prod", "team=payments", "--json"],
     );
     // No runner will ever come for this one.
-    ferry_json(
+    cli::<CreatedInstall>(
         &api,
         &[
             "installs",
@@ -183,11 +187,9 @@ fn installs_are_listed_by_runner_health_and_labels() {
     let names = |args: &[&str]| -> Vec<String> {
         let mut all = vec!["installs", "list", "--json"];
         all.extend_from_slice(args);
-        ferry_json(&api, &all)
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["name"].as_str().unwrap().to_string())
+        cli::<Vec<Install>>(&api, &all)
+            .into_iter()
+            .map(|i| i.name)
             .collect()
     };
     assert_eq!(names(&[]), ["idle", "prod"]);
@@ -231,7 +233,7 @@ fn installs_are_listed_by_runner_health_and_labels() {
     assert!(text.contains("labels: tier=silver"), "{text}");
 
     // A release chooses its installs by the same labels.
-    let release = ferry_json(
+    let release = cli::<Release>(
         &api,
         &[
             "releases",
@@ -245,13 +247,12 @@ fn installs_are_listed_by_runner_health_and_labels() {
             "--json",
         ],
     );
-    let targets: Vec<&str> = release["waves"][0]["targets"]
-        .as_array()
-        .unwrap()
+    let targets: Vec<&str> = release.waves[0]
+        .targets
         .iter()
-        .map(|t| t["install"].as_str().unwrap())
+        .map(|t| t.install.as_str())
         .collect();
-    assert_eq!(targets, ["prod"], "{release}");
+    assert_eq!(targets, ["prod"], "{release:?}");
     let (code, _, err) = ferry_tests::ferry(
         &api,
         &[
