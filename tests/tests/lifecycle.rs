@@ -1,7 +1,8 @@
 //! An install's life after its first deploy: teardown, delete, input updates, deploys of some
 //! components, plan-only deploys, reprovision.
 
-use ferry_tests::{NatsServer, copy_dir, ferry, ferry_json, repo_root, server_and_runner, step};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, copy_dir, ferry, repo_root, server_and_runner};
 
 /// Syncs `app` and deploys it to install `prod` (approve-all), waiting until it is deployed.
 fn deploy_prod(api: &str, app: &std::path::Path) {
@@ -30,40 +31,31 @@ fn teardown_destroys_in_reverse_deploy_order_then_the_sandbox() {
 
     let (code, out, err) = ferry(&api, &["installs", "teardown", "prod", "--wait", "--json"]);
     assert_eq!(code, 0, "{out}{err}");
-    let wf: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(wf["kind"], "teardown");
-    let steps: Vec<(&str, &str)> = wf["steps"]
-        .as_array()
-        .unwrap()
+    let wf: Workflow = serde_json::from_str(&out).unwrap();
+    assert_eq!(name_of(&wf.kind), "teardown");
+    let steps: Vec<(&str, String)> = wf
+        .steps
         .iter()
         // Each destroy follows its approval (automatic here: approve-all).
-        .filter(|s| s["kind"] == "teardown")
-        .map(|s| {
-            (
-                s["component"].as_str().unwrap(),
-                s["status"].as_str().unwrap(),
-            )
-        })
+        .filter(|s| name_of(&s.kind) == "teardown")
+        .map(|s| (s.component.as_str(), name_of(&s.status)))
         .collect();
     assert_eq!(
         steps,
         [
-            ("reporter", "succeeded"),
-            ("counter", "succeeded"),
-            ("greeter", "succeeded"),
-            ("sandbox", "succeeded")
+            ("reporter", "succeeded".to_string()),
+            ("counter", "succeeded".to_string()),
+            ("greeter", "succeeded".to_string()),
+            ("sandbox", "succeeded".to_string())
         ]
     );
     assert_eq!(
         std::fs::read_to_string(&order).unwrap(),
         "reporter\ngreeter\n"
     );
-    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    assert_eq!(install["status"], "torn_down", "{install}");
-    assert!(
-        install["components"].as_object().unwrap().is_empty(),
-        "{install}"
-    );
+    let install = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    assert_eq!(name_of(&install.status), "torn_down", "{install:?}");
+    assert!(install.components.is_empty(), "{install:?}");
 
     // Nothing left to tear down: the workflow fails and says why.
     let (code, _, err) = ferry(&api, &["installs", "teardown", "prod", "--wait"]);
@@ -106,13 +98,17 @@ fn inputs_are_updated_and_an_install_with_deployed_components_is_not_deleted_wit
     );
     assert_eq!(code, 0, "{out}{err}");
     // Only what reads `greeting` (greeter) and what depends on it redeploys: not the sandbox.
-    let wf: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(laid_out(&wf).0, ["greeter", "counter", "reporter"], "{wf}");
-    assert_eq!(wf["scope"]["with_dependents"], true);
-    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    assert_eq!(install["inputs"]["greeting"], "hi");
+    let wf: Workflow = serde_json::from_str(&out).unwrap();
     assert_eq!(
-        install["components"]["greeter"]["outputs"]["message"],
+        laid_out(&wf).0,
+        ["greeter", "counter", "reporter"],
+        "{wf:?}"
+    );
+    assert!(wf.scope.with_dependents);
+    let install = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    assert_eq!(install.inputs["greeting"], "hi");
+    assert_eq!(
+        install.components["greeter"].outputs["message"],
         "hi, prod!"
     );
 
@@ -123,7 +119,7 @@ fn inputs_are_updated_and_an_install_with_deployed_components_is_not_deleted_wit
         "{err}"
     );
     assert_eq!(
-        ferry_json(&api, &["installs", "get", "prod", "--json"])["status"],
+        name_of(&cli::<Install>(&api, &["installs", "get", "prod", "--json"]).status),
         "active"
     );
     let (code, out, err) = ferry(&api, &["installs", "delete", "prod", "--force"]);
@@ -131,24 +127,23 @@ fn inputs_are_updated_and_an_install_with_deployed_components_is_not_deleted_wit
 }
 
 /// The components (in step order, once each) and step kinds of a workflow.
-fn laid_out(wf: &serde_json::Value) -> (Vec<String>, std::collections::BTreeSet<String>) {
+fn laid_out(wf: &Workflow) -> (Vec<String>, std::collections::BTreeSet<String>) {
     let mut components: Vec<String> = Vec::new();
     let mut kinds = std::collections::BTreeSet::new();
-    for s in wf["steps"].as_array().unwrap() {
-        let c = s["component"].as_str().unwrap().to_string();
-        if !components.contains(&c) {
-            components.push(c);
+    for s in &wf.steps {
+        if !components.contains(&s.component) {
+            components.push(s.component.clone());
         }
-        kinds.insert(s["kind"].as_str().unwrap().to_string());
+        kinds.insert(s.kind.label().to_string());
     }
     (components, kinds)
 }
 
-fn deploy_json(api: &str, args: &[&str]) -> serde_json::Value {
+fn deploy_json(api: &str, args: &[&str]) -> Workflow {
     let (code, out, err) = ferry(api, args);
     assert_eq!(code, 0, "{args:?}: {out}{err}");
-    let wf: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(wf["status"], "succeeded", "{wf}");
+    let wf: Workflow = serde_json::from_str(&out).unwrap();
+    assert_eq!(name_of(&wf.status), "succeeded", "{wf:?}");
     wf
 }
 
@@ -176,11 +171,11 @@ fn deploys_of_some_components_plan_only_deploys_and_reprovision() {
     );
     // counter reads greeter's outputs, reporter counter's: both depend on it.
     assert_eq!(laid_out(&wf).0, ["greeter", "counter", "reporter"]);
-    let (_, shown, _) = ferry(&api, &["workflows", "get", wf["id"].as_str().unwrap()]);
+    let (_, shown, _) = ferry(&api, &["workflows", "get", wf.id.as_str()]);
     assert!(shown.contains("scope: greeter + dependents"), "{shown}");
 
     // Plans only: every component plans, nothing is approved or applied.
-    let before = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    let before = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
     let wf = deploy_json(&api, &[&base[..], &["--plan-only"]].concat());
     let (components, kinds) = laid_out(&wf);
     assert_eq!(components, ["sandbox", "greeter", "counter", "reporter"]);
@@ -188,10 +183,10 @@ fn deploys_of_some_components_plan_only_deploys_and_reprovision() {
         kinds.into_iter().collect::<Vec<_>>(),
         ["build", "plan", "sync"]
     );
-    let after = ferry_json(&api, &["installs", "get", "prod", "--json"]);
+    let after = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
     for c in ["greeter", "counter", "reporter"] {
         assert_eq!(
-            after["components"][c]["applied_digest"], before["components"][c]["applied_digest"],
+            after.components[c].applied_digest, before.components[c].applied_digest,
             "{c}"
         );
     }
@@ -201,7 +196,7 @@ fn deploys_of_some_components_plan_only_deploys_and_reprovision() {
         &api,
         &["installs", "reprovision", "prod", "--wait", "--json"],
     );
-    assert_eq!(wf["kind"], "provision");
+    assert_eq!(name_of(&wf.kind), "provision");
     let (components, kinds) = laid_out(&wf);
     assert_eq!(components, ["sandbox"]);
     assert!(kinds.contains("apply"), "{kinds:?}");
@@ -232,16 +227,16 @@ fn sensitive_inputs_and_outputs_are_used_but_never_shown() {
     deploy_prod(&api, &app);
     // Its default is as secret as a value given: masked in the log that echoes it, and the
     // output that shows it is sensitive too.
-    let first = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    let wf = first["last_workflow"].as_str().unwrap();
-    let w = ferry_json(&api, &["workflows", "get", wf, "--json"]);
-    let greeter = step(&w, "greeter", "apply")["job_id"].as_str().unwrap();
+    let first = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    let wf = first.last_workflow.as_deref().unwrap();
+    let w = cli::<Workflow>(&api, &["workflows", "get", wf, "--json"]);
+    let greeter = the_step(&w, "greeter", "apply").job_id.as_deref().unwrap();
     let (code, log, err) = ferry(&api, &["logs", "--job", greeter]);
     assert_eq!(code, 0, "{err}");
     assert!(log.contains("greeter wrote: ***, prod!"), "{log}");
     assert_eq!(
-        first["components"]["greeter"]["outputs"]["message"], "(sensitive)",
-        "{first}"
+        first.components["greeter"].outputs["message"], "(sensitive)",
+        "{first:?}"
     );
     let (code, out, err) = ferry(
         &api,
@@ -256,44 +251,42 @@ fn sensitive_inputs_and_outputs_are_used_but_never_shown() {
     );
     assert_eq!(code, 0, "{out}{err}");
 
-    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    assert_eq!(install["inputs"]["greeting"], "(sensitive)", "{install}");
+    let install = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    assert_eq!(install.inputs["greeting"], "(sensitive)", "{install:?}");
     // Used in clear where it is needed (greeter greets with it), but its output echoes it, so
     // that output is shown as sensitive too.
     assert_eq!(
-        install["components"]["greeter"]["outputs"]["message"],
+        install.components["greeter"].outputs["message"],
         "(sensitive)"
     );
     assert!(
-        install["components"]["greeter"]["sensitive_outputs"]
-            .as_array()
-            .is_some_and(|s| s.iter().any(|n| n == "message")),
-        "{install}"
+        install.components["greeter"]
+            .sensitive_outputs
+            .iter()
+            .any(|n| n == "message"),
+        "{install:?}"
     );
     assert_eq!(
-        install["components"]["counter"]["outputs"]["secret"],
+        install.components["counter"].outputs["secret"],
         "(sensitive)"
     );
-    let wf = install["last_workflow"].as_str().unwrap();
-    let w = ferry_json(&api, &["workflows", "get", wf, "--diff", "--json"]);
-    let apply = step(&w["workflow"], "counter", "apply")["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let wf = install.last_workflow.as_deref().unwrap();
+    // What the CLI prints, as text: the value appears nowhere in it.
+    let diff = cli::<serde_json::Value>(&api, &["workflows", "get", wf, "--diff", "--json"]);
+    let w: Workflow = serde_json::from_value(diff["workflow"].clone()).unwrap();
+    let apply = the_step(&w, "counter", "apply").job_id.clone().unwrap();
+    let json = |args: &[&str]| ferry(&api, args).1;
     for shown in [
-        install.to_string(),
-        ferry_json(&api, &["installs", "list", "--json"]).to_string(),
-        ferry_json(&api, &["jobs", "get", &apply, "--json"]).to_string(),
-        w.to_string(),
+        json(&["installs", "get", "prod", "--json"]),
+        json(&["installs", "list", "--json"]),
+        json(&["jobs", "get", &apply, "--json"]),
+        diff.to_string(),
         ferry(&api, &["installs", "get", "prod"]).1,
     ] {
         assert!(!shown.contains("s3cr3t"), "{shown}");
     }
     // Nor in the job logs: greeter echoes the sensitive greeting, which its log masks.
-    let greeter = step(&w["workflow"], "greeter", "apply")["job_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let greeter = the_step(&w, "greeter", "apply").job_id.clone().unwrap();
     let (code, log, err) = ferry(&api, &["logs", "--job", &greeter]);
     assert_eq!(code, 0, "{err}");
     assert!(log.contains("greeter wrote: ***, prod!"), "{log}");
@@ -366,16 +359,16 @@ fn a_component_removed_from_the_app_is_torn_down_by_the_next_deploy_after_its_ap
     ferry_tests::sync_hello(&api, &app);
     let (code, out, err) = ferry(&api, &["installs", "approve-all", "prod", "off"]);
     assert_eq!(code, 0, "{out}{err}");
-    let started = ferry_json(&api, &["installs", "deploy", "prod", "--json"]);
-    let id = started["workflow_id"].as_str().unwrap();
+    let started = cli::<Deployed>(&api, &["installs", "deploy", "prod", "--json"]);
+    let id = started.workflow_id.as_str();
     // Nothing else changed: only the removal waits, and its approval says what it does.
-    ferry_tests::wait_for(&api, id, 60, "the removal's approval", |w| {
-        step(w, "reporter", "approve")["status"] == "waiting"
+    wait_until(&api, id, 60, "the removal's approval", |w| {
+        step_is(w, "reporter", "approve", "waiting")
     });
-    let list = ferry_json(&api, &["approvals", "list", "--install", "prod", "--json"]);
-    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    let list = cli::<Vec<Approval>>(&api, &["approvals", "list", "--install", "prod", "--json"]);
+    assert_eq!(list.len(), 1, "{list:?}");
     assert_eq!(
-        list[0]["plan_summary"],
+        list[0].plan_summary,
         "Removed from the app: `reporter` will be torn down, destroying everything it deployed."
     );
     assert!(!marker.exists(), "not before its approval");
@@ -383,22 +376,24 @@ fn a_component_removed_from_the_app_is_torn_down_by_the_next_deploy_after_its_ap
     assert_eq!(code, 0, "{out}{err}");
     let (code, out, err) = ferry(&api, &["workflows", "wait", id, "--json"]);
     assert_eq!(code, 0, "{out}{err}");
-    let wf: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let approve = step(&wf, "reporter", "approve");
-    assert_eq!(approve["status"], "succeeded", "{wf}");
-    assert_eq!(step(&wf, "reporter", "teardown")["status"], "succeeded");
+    let wf: Workflow = serde_json::from_str(&out).unwrap();
+    let approve = the_step(&wf, "reporter", "approve");
+    assert_eq!(name_of(&approve.status), "succeeded", "{wf:?}");
+    assert_eq!(
+        name_of(&the_step(&wf, "reporter", "teardown").status),
+        "succeeded"
+    );
     // After every apply of the deploy.
-    let last_apply = wf["steps"]
-        .as_array()
-        .unwrap()
+    let last_apply = wf
+        .steps
         .iter()
-        .filter(|s| s["kind"] == "apply")
-        .map(|s| s["index"].as_u64().unwrap())
+        .filter(|s| name_of(&s.kind) == "apply")
+        .map(|s| s.index)
         .max()
         .unwrap();
-    assert!(approve["index"].as_u64().unwrap() > last_apply);
+    assert!(approve.index > last_apply);
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "HELLO, PROD!\n");
-    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    assert!(install["components"].get("reporter").is_none(), "{install}");
-    assert_eq!(install["status"], "active");
+    let install = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    assert!(!install.components.contains_key("reporter"), "{install:?}");
+    assert_eq!(name_of(&install.status), "active");
 }

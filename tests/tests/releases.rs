@@ -6,7 +6,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ferry_tests::{NatsServer, Proc, ferry, ferry_json, repo_root, wait_for};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, ferry, repo_root};
 
 const INSTALLS: [&str; 6] = ["i1", "i2", "i3", "i4", "i5", "i6"];
 
@@ -27,24 +28,24 @@ fn release_until(
     id: &str,
     secs: u64,
     what: &str,
-    done: impl Fn(&serde_json::Value) -> bool,
-) -> serde_json::Value {
+    done: impl Fn(&Release) -> bool,
+) -> Release {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
-        let r = ferry_json(api, &["releases", "get", id, "--json"]);
+        let r = cli::<Release>(api, &["releases", "get", id, "--json"]);
         if done(&r) {
             return r;
         }
         assert!(
             Instant::now() < deadline,
-            "timed out waiting for {what}: {r}"
+            "timed out waiting for {what}: {r:?}"
         );
         std::thread::sleep(Duration::from_millis(250));
     }
 }
 
-fn targets(r: &serde_json::Value, wave: usize) -> Vec<serde_json::Value> {
-    r["waves"][wave]["targets"].as_array().unwrap().clone()
+fn targets(r: &Release, wave: usize) -> Vec<ferry_model::Target> {
+    r.waves[wave].targets.clone()
 }
 
 #[test]
@@ -68,7 +69,7 @@ fn a_release_halts_on_a_failed_health_gate_resumes_after_the_fix_and_survives_a_
     ferry_tests::sync_hello(&api, &app);
     for i in INSTALLS {
         let greeting = if i == "i3" { "broken" } else { "hello" };
-        let created = ferry_json(
+        let created = cli::<CreatedInstall>(
             &api,
             &[
                 "installs",
@@ -83,13 +84,13 @@ fn a_release_halts_on_a_failed_health_gate_resumes_after_the_fix_and_survives_a_
                 "--json",
             ],
         );
-        let wf = created["workflow_id"].as_str().unwrap().to_string();
-        wait_for(&api, &wf, 120, "provisioning", |w| {
-            w["status"] == "succeeded"
+        let wf = created.workflow_id.as_str().to_string();
+        wait_until(&api, &wf, 120, "provisioning", |w| {
+            name_of(&w.status) == "succeeded"
         });
     }
 
-    let created = ferry_json(
+    let created = cli::<Release>(
         &api,
         &[
             "releases",
@@ -107,46 +108,47 @@ fn a_release_halts_on_a_failed_health_gate_resumes_after_the_fix_and_survives_a_
             "--json",
         ],
     );
-    let id = created["id"].as_str().unwrap().to_string();
+    let id = created.id.as_str().to_string();
     assert_eq!(
-        created["waves"]
-            .as_array()
-            .unwrap()
+        created
+            .waves
             .iter()
-            .map(|w| w["targets"].as_array().unwrap().len())
+            .map(|w| w.targets.len())
             .collect::<Vec<_>>(),
         [1, 2, 3]
     );
 
     // i3's health check fails in wave 2: the release halts, wave 3 is never started.
     let halted = release_until(&api, &id, 120, "the release to halt", |r| {
-        r["status"] == "halted"
+        name_of(&r.status) == "halted"
     });
     assert!(
-        halted["reason"]
-            .as_str()
-            .unwrap()
-            .contains("wave 2 has 1 failed"),
-        "{halted}"
+        halted
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("wave 2 has 1 failed")),
+        "{halted:?}"
     );
     let wave2 = targets(&halted, 1);
-    let i3 = wave2.iter().find(|t| t["install"] == "i3").unwrap();
-    assert_eq!(i3["status"], "failed");
+    let i3 = wave2.iter().find(|t| t.install == "i3").unwrap();
+    assert_eq!(name_of(&i3.status), "failed");
     assert!(
-        i3["message"].as_str().unwrap().contains("health check"),
-        "{i3}"
+        i3.message
+            .as_deref()
+            .is_some_and(|m| m.contains("health check")),
+        "{i3:?}"
     );
     assert!(
         targets(&halted, 2)
             .iter()
-            .all(|t| t["status"] == "pending" && t["deploy"].is_null()),
-        "{halted}"
+            .all(|t| name_of(&t.status) == "pending" && t.deploy.is_none()),
+        "{halted:?}"
     );
     std::thread::sleep(Duration::from_secs(6));
-    let still = ferry_json(&api, &["releases", "get", &id, "--json"]);
+    let still = cli::<Release>(&api, &["releases", "get", &id, "--json"]);
     assert!(
-        targets(&still, 2).iter().all(|t| t["deploy"].is_null()),
-        "{still}"
+        targets(&still, 2).iter().all(|t| t.deploy.is_none()),
+        "{still:?}"
     );
 
     // The fix: i3's greeting. Then resume: i3 again, then wave 3.
@@ -169,30 +171,28 @@ fn a_release_halts_on_a_failed_health_gate_resumes_after_the_fix_and_survives_a_
     release_until(&api, &id, 120, "wave 3 to start", |r| {
         targets(r, 2)
             .iter()
-            .any(|t| t["status"] == "deploying" || t["status"] == "checking")
+            .any(|t| name_of(&t.status) == "deploying" || name_of(&t.status) == "checking")
     });
     server.kill();
     std::thread::sleep(Duration::from_secs(2));
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server-2.log"));
     let done = release_until(&api, &id, 180, "the release to finish", |r| {
-        r["status"] == "succeeded" || r["status"] == "halted"
+        name_of(&r.status) == "succeeded" || name_of(&r.status) == "halted"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
     let (_, shown, _) = ferry(&api, &["releases", "get", &id]);
     assert!(shown.contains("wave 3 (passed)"), "{shown}");
 
     // Nothing ran twice: one release deploy per install of wave 3, and i3 deployed twice (once
     // per attempt).
-    let all = ferry_json(&api, &["workflows", "list", "--json"]);
+    let all = cli::<Vec<Workflow>>(&api, &["workflows", "list", "--json"]);
     let cause = format!("release {id}");
     let deploys = |i: &str| {
-        all.as_array()
-            .unwrap()
-            .iter()
+        all.iter()
             .filter(|w| {
-                w["install"] == i
-                    && w["cause"] == cause.as_str()
-                    && w["kind"] == "deploy-components"
+                w.install == i
+                    && w.cause.as_deref() == Some(cause.as_str())
+                    && name_of(&w.kind) == "deploy-components"
             })
             .count()
     };
@@ -227,7 +227,7 @@ fn a_release_waits_for_a_prompting_installs_approval_unless_made_with_approve_al
         dir.path().join("runner.log"),
     );
     ferry_tests::sync_hello(&api, &app);
-    let created = ferry_json(
+    let created = cli::<CreatedInstall>(
         &api,
         &[
             "installs",
@@ -240,46 +240,44 @@ fn a_release_waits_for_a_prompting_installs_approval_unless_made_with_approve_al
             "--json",
         ],
     );
-    let wf = created["workflow_id"].as_str().unwrap().to_string();
-    wait_for(&api, &wf, 120, "provisioning", |w| {
-        w["status"] == "succeeded"
+    let wf = created.workflow_id.as_str().to_string();
+    wait_until(&api, &wf, 120, "provisioning", |w| {
+        name_of(&w.status) == "succeeded"
     });
     let (code, out, err) = ferry(&api, &["installs", "approve-all", "solo", "off"]);
     assert_eq!(code, 0, "{out}{err}");
 
     change_greeter(&api, &app, "1");
-    let r = ferry_json(
+    let r = cli::<Release>(
         &api,
         &[
             "releases", "create", "--app", "hello", "--waves", "100%", "--json",
         ],
     );
-    let id = r["id"].as_str().unwrap().to_string();
+    let id = r.id.as_str().to_string();
     let waiting = release_until(
         &api,
         &id,
         120,
         "the deploy to wait for its approval",
         |_| {
-            let a = ferry_json(&api, &["approvals", "list", "--install", "solo", "--json"]);
-            !a.as_array().unwrap().is_empty()
+            let a =
+                cli::<Vec<Approval>>(&api, &["approvals", "list", "--install", "solo", "--json"]);
+            !a.is_empty()
         },
     );
-    assert_eq!(waiting["status"], "running", "{waiting}");
-    let deploy = targets(&waiting, 0)[0]["deploy"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    assert_eq!(name_of(&waiting.status), "running", "{waiting:?}");
+    let deploy = targets(&waiting, 0)[0].deploy.clone().unwrap();
     let (code, out, err) = ferry(&api, &["workflows", "approve", &deploy, "--all"]);
     assert_eq!(code, 0, "{out}{err}");
     let done = release_until(&api, &id, 120, "the release to finish", |r| {
-        r["status"] == "succeeded"
+        name_of(&r.status) == "succeeded"
     });
-    assert_eq!(targets(&done, 0)[0]["status"], "succeeded");
+    assert_eq!(name_of(&targets(&done, 0)[0].status), "succeeded");
 
     // With --approve-all the release's plans are approved without anyone.
     change_greeter(&api, &app, "2");
-    let r = ferry_json(
+    let r = cli::<Release>(
         &api,
         &[
             "releases",
@@ -292,12 +290,12 @@ fn a_release_waits_for_a_prompting_installs_approval_unless_made_with_approve_al
             "--json",
         ],
     );
-    let id = r["id"].as_str().unwrap().to_string();
+    let id = r.id.as_str().to_string();
     let done = release_until(&api, &id, 120, "the release to finish", |r| {
-        r["status"] == "succeeded"
+        name_of(&r.status) == "succeeded"
     });
-    let deploy = targets(&done, 0)[0]["deploy"].as_str().unwrap().to_string();
-    let w = ferry_json(&api, &["workflows", "get", &deploy, "--json"]);
-    let approve = ferry_tests::step(&w, "greeter", "approve");
-    assert_eq!(approve["actor"], "approve-all", "{w}");
+    let deploy = targets(&done, 0)[0].deploy.clone().unwrap();
+    let w = cli::<Workflow>(&api, &["workflows", "get", &deploy, "--json"]);
+    let approve = the_step(&w, "greeter", "approve");
+    assert_eq!(approve.actor.as_deref(), Some("approve-all"), "{w:?}");
 }
