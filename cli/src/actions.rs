@@ -2,9 +2,11 @@
 //! `ferry runbooks run`; `ferry break-glass grant|revoke`.
 
 use anyhow::Result;
-use ferry_model::api::{ActionInfo, GrantBreakGlass, RunAction, WorkflowFilter};
+use ferry_model::api::{
+    ActionInfo, ActionRunReport, ActionStepReport, GrantBreakGlass, InstallAction, RunAction,
+    WorkflowFilter,
+};
 use ferry_model::ops;
-use serde_json::json;
 
 use crate::args::{ActionsCmd, BreakGlassCmd, RunbooksCmd};
 use crate::commands::{parse_inputs, print_json, then_wait};
@@ -109,9 +111,12 @@ async fn list(api: &Api, install: Option<&str>, out: Output) -> Result<i32> {
         all.extend(actions.into_iter().map(|a| (i.clone(), a)));
     }
     if out == Output::Json {
-        let v: Vec<_> = all
+        let v: Vec<InstallAction> = all
             .iter()
-            .map(|(i, a)| json!({ "install": i, "action": a }))
+            .map(|(i, a)| InstallAction {
+                install: i.clone(),
+                action: a.clone(),
+            })
             .collect();
         print_json(&v)?;
         return Ok(0);
@@ -175,14 +180,24 @@ async fn runs(
         out.push((wf, steps));
     }
     if json_out {
-        let v: Vec<_> = out
+        let v: Vec<ActionRunReport> = out
             .iter()
-            .map(|(wf, steps)| {
-                let steps: Vec<_> = steps
+            .map(|(wf, steps)| ActionRunReport {
+                run: wf.id.clone(),
+                action: wf.run.as_ref().map(|r| r.action.clone()),
+                trigger: wf.run.as_ref().map(|r| r.trigger.clone()),
+                status: wf.status,
+                created_at: wf.created_at.clone(),
+                steps: steps
                     .iter()
-                    .map(|(s, o)| json!({ "step": s.action.as_ref().map(|a| &a.step), "status": s.status, "job": s.job_id, "message": s.message, "outputs": o }))
-                    .collect();
-                json!({ "run": wf.id, "action": wf.run.as_ref().map(|r| &r.action), "trigger": wf.run.as_ref().map(|r| &r.trigger), "status": wf.status, "created_at": wf.created_at, "steps": steps })
+                    .map(|(s, o)| ActionStepReport {
+                        step: s.action.as_ref().map(|a| a.step.clone()),
+                        status: s.status,
+                        job: s.job_id.clone(),
+                        message: s.message.clone(),
+                        outputs: o.clone(),
+                    })
+                    .collect(),
             })
             .collect();
         print_json(&v)?;

@@ -147,7 +147,7 @@ impl NatsServer {
 
     /// Every record of the `AUDIT` stream so far, oldest first (from a runtime of its own: for
     /// synchronous tests).
-    pub fn audit_events(&self) -> Vec<serde_json::Value> {
+    pub fn audit_events(&self) -> Vec<ferry_model::AuditEvent> {
         let rt = tokio::runtime::Runtime::new().expect("a runtime");
         rt.block_on(async {
             let js = async_nats::jetstream::new(self.admin().await);
@@ -156,7 +156,10 @@ impl NatsServer {
             let mut out = Vec::new();
             for seq in 1..=last {
                 if let Ok(m) = stream.get_raw_message(seq).await {
-                    out.push(serde_json::from_slice(&m.payload).unwrap_or_default());
+                    out.push(
+                        serde_json::from_slice(&m.payload)
+                            .unwrap_or_else(|e| panic!("audit record {seq} is not one: {e}")),
+                    );
                 }
             }
             out

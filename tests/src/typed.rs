@@ -8,7 +8,8 @@ use serde::de::DeserializeOwned;
 
 // What tests read, in one glob import (`use ferry_tests::typed::*`).
 pub use ferry_model::api::{
-    CreatedInstall, CreatedToken, Deployed, Fleet, RunnerInfo, SyncResponse, TokenInfo,
+    ActionRunReport, CreatedInstall, CreatedToken, Deployed, Fleet, InstallAction, RunnerInfo,
+    SyncResponse, TokenInfo,
 };
 pub use ferry_model::{
     Approval, Execution, ExecutionStatus, Install, InstallStatus, Job, JobStatus, Release, Step,

@@ -92,13 +92,10 @@ fn audit_records_the_stream_refuses_are_retried_and_counted_not_lost() {
     wait_until("the workflow's record", Duration::from_secs(30), || {
         nats.audit_events()
             .iter()
-            .any(|e| e["action"] == "workflow.succeeded" && e["target"] == workflow.as_str())
+            .any(|e| e.action == "workflow.succeeded" && e.target == workflow)
     });
     for e in nats.audit_events() {
-        let key = (
-            e["action"].as_str().unwrap_or_default().to_string(),
-            e["target"].as_str().unwrap_or_default().to_string(),
-        );
+        let key = (e.action.clone(), e.target.clone());
         *seen.entry(key).or_default() += 1;
     }
     for job in &jobs {

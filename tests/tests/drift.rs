@@ -143,7 +143,7 @@ fn a_component_changed_behind_ferrys_back_is_drifted_until_a_deploy_and_the_sche
     let audit = nats.audit_events();
     let drifted: Vec<_> = audit
         .iter()
-        .filter(|e| e["action"] == "component.drifted")
+        .filter(|e| e.action == "component.drifted")
         .collect();
     assert_eq!(drifted.len(), 2, "{drifted:?}");
 }

@@ -28,7 +28,7 @@ fn deploy(app: &std::path::Path, dir: &std::path::Path) -> Workflow {
 fn deploy_audited(
     app: &std::path::Path,
     dir: &std::path::Path,
-) -> (Workflow, Vec<serde_json::Value>) {
+) -> (Workflow, Vec<ferry_model::AuditEvent>) {
     let nats = NatsServer::start();
     let (_server, api) = Proc::server(&nats.url, dir.join("server.log"));
     let _runner = Proc::runner(
@@ -91,9 +91,9 @@ fn a_deny_blocks_the_apply_and_says_why() {
     );
     // The audit stream has the decision.
     assert!(
-        audit.iter().any(|e| e["action"] == "job.failed"
-            && e["detail"]["component"] == "counter"
-            && e["detail"]["error"]
+        audit.iter().any(|e| e.action == "job.failed"
+            && e.detail["component"] == "counter"
+            && e.detail["error"]
                 .as_str()
                 .is_some_and(|m| m.starts_with("denied by policy: no-data:"))),
         "{audit:?}"

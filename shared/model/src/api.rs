@@ -438,3 +438,34 @@ pub struct StackQuery {
     pub bundle_url: Option<String>,
     pub bundle_sha256: Option<String>,
 }
+
+/// One action of an install, as `ferry actions list --json` prints it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InstallAction {
+    pub install: String,
+    pub action: ActionInfo,
+}
+
+/// One run of an action with its steps' outputs, as `ferry actions runs --json` prints it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ActionRunReport {
+    /// The run's workflow.
+    pub run: String,
+    pub action: Option<String>,
+    /// `manual`, `cron` or the lifecycle trigger.
+    pub trigger: Option<String>,
+    pub status: crate::WorkflowStatus,
+    pub created_at: String,
+    pub steps: Vec<ActionStepReport>,
+}
+
+/// One step of an action's run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ActionStepReport {
+    pub step: Option<String>,
+    pub status: crate::StepStatus,
+    pub job: Option<String>,
+    pub message: Option<String>,
+    #[serde(default)]
+    pub outputs: serde_json::Map<String, serde_json::Value>,
+}
