@@ -4,8 +4,8 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use ferry_tests::{NatsServer, Proc, S3Store, ferry, repo_root, step};
-use serde_json::Value;
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, S3Store, ferry, repo_root};
 
 /// A control plane archiving job logs in `s3` (bucket `ferry-logs`, under `archive/logs/`), a
 /// runner, and install `prod` deployed; the greeter's apply job.
@@ -47,9 +47,10 @@ fn deployed(s3: &S3Store) -> Deployed {
     ferry_tests::sync_hello(&api, &app);
     let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--wait", "--json"]);
     assert_eq!(code, 0, "{out}{err}");
-    let wf: Value = serde_json::from_str(&out).unwrap();
-    let job = step(&wf, "greeter", "apply")["job_id"]
-        .as_str()
+    let wf: Workflow = serde_json::from_str(&out).unwrap();
+    let job = the_step(&wf, "greeter", "apply")
+        .job_id
+        .as_deref()
         .unwrap()
         .to_string();
     Deployed {
@@ -82,14 +83,14 @@ fn finished_jobs_logs_go_to_s3_compressed_and_are_served_from_there() {
     flate2::read::GzDecoder::new(compressed.as_slice())
         .read_to_string(&mut text)
         .expect("a gzip object");
-    let lines: Vec<Value> = text
+    let lines: Vec<ferry_model::LogEntry> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert!(
         lines
             .iter()
-            .any(|l| l["text"] == "greeter wrote: hello, prod!"),
+            .any(|l| l.text == "greeter wrote: hello, prod!"),
         "{text}"
     );
     // Nothing of it in the hub's own archive.

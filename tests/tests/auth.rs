@@ -2,7 +2,8 @@
 //! org's token 404 on this org's install, a revoked token 401), and a runner that applies only
 //! plans it produced itself.
 
-use ferry_tests::{NatsServer, Proc, ferry, ferry_json, repo_root, token_for};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, ferry, repo_root, token_for};
 
 /// Runs the CLI with exactly `token` (or none), not the test hub's admin token.
 fn as_token(api: &str, token: Option<&str>, args: &[&str]) -> (i32, String, String) {
@@ -22,14 +23,11 @@ fn as_token(api: &str, token: Option<&str>, args: &[&str]) -> (i32, String, Stri
 }
 
 fn new_token(api: &str, name: &str, role: &str) -> (String, String) {
-    let t = ferry_json(
+    let t = cli::<CreatedToken>(
         api,
         &["tokens", "create", "--name", name, "--role", role, "--json"],
     );
-    (
-        t["token"].as_str().unwrap().to_string(),
-        t["info"]["id"].as_str().unwrap().to_string(),
-    )
+    (t.token.clone(), t.info.id.clone())
 }
 
 #[test]
@@ -84,9 +82,10 @@ fn every_request_needs_a_token_whose_role_and_org_allow_it() {
     );
 
     // Tokens are listed without their secrets, and stored only as hashes.
-    let list = ferry_json(&api, &["tokens", "list", "--json"]);
-    assert_eq!(list.as_array().unwrap().len(), 3, "{list}");
-    assert!(!list.to_string().contains(&viewer[viewer.len() - 20..]));
+    let list = cli::<Vec<TokenInfo>>(&api, &["tokens", "list", "--json"]);
+    assert_eq!(list.len(), 3, "{list:?}");
+    let printed = ferry(&api, &["tokens", "list", "--json"]).1;
+    assert!(!printed.contains(&viewer[viewer.len() - 20..]));
 
     // Another org's admin does not see this org's install: 404, as if it did not exist.
     let other = mint_for_org(&nats.url, "globex");
@@ -183,22 +182,23 @@ fn a_runner_applies_only_a_plan_it_produced_itself() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
     ferry_tests::sync_hello(&api, &repo_root().join("examples/hello"));
-    let created = ferry_json(
+    let created = cli::<CreatedInstall>(
         &api,
         &[
             "installs", "create", "--app", "hello", "--name", "prod", "--json",
         ],
     );
-    let wf = created["workflow_id"].as_str().unwrap().to_string();
-    let w = ferry_tests::wait_for(&api, &wf, 60, "the sandbox plan to wait", |w| {
-        ferry_tests::step(w, "sandbox", "approve")["status"] == "waiting"
+    let wf = created.workflow_id.as_str().to_string();
+    let w = wait_until(&api, &wf, 60, "the sandbox plan to wait", |w| {
+        step_is(w, "sandbox", "approve", "waiting")
     });
-    let approval = ferry_tests::step(&w, "sandbox", "approve")["approval_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let plan_job = ferry_tests::step(&w, "sandbox", "plan")["job_id"]
-        .as_str()
+    let approval = the_step(&w, "sandbox", "approve")
+        .approval_id
+        .clone()
+        .unwrap();
+    let plan_job = the_step(&w, "sandbox", "plan")
+        .job_id
+        .as_deref()
         .unwrap()
         .to_string();
     // The forger's plan: its digest replaces the real one on the approval.
@@ -258,25 +258,25 @@ fn a_runner_applies_only_a_plan_it_produced_itself() {
     );
     assert_eq!(code, 1);
     assert!(err.contains("403"), "{err}");
-    let still = ferry_json(&api, &["workflows", "get", &wf, "--json"]);
+    let still = cli::<Workflow>(&api, &["workflows", "get", &wf, "--json"]);
     assert_eq!(
-        ferry_tests::step(&still, "sandbox", "approve")["status"],
+        name_of(&the_step(&still, "sandbox", "approve").status),
         "waiting"
     );
     let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
     assert_eq!(code, 0, "{out}{err}");
-    let done = ferry_tests::wait_for(&api, &wf, 60, "the apply to end", |w| {
-        w["status"] == "failed" || w["status"] == "succeeded"
+    let done = wait_until(&api, &wf, 60, "the apply to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
-    assert_eq!(done["status"], "failed", "{done}");
-    let apply = ferry_tests::step(&done, "sandbox", "apply");
+    assert_eq!(name_of(&done.status), "failed", "{done:?}");
+    let apply = the_step(&done, "sandbox", "apply");
     assert_eq!(
-        apply["message"],
+        apply.message.clone().unwrap_or_default(),
         format!(
             "refusing to apply: this install holds no plan {digest} of its own (it applies only \
              plans it produced); retry the step to plan again"
         ),
-        "{apply}"
+        "{apply:?}"
     );
     assert!(!std::path::Path::new("/tmp/pwned-by-forged-plan").exists());
 }

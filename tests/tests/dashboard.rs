@@ -7,8 +7,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, Locator};
+use ferry_tests::NatsServer;
 use ferry_tests::browser::{Browser, screenshot};
-use ferry_tests::{NatsServer, ferry_json, step};
+use ferry_tests::typed::*;
 
 async fn sign_in(b: &Client, api: &str, token: &str) {
     b.goto(&format!("{api}/ui/login")).await.unwrap();
@@ -68,8 +69,8 @@ async fn decide(b: &Client, button: fantoccini::elements::Element) {
     b.execute("window.__stayed = true", vec![]).await.unwrap();
 }
 
-fn workflow(api: &str, id: &str) -> serde_json::Value {
-    ferry_json(api, &["workflows", "get", id, "--json"])
+fn workflow(api: &str, id: &str) -> Workflow {
+    cli::<Workflow>(api, &["workflows", "get", id, "--json"])
 }
 
 #[test]
@@ -83,23 +84,21 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
         "for i in $(seq 1 30); do echo \"warming up $i\"; sleep 0.15; done",
     );
     ferry_tests::sync_hello(&api, &app);
-    let created = ferry_json(
+    let created = cli::<CreatedInstall>(
         &api,
         &[
             "installs", "create", "--app", "hello", "--name", "prod", "--json",
         ],
     );
-    let wf_id = created["workflow_id"].as_str().unwrap().to_string();
+    let wf_id = created.workflow_id.as_str().to_string();
     let admin = ferry_tests::token_for(&api).unwrap();
-    let viewer = ferry_json(
+    let viewer = cli::<CreatedToken>(
         &api,
         &[
             "tokens", "create", "--name", "eve", "--role", "viewer", "--json",
         ],
-    )["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    )
+    .token;
 
     let browser = Browser::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -167,7 +166,7 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
         assert!(refused.contains("cannot decide on plans"), "{refused}");
         v.close().await.unwrap();
         assert_eq!(
-            workflow(&api, &wf_id)["status"],
+            name_of(&workflow(&api, &wf_id).status),
             "running",
             "the viewer decided nothing"
         );
@@ -180,12 +179,12 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
         loop {
             assert!(Instant::now() < deadline, "the workflow did not finish");
             let wf = workflow(&api, &wf_id);
-            if wf["status"] == "succeeded" {
+            if name_of(&wf.status) == "succeeded" {
                 break;
             }
-            let greeter = step(&wf, "greeter", "apply");
-            if !log_followed && greeter["status"] == "running" {
-                let job = greeter["job_id"].as_str().unwrap();
+            let greeter = the_step(&wf, "greeter", "apply");
+            if !log_followed && name_of(&greeter.status) == "running" {
+                let job = greeter.job_id.as_deref().unwrap();
                 b.goto(&format!("{api}/ui/jobs/{job}")).await.unwrap();
                 until_text(&b, "#job-status", |t| t == "finished").await;
                 let log = text_of(&b, "pre#log").await;
@@ -241,7 +240,7 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
                 .await
                 .contains("No releases yet")
         );
-        let release = ferry_json(
+        let release = cli::<Release>(
             &api,
             &[
                 "releases", "create", "--app", "hello", "--waves", "100%", "--json",
@@ -250,7 +249,7 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
         b.refresh().await.unwrap();
         let listed = text_of(&b, "table#releases").await;
         assert!(
-            listed.contains(release["id"].as_str().unwrap()) && listed.contains("hello"),
+            listed.contains(release.id.as_str()) && listed.contains("hello"),
             "{listed}"
         );
         screenshot(&b, "releases").await;

@@ -4,7 +4,8 @@
 
 use std::process::Command;
 
-use ferry_tests::{NatsServer, bin, ferry, ferry_json, repo_root};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, bin, ferry, repo_root};
 
 #[test]
 fn bash_completes_commands_and_flags_from_the_completion_script() {
@@ -89,10 +90,10 @@ fn listings_take_an_output_format_and_colour_is_for_terminals_only() {
     let header = wide.lines().next().unwrap();
     assert!(header.contains("LAST WORKFLOW") && header.contains("APPROVE-ALL"));
     assert!(wide.lines().nth(1).unwrap().contains(" on "), "{wide}");
-    let listed = ferry_json(&api, &["installs", "list", "-o", "json"]);
-    assert_eq!(listed[0]["name"], "prod");
+    let listed = cli::<Vec<Install>>(&api, &["installs", "list", "-o", "json"]);
+    assert_eq!(listed[0].name, "prod");
     assert_eq!(
-        ferry_json(&api, &["workflows", "list", "--json"])[0]["install"],
+        cli::<Vec<Workflow>>(&api, &["workflows", "list", "--json"])[0].install,
         "prod"
     );
     let (_, wide, _) = ferry(&api, &["workflows", "list", "-o", "wide"]);

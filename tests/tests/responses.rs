@@ -1,7 +1,8 @@
 //! Every response to a workflow, a step, a job or an install in a state that does not allow it:
 //! a 409 (or 404) with a message that says why, and nothing changed.
 
-use ferry_tests::{NatsServer, Proc, ferry, ferry_json, repo_root, server_and_runner, step};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, ferry, repo_root, server_and_runner};
 
 /// Runs `args`, expects it refused with `status` and `says` in the message, and the workflow
 /// record (and the install's) exactly as before.
@@ -31,7 +32,7 @@ fn responses_to_an_ended_workflow_are_refused_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     ferry_tests::sync_hello(&api, &repo_root().join("examples/hello"));
-    let created = ferry_json(
+    let created = cli::<Workflow>(
         &api,
         &[
             "installs",
@@ -45,10 +46,11 @@ fn responses_to_an_ended_workflow_are_refused_and_change_nothing() {
             "--json",
         ],
     );
-    let wf = created["id"].as_str().unwrap().to_string();
-    assert_eq!(created["status"], "succeeded", "{created}");
-    let job = step(&created, "greeter", "apply")["job_id"]
-        .as_str()
+    let wf = created.id.as_str().to_string();
+    assert_eq!(name_of(&created.status), "succeeded", "{created:?}");
+    let job = the_step(&created, "greeter", "apply")
+        .job_id
+        .as_deref()
         .unwrap()
         .to_string();
     let w = wf.as_str();
@@ -134,8 +136,8 @@ fn responses_to_a_running_workflow_are_refused_and_change_nothing() {
     let wf = ferry_tests::sync_and_create(&api, &repo_root().join("examples/hello"), "prod");
     ferry_tests::running_job(&api, &wf, "sandbox", "sync");
     let w = wf.as_str();
-    let sync = ferry_json(&api, &["workflows", "get", w, "--json"]);
-    let sync = step(&sync, "sandbox", "sync")["index"].to_string();
+    let sync = cli::<Workflow>(&api, &["workflows", "get", w, "--json"]);
+    let sync = the_step(&sync, "sandbox", "sync").index.to_string();
 
     refused(
         &api,

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ferry_protocol::messages::{RenewReply, RenewRequest};
+use ferry_tests::typed::*;
 use ferry_tests::{NatsServer, ORG, Proc, ferry_json, repo_root, sync_hello, token_for};
 
 /// A new key in `dir` and its CSR for install `prod`.
@@ -84,13 +85,8 @@ fn bootstrap(api: &str, token: &str, dir: &Path) -> String {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let (reply, status) = text.rsplit_once('\n').unwrap();
     if status == "200" {
-        let reply: serde_json::Value = serde_json::from_str(reply).unwrap();
-        files
-            .store(
-                reply["certificate"].as_str().unwrap(),
-                reply["ca"].as_str().unwrap(),
-            )
-            .unwrap();
+        let reply: ferry_model::api::BootstrapReply = serde_json::from_str(reply).unwrap();
+        files.store(&reply.certificate, &reply.ca).unwrap();
     }
     status.to_string()
 }
@@ -106,18 +102,16 @@ fn renewals_racing_a_revoke_yield_no_certificate_that_works_after_it() {
         &["--renewals-at-once", "1000000"],
     );
     sync_hello(&api, &repo_root().join("examples/hello"));
-    let created = ferry_json(
+    let created = cli::<CreatedInstall>(
         &api,
         &[
             "installs", "create", "--app", "hello", "--name", "prod", "--json",
         ],
     );
-    let first_token = created["runner_token"]["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let unused_token = ferry_json(&api, &["installs", "runner-token", "prod", "--json"]);
-    let unused_token = unused_token["token"].as_str().unwrap().to_string();
+    let first_token = created.runner_token.unwrap().token;
+    let unused_token: ferry_model::api::RunnerToken =
+        cli(&api, &["installs", "runner-token", "prod", "--json"]);
+    let unused_token = unused_token.token;
     assert_eq!(
         bootstrap(&api, &first_token, &dir.path().join("first")),
         "200"
@@ -165,9 +159,12 @@ fn renewals_racing_a_revoke_yield_no_certificate_that_works_after_it() {
     );
 
     // An operator's new token opens the install again, to runners bootstrapped with it only.
-    let fresh = ferry_json(&api, &["installs", "runner-token", "prod", "--json"]);
-    let fresh = fresh["token"].as_str().unwrap();
-    assert_eq!(bootstrap(&api, fresh, &dir.path().join("fresh")), "200");
+    let fresh: ferry_model::api::RunnerToken =
+        cli(&api, &["installs", "runner-token", "prod", "--json"]);
+    assert_eq!(
+        bootstrap(&api, &fresh.token, &dir.path().join("fresh")),
+        "200"
+    );
     assert_eq!(
         bootstrap(&api, &unused_token, &dir.path().join("old-token-again")),
         "401",
@@ -189,14 +186,14 @@ fn a_connection_renews_only_its_own_certificate_and_not_while_it_has_most_of_its
     let dir = tempfile::tempdir().unwrap();
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     sync_hello(&api, &repo_root().join("examples/hello"));
-    let created = ferry_json(
+    let created = cli::<CreatedInstall>(
         &api,
         &[
             "installs", "create", "--app", "hello", "--name", "prod", "--json",
         ],
     );
-    let token = created["runner_token"]["token"].as_str().unwrap();
-    assert_eq!(bootstrap(&api, token, &dir.path().join("first")), "200");
+    let token = created.runner_token.unwrap().token;
+    assert_eq!(bootstrap(&api, &token, &dir.path().join("first")), "200");
     let files = ferry_pki::InstallFiles::new(&dir.path().join("first"));
     let serial = files.info().unwrap().serial;
     let rt = tokio::runtime::Runtime::new().unwrap();

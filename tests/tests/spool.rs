@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use ferry_tests::typed::*;
 use ferry_tests::{
-    Link, NatsServer, Proc, copy_dir, ferry, ferry_json, repo_root, running_job, step,
-    sync_and_create, wait_for,
+    Link, NatsServer, Proc, copy_dir, ferry, repo_root, running_job, sync_and_create,
 };
 
 #[test]
@@ -74,17 +74,16 @@ fn a_job_that_prints_through_a_cut_link_delivers_every_line_in_order_once() {
     );
     assert!(cut_at.elapsed() >= Duration::from_secs(60));
 
-    let done = wait_for(&api, &wf, 180, "the workflow to end", |w| {
-        w["status"] == "succeeded" || w["status"] == "failed"
+    let done = wait_until(&api, &wf, 180, "the workflow to end", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
-    assert_eq!(step(&done, "greeter", "apply")["status"], "succeeded");
-    let j = ferry_json(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
     assert_eq!(
-        j["executions"].as_array().unwrap().len(),
-        1,
-        "ran once: {j}"
+        name_of(&the_step(&done, "greeter", "apply").status),
+        "succeeded"
     );
+    let j = cli::<Job>(&api, &["jobs", "get", &job, "--json"]);
+    assert_eq!(j.executions.len(), 1, "ran once: {j:?}");
     let log = ferry(&api, &["logs", "--job", &job]).1;
     let numbers: Vec<u32> = log
         .lines()
