@@ -280,14 +280,6 @@ pub fn create_hello(api: &str, name: &str, extra: &[&str]) -> (i32, String, Stri
     ferry(api, &args)
 }
 
-/// Runs the `ferry` CLI and parses its `--json` output; panics with the CLI's output if it fails.
-pub fn ferry_json(api: &str, args: &[&str]) -> serde_json::Value {
-    let (code, out, err) = ferry(api, args);
-    assert_eq!(code, 0, "ferry {args:?} failed:\n{out}\n{err}");
-    serde_json::from_str(&out)
-        .unwrap_or_else(|e| panic!("ferry {args:?} printed no JSON ({e}):\n{out}"))
-}
-
 /// The example app copied into `dir/hello`, with `prelude` run first by the greeter's apply
 /// (after its `set -eu`): a slow or chatty job to watch.
 pub fn hello_with_greeter_prelude(dir: &Path, prelude: &str) -> PathBuf {
@@ -501,45 +493,6 @@ impl Drop for Proc {
     }
 }
 
-/// Polls `ferry workflows get` until `pred` holds, or panics after `secs`.
-pub fn wait_for(
-    api: &str,
-    workflow: &str,
-    secs: u64,
-    what: &str,
-    pred: impl Fn(&serde_json::Value) -> bool,
-) -> serde_json::Value {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        // `workflows get` exits 1 for a failed or cancelled workflow: the JSON is what counts.
-        let (_, out, err) = ferry(api, &["workflows", "get", workflow, "--json"]);
-        if let Ok(wf) = serde_json::from_str::<serde_json::Value>(&out)
-            && pred(&wf)
-        {
-            return wf;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; last: {out}{err}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The step of `component` of `kind` in a workflow JSON; `null` while there is none (a workflow
-/// not laid out yet), so a [`wait_for`] predicate waits rather than panics, and an assertion on
-/// a step that never came fails on its `null`.
-pub fn step<'a>(wf: &'a serde_json::Value, component: &str, kind: &str) -> &'a serde_json::Value {
-    static NONE: serde_json::Value = serde_json::Value::Null;
-    wf["steps"]
-        .as_array()
-        .and_then(|s| {
-            s.iter()
-                .find(|s| s["component"] == component && s["kind"] == kind && s["action"].is_null())
-        })
-        .unwrap_or(&NONE)
-}
-
 /// Syncs `app` as app `hello`.
 pub fn sync_hello(api: &str, app: &Path) {
     let (code, out, err) = ferry(
@@ -557,24 +510,21 @@ pub fn sync_hello(api: &str, app: &Path) {
 
 /// Waits until the `kind` step of `component` runs in `workflow`; returns its job's id.
 pub fn running_job(api: &str, workflow: &str, component: &str, kind: &str) -> String {
-    let w = wait_for(
-        api,
-        workflow,
-        90,
-        &format!("{component}'s {kind} to run"),
-        |w| step(w, component, kind)["status"] == "running",
-    );
-    step(&w, component, kind)["job_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a running {kind} step has a job: {w}"))
-        .to_string()
+    let what = format!("{component}'s {kind} to run");
+    let w = typed::wait_until(api, workflow, 90, &what, |w| {
+        typed::step_is(w, component, kind, "running")
+    });
+    typed::the_step(&w, component, kind)
+        .job_id
+        .clone()
+        .unwrap_or_else(|| panic!("a running {kind} step has a job: {}", typed::steps_of(&w)))
 }
 
 /// Syncs `app` as app `hello` and creates install `install` (approve-all); returns its first
 /// workflow's id.
 pub fn sync_and_create(api: &str, app: &Path, install: &str) -> String {
     sync_hello(api, app);
-    let created = ferry_json(
+    let created: ferry_model::api::CreatedInstall = typed::cli(
         api,
         &[
             "installs",
@@ -587,10 +537,7 @@ pub fn sync_and_create(api: &str, app: &Path, install: &str) -> String {
             "--json",
         ],
     );
-    created["workflow_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no workflow id in {created}"))
-        .to_string()
+    created.workflow_id
 }
 
 /// A `ferry-server` with every service and a runner for install `prod` (data and logs in `dir`);

@@ -8,7 +8,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
-use ferry_tests::{NatsServer, Proc, ferry_json, repo_root};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, repo_root};
 
 /// The value of the counter `series` on the API's `/metrics`, 0 when absent.
 fn counter(api: &str, series: &str) -> f64 {
@@ -66,26 +67,24 @@ fn audit_records_the_stream_refuses_are_retried_and_counted_not_lost() {
     });
     // The first job's end is not recorded: its step waits for its audit record.
     std::thread::sleep(Duration::from_secs(2));
-    let install = ferry_json(&api, &["installs", "get", "prod", "--json"]);
-    assert_ne!(install["status"], "active", "{install:#}");
+    let install = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    assert_ne!(name_of(&install.status), "active", "{install:#?}");
     assert_eq!(nats.audit_events().len(), before);
 
     rt.block_on(async { js.update_stream(config).await.unwrap() });
     wait_until("the deploy ends", Duration::from_secs(120), || {
-        ferry_json(&api, &["installs", "get", "prod", "--json"])["status"] == "active"
+        name_of(&cli::<Install>(&api, &["installs", "get", "prod", "--json"]).status) == "active"
     });
-    let workflow = ferry_json(&api, &["installs", "get", "prod", "--json"])["last_workflow"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let wf = ferry_json(&api, &["workflows", "get", &workflow, "--json"]);
-    let jobs: Vec<String> = wf["steps"]
-        .as_array()
-        .unwrap()
+    let workflow = cli::<Install>(&api, &["installs", "get", "prod", "--json"])
+        .last_workflow
+        .unwrap();
+    let wf = cli::<Workflow>(&api, &["workflows", "get", &workflow, "--json"]);
+    let jobs: Vec<String> = wf
+        .steps
         .iter()
-        .filter_map(|s| s["job_id"].as_str().map(String::from))
+        .filter_map(|s| s.job_id.as_deref().map(String::from))
         .collect();
-    assert!(jobs.len() >= 8, "{wf:#}");
+    assert!(jobs.len() >= 8, "{wf:#?}");
 
     // Every record is there, once: the workflow's end and each job's.
     let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ferry_tests::typed::*;
-use ferry_tests::{NatsServer, Proc, ferry, ferry_json, sync_hello};
+use ferry_tests::{NatsServer, Proc, ferry, sync_hello};
 
 fn example() -> std::path::PathBuf {
     ferry_tests::repo_root().join("examples/hello")
@@ -53,22 +53,20 @@ fn runner_bootstrapping_at(
 
 /// `installs create` of app `hello` as `prod`: its first workflow, its runner's one-time token,
 /// and the whole answer.
-fn create_prod(api: &str, approve_all: bool) -> (String, String, serde_json::Value) {
+fn create_prod(api: &str, approve_all: bool) -> (String, String, CreatedInstall) {
     let mut args = vec![
         "installs", "create", "--app", "hello", "--name", "prod", "--json",
     ];
     if approve_all {
         args.push("--approve-all");
     }
-    let created = ferry_json(api, &args);
-    let field = |v: &serde_json::Value| v.as_str().map(str::to_string);
-    match (
-        field(&created["workflow_id"]),
-        field(&created["runner_token"]["token"]),
-    ) {
-        (Some(wf), Some(token)) => (wf, token, created),
-        _ => panic!("no workflow or token in {created}"),
-    }
+    let created: CreatedInstall = cli(api, &args);
+    let token = created
+        .runner_token
+        .as_ref()
+        .map(|t| t.token.clone())
+        .unwrap_or_else(|| panic!("no runner token in {created:?}"));
+    (created.workflow_id.clone(), token, created)
 }
 
 #[test]
@@ -78,7 +76,7 @@ fn a_runner_bootstraps_with_its_one_time_token_and_the_token_works_once() {
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     sync_hello(&api, &example());
     let (wf, token, created) = create_prod(&api, true);
-    assert!(token.starts_with("ferryboot_default_"), "{created}");
+    assert!(token.starts_with("ferryboot_default_"), "{created:?}");
 
     // A hub URL nothing listens on, and something that is not a NATS server (the API's HTTP
     // port): the runner says so before it spends the token, which stays usable.
@@ -313,15 +311,11 @@ fn a_revoked_certificate_loses_its_connection_within_seconds_and_is_refused_afte
     });
 
     let asked = std::time::Instant::now();
-    let revoked = ferry_json(&api, &["installs", "revoke", "prod", "--json"]);
-    assert_eq!(
-        revoked["certificates"].as_array().unwrap().len(),
-        1,
-        "{revoked}"
-    );
+    let revoked: ferry_model::api::Revoked = cli(&api, &["installs", "revoke", "prod", "--json"]);
+    assert_eq!(revoked.certificates.len(), 1, "{revoked:?}");
     assert!(
-        revoked["connections_closed"].as_u64().unwrap() >= 2,
-        "runner and watcher: {revoked}"
+        revoked.connections_closed >= 2,
+        "runner and watcher: {revoked:?}"
     );
     let dropped = rx
         .recv_timeout(Duration::from_secs(5))
@@ -447,7 +441,7 @@ fn an_expired_bootstrap_token_is_refused() {
     );
     sync_hello(&api, &example());
     let (_, token, created) = create_prod(&api, false);
-    assert_eq!(created["runner_token"]["expires_in_secs"], 1);
+    assert_eq!(created.runner_token.unwrap().expires_in_secs, 1);
     std::thread::sleep(Duration::from_secs(2));
     let mut runner = Proc::spawn(
         "ferry-runner",

@@ -9,7 +9,8 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
-use ferry_tests::{NatsServer, Proc, ferry, repo_root, wait_for};
+use ferry_tests::typed::*;
+use ferry_tests::{NatsServer, Proc, ferry, repo_root};
 
 /// Small caps, so a test fills them in seconds: 52 MiB reserved of the hub's 160 MB store.
 const CAPS: &[&str] = &[
@@ -104,10 +105,10 @@ fn an_install_filling_its_log_stream_fails_no_other_write_or_deploy() {
         &dir.path().join("runner"),
         dir.path().join("runner.log"),
     );
-    let done = wait_for(&api, &wf, 180, "the deploy", |w| {
-        w["status"] != "running" && w["status"] != "pending"
+    let done = wait_until(&api, &wf, 180, "the deploy", |w| {
+        name_of(&w.status) != "running" && name_of(&w.status) != "pending"
     });
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
     let (code, _, err) = ferry(&api, &["installs", "label", "prod", "tier=gold"]);
     assert_eq!(code, 0, "{err}");
 }
@@ -236,13 +237,13 @@ fn a_token_past_its_event_streams_is_refused_and_the_process_caps_them_all() {
         &["--sse-max", "260"],
     );
     let viewer = |name: &str| {
-        let v = ferry_tests::ferry_json(
+        let v = cli::<CreatedToken>(
             &api,
             &[
                 "tokens", "create", "--name", name, "--role", "viewer", "--json",
             ],
         );
-        v["token"].as_str().unwrap().to_string()
+        v.token.as_str().to_string()
     };
     let (a, b) = (viewer("a"), viewer("b"));
     let mut open: Vec<TcpStream> = (0..200)

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 
 use ferry_tests::typed::*;
 use ferry_tests::{FerryDev, copy_dir, ferry, repo_root};
-use serde_json::Value;
 
 fn example() -> std::path::PathBuf {
     repo_root().join("examples/hello")
@@ -76,14 +75,12 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
     );
     let counter_plan = the_step(&wf, "counter", "plan").job_id.as_deref().unwrap();
     let (_, log, _) = ferry(&dev.api, &["logs", "--job", counter_plan, "--json"]);
-    let lines: Vec<Value> = log
+    let lines: Vec<ferry_model::LogEntry> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert!(
-        lines
-            .iter()
-            .any(|l| l["text"].as_str().unwrap_or("").contains("Plan: 1 to add")),
+        lines.iter().any(|l| l.text.contains("Plan: 1 to add")),
         "{log}"
     );
     assert_eq!(

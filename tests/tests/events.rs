@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferry_tests::{NatsServer, Proc, Sse, repo_root, sse_curl, sse_events, step};
+use ferry_tests::{NatsServer, Proc, Sse, repo_root, sse_curl, sse_events};
 use serde_json::Value;
 
 /// Reads an SSE capture until `done` holds of its events (or panics after 60 s).
@@ -187,8 +187,11 @@ fn a_job_log_is_numbered_lines_that_resume_after_the_last_one_seen() {
     ferry_tests::sync_hello(&api, &app);
     let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--wait", "--json"]);
     assert_eq!(code, 0, "{out}{err}");
-    let wf: Value = serde_json::from_str(&out).unwrap();
-    let job = step(&wf, "greeter", "apply")["job_id"].as_str().unwrap();
+    let wf: ferry_model::Workflow = serde_json::from_str(&out).unwrap();
+    let job = ferry_tests::typed::the_step(&wf, "greeter", "apply")
+        .job_id
+        .as_deref()
+        .unwrap();
 
     let path = format!("/v1/jobs/{job}/log");
     let all = sse_events(&capture(&api, &path, &[], 2, dir.path()));

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use ferry_tests::typed::*;
 use ferry_tests::{NatsServer, ORG, Proc};
 
 /// A hub with the control plane running, and a connection holding install `a`'s certificate,
@@ -288,12 +289,12 @@ async fn the_services_credentials_cannot_change_or_delete_the_audit_stream() {
 #[tokio::test(flavor = "multi_thread")]
 async fn forged_results_from_the_installs_own_identity_are_ignored_and_preempt_nothing() {
     use ferry_protocol::messages::{EventBody, JobEvent, JobResult, Outcome, PlanData};
-    use ferry_tests::{ferry_json, step, wait_for};
+
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     ferry_tests::sync_hello(&api, &ferry_tests::repo_root().join("examples/hello"));
-    let created = ferry_json(
+    let created = cli::<CreatedInstall>(
         &api,
         &[
             "installs",
@@ -306,7 +307,7 @@ async fn forged_results_from_the_installs_own_identity_are_ignored_and_preempt_n
             "--json",
         ],
     );
-    let wf = created["workflow_id"].as_str().unwrap().to_string();
+    let wf = created.workflow_id.as_str().to_string();
 
     let creds = nats.issue_install(ORG, "prod", &dir.path().join("forger"));
     let forger = creds.connect_options().connect(&nats.url).await.unwrap();
@@ -355,17 +356,20 @@ async fn forged_results_from_the_installs_own_identity_are_ignored_and_preempt_n
         dir.path().join("runner.log"),
     );
     let done = tokio::task::spawn_blocking(move || {
-        wait_for(&api, &wf, 120, "the workflow to end", |w| {
-            w["status"] == "succeeded" || w["status"] == "failed"
+        wait_until(&api, &wf, 120, "the workflow to end", |w| {
+            name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
         })
     })
     .await
     .unwrap();
-    assert_eq!(done["status"], "succeeded", "{done}");
-    for s in done["steps"].as_array().unwrap() {
-        assert_ne!(s["message"], "forged", "{s}");
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    for s in &done.steps {
+        assert_ne!(s.message.as_deref(), Some("forged"), "{s:?}");
     }
-    assert_ne!(step(&done, "sandbox", "plan")["message"], "forged");
+    assert_ne!(
+        the_step(&done, "sandbox", "plan").message.as_deref(),
+        Some("forged")
+    );
 }
 
 /// Connects as one of the services' users and records the server's errors.

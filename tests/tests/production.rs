@@ -39,7 +39,7 @@ impl Drop for Group {
 }
 
 /// `ferry` as the logged-in vendor of the steps (its token, its API), with `args`.
-fn ferry(dir: &Path, api: &str, args: &[&str]) -> Option<serde_json::Value> {
+fn ferry<T: serde::de::DeserializeOwned>(dir: &Path, api: &str, args: &[&str]) -> Option<T> {
     let token = std::fs::read_to_string(dir.join("admin.token")).ok()?;
     let out = Command::new(bin("ferry"))
         .env("FERRY_TOKEN", token.trim())
@@ -110,13 +110,18 @@ fn the_readmes_production_steps_deploy_the_example() {
     let api = format!("http://127.0.0.1:{http}");
     let deadline = Instant::now() + Duration::from_secs(180);
     let status = loop {
-        let wf = ferry(dir.path(), &api, &["installs", "get", "prod", "--json"])
-            .and_then(|i| i["last_workflow"].as_str().map(str::to_string));
+        let wf =
+            ferry::<ferry_model::Install>(dir.path(), &api, &["installs", "get", "prod", "--json"])
+                .and_then(|i| i.last_workflow);
         if let Some(wf) = wf
-            && let Some(w) = ferry(dir.path(), &api, &["workflows", "get", &wf, "--json"])
-            && (w["status"] == "succeeded" || w["status"] == "failed")
+            && let Some(w) = ferry::<ferry_model::Workflow>(
+                dir.path(),
+                &api,
+                &["workflows", "get", &wf, "--json"],
+            )
+            && w.status.is_terminal()
         {
-            break w["status"].clone();
+            break w.status;
         }
         assert!(
             Instant::now() < deadline,
@@ -126,7 +131,7 @@ fn the_readmes_production_steps_deploy_the_example() {
         std::thread::sleep(Duration::from_millis(500));
     };
     let log = std::fs::read_to_string(dir.path().join("steps.log")).unwrap_or_default();
-    assert_eq!(status, "succeeded", "{log}");
+    assert_eq!(status, ferry_model::WorkflowStatus::Succeeded, "{log}");
     // hub-init says what it wrote, the runner bootstrapped itself from the bundle.
     assert!(
         log.contains("hub.conf") && log.contains("auth.conf"),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ferry_protocol::messages::{RenewReply, RenewRequest};
 use ferry_tests::typed::*;
-use ferry_tests::{NatsServer, ORG, Proc, ferry_json, repo_root, sync_hello, token_for};
+use ferry_tests::{NatsServer, ORG, Proc, repo_root, sync_hello, token_for};
 
 /// A new key in `dir` and its CSR for install `prod`.
 fn new_key(dir: &Path) -> (ferry_pki::InstallFiles, String) {
@@ -132,11 +132,8 @@ fn renewals_racing_a_revoke_yield_no_certificate_that_works_after_it() {
     let renewer = rt.spawn(renew_until(client, dir.path().to_path_buf(), stop.clone()));
     // Renewals work until the revocation, then race it.
     std::thread::sleep(Duration::from_millis(500));
-    let revoked = ferry_json(&api, &["installs", "revoke", "prod", "--json"]);
-    assert!(
-        revoked["connections_closed"].as_u64().unwrap() >= 1,
-        "{revoked}"
-    );
+    let revoked: ferry_model::api::Revoked = cli(&api, &["installs", "revoke", "prod", "--json"]);
+    assert!(revoked.connections_closed >= 1, "{revoked:?}");
     std::thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::SeqCst);
     let issued = rt.block_on(renewer).unwrap();

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use ferry_tests::typed::*;
-use ferry_tests::{NatsServer, Proc, ferry_json, repo_root, sync_and_create};
+use ferry_tests::{NatsServer, Proc, repo_root, sync_and_create};
 
 /// Two runner hosts of one install (each with its own data directory and certificate, as
 /// `installs runner-token` hands out) stay connected side by side — the hub does not take one
@@ -84,7 +84,7 @@ fn a_runner_says_once_why_it_cannot_reach_the_hub() {
     wait_until(&api, &wf, 120, "the deploy", |w| {
         name_of(&w.status) == "succeeded"
     });
-    ferry_json(&api, &["installs", "revoke", "prod", "--json"]);
+    cli::<ferry_model::api::Revoked>(&api, &["installs", "revoke", "prod", "--json"]);
     wait_in_log(&log, "the hub refuses install prod's certificate");
     std::thread::sleep(Duration::from_secs(5));
     let text = std::fs::read_to_string(&log).unwrap();
@@ -163,7 +163,7 @@ fn installs_are_listed_by_runner_health_and_labels() {
     wait_until(&api, &wf, 120, "the deploy", |w| {
         name_of(&w.status) == "succeeded"
     });
-    ferry_json(
+    cli::<Install>(
         &api,
         &["installs", "label", "prod", "team=payments", "--json"],
     );
@@ -212,7 +212,7 @@ fn installs_are_listed_by_runner_health_and_labels() {
     );
     assert!(names(&["--label", "team=payments", "--label", "tier=gold"]).is_empty());
 
-    let relabelled = ferry_json(
+    let relabelled: Install = cli(
         &api,
         &[
             "installs",
@@ -225,8 +225,8 @@ fn installs_are_listed_by_runner_health_and_labels() {
         ],
     );
     assert_eq!(
-        relabelled["labels"],
-        serde_json::json!({ "tier": "silver" })
+        relabelled.labels,
+        [("tier".to_string(), "silver".to_string())].into()
     );
     assert!(names(&["--label", "team=search"]).is_empty());
     let (_, text, _) = ferry_tests::ferry(&api, &["installs", "get", "idle"]);
