@@ -180,26 +180,7 @@ async fn runs(
         out.push((wf, steps));
     }
     if json_out {
-        let v: Vec<ActionRunReport> = out
-            .iter()
-            .map(|(wf, steps)| ActionRunReport {
-                run: wf.id.clone(),
-                action: wf.run.as_ref().map(|r| r.action.clone()),
-                trigger: wf.run.as_ref().map(|r| r.trigger.clone()),
-                status: wf.status,
-                created_at: wf.created_at.clone(),
-                steps: steps
-                    .iter()
-                    .map(|(s, o)| ActionStepReport {
-                        step: s.action.as_ref().map(|a| a.step.clone()),
-                        status: s.status,
-                        job: s.job_id.clone(),
-                        message: s.message.clone(),
-                        outputs: o.clone(),
-                    })
-                    .collect(),
-            })
-            .collect();
+        let v: Vec<ActionRunReport> = out.iter().map(|(wf, steps)| report(wf, steps)).collect();
         print_json(&v)?;
         return Ok(0);
     }
@@ -232,4 +213,28 @@ async fn runs(
         }
     }
     Ok(0)
+}
+
+/// A run as `actions runs --json` prints it.
+fn report(
+    wf: &ferry_model::Workflow,
+    steps: &[(&ferry_model::Step, ferry_model::Outputs)],
+) -> ActionRunReport {
+    ActionRunReport {
+        run: wf.id.clone(),
+        action: wf.run.as_ref().map(|r| r.action.clone()),
+        trigger: wf.run.as_ref().map(|r| r.trigger.clone()),
+        status: wf.status,
+        created_at: wf.created_at.clone(),
+        steps: steps
+            .iter()
+            .map(|(s, o)| ActionStepReport {
+                step: s.action.as_ref().map(|a| a.step.clone()),
+                status: s.status,
+                job: s.job_id.clone(),
+                message: s.message.clone(),
+                outputs: o.clone(),
+            })
+            .collect(),
+    }
 }

@@ -90,3 +90,58 @@ fn at_most_12_functions_are_over_80_lines_and_each_says_why() {
     // The scan sees functions at all (a broken scan would pass the checks above).
     assert!(long.len() >= 5, "{long:#?}");
 }
+
+/// Every `["field"]` read in the end-to-end tests, by file: a JSON value indexed by a key. Reads
+/// of the records' own maps (a component's `outputs`, an install's `inputs` and `components`, an
+/// audit record's `detail`) are typed record access and not counted.
+fn string_indexed_reads() -> Vec<(String, usize)> {
+    let root = repo_root().join("tests");
+    let mut out = Vec::new();
+    for dir in [root.join("tests"), root.join("src")] {
+        for p in std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()) {
+            if p.extension().is_none_or(|e| e != "rs") || p.ends_with("shape.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let bytes = text.as_bytes();
+            let mut n = 0;
+            for (at, _) in text.match_indices("[\"") {
+                let before = at.checked_sub(1).map(|i| bytes[i]);
+                let indexes =
+                    before.is_some_and(|b| b.is_ascii_alphanumeric() || b"_)]".contains(&b));
+                let rest = &text[at + 2..];
+                let key = rest.split('"').next().unwrap_or_default();
+                let closed = rest[key.len()..].starts_with("\"]");
+                let field =
+                    !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+                let head = &text[at.saturating_sub(40)..at];
+                let record_map = [".components", ".outputs", ".inputs", ".detail"]
+                    .iter()
+                    .any(|m| {
+                        head.rsplit_once(m).is_some_and(|(_, tail)| {
+                            tail.is_empty() || tail.starts_with('[') && tail.ends_with(']')
+                        })
+                    });
+                if indexes && closed && field && !record_map {
+                    n += 1;
+                }
+            }
+            if n > 0 {
+                out.push((p.display().to_string(), n));
+            }
+        }
+    }
+    out
+}
+
+/// End-to-end tests read Ferry's records typed (`ferry_tests::typed`): what is left indexing
+/// JSON by string reads shapes that are not Ferry's records (NATS monitoring, SSE payloads,
+/// Terraform's JSON, the OpenAPI document, the CLI's validate report).
+#[test]
+fn end_to_end_tests_read_typed_records() {
+    let reads = string_indexed_reads();
+    let total: usize = reads.iter().map(|r| r.1).sum();
+    assert!(total <= 100, "{total} string-indexed reads: {reads:#?}");
+    // The scan sees them at all.
+    assert!(total >= 10, "{reads:#?}");
+}
