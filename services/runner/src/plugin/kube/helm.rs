@@ -201,12 +201,7 @@ fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
 
 fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let plan: HelmPlan = serde_json::from_slice(&approved_plan(job)?)?;
-    if plan.artifact_digest != job.spec.artifact_digest {
-        return Err(PluginError(format!(
-            "the approved plan is for artifact {}, not {}",
-            plan.artifact_digest, job.spec.artifact_digest
-        )));
-    }
+    super::same_artifact(job, &plan.artifact_digest)?;
     let cluster = Cluster::of(job)?;
     let chart = chart_path(job, plan.chart_package.as_deref())?;
     let timeout = job.spec.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);

@@ -159,12 +159,7 @@ fn list_file(
 
 fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let plan: ManifestPlan = serde_json::from_slice(&approved_plan(job)?)?;
-    if plan.artifact_digest != job.spec.artifact_digest {
-        return Err(PluginError(format!(
-            "the approved plan is for artifact {}, not {}",
-            plan.artifact_digest, job.spec.artifact_digest
-        )));
-    }
+    super::same_artifact(job, &plan.artifact_digest)?;
     let cluster = Cluster::of(job)?;
     let ns = &plan.namespace;
     let new = objects::parse(&plan.manifest, ns).map_err(PluginError)?;

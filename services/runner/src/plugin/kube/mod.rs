@@ -58,6 +58,18 @@ pub(crate) fn torn_down(
     Ok(crate::plugin::PluginResult::default())
 }
 
+/// An approved plan's artifact must be the one this job deploys: a plan approved for another
+/// build is not applied.
+pub(crate) fn same_artifact(job: &PluginJob, planned: &str) -> Result<(), PluginError> {
+    if planned == job.spec.artifact_digest {
+        return Ok(());
+    }
+    Err(PluginError(format!(
+        "the approved plan is for artifact {planned}, not {}",
+        job.spec.artifact_digest
+    )))
+}
+
 /// The manifest last applied (empty before the first apply).
 pub(crate) fn last_applied(job: &PluginJob) -> Result<String, PluginError> {
     match std::fs::read_to_string(applied_path(job)) {
