@@ -152,6 +152,14 @@ pub fn install(i: &Install) -> String {
     if !i.labels.is_empty() {
         out.push_str(&format!("\nlabels: {}", labels(&i.labels)));
     }
+    if let Some(s) = &i.install_stack {
+        out.push_str(&format!(
+            "\ninstall stack: {} ({} outputs, read by the runner at {})",
+            s.status,
+            s.outputs.len(),
+            s.reported_at
+        ));
+    }
     let mut rows = vec![vec![
         "sandbox".to_string(),
         status_word(i.sandbox.status),

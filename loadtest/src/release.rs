@@ -228,6 +228,7 @@ async fn runners(
             registry: None,
             break_glass_host_only: false,
             metrics_interval: Duration::from_secs(15),
+            stack: None,
         };
         let runner = Arc::new(ferry_runner::runner::Runner::connect(cfg).await?);
         tasks.push(tokio::spawn(async move {

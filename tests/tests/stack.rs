@@ -1,7 +1,8 @@
 //! The install stack as a vendor hands it over and a customer launches it: `ferry installs stack`
 //! renders examples/aws-account's template for an install, AWS's linter passes it, and the
 //! customer creates it with the AWS CLI in an AWS API (moto): the roles and the runner host are
-//! there, and the break-glass role is not while the customer has not turned it on.
+//! there, and the break-glass role is not while the customer has not turned it on; the runner
+//! reads the stack from inside the account and templates render its outputs.
 
 use std::path::Path;
 use std::process::Command;
@@ -158,6 +159,67 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
         "the break-glass role exists before it was turned on"
     );
     assert!(err.contains("NoSuchEntity"), "{err}");
+
+    // The runner in the account reads the stack and reports it: the install records its status
+    // and outputs, and templates read them (whoami prints the maintenance role's ARN).
+    let aws_env = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let _runner = Proc::runner_env(
+        &nats.url,
+        "acme",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+        &[],
+        &[
+            aws_env("FERRY_STACK_NAME", "ferry-acme"),
+            aws_env("FERRY_STACK_ENDPOINT", &moto.url),
+            aws_env("FERRY_STACK_REGION", "us-east-1"),
+            aws_env("AWS_ACCESS_KEY_ID", "testing"),
+            aws_env("AWS_SECRET_ACCESS_KEY", "testing"),
+        ],
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let install = loop {
+        let i: ferry_model::Install =
+            ferry_tests::typed::cli(&api, &["installs", "get", "acme", "--json"]);
+        if i.install_stack.is_some() {
+            break i;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the runner reported no stack: {}",
+            std::fs::read_to_string(dir.path().join("runner.log")).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    };
+    let reported = install.install_stack.unwrap();
+    assert_eq!(reported.status, "CREATE_COMPLETE");
+    assert_eq!(
+        reported.outputs["maintenance_iam_role_arn"],
+        output("maintenance_iam_role_arn").as_str()
+    );
+    let (_, shown, _) = ferry(&api, &["installs", "get", "acme"]);
+    assert!(shown.contains("install stack: CREATE_COMPLETE"), "{shown}");
+    let (code, out, err) = ferry(&api, &["installs", "approve-all", "acme", "on"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let wf = install.last_workflow.unwrap();
+    let done = ferry_tests::typed::wait_until(&api, &wf, 120, "the provisioning", |w| {
+        w.status.is_terminal()
+    });
+    assert_eq!(
+        done.status,
+        ferry_model::WorkflowStatus::Succeeded,
+        "{}",
+        ferry_tests::typed::steps_of(&done)
+    );
+    let (code, log, err) = ferry(&api, &["logs", "--workflow", &wf, "--component", "whoami"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        log.contains(&format!(
+            "maintenance role: {}",
+            output("maintenance_iam_role_arn")
+        )),
+        "{log}"
+    );
 
     // moto's CloudFormation does not create AWS::SecretsManager::Secret resources (it skips
     // types it does not model), so the secrets are checked in the template (and by cfn-lint):

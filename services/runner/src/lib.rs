@@ -32,6 +32,7 @@ pub mod plugin;
 pub mod registry;
 pub mod rotate;
 pub mod runner;
+pub mod stack;
 pub mod stats;
 
 pub use runner::{Runner, RunnerConfig};

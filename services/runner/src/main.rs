@@ -67,6 +67,17 @@ struct Args {
     /// by a customer token.
     #[arg(long, env = "FERRY_BREAK_GLASS_HOST_ONLY")]
     break_glass_host_only: bool,
+    /// The install stack this runner runs in (its CloudFormation stack's name): the runner reads
+    /// its status and outputs with the host's own identity and reports them
+    /// (`.nuon.install_stack` in templates). The install stack's user data sets it.
+    #[arg(long, env = "FERRY_STACK_NAME")]
+    stack_name: Option<String>,
+    /// The install stack's region (default: AWS_REGION).
+    #[arg(long, env = "FERRY_STACK_REGION")]
+    stack_region: Option<String>,
+    /// Another CloudFormation endpoint than AWS's (a VPC endpoint).
+    #[arg(long, env = "FERRY_STACK_ENDPOINT")]
+    stack_endpoint: Option<String>,
     /// The helm binary for helm_chart components (default: `helm` on PATH).
     #[arg(long, env = "FERRY_HELM")]
     helm: Option<PathBuf>,
@@ -415,6 +426,7 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
         })
     };
     let install_registry = install_registry(&args)?;
+    let stack = stack_source(&args);
     Ok(RunnerConfig {
         mode,
         nats_url: args.nats_url,
@@ -440,5 +452,22 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
         registry: install_registry,
         break_glass_host_only: args.break_glass_host_only,
         metrics_interval: Duration::from_secs(args.metrics_interval_secs.max(1)),
+        stack,
+    })
+}
+
+/// The install stack to read, when the runner runs in one (its region: the flag, else
+/// AWS_REGION, else us-east-1).
+fn stack_source(args: &Args) -> Option<ferry_runner::stack::StackSource> {
+    let name = args.stack_name.clone()?;
+    let region = args
+        .stack_region
+        .clone()
+        .or_else(|| std::env::var("AWS_REGION").ok())
+        .unwrap_or_else(|| "us-east-1".into());
+    Some(ferry_runner::stack::StackSource {
+        name,
+        region,
+        endpoint: args.stack_endpoint.clone(),
     })
 }

@@ -50,6 +50,8 @@ pub struct RunnerConfig {
     pub break_glass_host_only: bool,
     /// How often the runner sends its metrics to the hub (`stats.rs`).
     pub metrics_interval: Duration,
+    /// The install stack this runner reads and reports (`stack.rs`), if it runs in one.
+    pub stack: Option<crate::stack::StackSource>,
 }
 
 #[derive(Debug, Clone)]
@@ -330,8 +332,14 @@ impl Runner {
                 self.cfg.max_jobs,
             );
             let routing = route_pushes(pushes, self.running.clone(), bells_tx);
+            let reporting = crate::stack::report(
+                self.client.clone(),
+                org.clone(),
+                install.clone(),
+                self.cfg.stack.clone(),
+            );
             let beside = async {
-                tokio::join!(beating, routing);
+                tokio::join!(beating, routing, reporting);
                 std::future::pending::<()>().await
             };
             info!(nats = %self.cfg.nats_url, "runner started");

@@ -36,6 +36,7 @@ mod releases;
 mod results;
 mod resume;
 mod runbooks;
+mod stacks;
 mod steady;
 mod stops;
 mod work;
@@ -212,6 +213,7 @@ impl Scheduler {
         let claims = self.clone().serve_claims();
         let leases = self.clone().serve_leases();
         let heartbeats = self.clone().serve_heartbeats();
+        let stack_reports = self.clone().serve_stack_reports();
         let offer_queries = self.clone().serve_offer_queries();
         let reconcile = self.clone().reconcile_loop();
         let cron = self.clone().cron_loop();
@@ -223,6 +225,7 @@ impl Scheduler {
             claims,
             leases,
             heartbeats,
+            stack_reports,
             offer_queries,
             reconcile,
             cron,

@@ -26,6 +26,7 @@ pub fn install_state(cfg: &AppConfig, install: &Install) -> serde_json::Value {
         sandbox_outputs: Some(&install.sandbox.outputs),
         component_outputs: Some(&outputs),
         actions: Some(&install.actions),
+        install_stack: install.install_stack.as_ref(),
     })
 }
 

@@ -26,6 +26,8 @@ pub struct Facts<'a> {
     pub component_outputs: Option<&'a BTreeMap<String, Map<String, Value>>>,
     /// Each action's latest run.
     pub actions: Option<&'a BTreeMap<String, ferry_model::ActionState>>,
+    /// The install stack as the runner last reported it.
+    pub install_stack: Option<&'a ferry_model::StackState>,
 }
 
 /// The state for `facts`: `{"nuon": {...}}` with every root of Nuon's state present.
@@ -77,8 +79,9 @@ pub fn build(cfg: &AppConfig, facts: &Facts) -> Value {
             "domain": { "public_domain": "", "internal_domain": "" },
             "cloud_account": { "aws": { "region": "" }, "azure": { "location": "" } },
             "install_stack": {
-                "outputs": {}, "status": "", "quick_link_url": "", "template_url": "",
-                "template_json": "", "checksum": "",
+                "outputs": facts.install_stack.map(|s| s.outputs.clone()).unwrap_or_default(),
+                "status": facts.install_stack.map_or("", |s| s.status.as_str()),
+                "quick_link_url": "", "template_url": "", "template_json": "", "checksum": "",
             },
             "secrets": secrets,
             "labels": {},

@@ -26,6 +26,7 @@ fn template(cfg: &AppConfig) -> Value {
         sandbox_outputs: None,
         component_outputs: None,
         actions: None,
+        install_stack: None,
     });
     let opts = StackOptions {
         install: "prod".into(),

@@ -1,11 +1,12 @@
-//! Ferry's calls to AWS: Amazon ECR credentials for registries (`ecr`), and job log archives in
-//! S3 or any S3-compatible store (`s3`).
+//! Ferry's calls to AWS: Amazon ECR credentials for registries (`ecr`), job log archives in S3
+//! or any S3-compatible store (`s3`), and the install stack as its runner reads it (`stack`).
 //!
 //! One crate for the AWS SDK because it is a large build (DESIGN.md §10): only the binaries that
 //! need it link it, and it uses rustls with ring like the rest of Ferry.
 
 mod ecr;
 pub mod s3;
+pub mod stack;
 
 pub use ecr::*;
 

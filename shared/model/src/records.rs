@@ -168,6 +168,23 @@ pub struct Install {
     /// (`ferry_model::check_label` is their rule).
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// The install stack as the install's runner last read it in the customer's account
+    /// (`.nuon.install_stack` in templates); none before a runner reported one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_stack: Option<StackState>,
+}
+
+/// The install stack's status and outputs, as the runner reads them with CloudFormation's
+/// DescribeStacks. Outputs are keyed as Nuon's `install_stack.outputs` (`vpc_id`,
+/// `break_glass_role_arns.NAME` becomes a map).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct StackState {
+    pub stack_id: String,
+    /// CloudFormation's status (`CREATE_COMPLETE`, `UPDATE_IN_PROGRESS`, ...).
+    pub status: String,
+    #[schema(value_type = Object)]
+    pub outputs: Outputs,
+    pub reported_at: String,
 }
 
 /// The mark of a break-glass grant made through the API: the scheduler's sweep reads these, not
@@ -659,6 +676,7 @@ mod tests {
             actions: Default::default(),
             break_glass: Default::default(),
             labels: Default::default(),
+            install_stack: None,
         };
         let order = vec![vec!["db".to_string()], vec!["web".to_string()]];
         let in_app = |n: &str| n != "old";
@@ -698,6 +716,7 @@ mod tests {
             actions: Default::default(),
             break_glass: Default::default(),
             labels: Default::default(),
+            install_stack: None,
         };
         assert_eq!(
             install.secret_values(&[]),

@@ -134,6 +134,7 @@ impl Install {
             actions: Default::default(),
             break_glass: Default::default(),
             labels: req.labels,
+            install_stack: None,
         }
     }
 

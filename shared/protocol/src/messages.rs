@@ -448,6 +448,17 @@ pub struct Heartbeat {
 }
 message!(Heartbeat, 6);
 
+/// Runner → control plane, core NATS on `ferry.rx.<org>.<install>.stack`: the install stack as
+/// the runner reads it in its own account (CloudFormation's DescribeStacks); each output under
+/// its Nuon key (the output's description), or its name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackReport {
+    pub stack_id: String,
+    pub status: String,
+    pub outputs: Vec<(String, String)>,
+}
+message!(StackReport, 19);
+
 /// Service ↔ service messages on the `CONTROL` stream (`ferry.ctl.<topic>.<org>`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Control {

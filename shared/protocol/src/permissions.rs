@@ -138,6 +138,7 @@ pub fn service(name: &str) -> Option<Grant> {
                 subjects::CLAIM_ALL.to_string(),
                 subjects::LEASE_ALL.to_string(),
                 subjects::HEARTBEAT_ALL.to_string(),
+                subjects::STACK_ALL.to_string(),
                 subjects::OFFERS_ALL.to_string(),
             ]);
         }

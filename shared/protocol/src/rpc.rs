@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::codec::{CodecError, Message, decode, encode};
 use crate::messages::{
     ArtifactRead, ArtifactReply, ClaimReply, ClaimRequest, Heartbeat, LeaseRenewal, LeaseReply,
-    OfferQuery, OfferReply, RenewReply, RenewRequest,
+    OfferQuery, OfferReply, RenewReply, RenewRequest, StackReport,
 };
 use crate::subjects;
 
@@ -130,6 +130,11 @@ impl FromInstall for Heartbeat {
     const SERVED_ON: &'static [&'static str] = &[subjects::HEARTBEAT_ALL];
 }
 
+impl FromInstall for StackReport {
+    const LABEL: &'static str = "stack reports";
+    const SERVED_ON: &'static [&'static str] = &[subjects::STACK_ALL];
+}
+
 /// Why a request got no usable answer.
 #[derive(Debug, thiserror::Error)]
 pub enum AskError {
@@ -205,6 +210,7 @@ mod tests {
         )));
         assert!(served::<RenewRequest>(&subjects::renew("o", "i")));
         assert!(served::<Heartbeat>(&subjects::heartbeat("o", "i")));
+        assert!(served::<StackReport>(&subjects::stack("o", "i")));
         assert!(!served::<ClaimRequest>(&subjects::lease("o", "i")));
     }
 }

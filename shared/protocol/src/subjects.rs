@@ -85,6 +85,11 @@ pub fn heartbeat(org: &str, install: &str) -> String {
     format!("ferry.rx.{org}.{install}.hb")
 }
 
+/// The install stack's status and outputs, as the runner reads them (`StackReport`).
+pub fn stack(org: &str, install: &str) -> String {
+    format!("ferry.rx.{org}.{install}.stack")
+}
+
 pub fn metrics(org: &str, install: &str) -> String {
     format!("ferry.rx.{org}.{install}.metrics")
 }
@@ -148,6 +153,7 @@ pub const CLAIM_ALL: &str = "ferry.rx.*.*.claim";
 pub const LEASE_ALL: &str = "ferry.rx.*.*.lease";
 /// Every install's heartbeats.
 pub const HEARTBEAT_ALL: &str = "ferry.rx.*.*.hb";
+pub const STACK_ALL: &str = "ferry.rx.*.*.stack";
 
 /// Extracts `(org, install)` from any `ferry.<kind>.<org>.<install>...` subject.
 pub fn org_install(subject: &str) -> Option<(&str, &str)> {
