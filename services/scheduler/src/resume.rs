@@ -99,7 +99,7 @@ impl Scheduler {
             // Offered: the offer waits in the JOBS stream until a runner claims it, or until
             // its available time is over (unless it never got there).
             (m::JobCheck::CheckOffer, Some(j)) => self.reoffer_if_lost(wf, &j).await,
-            (m::JobCheck::ExpireLease, Some(j)) => self.expire_lease(wf, &j.id).await,
+            (m::JobCheck::ExpireLease, Some(j)) => self.expire_lease(wf, &j).await,
             // A cancel is a core NATS message: a runner that missed it hears it now.
             (m::JobCheck::Cancel, Some(j)) => self.cancel_job(wf, &j.id).await,
             _ => Ok(vec![]),

@@ -59,9 +59,10 @@ impl Scheduler {
     pub(crate) async fn expire_lease(
         &self,
         wf: &Workflow,
-        job_id: &str,
+        read: &m::Job,
     ) -> Result<Vec<Work>, SchedulerError> {
-        if self.result_pending(wf, job_id).await? {
+        let job_id = read.id.as_str();
+        if self.result_pending(wf, read).await? {
             return Ok(vec![]);
         }
         let mut expired = None;
@@ -96,14 +97,14 @@ impl Scheduler {
     /// Whether the job's current execution has reported its end to the hub and the result waits
     /// for the results consumer (`Job::result_pending`): the latest event on the job's subject in
     /// `JOB_EVENTS`, read from the stream's leader.
-    async fn result_pending(&self, wf: &Workflow, job_id: &str) -> Result<bool, SchedulerError> {
+    async fn result_pending(&self, wf: &Workflow, job: &m::Job) -> Result<bool, SchedulerError> {
         let stream = self
             .store
             .js
             .get_stream_no_info(JOB_EVENTS.name)
             .await
             .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
-        let subject = subjects::event(&wf.org, &wf.install, job_id);
+        let subject = subjects::event(&wf.org, &wf.install, &job.id);
         let last = match stream.get_last_raw_message_by_subject(&subject).await {
             Ok(m) => m,
             Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return Ok(false),
@@ -115,18 +116,15 @@ impl Scheduler {
         if !matches!(event.body, EventBody::Finished(_)) {
             return Ok(false);
         }
-        let Some(job) = self.store.repo::<m::Job>().get(&wf.org, job_id).await? else {
-            return Ok(false);
-        };
         let stored = m::Timestamp::from_ms((last.time.unix_timestamp_nanos() / 1_000_000) as u64);
-        let pending = job.value.result_pending(
+        let pending = job.result_pending(
             &event.execution_id,
             stored,
             self.grace_ms(),
             m::Timestamp::now(),
         );
         if pending {
-            info!(org = %wf.org, install = %wf.install, job = %job_id, "lease ended, but the result is at the hub: waiting for it");
+            info!(org = %wf.org, install = %wf.install, job = %job.id, "lease ended, but the result is at the hub: waiting for it");
         }
         Ok(pending)
     }
