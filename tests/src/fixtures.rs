@@ -33,6 +33,7 @@ pub fn plan_job(org: &str, install: &str, id: &str) -> (m::Job, JobOffer) {
             timeout_secs: None,
             cluster: None,
             policies: vec![],
+            run_as: None,
         }),
         timeouts: Timeouts::default(),
     };

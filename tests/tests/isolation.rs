@@ -177,6 +177,7 @@ fn forged_result(job: &str, execution: &str) -> Vec<u8> {
             error: None,
             sensitive_outputs: vec![],
             offloaded: None,
+            ran_as: None,
         })),
     })
 }

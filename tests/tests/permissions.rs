@@ -333,6 +333,7 @@ async fn forged_results_from_the_installs_own_identity_are_ignored_and_preempt_n
                     error: None,
                     sensitive_outputs: vec![],
                     offloaded: None,
+                    ran_as: None,
                 })),
             };
             let mut headers = async_nats::HeaderMap::new();

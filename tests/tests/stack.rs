@@ -161,8 +161,29 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
     assert!(err.contains("NoSuchEntity"), "{err}");
 
     // The runner in the account reads the stack and reports it: the install records its status
-    // and outputs, and templates read them (whoami prints the maintenance role's ARN).
+    // and outputs, and templates read them (whoami prints the maintenance role's ARN). Each job
+    // runs as the role of its operation, assumed by the runner: the components' scripts ask
+    // STS who they are with the AWS CLI (on the host's PATH, pointed at moto).
     let aws_env = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let tools = repo_root().join(".tools/pip-aws");
+    let wrapper = bin.join("aws");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nPYTHONPATH={0} exec python3 {0}/bin/aws \"$@\"\n",
+            tools.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let _runner = Proc::runner_env(
         &nats.url,
         "acme",
@@ -175,6 +196,8 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
             aws_env("FERRY_STACK_REGION", "us-east-1"),
             aws_env("AWS_ACCESS_KEY_ID", "testing"),
             aws_env("AWS_SECRET_ACCESS_KEY", "testing"),
+            aws_env("AWS_ENDPOINT_URL", &moto.url),
+            aws_env("PATH", &path),
         ],
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -218,6 +241,45 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
             "maintenance role: {}",
             output("maintenance_iam_role_arn")
         )),
+        "{log}"
+    );
+    // The deploy ran as the maintenance role, the sandbox was provisioned as the provision role:
+    // STS says so to the job itself, the job log says so, and the job record keeps the ARN.
+    const ACCOUNT: &str = "arn:aws:sts::123456789012:assumed-role";
+    assert!(
+        log.contains(&format!("runs as: {ACCOUNT}/acme-maintenance/ferry-")),
+        "{log}"
+    );
+    assert!(log.contains("runs as role acme-maintenance ("), "{log}");
+    let (_, sandbox_log, _) = ferry(&api, &["logs", "--workflow", &wf, "--component", "sandbox"]);
+    assert!(
+        sandbox_log.contains(&format!("provisions as: {ACCOUNT}/acme-provision/")),
+        "{sandbox_log}"
+    );
+    let apply = ferry_tests::typed::the_step(&done, "whoami", "apply");
+    let job: ferry_model::Job = ferry_tests::typed::cli(
+        &api,
+        &["jobs", "get", apply.job_id.as_deref().unwrap(), "--json"],
+    );
+    assert!(
+        job.ran_as
+            .as_deref()
+            .is_some_and(|a| a.starts_with(&format!("{ACCOUNT}/acme-maintenance/"))),
+        "{job:?}"
+    );
+    // The job's process never had the host's credentials.
+    assert!(!log.contains("testing"), "{log}");
+
+    // A teardown runs as the deprovision role.
+    let (code, out, err) = ferry(&api, &["installs", "teardown", "acme", "--wait", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let torn: ferry_model::Workflow = serde_json::from_str(&out).unwrap();
+    let (_, log, _) = ferry(
+        &api,
+        &["logs", "--workflow", &torn.id, "--component", "whoami"],
+    );
+    assert!(
+        log.contains(&format!("tears down as: {ACCOUNT}/acme-deprovision/")),
         "{log}"
     );
 

@@ -42,6 +42,8 @@ pub struct Executor {
     tools: crate::plugin::Tools,
     break_glass_host_only: bool,
     stats: Arc<crate::stats::Stats>,
+    /// The install stack the runner runs in, if any: the roles its jobs run as (`roles.rs`).
+    account: Arc<crate::stack::Account>,
 }
 
 /// Room left in a message for headers and framing.
@@ -74,6 +76,7 @@ fn cancelled(why: impl Into<String>) -> JobResult {
         error: Some(why.into()),
         sensitive_outputs: vec![],
         offloaded: None,
+        ran_as: None,
     }
 }
 
@@ -85,6 +88,7 @@ fn failed(error: impl Into<String>) -> JobResult {
         error: Some(error.into()),
         sensitive_outputs: vec![],
         offloaded: None,
+        ran_as: None,
     }
 }
 
@@ -94,6 +98,7 @@ impl Executor {
         outbox: Outbox,
         cfg: &RunnerConfig,
         stats: Arc<crate::stats::Stats>,
+        account: Arc<crate::stack::Account>,
     ) -> std::io::Result<Executor> {
         for d in ["state", "work"] {
             std::fs::create_dir_all(cfg.data_dir.join(d))?;
@@ -115,6 +120,7 @@ impl Executor {
             tools: cfg.tools.clone(),
             break_glass_host_only: cfg.break_glass_host_only,
             stats,
+            account,
         })
     }
 
@@ -275,6 +281,7 @@ impl Executor {
                 chunks,
                 digest: ferry_artifacts::sha256_digest(&bytes),
             }),
+            ran_as: None,
         }
     }
 
@@ -324,6 +331,7 @@ impl Executor {
                     error: None,
                     sensitive_outputs: vec![],
                     offloaded: None,
+                    ran_as: None,
                 }
             }
             Err(e) => failed(format!("artifact sync failed: {e}")),
@@ -387,14 +395,43 @@ impl Executor {
             Ok(job) => job,
             Err(why) => return failed(why),
         };
-        let status = match self.run_plugin(&job, limit, log, stop).await {
+        let identity = match self.identity(offer, limit, log).await {
+            Ok(i) => i,
+            Err(why) => return failed(why),
+        };
+        let status = match self.run_plugin(&job, &identity, limit, log, stop).await {
             Ok(status) => status,
             Err(ended) => return ended,
         };
         self.stats.plugin_exited(job.plugin_name(), status.code());
-        match self.collect(&job, status).await {
+        let mut result = match self.collect(&job, status).await {
             Ok(r) | Err(r) => r,
-        }
+        };
+        result.ran_as = identity.assumed_arn();
+        result
+    }
+
+    /// What the job runs as in the customer's account (`roles.rs`), said in its log.
+    async fn identity(
+        &self,
+        offer: &JobOffer,
+        limit: Duration,
+        log: &LogHandle,
+    ) -> Result<crate::roles::Identity, String> {
+        let pinned = match &offer.spec {
+            JobSpec::Action(a) => crate::breakglass::pins(&self.data_dir).remove(&a.action),
+            _ => None,
+        };
+        let identity = crate::roles::for_job(
+            &self.account,
+            &offer.spec,
+            &offer.job_id,
+            pinned.as_deref(),
+            limit,
+        )
+        .await?;
+        log.system(identity.describe()).await;
+        Ok(identity)
     }
 
     /// The plugin's job: the artifact unpacked into `work/src`, the component's state directory,
@@ -513,11 +550,13 @@ impl Executor {
     async fn run_plugin(
         &self,
         job: &PluginInput,
+        identity: &crate::roles::Identity,
         limit: Duration,
         log: &LogHandle,
         stop: &Stop,
     ) -> Result<std::process::ExitStatus, JobResult> {
         let mut cmd = plugin_command(job).map_err(failed)?;
+        identity.apply(&mut cmd);
         let mut child = cmd
             .spawn()
             .map_err(|e| failed(format!("starting the plugin: {e}")))?;
@@ -643,6 +682,7 @@ impl Executor {
             error: None,
             sensitive_outputs: result.sensitive_outputs,
             offloaded: None,
+            ran_as: None,
         })
     }
 }

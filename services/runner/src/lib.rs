@@ -30,6 +30,7 @@ pub mod outbox;
 pub mod plans;
 pub mod plugin;
 pub mod registry;
+pub mod roles;
 pub mod rotate;
 pub mod runner;
 pub mod stack;

@@ -92,6 +92,8 @@ pub struct Runner {
     id: String,
     client: async_nats::Client,
     executor: Arc<Executor>,
+    /// The install stack it runs in, if any: reported every minute, read by its jobs.
+    account: Arc<crate::stack::Account>,
     slots: Arc<Semaphore>,
     running: Running,
     /// The jobs running now, each in its task (a slot held for as long as it runs: the drain
@@ -202,9 +204,16 @@ impl Runner {
                 Outbox::Spool { local: js, sent }
             }
         };
+        let account = Arc::new(crate::stack::Account::new(cfg.stack.clone()));
         let executor = Arc::new(
-            Executor::new(client.clone(), outbox.clone(), &cfg, stats.clone())
-                .map_err(|e| RunnerError::Setup(e.to_string()))?,
+            Executor::new(
+                client.clone(),
+                outbox.clone(),
+                &cfg,
+                stats.clone(),
+                account.clone(),
+            )
+            .map_err(|e| RunnerError::Setup(e.to_string()))?,
         );
         background.push(tokio::spawn(crate::stats::publish_loop(
             crate::stats::Publisher {
@@ -242,6 +251,7 @@ impl Runner {
             id,
             client,
             executor,
+            account,
             slots,
             running: Running::default(),
             jobs: Default::default(),
@@ -336,7 +346,7 @@ impl Runner {
                 self.client.clone(),
                 org.clone(),
                 install.clone(),
-                self.cfg.stack.clone(),
+                self.account.clone(),
             );
             let beside = async {
                 tokio::join!(beating, routing, reporting);

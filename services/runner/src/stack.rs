@@ -2,8 +2,12 @@
 //! outputs in the customer's account with the host's own identity, and sends them to the
 //! control plane over its connection (`StackReport` on its install's subject), at start and
 //! then every minute, so a stack update (break glass turned on, a parameter changed) shows up.
+//! Its jobs read the same outputs for the ARNs of the roles they run as (`roles.rs`).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use ferry_aws::stack::{StackError, StackInfo};
 
 use ferry_protocol::codec::encode;
 use ferry_protocol::messages::StackReport;
@@ -20,25 +24,72 @@ pub struct StackSource {
 
 const EVERY: Duration = Duration::from_secs(60);
 
+/// The install stack this runner runs in, as it last read it; shared by the report loop and the
+/// jobs. A runner in no stack has an `Account` without a source.
+#[derive(Debug, Default)]
+pub struct Account {
+    source: Option<StackSource>,
+    latest: Mutex<Option<StackInfo>>,
+}
+
+impl Account {
+    pub fn new(source: Option<StackSource>) -> Account {
+        Account {
+            source,
+            latest: Mutex::new(None),
+        }
+    }
+
+    pub fn source(&self) -> Option<&StackSource> {
+        self.source.as_ref()
+    }
+
+    /// Reads the stack now and keeps what it read.
+    async fn read(&self, source: &StackSource) -> Result<StackInfo, StackError> {
+        let stack = ferry_aws::stack::describe_stack(
+            &source.region,
+            source.endpoint.as_deref(),
+            &source.name,
+        )
+        .await?;
+        if let Ok(mut latest) = self.latest.lock() {
+            *latest = Some(stack.clone());
+        }
+        Ok(stack)
+    }
+
+    /// The stack's output `key` (its Nuon key), from the last reading or, before any, from one
+    /// made now; `None` when the stack has no such output.
+    pub async fn output(&self, source: &StackSource, key: &str) -> Result<Option<String>, String> {
+        let known = self.latest.lock().ok().and_then(|l| l.clone());
+        let stack = match known {
+            Some(s) => s,
+            None => self
+                .read(source)
+                .await
+                .map_err(|e| format!("cannot read the install stack: {e}"))?,
+        };
+        Ok(stack
+            .outputs
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v))
+    }
+}
+
 /// Reads and reports the stack until the runner stops; nothing when it runs in none.
 pub async fn report(
     client: async_nats::Client,
     org: String,
     install: String,
-    source: Option<StackSource>,
+    account: Arc<Account>,
 ) {
-    let Some(source) = source else {
+    let Some(source) = account.source() else {
         return;
     };
     let mut failing = false;
     loop {
-        match ferry_aws::stack::describe_stack(
-            &source.region,
-            source.endpoint.as_deref(),
-            &source.name,
-        )
-        .await
-        {
+        match account.read(source).await {
             Ok(stack) => {
                 if failing {
                     info!(stack = %source.name, "the install stack can be read again");

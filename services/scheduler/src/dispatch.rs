@@ -3,6 +3,7 @@
 //! reconcile pass may perform them again after a crash.
 
 use ferry_appconfig::jobs;
+use ferry_appconfig::operations::Operation;
 use ferry_model::{self as m, StepKind, StepOutcome, Workflow};
 use ferry_protocol::Control;
 use ferry_protocol::messages::{ApplyJob, ComponentJob, JobSpec, SyncJob};
@@ -167,7 +168,13 @@ impl Scheduler {
         } else {
             self.artifact_of(wf, &step.component).await?.1
         };
-        jobs::component_job(&cfg, &install, &step.component, digest).map_err(permanent)
+        let op = Operation::of_step(wf.kind, step).ok_or_else(|| {
+            permanent(format!(
+                "a {} step runs no component job",
+                step.kind.label()
+            ))
+        })?;
+        jobs::component_job(&cfg, &install, &step.component, digest, op).map_err(permanent)
     }
 
     async fn dispatch_plan(

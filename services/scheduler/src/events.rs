@@ -162,6 +162,7 @@ impl Scheduler {
             error: Some(why),
             sensitive_outputs: vec![],
             offloaded: None,
+            ran_as: None,
         };
         let subject = subjects::result_chunks(org, install, execution_id);
         let Some(bytes) = self
@@ -211,6 +212,7 @@ fn finished_of(mut result: JobResult, most: usize) -> m::Finished {
             changes: p.changes,
             summary: p.summary,
         }),
+        ran_as: result.ran_as,
     }
 }
 

@@ -8,6 +8,7 @@
 use ferry_model::{self as m, Install, Step, Workflow};
 use ferry_protocol::messages::{ActionJob, ApiGrant, ComponentJob, ComponentKind, PolicyDoc};
 
+use crate::operations::{self, Operation};
 use crate::{AppConfig, ComponentType};
 
 /// The template state (`.nuon.*`) of an install as it is now: its inputs, the sandbox's and the
@@ -70,13 +71,15 @@ pub fn teardown_artifact(install: &Install, component: &str) -> Result<String, S
         .ok_or_else(|| format!("`{component}` has no deployed artifact to tear down"))
 }
 
-/// The plan, apply or teardown job of `component` with `artifact_digest`, its templates and
-/// policies rendered against the install now; or why it cannot run.
+/// The plan, apply or teardown job of `component` with `artifact_digest` for `op`, its templates,
+/// policies and role (`crate::operations`) rendered against the install now; or why it cannot
+/// run.
 pub fn component_job(
     cfg: &AppConfig,
     install: &Install,
     component: &str,
     artifact_digest: String,
+    op: Operation,
 ) -> Result<ComponentJob, String> {
     let Some(component) = cfg.component(component) else {
         return Err(format!("component `{component}` is not in the app config"));
@@ -122,6 +125,13 @@ pub fn component_job(
         timeout_secs: component.timeout_secs,
         cluster,
         policies,
+        run_as: operations::run_as(
+            cfg,
+            &state,
+            &operations::principal(m::StepKind::Plan, &component.name),
+            op,
+            None,
+        )?,
     })
 }
 
@@ -180,6 +190,20 @@ pub fn action_job(
     let inputs = action.run_inputs(&given)?;
     env.retain(|(k, _)| !inputs.contains_key(k));
     env.extend(inputs);
+    let run_as = operations::run_as(
+        cfg,
+        &state,
+        &operations::principal(m::StepKind::Action, &action.name),
+        Operation::Trigger,
+        // A break-glass role no `break_glass.toml` declares is a grant on the host only: the
+        // action runs as its step's or its own role then.
+        action
+            .break_glass_role
+            .as_deref()
+            .filter(|r| cfg.roles.iter().any(|c| c.name == *r))
+            .or(def.role.as_deref())
+            .or(action.role.as_deref()),
+    )?;
     Ok(ActionJob {
         action: action.name.clone(),
         step: at.step.clone(),
@@ -201,6 +225,7 @@ pub fn action_job(
                 by: g.by.clone(),
                 until_ms: g.until_ms,
             }),
+        run_as,
     })
 }
 

@@ -13,6 +13,7 @@ mod generate;
 mod graph;
 pub mod jobs;
 pub mod lint;
+pub mod operations;
 mod package;
 mod parse;
 pub mod schema;
@@ -28,6 +29,6 @@ pub use graph::deploy_stages;
 pub use package::{MAX_FILE_BYTES, Package, PackageError, repository_root};
 pub use parse::{
     Action, ActionInput, ActionStep, AppConfig, CloudRole, Component, ComponentType, Input,
-    InstallDecl, InstallStack, Metadata, NestedStack, Policy, Rendered, Report, RolePolicy,
-    RoleUse, Runbook, RunbookStep, RunbookStepKind, Secret, Trigger, load, validate,
+    InstallDecl, InstallStack, Metadata, NestedStack, OperationRule, Policy, Rendered, Report,
+    RolePolicy, RoleUse, Runbook, RunbookStep, RunbookStepKind, Secret, Trigger, load, validate,
 };

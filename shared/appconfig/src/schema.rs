@@ -322,10 +322,10 @@ pub static SANDBOX: Schema = Schema {
                 Ty::Str,
                 "role to assume for delegated accounts",
             ),
-            ign(
+            f(
                 "operation_roles",
                 Ty::Tables(&OPERATION_ROLE),
-                "role to use per operation (`[[operation_roles]]` with `operation`, `role`)",
+                "the role of the install's account each operation runs as (`[[operation_roles]]` with `operation`, `role`), before `operation_roles.toml`'s rules",
             ),
             f(
                 "drift_schedule",
@@ -653,7 +653,11 @@ pub static OPERATION_ROLES: Schema = Schema {
             required: true,
             ..ign("type", Ty::Enum(&["matrix"]), "the rule format: `matrix`")
         },
-        ign("rules", Ty::Tables(&OPERATION_RULE), "rules"),
+        f(
+            "rules",
+            Ty::Tables(&OPERATION_RULE),
+            "rules: the first for the principal by name, else for `NAME = *`, decides the role of the install's account a job runs as (a runner in an install stack assumes it)",
+        ),
     ]],
     free_tables: false,
 };
@@ -722,10 +726,10 @@ const COMPONENT_COMMON: &[Field] = &[
         Ty::Cron,
         "cron schedule (UTC) of drift checks: a plan that applies nothing and marks the component drifted when it has changes",
     ),
-    ign(
+    f(
         "operation_roles",
         Ty::Tables(&OPERATION_ROLE),
-        "role to use per operation (`[[operation_roles]]` with `operation`, `role`)",
+        "the role of the install's account each operation runs as (`[[operation_roles]]` with `operation`, `role`), before `operation_roles.toml`'s rules",
     ),
     f("labels", STR_MAP, "labels"),
     f(
@@ -1278,7 +1282,11 @@ pub static STEP: Schema = Schema {
             "repository the script comes from",
         ),
         ign("enable_kube_config", Ty::Bool, "provide KUBECONFIG"),
-        ign("role", Ty::Str, "role to run the step with"),
+        f(
+            "role",
+            Ty::Str,
+            "the role of the install's account the step runs as (default: the maintenance role; a runner in an install stack assumes it)",
+        ),
         f(
             "inputs",
             Ty::Tables(&ACTION_INPUT),
@@ -1312,7 +1320,11 @@ pub static ACTION: Schema = Schema {
             Ty::Str,
             "a break-glass role that must be granted on the runner host (`ferry-runner break-glass grant ROLE --for 1h`) for its steps to run",
         ),
-        ign("role", Ty::Str, "role to run with"),
+        f(
+            "role",
+            Ty::Str,
+            "the role of the install's account its steps run as, where a step names none (default: the maintenance role)",
+        ),
         ign("enable_kube_config", Ty::Bool, "provide KUBECONFIG"),
         ign("image", Ty::Str, "container image the steps run in"),
         ign("kubernetes_context", Ty::Str, "named Kubernetes context"),
@@ -1388,7 +1400,11 @@ pub static RUNBOOK_STEP: Schema = Schema {
             "inline action: environment (templates allowed)",
         ),
         f("timeout", Ty::Duration, "inline action: longest run"),
-        ign("role", Ty::Str, "inline action: role to run with"),
+        f(
+            "role",
+            Ty::Str,
+            "inline action: the role of the install's account it runs as",
+        ),
         f("description", Ty::Str, "what it does"),
     ]],
     free_tables: false,

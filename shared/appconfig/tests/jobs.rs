@@ -8,6 +8,7 @@ use ferry_appconfig::jobs::{
     action_job, component_job, component_kind, config_of_step, execution_timeout, needs_cluster,
     teardown_artifact,
 };
+use ferry_appconfig::operations::Operation;
 use ferry_appconfig::{AppConfig, ComponentType, Package, load};
 use ferry_model::{self as m, Install, StepKind, Workflow, WorkflowKind};
 use ferry_protocol::messages::ComponentKind;
@@ -43,7 +44,14 @@ fn install() -> Install {
 
 #[test]
 fn a_component_job_renders_its_templates_against_the_install() {
-    let job = component_job(&hello(), &install(), "counter", "sha256:c".into()).unwrap();
+    let job = component_job(
+        &hello(),
+        &install(),
+        "counter",
+        "sha256:c".into(),
+        Operation::Deploy,
+    )
+    .unwrap();
     assert_eq!(job.kind, ComponentKind::Terraform);
     assert_eq!(job.artifact_digest, "sha256:c");
     assert_eq!(
@@ -56,7 +64,14 @@ fn a_component_job_renders_its_templates_against_the_install() {
 
 #[test]
 fn a_component_job_carries_what_its_log_must_mask_and_what_was_applied() {
-    let job = component_job(&hello(), &install(), "greeter", "sha256:g2".into()).unwrap();
+    let job = component_job(
+        &hello(),
+        &install(),
+        "greeter",
+        "sha256:g2".into(),
+        Operation::Deploy,
+    )
+    .unwrap();
     assert_eq!(job.kind, ComponentKind::Script);
     assert!(
         job.redact.contains(&"bonjour-secret".to_string()),
@@ -75,7 +90,14 @@ fn a_component_job_carries_what_its_log_must_mask_and_what_was_applied() {
 
 #[test]
 fn a_component_not_in_the_config_cannot_be_a_job() {
-    let e = component_job(&hello(), &install(), "ghost", "sha256:x".into()).unwrap_err();
+    let e = component_job(
+        &hello(),
+        &install(),
+        "ghost",
+        "sha256:x".into(),
+        Operation::Deploy,
+    )
+    .unwrap_err();
     assert_eq!(e, "component `ghost` is not in the app config");
 }
 

@@ -1,5 +1,6 @@
 //! Ferry's calls to AWS: Amazon ECR credentials for registries (`ecr`), job log archives in S3
-//! or any S3-compatible store (`s3`), and the install stack as its runner reads it (`stack`).
+//! or any S3-compatible store (`s3`), the install stack as its runner reads it (`stack`), and
+//! the roles its jobs run as (`sts`).
 //!
 //! One crate for the AWS SDK because it is a large build (DESIGN.md §10): only the binaries that
 //! need it link it, and it uses rustls with ring like the rest of Ferry.
@@ -7,6 +8,7 @@
 mod ecr;
 pub mod s3;
 pub mod stack;
+pub mod sts;
 
 pub use ecr::*;
 

@@ -29,6 +29,7 @@ impl AuditEvent {
                 "workflow": job.workflow_id,
                 "error": job.error,
                 "plan_summary": job.plan_summary,
+                "ran_as": job.ran_as,
             }),
         }
     }

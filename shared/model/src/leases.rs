@@ -38,6 +38,8 @@ pub struct Finished {
     pub error: Option<String>,
     /// The plan a plan job made.
     pub plan: Option<PlanMade>,
+    /// The ARN of the role it ran as in the customer's account, if the runner assumed one.
+    pub ran_as: Option<String>,
 }
 
 /// A plan as the job record keeps it: its digest (the plan itself stays in the install), whether
@@ -147,6 +149,7 @@ impl Job {
             offered_at: None,
             lease_expires_ms: None,
             ended_by: None,
+            ran_as: None,
         }
     }
 
@@ -278,6 +281,7 @@ impl Job {
         self.outputs = f.outputs;
         self.sensitive_outputs = f.sensitive_outputs;
         self.error = f.error;
+        self.ran_as = f.ran_as;
         if let Some(p) = f.plan {
             self.plan_digest = Some(p.digest);
             self.plan_changes = Some(p.changes);
@@ -454,6 +458,7 @@ mod tests {
             sensitive_outputs: vec![],
             error: None,
             plan,
+            ran_as: Some("arn:aws:sts::1:assumed-role/acme-maintenance/ferry-j".into()),
         }
     }
 
@@ -489,6 +494,11 @@ mod tests {
         );
         assert_eq!(j.status, JobStatus::Finished);
         assert_eq!(j.outputs["url"], "https://x");
+        // The role it ran as in the customer's account is kept for the audit record.
+        assert_eq!(
+            crate::AuditEvent::job_ended(&j).detail["ran_as"],
+            "arn:aws:sts::1:assumed-role/acme-maintenance/ferry-j"
+        );
         assert_eq!(
             (
                 j.plan_digest.as_deref(),

@@ -576,6 +576,10 @@ pub struct Job {
     /// lost last lease or a cancel before any runner claimed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_by: Option<String>,
+    /// The ARN of the role of the customer's account its last execution ran as, when its runner
+    /// assumed one (an install stack's runner, for a role the app declares).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_as: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -8,7 +8,7 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 /// The protocol generation this build speaks. Bump it when a message changes shape.
-pub const PROTOCOL_VERSION: u8 = 9;
+pub const PROTOCOL_VERSION: u8 = 10;
 
 /// A type that travels on the wire. `KIND` is unique per type (checked by a unit test).
 pub trait Message: Serialize + DeserializeOwned {
@@ -101,6 +101,7 @@ mod tests {
                 timeout_secs: None,
                 cluster: None,
                 policies: vec![],
+                run_as: None,
             }),
             timeouts: Timeouts::default(),
         }
@@ -131,6 +132,7 @@ mod tests {
                 error: None,
                 sensitive_outputs: vec![],
                 offloaded: None,
+                ran_as: None,
             })),
         };
         assert_eq!(decode::<JobEvent>(&encode(&ev)).unwrap(), ev);

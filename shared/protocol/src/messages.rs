@@ -76,6 +76,16 @@ impl JobSpec {
             JobSpec::Action(a) => &a.action,
         }
     }
+
+    /// The role of the customer's account the job runs as, if any.
+    pub fn run_as(&self) -> Option<&RunAs> {
+        match self {
+            JobSpec::SyncArtifact(_) => None,
+            JobSpec::Plan(c) | JobSpec::Teardown(c) => c.run_as.as_ref(),
+            JobSpec::Apply(a) => a.component.run_as.as_ref(),
+            JobSpec::Action(a) => a.run_as.as_ref(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -234,6 +244,27 @@ pub struct ComponentJob {
     pub cluster: Option<ClusterAccess>,
     /// The app's OPA policies over this component's plans, rendered.
     pub policies: Vec<PolicyDoc>,
+    /// The role of the customer's account the job runs as, if the app declares one for it.
+    pub run_as: Option<RunAs>,
+}
+
+/// The role of the customer's account a job runs as (`ferry_appconfig::operations`). A runner in
+/// an install stack assumes the role whose ARN its own stack outputs under `output` and hands
+/// the plugin only those temporary credentials; a role its stack does not output is never
+/// assumed, whatever an offer says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunAs {
+    /// The role's name, rendered (`acme-maintenance`).
+    pub role: String,
+    /// The operation it serves: `provision`, `reprovision`, `deploy`, `teardown`,
+    /// `deprovision` or `trigger`.
+    pub operation: String,
+    /// The key of its ARN in the install stack's outputs (`maintenance_iam_role_arn`); `None`
+    /// for a role the app names but does not declare (the stack has none: a runner in one
+    /// refuses the job).
+    pub output: Option<String>,
+    /// A break-glass role: used only while the customer has granted it.
+    pub break_glass: bool,
 }
 
 /// One step of an action, rendered: what it runs and with what.
@@ -258,6 +289,8 @@ pub struct ActionJob {
     /// The role's grant made through the API by a customer token, if there is a live one: the
     /// runner accepts it unless it takes host grants only (`--break-glass-host-only`).
     pub api_grant: Option<ApiGrant>,
+    /// The role of the customer's account the step runs as, if the app declares one for it.
+    pub run_as: Option<RunAs>,
 }
 
 /// A break-glass grant recorded by the control plane.
@@ -384,6 +417,8 @@ pub struct JobResult {
     /// `ferry.rx.<org>.<install>.result.<execution>` (stream `RESULTS`), and the fields above are
     /// empty.
     pub offloaded: Option<Offloaded>,
+    /// The ARN of the role the job ran as in the customer's account, when the runner assumed one.
+    pub ran_as: Option<String>,
 }
 message!(JobResult, 10);
 

@@ -27,6 +27,18 @@ impl RoleUse {
         }
     }
 
+    /// The role's ARN output in the install stack: its key in Nuon's `install_stack.outputs`
+    /// (`name`: the role's rendered name). The stack writes it, the runner reads it back.
+    pub fn output_key(self, name: &str) -> String {
+        match self {
+            RoleUse::Provision => "provision_iam_role_arn".into(),
+            RoleUse::Maintenance => "maintenance_iam_role_arn".into(),
+            RoleUse::Deprovision => "deprovision_iam_role_arn".into(),
+            RoleUse::Custom => format!("custom_role_arns.{name}"),
+            RoleUse::BreakGlass => format!("break_glass_role_arns.{name}"),
+        }
+    }
+
     fn of_type(t: &str) -> Option<RoleUse> {
         Some(match t {
             "provision" => RoleUse::Provision,
@@ -59,6 +71,16 @@ pub struct RolePolicy {
     pub managed_policy_name: Option<String>,
     /// The policy's JSON document.
     pub document: Option<String>,
+}
+
+/// One rule of `operation_roles`: the role `principal` (`nuon::sandbox`,
+/// `nuon::component:NAME`, `nuon::action:NAME`, NAME may be `*`) uses for `operation`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperationRule {
+    pub principal: String,
+    pub operation: String,
+    /// A role's name as declared (templates allowed).
+    pub role: String,
 }
 
 /// A secret the customer provides, or the install generates, in its own account.

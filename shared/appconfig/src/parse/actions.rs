@@ -38,6 +38,7 @@ impl<'a> Loader<'a> {
                     "an action's `timeout` is at most `1h`",
                 );
             }
+            self.known_role(&doc.path, r.get("role"));
             out.push(Action {
                 name,
                 file: doc.path.clone(),
@@ -47,6 +48,7 @@ impl<'a> Loader<'a> {
                 dependencies: deps,
                 inputs,
                 break_glass_role: r.str_of("break_glass_role").map(String::from),
+                role: r.str_of("role").map(String::from),
             });
         }
         out
@@ -194,6 +196,7 @@ impl<'a> Loader<'a> {
                     format!("step `{step_name}` is declared twice in this action"),
                 );
             }
+            self.known_role(&doc.path, s.get("role"));
             steps.push(ActionStep {
                 name: step_name,
                 command: s.str_of("command").map(String::from),
@@ -201,6 +204,7 @@ impl<'a> Loader<'a> {
                     .str_of("inline_contents")
                     .map(|v| self.contents("actions", v)),
                 env_vars: string_map(s.get("env_vars")),
+                role: s.str_of("role").map(String::from),
             });
         }
         steps
@@ -252,6 +256,7 @@ impl<'a> Loader<'a> {
                     // An inline action becomes an action of its own, `RUNBOOK.STEP`.
                     RunbookStepKind::Action { action } if action.is_empty() => {
                         let action = format!("{name}.{step}");
+                        self.known_role(&doc.path, s.get("role"));
                         inline_actions.push(Action {
                             name: action.clone(),
                             file: doc.path.clone(),
@@ -261,11 +266,13 @@ impl<'a> Loader<'a> {
                                 command: s.str_of("command").map(String::from),
                                 script: s.str_of("inline_contents").map(|v| self.contents("", v)),
                                 env_vars: string_map(s.get("env_vars")),
+                                role: s.str_of("role").map(String::from),
                             }],
                             timeout_secs: s.str_of("timeout").and_then(parse_duration),
                             dependencies: vec![],
                             inputs: vec![],
                             break_glass_role: None,
+                            role: None,
                         });
                         RunbookStepKind::Action { action }
                     }

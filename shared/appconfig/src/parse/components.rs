@@ -23,6 +23,7 @@ impl<'a> Loader<'a> {
             );
         }
         let directory = self.source(&doc, r, kind);
+        self.own_operation_roles(&doc.path, r);
         Some(Component {
             name: "sandbox".into(),
             kind,
@@ -35,6 +36,7 @@ impl<'a> Loader<'a> {
             timeout_secs: deploy_timeout(r),
             settings: KindSettings::None,
             drift_schedule: drift_schedule(r),
+            operation_roles: operation_roles(r),
         })
     }
 
@@ -263,6 +265,7 @@ impl<'a> Loader<'a> {
                 continue;
             };
             let directory = self.source(&doc, r, kind);
+            self.own_operation_roles(&doc.path, r);
             let explicit = r
                 .get("dependencies")
                 .map(Node::items)
@@ -283,6 +286,7 @@ impl<'a> Loader<'a> {
                     timeout_secs: deploy_timeout(r),
                     settings: self.settings(r, kind, "components"),
                     drift_schedule: drift_schedule(r),
+                    operation_roles: operation_roles(r),
                 },
                 name_at,
                 src: doc.src.clone(),
@@ -290,6 +294,17 @@ impl<'a> Loader<'a> {
             });
         }
         drafts
+    }
+
+    /// Each role a deployable's own `operation_roles` names is declared.
+    fn own_operation_roles(&mut self, file: &str, r: &Node) {
+        for rule in r
+            .get("operation_roles")
+            .map(Node::items)
+            .unwrap_or_default()
+        {
+            self.known_role(file, rule.get("role"));
+        }
     }
 
     pub(super) fn content_hash(&self, c: &Component, referenced: Vec<String>) -> String {
@@ -323,6 +338,7 @@ pub(super) fn stand_in_component(name: &str) -> Component {
         timeout_secs: None,
         settings: KindSettings::None,
         drift_schedule: None,
+        operation_roles: vec![],
     }
 }
 
@@ -340,4 +356,14 @@ pub(super) fn deploy_timeout(r: &Node) -> Option<u64> {
         .or_else(|| r.str_of("timeout"))
         .and_then(parse_duration)
         .map(|s| s.ceil().max(1.0) as u64)
+}
+
+/// A deployable's own `operation_roles = [{operation, role}, ...]`.
+fn operation_roles(r: &Node) -> Vec<(String, String)> {
+    r.get("operation_roles")
+        .map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|i| Some((i.str_of("operation")?.into(), i.str_of("role")?.into())))
+        .collect()
 }

@@ -30,7 +30,9 @@ mod rego;
 mod roles;
 mod settings;
 
-pub use account::{CloudRole, InstallStack, NestedStack, RolePolicy, RoleUse, Secret};
+pub use account::{
+    CloudRole, InstallStack, NestedStack, OperationRule, RolePolicy, RoleUse, Secret,
+};
 pub use model::{
     Action, ActionInput, ActionStep, AppConfig, Component, ComponentType, Input, InstallDecl,
     Metadata, Policy, Rendered, Runbook, RunbookStep, RunbookStepKind, Trigger,
@@ -72,6 +74,7 @@ pub fn validate(pkg: &Package) -> Report {
         remote: Vec::new(),
         refs: BTreeMap::new(),
         broken: BTreeSet::new(),
+        role_names: BTreeSet::new(),
     };
     let config = l.run();
     l.diags.sort();
@@ -110,6 +113,9 @@ struct Loader<'a> {
     /// Names of components whose file could not be read: still known to references, so one broken
     /// file gives one error, not a cascade of "unknown component".
     broken: BTreeSet<String>,
+    /// The roles `permissions` and `break_glass` declare (names as written): what `role` and
+    /// `operation_roles` may name.
+    role_names: BTreeSet<String>,
 }
 
 /// A component as read, with what later checks need.
@@ -128,6 +134,22 @@ impl<'a> Loader<'a> {
     fn err(&mut self, file: &str, at: usize, msg: impl Into<String>) {
         let src = self.text(file);
         self.diags.push(file, src, at, Severity::Error, msg);
+    }
+
+    /// A warning at `node` unless it names a declared role: the install stack creates none for
+    /// it, so a runner in one refuses the job (one in no stack runs it as itself).
+    fn known_role(&mut self, file: &str, node: Option<&Node>) {
+        let Some((name, at)) = node.and_then(|n| Some((n.as_str()?, n.span.start))) else {
+            return;
+        };
+        if !self.role_names.contains(name) {
+            let hint = did_you_mean(name, self.role_names.iter().map(String::as_str));
+            self.warn(
+                file,
+                at,
+                format!("role `{name}` is not declared in permissions or break_glass.toml{hint}: the install stack creates no such role, so a runner in one refuses this job"),
+            );
+        }
     }
 
     fn warn(&mut self, file: &str, at: usize, msg: impl Into<String>) {
@@ -244,7 +266,7 @@ impl<'a> Loader<'a> {
         self.named_policies();
         let mut take = |name: &str| docs.remove(name).unwrap_or_default();
         let metadata = self.metadata(take("metadata"));
-        let (roles, stack) = self.roles(&mut take);
+        let (roles, stack, operation_roles) = self.roles(&mut take);
         let (inputs, groups) = self.inputs(take("inputs"), take("input_groups"));
         let secrets = self.secrets(take("secrets"));
         let sandbox = take("sandbox")
@@ -269,6 +291,7 @@ impl<'a> Loader<'a> {
             inputs,
             secrets,
             roles,
+            operation_roles,
             stack,
             sandbox,
             components: component_names

@@ -16,6 +16,8 @@ pub struct AppConfig {
     pub secrets: Vec<super::Secret>,
     /// The roles the install stack creates (`permissions/`, `break_glass`).
     pub roles: Vec<super::CloudRole>,
+    /// `operation_roles`: which role a principal uses for an operation, where not its default.
+    pub operation_roles: Vec<super::OperationRule>,
     /// `stack.toml`.
     pub stack: Option<super::InstallStack>,
     /// The sandbox, deployed first, like a component named `sandbox`.
@@ -141,6 +143,8 @@ pub struct Component {
     pub settings: KindSettings,
     /// When its drift is checked (a cron schedule, UTC), if it is.
     pub drift_schedule: Option<String>,
+    /// Its own `operation_roles`: (operation, role name), before `operation_roles.toml`'s rules.
+    pub operation_roles: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -157,6 +161,8 @@ pub struct Action {
     pub inputs: Vec<ActionInput>,
     /// A break-glass role that must be granted on the install for it to run.
     pub break_glass_role: Option<String>,
+    /// The role of the install's account its steps run as where a step names none (`role`).
+    pub role: Option<String>,
 }
 
 /// One step of an action, its texts as template sources.
@@ -169,6 +175,8 @@ pub struct ActionStep {
     /// by `sh`.
     pub script: Option<String>,
     pub env_vars: BTreeMap<String, String>,
+    /// The role of the install's account it runs as (`role`), instead of the maintenance role.
+    pub role: Option<String>,
 }
 
 /// A value asked for when an action runs.

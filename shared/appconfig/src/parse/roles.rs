@@ -10,10 +10,11 @@ impl<'a> Loader<'a> {
     pub(super) fn roles(
         &mut self,
         take: &mut impl FnMut(&str) -> Vec<(Doc, &'static Schema)>,
-    ) -> (Vec<CloudRole>, Option<InstallStack>) {
+    ) -> (Vec<CloudRole>, Option<InstallStack>, Vec<OperationRule>) {
         let mut roles = BTreeSet::new();
         let mut declared = Vec::new();
         let mut stack = None;
+        let mut rules = Vec::new();
         for name in [
             "permissions",
             "break_glass",
@@ -36,11 +37,12 @@ impl<'a> Loader<'a> {
                     stack = Some(Self::install_stack(&doc));
                 }
                 if name == "operation_roles" {
-                    self.operation_rules(&doc, &roles);
+                    rules.extend(self.operation_rules(&doc, &roles));
                 }
             }
         }
-        (declared, stack)
+        self.role_names = roles;
+        (declared, stack, rules)
     }
 
     /// `permissions/policies/**/*.toml`: named IAM policies roles refer to.
@@ -66,8 +68,13 @@ impl<'a> Loader<'a> {
 
     /// `operation_roles.toml` (R6): principals name a component, the sandbox or an action; each
     /// (principal, operation) once; roles are declared in permissions or break glass.
-    pub(super) fn operation_rules(&mut self, doc: &Doc, roles: &BTreeSet<String>) {
+    pub(super) fn operation_rules(
+        &mut self,
+        doc: &Doc,
+        roles: &BTreeSet<String>,
+    ) -> Vec<OperationRule> {
         let mut seen = BTreeSet::new();
+        let mut rules = Vec::new();
         for rule in doc.root.get("rules").map(Node::items).unwrap_or_default() {
             let (Some(principal), Some(op)) = (rule.get("principal"), rule.str_of("operation"))
             else {
@@ -96,10 +103,15 @@ impl<'a> Loader<'a> {
                     format!("`{p}` has two rules for `{op}`"),
                 );
             }
-            if let Some(role) = rule.get("role")
-                && let Some(name) = role.as_str()
-                && !roles.contains(name)
-            {
+            let Some((role, name)) = rule.get("role").and_then(|r| Some((r, r.as_str()?))) else {
+                continue;
+            };
+            rules.push(OperationRule {
+                principal: p.to_string(),
+                operation: op.to_string(),
+                role: name.to_string(),
+            });
+            if !roles.contains(name) {
                 let hint = did_you_mean(name, roles.iter().map(String::as_str));
                 push(
                     role.span.start,
@@ -110,6 +122,7 @@ impl<'a> Loader<'a> {
                 );
             }
         }
+        rules
     }
 }
 

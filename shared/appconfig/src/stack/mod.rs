@@ -275,6 +275,8 @@ impl Template {
         };
         let mut props = json!({
             "RoleName": name,
+            // A job's session lasts its execution limit (`ferry-runner`'s roles.rs), up to this.
+            "MaxSessionDuration": 43200,
             "AssumeRolePolicyDocument": { "Version": "2012-10-17", "Statement": [{
                 "Effect": "Allow", "Action": "sts:AssumeRole",
                 "Principal": { "AWS": att("RunnerRole", "Arn") } }] },
@@ -329,13 +331,7 @@ impl Template {
             Some(c) => json!({ "Fn::If": [c, written, r("AWS::NoValue")] }),
             None => written,
         });
-        let key = match role.used_for {
-            RoleUse::Provision => "provision_iam_role_arn".to_string(),
-            RoleUse::Maintenance => "maintenance_iam_role_arn".to_string(),
-            RoleUse::Deprovision => "deprovision_iam_role_arn".to_string(),
-            RoleUse::Custom => format!("custom_role_arns.{name}"),
-            RoleUse::BreakGlass => format!("break_glass_role_arns.{name}"),
-        };
+        let key = role.used_for.output_key(name);
         self.output(&format!("{id}Arn"), &key, arn, condition);
         Ok(())
     }

@@ -1,9 +1,10 @@
 #!/bin/sh
-# Says which identity the job runs with: in the customer's account, the role of its operation.
+# Says which identity the job runs with: in the customer's account, the role of its operation
+# (the maintenance role for a deploy), assumed by the runner for this job alone.
 set -eu
 echo "maintenance role: $MAINTENANCE_ROLE"
 if command -v aws >/dev/null 2>&1; then
-  aws sts get-caller-identity --query Arn --output text || true
+  echo "runs as: $(aws sts get-caller-identity --query Arn --output text)"
 else
   echo "no aws CLI on this host"
 fi

@@ -325,6 +325,7 @@ mod tests {
                 timeout_secs: None,
                 cluster: None,
                 policies: vec![],
+                run_as: None,
                 redact: vec![],
             },
         }

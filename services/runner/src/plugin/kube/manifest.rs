@@ -342,6 +342,7 @@ mod policy_tests {
                     })
                     .collect(),
                 redact: vec![],
+                run_as: None,
             },
         }
     }
