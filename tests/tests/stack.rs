@@ -184,6 +184,14 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    // The customer made the license key's secret but has not set it yet (moto's CloudFormation
+    // creates no secrets: the customer's CLI does here what the stack does in AWS).
+    moto.aws_json(&[
+        "secretsmanager",
+        "create-secret",
+        "--name",
+        "acme/license_key",
+    ]);
     let _runner = Proc::runner_env(
         &nats.url,
         "acme",
@@ -197,6 +205,7 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
             aws_env("AWS_ACCESS_KEY_ID", "testing"),
             aws_env("AWS_SECRET_ACCESS_KEY", "testing"),
             aws_env("AWS_ENDPOINT_URL", &moto.url),
+            aws_env("FERRY_STACK_INTERVAL_SECS", "1"),
             aws_env("PATH", &path),
         ],
     );
@@ -224,7 +233,54 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
     assert!(shown.contains("install stack: CREATE_COMPLETE"), "{shown}");
     let (code, out, err) = ferry(&api, &["installs", "approve-all", "acme", "on"]);
     assert_eq!(code, 0, "{out}{err}");
+    // A required secret not set stops the deploy, saying where the customer sets it.
     let wf = install.last_workflow.unwrap();
+    let held = ferry_tests::typed::wait_until(&api, &wf, 120, "the provisioning", |w| {
+        w.status.is_terminal()
+    });
+    assert_eq!(held.status, ferry_model::WorkflowStatus::Failed);
+    let why = ferry_tests::typed::steps_of(&held);
+    assert!(
+        why.contains("`license_key`") && why.contains("`acme/license_key`"),
+        "{why}"
+    );
+    // The customer sets it; the runner sees it (its status, never its value); the retried
+    // provisioning goes through.
+    moto.aws_json(&[
+        "secretsmanager",
+        "put-secret-value",
+        "--secret-id",
+        "acme/license_key",
+        "--secret-string",
+        "lic-1234567",
+    ]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let i: ferry_model::Install =
+            ferry_tests::typed::cli(&api, &["installs", "get", "acme", "--json"]);
+        let seen = i
+            .install_stack
+            .and_then(|s| s.secrets.get("license_key").cloned());
+        if seen.as_ref().is_some_and(|s| s.length == 11) {
+            assert!(seen.unwrap().arn.contains(":secret:acme/license_key"));
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the secret was not seen set: {seen:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    let (_, shown, _) = ferry(&api, &["installs", "get", "acme", "--json"]);
+    assert!(
+        !shown.contains("lic-1234567"),
+        "a secret's value left the account: {shown}"
+    );
+    let (code, out, err) = ferry(
+        &api,
+        &["workflows", "retry", &wf, "--step", "sandbox", "--wait"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
     let done = ferry_tests::typed::wait_until(&api, &wf, 120, "the provisioning", |w| {
         w.status.is_terminal()
     });
@@ -267,8 +323,14 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
             .is_some_and(|a| a.starts_with(&format!("{ACCOUNT}/acme-maintenance/"))),
         "{job:?}"
     );
-    // The job's process never had the host's credentials.
+    // The job's process never had the host's credentials; it read the secret's ARN, never the
+    // value.
     assert!(!log.contains("testing"), "{log}");
+    assert!(
+        log.contains("license key secret: arn:aws:secretsmanager:us-east-1:123456789012:secret:acme/license_key"),
+        "{log}"
+    );
+    assert!(!log.contains("lic-1234567"), "{log}");
 
     // A teardown runs as the deprovision role.
     let (code, out, err) = ferry(&api, &["installs", "teardown", "acme", "--wait", "--json"]);

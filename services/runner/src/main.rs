@@ -68,16 +68,22 @@ struct Args {
     #[arg(long, env = "FERRY_BREAK_GLASS_HOST_ONLY")]
     break_glass_host_only: bool,
     /// The install stack this runner runs in (its CloudFormation stack's name): the runner reads
-    /// its status and outputs with the host's own identity and reports them
-    /// (`.nuon.install_stack` in templates). The install stack's user data sets it.
+    /// its status and outputs and the install's secrets' status with the host's own identity and
+    /// reports them (`.nuon.install_stack`, `.nuon.secrets` in templates), and runs each job as
+    /// the role of its operation. The install stack's user data sets it.
     #[arg(long, env = "FERRY_STACK_NAME")]
     stack_name: Option<String>,
     /// The install stack's region (default: AWS_REGION).
     #[arg(long, env = "FERRY_STACK_REGION")]
     stack_region: Option<String>,
-    /// Another CloudFormation endpoint than AWS's (a VPC endpoint).
+    /// Another AWS endpoint than AWS's own for the runner's calls in its account
+    /// (CloudFormation, STS, Secrets Manager): a VPC endpoint, or an emulator in tests.
     #[arg(long, env = "FERRY_STACK_ENDPOINT")]
     stack_endpoint: Option<String>,
+    /// How often the runner reads its stack and the install's secrets again, in seconds: a
+    /// secret the customer sets is seen (and a deploy it held may be retried) this soon.
+    #[arg(long, env = "FERRY_STACK_INTERVAL_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    stack_interval_secs: u64,
     /// The helm binary for helm_chart components (default: `helm` on PATH).
     #[arg(long, env = "FERRY_HELM")]
     helm: Option<PathBuf>,
@@ -469,5 +475,6 @@ fn stack_source(args: &Args) -> Option<ferry_runner::stack::StackSource> {
         name,
         region,
         endpoint: args.stack_endpoint.clone(),
+        every: std::time::Duration::from_secs(args.stack_interval_secs),
     })
 }

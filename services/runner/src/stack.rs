@@ -2,6 +2,8 @@
 //! outputs in the customer's account with the host's own identity, and sends them to the
 //! control plane over its connection (`StackReport` on its install's subject), at start and
 //! then every minute, so a stack update (break glass turned on, a parameter changed) shows up.
+//! With it, the status of the install's secrets (which exist, their ARN, length and last
+//! change): their values never leave the account.
 //! Its jobs read the same outputs for the ARNs of the roles they run as (`roles.rs`).
 
 use std::sync::{Arc, Mutex};
@@ -10,7 +12,7 @@ use std::time::Duration;
 use ferry_aws::stack::{StackError, StackInfo};
 
 use ferry_protocol::codec::encode;
-use ferry_protocol::messages::StackReport;
+use ferry_protocol::messages::{SecretStatus, StackReport};
 use ferry_protocol::subjects;
 use tracing::{debug, info, warn};
 
@@ -20,9 +22,9 @@ pub struct StackSource {
     pub name: String,
     pub region: String,
     pub endpoint: Option<String>,
+    /// How often it is read again (`--stack-interval-secs`).
+    pub every: Duration,
 }
-
-const EVERY: Duration = Duration::from_secs(60);
 
 /// The install stack this runner runs in, as it last read it; shared by the report loop and the
 /// jobs. A runner in no stack has an `Account` without a source.
@@ -99,6 +101,7 @@ pub async fn report(
                     stack_id: stack.id,
                     status: stack.status,
                     outputs: stack.outputs,
+                    secrets: secrets(source, &install).await,
                 };
                 let sent = client
                     .publish(subjects::stack(&org, &install), encode(&report).into())
@@ -114,6 +117,28 @@ pub async fn report(
             }
             Err(e) => debug!(error = %e, "the install stack still cannot be read"),
         }
-        tokio::time::sleep(EVERY).await;
+        tokio::time::sleep(source.every).await;
+    }
+}
+
+/// The install's secrets (`INSTALL/NAME` in Secrets Manager, as the stack names them): their
+/// status, their values left in the account; `None` if they cannot be read now.
+async fn secrets(source: &StackSource, install: &str) -> Option<Vec<SecretStatus>> {
+    let prefix = format!("{install}/");
+    match ferry_aws::secrets::list(&source.region, source.endpoint.as_deref(), &prefix).await {
+        Ok(all) => Some(
+            all.into_iter()
+                .map(|s| SecretStatus {
+                    name: s.name,
+                    arn: s.arn,
+                    last_changed: s.last_changed,
+                    length: s.length,
+                })
+                .collect(),
+        ),
+        Err(e) => {
+            debug!(error = %e, "the install's secrets cannot be read now");
+            None
+        }
     }
 }

@@ -55,9 +55,7 @@ impl Scheduler {
         let recorded = self
             .store
             .repo::<m::Install>()
-            .modify(org, install, |i| {
-                i.stack_reported(&report.stack_id, &report.status, &report.outputs, now)
-            })
+            .modify(org, install, |i| i.stack_reported(seen(&report), now))
             .await;
         match recorded {
             Ok(Ok(_)) => debug!(org, install, status = %report.status, "stack report recorded"),
@@ -80,4 +78,25 @@ fn allow(limits: &Limits, org: &str, install: &str) -> bool {
         .entry((org.to_string(), install.to_string()))
         .or_insert_with(|| m::quotas::TokenBucket::full(AT_ONCE, now))
         .take(now, AT_ONCE, REFILL_MS)
+}
+
+/// A report as the model takes it.
+fn seen(report: &StackReport) -> m::StackSeen {
+    m::StackSeen {
+        stack_id: report.stack_id.clone(),
+        status: report.status.clone(),
+        outputs: report.outputs.clone(),
+        secrets: report.secrets.as_ref().map(|all| {
+            all.iter()
+                .map(|s| {
+                    let state = m::SecretState {
+                        arn: s.arn.clone(),
+                        timestamp: s.last_changed.clone(),
+                        length: s.length,
+                    };
+                    (s.name.clone(), state)
+                })
+                .collect()
+        }),
+    }
 }

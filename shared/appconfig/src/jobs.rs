@@ -90,6 +90,9 @@ pub fn component_job(
             component.kind.as_str()
         )
     })?;
+    if !matches!(op, Operation::Teardown | Operation::Deprovision) {
+        unset_secrets(cfg, install)?;
+    }
     let state = install_state(cfg, install);
     let rendered = component
         .render(&state)
@@ -133,6 +136,34 @@ pub fn component_job(
             None,
         )?,
     })
+}
+
+/// Refuses a deploy while a required secret is not set in the install's account, saying which
+/// and where the customer sets it. Known only from a runner in an install stack: an install
+/// whose runner reports no stack has no secrets to check.
+pub fn unset_secrets(cfg: &AppConfig, install: &Install) -> Result<(), String> {
+    let Some(stack) = &install.install_stack else {
+        return Ok(());
+    };
+    let unset: Vec<String> = cfg
+        .secrets
+        .iter()
+        .filter(|s| s.required && stack.secrets.get(&s.name).is_none_or(|x| x.length == 0))
+        .map(|s| {
+            let (name, param) = crate::stack::secret_place(&install.name, &s.name);
+            format!(
+                "`{}`: set Secrets Manager secret `{name}` in the install's account, or the install stack's parameter `{param}`",
+                s.name
+            )
+        })
+        .collect();
+    if unset.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "required secrets are not set: {} (the runner sees a change within a minute; then retry the deploy)",
+        unset.join("; ")
+    ))
 }
 
 /// One action step's job, rendered against the install as it is now: its command or script and

@@ -49,14 +49,20 @@ pub fn build(cfg: &AppConfig, facts: &Facts) -> Value {
     let sandbox_outputs = Value::Object(facts.sandbox_outputs.unwrap_or(&empty).clone());
     let components = components(cfg, facts);
     let workflows = action_runs(cfg, facts);
-    // `.nuon.secrets.NAME` is the secret's sync status, never its value: values stay in the install.
+    // `.nuon.secrets.NAME` is the secret's status as the install's runner saw it in the account,
+    // never its value: values stay in the install.
     let secrets: Map<String, Value> = cfg
         .secrets
         .iter()
         .map(|s| {
+            let seen = facts.install_stack.and_then(|st| st.secrets.get(&s.name));
             let status = json!({
-                "name": s.name, "arn": "", "kubernetes_namespace": "", "kubernetes_name": "",
-                "kubernetes_key": "", "timestamp": "", "length": 0, "exists": false,
+                "name": s.name,
+                "arn": seen.map_or("", |x| x.arn.as_str()),
+                "kubernetes_namespace": "", "kubernetes_name": "", "kubernetes_key": "",
+                "timestamp": seen.map_or("", |x| x.timestamp.as_str()),
+                "length": seen.map_or(0, |x| x.length),
+                "exists": seen.is_some(),
             });
             (s.name.clone(), status)
         })

@@ -1,12 +1,13 @@
 //! Ferry's calls to AWS: Amazon ECR credentials for registries (`ecr`), job log archives in S3
 //! or any S3-compatible store (`s3`), the install stack as its runner reads it (`stack`), and
-//! the roles its jobs run as (`sts`).
+//! the roles its jobs run as (`sts`), and the status of the install's secrets (`secrets`).
 //!
 //! One crate for the AWS SDK because it is a large build (DESIGN.md §10): only the binaries that
 //! need it link it, and it uses rustls with ring like the rest of Ferry.
 
 mod ecr;
 pub mod s3;
+pub mod secrets;
 pub mod stack;
 pub mod sts;
 

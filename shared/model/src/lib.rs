@@ -46,7 +46,7 @@ pub use releases::*;
 pub use runners::*;
 pub use schedules::*;
 pub use scope::*;
-pub use stacks::MAX_STACK_OUTPUTS;
+pub use stacks::{MAX_SECRETS, MAX_STACK_OUTPUTS, StackSeen};
 pub use steps::*;
 pub use time::Timestamp;
 pub use timeouts::*;

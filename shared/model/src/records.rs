@@ -185,6 +185,20 @@ pub struct StackState {
     #[schema(value_type = Object)]
     pub outputs: Outputs,
     pub reported_at: String,
+    /// The install's secrets that exist in the account, by name: their status, never a value.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub secrets: BTreeMap<String, SecretState>,
+}
+
+/// A secret of the install as its runner saw it in the customer's account (`.nuon.secrets.NAME`):
+/// where it is, when it last changed and how long its value is. The value stays in the account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SecretState {
+    pub arn: String,
+    /// When its value last changed (RFC 3339), if Secrets Manager says.
+    pub timestamp: String,
+    /// Its value's length in bytes: 0 until the customer sets it.
+    pub length: u64,
 }
 
 /// The mark of a break-glass grant made through the API: the scheduler's sweep reads these, not

@@ -491,6 +491,21 @@ pub struct StackReport {
     pub stack_id: String,
     pub status: String,
     pub outputs: Vec<(String, String)>,
+    /// The install's secrets that exist in the account: their status, never a value. `None`:
+    /// they could not be read this time (the last ones read stand).
+    pub secrets: Option<Vec<SecretStatus>>,
+}
+
+/// One secret of the install as the runner sees it (`ferry_aws::secrets`): never its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretStatus {
+    /// The app's name for it (`license_key`).
+    pub name: String,
+    pub arn: String,
+    /// When its value last changed, RFC 3339 (or empty).
+    pub last_changed: String,
+    /// Its value's length in bytes.
+    pub length: u64,
 }
 message!(StackReport, 19);
 

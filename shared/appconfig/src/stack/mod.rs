@@ -130,6 +130,15 @@ fn r(name: &str) -> Value {
     json!({ "Ref": name })
 }
 
+/// Where the install stack keeps secret `name` of `install`: its Secrets Manager name, and the
+/// `NoEcho` parameter a customer fills it with (none for a generated one).
+pub fn secret_place(install: &str, name: &str) -> (String, String) {
+    (
+        format!("{install}/{name}"),
+        format!("{}Value", logical("Secret", name)),
+    )
+}
+
 /// A logical id from a name: letters and digits only, as CloudFormation requires.
 fn logical(prefix: &str, name: &str) -> String {
     let mut out = prefix.to_string();
@@ -352,15 +361,15 @@ impl Template {
     /// One app secret, in the account's Secrets Manager.
     fn secret(&mut self, install: &str, s: &crate::Secret) {
         let id = logical("Secret", &s.name);
+        let (name, param) = secret_place(install, &s.name);
         let mut props = json!({
-            "Name": format!("{install}/{}", s.name),
+            "Name": name,
             "Description": s.description.clone().or_else(|| s.display_name.clone()).unwrap_or_else(|| format!("secret {} of the install", s.name)),
         });
         if s.auto_generate {
             props["GenerateSecretString"] =
                 json!({ "PasswordLength": 32, "ExcludePunctuation": true });
         } else {
-            let param = format!("{id}Value");
             let given = format!("{id}Given");
             self.parameters.insert(
                 param.clone(),

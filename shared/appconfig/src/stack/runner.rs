@@ -32,6 +32,9 @@ impl Template {
                 "Resource": read }),
             json!({ "Effect": "Allow", "Action": ["cloudformation:DescribeStacks"],
                 "Resource": r("AWS::StackId") }),
+            // Which of the install's secrets exist (names and dates; ListSecrets cannot be
+            // narrowed to resources): their values only as above.
+            json!({ "Effect": "Allow", "Action": ["secretsmanager:ListSecrets"], "Resource": "*" }),
         ];
         if !self.assumable.is_empty() {
             statements.push(json!({ "Effect": "Allow", "Action": "sts:AssumeRole",
