@@ -301,6 +301,17 @@ pub(crate) enum InstallsCmd {
         /// The runner's data directory on its host: its identity, the install's state.
         #[arg(long, default_value = "/var/lib/ferry-runner")]
         data_dir: std::path::PathBuf,
+        /// For the install stack's runner host: no token in runner.env (the stack keeps the
+        /// one-time token in Secrets Manager) and an install.sh, which the stack's user data runs.
+        #[arg(long)]
+        for_stack: bool,
+        /// A file to put in the bundle's bin/ (ferry-runner, nats-server, tools); repeatable.
+        #[arg(long = "binary", value_name = "PATH")]
+        binaries: Vec<std::path::PathBuf>,
+        /// Also pack the bundle as this .tar.gz and print its sha256 (for `installs stack
+        /// --bundle-url URL --bundle-sha256 SHA`).
+        #[arg(long, value_name = "FILE")]
+        archive: Option<std::path::PathBuf>,
     },
     /// Revoke the install: its runners are disconnected within seconds, and every certificate,
     /// renewal and earlier token of it is refused until a new token (`installs runner-token`).

@@ -196,8 +196,17 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
             out,
             hub_url,
             data_dir,
+            for_stack,
+            binaries,
+            archive,
         } => {
-            bootstrap::runner_bundle(api, &name, &out, hub_url.as_deref(), &data_dir).await?;
+            let opts = bootstrap::BundleOptions {
+                for_stack,
+                binaries,
+                archive,
+            };
+            bootstrap::runner_bundle(api, &name, &out, hub_url.as_deref(), &data_dir, &opts)
+                .await?;
             println!(
                 "runner bundle for install {name} written to {}",
                 out.display()

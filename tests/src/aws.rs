@@ -80,6 +80,30 @@ impl Moto {
     }
 }
 
+/// A PATH with the AWS CLI on it first, as `aws` (a wrapper in `dir/bin`), for processes that
+/// run it as a customer's host would: a runner's jobs, the install stack's user data.
+pub fn path_with_aws_cli(dir: &std::path::Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("a bin directory");
+    let wrapper = bin.join("aws");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nPYTHONPATH={0} exec python3 {0}/bin/aws \"$@\"\n",
+            tools().display()
+        ),
+    )
+    .expect("the aws wrapper");
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+        .expect("the aws wrapper's mode");
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 impl Drop for Moto {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -165,25 +165,7 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
     // runs as the role of its operation, assumed by the runner: the components' scripts ask
     // STS who they are with the AWS CLI (on the host's PATH, pointed at moto).
     let aws_env = |k: &str, v: &str| (k.to_string(), v.to_string());
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let tools = repo_root().join(".tools/pip-aws");
-    let wrapper = bin.join("aws");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nPYTHONPATH={0} exec python3 {0}/bin/aws \"$@\"\n",
-            tools.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = ferry_tests::aws::path_with_aws_cli(dir.path());
     // The customer made the license key's secret but has not set it yet (moto's CloudFormation
     // creates no secrets: the customer's CLI does here what the stack does in AWS).
     moto.aws_json(&[

@@ -41,6 +41,10 @@ struct Args {
     /// gets, and from then on uses only that. Ignored once the identity directory holds one.
     #[arg(long, env = "FERRY_BOOTSTRAP_TOKEN")]
     bootstrap: Option<String>,
+    /// --bootstrap from a file (the install stack's user data writes it there from Secrets
+    /// Manager, so the token is in no environment listing).
+    #[arg(long, env = "FERRY_BOOTSTRAP_TOKEN_FILE", conflicts_with = "bootstrap")]
+    bootstrap_file: Option<PathBuf>,
     /// The control plane's API, for --bootstrap.
     #[arg(long, env = "FERRY_API", default_value = "http://127.0.0.1:4600")]
     api: String,
@@ -394,10 +398,10 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
             .unwrap_or_else(|| args.data_dir.join("identity")),
     );
     if !files.exists()
-        && let Some(token) = &args.bootstrap
+        && let Some(token) = bootstrap_token(&args)?
     {
         preflight(&args).await?;
-        ferry_runner::bootstrap::run(&files, &args.api, token, args.install.as_deref())
+        ferry_runner::bootstrap::run(&files, &args.api, &token, args.install.as_deref())
             .await
             .map_err(|e| format!("bootstrap: {e}"))?;
     }
@@ -460,6 +464,17 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
         metrics_interval: Duration::from_secs(args.metrics_interval_secs.max(1)),
         stack,
     })
+}
+
+/// The one-time token, given or in its file (read only when the runner has no certificate yet).
+fn bootstrap_token(args: &Args) -> Result<Option<String>, String> {
+    match (&args.bootstrap, &args.bootstrap_file) {
+        (Some(t), _) => Ok(Some(t.clone())),
+        (None, Some(f)) => std::fs::read_to_string(f)
+            .map(|t| Some(t.trim().to_string()))
+            .map_err(|e| format!("the bootstrap token file {}: {e}", f.display())),
+        (None, None) => Ok(None),
+    }
 }
 
 /// The install stack to read, when the runner runs in one (its region: the flag, else

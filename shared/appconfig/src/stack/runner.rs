@@ -9,18 +9,21 @@ use super::{Template, att, r};
 
 /// The user data: the bundle fetched and checked against its sha256, the one-time token read
 /// from Secrets Manager with the instance role (never written into the user data), then the
-/// bundle's `install.sh`, which installs and starts the runner with the token.
+/// bundle's `install.sh` (`ferry installs runner-bundle --for-stack`), which installs and starts
+/// the runner with the token's file and the stack's name and region. `FERRY_ROOT`, unset on a
+/// host, puts every file under a scratch directory: that is how the script is tested.
 const USER_DATA: &str = r#"#!/bin/bash
 set -euo pipefail
-dir=/opt/ferry
-mkdir -p "$dir" /etc/ferry
+root="${!FERRY_ROOT:-}"
+dir="$root/opt/ferry"
+mkdir -p "$dir" "$root/etc/ferry"
 cd "$dir"
 curl -fsSL --retry 5 -o bundle.tar.gz '${RunnerBundleUrl}'
 echo '${RunnerBundleSha256}  bundle.tar.gz' | sha256sum -c -
 tar -xzf bundle.tar.gz
 umask 077
-aws secretsmanager get-secret-value --region '${AWS::Region}' --secret-id '${RunnerBootstrapToken}' --query SecretString --output text > /etc/ferry/bootstrap-token
-FERRY_BOOTSTRAP_TOKEN_FILE=/etc/ferry/bootstrap-token ./install.sh
+aws secretsmanager get-secret-value --region '${AWS::Region}' --secret-id '${RunnerBootstrapToken}' --query SecretString --output text > "$root/etc/ferry/bootstrap-token"
+FERRY_BOOTSTRAP_TOKEN_FILE="$root/etc/ferry/bootstrap-token" FERRY_STACK_NAME='${AWS::StackName}' FERRY_STACK_REGION='${AWS::Region}' ./install.sh
 "#;
 
 impl Template {
