@@ -276,6 +276,17 @@ pub(crate) enum InstallsCmd {
         /// The bundle's sha256 (64 hex digits): the host refuses any other.
         #[arg(long, value_name = "HEX")]
         bundle_sha256: Option<String>,
+        /// Publish the template to the control plane's bucket (`ferry-server --stack-bucket`)
+        /// and print the AWS console's quick-create link that launches it; `installs get` shows
+        /// the link afterwards.
+        #[arg(long, conflicts_with = "out")]
+        upload: bool,
+        /// With --upload: the region whose console the link opens (default: the bucket's).
+        #[arg(long, requires = "upload")]
+        region: Option<String>,
+        /// With --upload: print the published template's record as JSON.
+        #[arg(long, requires = "upload")]
+        json: bool,
     },
     /// A new one-time token for a runner of this install (`ferry-runner --bootstrap`); printed
     /// once, usable once, for an hour.

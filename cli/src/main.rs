@@ -178,9 +178,26 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
         }
         InstallsCmd::Stack {
             name,
+            bundle_url,
+            bundle_sha256,
+            upload: true,
+            region,
+            json,
+            ..
+        } => {
+            let body = ferry_model::api::PublishStack {
+                bundle_url,
+                bundle_sha256,
+                region,
+            };
+            stack::publish(api, &name, &body, json).await
+        }
+        InstallsCmd::Stack {
+            name,
             out,
             bundle_url,
             bundle_sha256,
+            ..
         } => {
             let query = ferry_model::api::StackQuery {
                 bundle_url,

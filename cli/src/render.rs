@@ -159,6 +159,19 @@ pub fn install(i: &Install) -> String {
             s.outputs.len(),
             s.reported_at
         ));
+        for (name, secret) in &s.secrets {
+            let set = if secret.length == 0 { "empty" } else { "set" };
+            out.push_str(&format!(
+                "\n  secret {name}: {set}, changed {}",
+                secret.timestamp
+            ));
+        }
+    }
+    if let Some(t) = &i.stack_template {
+        out.push_str(&format!(
+            "\ninstall stack template: {} (published {} by {})\n  launch: {}",
+            t.template_url, t.published_at, t.published_by, t.quick_link_url
+        ));
     }
     let mut rows = vec![vec![
         "sandbox".to_string(),

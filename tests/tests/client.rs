@@ -353,6 +353,11 @@ async fn installs(c: &Client) {
         stack["Resources"]["RunnerGroup"]["Type"],
         "AWS::AutoScaling::AutoScalingGroup"
     );
+    // This control plane has no stack bucket (tests/stack.rs publishes to one).
+    let e = call::<ops::PublishInstallStack>(c, &["c1"], &(), &Default::default())
+        .await
+        .unwrap_err();
+    refused(e, 409);
     let all = call::<ops::ListWorkflows>(c, &[], &WorkflowFilter::default(), &())
         .await
         .unwrap();

@@ -36,7 +36,30 @@ fn cfn_lint(file: &Path) {
 fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the_app_declares() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    // The vendor's bucket (in moto), where the control plane publishes install stacks and the
+    // vendor keeps a nested template.
+    let moto = Moto::start();
+    moto.aws_json(&[
+        "s3api",
+        "create-bucket",
+        "--bucket",
+        "example-vendor-bucket",
+    ]);
+    let creds = [
+        ("AWS_ACCESS_KEY_ID".to_string(), "testing".to_string()),
+        ("AWS_SECRET_ACCESS_KEY".to_string(), "testing".to_string()),
+    ];
+    let (_server, api) = Proc::server_env(
+        &nats.url,
+        dir.path().join("server.log"),
+        &[
+            "--stack-bucket",
+            "example-vendor-bucket",
+            "--stack-bucket-endpoint",
+            &moto.url,
+        ],
+        &creds,
+    );
     let app = repo_root().join("examples/aws-account");
     let (code, out, err) = ferry(
         &api,
@@ -88,15 +111,38 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
     assert_ne!(code, 0);
     assert!(err.contains("64 lower-case hex digits"), "{err}");
 
+    // Published to the vendor's bucket: the console's quick-create link, shown by installs get.
+    let (code, link, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "stack",
+            "acme",
+            "--upload",
+            "--bundle-url",
+            "https://vendor.example.com/ferry-runner.tar.gz",
+            "--bundle-sha256",
+            &sha,
+        ],
+    );
+    assert_eq!(code, 0, "{link}{err}");
+    let link = link.trim();
+    assert!(
+        link.starts_with(
+            "https://us-east-1.console.aws.amazon.com/cloudformation/home?region=us-east-1#/stacks/quickcreate?templateURL=https%3A%2F%2Fexample-vendor-bucket.s3.us-east-1.amazonaws.com%2Fferry%2Fstacks%2F"
+        ) && link.contains("&stackName=ferry-acme")
+            && link.contains(&format!("&param_RunnerBundleSha256={sha}")),
+        "{link}"
+    );
+    let published: ferry_model::Install =
+        ferry_tests::typed::cli(&api, &["installs", "get", "acme", "--json"]);
+    let published = published.stack_template.expect("the published template");
+    assert_eq!(published.quick_link_url, link);
+    let (_, shown, _) = ferry(&api, &["installs", "get", "acme"]);
+    assert!(shown.contains(link), "{shown}");
+
     // The customer's side: the vendor's nested template where the stack names it, then the
-    // stack, with the install's one-time token and the license key.
-    let moto = Moto::start();
-    moto.aws_json(&[
-        "s3api",
-        "create-bucket",
-        "--bucket",
-        "example-vendor-bucket",
-    ]);
+    // stack from the published template, with the install's one-time token and the license key.
     let audit = dir.path().join("audit.json");
     std::fs::write(&audit, AUDIT).unwrap();
     let (code, out, err) = moto.aws(&[
@@ -106,14 +152,13 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
         "s3://example-vendor-bucket/audit.json",
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    let body = format!("file://{}", file.display());
     moto.aws_json(&[
         "cloudformation",
         "create-stack",
         "--stack-name",
         "ferry-acme",
-        "--template-body",
-        &body,
+        "--template-url",
+        &published.template_url,
         "--capabilities",
         "CAPABILITY_NAMED_IAM",
         "--parameters",
@@ -313,6 +358,24 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
         "{log}"
     );
     assert!(!log.contains("lic-1234567"), "{log}");
+
+    // The dashboard's install page: the launch link, the stack's status, outputs and secrets.
+    let session = ferry_tests::dashboard_cookie(&api);
+    let page = Command::new("curl")
+        .args(["-sf", "-H", &session])
+        .arg(format!("{api}/ui/installs/acme"))
+        .output()
+        .unwrap();
+    let html = String::from_utf8_lossy(&page.stdout);
+    assert!(html.contains("Launch in the AWS console"), "{html}");
+    assert!(html.contains(&link.replace('&', "&amp;")), "{html}");
+    assert!(html.contains(">CREATE_COMPLETE<"), "{html}");
+    assert!(
+        html.contains("maintenance_iam_role_arn = arn:aws:iam::123456789012:role/acme-maintenance"),
+        "{html}"
+    );
+    assert!(html.contains("secret license_key: set"), "{html}");
+    assert!(!html.contains("lic-1234567"), "{html}");
 
     // A teardown runs as the deprovision role.
     let (code, out, err) = ferry(&api, &["installs", "teardown", "acme", "--wait", "--json"]);

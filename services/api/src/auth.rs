@@ -51,6 +51,7 @@ impl FromRequestParts<ApiState> for Ctx {
             streams: state.streams.clone(),
             feed: state.feed.clone(),
             tasks: state.tasks.clone(),
+            stack_bucket: state.stack_bucket.clone(),
         }))
     }
 }

@@ -349,6 +349,7 @@ pub async fn serve_renewals(
             streams: Default::default(),
             feed: feed.clone(),
             tasks: Default::default(),
+            stack_bucket: None,
         };
         let (limits, ca) = (limits.clone(), issuer.ca.cert_pem().to_string());
         async move {

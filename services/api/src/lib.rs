@@ -48,6 +48,7 @@ mod releases;
 pub mod roles;
 mod runners;
 mod stacks;
+pub use stacks::StackBucket;
 pub mod streams;
 mod workflows;
 
@@ -75,6 +76,9 @@ pub struct ApiState {
     pub feed: ferry_store::events::EventFeed,
     /// The tasks that follow logs for open responses; stopping waits for them.
     pub tasks: ferry_store::Tasks,
+    /// Where install stack templates are published for customers (`ferry-server
+    /// --stack-bucket`); `None`: not configured.
+    pub stack_bucket: Option<std::sync::Arc<dyn stacks::StackBucket>>,
 }
 
 /// Seconds since the Unix epoch.
@@ -147,7 +151,10 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(installs::update_inputs))
         .routes(routes!(installs::set_labels))
         .routes(routes!(installs::drift_check))
-        .routes(routes!(stacks::install_stack))
+        .routes(routes!(
+            stacks::install_stack,
+            stacks::publish_install_stack
+        ))
         .routes(routes!(bootstrap::runner_token))
         .routes(routes!(bootstrap::revoke))
         .routes(routes!(installs::set_approve_all))
@@ -217,15 +224,18 @@ pub fn router(store: Store, issuer: Option<bootstrap::Issuer>) -> Router {
         issuer,
         streams::StreamCaps::default(),
         ferry_store::Tasks::default(),
+        None,
     )
 }
 
-/// [`router`] with the operator's caps on open event streams, its tasks owned by `tasks`.
+/// [`router`] with the operator's caps on open event streams, its tasks owned by `tasks`, and
+/// the bucket install stacks are published to.
 pub fn router_with(
     store: Store,
     issuer: Option<bootstrap::Issuer>,
     caps: streams::StreamCaps,
     tasks: ferry_store::Tasks,
+    stack_bucket: Option<std::sync::Arc<dyn stacks::StackBucket>>,
 ) -> Router {
     // The org and actor here are never used: `auth::Ctx` replaces both with the caller's.
     let state = ApiState {
@@ -236,6 +246,7 @@ pub fn router_with(
         issuer,
         streams: std::sync::Arc::new(streams::OpenStreams::new(caps)),
         tasks,
+        stack_bucket,
     };
     let (open, _) = open_routes().split_for_parts();
     let (api, _) = api_routes().split_for_parts();

@@ -1,6 +1,7 @@
 mod archive;
 mod http;
 mod limits;
+mod stacks;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -94,6 +95,8 @@ struct Args {
     vendor_registry_token: Option<String>,
     #[command(flatten)]
     log_archive: archive::LogArchiveArgs,
+    #[command(flatten)]
+    stack_bucket: stacks::StackBucketArgs,
     #[command(flatten)]
     stream_caps: limits::StreamCapArgs,
     #[command(flatten)]
@@ -490,7 +493,14 @@ async fn start_api(
         total: args.http_limits.sse_max.max(1),
     };
     let tasks = ferry_store::Tasks::stopped_by(stop.child_token());
-    Ok(ferry_api::router_with(store, Some(issuer), caps, tasks))
+    let stack_bucket = args.stack_bucket.open().await?;
+    Ok(ferry_api::router_with(
+        store,
+        Some(issuer),
+        caps,
+        tasks,
+        stack_bucket,
+    ))
 }
 
 /// A connection as `svc`'s own user, and the store opened through it.

@@ -28,6 +28,7 @@ pub fn install_state(cfg: &AppConfig, install: &Install) -> serde_json::Value {
         component_outputs: Some(&outputs),
         actions: Some(&install.actions),
         install_stack: install.install_stack.as_ref(),
+        stack_template: install.stack_template.as_ref(),
     })
 }
 

@@ -28,6 +28,8 @@ pub struct Facts<'a> {
     pub actions: Option<&'a BTreeMap<String, ferry_model::ActionState>>,
     /// The install stack as the runner last reported it.
     pub install_stack: Option<&'a ferry_model::StackState>,
+    /// The install stack's template as last published for the customer.
+    pub stack_template: Option<&'a ferry_model::StackTemplate>,
 }
 
 /// The state for `facts`: `{"nuon": {...}}` with every root of Nuon's state present.
@@ -87,7 +89,10 @@ pub fn build(cfg: &AppConfig, facts: &Facts) -> Value {
             "install_stack": {
                 "outputs": facts.install_stack.map(|s| s.outputs.clone()).unwrap_or_default(),
                 "status": facts.install_stack.map_or("", |s| s.status.as_str()),
-                "quick_link_url": "", "template_url": "", "template_json": "", "checksum": "",
+                "quick_link_url": facts.stack_template.map_or("", |t| t.quick_link_url.as_str()),
+                "template_url": facts.stack_template.map_or("", |t| t.template_url.as_str()),
+                "template_json": "",
+                "checksum": facts.stack_template.map_or("", |t| t.checksum.as_str()),
             },
             "secrets": secrets,
             "labels": {},

@@ -27,6 +27,7 @@ fn template(cfg: &AppConfig) -> Value {
         component_outputs: None,
         actions: None,
         install_stack: None,
+        stack_template: None,
     });
     let opts = StackOptions {
         install: "prod".into(),
@@ -173,4 +174,50 @@ fn cfn_lint_passes_the_templates() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// A published template's place and link render as Nuon's `install_stack` fields, and the
+/// console link names the template, the stack and the bundle.
+#[test]
+fn a_published_template_renders_its_link_and_the_link_launches_it() {
+    let cfg = app("aws-account");
+    let published = ferry_model::StackTemplate {
+        template_url: "https://b.s3.eu-west-1.amazonaws.com/ferry/stacks/o/prod/ab.json".into(),
+        quick_link_url: "https://console/link".into(),
+        checksum: "sha256:ab".into(),
+        app_config_id: "c1".into(),
+        published_at: "2026-11-27T10:00:00.000Z".into(),
+        published_by: "token:admin".into(),
+    };
+    let state = cfg.template_state(&Facts {
+        org: "acme",
+        app: "aws-account",
+        install: "prod",
+        stack_template: Some(&published),
+        ..Default::default()
+    });
+    let s = &state["nuon"]["install_stack"];
+    assert_eq!(s["template_url"], published.template_url.as_str());
+    assert_eq!(s["quick_link_url"], "https://console/link");
+    assert_eq!(s["checksum"], "sha256:ab");
+    let name = ferry_appconfig::stack::stack_name(&cfg, &state, "prod").unwrap();
+    assert_eq!(name, "ferry-prod");
+    let opts = StackOptions {
+        install: "prod".into(),
+        bundle_url: "https://vendor.example.com/r.tar.gz".into(),
+        bundle_sha256: "ab".repeat(32),
+    };
+    let link = ferry_appconfig::stack::quick_create_link(
+        "eu-west-1",
+        &published.template_url,
+        &name,
+        &opts,
+    );
+    assert_eq!(
+        link,
+        format!(
+            "https://eu-west-1.console.aws.amazon.com/cloudformation/home?region=eu-west-1#/stacks/quickcreate?templateURL=https%3A%2F%2Fb.s3.eu-west-1.amazonaws.com%2Fferry%2Fstacks%2Fo%2Fprod%2Fab.json&stackName=ferry-prod&param_RunnerBundleUrl=https%3A%2F%2Fvendor.example.com%2Fr.tar.gz&param_RunnerBundleSha256={}",
+            "ab".repeat(32)
+        )
+    );
 }

@@ -1,5 +1,6 @@
 //! A bucket (and a key prefix in it) of S3 or any S3-compatible store, for objects Ferry keeps
-//! there: job log archives (`ferry-server --log-archive-s3-bucket`). Credentials are the
+//! there: job log archives (`ferry-server --log-archive-s3-bucket`) and published install
+//! stack templates (`--stack-bucket`). Credentials are the
 //! SDK's (environment, profile, instance or task role); an endpoint other than AWS's is
 //! addressed path-style (`http://host:port/bucket/key`), as S3-compatible stores expect.
 
@@ -55,6 +56,22 @@ impl Bucket {
     /// `s3://bucket/prefix`.
     pub fn describe(&self) -> String {
         format!("s3://{}/{}", self.cfg.bucket, self.cfg.prefix)
+    }
+
+    /// The bucket's region.
+    pub fn region(&self) -> &str {
+        &self.cfg.region
+    }
+
+    /// The AWS URL of object `name` (virtual-hosted style), as AWS's own services fetch it: a
+    /// CloudFormation template's `TemplateURL`.
+    pub fn https_url(&self, name: &str) -> String {
+        format!(
+            "https://{}.s3.{}.amazonaws.com/{}",
+            self.cfg.bucket,
+            self.cfg.region,
+            self.key(name)
+        )
     }
 
     fn key(&self, name: &str) -> String {

@@ -439,6 +439,16 @@ pub struct StackQuery {
     pub bundle_sha256: Option<String>,
 }
 
+/// `POST /v1/installs/{name}/stack`: publish the install stack's template to the vendor's
+/// bucket (`ferry-server --stack-bucket`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PublishStack {
+    pub bundle_url: Option<String>,
+    pub bundle_sha256: Option<String>,
+    /// The region whose console the quick-create link opens (default: the bucket's).
+    pub region: Option<String>,
+}
+
 /// One action of an install, as `ferry actions list --json` prints it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InstallAction {

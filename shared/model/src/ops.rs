@@ -181,6 +181,9 @@ operations! {
     /// The CloudFormation template the customer launches in their account (JSON).
     InstallStackOp = install_stack: Get "/v1/installs/{name}/stack", Viewer,
         query StackQuery, body (), reply serde_json::Value;
+    /// The template published to the vendor's bucket, with the console's quick-create link.
+    PublishInstallStack = publish_install_stack: Post "/v1/installs/{name}/stack", Operator,
+        query (), body PublishStack, reply crate::StackTemplate;
     RunRunbook = run_runbook: Post "/v1/installs/{name}/runbooks/{runbook}/runs", Operator,
         query (), body (), reply Deployed;
 

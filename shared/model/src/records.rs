@@ -172,6 +172,25 @@ pub struct Install {
     /// (`.nuon.install_stack` in templates); none before a runner reported one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install_stack: Option<StackState>,
+    /// The install stack's template as last published to the vendor's bucket, with the link
+    /// that opens it in the customer's console (`ferry installs stack --upload`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_template: Option<StackTemplate>,
+}
+
+/// An install stack's template published for the customer: where it is, its checksum, and the
+/// AWS console's quick-create link that launches it (`.nuon.install_stack.{template_url,
+/// quick_link_url,checksum}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct StackTemplate {
+    pub template_url: String,
+    pub quick_link_url: String,
+    /// `sha256:<hex>` of the template's bytes.
+    pub checksum: String,
+    /// The config version it was rendered from.
+    pub app_config_id: String,
+    pub published_at: String,
+    pub published_by: String,
 }
 
 /// The install stack's status and outputs, as the runner reads them with CloudFormation's
@@ -695,6 +714,7 @@ mod tests {
             break_glass: Default::default(),
             labels: Default::default(),
             install_stack: None,
+            stack_template: None,
         };
         let order = vec![vec!["db".to_string()], vec!["web".to_string()]];
         let in_app = |n: &str| n != "old";
@@ -735,6 +755,7 @@ mod tests {
             break_glass: Default::default(),
             labels: Default::default(),
             install_stack: None,
+            stack_template: None,
         };
         assert_eq!(
             install.secret_values(&[]),

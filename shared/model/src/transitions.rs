@@ -135,6 +135,7 @@ impl Install {
             break_glass: Default::default(),
             labels: req.labels,
             install_stack: None,
+            stack_template: None,
         }
     }
 

@@ -86,6 +86,7 @@ impl FromRequestParts<ApiState> for Session {
                 streams: state.streams.clone(),
                 feed: state.feed.clone(),
                 tasks: state.tasks.clone(),
+                stack_bucket: state.stack_bucket.clone(),
             },
             csrf: csrf_of(&token),
             caller,

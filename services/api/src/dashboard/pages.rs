@@ -137,6 +137,7 @@ pub fn install(s: &Session, i: &Install, workflows: &[Workflow]) -> Markup {
                     }
                 }
             }
+            (install_stack(i))
             h2 { "Components" }
             table #components {
                 thead { tr { th { "Component" } th { "Status" } th { "Outputs" } th { "Updated" } } }
@@ -172,6 +173,34 @@ pub fn install(s: &Session, i: &Install, workflows: &[Workflow]) -> Markup {
             }
         },
     )
+}
+
+/// The install stack: the link that launches it in the customer's console (once published),
+/// and its status, outputs and secrets as the install's runner last read them.
+fn install_stack(i: &Install) -> Markup {
+    html! {
+        @if i.install_stack.is_some() || i.stack_template.is_some() {
+            h2 { "Install stack" }
+        }
+        @if let Some(t) = &i.stack_template {
+            p #stack-template { a href=(t.quick_link_url) { "Launch in the AWS console" }
+                " · template " span.mono { (t.template_url) } " · published " (t.published_at) }
+        }
+        @if let Some(st) = &i.install_stack {
+            p { "Status " span #stack-status .mono { (st.status) } " · read by the runner at " (st.reported_at) }
+            table #stack-outputs {
+                tbody {
+                    @for (k, v) in &st.outputs {
+                        tr { td.mono { (k) " = "
+                            @match v { serde_json::Value::String(t) => (t), other => (other.to_string()) } } }
+                    }
+                    @for (k, secret) in &st.secrets {
+                        tr { td.mono { "secret " (k) ": " (if secret.length == 0 { "empty" } else { "set" }) } }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// What a waiting plan changes, as the page shows it.

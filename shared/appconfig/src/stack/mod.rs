@@ -130,6 +130,44 @@ fn r(name: &str) -> Value {
     json!({ "Ref": name })
 }
 
+/// The name the customer's stack gets: `stack.toml`'s `name` rendered against `state`, else
+/// `ferry-INSTALL`.
+pub fn stack_name(cfg: &AppConfig, state: &Value, install: &str) -> Result<String, StackError> {
+    match cfg.stack.as_ref().and_then(|s| s.name.as_deref()) {
+        Some(name) => crate::template::render(name, state).map_err(|e| StackError::Render {
+            what: "the stack's name".into(),
+            error: e.to_string(),
+        }),
+        None => Ok(format!("ferry-{install}")),
+    }
+}
+
+/// The AWS console's link that opens the template at `template_url` in `region`'s
+/// CloudFormation, named `stack_name`, with the bundle's URL and sha256 filled in: the
+/// customer adds the one-time token (and any secret) and launches it.
+pub fn quick_create_link(
+    region: &str,
+    template_url: &str,
+    stack_name: &str,
+    opts: &StackOptions,
+) -> String {
+    let enc = |v: &str| form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>();
+    let mut link = format!(
+        "https://{region}.console.aws.amazon.com/cloudformation/home?region={region}#/stacks/quickcreate?templateURL={}&stackName={}",
+        enc(template_url),
+        enc(stack_name)
+    );
+    for (param, value) in [
+        ("RunnerBundleUrl", &opts.bundle_url),
+        ("RunnerBundleSha256", &opts.bundle_sha256),
+    ] {
+        if !value.is_empty() {
+            link.push_str(&format!("&param_{param}={}", enc(value)));
+        }
+    }
+    link
+}
+
 /// Where the install stack keeps secret `name` of `install`: its Secrets Manager name, and the
 /// `NoEcho` parameter a customer fills it with (none for a generated one).
 pub fn secret_place(install: &str, name: &str) -> (String, String) {

@@ -26,6 +26,7 @@ fn install() -> Install {
         break_glass: Default::default(),
         labels: Default::default(),
         install_stack: None,
+        stack_template: None,
     }
 }
 
