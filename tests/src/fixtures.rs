@@ -34,6 +34,7 @@ pub fn plan_job(org: &str, install: &str, id: &str) -> (m::Job, JobOffer) {
             cluster: None,
             policies: vec![],
             run_as: None,
+            secret_syncs: vec![],
         }),
         timeouts: Timeouts::default(),
     };

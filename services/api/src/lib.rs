@@ -47,7 +47,7 @@ mod logs;
 mod releases;
 pub mod roles;
 mod runners;
-mod stacks;
+pub mod stacks;
 pub use stacks::StackBucket;
 pub mod streams;
 mod workflows;

@@ -17,14 +17,13 @@ use crate::auth::Ctx;
 use crate::ids::Name;
 use crate::{ApiError, ApiState};
 
+/// A publish's answer: the object's https URL.
+pub type Published<'a> = BoxFuture<'a, Result<String, ArchiveError>>;
+
 /// Where published templates go: the server adapts its S3 bucket to this.
 pub trait StackBucket: Send + Sync {
     /// Puts `body` under `name`; returns the object's https URL (what CloudFormation fetches).
-    fn publish<'a>(
-        &'a self,
-        name: &'a str,
-        body: Vec<u8>,
-    ) -> BoxFuture<'a, Result<String, ArchiveError>>;
+    fn publish<'a>(&'a self, name: &'a str, body: Vec<u8>) -> Published<'a>;
     /// The bucket's region: the console link's, unless the caller names another.
     fn region(&self) -> &str;
 }

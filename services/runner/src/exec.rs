@@ -395,6 +395,8 @@ impl Executor {
             Ok(job) => job,
             Err(why) => return failed(why),
         };
+        // The secret values the plugin copies into the cluster are masked like sensitive inputs.
+        let log = &log.with_more(job.secret_values());
         let identity = match self.identity(offer, limit, log).await {
             Ok(i) => i,
             Err(why) => return failed(why),
@@ -494,8 +496,38 @@ impl Executor {
             state_dir: state,
             work_dir: work.to_path_buf(),
             tools: self.tools.clone(),
+            secrets: self.synced_secrets(phase, c, log).await?,
         };
         write_job(work, PluginInput::Component(job)).await
+    }
+
+    /// An apply's `kubernetes_sync` secrets with their values (`secrets.rs`); what was not
+    /// synced, and why, said in the log.
+    async fn synced_secrets(
+        &self,
+        phase: Phase,
+        c: &ferry_protocol::messages::ComponentJob,
+        log: &LogHandle,
+    ) -> Result<Vec<crate::plugin::SyncedSecret>, String> {
+        if phase != Phase::Apply || c.secret_syncs.is_empty() {
+            return Ok(vec![]);
+        }
+        match crate::secrets::values(&self.account, &c.secret_syncs).await? {
+            None => {
+                log.system("the app's kubernetes_sync secrets are not synced: the runner is in no install stack").await;
+                Ok(vec![])
+            }
+            Some((values, skipped)) => {
+                if !skipped.is_empty() {
+                    log.system(format!(
+                        "not synced, not set in the install's account: {}",
+                        skipped.join(", ")
+                    ))
+                    .await;
+                }
+                Ok(values)
+            }
+        }
     }
 
     /// An action step's job: nothing to unpack (its script travels in the offer), and a
@@ -761,11 +793,21 @@ fn masked(mut result: JobResult, spec: &JobSpec, log: &LogHandle) -> JobResult {
     result
 }
 
-/// Writes the plugin's job file, `work/job.json`.
+/// Writes the plugin's job file, `work/job.json`, readable by the runner's user only (it may
+/// hold secret values to copy into the cluster).
 async fn write_job(work: &Path, job: PluginInput) -> Result<PluginInput, String> {
+    use tokio::io::AsyncWriteExt;
     let bytes = serde_json::to_vec_pretty(&job)
         .map_err(|e| format!("encoding the plugin's job file: {e}"))?;
-    tokio::fs::write(work.join("job.json"), bytes)
+    let mut f = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(work.join("job.json"))
+        .await
+        .map_err(|e| format!("writing the plugin's job file: {e}"))?;
+    f.write_all(&bytes)
         .await
         .map_err(|e| format!("writing the plugin's job file: {e}"))?;
     Ok(job)

@@ -33,6 +33,7 @@ pub mod registry;
 pub mod roles;
 pub mod rotate;
 pub mod runner;
+pub mod secrets;
 pub mod stack;
 pub mod stats;
 

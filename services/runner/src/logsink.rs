@@ -41,6 +41,20 @@ impl LogHandle {
         out
     }
 
+    /// This log, masking `values` too (secret values a job comes to hold after it started).
+    pub fn with_more(&self, values: Vec<String>) -> LogHandle {
+        if values.is_empty() {
+            return self.clone();
+        }
+        let mut all: Vec<String> = self.redact.iter().cloned().chain(values).collect();
+        all.retain(|v| !v.is_empty());
+        all.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        LogHandle {
+            tx: self.tx.clone(),
+            redact: all.into(),
+        }
+    }
+
     pub async fn line(&self, stream: LogStream, text: impl Into<String>) {
         let mut text: String = self.mask(&text.into());
         if text.len() > MAX_LINE_BYTES {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use ferry_aws::s3::{Bucket, S3Config};
-use ferry_store::{ArchiveError, BoxFuture};
+use ferry_store::ArchiveError;
 
 #[derive(clap::Args, Debug)]
 pub struct StackBucketArgs {
@@ -61,11 +61,7 @@ impl StackBucketArgs {
 struct S3Stacks(Bucket);
 
 impl ferry_api::StackBucket for S3Stacks {
-    fn publish<'a>(
-        &'a self,
-        name: &'a str,
-        body: Vec<u8>,
-    ) -> BoxFuture<'a, Result<String, ArchiveError>> {
+    fn publish<'a>(&'a self, name: &'a str, body: Vec<u8>) -> ferry_api::stacks::Published<'a> {
         Box::pin(async move {
             self.0.put(name, body).await.map_err(|e| ArchiveError {
                 what: format!("publishing {name}"),

@@ -6,7 +6,9 @@
 //! is a wire message of `ferry-protocol`, both of which the model does not know.
 
 use ferry_model::{self as m, Install, Step, Workflow};
-use ferry_protocol::messages::{ActionJob, ApiGrant, ComponentJob, ComponentKind, PolicyDoc};
+use ferry_protocol::messages::{
+    ActionJob, ApiGrant, ComponentJob, ComponentKind, PolicyDoc, SecretSync,
+};
 
 use crate::operations::{self, Operation};
 use crate::{AppConfig, ComponentType};
@@ -136,7 +138,39 @@ pub fn component_job(
             op,
             None,
         )?,
+        secret_syncs: if needs_cluster(component.kind) {
+            secret_syncs(cfg, &state, &install.name)?
+        } else {
+            vec![]
+        },
     })
+}
+
+/// Where each `kubernetes_sync` secret goes in the cluster, its names rendered against `state`.
+pub fn secret_syncs(
+    cfg: &AppConfig,
+    state: &serde_json::Value,
+    install: &str,
+) -> Result<Vec<SecretSync>, String> {
+    let render = |s: &crate::Secret, what: &str, text: &str| {
+        crate::template::render(text, state)
+            .map_err(|e| format!("secret `{}`: cannot render its {what}: {e}", s.name))
+    };
+    let mut out = Vec::new();
+    for s in &cfg.secrets {
+        for t in &s.kubernetes {
+            out.push(SecretSync {
+                secret: s.name.clone(),
+                source: crate::stack::secret_place(install, &s.name).0,
+                namespace: render(s, "Kubernetes namespace", &t.namespace)?,
+                name: render(s, "Kubernetes Secret name", &t.name)?,
+                key: t.key.clone(),
+                base64: s.base64,
+                required: s.required,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Refuses a deploy while a required secret is not set in the install's account, saying which
@@ -222,20 +256,7 @@ pub fn action_job(
     let inputs = action.run_inputs(&given)?;
     env.retain(|(k, _)| !inputs.contains_key(k));
     env.extend(inputs);
-    let run_as = operations::run_as(
-        cfg,
-        &state,
-        &operations::principal(m::StepKind::Action, &action.name),
-        Operation::Trigger,
-        // A break-glass role no `break_glass.toml` declares is a grant on the host only: the
-        // action runs as its step's or its own role then.
-        action
-            .break_glass_role
-            .as_deref()
-            .filter(|r| cfg.roles.iter().any(|c| c.name == *r))
-            .or(def.role.as_deref())
-            .or(action.role.as_deref()),
-    )?;
+    let run_as = action_run_as(cfg, &state, action, def)?;
     Ok(ActionJob {
         action: action.name.clone(),
         step: at.step.clone(),
@@ -259,6 +280,30 @@ pub fn action_job(
             }),
         run_as,
     })
+}
+
+/// The role an action's step runs as (`crate::operations`).
+fn action_run_as(
+    cfg: &AppConfig,
+    state: &serde_json::Value,
+    action: &crate::Action,
+    step: &crate::ActionStep,
+) -> Result<Option<ferry_protocol::messages::RunAs>, String> {
+    // A break-glass role no `break_glass.toml` declares is a grant on the host only: the action
+    // runs as its step's or its own role then.
+    let named = action
+        .break_glass_role
+        .as_deref()
+        .filter(|r| cfg.roles.iter().any(|c| c.name == *r))
+        .or(step.role.as_deref())
+        .or(action.role.as_deref());
+    operations::run_as(
+        cfg,
+        state,
+        &operations::principal(m::StepKind::Action, &action.name),
+        Operation::Trigger,
+        named,
+    )
 }
 
 /// How long one execution of a `kind` job of `name` may run, if the app says: an action's

@@ -29,6 +29,7 @@ pub use graph::deploy_stages;
 pub use package::{MAX_FILE_BYTES, Package, PackageError, repository_root};
 pub use parse::{
     Action, ActionInput, ActionStep, AppConfig, CloudRole, Component, ComponentType, Input,
-    InstallDecl, InstallStack, Metadata, NestedStack, OperationRule, Policy, Rendered, Report,
-    RolePolicy, RoleUse, Runbook, RunbookStep, RunbookStepKind, Secret, Trigger, load, validate,
+    InstallDecl, InstallStack, KubeTarget, Metadata, NestedStack, OperationRule, Policy, Rendered,
+    Report, RolePolicy, RoleUse, Runbook, RunbookStep, RunbookStepKind, Secret, Trigger, load,
+    validate,
 };

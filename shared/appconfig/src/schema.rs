@@ -445,27 +445,31 @@ pub static SECRET: Schema = Schema {
             Ty::Bool,
             "generate a random value in the install",
         ),
-        ign(
+        f(
             "format",
             Ty::Enum(&["base64", ""]),
-            "`base64` when the value is base64-encoded",
+            "`base64` when the value is base64-encoded (copied into a Kubernetes Secret as it is)",
         ),
         ign("user_configurable", Ty::Bool, "the customer may change it"),
-        ign(
+        f(
             "kubernetes_sync",
             Ty::Bool,
-            "copy the secret into the cluster",
+            "copy the secret into the install's cluster: each Kubernetes component's apply writes it (with `kubernetes_secret_namespace` and `kubernetes_secret_name`, under the secret's name as its key) before its own objects",
         ),
-        ign(
+        f(
             "kubernetes_secret_namespace",
             Ty::Str,
-            "namespace to copy it to",
+            "namespace to copy it to (templates allowed)",
         ),
-        ign("kubernetes_secret_name", Ty::Str, "name to copy it as"),
-        ign(
+        f(
+            "kubernetes_secret_name",
+            Ty::Str,
+            "name of the Kubernetes Secret to copy it to (templates allowed)",
+        ),
+        f(
             "kubernetes_sync_targets",
             Ty::Tables(&SYNC_TARGET),
-            "several places to copy it to",
+            "several places to copy it to (each namespace, Secret name and key)",
         ),
     ]],
     free_tables: false,

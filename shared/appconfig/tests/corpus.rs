@@ -131,7 +131,7 @@ fn nuon_shapes_validate_with_exact_warnings_and_carry_their_values() {
             "secrets/license.toml:3:16: warning: not a template: a string without `.nuon` is never rendered (Nuon passes it through), so its `{{ }}` appear literally",
         ]
     );
-    assert_eq!(pending.len(), 17, "{pending:#?}");
+    assert_eq!(pending.len(), 15, "{pending:#?}");
     // R2: `./boundary.json` (permissions, break glass), `./values/..` (components),
     // `./scripts/..` (actions), `./no-privileged.yaml` (a policy in `policies/k8s/`) only exist under
     // their block's base directory: had any been resolved from the root, it would be an error above.

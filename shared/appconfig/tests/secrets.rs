@@ -93,3 +93,49 @@ fn a_required_secret_not_set_stops_a_deploy_and_says_where_to_set_it() {
     assert_eq!(unset_secrets(&cfg, &install(Some(license(7)))), Ok(()));
     assert_eq!(unset_secrets(&cfg, &install(None)), Ok(()));
 }
+
+/// examples/k8s copies its API token into the install's namespace: each Kubernetes component's
+/// job names the secret's place in the account and in the cluster (never a value); a component
+/// outside the cluster names none.
+#[test]
+fn a_kubernetes_sync_secret_travels_as_where_it_is_and_where_it_goes() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/k8s");
+    let cfg = load(&Package::from_dir(&dir).unwrap()).unwrap();
+    let prod = install(None);
+    let state = install_state(
+        &cfg,
+        &Install {
+            name: "prod".into(),
+            ..prod
+        },
+    );
+    let syncs = ferry_appconfig::jobs::secret_syncs(&cfg, &state, "prod").unwrap();
+    assert_eq!(syncs.len(), 1);
+    let s = &syncs[0];
+    assert_eq!(
+        (
+            s.secret.as_str(),
+            s.source.as_str(),
+            s.namespace.as_str(),
+            s.name.as_str(),
+            s.key.as_str()
+        ),
+        (
+            "api_token",
+            "prod/api_token",
+            "prod",
+            "app-secrets",
+            "api_token"
+        )
+    );
+    assert!(!s.required && !s.base64);
+    // aws-account's whoami is a script: nothing to sync.
+    let job = component_job(
+        &app(),
+        &install(Some(license(7))),
+        "whoami",
+        "sha256:w".into(),
+        Operation::Deploy,
+    );
+    assert!(job.unwrap().secret_syncs.is_empty());
+}

@@ -1,6 +1,7 @@
 //! The install's secrets as its runner sees them in the customer's account: which exist, their
-//! ARN, when they last changed and how long their value is. The value is read (its length is
-//! taken from it) and dropped here: it never leaves this function.
+//! ARN, when they last changed and how long their value is ([`list`]: a value is read for its
+//! length and dropped there); and one secret's value ([`value`]), for the job that copies it
+//! into the install's cluster.
 
 /// Why the secrets could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +32,33 @@ pub struct SecretInfo {
     pub length: u64,
 }
 
+/// A secret's value (a job's, to copy into the install's cluster): `None` when the secret does
+/// not exist or has no value yet.
+pub async fn value(
+    region: &str,
+    endpoint: Option<&str>,
+    id: &str,
+) -> Result<Option<String>, SecretsError> {
+    let client = client(region, endpoint).await;
+    match client.get_secret_value().secret_id(id).send().await {
+        Ok(v) => Ok(v.secret_string().map(String::from)),
+        Err(e) if is_not_found(&e) => Ok(None),
+        Err(e) => Err(SecretsError::Value {
+            name: id.to_string(),
+            source: Box::new(e.into()),
+        }),
+    }
+}
+
+async fn client(region: &str, endpoint: Option<&str>) -> aws_sdk_secretsmanager::Client {
+    let shared = crate::sdk_config(region).await;
+    let mut config = aws_sdk_secretsmanager::config::Builder::from(&shared);
+    if let Some(url) = endpoint {
+        config = config.endpoint_url(url);
+    }
+    aws_sdk_secretsmanager::Client::from_conf(config.build())
+}
+
 /// The most secrets read for one install: an app declares a handful.
 const MOST: usize = 100;
 
@@ -41,12 +69,7 @@ pub async fn list(
     prefix: &str,
 ) -> Result<Vec<SecretInfo>, SecretsError> {
     use aws_sdk_secretsmanager::types::{Filter, FilterNameStringType};
-    let shared = crate::sdk_config(region).await;
-    let mut config = aws_sdk_secretsmanager::config::Builder::from(&shared);
-    if let Some(url) = endpoint {
-        config = config.endpoint_url(url);
-    }
-    let client = aws_sdk_secretsmanager::Client::from_conf(config.build());
+    let client = client(region, endpoint).await;
     let listed = client
         .list_secrets()
         .filters(

@@ -102,6 +102,7 @@ mod tests {
                 cluster: None,
                 policies: vec![],
                 run_as: None,
+                secret_syncs: vec![],
             }),
             timeouts: Timeouts::default(),
         }

@@ -246,6 +246,27 @@ pub struct ComponentJob {
     pub policies: Vec<PolicyDoc>,
     /// The role of the customer's account the job runs as, if the app declares one for it.
     pub run_as: Option<RunAs>,
+    /// A Kubernetes component: the app's secrets (`kubernetes_sync`) its apply writes into the
+    /// cluster first. Where they are and where they go: never their values.
+    pub secret_syncs: Vec<SecretSync>,
+}
+
+/// One app secret to copy from the install's account into the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretSync {
+    /// The app's name for it (`license_key`).
+    pub secret: String,
+    /// Its name in the account's Secrets Manager (`acme/license_key`).
+    pub source: String,
+    pub namespace: String,
+    /// The Kubernetes Secret's name.
+    pub name: String,
+    /// The key it is under in that Secret.
+    pub key: String,
+    /// The value is base64 already (the secret's `format = "base64"`).
+    pub base64: bool,
+    /// Missing in the account, the deploy fails (else the sync of it is skipped, and said).
+    pub required: bool,
 }
 
 /// The role of the customer's account a job runs as (`ferry_appconfig::operations`). A runner in

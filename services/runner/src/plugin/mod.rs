@@ -47,6 +47,32 @@ pub struct PluginJob {
     pub work_dir: PathBuf,
     #[serde(default)]
     pub tools: Tools,
+    /// Apply of a Kubernetes component: the app's secrets to sync into the cluster first, with
+    /// their values (read by the runner in the install's account; masked in the log).
+    #[serde(default)]
+    pub secrets: Vec<SyncedSecret>,
+}
+
+/// One secret's value and where in the cluster it goes (`kube::secrets`).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct SyncedSecret {
+    pub namespace: String,
+    pub name: String,
+    pub key: String,
+    pub value: String,
+    /// The value is base64 already (the secret's `format`).
+    pub base64: bool,
+}
+
+// Never printed with its value.
+impl std::fmt::Debug for SyncedSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "SyncedSecret({}/{}[{}])",
+            self.namespace, self.name, self.key
+        )
+    }
 }
 
 /// One step of an action, as its plugin runs it: a command or a script with its environment,
@@ -88,6 +114,14 @@ impl PluginInput {
         match self {
             PluginInput::Component(j) => &j.src_dir,
             PluginInput::Action(a) => &a.src_dir,
+        }
+    }
+
+    /// The secret values the job holds (to copy into the cluster): its log masks them.
+    pub fn secret_values(&self) -> Vec<String> {
+        match self {
+            PluginInput::Component(j) => j.secrets.iter().map(|s| s.value.clone()).collect(),
+            PluginInput::Action(_) => vec![],
         }
     }
 

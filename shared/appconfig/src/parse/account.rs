@@ -91,6 +91,18 @@ pub struct Secret {
     pub description: Option<String>,
     pub required: bool,
     pub auto_generate: bool,
+    /// Its value is base64 already (`format = "base64"`).
+    pub base64: bool,
+    /// Where in the install's cluster it is copied (`kubernetes_sync`): templates allowed.
+    pub kubernetes: Vec<KubeTarget>,
+}
+
+/// A place in the install's cluster a secret is copied to: a key of a Kubernetes Secret.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KubeTarget {
+    pub namespace: String,
+    pub name: String,
+    pub key: String,
 }
 
 /// `stack.toml`: the stack the customer launches.
@@ -183,6 +195,8 @@ impl<'a> Loader<'a> {
             description: s.str_of("description").map(String::from),
             required: on("required"),
             auto_generate: on("auto_generate"),
+            base64: s.str_of("format") == Some("base64"),
+            kubernetes: kube_targets(s),
         })
     }
 
@@ -223,5 +237,49 @@ impl<'a> Loader<'a> {
             runner_nested_template_url: text("runner_nested_template_url"),
             nested,
         }
+    }
+}
+
+/// A secret's places in the cluster: each namespace of each `kubernetes_sync_targets` entry;
+/// else, with `kubernetes_sync`, the one `kubernetes_secret_namespace`/`_name` name (under the
+/// secret's own name as its key).
+fn kube_targets(s: &Node) -> Vec<KubeTarget> {
+    let targets = s
+        .get("kubernetes_sync_targets")
+        .map(Node::items)
+        .unwrap_or_default();
+    if !targets.is_empty() {
+        return targets
+            .iter()
+            .flat_map(|t| {
+                let (name, key) = (
+                    t.str_of("name").unwrap_or_default(),
+                    t.str_of("key").unwrap_or_default(),
+                );
+                t.get("namespaces")
+                    .map(Node::items)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|ns| ns.as_str())
+                    .map(|ns| KubeTarget {
+                        namespace: ns.to_string(),
+                        name: name.to_string(),
+                        key: key.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+    }
+    match (
+        s.bool_of("kubernetes_sync"),
+        s.str_of("kubernetes_secret_namespace"),
+        s.str_of("kubernetes_secret_name"),
+    ) {
+        (Some(true), Some(ns), Some(name)) => vec![KubeTarget {
+            namespace: ns.to_string(),
+            name: name.to_string(),
+            key: s.str_of("name").unwrap_or_default().to_string(),
+        }],
+        _ => vec![],
     }
 }

@@ -224,23 +224,7 @@ impl<'a> Loader<'a> {
                 if !name.is_empty() {
                     self.broken.insert(name.clone());
                 }
-                match kind_node {
-                    None => self.err(
-                        &doc.path,
-                        doc.at,
-                        "missing required key `type` in component",
-                    ),
-                    Some(n) => {
-                        let hint =
-                            did_you_mean(kind_name, schema::COMPONENT_TYPE_NAMES.iter().copied());
-                        let msg = format!(
-                            "unknown component type `{kind_name}`{hint} (expected one of: {})",
-                            schema::COMPONENT_TYPE_NAMES.join(", ")
-                        );
-                        self.diags
-                            .push(&doc.path, &doc.src, n.span.start, Severity::Error, msg);
-                    }
-                }
+                self.unknown_type(&doc, kind_node, kind_name);
                 continue;
             };
             self.check(&doc, r, schema, &format!("component:{name}"), deployable);
@@ -294,6 +278,26 @@ impl<'a> Loader<'a> {
             });
         }
         drafts
+    }
+
+    /// A component whose `type` is missing or not a component type.
+    fn unknown_type(&mut self, doc: &Doc, kind_node: Option<&Node>, kind_name: &str) {
+        match kind_node {
+            None => self.err(
+                &doc.path,
+                doc.at,
+                "missing required key `type` in component",
+            ),
+            Some(n) => {
+                let hint = did_you_mean(kind_name, schema::COMPONENT_TYPE_NAMES.iter().copied());
+                let msg = format!(
+                    "unknown component type `{kind_name}`{hint} (expected one of: {})",
+                    schema::COMPONENT_TYPE_NAMES.join(", ")
+                );
+                self.diags
+                    .push(&doc.path, &doc.src, n.span.start, Severity::Error, msg);
+            }
+        }
     }
 
     /// Each role a deployable's own `operation_roles` names is declared.

@@ -31,7 +31,7 @@ mod roles;
 mod settings;
 
 pub use account::{
-    CloudRole, InstallStack, NestedStack, OperationRule, RolePolicy, RoleUse, Secret,
+    CloudRole, InstallStack, KubeTarget, NestedStack, OperationRule, RolePolicy, RoleUse, Secret,
 };
 pub use model::{
     Action, ActionInput, ActionStep, AppConfig, Component, ComponentType, Input, InstallDecl,

@@ -203,6 +203,7 @@ fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let plan: HelmPlan = serde_json::from_slice(&approved_plan(job)?)?;
     super::same_artifact(job, &plan.artifact_digest)?;
     let cluster = Cluster::of(job)?;
+    super::secrets::sync(job, &cluster)?;
     let chart = chart_path(job, plan.chart_package.as_deref())?;
     let timeout = job.spec.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
     let mut cmd = helm(job);
@@ -306,6 +307,7 @@ mod tests {
                 helm: Some(repo().join(".tools/bin/helm")),
                 ..Default::default()
             },
+            secrets: vec![],
             spec: ferry_protocol::messages::ComponentJob {
                 component: "web".into(),
                 kind: ComponentKind::Helm,
@@ -326,6 +328,7 @@ mod tests {
                 cluster: None,
                 policies: vec![],
                 run_as: None,
+                secret_syncs: vec![],
                 redact: vec![],
             },
         }

@@ -94,6 +94,7 @@ fn plan(job: &PluginJob) -> Result<PluginResult, PluginError> {
 fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let plan: JobPlan = serde_json::from_slice(&approved_plan(job)?)?;
     let cluster = Cluster::of(job)?;
+    super::secrets::sync(job, &cluster)?;
     let (name, ns) = (job.spec.component.as_str(), plan.namespace.as_str());
     let timeout = Duration::from_secs(job.spec.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS));
     let file = job.work_dir.join("job.json");

@@ -161,6 +161,7 @@ fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     let plan: ManifestPlan = serde_json::from_slice(&approved_plan(job)?)?;
     super::same_artifact(job, &plan.artifact_digest)?;
     let cluster = Cluster::of(job)?;
+    super::secrets::sync(job, &cluster)?;
     let ns = &plan.namespace;
     let new = objects::parse(&plan.manifest, ns).map_err(PluginError)?;
     let old = objects::parse(&last_applied(job)?, ns).unwrap_or_default();
@@ -320,6 +321,7 @@ mod policy_tests {
             state_dir: dir.join("state"),
             work_dir: work,
             tools: Default::default(),
+            secrets: vec![],
             spec: ferry_protocol::messages::ComponentJob {
                 component: "app".into(),
                 kind: ComponentKind::KubernetesManifest,
@@ -343,6 +345,7 @@ mod policy_tests {
                     .collect(),
                 redact: vec![],
                 run_as: None,
+                secret_syncs: vec![],
             },
         }
     }

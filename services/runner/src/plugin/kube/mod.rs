@@ -11,6 +11,7 @@ pub mod helm;
 pub mod job;
 pub mod manifest;
 pub mod objects;
+pub mod secrets;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
