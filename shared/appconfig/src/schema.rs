@@ -439,7 +439,11 @@ pub static SECRET: Schema = Schema {
         f("display_name", Ty::Str, "label"),
         f("description", Ty::Str, "help text"),
         f("required", Ty::Bool, "the install must provide it"),
-        f("default", Ty::Str, "value when none is given"),
+        f(
+            "default",
+            Ty::Str,
+            "value when none is given (the stack parameter's default)",
+        ),
         f(
             "auto_generate",
             Ty::Bool,
@@ -450,7 +454,11 @@ pub static SECRET: Schema = Schema {
             Ty::Enum(&["base64", ""]),
             "`base64` when the value is base64-encoded (copied into a Kubernetes Secret as it is)",
         ),
-        ign("user_configurable", Ty::Bool, "the customer may change it"),
+        f(
+            "user_configurable",
+            Ty::Bool,
+            "`false`: the customer is not asked for it (no stack parameter): it takes its `default`",
+        ),
         f(
             "kubernetes_sync",
             Ty::Bool,
@@ -594,10 +602,10 @@ pub static STACK: Schema = Schema {
         f("name", Ty::Str, "stack name (templates allowed)"),
         f("description", Ty::Str, "stack description"),
         f("vpc_nested_template_url", Ty::Str, "template of the VPC"),
-        ign(
+        f(
             "runner_nested_template_url",
             Ty::Str,
-            "template of the runner",
+            "the vendor's template of the runner host, nested instead of Ferry's own machines: it gets `VpcId`, `SubnetId`, `InstanceProfileArn`, `ImageId`, `InstanceType`, `RunnerBundleUrl`, `RunnerBundleSha256`, `BootstrapTokenSecret` and `InstallStackName` (see docs/install-stack.md)",
         ),
         f(
             "custom_nested_stacks",

@@ -157,9 +157,14 @@ fn cfn_lint_passes_the_templates() {
         "cfn-lint is not installed: run scripts/install-cfn-lint"
     );
     let dir = tempfile::tempdir().unwrap();
-    for name in ["aws-account", "hello"] {
+    let configs = [
+        ("aws-account", app("aws-account")),
+        ("hello", app("hello")),
+        ("vendor-host", vendor_host()),
+    ];
+    for (name, cfg) in configs {
         let file = dir.path().join(format!("{name}.json"));
-        let text = serde_json::to_string_pretty(&template(&app(name))).unwrap();
+        let text = serde_json::to_string_pretty(&template(&cfg)).unwrap();
         std::fs::write(&file, text).unwrap();
         let out = Command::new("python3")
             .arg(lint.join("bin/cfn-lint"))
@@ -220,4 +225,83 @@ fn a_published_template_renders_its_link_and_the_link_launches_it() {
             "ab".repeat(32)
         )
     );
+}
+
+/// examples/aws-account with the vendor's own runner host template and a secret the customer
+/// is not asked for.
+fn vendor_host() -> AppConfig {
+    let dir = tempfile::tempdir().unwrap();
+    let src = repo().join("examples/aws-account");
+    copy(&src, dir.path());
+    let stack = std::fs::read_to_string(src.join("stack.toml")).unwrap().replacen(
+        "\n[[custom_nested_stacks]]",
+        "runner_nested_template_url = \"https://vendor-bucket.s3.amazonaws.com/runner.json\"\n\n[[custom_nested_stacks]]",
+        1,
+    );
+    std::fs::write(dir.path().join("stack.toml"), stack).unwrap();
+    let secrets = std::fs::read_to_string(src.join("secrets.toml")).unwrap()
+        + "\n[[secret]]\nname = \"region_hint\"\ndescription = \"fixed\"\ndefault = \"eu\"\nuser_configurable = false\n\n[[secret]]\nname = \"tier\"\ndescription = \"asked, with a default\"\ndefault = \"gold\"\n";
+    std::fs::write(dir.path().join("secrets.toml"), secrets).unwrap();
+    load(&Package::from_dir(dir.path()).unwrap()).unwrap()
+}
+
+fn copy(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_vendor_host_template_is_nested_with_what_the_runner_needs() {
+    let t = template(&vendor_host());
+    let host = &t["Resources"]["RunnerHost"];
+    assert_eq!(host["Type"], "AWS::CloudFormation::Stack");
+    assert_eq!(
+        host["Properties"]["TemplateURL"],
+        "https://vendor-bucket.s3.amazonaws.com/runner.json"
+    );
+    let p = &host["Properties"]["Parameters"];
+    for k in [
+        "VpcId",
+        "SubnetId",
+        "InstanceProfileArn",
+        "ImageId",
+        "InstanceType",
+        "RunnerBundleUrl",
+        "RunnerBundleSha256",
+        "BootstrapTokenSecret",
+        "InstallStackName",
+    ] {
+        assert!(!p[k].is_null(), "no {k}: {p}");
+    }
+    assert_eq!(
+        p["InstanceProfileArn"]["Fn::GetAtt"][0],
+        "RunnerInstanceProfile"
+    );
+    assert!(t["Resources"].get("RunnerLaunchTemplate").is_none());
+    assert!(
+        t["Resources"].get("RunnerRole").is_some(),
+        "the roles trust the runner's role"
+    );
+}
+
+#[test]
+fn a_secret_takes_its_default_and_is_asked_for_only_when_the_customer_may_set_it() {
+    let t = template(&vendor_host());
+    let fixed = resource(
+        &t,
+        "AWS::SecretsManager::Secret",
+        "Name",
+        "prod/region_hint",
+    );
+    assert_eq!(fixed["Properties"]["SecretString"], "eu");
+    assert!(t["Parameters"].get("SecretRegionHintValue").is_none());
+    assert_eq!(t["Parameters"]["SecretTierValue"]["Default"], "gold");
+    assert_eq!(t["Parameters"]["SecretTierValue"]["NoEcho"], true);
 }

@@ -93,6 +93,11 @@ pub struct Secret {
     pub auto_generate: bool,
     /// Its value is base64 already (`format = "base64"`).
     pub base64: bool,
+    /// The value when the customer gives none (`default`).
+    pub default: Option<String>,
+    /// The customer may set it (a `NoEcho` stack parameter); `user_configurable = false`
+    /// leaves it to its default or its generated value.
+    pub user_configurable: bool,
     /// Where in the install's cluster it is copied (`kubernetes_sync`): templates allowed.
     pub kubernetes: Vec<KubeTarget>,
 }
@@ -196,6 +201,8 @@ impl<'a> Loader<'a> {
             required: on("required"),
             auto_generate: on("auto_generate"),
             base64: s.str_of("format") == Some("base64"),
+            default: s.str_of("default").map(String::from),
+            user_configurable: s.bool_of("user_configurable") != Some(false),
             kubernetes: kube_targets(s),
         })
     }

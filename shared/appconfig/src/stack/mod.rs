@@ -86,7 +86,7 @@ pub fn cloudformation(
     for s in &cfg.secrets {
         t.secret(&opts.install, s);
     }
-    t.runner();
+    t.runner(stack.runner_nested_template_url.as_deref());
     for n in &stack.nested {
         let mut params = Map::new();
         for (k, v) in &n.parameters {
@@ -407,11 +407,15 @@ impl Template {
         if s.auto_generate {
             props["GenerateSecretString"] =
                 json!({ "PasswordLength": 32, "ExcludePunctuation": true });
+        } else if let (false, Some(default)) = (s.user_configurable, &s.default) {
+            // Not the customer's to set: its default.
+            props["SecretString"] = json!(default);
         } else {
             let given = format!("{id}Given");
             self.parameters.insert(
                 param.clone(),
-                json!({ "Type": "String", "NoEcho": true, "Default": "",
+                json!({ "Type": "String", "NoEcho": true,
+                "Default": s.default.clone().unwrap_or_default(),
                 "Description": format!("The value of secret `{}`{}", s.name,
                     if s.required { " (required: deploys stop until it is set)" } else { "" }) }),
             );

@@ -27,7 +27,33 @@ FERRY_BOOTSTRAP_TOKEN_FILE="$root/etc/ferry/bootstrap-token" FERRY_STACK_NAME='$
 "#;
 
 impl Template {
-    pub(super) fn runner(&mut self) {
+    /// The runner host: its instance role and profile here, and its machines here or, with
+    /// `stack.toml`'s `runner_nested_template_url`, in the vendor's nested template.
+    pub(super) fn runner(&mut self, nested: Option<&str>) {
+        self.runner_role();
+        match nested {
+            Some(url) => self.nested_host(url),
+            None => self.own_host(),
+        }
+        self.output("AccountId", "account_id", r("AWS::AccountId"), None);
+        self.output("Region", "region", r("AWS::Region"), None);
+        self.output(
+            "RunnerRoleArn",
+            "runner_iam_role_arn",
+            att("RunnerRole", "Arn"),
+            None,
+        );
+        self.output(
+            "RunnerInstanceProfileArn",
+            "runner_instance_profile",
+            att("RunnerInstanceProfile", "Arn"),
+            None,
+        );
+    }
+
+    /// The runner's instance role: it may assume the app's roles, read the install's secrets
+    /// and describe its own stack, nothing else.
+    fn runner_role(&mut self) {
         let mut read: Vec<Value> = vec![r("RunnerBootstrapToken")];
         read.extend(self.secrets.iter().cloned());
         let mut statements = vec![
@@ -43,7 +69,6 @@ impl Template {
             statements.push(json!({ "Effect": "Allow", "Action": "sts:AssumeRole",
                 "Resource": self.assumable.clone() }));
         }
-        let (vpc_id, subnet_id) = (self.vpc_id.clone(), self.subnet_id.clone());
         let res = &mut self.resources;
         res.insert("RunnerRole".into(), json!({ "Type": "AWS::IAM::Role", "Properties": {
             "Description": "The runner host's own role: assumes the install's roles, reads its secrets",
@@ -57,6 +82,13 @@ impl Template {
             json!({ "Type": "AWS::IAM::InstanceProfile",
             "Properties": { "Roles": [r("RunnerRole")] } }),
         );
+    }
+
+    /// Ferry's own host: an outbound-only security group, the launch template with the user
+    /// data, an auto-scaling group of one.
+    fn own_host(&mut self) {
+        let (vpc_id, subnet_id) = (self.vpc_id.clone(), self.subnet_id.clone());
+        let res = &mut self.resources;
         res.insert("RunnerSecurityGroup".into(), json!({ "Type": "AWS::EC2::SecurityGroup", "Properties": {
             "GroupDescription": "The runner host: no inbound traffic, outbound to the control plane",
             "VpcId": vpc_id,
@@ -80,20 +112,6 @@ impl Template {
             "LaunchTemplate": { "LaunchTemplateId": r("RunnerLaunchTemplate"),
                 "Version": att("RunnerLaunchTemplate", "LatestVersionNumber") } } }),
         );
-        self.output("AccountId", "account_id", r("AWS::AccountId"), None);
-        self.output("Region", "region", r("AWS::Region"), None);
-        self.output(
-            "RunnerRoleArn",
-            "runner_iam_role_arn",
-            att("RunnerRole", "Arn"),
-            None,
-        );
-        self.output(
-            "RunnerInstanceProfileArn",
-            "runner_instance_profile",
-            att("RunnerInstanceProfile", "Arn"),
-            None,
-        );
         self.output(
             "RunnerSecurityGroupId",
             "runner_security_group_id",
@@ -101,6 +119,31 @@ impl Template {
             None,
         );
         self.output("RunnerAsgName", "runner_asg_name", r("RunnerGroup"), None);
+    }
+
+    /// The vendor's host template, nested: it gets where to run, the instance profile, the
+    /// bundle and where the one-time token is, and must install the bundle as Ferry's user data
+    /// does (docs/install-stack.md says what it is given).
+    fn nested_host(&mut self, url: &str) {
+        let params = json!({
+            "VpcId": self.vpc_id, "SubnetId": self.subnet_id,
+            "InstanceProfileArn": att("RunnerInstanceProfile", "Arn"),
+            "ImageId": r("ImageId"), "InstanceType": r("InstanceType"),
+            "RunnerBundleUrl": r("RunnerBundleUrl"), "RunnerBundleSha256": r("RunnerBundleSha256"),
+            "BootstrapTokenSecret": r("RunnerBootstrapToken"),
+            "InstallStackName": r("AWS::StackName"),
+        });
+        self.resources.insert(
+            "RunnerHost".into(),
+            json!({ "Type": "AWS::CloudFormation::Stack",
+                "Properties": { "TemplateURL": url, "Parameters": params } }),
+        );
+        self.output(
+            "RunnerHostStack",
+            "runner_host_stack_id",
+            r("RunnerHost"),
+            None,
+        );
     }
 
     pub(super) fn finish(self, description: String) -> Value {
