@@ -807,9 +807,10 @@ async fn write_job(work: &Path, job: PluginInput) -> Result<PluginInput, String>
         .open(work.join("job.json"))
         .await
         .map_err(|e| format!("writing the plugin's job file: {e}"))?;
-    f.write_all(&bytes)
-        .await
-        .map_err(|e| format!("writing the plugin's job file: {e}"))?;
+    let failed = |e: std::io::Error| format!("writing the plugin's job file: {e}");
+    f.write_all(&bytes).await.map_err(failed)?;
+    // tokio writes on its blocking pool: until the flush returns, the plugin may read nothing.
+    f.flush().await.map_err(failed)?;
     Ok(job)
 }
 
