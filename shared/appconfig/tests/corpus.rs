@@ -701,7 +701,7 @@ fn variants_give_exact_diagnostics() {
                     "{SERVER}[env_vars]\nID = \"{{{{ index .nuon.install.id 0 }}}}\"\n"
                 ))),
             )],
-            "components/server.toml:5:10: warning: template: `index`: cannot index a string with a number (Nuon accepts it, but rendering it at deploy fails)",
+            "components/server.toml:5:10: warning: template: `index`: cannot index a string with an int (Nuon accepts it, but rendering it at deploy fails)",
         ),
         (
             "eks-platform",

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 /// The cases that agreed when this was last raised.
-const AGREE_AT_LEAST: usize = 4580;
+const AGREE_AT_LEAST: usize = 4486;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -28,6 +28,9 @@ enum Check {
     Exact,
     /// Only the form (a regular expression the whole output matches), for the clock and chance.
     Form(&'static str),
+    /// Go newer than Debian's 1.19 (Nuon's is 1.25): `range` over an integer (1.22), `else
+    /// with` (1.23). Ferry's output must be this, what Nuon's Go renders.
+    NewerGo(&'static str),
 }
 
 struct Case {
@@ -263,10 +266,9 @@ fn language() -> Vec<Case> {
         "{{ if .nuon.t }}yes{{ else }}no{{ end }}", "{{ if .nuon.zero }}yes{{ else }}no{{ end }}",
         "{{ if .nuon.e }}a{{ else if .nuon.s }}b{{ else }}c{{ end }}",
         "{{ with .nuon.m }}{{ .a }}{{ end }}", "{{ with .nuon.empty_m }}x{{ else }}empty{{ end }}",
-        "{{ with .nuon.e }}x{{ else with .nuon.s }}{{ . }}{{ end }}",
         "{{ range .nuon.l }}[{{ . }}]{{ end }}", "{{ range $i, $v := .nuon.l }}{{ $i }}={{ $v }};{{ end }}",
         "{{ range $k, $v := .nuon.m }}{{ $k }}={{ $v }};{{ end }}",
-        "{{ range .nuon.empty_l }}x{{ else }}none{{ end }}", "{{ range 3 }}{{ . }}{{ end }}",
+        "{{ range .nuon.empty_l }}x{{ else }}none{{ end }}",
         "{{ range .nuon.nums }}{{ if eq . 1.0 }}{{ break }}{{ end }}{{ . }}{{ end }}",
         "{{ range .nuon.nums }}{{ if eq . 1.0 }}{{ continue }}{{ end }}{{ . }}{{ end }}",
         "{{ $x := 1 }}{{ if true }}{{ $x = 2 }}{{ end }}{{ $x }}",
@@ -338,6 +340,19 @@ fn language() -> Vec<Case> {
     .into_iter()
     .map(exact)
     .collect();
+    for (t, want) in [
+        ("{{ range 3 }}{{ . }}{{ end }}", "012"),
+        ("{{ range $i := 2 }}{{ $i }}{{ end }}", "01"),
+        (
+            "{{ with .nuon.e }}x{{ else with .nuon.s }}{{ . }}{{ end }}",
+            "hello World",
+        ),
+    ] {
+        out.push(Case {
+            template: t.to_string(),
+            check: Check::NewerGo(want),
+        });
+    }
     for (t, form) in [
         ("{{ now | date \"2006\" }}", r"\d{4}"),
         ("{{ randAlphaNum 8 | len }}", "8"),
@@ -365,13 +380,20 @@ fn language() -> Vec<Case> {
     out
 }
 
-/// Every case: the language's, then each unary function over every kind of argument.
+/// Every case: the language's, then each unary function over every kind of argument. Nuon (and
+/// Ferry) render only a string that mentions `.nuon`: a case that does not gets a comment that
+/// does, so it is rendered, not passed through.
 fn cases() -> Vec<Case> {
     let mut out = language();
     for f in UNARY {
         for a in ARGS {
             out.push(exact(format!("{{{{ {f} {a} }}}}")));
             out.push(exact(format!("{{{{ {a} | {f} }}}}")));
+        }
+    }
+    for c in &mut out {
+        if !c.template.contains(".nuon") {
+            c.template.push_str("{{/* .nuon */}}");
         }
     }
     out
@@ -405,6 +427,9 @@ fn go_render(bin: &Path, cases: &[Case]) -> Vec<Result<String, String>> {
 }
 
 fn agree(check: Check, go: &Result<String, String>, ferry: &Result<String, String>) -> bool {
+    if let Check::NewerGo(want) = check {
+        return ferry.as_deref() == Ok(want);
+    }
     match (go, ferry) {
         (Err(_), Err(_)) => true,
         (Ok(a), Ok(b)) => match check {
@@ -413,6 +438,7 @@ fn agree(check: Check, go: &Result<String, String>, ferry: &Result<String, Strin
                 let re = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
                 re.is_match(a) && re.is_match(b)
             }
+            Check::NewerGo(_) => unreachable!("checked above"),
         },
         _ => false,
     }

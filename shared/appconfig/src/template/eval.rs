@@ -22,6 +22,9 @@ pub enum Mode {
 pub enum V {
     Null,
     Bool(bool),
+    /// Go's int (and the int64 sprig's arithmetic returns).
+    Int(i64),
+    /// Go's float64: every number of the state (it went through JSON, as in Nuon).
     Num(f64),
     Str(String),
     List(Vec<V>),
@@ -49,6 +52,7 @@ impl V {
         match self {
             V::Null | V::Unknown => Value::Null,
             V::Bool(b) => Value::Bool(*b),
+            V::Int(n) => Value::from(*n),
             V::Num(n) => num_json(*n),
             V::Str(s) => Value::String(s.clone()),
             V::List(l) => Value::Array(l.iter().map(V::to_json).collect()),
@@ -61,6 +65,7 @@ impl V {
         match self {
             V::Null => false,
             V::Bool(b) => *b,
+            V::Int(n) => *n != 0,
             V::Num(n) => *n != 0.0,
             V::Str(s) => !s.is_empty(),
             V::List(l) => !l.is_empty(),
@@ -69,17 +74,9 @@ impl V {
         }
     }
 
-    /// How the value prints: strings as they are, numbers without a needless `.0`, lists and maps as
-    /// JSON (more useful in configs than Go's `map[k:v]`), nil as nothing.
+    /// How the value prints: Go's `%v` (`[a b]`, `map[a:x b:1]`, `1.2345678901e+10`, `<nil>`).
     pub fn print(&self) -> String {
-        match self {
-            V::Null => String::new(),
-            V::Bool(b) => b.to_string(),
-            V::Num(n) => num_json(*n).to_string(),
-            V::Str(s) => s.clone(),
-            V::List(_) | V::Map(_) => self.to_json().to_string(),
-            V::Unknown => "<unknown>".into(),
-        }
+        super::gofmt::value(self)
     }
 
     /// Approximate size in bytes (strings' lengths, 8 per item), counted only up to `cap`: checking
@@ -115,6 +112,7 @@ impl V {
         match self {
             V::Null => "nil",
             V::Bool(_) => "a bool",
+            V::Int(_) => "an int",
             V::Num(_) => "a number",
             V::Str(_) => "a string",
             V::List(_) => "a list",
@@ -123,19 +121,46 @@ impl V {
         }
     }
 
-    pub fn equals(&self, other: &V) -> bool {
+    /// Go's `eq` of two values: basic kinds of the same kind compare; an int and a float64, or
+    /// a string and a number, are an error (`incompatible types for comparison`), as are lists
+    /// and maps; nil equals only nil.
+    pub fn go_eq(&self, other: &V) -> Result<bool, String> {
         match (self, other) {
-            (V::Num(a), V::Num(b)) => a == b,
-            (a, b) => a == b,
+            (V::Unknown, _) | (_, V::Unknown) => Ok(true),
+            (V::Null, V::Null) => Ok(true),
+            (V::Null, _) | (_, V::Null) => Ok(false),
+            (V::Bool(a), V::Bool(b)) => Ok(a == b),
+            (V::Int(a), V::Int(b)) => Ok(a == b),
+            (V::Num(a), V::Num(b)) => Ok(a == b),
+            (V::Str(a), V::Str(b)) => Ok(a == b),
+            (V::List(_) | V::Map(_), _) | (_, V::List(_) | V::Map(_)) => Err(format!(
+                "non-comparable type {}: {}",
+                self.print(),
+                super::gofmt::type_name(self)
+            )),
+            _ => Err("incompatible types for comparison".into()),
         }
     }
 
-    pub fn compare(&self, other: &V) -> Option<Ordering> {
+    /// Go's order (`lt`, `le`, `gt`, `ge`) of two values of one basic kind.
+    pub fn go_order(&self, other: &V) -> Result<Ordering, String> {
         match (self, other) {
-            (V::Num(a), V::Num(b)) => a.partial_cmp(b),
-            (V::Str(a), V::Str(b)) => Some(a.cmp(b)),
-            _ => None,
+            (V::Unknown, _) | (_, V::Unknown) => Ok(Ordering::Equal),
+            (V::Int(a), V::Int(b)) => Ok(a.cmp(b)),
+            (V::Num(a), V::Num(b)) => a
+                .partial_cmp(b)
+                .ok_or_else(|| "incompatible types for comparison".to_string()),
+            (V::Str(a), V::Str(b)) => Ok(a.cmp(b)),
+            (V::Int(_) | V::Num(_) | V::Str(_), V::Int(_) | V::Num(_) | V::Str(_)) => {
+                Err("incompatible types for comparison".into())
+            }
+            _ => Err("invalid type for comparison".into()),
         }
+    }
+
+    /// Equality as sprig's `has` and `uniq` use it (Go's `==` on interfaces, `reflect.DeepEqual`).
+    pub fn equals(&self, other: &V) -> bool {
+        self == other
     }
 }
 
@@ -209,7 +234,11 @@ impl Ctx<'_> {
             Node::Action(p) => {
                 let v = self.pipeline(p, dot)?;
                 if p.vars.is_empty() {
-                    out.push_str(&v.print());
+                    // text/template prints a nil interface (a JSON null) as `<no value>`.
+                    match v {
+                        V::Null => out.push_str("<no value>"),
+                        v => out.push_str(&v.print()),
+                    }
                 }
             }
             Node::If {
@@ -285,7 +314,8 @@ impl Ctx<'_> {
         let count = match &v {
             V::List(l) => l.len() as u64,
             V::Map(m) => m.len() as u64,
-            V::Num(n) if n.fract() == 0.0 && *n >= 0.0 => *n as u64,
+            // Go 1.22's range over an integer (Nuon's Go has it): 0..n.
+            V::Int(n) => u64::try_from(*n).unwrap_or(0),
             V::Null => 0,
             // Validation: run the body once with unknown values.
             V::Unknown => 1,
@@ -303,12 +333,12 @@ impl Ctx<'_> {
         for i in 0..count {
             self.step(pipe.offset)?;
             let (k, x) = match &v {
-                V::List(l) => (V::Num(i as f64), l[i as usize].clone()),
+                V::List(l) => (V::Int(i as i64), l[i as usize].clone()),
                 V::Map(_) => match keys.as_mut().and_then(Iterator::next) {
                     Some((k, x)) => (V::Str(k.clone()), x.clone()),
                     None => break,
                 },
-                V::Num(_) => (V::Num(i as f64), V::Num(i as f64)),
+                V::Int(_) => (V::Int(i as i64), V::Int(i as i64)),
                 _ => (V::Unknown, V::Unknown),
             };
             let mark = self.vars.len();
@@ -411,6 +441,7 @@ impl Ctx<'_> {
             }),
             Arg::Str(s) => Ok(V::Str(s.clone())),
             Arg::Num(n) => Ok(V::Num(*n)),
+            Arg::Int(n) => Ok(V::Int(*n)),
             Arg::Bool(b) => Ok(V::Bool(*b)),
             Arg::Nil => Ok(V::Null),
             Arg::Sub(p, chain) => {

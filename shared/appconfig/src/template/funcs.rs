@@ -60,7 +60,13 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
         "printf",
         1,
         None,
-        "`printf FORMAT ARGS...`: %s %d %f %v %q %%",
+        "`printf FORMAT ARGS...`: Go's fmt.Sprintf, every verb and flag",
+    ),
+    (
+        "println",
+        0,
+        None,
+        "the arguments printed with spaces between them and a newline (Go's fmt.Sprintln)",
     ),
     (
         "quote",
@@ -174,16 +180,28 @@ fn builtin(name: &str, args: &[V]) -> Result<Option<V>, String> {
             .cloned()
             .unwrap_or_else(|| arg(args.len() - 1)),
         "not" => V::Bool(!arg(0).truthy()),
-        "eq" => V::Bool(args[1..].iter().any(|b| args[0].equals(b))),
-        "ne" => V::Bool(!arg(0).equals(&arg(1))),
+        "eq" => {
+            let mut any = false;
+            for b in &args[1..] {
+                if args[0]
+                    .go_eq(b)
+                    .map_err(|e| format!("error calling eq: {e}"))?
+                {
+                    any = true;
+                    break;
+                }
+            }
+            V::Bool(any)
+        }
+        "ne" => V::Bool(
+            !arg(0)
+                .go_eq(&arg(1))
+                .map_err(|e| format!("error calling ne: {e}"))?,
+        ),
         "lt" | "le" | "gt" | "ge" => {
-            let ord = arg(0).compare(&arg(1)).ok_or_else(|| {
-                format!(
-                    "`{name}`: cannot compare {} with {}",
-                    arg(0).kind(),
-                    arg(1).kind()
-                )
-            })?;
+            let ord = arg(0)
+                .go_order(&arg(1))
+                .map_err(|e| format!("error calling {name}: {e}"))?;
             V::Bool(match name {
                 "lt" => ord.is_lt(),
                 "le" => ord.is_le(),
@@ -192,22 +210,26 @@ fn builtin(name: &str, args: &[V]) -> Result<Option<V>, String> {
             })
         }
         "len" => match arg(0) {
-            V::Str(x) => V::Num(x.len() as f64),
-            V::List(l) => V::Num(l.len() as f64),
-            V::Map(m) => V::Num(m.len() as f64),
-            V::Null => V::Num(0.0),
-            other => return Err(format!("`len` of {}", other.kind())),
+            V::Str(x) => V::Int(x.len() as i64),
+            V::List(l) => V::Int(l.len() as i64),
+            V::Map(m) => V::Int(m.len() as i64),
+            other => {
+                return Err(format!(
+                    "error calling len: len of type {}",
+                    super::gofmt::type_name(&other)
+                ));
+            }
         },
         "index" => {
             let mut cur = arg(0);
             for key in &args[1..] {
                 cur = match (&cur, key) {
                     (V::Map(m), k) => m.get(&s(k)).cloned().unwrap_or(V::Null),
-                    (V::List(l), V::Num(n)) if *n >= 0.0 && n.fract() == 0.0 => {
-                        l.get(*n as usize).cloned().ok_or_else(|| {
-                            format!("`index`: index {n} out of range (length {})", l.len())
-                        })?
-                    }
+                    (V::List(l), V::Int(n)) => usize::try_from(*n)
+                        .ok()
+                        .and_then(|n| l.get(n))
+                        .cloned()
+                        .ok_or_else(|| format!("error calling index: index out of range: {n}"))?,
                     (V::Null, _) => V::Null,
                     (c, k) => {
                         return Err(format!(
@@ -220,8 +242,17 @@ fn builtin(name: &str, args: &[V]) -> Result<Option<V>, String> {
             }
             cur
         }
-        "print" => V::Str(sprint(args)),
-        "printf" => V::Str(printf(&s(&arg(0)), &args[1..])?),
+        "print" => V::Str(super::gofmt::sprint(args)),
+        "println" => V::Str(super::gofmt::sprintln(args)),
+        "printf" => match arg(0) {
+            V::Str(f) => V::Str(super::gofmt::sprintf(&f, &args[1..])),
+            other => {
+                return Err(format!(
+                    "wrong type for value; expected string; got {}",
+                    super::gofmt::type_name(&other)
+                ));
+            }
+        },
         _ => return Ok(None),
     }))
 }
@@ -290,53 +321,4 @@ fn strings(name: &str, args: &[V]) -> Result<Option<V>, String> {
 /// Go's `%q` for the strings configs carry: JSON string escaping is the same for them.
 fn go_quote(x: &str) -> String {
     serde_json::Value::String(x.to_string()).to_string()
-}
-
-/// Go's fmt.Sprint: a space between operands when neither side is a string.
-fn sprint(args: &[V]) -> String {
-    let mut out = String::new();
-    for (i, a) in args.iter().enumerate() {
-        if i > 0 && !matches!(a, V::Str(_)) && !matches!(args[i - 1], V::Str(_)) {
-            out.push(' ');
-        }
-        out.push_str(&a.print());
-    }
-    out
-}
-
-fn printf(fmt: &str, args: &[V]) -> Result<String, String> {
-    let mut out = String::new();
-    let mut it = fmt.chars().peekable();
-    let mut n = 0;
-    while let Some(c) = it.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        let Some(verb) = it.next() else {
-            return Err("`printf`: format ends with `%`".into());
-        };
-        if verb == '%' {
-            out.push('%');
-            continue;
-        }
-        let a = args
-            .get(n)
-            .ok_or_else(|| format!("`printf`: missing argument for %{verb}"))?;
-        n += 1;
-        match verb {
-            's' | 'v' => out.push_str(&a.print()),
-            'q' => out.push_str(&go_quote(&a.print())),
-            'd' => match a {
-                V::Num(x) => out.push_str(&format!("{}", x.trunc() as i64)),
-                other => return Err(format!("`printf`: %d needs a number, got {}", other.kind())),
-            },
-            'f' => match a {
-                V::Num(x) => out.push_str(&format!("{x:.6}")),
-                other => return Err(format!("`printf`: %f needs a number, got {}", other.kind())),
-            },
-            other => return Err(format!("`printf`: unsupported verb %{other}")),
-        }
-    }
-    Ok(out)
 }

@@ -140,6 +140,9 @@ pub enum Tok {
     Ident(String),
     Str(String),
     Num(f64),
+    /// An integer constant (Go's untyped int: decimal, `0x`, `0o`, `0b`, old octal, `_`s, a
+    /// character `'a'`).
+    Int(i64),
     Pipe,
     LParen,
     RParen,
@@ -209,7 +212,7 @@ pub fn tokens(body: &str, base: usize) -> Result<Vec<(Tok, usize)>, TemplateErro
             b'.' => {
                 if b.get(i + 1).is_some_and(|c| c.is_ascii_digit()) {
                     let (n, len) = number(&body[i..]).ok_or_else(|| err(i, "bad number".into()))?;
-                    out.push((Tok::Num(n), base + start));
+                    out.push((n, base + start));
                     i += len;
                 } else {
                     let (path, n) =
@@ -251,10 +254,16 @@ pub fn tokens(body: &str, base: usize) -> Result<Vec<(Tok, usize)>, TemplateErro
                 out.push((Tok::Str(body[i + 1..i + 1 + end].to_string()), base + start));
                 i += end + 2;
             }
+            b'\'' => {
+                let (ch, n) = char_literal(&body[i..])
+                    .ok_or_else(|| err(i, "invalid character literal".into()))?;
+                out.push((Tok::Int(i64::from(u32::from(ch))), base + start));
+                i += n;
+            }
             b'-' | b'+' | b'0'..=b'9' => {
                 let (n, len) = number(&body[i..])
                     .ok_or_else(|| err(i, format!("unexpected `{}`", c as char)))?;
-                out.push((Tok::Num(n), base + start));
+                out.push((n, base + start));
                 i += len;
             }
             c if c.is_ascii_alphabetic() || c == b'_' => {
@@ -300,21 +309,83 @@ fn field_chain(s: &str) -> Option<(Vec<String>, usize)> {
     Some((path, i))
 }
 
-fn number(s: &str) -> Option<(f64, usize)> {
+fn number(s: &str) -> Option<(Tok, usize)> {
+    let b = s.as_bytes();
+    let sign = usize::from(matches!(b.first(), Some(b'-' | b'+')));
+    let radix_prefix = b.get(sign) == Some(&b'0')
+        && matches!(
+            b.get(sign + 1),
+            Some(b'x' | b'X' | b'o' | b'O' | b'b' | b'B')
+        );
     let len = s
         .bytes()
         .enumerate()
         .take_while(|(i, c)| {
-            c.is_ascii_digit()
+            c.is_ascii_alphanumeric()
                 || *c == b'.'
                 || *c == b'_'
-                || ((*c == b'-' || *c == b'+') && *i == 0)
-                || *c == b'e'
-                || *c == b'E'
+                || ((*c == b'-' || *c == b'+')
+                    && (*i == 0 || matches!(b[i - 1], b'e' | b'E') && !radix_prefix))
         })
         .count();
     let text: String = s[..len].chars().filter(|c| *c != '_').collect();
-    text.parse::<f64>().ok().map(|n| (n, len))
+    let (neg, body) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(&text)),
+    };
+    let int = if radix_prefix {
+        let (radix, digits) = match &body[..2] {
+            "0x" | "0X" => (16, &body[2..]),
+            "0o" | "0O" => (8, &body[2..]),
+            _ => (2, &body[2..]),
+        };
+        i64::from_str_radix(digits, radix).ok()
+    } else if body.len() > 1 && body.starts_with('0') && body.bytes().all(|c| c.is_ascii_digit()) {
+        i64::from_str_radix(&body[1..], 8).ok()
+    } else if body.bytes().all(|c| c.is_ascii_digit()) {
+        body.parse::<i64>().ok()
+    } else {
+        None
+    };
+    if let Some(n) = int {
+        return Some((Tok::Int(if neg { -n } else { n }), len));
+    }
+    text.parse::<f64>().ok().map(|n| (Tok::Num(n), len))
+}
+
+/// A Go character literal (`'a'`, `'\n'`, `'\x41'`, `'\u00e9'`): the character and the length.
+fn char_literal(s: &str) -> Option<(char, usize)> {
+    let end = s[1..].find('\'').map(|e| e + 1)?;
+    let end = if &s[1..end] == "\\" {
+        s[end + 1..].find('\'')? + end + 1
+    } else {
+        end
+    };
+    let inner = &s[1..end];
+    let c = match inner.strip_prefix('\\') {
+        None => {
+            let mut cs = inner.chars();
+            let c = cs.next()?;
+            cs.next().is_none().then_some(c)?
+        }
+        Some(esc) => match esc {
+            "n" => '\n',
+            "t" => '\t',
+            "r" => '\r',
+            "\\" => '\\',
+            "'" => '\'',
+            "0" => '\0',
+            "a" => '\x07',
+            "b" => '\x08',
+            "f" => '\x0c',
+            "v" => '\x0b',
+            e => {
+                let hex = e.strip_prefix(['x', 'u', 'U'])?;
+                char::from_u32(u32::from_str_radix(hex, 16).ok()?)?
+            }
+        },
+    };
+    Some((c, end + 1))
 }
 
 /// A double-quoted Go string literal: returns the value and the length consumed.

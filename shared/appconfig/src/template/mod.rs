@@ -20,6 +20,7 @@
 
 mod eval;
 mod funcs;
+mod gofmt;
 mod lex;
 mod parse;
 mod sprig;

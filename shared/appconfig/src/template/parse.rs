@@ -12,6 +12,7 @@ pub enum Arg {
     Func(String),
     Str(String),
     Num(f64),
+    Int(i64),
     Bool(bool),
     Nil,
     /// `( pipeline ).a.b`
@@ -403,6 +404,10 @@ fn pipeline(toks: &[(Tok, usize)], offset: usize, range: bool) -> Result<Pipelin
             }
             Tok::Str(s) => {
                 current.push((Arg::Str(s.clone()), *at));
+                i += 1;
+            }
+            Tok::Int(n) => {
+                current.push((Arg::Int(*n), *at));
                 i += 1;
             }
             Tok::Num(n) => {

@@ -141,6 +141,7 @@ fn s(v: &V) -> String {
 /// Sprig's `toInt64` (spf13/cast): numbers truncate, numeric strings parse, true is 1, else 0.
 fn int(v: &V) -> i64 {
     match v {
+        V::Int(n) => *n,
         V::Num(n) => n.trunc() as i64,
         V::Bool(b) => i64::from(*b),
         V::Str(x) => x.trim().parse::<i64>().unwrap_or(0),
@@ -150,6 +151,7 @@ fn int(v: &V) -> i64 {
 
 fn float(v: &V) -> f64 {
     match v {
+        V::Int(n) => *n as f64,
         V::Num(n) => *n,
         V::Bool(b) => f64::from(u8::from(*b)),
         V::Str(x) => x.trim().parse::<f64>().unwrap_or(0.0),
@@ -158,7 +160,7 @@ fn float(v: &V) -> f64 {
 }
 
 fn num(n: i64) -> V {
-    V::Num(n as f64)
+    V::Int(n)
 }
 
 fn list(v: &V) -> Vec<V> {
@@ -424,6 +426,7 @@ fn semver_compare(constraint: &str, version: &str) -> Result<bool, String> {
 /// Go's time layouts (`Mon Jan 2 15:04:05 MST 2006`) for a Unix time or an RFC 3339 string, in UTC.
 fn date(layout: &str, t: &V) -> Result<String, String> {
     let at = match t {
+        V::Int(n) => time::OffsetDateTime::from_unix_timestamp(*n).map_err(|e| e.to_string())?,
         V::Num(n) => time::OffsetDateTime::from_unix_timestamp(n.trunc() as i64)
             .map_err(|e| e.to_string())?,
         V::Str(x) => time::OffsetDateTime::parse(x, &time::format_description::well_known::Rfc3339)

@@ -75,7 +75,12 @@ fn fields_and_text() {
     assert_eq!(r("{{ $.ferry.install.id }}"), "inst1");
     assert_eq!(r("no templates"), "no templates");
     assert_eq!(r(""), "");
-    assert_eq!(r("{{.nuon.components.db.outputs.hosts}}"), r#"["a","b"]"#);
+    // Go's printing of a list, as Nuon renders it (toJson gives JSON).
+    assert_eq!(r("{{.nuon.components.db.outputs.hosts}}"), "[a b]");
+    assert_eq!(
+        r("{{ toJson .nuon.components.db.outputs.hosts }}"),
+        r#"["a","b"]"#
+    );
 }
 
 #[test]
@@ -145,7 +150,7 @@ fn control_structures() {
     );
     assert_eq!(
         r(
-            r#"{{ if and .nuon.components.db.outputs.ok (gt .nuon.components.db.outputs.port 1000) }}big{{ end }}"#
+            r#"{{ if and .nuon.components.db.outputs.ok (gt .nuon.components.db.outputs.port 1000.0) }}big{{ end }}"#
         ),
         "big"
     );
