@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 /// The cases that agreed when this was last raised.
-const AGREE_AT_LEAST: usize = 4486;
+const AGREE_AT_LEAST: usize = 5378;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -88,6 +88,8 @@ const ARGS: &[&str] = &[
 ];
 
 /// Functions of one argument (or whose last argument is the piped one), with every kind of value.
+/// (`keys` and `values` are not among them: Go gives a map's keys in a random order; the
+/// language cases sort them.)
 const UNARY: &[&str] = &[
     "len",
     "not",
@@ -134,8 +136,6 @@ const UNARY: &[&str] = &[
     "uniq",
     "compact",
     "sortAlpha",
-    "keys",
-    "values",
     "len",
     "add1",
     "ceil",

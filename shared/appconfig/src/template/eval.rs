@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::parse::{Arg, Command, Node, Pipeline, Template};
-use super::{MAX_OUTPUT, MAX_STEPS, TemplateError, funcs};
+use super::{MAX_OUTPUT, MAX_STEPS, TemplateError, funcs, sigs};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -398,16 +398,27 @@ impl Ctx<'_> {
         if let Arg::Func(name) = first {
             let mut args = Vec::with_capacity(c.args.len());
             for (a, at) in &c.args[1..] {
-                args.push(self.arg(a, *at, dot)?);
+                let constant = matches!(
+                    a,
+                    Arg::Str(_) | Arg::Num(_) | Arg::Int(_) | Arg::Bool(_) | Arg::Nil
+                );
+                let value = self.arg(a, *at, dot)?;
+                args.push(sigs::Arg { value, constant });
             }
-            if let Some(p) = piped {
-                args.push(p);
+            if let Some(value) = piped {
+                args.push(sigs::Arg {
+                    value,
+                    constant: false,
+                });
             }
             self.step(*at)?;
-            let v = funcs::call(name, args).map_err(|message| TemplateError::Eval {
+            let failed = |message: String| TemplateError::Eval {
                 offset: *at,
                 message,
-            })?;
+            };
+            let args = sigs::convert(name, args)
+                .map_err(|e| failed(format!("error calling {name}: {e}")))?;
+            let v = funcs::call(name, args).map_err(failed)?;
             if v.weight(MAX_OUTPUT) > MAX_OUTPUT {
                 return Err(TemplateError::Eval {
                     offset: *at,

@@ -180,35 +180,7 @@ fn builtin(name: &str, args: &[V]) -> Result<Option<V>, String> {
             .cloned()
             .unwrap_or_else(|| arg(args.len() - 1)),
         "not" => V::Bool(!arg(0).truthy()),
-        "eq" => {
-            let mut any = false;
-            for b in &args[1..] {
-                if args[0]
-                    .go_eq(b)
-                    .map_err(|e| format!("error calling eq: {e}"))?
-                {
-                    any = true;
-                    break;
-                }
-            }
-            V::Bool(any)
-        }
-        "ne" => V::Bool(
-            !arg(0)
-                .go_eq(&arg(1))
-                .map_err(|e| format!("error calling ne: {e}"))?,
-        ),
-        "lt" | "le" | "gt" | "ge" => {
-            let ord = arg(0)
-                .go_order(&arg(1))
-                .map_err(|e| format!("error calling {name}: {e}"))?;
-            V::Bool(match name {
-                "lt" => ord.is_lt(),
-                "le" => ord.is_le(),
-                "gt" => ord.is_gt(),
-                _ => ord.is_ge(),
-            })
-        }
+        "eq" | "ne" | "lt" | "le" | "gt" | "ge" => compare(name, args)?,
         "len" => match arg(0) {
             V::Str(x) => V::Int(x.len() as i64),
             V::List(l) => V::Int(l.len() as i64),
@@ -254,6 +226,34 @@ fn builtin(name: &str, args: &[V]) -> Result<Option<V>, String> {
             }
         },
         _ => return Ok(None),
+    }))
+}
+
+/// Go's comparisons: `eq A B...` (A equals any B), `ne`, and the orders, as Go compares.
+fn compare(name: &str, args: &[V]) -> Result<V, String> {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
+    let failed = |e: String| format!("error calling {name}: {e}");
+    Ok(V::Bool(match name {
+        "eq" => {
+            let mut any = false;
+            for b in &args[1..] {
+                if args[0].go_eq(b).map_err(failed)? {
+                    any = true;
+                    break;
+                }
+            }
+            any
+        }
+        "ne" => !arg(0).go_eq(&arg(1)).map_err(failed)?,
+        _ => {
+            let ord = arg(0).go_order(&arg(1)).map_err(failed)?;
+            match name {
+                "lt" => ord.is_lt(),
+                "le" => ord.is_le(),
+                "gt" => ord.is_gt(),
+                _ => ord.is_ge(),
+            }
+        }
     }))
 }
 

@@ -194,44 +194,7 @@ pub fn sprintf(format: &str, args: &[V]) -> String {
             out.push(c);
             continue;
         }
-        let mut spec = Spec::default();
-        while let Some(&f) = chars.get(i) {
-            match f {
-                '-' => spec.minus = true,
-                '+' => spec.plus = true,
-                '#' => spec.sharp = true,
-                ' ' => spec.space = true,
-                '0' => spec.zero = !spec.minus,
-                _ => break,
-            }
-            i += 1;
-        }
-        // `[n]` before a width, a precision or the verb picks the argument.
-        let index = |i: &mut usize, next: &mut usize, reordered: &mut bool| {
-            if chars.get(*i) != Some(&'[') {
-                return;
-            }
-            if let Some(end) = chars[*i..].iter().position(|c| *c == ']') {
-                let n: String = chars[*i + 1..*i + end].iter().collect();
-                if let Ok(n) = n.parse::<usize>()
-                    && n >= 1
-                {
-                    *next = n - 1;
-                    *reordered = true;
-                }
-                *i += end + 1;
-            }
-        };
-        index(&mut i, &mut next, &mut reordered);
-        spec.width = number_or_star(&chars, &mut i, args, &mut next, &mut out, "WIDTH");
-        if chars.get(i) == Some(&'.') {
-            i += 1;
-            index(&mut i, &mut next, &mut reordered);
-            spec.prec = Some(
-                number_or_star(&chars, &mut i, args, &mut next, &mut out, "PREC").unwrap_or(0),
-            );
-        }
-        index(&mut i, &mut next, &mut reordered);
+        let spec = parse_spec(&chars, &mut i, args, &mut next, &mut reordered, &mut out);
         let Some(&verb) = chars.get(i) else {
             out.push_str("%!(NOVERB)");
             break;
@@ -261,6 +224,54 @@ pub fn sprintf(format: &str, args: &[V]) -> String {
         out.push(')');
     }
     out
+}
+
+/// The flags, `[n]` index, width and precision after a `%`, up to the verb.
+fn parse_spec(
+    chars: &[char],
+    i: &mut usize,
+    args: &[V],
+    next: &mut usize,
+    reordered: &mut bool,
+    out: &mut String,
+) -> Spec {
+    let mut spec = Spec::default();
+    while let Some(&f) = chars.get(*i) {
+        match f {
+            '-' => spec.minus = true,
+            '+' => spec.plus = true,
+            '#' => spec.sharp = true,
+            ' ' => spec.space = true,
+            '0' => spec.zero = !spec.minus,
+            _ => break,
+        }
+        *i += 1;
+    }
+    // `[n]` before a width, a precision or the verb picks the argument.
+    let index = |i: &mut usize, next: &mut usize, reordered: &mut bool| {
+        if chars.get(*i) != Some(&'[') {
+            return;
+        }
+        if let Some(end) = chars[*i..].iter().position(|c| *c == ']') {
+            let n: String = chars[*i + 1..*i + end].iter().collect();
+            if let Ok(n) = n.parse::<usize>()
+                && n >= 1
+            {
+                *next = n - 1;
+                *reordered = true;
+            }
+            *i += end + 1;
+        }
+    };
+    index(i, next, reordered);
+    spec.width = number_or_star(chars, i, args, next, out, "WIDTH");
+    if chars.get(*i) == Some(&'.') {
+        *i += 1;
+        index(i, next, reordered);
+        spec.prec = Some(number_or_star(chars, i, args, next, out, "PREC").unwrap_or(0));
+    }
+    index(i, next, reordered);
+    spec
 }
 
 /// A width or precision: digits, or `*` taking an int argument.

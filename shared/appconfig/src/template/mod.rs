@@ -23,6 +23,7 @@ mod funcs;
 mod gofmt;
 mod lex;
 mod parse;
+mod sigs;
 mod sprig;
 
 use serde_json::Value;
