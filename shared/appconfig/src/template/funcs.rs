@@ -99,7 +99,10 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
 
 /// Every function: Go's built-ins and the ones above, then Sprig's.
 pub fn all() -> impl Iterator<Item = &'static (&'static str, usize, Option<usize>, &'static str)> {
-    FUNCTIONS.iter().chain(super::sprig::FUNCTIONS.iter())
+    FUNCTIONS
+        .iter()
+        .chain(super::sprig::FUNCTIONS.iter())
+        .chain(super::sprig_text::FUNCTIONS.iter())
 }
 
 pub fn lookup(name: &str) -> Option<&'static (&'static str, usize, Option<usize>, &'static str)> {
@@ -159,7 +162,7 @@ pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
     if let Some(v) = strings(name, &args)? {
         return Ok(v);
     }
-    match super::sprig::call(name, &args) {
+    match super::sprig::call(name, &args).or_else(|| super::sprig_text::call(name, &args)) {
         Some(r) => r,
         None => Err(format!("unknown function `{name}`")),
     }
@@ -300,16 +303,18 @@ fn strings(name: &str, args: &[V]) -> Result<Option<V>, String> {
                 .join(" "),
         ),
         "b64enc" => V::Str(base64::engine::general_purpose::STANDARD.encode(s(&arg(0)))),
-        "b64dec" => {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(s(&arg(0)))
-                .map_err(|e| format!("`b64dec`: {e}"))?;
-            V::Str(
-                String::from_utf8(bytes)
-                    .map_err(|_| "`b64dec`: the decoded bytes are not UTF-8".to_string())?,
-            )
-        }
-        "toJson" => V::Str(arg(0).to_json().to_string()),
+        // sprig returns the decoding error's text as the value, as Go words it.
+        "b64dec" => V::Str(
+            match base64::engine::general_purpose::STANDARD.decode(s(&arg(0))) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(
+                    base64::DecodeError::InvalidByte(at, _)
+                    | base64::DecodeError::InvalidLastSymbol(at, _),
+                ) => format!("illegal base64 data at input byte {at}"),
+                Err(_) => format!("illegal base64 data at input byte {}", s(&arg(0)).len()),
+            },
+        ),
+        "toJson" => V::Str(super::sprig_text::go_json(&arg(0).to_json())),
         "replace" => V::Str(s(&arg(2)).replace(&s(&arg(0)), &s(&arg(1)))),
         "contains" => V::Bool(s(&arg(1)).contains(&s(&arg(0)))),
         "hasPrefix" => V::Bool(s(&arg(1)).starts_with(&s(&arg(0)))),

@@ -25,6 +25,7 @@ mod lex;
 mod parse;
 mod sigs;
 mod sprig;
+mod sprig_text;
 
 use serde_json::Value;
 
