@@ -157,11 +157,6 @@ impl V {
             _ => Err("invalid type for comparison".into()),
         }
     }
-
-    /// Equality as sprig's `has` and `uniq` use it (Go's `==` on interfaces, `reflect.DeepEqual`).
-    pub fn equals(&self, other: &V) -> bool {
-        self == other
-    }
 }
 
 fn num_json(n: f64) -> Value {

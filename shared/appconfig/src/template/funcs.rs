@@ -103,6 +103,7 @@ pub fn all() -> impl Iterator<Item = &'static (&'static str, usize, Option<usize
         .iter()
         .chain(super::sprig::FUNCTIONS.iter())
         .chain(super::sprig_text::FUNCTIONS.iter())
+        .chain(super::sprig_lists::FUNCTIONS.iter())
 }
 
 pub fn lookup(name: &str) -> Option<&'static (&'static str, usize, Option<usize>, &'static str)> {
@@ -162,7 +163,10 @@ pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
     if let Some(v) = strings(name, &args)? {
         return Ok(v);
     }
-    match super::sprig::call(name, &args).or_else(|| super::sprig_text::call(name, &args)) {
+    let found = super::sprig::call(name, &args)
+        .or_else(|| super::sprig_text::call(name, &args))
+        .or_else(|| super::sprig_lists::call(name, &args));
+    match found {
         Some(r) => r,
         None => Err(format!("unknown function `{name}`")),
     }

@@ -1,22 +1,26 @@
-//! Templates in Go `text/template` syntax, as Nuon's configs use them.
+//! Templates in Go `text/template` syntax, rendered as Nuon renders a config field: Go's
+//! `text/template` with sprig's functions over the install's state, whose numbers are float64
+//! (it went through JSON).
 //!
-//! Written by hand because no maintained Rust crate speaks Go's template language: minijinja and tera
-//! speak Jinja, where `{{ .nuon.install.id }}` is a syntax error. This is the subset app configs use:
+//! Written by hand because no maintained Rust crate speaks Go's template language: minijinja and
+//! tera speak Jinja, where `{{ .nuon.install.id }}` is a syntax error. The parts, by concern:
 //!
-//! * actions `{{ pipeline }}` with `{{-` / `-}}` trim markers and `{{/* comments */}}`;
-//! * field paths on the dot (`.nuon.install.id`), on variables (`$x.a`, `$.nuon`) and on
-//!   parenthesized pipelines (`(index .a 0).b`);
-//! * pipelines `a | f b` (the piped value is the last argument), string/raw/number/bool/nil literals;
-//! * `if` / `else if` / `else`, `range` (with `$i, $v :=`), `with`, all with `end`;
-//!   variables `$x := pipeline` and `$x = pipeline`;
-//! * functions: `index`, `join`, `default`, `quote`, `squote`, `upper`, `lower`, `trim`, `b64enc`,
-//!   `b64dec`, `toJson`, `eq`, `ne`, `lt`, `le`, `gt`, `ge`, `not`, `and`, `or`, `len`, `printf`,
-//!   `print`, `replace`, `contains`, `hasPrefix`, `hasSuffix`, `split`.
+//! * `lex.rs`, `parse.rs`: actions with trim markers and comments, pipelines, Go's literals
+//!   (ints in every base, floats, characters, strings, raw strings), `if`/`else if`, `with`,
+//!   `range` (over lists, maps and integers), variables;
+//! * `eval.rs`: values typed as Go's (int, float64, string, bool, nil, `[]interface {}`,
+//!   `map[string]interface {}`), Go's comparisons, missing keys as errors;
+//! * `gofmt.rs`: Go's `fmt` (how values print, `print`, `println`, `printf`);
+//! * `sigs.rs`: each function's Go parameter types, and the conversion of arguments to them;
+//! * `funcs.rs`: Go's built-ins; `sprig.rs`, `sprig_text.rs`, `sprig_lists.rs`: sprig's
+//!   functions by its own grouping.
 //!
-//! Anything else (`define`, `template`, unknown functions) is an error with its position — never
-//! passed through. For validation, [`Mode::Lenient`] renders against a partial state: a missing key
-//! yields an unknown value that every operation accepts, so a template can be checked before any
-//! install exists.
+//! `shared/appconfig/tests/gotemplate.rs` renders thousands of cases through this engine and
+//! through real Go with sprig and requires them to agree (a ratchet until all do: issue 31
+//! lists what is left, `define`/`template`/`block` and `break`/`continue` among it: they are
+//! errors with their position, never passed through). For validation, [`Mode::Lenient`]
+//! renders against a partial state: a missing key yields an unknown value that every operation
+//! accepts, so a template can be checked before any install exists.
 
 mod eval;
 mod funcs;
@@ -25,6 +29,7 @@ mod lex;
 mod parse;
 mod sigs;
 mod sprig;
+mod sprig_lists;
 mod sprig_text;
 
 use serde_json::Value;

@@ -2,8 +2,8 @@
 //!
 //! Each follows Sprig's documented behaviour (masterminds.github.io/sprig): argument order (the
 //! piped value comes last), Sprig's lenient conversions (`int "x"` is 0, `fromJson` of bad JSON is
-//! empty), and Go's output. Numbers are one type here; the integer functions (`int`, `add`, `div`,
-//! ...) truncate toward zero as Sprig's int64 conversions do. Differences from Go: `now` is a Unix
+//! empty), and Go's output. The integer functions (`int`, `add`, `div`, ...) truncate toward
+//! zero as Sprig's int64 conversions do. Differences from Go: `now` is a Unix
 //! time in seconds (it prints as a number, and `date` accepts it, as Sprig's `date` accepts Unix
 //! times); `keys` comes back sorted; `toYaml` quotes with yaml.v2's rules for common scalars.
 
@@ -163,13 +163,6 @@ fn num(n: i64) -> V {
     V::Int(n)
 }
 
-fn list(v: &V) -> Vec<V> {
-    match v {
-        V::List(l) => l.clone(),
-        _ => vec![],
-    }
-}
-
 /// Calls a Sprig function; `None` when `name` is not one. Grouped as Sprig's documentation
 /// groups them.
 pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
@@ -305,18 +298,6 @@ fn collections(name: &str, args: &[V]) -> Option<Result<V, String>> {
             V::Map(m) => V::List(m.into_values().collect()),
             _ => V::List(vec![]),
         },
-        "first" => list(&arg(0)).first().cloned().unwrap_or(V::Null),
-        "last" => list(&arg(0)).last().cloned().unwrap_or(V::Null),
-        "has" => V::Bool(list(&arg(1)).iter().any(|x| x.equals(&arg(0)))),
-        "uniq" => {
-            let mut out: Vec<V> = Vec::new();
-            for x in list(&arg(0)) {
-                if !out.iter().any(|y| y.equals(&x)) {
-                    out.push(x);
-                }
-            }
-            V::List(out)
-        }
         "sortAlpha" => {
             let mut items: Vec<String> = match arg(0) {
                 V::List(l) => l.iter().map(s).collect(),
