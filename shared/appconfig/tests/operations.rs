@@ -1,6 +1,8 @@
 //! Least privilege per operation: which role of the customer's account each job runs as, decided
 //! from the app's declarations (examples/aws-account, and that app with `operation_roles`).
 
+mod common;
+
 use std::path::Path;
 
 use ferry_appconfig::operations::{Operation, principal, role_for, run_as};
@@ -20,25 +22,13 @@ fn load_dir(dir: &Path) -> AppConfig {
 /// examples/aws-account with `extra` files added (path, contents).
 fn with(extra: &[(&str, &str)]) -> AppConfig {
     let dir = tempfile::tempdir().unwrap();
-    copy(&example(), dir.path());
+    common::copy_dir(&example(), dir.path());
     for (path, text) in extra {
         let at = dir.path().join(path);
         std::fs::create_dir_all(at.parent().unwrap()).unwrap();
         std::fs::write(at, text).unwrap();
     }
     load_dir(dir.path())
-}
-
-fn copy(from: &Path, to: &Path) {
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 fn state(cfg: &AppConfig) -> Value {

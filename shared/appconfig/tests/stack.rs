@@ -1,6 +1,8 @@
 //! The install stack of examples/aws-account: what it creates, checked against the template, and
 //! the whole template checked by AWS's own linter (PyPI's cfn-lint, `scripts/install-cfn-lint`).
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -232,7 +234,7 @@ fn a_published_template_renders_its_link_and_the_link_launches_it() {
 fn vendor_host() -> AppConfig {
     let dir = tempfile::tempdir().unwrap();
     let src = repo().join("examples/aws-account");
-    copy(&src, dir.path());
+    common::copy_dir(&src, dir.path());
     let stack = std::fs::read_to_string(src.join("stack.toml")).unwrap().replacen(
         "\n[[custom_nested_stacks]]",
         "runner_nested_template_url = \"https://vendor-bucket.s3.amazonaws.com/runner.json\"\n\n[[custom_nested_stacks]]",
@@ -243,18 +245,6 @@ fn vendor_host() -> AppConfig {
         + "\n[[secret]]\nname = \"region_hint\"\ndescription = \"fixed\"\ndefault = \"eu\"\nuser_configurable = false\n\n[[secret]]\nname = \"tier\"\ndescription = \"asked, with a default\"\ndefault = \"gold\"\n";
     std::fs::write(dir.path().join("secrets.toml"), secrets).unwrap();
     load(&Package::from_dir(dir.path()).unwrap()).unwrap()
-}
-
-fn copy(from: &Path, to: &Path) {
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 #[test]

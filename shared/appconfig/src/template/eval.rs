@@ -169,12 +169,22 @@ fn num_json(n: f64) -> Value {
     }
 }
 
+/// Where a `range` body goes after a node: on, or out of it by `break` or `continue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Next,
+    Break,
+    Continue,
+}
+
 struct Ctx<'a> {
     root: &'a V,
     vars: Vec<(String, V)>,
     mode: Mode,
     /// Steps taken: every node, loop iteration and function call counts one.
     steps: u64,
+    /// Set by `break` or `continue` until their `range` takes it: the nodes after it are skipped.
+    flow: Flow,
 }
 
 impl Template {
@@ -185,6 +195,7 @@ impl Template {
             vars: vec![(String::new(), root.clone())],
             mode,
             steps: 0,
+            flow: Flow::Next,
         };
         let mut out = String::new();
         ctx.nodes(&self.nodes, &root, &mut out)?;
@@ -212,6 +223,9 @@ impl Ctx<'_> {
         for n in nodes {
             self.step(n.offset())?;
             self.node(n, dot, out)?;
+            if self.flow != Flow::Next {
+                break;
+            }
             if out.len() > MAX_OUTPUT {
                 return Err(TemplateError::Eval {
                     offset: n.offset(),
@@ -292,6 +306,10 @@ impl Ctx<'_> {
                 body,
                 otherwise,
             } => self.range(pipe, body, otherwise.as_deref(), dot, out)?,
+            // Validation goes through every node: the flow changes only in a render.
+            Node::Break(_) if self.mode == Mode::Strict => self.flow = Flow::Break,
+            Node::Continue(_) if self.mode == Mode::Strict => self.flow = Flow::Continue,
+            Node::Break(_) | Node::Continue(_) => {}
         }
         Ok(())
     }
@@ -347,6 +365,10 @@ impl Ctx<'_> {
             }
             self.nodes(body, &x, out)?;
             self.vars.truncate(mark);
+            let flow = std::mem::replace(&mut self.flow, Flow::Next);
+            if flow == Flow::Break {
+                break;
+            }
         }
         match otherwise {
             Some(o) if count == 0 => self.nodes(o, dot, out)?,

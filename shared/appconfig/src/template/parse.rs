@@ -52,6 +52,9 @@ pub enum Node {
         body: Vec<Node>,
         otherwise: Option<Vec<Node>>,
     },
+    /// `{{ break }}` and `{{ continue }}` (at the offset of their action), inside a `range`.
+    Break(usize),
+    Continue(usize),
 }
 
 impl Node {
@@ -62,6 +65,7 @@ impl Node {
             Node::Action(p) => p.offset,
             Node::If { branches, .. } => branches.first().map_or(0, |(p, _)| p.offset),
             Node::Range { pipe, .. } | Node::With { pipe, .. } => pipe.offset,
+            Node::Break(at) | Node::Continue(at) => *at,
         }
     }
 }
@@ -83,6 +87,8 @@ struct Parser {
     /// Open `if` / `with` / `range` blocks (and `else if` links): bounded, so a hostile template
     /// cannot overflow the stack of the parser, the evaluator or the tree's drop.
     depth: usize,
+    /// `range` blocks open around the current position: `break` and `continue` need one.
+    ranges: usize,
 }
 
 impl Template {
@@ -90,6 +96,7 @@ impl Template {
         let mut p = Parser {
             pieces: pieces(src)?,
             pos: 0,
+            ranges: 0,
             depth: 0,
         };
         let (nodes, end) = p.list()?;
@@ -181,7 +188,10 @@ impl Parser {
                 "range" => {
                     let pipe = pipeline(&toks[1..], offset, true)?;
                     self.enter(offset)?;
-                    let (body, end) = self.list()?;
+                    self.ranges += 1;
+                    let body = self.list();
+                    self.ranges -= 1;
+                    let (body, end) = body?;
                     self.depth -= 1;
                     let otherwise = match end {
                         Terminator::Close(_) => None,
@@ -214,7 +224,24 @@ impl Parser {
                         otherwise,
                     });
                 }
-                "define" | "template" | "block" | "break" | "continue" => {
+                "break" | "continue" => {
+                    let message = if toks.len() > 1 {
+                        format!("unexpected text in {{{{{keyword}}}}}")
+                    } else if self.ranges == 0 {
+                        format!("{{{{{keyword}}}}} outside {{{{range}}}}")
+                    } else {
+                        String::new()
+                    };
+                    if !message.is_empty() {
+                        return Err(TemplateError::Syntax { offset, message });
+                    }
+                    nodes.push(if keyword == "break" {
+                        Node::Break(offset)
+                    } else {
+                        Node::Continue(offset)
+                    });
+                }
+                "define" | "template" | "block" => {
                     return Err(TemplateError::Syntax {
                         offset,
                         message: format!("`{keyword}` is not supported in app config templates"),
@@ -494,7 +521,7 @@ fn matching_paren(toks: &[(Tok, usize)], open: usize) -> Option<usize> {
 fn walk(nodes: &[Node], dot_is_root: bool, out: &mut Vec<Reference>) {
     for n in nodes {
         match n {
-            Node::Text(_) => {}
+            Node::Text(_) | Node::Break(_) | Node::Continue(_) => {}
             Node::Action(p) => pipe_refs(p, dot_is_root, out),
             Node::If {
                 branches,

@@ -421,3 +421,38 @@ fn sprig_functions_match_go() {
             .starts_with("20")
     );
 }
+
+/// `break` leaves its `range`, `continue` goes on with the next item, both from inside `if`s;
+/// outside a `range` they are syntax errors, as Go's parser says.
+#[test]
+fn break_and_continue_end_or_skip_an_iteration() {
+    let l = "{{ $l := list 1 2 3 4 }}{{/* .nuon */}}";
+    assert_eq!(
+        r(&format!(
+            "{l}{{{{ range $l }}}}{{{{ if eq . 3 }}}}{{{{ break }}}}{{{{ end }}}}{{{{ . }}}}{{{{ end }}}}"
+        )),
+        "12"
+    );
+    assert_eq!(
+        r(&format!(
+            "{l}{{{{ range $l }}}}{{{{ if eq . 2 }}}}{{{{ continue }}}}{{{{ end }}}}{{{{ . }}}}{{{{ end }}}}|"
+        )),
+        "134|"
+    );
+    // The inner range's break leaves only the inner range.
+    assert_eq!(
+        r(&format!(
+            "{l}{{{{ range $l }}}}{{{{ range $l }}}}{{{{ break }}}}{{{{ end }}}}{{{{ . }}}}{{{{ end }}}}"
+        )),
+        "1234"
+    );
+    for bad in [
+        "{{ break }}{{/* .nuon */}}",
+        "{{ if true }}{{ continue }}{{ end }}{{/* .nuon */}}",
+    ] {
+        assert!(
+            matches!(err(bad), TemplateError::Syntax { ref message, .. } if message.contains("outside {{range}}")),
+            "{bad}"
+        );
+    }
+}
