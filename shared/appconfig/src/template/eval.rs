@@ -185,6 +185,10 @@ struct Ctx<'a> {
     steps: u64,
     /// Set by `break` or `continue` until their `range` takes it: the nodes after it are skipped.
     flow: Flow,
+    /// The templates `define` and `block` named.
+    defines: &'a BTreeMap<String, Vec<Node>>,
+    /// `template` calls in progress: bounded, as recursion through them is.
+    calls: usize,
 }
 
 impl Template {
@@ -196,6 +200,8 @@ impl Template {
             mode,
             steps: 0,
             flow: Flow::Next,
+            defines: &self.defines,
+            calls: 0,
         };
         let mut out = String::new();
         ctx.nodes(&self.nodes, &root, &mut out)?;
@@ -306,12 +312,55 @@ impl Ctx<'_> {
                 body,
                 otherwise,
             } => self.range(pipe, body, otherwise.as_deref(), dot, out)?,
+            Node::Template { name, pipe, offset } => {
+                self.call_template(name, pipe.as_ref(), *offset, dot, out)?
+            }
             // Validation goes through every node: the flow changes only in a render.
             Node::Break(_) if self.mode == Mode::Strict => self.flow = Flow::Break,
             Node::Continue(_) if self.mode == Mode::Strict => self.flow = Flow::Continue,
             Node::Break(_) | Node::Continue(_) => {}
         }
         Ok(())
+    }
+
+    /// `{{ template "name" pipeline }}`: the named template with the pipeline's value as its dot
+    /// and its `$`, none of the caller's variables.
+    fn call_template(
+        &mut self,
+        name: &str,
+        pipe: Option<&Pipeline>,
+        offset: usize,
+        dot: &V,
+        out: &mut String,
+    ) -> Result<(), TemplateError> {
+        let defines = self.defines;
+        let Some(body) = defines.get(name) else {
+            return Err(TemplateError::Eval {
+                offset,
+                message: format!(
+                    "template: no template {name:?} associated with template \"input\""
+                ),
+            });
+        };
+        let data = match pipe {
+            Some(p) => self.pipeline_value(p, dot)?,
+            None => V::Null,
+        };
+        if self.calls >= super::MAX_NESTING {
+            return Err(TemplateError::Eval {
+                offset,
+                message: format!(
+                    "templates call each other more than {} deep",
+                    super::MAX_NESTING
+                ),
+            });
+        }
+        self.calls += 1;
+        let vars = std::mem::replace(&mut self.vars, vec![(String::new(), data.clone())]);
+        let done = self.nodes(body, &data, out);
+        self.vars = vars;
+        self.calls -= 1;
+        done
     }
 
     fn range(

@@ -7,7 +7,8 @@
 //!
 //! * `lex.rs`, `parse.rs`: actions with trim markers and comments, pipelines, Go's literals
 //!   (ints in every base, floats, characters, strings, raw strings), `if`/`else if`, `with`,
-//!   `range` (over lists, maps and integers) with `break` and `continue`, variables;
+//!   `range` (over lists, maps and integers) with `break` and `continue`, variables,
+//!   `define`/`template`/`block`;
 //! * `eval.rs`: values typed as Go's (int, float64, string, bool, nil, `[]interface {}`,
 //!   `map[string]interface {}`), Go's comparisons, missing keys as errors;
 //! * `gofmt.rs`: Go's `fmt` (how values print, `print`, `println`, `printf`);
@@ -17,8 +18,7 @@
 //!
 //! `shared/appconfig/tests/gotemplate.rs` renders thousands of cases through this engine and
 //! through real Go with sprig and requires them to agree (a ratchet until all do: issue 31
-//! lists what is left, `define`/`template`/`block` among it: they are errors with their
-//! position, never passed through). For validation, [`Mode::Lenient`]
+//! lists what is left). For validation, [`Mode::Lenient`]
 //! renders against a partial state: a missing key yields an unknown value that every operation
 //! accepts, so a template can be checked before any install exists.
 

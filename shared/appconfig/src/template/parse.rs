@@ -55,6 +55,13 @@ pub enum Node {
     /// `{{ break }}` and `{{ continue }}` (at the offset of their action), inside a `range`.
     Break(usize),
     Continue(usize),
+    /// `{{ template "name" pipeline }}` (and a `block`'s place): the named template, run with
+    /// the pipeline's value as its dot and its `$`.
+    Template {
+        name: String,
+        pipe: Option<Pipeline>,
+        offset: usize,
+    },
 }
 
 impl Node {
@@ -66,6 +73,7 @@ impl Node {
             Node::If { branches, .. } => branches.first().map_or(0, |(p, _)| p.offset),
             Node::Range { pipe, .. } | Node::With { pipe, .. } => pipe.offset,
             Node::Break(at) | Node::Continue(at) => *at,
+            Node::Template { offset, .. } => *offset,
         }
     }
 }
@@ -73,6 +81,8 @@ impl Node {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Template {
     pub nodes: Vec<Node>,
+    /// The templates `define` and `block` name, by name.
+    pub defines: std::collections::BTreeMap<String, Vec<Node>>,
 }
 
 enum Terminator {
@@ -89,6 +99,8 @@ struct Parser {
     depth: usize,
     /// `range` blocks open around the current position: `break` and `continue` need one.
     ranges: usize,
+    /// Templates named by `define` and `block` so far.
+    defines: std::collections::BTreeMap<String, Vec<Node>>,
 }
 
 impl Template {
@@ -98,10 +110,14 @@ impl Template {
             pos: 0,
             ranges: 0,
             depth: 0,
+            defines: Default::default(),
         };
         let (nodes, end) = p.list()?;
         match end {
-            Terminator::Eof => Ok(Template { nodes }),
+            Terminator::Eof => Ok(Template {
+                nodes,
+                defines: p.defines,
+            }),
             Terminator::Close(at) => Err(TemplateError::Syntax {
                 offset: at,
                 message: "`end` without a matching `if`, `range` or `with`".into(),
@@ -117,6 +133,9 @@ impl Template {
     pub fn references(&self) -> Vec<Reference> {
         let mut out = Vec::new();
         walk(&self.nodes, true, &mut out);
+        for body in self.defines.values() {
+            walk(body, false, &mut out);
+        }
         out
     }
 
@@ -242,15 +261,61 @@ impl Parser {
                     });
                 }
                 "define" | "template" | "block" => {
-                    return Err(TemplateError::Syntax {
-                        offset,
-                        message: format!("`{keyword}` is not supported in app config templates"),
-                    });
+                    if let Some(node) = self.named(keyword, &toks, offset)? {
+                        nodes.push(node);
+                    }
                 }
                 _ => nodes.push(Node::Action(pipeline(&toks, offset, false)?)),
             }
         }
         Ok((nodes, Terminator::Eof))
+    }
+
+    /// `define "name"` (a body up to its `end`, kept by name), `template "name" [pipeline]`, and
+    /// `block "name" pipeline` (both at once).
+    fn named(
+        &mut self,
+        keyword: &str,
+        toks: &[(Tok, usize)],
+        offset: usize,
+    ) -> Result<Option<Node>, TemplateError> {
+        let syntax = |message: String| TemplateError::Syntax { offset, message };
+        let Some((Tok::Str(name), _)) = toks.get(1) else {
+            return Err(syntax(format!(
+                "`{keyword}` needs a template name in quotes"
+            )));
+        };
+        let pipe = match &toks[2..] {
+            [] => None,
+            rest => Some(pipeline(rest, offset, false)?),
+        };
+        if keyword == "template" {
+            return Ok(Some(Node::Template {
+                name: name.clone(),
+                pipe,
+                offset,
+            }));
+        }
+        if keyword == "define" && pipe.is_some() {
+            return Err(syntax("unexpected text after the name in `define`".into()));
+        }
+        self.enter(offset)?;
+        let body = self.list();
+        self.depth -= 1;
+        let (body, end) = body?;
+        if !matches!(end, Terminator::Close(_)) {
+            return Err(syntax(format!("`{keyword}` without `end`")));
+        }
+        if self.defines.insert(name.clone(), body).is_some() {
+            return Err(syntax(format!(
+                "template: multiple definition of template {name:?}"
+            )));
+        }
+        Ok((keyword == "block").then(|| Node::Template {
+            name: name.clone(),
+            pipe,
+            offset,
+        }))
     }
 
     /// `if` / `with` with their `else if` / `else with` / `else` chains, up to the shared `end`.
@@ -522,6 +587,11 @@ fn walk(nodes: &[Node], dot_is_root: bool, out: &mut Vec<Reference>) {
     for n in nodes {
         match n {
             Node::Text(_) | Node::Break(_) | Node::Continue(_) => {}
+            Node::Template { pipe, .. } => {
+                if let Some(p) = pipe {
+                    pipe_refs(p, dot_is_root, out);
+                }
+            }
             Node::Action(p) => pipe_refs(p, dot_is_root, out),
             Node::If {
                 branches,

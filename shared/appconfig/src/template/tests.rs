@@ -215,7 +215,7 @@ fn errors_carry_offsets() {
     );
     assert!(matches!(err("{{ .a | .b }}"), TemplateError::Syntax { .. }));
     assert!(
-        matches!(err("{{ define \"x\" }}{{ end }}"), TemplateError::Syntax { ref message, .. } if message.contains("not supported"))
+        matches!(err("{{ define \"x\" }}{{ .nuon }}"), TemplateError::Syntax { ref message, .. } if message.contains("without `end`"))
     );
     assert!(matches!(
         err(r#"{{ index .nuon.install.id "k" }}"#),
@@ -455,4 +455,32 @@ fn break_and_continue_end_or_skip_an_iteration() {
             "{bad}"
         );
     }
+}
+
+/// `define` names a template, `template` runs it with a value as its dot and `$` (the caller's
+/// variables out of sight), `block` defines and runs in one place; an unknown name fails.
+#[test]
+fn named_templates_are_defined_once_and_called_with_their_own_dot() {
+    assert_eq!(
+        r(
+            r#"{{ define "t" }}[{{ . }}|{{ $ }}]{{ end }}{{ template "t" .nuon.install.id }}{{ template "t" 2 }}"#
+        ),
+        "[inst1|inst1][2|2]"
+    );
+    assert_eq!(
+        r(r#"{{ block "b" .nuon.install.id }}<{{ . }}>{{ end }}"#),
+        "<inst1>"
+    );
+    assert_eq!(
+        r(r#"{{ define "t" }}{{ . }}{{ end }}{{ template "t" }}{{/* .nuon */}}"#),
+        "<no value>"
+    );
+    let e = err(r#"{{ $x := 1 }}{{ define "t" }}{{ $x }}{{ end }}{{ template "t" .nuon }}"#);
+    assert!(e.to_string().contains("$x"), "{e}");
+    let e = err(r#"{{ template "nope" .nuon }}"#);
+    assert!(e.to_string().contains("no template \"nope\""), "{e}");
+    let e = err(r#"{{ define "t" }}a{{ end }}{{ define "t" }}b{{ end }}{{ .nuon }}"#);
+    assert!(e.to_string().contains("multiple definition"), "{e}");
+    let e = err(r#"{{ define "t" }}{{ template "t" . }}{{ end }}{{ template "t" .nuon }}"#);
+    assert!(e.to_string().contains("deep"), "{e}");
 }
