@@ -43,6 +43,13 @@ impl<'a> Loader<'a> {
                 return;
             }
         };
+        for (f, off) in t.functions() {
+            if crate::template::NOT_IN_NUON.contains(&f.as_str()) {
+                self.diags.push(&site.file, src, at(off), Severity::Warning, format!(
+                    "template: `{f}` is Helm's, not sprig's: Nuon would refuse this at deploy (Ferry renders it)"
+                ));
+            }
+        }
         let mut failed = false;
         for r in t.references() {
             let (dep, finding) = ctx.check(&r.path, &site.owner);

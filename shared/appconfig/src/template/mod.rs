@@ -38,6 +38,10 @@ pub use eval::Mode;
 pub use funcs::{FUNCTIONS, all as functions};
 pub use parse::{Node, Template};
 
+/// Functions Ferry renders that Nuon's renderer (Go's text/template with sprig) does not have:
+/// validation warns where a template calls one.
+pub const NOT_IN_NUON: &[&str] = &["toYaml", "required"];
+
 /// Deepest nesting of blocks (`if`, `with`, `range`, `else if`) or parentheses a template may have.
 pub const MAX_NESTING: usize = 100;
 /// Evaluation steps (nodes, loop iterations, function calls) one render may take: a config value

@@ -131,7 +131,16 @@ impl Template {
 
     /// Field paths read from the root of the state, in source order.
     pub fn references(&self) -> Vec<Reference> {
-        let mut out = Vec::new();
+        self.found().refs
+    }
+
+    /// The functions the template calls, each with the offset of its call.
+    pub fn functions(&self) -> Vec<(String, usize)> {
+        self.found().funcs
+    }
+
+    fn found(&self) -> Found {
+        let mut out = Found::default();
         walk(&self.nodes, true, &mut out);
         for body in self.defines.values() {
             walk(body, false, &mut out);
@@ -583,7 +592,14 @@ fn matching_paren(toks: &[(Tok, usize)], open: usize) -> Option<usize> {
     None
 }
 
-fn walk(nodes: &[Node], dot_is_root: bool, out: &mut Vec<Reference>) {
+/// What a walk of the tree finds: references from the root, and function calls.
+#[derive(Default)]
+struct Found {
+    refs: Vec<Reference>,
+    funcs: Vec<(String, usize)>,
+}
+
+fn walk(nodes: &[Node], dot_is_root: bool, out: &mut Found) {
     for n in nodes {
         match n {
             Node::Text(_) | Node::Break(_) | Node::Continue(_) => {}
@@ -625,20 +641,21 @@ fn walk(nodes: &[Node], dot_is_root: bool, out: &mut Vec<Reference>) {
     }
 }
 
-fn pipe_refs(p: &Pipeline, dot_is_root: bool, out: &mut Vec<Reference>) {
+fn pipe_refs(p: &Pipeline, dot_is_root: bool, out: &mut Found) {
     for c in &p.cmds {
         for (a, at) in &c.args {
             match a {
-                Arg::Field(path) if dot_is_root && !path.is_empty() => out.push(Reference {
+                Arg::Field(path) if dot_is_root && !path.is_empty() => out.refs.push(Reference {
                     path: path.clone(),
                     offset: *at,
                 }),
                 Arg::Var(name, path) if name.is_empty() && !path.is_empty() => {
-                    out.push(Reference {
+                    out.refs.push(Reference {
                         path: path.clone(),
                         offset: *at,
                     })
                 }
+                Arg::Func(name) => out.funcs.push((name.clone(), *at)),
                 Arg::Sub(inner, _) => pipe_refs(inner, dot_is_root, out),
                 _ => {}
             }
