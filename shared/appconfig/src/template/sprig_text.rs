@@ -155,6 +155,13 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
     ("osExt", 1, Some(1), "a file path's extension"),
     ("osClean", 1, Some(1), "a file path, cleaned"),
     ("osIsAbs", 1, Some(1), "whether a file path is absolute"),
+    (
+        "urlParse",
+        1,
+        Some(1),
+        "a URL's parts: scheme, host, hostname, path, query, opaque, fragment, userinfo",
+    ),
+    ("urlJoin", 1, Some(1), "a URL from those parts"),
     ("html", 0, None, "the arguments printed, HTML-escaped"),
     (
         "js",
@@ -249,6 +256,23 @@ fn encodings(name: &str, args: &[V]) -> Option<Result<V, String>> {
         "ext" | "osExt" => V::Str(ext(&text(0))),
         "clean" | "osClean" => V::Str(clean(&text(0))),
         "isAbs" | "osIsAbs" => V::Bool(text(0).starts_with('/')),
+        "urlParse" => match url_parse(&text(0)) {
+            Ok(parts) => V::Map(
+                parts
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), V::Str(v)))
+                    .collect(),
+            ),
+            Err(e) => {
+                return Some(Err(format!(
+                    "error calling urlParse: unable to parse url: {e}"
+                )));
+            }
+        },
+        "urlJoin" => match arg(0) {
+            V::Map(m) => V::Str(url_join(&m)),
+            _ => V::Str(String::new()),
+        },
         "html" => V::Str(html_escape(&gofmt::sprint(args))),
         "js" => V::Str(js_escape(&gofmt::sprint(args))),
         "urlquery" => {
@@ -627,6 +651,131 @@ fn ext(path: &str) -> String {
     String::new()
 }
 
+/// Go's `url.Parse` as sprig's `urlParse` reports it: `#fragment`, a `scheme:`, `?query`, an
+/// authority after `//` (`userinfo@host`), the path; a scheme with no `/` after it makes the
+/// rest opaque.
+fn url_parse(raw: &str) -> Result<Vec<(&'static str, String)>, String> {
+    if raw.chars().any(|c| c.is_control()) {
+        return Err(format!(
+            "parse {raw:?}: net/url: invalid control character in URL"
+        ));
+    }
+    let (rest, fragment) = raw.split_once('#').unwrap_or((raw, ""));
+    let scheme_end = rest.find(':').filter(|&i| {
+        i > 0
+            && rest[..i].starts_with(|c: char| c.is_ascii_alphabetic())
+            && rest[..i]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    let (scheme, rest) = match scheme_end {
+        Some(i) => (rest[..i].to_lowercase(), &rest[i + 1..]),
+        None => (String::new(), rest),
+    };
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (mut host, mut userinfo, mut opaque, mut path) = (
+        String::new(),
+        String::new(),
+        String::new(),
+        rest.to_string(),
+    );
+    if !scheme.is_empty() && !rest.starts_with('/') {
+        opaque = rest.to_string();
+        path.clear();
+    } else if let Some(after) = rest.strip_prefix("//") {
+        let (authority, p) = match after.find('/') {
+            Some(i) => (&after[..i], &after[i..]),
+            None => (after, ""),
+        };
+        path = p.to_string();
+        match authority.rsplit_once('@') {
+            Some((u, h)) => {
+                userinfo = u.to_string();
+                host = h.to_string();
+            }
+            None => host = authority.to_string(),
+        }
+    } else if scheme.is_empty() && rest.split('/').next().is_some_and(|s| s.contains(':')) {
+        return Err(format!(
+            "parse {raw:?}: first path segment in URL cannot contain colon"
+        ));
+    }
+    let hostname = match host.rsplit_once(':') {
+        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h.to_string(),
+        _ => host.clone(),
+    };
+    Ok(vec![
+        ("scheme", scheme),
+        ("host", host),
+        (
+            "hostname",
+            hostname
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+        ),
+        ("path", path),
+        ("query", query.to_string()),
+        ("opaque", opaque),
+        ("fragment", fragment.to_string()),
+        ("userinfo", userinfo),
+    ])
+}
+
+/// Go's `url.URL.String` of the parts `urlJoin` takes.
+fn url_join(m: &std::collections::BTreeMap<String, V>) -> String {
+    let part = |k: &str| match m.get(k) {
+        Some(V::Str(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let (scheme, host, path, user) = (part("scheme"), part("host"), part("path"), part("userinfo"));
+    let mut out = String::new();
+    if !scheme.is_empty() {
+        out.push_str(&scheme);
+        out.push(':');
+    }
+    let opaque = part("opaque");
+    if !opaque.is_empty() {
+        out.push_str(&opaque);
+    } else {
+        if !scheme.is_empty() || !host.is_empty() || !user.is_empty() {
+            out.push_str("//");
+            if !user.is_empty() {
+                out.push_str(&user);
+                out.push('@');
+            }
+            out.push_str(&host);
+        }
+        if !path.is_empty() && !path.starts_with('/') && !host.is_empty() {
+            out.push('/');
+        }
+        out.push_str(&escape_path(&path));
+    }
+    let (query, fragment) = (part("query"), part("fragment"));
+    if !query.is_empty() {
+        out.push('?');
+        out.push_str(&query);
+    }
+    if !fragment.is_empty() {
+        out.push('#');
+        out.push_str(&escape_path(&fragment));
+    }
+    out
+}
+
+/// A path as Go's `url.URL.EscapedPath` writes it: bytes outside the path's own set as `%XX`.
+fn escape_path(p: &str) -> String {
+    let mut out = String::new();
+    for b in p.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
 /// Go's `template.HTMLEscapeString`.
 fn html_escape(text: &str) -> String {
     let mut out = String::new();
@@ -697,5 +846,34 @@ mod tests {
         assert_eq!(base("/a/b/c.txt"), "c.txt");
         assert_eq!(separated("HelloWorldFoo", '_'), "hello_world_foo");
         assert_eq!(camel("hello_world_foo"), "HelloWorldFoo");
+    }
+
+    #[test]
+    fn urls_parse_and_join_as_gos_net_url() {
+        let parts: std::collections::BTreeMap<_, _> =
+            url_parse("https://u:p@h.example.com:8/p/q?x=1#f")
+                .unwrap()
+                .into_iter()
+                .collect();
+        assert_eq!(parts["host"], "h.example.com:8");
+        assert_eq!(parts["hostname"], "h.example.com");
+        assert_eq!(
+            (parts["path"].as_str(), parts["query"].as_str()),
+            ("/p/q", "x=1")
+        );
+        assert_eq!(
+            (parts["userinfo"].as_str(), parts["fragment"].as_str()),
+            ("u:p", "f")
+        );
+        let opaque: std::collections::BTreeMap<_, _> =
+            url_parse("mailto:a@b").unwrap().into_iter().collect();
+        assert_eq!(opaque["opaque"], "a@b");
+        assert!(url_parse("a:b/c").is_ok(), "a scheme `a`");
+        assert!(url_parse("1a:b").is_err(), "a colon in the first segment");
+        let m = [("scheme", "https"), ("host", "x.io"), ("path", "a b")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), V::Str(v.into())))
+            .collect();
+        assert_eq!(url_join(&m), "https://x.io/a%20b");
     }
 }
