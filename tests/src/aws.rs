@@ -104,6 +104,27 @@ pub fn path_with_aws_cli(dir: &std::path::Path) -> String {
     )
 }
 
+/// examples/aws-account synced as `aws-account` and an install `name` of it created.
+pub fn aws_account_install(api: &str, name: &str) {
+    let app = crate::repo_root().join("examples/aws-account");
+    let (code, out, err) = crate::ferry(
+        api,
+        &[
+            "apps",
+            "sync",
+            app.to_str().unwrap_or_default(),
+            "--name",
+            "aws-account",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = crate::ferry(
+        api,
+        &["installs", "create", "--app", "aws-account", "--name", name],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+}
+
 impl Drop for Moto {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -353,6 +353,27 @@ async fn installs(c: &Client) {
         stack["Resources"]["RunnerGroup"]["Type"],
         "AWS::AutoScaling::AutoScalingGroup"
     );
+    // What goes into the template and the install record's link is bounded.
+    let long = StackQuery {
+        bundle_url: Some(format!("https://x/{}", "a".repeat(3000))),
+        bundle_sha256: None,
+    };
+    refused(
+        call::<ops::InstallStackOp>(c, &["c1"], &long, &())
+            .await
+            .unwrap_err(),
+        400,
+    );
+    let bad_region = ferry_model::api::PublishStack {
+        region: Some("EU WEST".into()),
+        ..Default::default()
+    };
+    refused(
+        call::<ops::PublishInstallStack>(c, &["c1"], &(), &bad_region)
+            .await
+            .unwrap_err(),
+        400,
+    );
     // This control plane has no stack bucket (tests/stack.rs publishes to one).
     let e = call::<ops::PublishInstallStack>(c, &["c1"], &(), &Default::default())
         .await

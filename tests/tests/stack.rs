@@ -60,30 +60,7 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
         ],
         &creds,
     );
-    let app = repo_root().join("examples/aws-account");
-    let (code, out, err) = ferry(
-        &api,
-        &[
-            "apps",
-            "sync",
-            app.to_str().unwrap(),
-            "--name",
-            "aws-account",
-        ],
-    );
-    assert_eq!(code, 0, "{out}{err}");
-    let (code, out, err) = ferry(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "aws-account",
-            "--name",
-            "acme",
-        ],
-    );
-    assert_eq!(code, 0, "{out}{err}");
+    ferry_tests::aws::aws_account_install(&api, "acme");
 
     let file = dir.path().join("stack.json");
     let sha = "0123456789abcdef".repeat(4);

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ferry_tests::aws::{Moto, path_with_aws_cli};
-use ferry_tests::{NatsServer, Proc, bin, ferry, nats_server_bin, repo_root};
+use ferry_tests::{NatsServer, Proc, bin, ferry, nats_server_bin};
 use serde_json::Value;
 
 /// Kills the runner `install.sh` started in the background, however the test ends.
@@ -90,21 +90,7 @@ fn the_stacks_user_data_installs_the_bundle_and_its_runner_bootstraps() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let app = repo_root().join("examples/aws-account");
-    let (code, out, err) = ferry(&api, &["apps", "sync", app.to_str().unwrap()]);
-    assert_eq!(code, 0, "{out}{err}");
-    let (code, out, err) = ferry(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "aws-account",
-            "--name",
-            "acme",
-        ],
-    );
-    assert_eq!(code, 0, "{out}{err}");
+    ferry_tests::aws::aws_account_install(&api, "acme");
 
     // The vendor: the bundle for the stack (no token inside), and the stack naming it.
     let (archive, sha, token) = runner_bundle(&api, dir.path(), &nats.leaf_url);

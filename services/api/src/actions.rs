@@ -10,20 +10,11 @@ use ferry_model::api::{ActionInfo, Deployed, GrantBreakGlass, RunAction};
 use ferry_model::ops::Operation as _;
 use ferry_model::{self as m, Install};
 
+use crate::ApiError;
 use crate::auth::Ctx;
 use crate::handlers::audit;
 use crate::ids::{Name, check_name};
-use crate::installs::{blank_workflow, record_workflow, request_workflow};
-use crate::{ApiError, ApiState};
-
-async fn install(s: &ApiState, name: &str) -> Result<Install, ApiError> {
-    Ok(s.store
-        .repo::<Install>()
-        .get(&s.org, name)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?
-        .value)
-}
+use crate::installs::{blank_workflow, install_of, record_workflow, request_workflow};
 
 #[utoipa::path(
     get,
@@ -37,7 +28,7 @@ pub async fn list_actions(
     Ctx(s): Ctx,
     Name(name): Name,
 ) -> Result<Json<Vec<ActionInfo>>, ApiError> {
-    let install = install(&s, &name).await?;
+    let install = install_of(&s, &name).await?;
     let (_, _, cfg) = s.store.config(&s.org, &install.app_config_id).await?;
     let marks = s.store.repo::<m::CronMark>();
     let mut out = Vec::new();
@@ -102,7 +93,7 @@ pub async fn run_action(
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     check_name("install", &name)?;
     let body = body.map(|Json(b)| b).unwrap_or_default();
-    let install = install(&s, &name).await?;
+    let install = install_of(&s, &name).await?;
     let (_, _, cfg) = s.store.config(&s.org, &install.app_config_id).await?;
     let Some(def) = cfg.action(&action) else {
         let known: Vec<&str> = cfg.actions.iter().map(|a| a.name.as_str()).collect();
@@ -167,7 +158,7 @@ pub async fn grant_break_glass(
             req.for_secs
         )));
     }
-    let current = install(&s, &name).await?;
+    let current = install_of(&s, &name).await?;
     let (_, _, cfg) = s.store.config(&s.org, &current.app_config_id).await?;
     let roles: Vec<&str> = cfg
         .actions
@@ -236,7 +227,7 @@ pub async fn revoke_break_glass(
     Path((name, role)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     check_name("install", &name)?;
-    install(&s, &name).await?;
+    install_of(&s, &name).await?;
     let removed = s
         .store
         .repo::<Install>()

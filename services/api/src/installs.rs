@@ -113,6 +113,16 @@ async fn discard_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The caller's install `name`, or 404.
+pub(crate) async fn install_of(s: &ApiState, name: &str) -> Result<Install, ApiError> {
+    Ok(s.store
+        .repo::<Install>()
+        .get(&s.org, name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?
+        .value)
+}
+
 #[utoipa::path(
     post,
     path = m::ops::CreateInstallOp::PATH,

@@ -17,6 +17,9 @@ use crate::auth::Ctx;
 use crate::ids::Name;
 use crate::{ApiError, ApiState};
 
+/// The longest bundle URL a template takes.
+const MAX_URL: usize = 2048;
+
 /// A publish's answer: the object's https URL.
 pub type Published<'a> = BoxFuture<'a, Result<String, ArchiveError>>;
 
@@ -41,7 +44,7 @@ pub async fn install_stack(
     Name(name): Name,
     Query(q): Query<StackQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let install = install_of(&s, &name).await?;
+    let install = crate::installs::install_of(&s, &name).await?;
     let opts = options(&install, q.bundle_url, q.bundle_sha256)?;
     let (template, _) = render(&s, &install, &opts).await?;
     Ok(Json(template))
@@ -61,12 +64,25 @@ pub async fn publish_install_stack(
     Name(name): Name,
     Json(body): Json<m::ops::Body<m::ops::PublishInstallStack>>,
 ) -> Result<Json<m::StackTemplate>, ApiError> {
+    // Checked before anything else: it goes into the link the install record keeps.
+    if let Some(region) = &body.region {
+        let ok = !region.is_empty()
+            && region.len() <= 32
+            && region
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !ok {
+            return Err(ApiError::BadRequest(format!(
+                "region `{region}`: an AWS region such as eu-west-1"
+            )));
+        }
+    }
     let Some(bucket) = s.stack_bucket.clone() else {
         return Err(ApiError::Conflict(
             "this control plane publishes no install stacks: start ferry-server with --stack-bucket".into(),
         ));
     };
-    let install = install_of(&s, &name).await?;
+    let install = crate::installs::install_of(&s, &name).await?;
     let opts = options(&install, body.bundle_url, body.bundle_sha256)?;
     let (template, stack_name) = render(&s, &install, &opts).await?;
     let bytes = serde_json::to_vec_pretty(&template)
@@ -111,21 +127,18 @@ pub async fn publish_install_stack(
     Ok(Json(published))
 }
 
-async fn install_of(s: &ApiState, name: &str) -> Result<Install, ApiError> {
-    Ok(s.store
-        .repo::<Install>()
-        .get(&s.org, name)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?
-        .value)
-}
-
 /// The template's options, the bundle's sha256 checked.
 fn options(
     install: &Install,
     bundle_url: Option<String>,
     bundle_sha256: Option<String>,
 ) -> Result<StackOptions, ApiError> {
+    // Both go into the template and the console link the install record keeps.
+    if bundle_url.as_deref().is_some_and(|u| u.len() > MAX_URL) {
+        return Err(ApiError::BadRequest(format!(
+            "bundle_url: at most {MAX_URL} characters"
+        )));
+    }
     if let Some(sha) = bundle_sha256.as_deref()
         && !(sha.len() == 64
             && sha

@@ -42,6 +42,9 @@ pub struct Finished {
     pub ran_as: Option<String>,
 }
 
+/// The longest role ARN a job record keeps (IAM's own limit is 2,048 characters).
+pub const MAX_RAN_AS: usize = 2048;
+
 /// A plan as the job record keeps it: its digest (the plan itself stays in the install), whether
 /// it changes anything, and its one-line summary.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -281,7 +284,8 @@ impl Job {
         self.outputs = f.outputs;
         self.sensitive_outputs = f.sensitive_outputs;
         self.error = f.error;
-        self.ran_as = f.ran_as;
+        // An install says which role it ran as: kept only when it is an ARN's size.
+        self.ran_as = f.ran_as.filter(|a| a.len() <= MAX_RAN_AS);
         if let Some(p) = f.plan {
             self.plan_digest = Some(p.digest);
             self.plan_changes = Some(p.changes);
@@ -463,6 +467,20 @@ mod tests {
     }
 
     #[test]
+    fn a_role_longer_than_an_arn_is_not_kept() {
+        let mut j = job(2);
+        j.claim("i", "r1", Timestamp::from_ms(1_000), 500, "s")
+            .unwrap();
+        let mut f = succeeded(None);
+        f.ran_as = Some("a".repeat(MAX_RAN_AS + 1));
+        assert_eq!(
+            j.finish("i", "j-1-s", f, Timestamp::from_ms(2000)),
+            Ok(true)
+        );
+        assert_eq!(j.ran_as, None);
+    }
+
+    #[test]
     fn a_result_ends_the_job_only_from_its_install_and_its_current_execution() {
         let mut j = job(2);
         j.claim("i", "r1", Timestamp::from_ms(1_000), 500, "s")
@@ -494,7 +512,7 @@ mod tests {
         );
         assert_eq!(j.status, JobStatus::Finished);
         assert_eq!(j.outputs["url"], "https://x");
-        // The role it ran as in the customer's account is kept for the audit record.
+        // The role it ran as in the customer's account is kept for the audit record (bounded).
         assert_eq!(
             crate::AuditEvent::job_ended(&j).detail["ran_as"],
             "arn:aws:sts::1:assumed-role/acme-maintenance/ferry-j"

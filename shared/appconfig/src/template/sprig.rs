@@ -10,6 +10,8 @@
 use sha2::{Digest, Sha256};
 
 use super::eval::V;
+// Sprig's `toInt64` and `toFloat64` (spf13/cast): one definition, in `sprig_lists.rs`.
+use super::sprig_lists::{float, int64 as int};
 
 /// Name, minimum and maximum argument count (`None`: any number), one-line description.
 pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
@@ -136,27 +138,6 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
 
 fn s(v: &V) -> String {
     v.print()
-}
-
-/// Sprig's `toInt64` (spf13/cast): numbers truncate, numeric strings parse, true is 1, else 0.
-fn int(v: &V) -> i64 {
-    match v {
-        V::Int(n) => *n,
-        V::Num(n) => n.trunc() as i64,
-        V::Bool(b) => i64::from(*b),
-        V::Str(x) => x.trim().parse::<i64>().unwrap_or(0),
-        _ => 0,
-    }
-}
-
-fn float(v: &V) -> f64 {
-    match v {
-        V::Int(n) => *n as f64,
-        V::Num(n) => *n,
-        V::Bool(b) => f64::from(u8::from(*b)),
-        V::Str(x) => x.trim().parse::<f64>().unwrap_or(0.0),
-        _ => 0.0,
-    }
 }
 
 fn num(n: i64) -> V {

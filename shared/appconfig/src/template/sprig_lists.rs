@@ -177,7 +177,8 @@ fn items(name: &str, v: &V) -> Result<Vec<V>, String> {
     }
 }
 
-fn float(v: &V) -> f64 {
+/// spf13/cast's `ToFloat64`: strings parse, bools are 0/1, else 0.
+pub fn float(v: &V) -> f64 {
     match v {
         V::Int(n) => *n as f64,
         V::Num(f) => *f,
