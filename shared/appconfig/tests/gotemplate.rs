@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 /// The cases that agreed when this was last raised.
-const AGREE_AT_LEAST: usize = 7149;
+const AGREE_AT_LEAST: usize = 7386;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

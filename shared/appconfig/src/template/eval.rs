@@ -461,6 +461,12 @@ impl Ctx<'_> {
         let Some((first, at)) = c.args.first() else {
             return Ok(V::Null);
         };
+        if let Arg::Func(name) = first
+            && matches!(name.as_str(), "and" | "or")
+            && (c.args.len() > 1 || piped.is_some())
+        {
+            return self.short_circuit(name == "and", &c.args[1..], dot, piped);
+        }
         if let Arg::Func(name) = first {
             let mut args = Vec::with_capacity(c.args.len());
             for (a, at) in &c.args[1..] {
@@ -494,6 +500,25 @@ impl Ctx<'_> {
             return Ok(v);
         }
         self.arg(first, *at, dot)
+    }
+
+    /// Go's `and` and `or` (since 1.18): arguments evaluated in order only until one decides,
+    /// so `and .x (fail "no")` does not fail when `.x` is empty.
+    fn short_circuit(
+        &mut self,
+        and: bool,
+        args: &[(Arg, usize)],
+        dot: &V,
+        piped: Option<V>,
+    ) -> Result<V, TemplateError> {
+        let mut last = V::Null;
+        for (a, at) in args {
+            last = self.arg(a, *at, dot)?;
+            if last.truthy() != and {
+                return Ok(last);
+            }
+        }
+        Ok(piped.unwrap_or(last))
     }
 
     fn arg(&mut self, a: &Arg, at: usize, dot: &V) -> Result<V, TemplateError> {

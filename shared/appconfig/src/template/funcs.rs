@@ -1,7 +1,6 @@
 //! The template functions: Go's built-ins and the Sprig functions app configs use.
 
-use base64::Engine;
-
+use super::encoding;
 use super::eval::V;
 
 /// Name, minimum and maximum argument count (`None`: any number), one-line description.
@@ -278,7 +277,14 @@ fn strings(name: &str, args: &[V]) -> Result<Option<V>, String> {
             }
         }
         "join" => match arg(1) {
-            V::List(l) => V::Str(l.iter().map(V::print).collect::<Vec<_>>().join(&s(&arg(0)))),
+            // sprig's strslice leaves nil items out.
+            V::List(l) => V::Str(
+                l.iter()
+                    .filter(|x| !matches!(x, V::Null))
+                    .map(V::print)
+                    .collect::<Vec<_>>()
+                    .join(&s(&arg(0))),
+            ),
             V::Null => V::Str(String::new()),
             other => V::Str(other.print()),
         },
@@ -306,18 +312,12 @@ fn strings(name: &str, args: &[V]) -> Result<Option<V>, String> {
                 .collect::<Vec<_>>()
                 .join(" "),
         ),
-        "b64enc" => V::Str(base64::engine::general_purpose::STANDARD.encode(s(&arg(0)))),
+        "b64enc" => V::Str(encoding::b64enc(s(&arg(0)).as_bytes())),
         // sprig returns the decoding error's text as the value, as Go words it.
-        "b64dec" => V::Str(
-            match base64::engine::general_purpose::STANDARD.decode(s(&arg(0))) {
-                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                Err(
-                    base64::DecodeError::InvalidByte(at, _)
-                    | base64::DecodeError::InvalidLastSymbol(at, _),
-                ) => format!("illegal base64 data at input byte {at}"),
-                Err(_) => format!("illegal base64 data at input byte {}", s(&arg(0)).len()),
-            },
-        ),
+        "b64dec" => V::Str(match encoding::b64dec(&s(&arg(0))) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(at) => format!("illegal base64 data at input byte {at}"),
+        }),
         "toJson" => V::Str(super::sprig_text::go_json(&arg(0).to_json())),
         "replace" => V::Str(s(&arg(2)).replace(&s(&arg(0)), &s(&arg(1)))),
         "contains" => V::Bool(s(&arg(1)).contains(&s(&arg(0)))),
@@ -327,7 +327,7 @@ fn strings(name: &str, args: &[V]) -> Result<Option<V>, String> {
     }))
 }
 
-/// Go's `%q` for the strings configs carry: JSON string escaping is the same for them.
+/// sprig's `quote` is Go's `%q`.
 fn go_quote(x: &str) -> String {
-    serde_json::Value::String(x.to_string()).to_string()
+    super::strconv::quote(x)
 }

@@ -10,6 +10,7 @@
 use std::fmt::Write;
 
 use super::eval::V;
+use super::strconv;
 
 /// Go's type name of a value, as `%T` and the `%!verb(type=value)` marks print it.
 pub fn type_name(v: &V) -> &'static str {
@@ -25,30 +26,9 @@ pub fn type_name(v: &V) -> &'static str {
     }
 }
 
-/// `%v` of a float64: the shortest digits that read back the same, exponent form outside
-/// 1e-4 <= |f| < 1e6 (strconv's `'g'` with precision -1).
+/// `%v` of a float64 (strconv's shortest `'g'`).
 pub fn float_v(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0" } else { "0" }.into();
-    }
-    let sci = format!("{f:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..6).contains(&exp) {
-        format!(
-            "{mantissa}e{}{:02}",
-            if exp < 0 { '-' } else { '+' },
-            exp.abs()
-        )
-    } else {
-        format!("{f}")
-    }
+    strconv::shortest(f)
 }
 
 /// `%v` (and `print`'s form) of any value.
@@ -121,28 +101,9 @@ pub fn sprintln(args: &[V]) -> String {
     format!("{}\n", parts.join(" "))
 }
 
-/// Go's `%q` of a string (`strconv.Quote`): printable characters as they are.
+/// Go's `%q` of a string (`strconv.Quote`).
 pub fn quote(s: &str) -> String {
-    let mut out = String::from('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\x07' => out.push_str("\\a"),
-            '\x08' => out.push_str("\\b"),
-            '\x0c' => out.push_str("\\f"),
-            '\x0b' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    strconv::quote(s)
 }
 
 /// One verb's flags, width and precision.
@@ -151,32 +112,60 @@ struct Spec {
     minus: bool,
     plus: bool,
     sharp: bool,
+    /// `%#v`: Go syntax (Go takes `#` off the flags for `v` and keeps it here).
+    sharp_v: bool,
     space: bool,
     zero: bool,
     width: Option<usize>,
     prec: Option<usize>,
 }
 
+/// What fills a value up to the width when the `0` flag is given.
+#[derive(Clone, Copy, PartialEq)]
+enum Fill {
+    /// Zeros on the left (Go pads strings and bools with zeros too).
+    Zeros,
+    /// Zeros after the sign.
+    Number,
+    /// Spaces whatever the flag (an integer with a precision).
+    Spaces,
+}
+
 impl Spec {
-    /// `s` padded to the width (with zeros after the sign when asked, for numbers).
-    fn pad(&self, s: String, numeric: bool) -> String {
+    /// `s` padded to the width.
+    fn pad(&self, s: String, fill: Fill) -> String {
         let Some(w) = self.width else { return s };
         let len = s.chars().count();
         if len >= w {
             return s;
         }
-        let fill = w - len;
+        let n = w - len;
         if self.minus {
-            return s + &" ".repeat(fill);
+            return s + &" ".repeat(n);
         }
-        if self.zero && numeric {
-            let (sign, digits) = match s.strip_prefix(['-', '+', ' ']) {
-                Some(rest) => (&s[..1], rest),
-                None => ("", s.as_str()),
-            };
-            return format!("{sign}{}{digits}", "0".repeat(fill));
+        match fill {
+            _ if !self.zero => " ".repeat(n) + &s,
+            Fill::Spaces => " ".repeat(n) + &s,
+            Fill::Zeros => "0".repeat(n) + &s,
+            Fill::Number => {
+                let (sign, digits) = match s.strip_prefix(['-', '+', ' ']) {
+                    Some(rest) => (&s[..1], rest),
+                    None => ("", s.as_str()),
+                };
+                format!("{sign}{}{digits}", "0".repeat(n))
+            }
         }
-        " ".repeat(fill) + &s
+    }
+
+    /// Go's rule for `v`: `#` asks for Go syntax and `+` for field names (which these values
+    /// lack), so neither stays a flag.
+    fn for_verb(mut self, verb: char) -> Self {
+        if verb == 'v' {
+            self.sharp_v = self.sharp;
+            self.sharp = false;
+            self.plus = false;
+        }
+        self
     }
 }
 
@@ -209,7 +198,7 @@ pub fn sprintf(format: &str, args: &[V]) -> String {
             continue;
         };
         next += 1;
-        out.push_str(&one(verb, &spec, arg));
+        out.push_str(&one(verb, &spec.for_verb(verb), arg, 0));
     }
     if !reordered && next < args.len() {
         out.push_str("%!(EXTRA ");
@@ -238,7 +227,10 @@ fn parse_spec(
     let mut spec = Spec::default();
     while let Some(&f) = chars.get(*i) {
         match f {
-            '-' => spec.minus = true,
+            '-' => {
+                spec.minus = true;
+                spec.zero = false;
+            }
             '+' => spec.plus = true,
             '#' => spec.sharp = true,
             ' ' => spec.space = true,
@@ -308,54 +300,47 @@ fn number_or_star(
     })
 }
 
-/// The mark Go writes for a verb its value does not take.
-fn bad(verb: char, v: &V) -> String {
+/// The mark Go writes for a verb its value does not take: the value printed with `%v` and the
+/// verb's own flags, width and precision.
+fn bad(verb: char, spec: &Spec, v: &V) -> String {
     match v {
         V::Null => format!("%!{verb}(<nil>)"),
-        v => format!("%!{verb}({}={})", type_name(v), value(v)),
+        v => format!("%!{verb}({}={})", type_name(v), one('v', spec, v, 0)),
     }
 }
 
-/// One verb applied to one value (each item of a list or map for the verbs that take items).
-fn one(verb: char, spec: &Spec, v: &V) -> String {
+/// One verb applied to one value at a depth (each item of a list or map for the verbs that
+/// take items; a nil item prints bare, as Go prints a nil interface inside a value).
+fn one(verb: char, spec: &Spec, v: &V, depth: usize) -> String {
     match (verb, v) {
-        ('T', v) => spec.pad(type_name(v).to_string(), false),
-        ('v', V::Null) => spec.pad(
-            if spec.sharp {
-                "interface {}(nil)".into()
-            } else {
-                "<nil>".into()
-            },
-            false,
-        ),
-        ('v', v) if spec.sharp => spec.pad(sharp_v(v), false),
-        (_, V::List(l)) if verb != 'T' => {
-            let items: Vec<String> = l.iter().map(|x| one(verb, spec, x)).collect();
+        ('T', v) => string('s', spec, type_name(v)).unwrap_or_default(),
+        (_, V::Null) if depth > 0 && spec.sharp_v => "interface {}(nil)".into(),
+        (_, V::Null) if depth > 0 => "<nil>".into(),
+        ('v', V::Null) => spec.pad("<nil>".into(), Fill::Zeros),
+        (_, V::Null) => bad(verb, spec, v),
+        ('v', v) if spec.sharp_v && depth == 0 => spec.pad(sharp_v(v), Fill::Zeros),
+        (_, V::List(l)) => {
+            let items: Vec<String> = l.iter().map(|x| one(verb, spec, x, depth + 1)).collect();
             format!("[{}]", items.join(" "))
         }
-        (_, V::Map(m)) if verb != 'T' => {
+        (_, V::Map(m)) => {
             let items: Vec<String> = m
                 .iter()
                 .map(|(k, x)| {
-                    format!(
-                        "{}:{}",
-                        one(verb, spec, &V::Str(k.clone())),
-                        one(verb, spec, x)
-                    )
+                    let key = one(verb, spec, &V::Str(k.clone()), depth + 1);
+                    format!("{key}:{}", one(verb, spec, x, depth + 1))
                 })
                 .collect();
             format!("map[{}]", items.join(" "))
         }
         (_, V::Bool(b)) => match verb {
-            'v' | 't' => spec.pad(b.to_string(), false),
-            _ => bad(verb, v),
+            'v' | 't' => spec.pad(b.to_string(), Fill::Zeros),
+            _ => bad(verb, spec, v),
         },
-        (_, V::Int(n)) => int(verb, spec, *n).unwrap_or_else(|| bad(verb, v)),
-        (_, V::Num(f)) => float(verb, spec, *f).unwrap_or_else(|| bad(verb, v)),
-        (_, V::Str(s)) => string(verb, spec, s).unwrap_or_else(|| bad(verb, v)),
-        (_, V::Null) => bad(verb, v),
+        (_, V::Int(n)) => int(verb, spec, *n).unwrap_or_else(|| bad(verb, spec, v)),
+        (_, V::Num(f)) => float(verb, spec, *f).unwrap_or_else(|| bad(verb, spec, v)),
+        (_, V::Str(s)) => string(verb, spec, s).unwrap_or_else(|| bad(verb, spec, v)),
         (_, V::Unknown) => "<unknown>".into(),
-        _ => bad(verb, v),
     }
 }
 
@@ -384,17 +369,26 @@ fn int(verb: char, spec: &Spec, n: i64) -> Option<String> {
         'O' => format!("0o{abs:o}"),
         'x' => format!("{}{abs:x}", if spec.sharp { "0x" } else { "" }),
         'X' => format!("{}{abs:X}", if spec.sharp { "0X" } else { "" }),
-        'c' => return Some(spec.pad(char_of(n).to_string(), false)),
-        'q' => return Some(spec.pad(format!("'{}'", char_of(n)), false)),
-        'U' => return Some(spec.pad(format!("U+{:04X}", n), false)),
-        'e' | 'E' | 'f' | 'F' | 'g' | 'G' | 's' | 't' => return None,
+        'c' => return Some(spec.pad(char_of(n).to_string(), Fill::Zeros)),
+        'q' => {
+            let quoted = strconv::quote_rune(char_of(n), spec.plus);
+            return Some(spec.pad(quoted, Fill::Zeros));
+        }
+        'U' => return Some(spec.pad(format!("U+{:04X}", n), Fill::Zeros)),
         _ => return None,
     };
+    // Go prints nothing for a zero value at precision 0, but still pads.
     let digits = match spec.prec {
+        Some(0) if abs == 0 => String::new(),
         Some(p) if digits.len() < p => "0".repeat(p - digits.len()) + &digits,
         _ => digits,
     };
-    Some(spec.pad(format!("{sign}{digits}"), spec.prec.is_none()))
+    let fill = if spec.prec.is_some() {
+        Fill::Spaces
+    } else {
+        Fill::Number
+    };
+    Some(spec.pad(format!("{sign}{digits}"), fill))
 }
 
 fn char_of(n: i64) -> char {
@@ -407,11 +401,14 @@ fn char_of(n: i64) -> char {
 fn float(verb: char, spec: &Spec, f: f64) -> Option<String> {
     let body = match verb {
         'v' | 'g' | 'G' => match spec.prec {
-            None => float_v(f),
-            Some(p) => g_with_precision(f, p.max(1)),
+            None => strconv::shortest(f),
+            Some(p) => strconv::g_form(f, p.max(1)),
         },
-        'e' | 'E' => e_form(f, spec.prec.unwrap_or(6)),
-        'f' | 'F' => format!("{:.*}", spec.prec.unwrap_or(6), f),
+        'e' | 'E' => strconv::e_form(f, spec.prec.unwrap_or(6)),
+        'f' | 'F' if f.is_finite() => format!("{:.*}", spec.prec.unwrap_or(6), f),
+        'f' | 'F' => strconv::shortest(f),
+        'b' => strconv::b_form(f),
+        'x' | 'X' => strconv::x_form(f, spec.prec, verb == 'X'),
         _ => return None,
     };
     let body = if matches!(verb, 'E' | 'G') {
@@ -419,7 +416,7 @@ fn float(verb: char, spec: &Spec, f: f64) -> Option<String> {
     } else {
         body
     };
-    let signed = if f >= 0.0 && !body.starts_with('-') && !body.starts_with('+') {
+    let signed = if !body.starts_with('-') && !body.starts_with('+') {
         if spec.plus {
             format!("+{body}")
         } else if spec.space {
@@ -427,46 +424,18 @@ fn float(verb: char, spec: &Spec, f: f64) -> Option<String> {
         } else {
             body
         }
+    } else if body.starts_with('+') && !spec.plus {
+        // `+Inf` keeps its sign only when asked for.
+        body[1..].to_string()
     } else {
         body
     };
-    Some(spec.pad(signed, true))
-}
-
-/// `%.Ne`: N digits after the point, a two-digit exponent at least.
-fn e_form(f: f64, prec: usize) -> String {
-    let s = format!("{f:.prec$e}");
-    let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
-    let e: i32 = e.parse().unwrap_or(0);
-    format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
-}
-
-/// `%.Ng`: N significant digits, exponent form when the exponent is below -4 or at least N.
-fn g_with_precision(f: f64, p: usize) -> String {
-    if f == 0.0 {
-        return "0".into();
-    }
-    let s = format!("{:.*e}", p - 1, f);
-    let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
-    let e: i32 = e.parse().unwrap_or(0);
-    let trim = |m: &str| {
-        if m.contains('.') {
-            m.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            m.to_string()
-        }
-    };
-    if e < -4 || e >= p as i32 {
-        format!(
-            "{}e{}{:02}",
-            trim(m),
-            if e < 0 { '-' } else { '+' },
-            e.abs()
-        )
+    let fill = if f.is_finite() {
+        Fill::Number
     } else {
-        let decimals = (p as i32 - 1 - e).max(0) as usize;
-        trim(&format!("{f:.decimals$}"))
-    }
+        Fill::Spaces
+    };
+    Some(spec.pad(signed, fill))
 }
 
 fn string(verb: char, spec: &Spec, s: &str) -> Option<String> {
@@ -475,11 +444,34 @@ fn string(verb: char, spec: &Spec, s: &str) -> Option<String> {
         None => s.to_string(),
     };
     Some(match verb {
-        'v' | 's' => spec.pad(cut, false),
-        'q' if spec.sharp && !cut.contains('`') => spec.pad(format!("`{cut}`"), false),
-        'q' => spec.pad(quote(&cut), false),
-        'x' => spec.pad(hex::encode(cut.as_bytes()), false),
-        'X' => spec.pad(hex::encode_upper(cut.as_bytes()), false),
+        'v' if spec.sharp_v => spec.pad(strconv::quote(&cut), Fill::Zeros),
+        'v' | 's' => spec.pad(cut, Fill::Zeros),
+        'q' if spec.sharp && !cut.contains('`') => spec.pad(format!("`{cut}`"), Fill::Zeros),
+        'q' if spec.plus => spec.pad(strconv::quote_ascii(&cut), Fill::Zeros),
+        'q' => spec.pad(strconv::quote(&cut), Fill::Zeros),
+        'x' => spec.pad(hex_string(&cut, spec, false), Fill::Zeros),
+        'X' => spec.pad(hex_string(&cut, spec, true), Fill::Zeros),
         _ => return None,
     })
+}
+
+/// `%x` of a string: two hex digits a byte; `#` prefixes `0x`, a space separates the bytes.
+fn hex_string(s: &str, spec: &Spec, upper: bool) -> String {
+    let bytes = s.as_bytes();
+    let prefix = if upper { "0X" } else { "0x" };
+    let mut out = String::new();
+    for (i, b) in bytes.iter().enumerate() {
+        if spec.space && i > 0 {
+            out.push(' ');
+        }
+        if spec.sharp && (spec.space || i == 0) {
+            out.push_str(prefix);
+        }
+        if upper {
+            let _ = write!(out, "{b:02X}");
+        } else {
+            let _ = write!(out, "{b:02x}");
+        }
+    }
+    out
 }

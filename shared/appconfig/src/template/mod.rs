@@ -11,10 +11,12 @@
 //!   `define`/`template`/`block`;
 //! * `eval.rs`: values typed as Go's (int, float64, string, bool, nil, `[]interface {}`,
 //!   `map[string]interface {}`), Go's comparisons, missing keys as errors;
-//! * `gofmt.rs`: Go's `fmt` (how values print, `print`, `println`, `printf`);
+//! * `gofmt.rs`: Go's `fmt` (how values print, `print`, `println`, `printf`); `strconv.rs`:
+//!   float64 in `fmt`'s forms, and Go's quoting;
 //! * `sigs.rs`: each function's Go parameter types, and the conversion of arguments to them;
 //! * `funcs.rs`: Go's built-ins; `sprig.rs`, `sprig_text.rs`, `sprig_lists.rs`: sprig's
-//!   functions by its own grouping.
+//!   functions by its own grouping; `xstrings.rs`: the case conversions sprig takes from xstrings; `encoding.rs`: base64 and
+//!   base32 as Go decodes them; `decimal.rs`: sprig's decimal float arithmetic.
 //!
 //! `shared/appconfig/tests/gotemplate.rs` renders thousands of cases through this engine and
 //! through real Go with sprig and requires them to agree (a ratchet until all do: issue 31
@@ -22,6 +24,8 @@
 //! renders against a partial state: a missing key yields an unknown value that every operation
 //! accepts, so a template can be checked before any install exists.
 
+mod decimal;
+mod encoding;
 mod eval;
 mod funcs;
 mod gofmt;
@@ -31,6 +35,8 @@ mod sigs;
 mod sprig;
 mod sprig_lists;
 mod sprig_text;
+mod strconv;
+mod xstrings;
 
 use serde_json::Value;
 

@@ -440,11 +440,9 @@ fn pipeline(toks: &[(Tok, usize)], offset: usize, range: bool) -> Result<Pipelin
             .all(|(t, _)| matches!(t, Tok::Var(_, p) if p.is_empty()) || matches!(t, Tok::Comma))
         && end > 0
     {
-        for (t, at) in &toks[..end] {
+        for (t, _) in &toks[..end] {
+            // Go lets `$` itself be declared anew (it shadows the data from there on).
             if let Tok::Var(name, _) = t {
-                if name.is_empty() {
-                    return Err(syntax(*at, "cannot assign to `$`"));
-                }
                 vars.push(name.clone());
             }
         }

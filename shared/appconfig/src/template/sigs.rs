@@ -33,12 +33,12 @@ fn signature(name: &str) -> Option<(&'static [Ty], Option<Ty>)> {
         "abbrev" | "indent" | "nindent" | "repeat" | "trunc" | "wrap" => (&[Int, Str], None),
         "abbrevboth" | "substr" => (&[Int, Int, Str], None),
         "wrapWith" => (&[Int, Str, Str], None),
-        "adler32sum" | "b32dec" | "b32enc" | "b64dec" | "b64enc" | "bcrypt" | "camelcase"
-        | "fromJson" | "mustFromJson" | "getHostByName" | "initials" | "kebabcase" | "lower"
-        | "nospace" | "regexQuoteMeta" | "semver" | "sha1sum" | "sha256sum" | "shuffle"
-        | "snakecase" | "swapcase" | "title" | "trim" | "untitle" | "upper" | "urlParse"
-        | "atoi" | "base" | "dir" | "clean" | "ext" | "isAbs" | "osBase" | "osDir" | "osClean"
-        | "osExt" | "osIsAbs" | "env" | "expandenv" => (&[Str], None),
+        "adler32sum" | "fail" | "b32dec" | "b32enc" | "b64dec" | "b64enc" | "bcrypt"
+        | "camelcase" | "fromJson" | "mustFromJson" | "getHostByName" | "initials"
+        | "kebabcase" | "lower" | "nospace" | "regexQuoteMeta" | "semver" | "sha1sum"
+        | "sha256sum" | "shuffle" | "snakecase" | "swapcase" | "title" | "trim" | "untitle"
+        | "upper" | "urlParse" | "atoi" | "base" | "dir" | "clean" | "ext" | "isAbs" | "osBase"
+        | "osDir" | "osClean" | "osExt" | "osIsAbs" | "env" | "expandenv" => (&[Str], None),
         "contains" | "hasPrefix" | "hasSuffix" | "htpasswd" | "regexFind" | "mustRegexFind"
         | "regexMatch" | "mustRegexMatch" | "semverCompare" | "split" | "splitList" | "toDate"
         | "mustToDate" | "trimAll" | "trimall" | "trimPrefix" | "trimSuffix" => (&[Str, Str], None),
@@ -103,6 +103,8 @@ fn to(ty: Ty, a: Arg) -> Result<V, String> {
         (_, Any) | (V::Unknown, _) => true,
         (V::Str(_), Str) | (V::Bool(_), Bool) | (V::Map(_), Map) => true,
         (V::Int(_), Int) | (V::Num(_), Float) => true,
+        // Go passes nil as a nil map, which reads as empty.
+        (V::Null, Map) => return Ok(V::Map(Default::default())),
         // A constant converts: `2.0` to an int, `2` to a float64.
         (V::Num(f), Int) if a.constant && f.fract() == 0.0 => return Ok(V::Int(*f as i64)),
         (V::Int(n), Float) if a.constant => return Ok(V::Num(*n as f64)),

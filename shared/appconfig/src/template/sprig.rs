@@ -2,7 +2,7 @@
 //!
 //! Each follows Sprig's documented behaviour (masterminds.github.io/sprig): argument order (the
 //! piped value comes last), Sprig's lenient conversions (`int "x"` is 0, `fromJson` of bad JSON is
-//! empty), and Go's output. The integer functions (`int`, `add`, `div`, ...) truncate toward
+//! nil), and Go's output. The integer functions (`int`, `add`, `div`, ...) truncate toward
 //! zero as Sprig's int64 conversions do. Differences from Go: `now` is a Unix
 //! time in seconds (it prints as a number, and `date` accepts it, as Sprig's `date` accepts Unix
 //! times); `keys` comes back sorted; `toYaml` quotes with yaml.v2's rules for common scalars.
@@ -39,7 +39,7 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
     ),
     ("first", 1, Some(1), "first item of a list"),
     ("float64", 1, Some(1), "the value as a number"),
-    ("fromJson", 1, Some(1), "parses JSON (empty when invalid)"),
+    ("fromJson", 1, Some(1), "parses JSON (nil when invalid)"),
     ("get", 2, Some(2), "`get MAP KEY`: the value, or \"\""),
     (
         "has",
@@ -86,6 +86,7 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
         Some(3),
         "`regexReplaceAll REGEX S REPL`: `$1` expands groups",
     ),
+    ("fail", 1, Some(1), "`fail MSG`: stops rendering with MSG"),
     (
         "required",
         2,
@@ -158,6 +159,7 @@ pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
 fn values(name: &str, args: &[V]) -> Option<Result<V, String>> {
     let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
     Some(Ok(match name {
+        "fail" => return Some(Err(s(&arg(0)))),
         "required" => {
             if matches!(arg(1), V::Null) || arg(1) == V::Str(String::new()) {
                 return Some(Err(s(&arg(0))));
@@ -179,7 +181,7 @@ fn values(name: &str, args: &[V]) -> Option<Result<V, String>> {
         }),
         "fromJson" => serde_json::from_str(&s(&arg(0)))
             .map(|v| V::from_json(&v))
-            .unwrap_or(V::Map(Default::default())),
+            .unwrap_or(V::Null),
         "toPrettyJson" => {
             V::Str(serde_json::to_string_pretty(&arg(0).to_json()).unwrap_or_default())
         }
@@ -225,7 +227,10 @@ fn strings(name: &str, args: &[V]) -> Option<Result<V, String>> {
                 .map(|(i, p)| (format!("_{i}"), V::Str(p.to_string())))
                 .collect(),
         ),
-        "substr" => V::Str(substr(int(&arg(0)), int(&arg(1)), &s(&arg(2)))),
+        "substr" => match substr(int(&arg(0)), int(&arg(1)), &s(&arg(2))) {
+            Ok(x) => V::Str(x),
+            Err(e) => return Some(Err(format!("error calling substr: {e}"))),
+        },
         "title" => V::Str(title(&s(&arg(0)))),
         "regexMatch" => {
             V::Bool(regex::Regex::new(&s(&arg(0))).is_ok_and(|r| r.is_match(&s(&arg(1)))))
@@ -281,7 +286,8 @@ fn collections(name: &str, args: &[V]) -> Option<Result<V, String>> {
         },
         "sortAlpha" => {
             let mut items: Vec<String> = match arg(0) {
-                V::List(l) => l.iter().map(s).collect(),
+                // sprig's strslice leaves nil items out.
+                V::List(l) => l.iter().filter(|x| !matches!(x, V::Null)).map(s).collect(),
                 other => vec![s(&other)],
             };
             items.sort();
@@ -332,12 +338,27 @@ fn numbers(name: &str, args: &[V]) -> Option<Result<V, String>> {
     }))
 }
 
-/// Sprig's `substr`: byte offsets; a negative start means 0, a negative or too large end the end.
-fn substr(start: i64, end: i64, x: &str) -> String {
+/// Sprig's `substr`: byte offsets; a negative start means from 0, a negative or too large end
+/// to the end, and any other range outside the string is Go's slice panic, as sprig has it.
+fn substr(start: i64, end: i64, x: &str) -> Result<String, String> {
     let len = x.len() as i64;
-    let start = start.clamp(0, len) as usize;
-    let end = if end < 0 || end > len { len } else { end } as usize;
-    x.get(start..end.max(start)).unwrap_or_default().to_string()
+    let (from, to) = if start < 0 {
+        (0, end)
+    } else if end < 0 || end > len {
+        (start, len)
+    } else {
+        (start, end)
+    };
+    if from > to || to > len || to < 0 {
+        let range = if start < 0 {
+            format!("[:{to}] with length {len}")
+        } else {
+            format!("[{from}:{to}]")
+        };
+        return Err(format!("runtime error: slice bounds out of range {range}"));
+    }
+    let bytes = &x.as_bytes()[from as usize..to as usize];
+    Ok(String::from_utf8_lossy(bytes).into_owned())
 }
 
 /// Go's `strings.Title`: the first letter of every word upper-cased.

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::decimal::Decimal;
 use super::eval::V;
 use super::gofmt;
 
@@ -234,11 +235,11 @@ fn lists(name: &str, args: &[V]) -> Option<Result<V, String>> {
             "first" | "mustFirst" => l(0)?.first().cloned().unwrap_or(V::Null),
             "last" | "mustLast" => l(0)?.last().cloned().unwrap_or(V::Null),
             "rest" | "mustRest" => match l(0)? {
-                v if v.is_empty() => V::Null,
+                v if v.is_empty() => V::List(v),
                 v => V::List(v[1..].to_vec()),
             },
             "initial" | "mustInitial" => match l(0)? {
-                v if v.is_empty() => V::Null,
+                v if v.is_empty() => V::List(v),
                 v => V::List(v[..v.len() - 1].to_vec()),
             },
             "reverse" | "mustReverse" => V::List(l(0)?.into_iter().rev().collect()),
@@ -341,7 +342,7 @@ fn sequences(name: &str, args: &[V]) -> Option<Result<V, String>> {
         "seq" => {
             let (from, step, to) = match args.len() {
                 0 => return Some(Ok(V::Str(String::new()))),
-                1 => (1, 1, n(0)),
+                1 => (1, if n(0) < 1 { -1 } else { 1 }, n(0)),
                 2 => (n(0), if n(1) >= n(0) { 1 } else { -1 }, n(1)),
                 _ => (n(0), n(1), n(2)),
             };
@@ -381,7 +382,8 @@ fn dicts(name: &str, args: &[V]) -> Option<Result<V, String>> {
             "pluck" => {
                 let key = gofmt::value(&arg(0));
                 let mut out = Vec::new();
-                for d in &args[1..] {
+                // A nil argument is a nil map: it has no key.
+                for d in args[1..].iter().filter(|d| !matches!(d, V::Null)) {
                     if let Some(v) = map(d.clone())?.remove(&key) {
                         out.push(v);
                     }
@@ -399,6 +401,11 @@ fn dicts(name: &str, args: &[V]) -> Option<Result<V, String>> {
                     merge(&mut dst, map(src.clone())?, name == "mergeOverwrite");
                 }
                 V::Map(dst)
+            }
+            "deepCopy" | "mustDeepCopy" if arg(0) == V::Null => {
+                return Err(format!(
+                    "error calling {name}: reflect: call of reflect.Value.Type on zero Value"
+                ));
             }
             "deepCopy" | "mustDeepCopy" => arg(0),
             _ => return Err(String::new()),
@@ -529,14 +536,7 @@ fn math(name: &str, args: &[V]) -> Option<Result<V, String>> {
             };
             V::Num(r / pow)
         }
-        "addf" => V::Num(args.iter().map(float).sum()),
-        "subf" => V::Num(fold(float(&arg(0)), |a, b| a - b)),
-        "mulf" => V::Num(fold(float(&arg(0)), |a, b| a * b)),
-        // shopspring's decimal division by zero panics: an error here.
-        "divf" if args.iter().skip(1).any(|a| float(a) == 0.0) => {
-            return Some(Err("error calling divf: decimal division by 0".into()));
-        }
-        "divf" => V::Num(fold(float(&arg(0)), |a, b| a / b)),
+        "addf" | "subf" | "mulf" | "divf" => return Some(decimal_fold(name, args)),
         "maxf" => V::Num(fold(float(&arg(0)), f64::max)),
         "minf" => V::Num(fold(float(&arg(0)), f64::min)),
         "biggest" => V::Int(args.iter().map(int64).max().unwrap_or(0)),
@@ -548,6 +548,32 @@ fn math(name: &str, args: &[V]) -> Option<Result<V, String>> {
         "durationRound" => V::Str(duration_round(&arg(0))),
         _ => return None,
     }))
+}
+
+/// sprig's float arithmetic: decimal, left to right (`divf A B C` is `(A / B) / C`).
+fn decimal_fold(name: &str, args: &[V]) -> Result<V, String> {
+    let operand = |v: &V| {
+        Decimal::from_f64(float(v))
+            .ok_or_else(|| format!("error calling {name}: cannot create a decimal from {v:?}"))
+    };
+    let (first, rest) = match args.split_first() {
+        Some((first, rest)) => (operand(first)?, rest),
+        None => return Ok(V::Num(0.0)),
+    };
+    let mut acc = first;
+    for b in rest {
+        let b = operand(b)?;
+        acc = match name {
+            "addf" => acc.add(&b),
+            "subf" => acc.sub(&b),
+            "mulf" => acc.mul(&b),
+            // shopspring's decimal division by zero panics: an error here.
+            _ => acc
+                .div(&b)
+                .ok_or_else(|| format!("error calling {name}: decimal division by 0"))?,
+        };
+    }
+    Ok(V::Num(acc.to_f64()))
 }
 
 /// Go's `time.Duration.String` of whole seconds.

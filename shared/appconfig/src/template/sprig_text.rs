@@ -7,6 +7,7 @@ use std::fmt::Write;
 
 use super::eval::V;
 use super::gofmt;
+use super::{encoding, xstrings};
 
 /// Name, minimum and maximum argument count (`None`: any number), one-line description.
 pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
@@ -195,9 +196,9 @@ pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
     Some(Ok(match name {
         "untitle" => V::Str(words_first(&text(0), char::to_lowercase)),
         "swapcase" => V::Str(swapcase(&text(0))),
-        "snakecase" => V::Str(separated(&text(0), '_')),
-        "kebabcase" => V::Str(separated(&text(0), '-')),
-        "camelcase" => V::Str(camel(&text(0))),
+        "snakecase" => V::Str(xstrings::lower_words(&text(0), '_')),
+        "kebabcase" => V::Str(xstrings::lower_words(&text(0), '-')),
+        "camelcase" => V::Str(xstrings::camel(&text(0))),
         "initials" => V::Str(
             text(0)
                 .split_whitespace()
@@ -241,10 +242,10 @@ fn encodings(name: &str, args: &[V]) -> Option<Result<V, String>> {
             use sha1::Digest;
             V::Str(hex::encode(sha1::Sha1::digest(text(0).as_bytes())))
         }
-        "b32enc" => V::Str(base32_encode(text(0).as_bytes())),
-        "b32dec" => V::Str(match base32_decode(&text(0)) {
-            Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            None => "illegal base32 data".into(),
+        "b32enc" => V::Str(encoding::b32enc(text(0).as_bytes())),
+        "b32dec" => V::Str(match encoding::b32dec(&text(0)) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(at) => format!("illegal base32 data at input byte {at}"),
         }),
         "toRawJson" | "mustToRawJson" => V::Str(arg(0).to_json().to_string()),
         "mustToJson" => V::Str(go_json(&arg(0).to_json())),
@@ -273,10 +274,10 @@ fn encodings(name: &str, args: &[V]) -> Option<Result<V, String>> {
             V::Map(m) => V::Str(url_join(&m)),
             _ => V::Str(String::new()),
         },
-        "html" => V::Str(html_escape(&gofmt::sprint(args))),
-        "js" => V::Str(js_escape(&gofmt::sprint(args))),
+        "html" => V::Str(html_escape(&escaper_text(args))),
+        "js" => V::Str(js_escape(&escaper_text(args))),
         "urlquery" => {
-            V::Str(form_urlencoded::byte_serialize(gofmt::sprint(args).as_bytes()).collect())
+            V::Str(form_urlencoded::byte_serialize(escaper_text(args).as_bytes()).collect())
         }
         "splitn" => {
             let n = int(&arg(1));
@@ -397,55 +398,6 @@ fn swapcase(text: &str) -> String {
         .collect()
 }
 
-/// xstrings' `ToSnakeCase` (`sep` `_`) and `ToKebabCase` (`-`): words split at case changes
-/// and non-alphanumerics, lower-cased, joined by `sep`.
-fn separated(text: &str, sep: char) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::new();
-    for (i, &c) in chars.iter().enumerate() {
-        if !c.is_alphanumeric() {
-            if !out.is_empty() && !out.ends_with(sep) {
-                out.push(sep);
-            }
-            continue;
-        }
-        if c.is_uppercase() && i > 0 {
-            let prev = chars[i - 1];
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-            if (prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower))
-                && !out.ends_with(sep)
-                && !out.is_empty()
-            {
-                out.push(sep);
-            }
-        }
-        out.extend(c.to_lowercase());
-    }
-    out
-}
-
-/// xstrings' `ToCamelCase`: `_`-separated words capitalized and joined.
-fn camel(text: &str) -> String {
-    let mut out = String::new();
-    let mut upper = true;
-    for c in text.chars() {
-        if c == '_' {
-            if upper {
-                out.push('_');
-            }
-            upper = true;
-            continue;
-        }
-        if upper {
-            out.extend(c.to_uppercase());
-        } else {
-            out.push(c);
-        }
-        upper = false;
-    }
-    out
-}
-
 /// sprig's `trunc`: the first `c` bytes, or the last `-c`.
 fn trunc(c: i64, text: &str) -> String {
     let len = text.len() as i64;
@@ -553,46 +505,17 @@ fn adler32(data: &[u8]) -> u32 {
     (b << 16) | a
 }
 
-const B32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-
-/// RFC 4648 base32 with padding, as Go's `base32.StdEncoding`.
-fn base32_encode(data: &[u8]) -> String {
-    let mut out = String::new();
-    for chunk in data.chunks(5) {
-        let mut buf = [0u8; 5];
-        buf[..chunk.len()].copy_from_slice(chunk);
-        let bits = u64::from_be_bytes([0, 0, 0, buf[0], buf[1], buf[2], buf[3], buf[4]]);
-        let chars = (chunk.len() * 8).div_ceil(5);
-        for i in 0..8 {
-            if i < chars {
-                out.push(B32[((bits >> (35 - i * 5)) & 31) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn base32_decode(text: &str) -> Option<Vec<u8>> {
-    let trimmed = text.trim_end_matches('=');
-    if !text.len().is_multiple_of(8) {
-        return None;
-    }
-    let mut bits: u64 = 0;
-    let mut n = 0;
-    let mut out = Vec::new();
-    for c in trimmed.bytes() {
-        let v = B32.iter().position(|x| *x == c)? as u64;
-        bits = (bits << 5) | v;
-        n += 5;
-        if n >= 8 {
-            n -= 8;
-            out.push((bits >> n) as u8);
-            bits &= (1 << n) - 1;
-        }
-    }
-    Some(out)
+/// What Go's escapers (`html`, `js`, `urlquery`) escape: their arguments printed as `print`
+/// prints them, except that a nil is `<no value>` (text/template's `evalArgs`).
+fn escaper_text(args: &[V]) -> String {
+    let args: Vec<V> = args
+        .iter()
+        .map(|a| match a {
+            V::Null => V::Str("<no value>".into()),
+            a => a.clone(),
+        })
+        .collect();
+    gofmt::sprint(&args)
 }
 
 /// Go's `path.Clean`: lexical.
@@ -837,15 +760,11 @@ mod tests {
 
     #[test]
     fn encodings_and_paths_as_go() {
-        assert_eq!(base32_encode(b"hi"), "NBUQ====");
-        assert_eq!(base32_decode("NBUQ====").unwrap(), b"hi");
         assert_eq!(adler32(b"a"), 6422626);
         assert_eq!(clean("/a/../b"), "/b");
         assert_eq!(dir("/a/b/c.txt"), "/a/b");
         assert_eq!(ext("/a/b/c.txt"), ".txt");
         assert_eq!(base("/a/b/c.txt"), "c.txt");
-        assert_eq!(separated("HelloWorldFoo", '_'), "hello_world_foo");
-        assert_eq!(camel("hello_world_foo"), "HelloWorldFoo");
     }
 
     #[test]

@@ -300,7 +300,7 @@ fn sprig_functions_match_go() {
         (r#"{{ toString 42 }} {{ toString nil }}"#, "42 <nil>"),
         (r#"{{ list 1 "a" true | toJson }}"#, r#"[1,"a",true]"#),
         (r#"{{ (fromJson "{\"a\": [1, 2]}").a | toJson }}"#, "[1,2]"),
-        (r#"{{ fromJson "not json" | toJson }}"#, "{}"),
+        (r#"{{ fromJson "not json" | toJson }}"#, "null"),
         (r#"{{ dict "a" 1 | toPrettyJson }}"#, "{\n  \"a\": 1\n}"),
         (
             r#"{{ dict "name" "web" "ports" (list 80 443) | toYaml }}"#,
