@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::gotime::GoTime;
+use super::goversion::GoVersion;
 use super::parse::{Arg, Command, Node, Pipeline, Template};
 use super::{MAX_OUTPUT, MAX_STEPS, TemplateError, funcs, sigs};
 
@@ -29,6 +31,10 @@ pub enum V {
     Str(String),
     List(Vec<V>),
     Map(BTreeMap<String, V>),
+    /// Go's `time.Time`, from sprig's date functions.
+    Time(Box<GoTime>),
+    /// Masterminds' `*semver.Version`, from sprig's `semver`.
+    Version(Box<GoVersion>),
     Unknown,
 }
 
@@ -57,6 +63,9 @@ impl V {
             V::Str(s) => Value::String(s.clone()),
             V::List(l) => Value::Array(l.iter().map(V::to_json).collect()),
             V::Map(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+            // Both marshal as Go's JSON does: RFC 3339 with nanoseconds, the canonical version.
+            V::Time(t) => Value::String(t.format("2006-01-02T15:04:05.999999999Z07:00")),
+            V::Version(v) => Value::String(v.go_string()),
         }
     }
 
@@ -70,7 +79,8 @@ impl V {
             V::Str(s) => !s.is_empty(),
             V::List(l) => !l.is_empty(),
             V::Map(m) => !m.is_empty(),
-            V::Unknown => true,
+            // A struct is always true in Go; a non-nil pointer too.
+            V::Time(_) | V::Version(_) | V::Unknown => true,
         }
     }
 
@@ -117,6 +127,8 @@ impl V {
             V::Str(_) => "a string",
             V::List(_) => "a list",
             V::Map(_) => "a map",
+            V::Time(_) => "a time",
+            V::Version(_) => "a version",
             V::Unknown => "an unknown value",
         }
     }
@@ -499,6 +511,14 @@ impl Ctx<'_> {
             }
             return Ok(v);
         }
+        if c.args.len() > 1 || piped.is_some() {
+            let mut args = Vec::with_capacity(c.args.len());
+            for (a, at) in &c.args[1..] {
+                args.push(self.arg(a, *at, dot)?);
+            }
+            args.extend(piped);
+            return self.method_call(first, *at, dot, args);
+        }
         self.arg(first, *at, dot)
     }
 
@@ -524,19 +544,7 @@ impl Ctx<'_> {
     fn arg(&mut self, a: &Arg, at: usize, dot: &V) -> Result<V, TemplateError> {
         match a {
             Arg::Field(path) => self.field(dot, path, at, ""),
-            Arg::Var(name, path) => {
-                let base = match self.vars.iter().rev().find(|(n, _)| n == name) {
-                    Some((_, v)) => v.clone(),
-                    None if name.is_empty() => self.root.clone(),
-                    None => {
-                        return Err(TemplateError::Eval {
-                            offset: at,
-                            message: format!("undefined variable `${name}`"),
-                        });
-                    }
-                };
-                self.field(&base, path, at, &format!("${name}"))
-            }
+            Arg::Var(name, path) => self.field(self.var(name, at)?, path, at, &format!("${name}")),
             Arg::Func(name) => funcs::call(name, vec![]).map_err(|message| TemplateError::Eval {
                 offset: at,
                 message,
@@ -553,6 +561,51 @@ impl Ctx<'_> {
         }
     }
 
+    /// A variable's value (`$` alone is the data, unless declared anew).
+    fn var(&self, name: &str, at: usize) -> Result<&V, TemplateError> {
+        match self.vars.iter().rev().find(|(n, _)| n == name) {
+            Some((_, v)) => Ok(v),
+            None if name.is_empty() => Ok(self.root),
+            None => Err(TemplateError::Eval {
+                offset: at,
+                message: format!("undefined variable `${name}`"),
+            }),
+        }
+    }
+
+    /// A command whose first word is not a function but is given arguments: a method call
+    /// (`(now).Format "2006"`), or Go's error for anything else.
+    fn method_call(
+        &mut self,
+        first: &Arg,
+        at: usize,
+        dot: &V,
+        args: Vec<V>,
+    ) -> Result<V, TemplateError> {
+        let failed = |message: String| TemplateError::Eval {
+            offset: at,
+            message,
+        };
+        let (base, path) = match first {
+            Arg::Field(path) => (dot.clone(), path),
+            Arg::Var(name, path) => (self.var(name, at)?.clone(), path),
+            Arg::Sub(p, chain) => (self.pipeline_value(p, dot)?, chain),
+            _ => return Err(failed("can't give argument to non-function".into())),
+        };
+        let Some((method, receiver)) = path.split_last() else {
+            return Err(failed("can't give argument to non-function".into()));
+        };
+        let recv = self.field(&base, receiver, at, "")?;
+        match super::methods::call(&recv, method, &args) {
+            Some(r) => r.map_err(|e| failed(format!("error calling {method}: {e}"))),
+            None if recv == V::Unknown => Ok(V::Unknown),
+            None => Err(failed(format!(
+                "{method} has arguments but cannot be invoked as function"
+            ))),
+        }
+    }
+
+    /// `.a.b` from `base`: map keys, or a method of a Go value (`.Minor`, `.Year`).
     fn field(
         &self,
         base: &V,
@@ -560,44 +613,61 @@ impl Ctx<'_> {
         at: usize,
         prefix: &str,
     ) -> Result<V, TemplateError> {
-        let mut cur = base.clone();
+        let mut cur = base;
         for (i, key) in path.iter().enumerate() {
             // `ferry` is an alias of Nuon's `nuon` root.
             let aliased = i == 0
                 && key == "ferry"
-                && matches!(&cur, V::Map(m) if m.contains_key("nuon") && !m.contains_key("ferry"));
+                && matches!(cur, V::Map(m) if m.contains_key("nuon") && !m.contains_key("ferry"));
             let key = if aliased { "nuon" } else { key.as_str() };
+            let here = || format!("{prefix}.{}", path[..=i].join("."));
+            let missing = || TemplateError::Missing {
+                offset: at,
+                path: here(),
+            };
+            let lenient = self.mode == Mode::Lenient;
             cur = match cur {
-                V::Map(mut m) => match m.remove(key) {
+                V::Map(m) => match m.get(key) {
                     Some(v) => v,
-                    None if self.mode == Mode::Lenient => V::Unknown,
-                    None => {
-                        return Err(TemplateError::Missing {
-                            offset: at,
-                            path: format!("{prefix}.{}", path[..=i].join(".")),
-                        });
-                    }
+                    None if lenient => return Ok(V::Unknown),
+                    None => return Err(missing()),
                 },
-                V::Unknown => V::Unknown,
-                V::Null if self.mode == Mode::Lenient => V::Unknown,
-                V::Null => {
-                    return Err(TemplateError::Missing {
-                        offset: at,
-                        path: format!("{prefix}.{}", path[..=i].join(".")),
-                    });
+                V::Unknown => return Ok(V::Unknown),
+                V::Null if lenient => return Ok(V::Unknown),
+                V::Null => return Err(missing()),
+                V::Time(_) | V::Version(_) => {
+                    let v = match super::methods::call(cur, key, &[]) {
+                        Some(Ok(v)) => v,
+                        Some(Err(message)) => {
+                            return Err(TemplateError::Eval {
+                                offset: at,
+                                message,
+                            });
+                        }
+                        None => {
+                            return Err(TemplateError::Eval {
+                                offset: at,
+                                message: format!(
+                                    "can't evaluate field {key} in type {}",
+                                    super::gofmt::type_name(cur)
+                                ),
+                            });
+                        }
+                    };
+                    return self.field(&v, &path[i + 1..], at, &here());
                 }
                 other => {
                     return Err(TemplateError::Eval {
                         offset: at,
                         message: format!(
-                            "cannot read field `{key}` of {} (at `{prefix}.{}`)",
+                            "cannot read field `{key}` of {} (at `{}`)",
                             other.kind(),
-                            path[..=i].join(".")
+                            here()
                         ),
                     });
                 }
             };
         }
-        Ok(cur)
+        Ok(cur.clone())
     }
 }

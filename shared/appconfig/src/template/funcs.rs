@@ -103,6 +103,7 @@ pub fn all() -> impl Iterator<Item = &'static (&'static str, usize, Option<usize
         .chain(super::sprig::FUNCTIONS.iter())
         .chain(super::sprig_text::FUNCTIONS.iter())
         .chain(super::sprig_lists::FUNCTIONS.iter())
+        .chain(super::sprig_dates::FUNCTIONS.iter())
 }
 
 pub fn lookup(name: &str) -> Option<&'static (&'static str, usize, Option<usize>, &'static str)> {
@@ -164,7 +165,8 @@ pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
     }
     let found = super::sprig::call(name, &args)
         .or_else(|| super::sprig_text::call(name, &args))
-        .or_else(|| super::sprig_lists::call(name, &args));
+        .or_else(|| super::sprig_lists::call(name, &args))
+        .or_else(|| super::sprig_dates::call(name, &args));
     match found {
         Some(r) => r,
         None => Err(format!("unknown function `{name}`")),

@@ -22,6 +22,8 @@ pub fn type_name(v: &V) -> &'static str {
         V::Str(_) => "string",
         V::List(_) => "[]interface {}",
         V::Map(_) => "map[string]interface {}",
+        V::Time(_) => "time.Time",
+        V::Version(_) => "*semver.Version",
         V::Unknown => "<unknown>",
     }
 }
@@ -49,6 +51,11 @@ fn write_v(out: &mut String, v: &V, sharp: bool) {
         V::Num(f) => out.push_str(&float_v(*f)),
         V::Str(s) if sharp => out.push_str(&quote(s)),
         V::Str(s) => out.push_str(s),
+        V::Time(t) if sharp => out.push_str(&t.go_syntax()),
+        V::Version(v) if sharp => out.push_str(&v.go_syntax()),
+        // Both are Stringers: fmt prints their String().
+        V::Time(t) => out.push_str(&t.go_string()),
+        V::Version(v) => out.push_str(&v.go_string()),
         V::List(l) => {
             out.push_str(if sharp { "[]interface {}{" } else { "[" });
             for (i, x) in l.iter().enumerate() {
@@ -319,6 +326,11 @@ fn one(verb: char, spec: &Spec, v: &V, depth: usize) -> String {
         ('v', V::Null) => spec.pad("<nil>".into(), Fill::Zeros),
         (_, V::Null) => bad(verb, spec, v),
         ('v', v) if spec.sharp_v && depth == 0 => spec.pad(sharp_v(v), Fill::Zeros),
+        // A Stringer prints as its String() under every verb (badly under a number's).
+        (_, V::Time(_) | V::Version(_)) if !spec.sharp_v => {
+            string(verb, spec, &value(v)).unwrap_or_else(|| bad(verb, spec, v))
+        }
+        (_, V::Time(_) | V::Version(_)) => sharp_v(v),
         (_, V::List(l)) => {
             let items: Vec<String> = l.iter().map(|x| one(verb, spec, x, depth + 1)).collect();
             format!("[{}]", items.join(" "))

@@ -29,13 +29,18 @@ mod encoding;
 mod eval;
 mod funcs;
 mod gofmt;
+mod gotime;
+mod goversion;
 mod lex;
+mod methods;
 mod parse;
 mod sigs;
 mod sprig;
+mod sprig_dates;
 mod sprig_lists;
 mod sprig_text;
 mod strconv;
+mod tzif;
 mod xstrings;
 
 use serde_json::Value;

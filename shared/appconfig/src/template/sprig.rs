@@ -3,9 +3,9 @@
 //! Each follows Sprig's documented behaviour (masterminds.github.io/sprig): argument order (the
 //! piped value comes last), Sprig's lenient conversions (`int "x"` is 0, `fromJson` of bad JSON is
 //! nil), and Go's output. The integer functions (`int`, `add`, `div`, ...) truncate toward
-//! zero as Sprig's int64 conversions do. Differences from Go: `now` is a Unix
-//! time in seconds (it prints as a number, and `date` accepts it, as Sprig's `date` accepts Unix
-//! times); `keys` comes back sorted; `toYaml` quotes with yaml.v2's rules for common scalars.
+//! zero as Sprig's int64 conversions do. Differences from Go: `keys` comes back
+//! sorted; `toYaml` (Helm's, which Nuon lacks: validation warns) quotes with yaml.v2's rules for
+//! common scalars.
 
 use sha2::{Digest, Sha256};
 
@@ -23,12 +23,6 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
         "a string as an integer (0 if it is not one)",
     ),
     ("coalesce", 1, None, "the first non-empty argument"),
-    (
-        "date",
-        2,
-        Some(2),
-        "`date LAYOUT TIME`: a time in Go's layout (`2006-01-02`)",
-    ),
     ("dict", 0, None, "`dict K1 V1 K2 V2...`: a map"),
     ("div", 2, Some(2), "integer division"),
     (
@@ -73,7 +67,6 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
         Some(2),
         "`nindent N S`: a newline, then S indented",
     ),
-    ("now", 0, Some(0), "the current time (Unix seconds)"),
     (
         "regexMatch",
         2,
@@ -92,6 +85,12 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
         2,
         Some(2),
         "`required MSG V`: V, or an error with MSG when V is empty",
+    ),
+    (
+        "semver",
+        1,
+        Some(1),
+        "a version (`.Major`, `.Minor`, `.Patch`, `.Prerelease`)",
     ),
     (
         "semverCompare",
@@ -297,11 +296,9 @@ fn collections(name: &str, args: &[V]) -> Option<Result<V, String>> {
     }))
 }
 
-/// Numbers, versions and time: conversions, arithmetic, `max`/`min`, `semverCompare`, `now`,
-/// `date`.
+/// Numbers and versions: conversions, arithmetic, `max`/`min`, `semverCompare`.
 fn numbers(name: &str, args: &[V]) -> Option<Result<V, String>> {
     let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
-    let last = || args.last().cloned().unwrap_or(V::Null);
     Some(Ok(match name {
         "int" | "atoi" => num(if name == "atoi" {
             s(&arg(0)).parse::<i64>().unwrap_or(0)
@@ -325,14 +322,13 @@ fn numbers(name: &str, args: &[V]) -> Option<Result<V, String>> {
         }
         "max" => num(args.iter().map(int).max().unwrap_or(0)),
         "min" => num(args.iter().map(int).min().unwrap_or(0)),
+        "semver" => match super::goversion::GoVersion::parse(&s(&arg(0))) {
+            Ok(v) => V::Version(Box::new(v)),
+            Err(e) => return Some(Err(format!("error calling semver: {e}"))),
+        },
         "semverCompare" => match semver_compare(&s(&arg(0)), &s(&arg(1))) {
             Ok(b) => V::Bool(b),
             Err(e) => return Some(Err(format!("`semverCompare`: {e}"))),
-        },
-        "now" => V::Num(time::OffsetDateTime::now_utc().unix_timestamp_nanos() as f64 / 1e9),
-        "date" => match date(&s(&arg(0)), &last()) {
-            Ok(d) => V::Str(d),
-            Err(e) => return Some(Err(format!("`date`: {e}"))),
         },
         _ => return None,
     }))
@@ -404,67 +400,6 @@ fn semver_compare(constraint: &str, version: &str) -> Result<bool, String> {
         }
     }
     Ok(false)
-}
-
-/// Go's time layouts (`Mon Jan 2 15:04:05 MST 2006`) for a Unix time or an RFC 3339 string, in UTC.
-fn date(layout: &str, t: &V) -> Result<String, String> {
-    let at = match t {
-        V::Int(n) => time::OffsetDateTime::from_unix_timestamp(*n).map_err(|e| e.to_string())?,
-        V::Num(n) => time::OffsetDateTime::from_unix_timestamp(n.trunc() as i64)
-            .map_err(|e| e.to_string())?,
-        V::Str(x) => time::OffsetDateTime::parse(x, &time::format_description::well_known::Rfc3339)
-            .map_err(|e| format!("`{x}` is not an RFC 3339 time: {e}"))?,
-        other => return Err(format!("cannot format {} as a time", other.kind())),
-    };
-    let at = at.to_offset(time::UtcOffset::UTC);
-    let month = u8::from(at.month());
-    let hour12 = match at.hour() % 12 {
-        0 => 12,
-        h => h,
-    };
-    // Longest tokens first, so `2006` is not read as `2` and `006`.
-    let tokens: [(&str, String); 25] = [
-        ("January", at.month().to_string()),
-        ("Monday", at.weekday().to_string()),
-        ("2006", format!("{:04}", at.year())),
-        ("Jan", at.month().to_string()[..3].to_string()),
-        ("Mon", at.weekday().to_string()[..3].to_string()),
-        ("MST", "UTC".into()),
-        ("-07:00", "+00:00".into()),
-        ("-0700", "+0000".into()),
-        ("Z07:00", "Z".into()),
-        (".000", format!(".{:03}", at.millisecond())),
-        ("06", format!("{:02}", at.year() % 100)),
-        ("01", format!("{month:02}")),
-        ("02", format!("{:02}", at.day())),
-        ("_2", format!("{:>2}", at.day())),
-        ("15", format!("{:02}", at.hour())),
-        ("03", format!("{hour12:02}")),
-        ("04", format!("{:02}", at.minute())),
-        ("05", format!("{:02}", at.second())),
-        ("PM", if at.hour() >= 12 { "PM" } else { "AM" }.into()),
-        ("pm", if at.hour() >= 12 { "pm" } else { "am" }.into()),
-        ("1", month.to_string()),
-        ("2", at.day().to_string()),
-        ("3", hour12.to_string()),
-        ("4", at.minute().to_string()),
-        ("5", at.second().to_string()),
-    ];
-    let mut out = String::new();
-    let mut rest = layout;
-    'outer: while !rest.is_empty() {
-        for (tok, val) in &tokens {
-            if let Some(r) = rest.strip_prefix(tok) {
-                out.push_str(val);
-                rest = r;
-                continue 'outer;
-            }
-        }
-        let c = rest.chars().next().unwrap_or_default();
-        out.push(c);
-        rest = &rest[c.len_utf8()..];
-    }
-    Ok(out)
 }
 
 /// YAML as sigs.k8s.io/yaml (yaml.v2) writes it: block style, list items at the parent's indent,

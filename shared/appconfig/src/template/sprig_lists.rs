@@ -140,13 +140,6 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
     ("minf", 1, None, "smallest float"),
     ("biggest", 1, None, "largest integer"),
     ("toDecimal", 1, Some(1), "an octal string's value"),
-    ("duration", 1, Some(1), "seconds as a Go duration (`1m30s`)"),
-    (
-        "durationRound",
-        1,
-        Some(1),
-        "a duration rounded to its largest unit (`2h`)",
-    ),
     ("all", 0, None, "whether no argument is empty"),
     ("any", 0, None, "whether some argument is not empty"),
     ("mustFirst", 1, Some(1), "first item of a list"),
@@ -306,6 +299,10 @@ fn lists(name: &str, args: &[V]) -> Option<Result<V, String>> {
 fn slice(name: &str, args: &[V]) -> Result<V, String> {
     let list = items(name, args.first().unwrap_or(&V::Null))?;
     let len = list.len() as i64;
+    // sprig's `slice` (which replaces Go's built-in) returns nil for an empty list.
+    if len == 0 {
+        return Ok(V::Null);
+    }
     let idx = |i: usize, default: i64| args.get(i).map(int64).unwrap_or(default);
     let (from, to) = (idx(1, 0), idx(2, len));
     if from < 0 || to > len || from > to {
@@ -484,6 +481,8 @@ fn kind_of(v: &V) -> &'static str {
         V::Str(_) => "string",
         V::List(_) => "slice",
         V::Map(_) => "map",
+        V::Time(_) => "struct",
+        V::Version(_) => "ptr",
         V::Unknown => "invalid",
     }
 }
@@ -541,11 +540,6 @@ fn math(name: &str, args: &[V]) -> Option<Result<V, String>> {
         "minf" => V::Num(fold(float(&arg(0)), f64::min)),
         "biggest" => V::Int(args.iter().map(int64).max().unwrap_or(0)),
         "toDecimal" => V::Int(i64::from_str_radix(&gofmt::value(&arg(0)), 8).unwrap_or(0)),
-        "duration" => V::Str(duration(match arg(0) {
-            V::Str(s) => s.parse().unwrap_or(0),
-            _ => 0,
-        })),
-        "durationRound" => V::Str(duration_round(&arg(0))),
         _ => return None,
     }))
 }
@@ -574,76 +568,6 @@ fn decimal_fold(name: &str, args: &[V]) -> Result<V, String> {
         };
     }
     Ok(V::Num(acc.to_f64()))
-}
-
-/// Go's `time.Duration.String` of whole seconds.
-fn duration(secs: i64) -> String {
-    if secs == 0 {
-        return "0s".into();
-    }
-    let sign = if secs < 0 { "-" } else { "" };
-    let s = secs.unsigned_abs();
-    let (h, m, s) = (s / 3600, (s / 60) % 60, s % 60);
-    match (h, m) {
-        (0, 0) => format!("{sign}{s}s"),
-        (0, m) => format!("{sign}{m}m{s}s"),
-        (h, m) => format!("{sign}{h}h{m}m{s}s"),
-    }
-}
-
-/// sprig's `durationRound`: a Go duration string rounded down to its largest unit.
-fn duration_round(v: &V) -> String {
-    let nanos: u128 = match v {
-        V::Str(s) => go_duration(s).unwrap_or(0),
-        _ => 0,
-    };
-    let second = 1_000_000_000u128;
-    let units = [
-        (second * 3600 * 24 * 365, "y"),
-        (second * 3600 * 24 * 30, "mo"),
-        (second * 3600 * 24, "d"),
-        (second * 3600, "h"),
-        (second * 60, "m"),
-        (second, "s"),
-    ];
-    for (size, unit) in units {
-        if nanos > size {
-            return format!("{}{unit}", nanos / size);
-        }
-    }
-    "0s".into()
-}
-
-/// Go's `time.ParseDuration` for the units configs write (`2h10m5s`, `1.5h`, `300ms`).
-fn go_duration(s: &str) -> Option<u128> {
-    let s = s.trim_start_matches('+');
-    if s == "0" {
-        return Some(0);
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let n: f64 = rest[..num_len].parse().ok()?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1.0,
-            "us" | "µs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        total += n * scale;
-        rest = &rest[unit_len..];
-    }
-    Some(total as u128)
 }
 
 #[cfg(test)]
@@ -712,13 +636,6 @@ mod tests {
         assert_eq!(call1("round", &[V::Num(1.23456), V::Int(2)]), V::Num(1.23));
         assert_eq!(call1("int64", &[s("0x10")]), V::Int(16));
         assert_eq!(call1("toDecimal", &[s("0777")]), V::Int(511));
-        assert_eq!(call1("duration", &[s("95")]), s("1m35s"));
-        assert_eq!(
-            call1("duration", &[V::Int(95)]),
-            s("0s"),
-            "sprig reads only strings and int64s"
-        );
-        assert_eq!(call1("durationRound", &[s("2h10m5s")]), s("2h"));
         assert!(call("divf", &[V::Int(1), V::Int(0)]).unwrap().is_err());
     }
 
