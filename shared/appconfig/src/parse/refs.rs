@@ -44,10 +44,14 @@ impl<'a> Loader<'a> {
             }
         };
         for (f, off) in t.functions() {
-            if crate::template::NOT_IN_NUON.contains(&f.as_str()) {
-                self.diags.push(&site.file, src, at(off), Severity::Warning, format!(
-                    "template: `{f}` is Helm's, not sprig's: Nuon would refuse this at deploy (Ferry renders it)"
-                ));
+            if let Some(why) = crate::template::differs_from_nuon(&f) {
+                self.diags.push(
+                    &site.file,
+                    src,
+                    at(off),
+                    Severity::Warning,
+                    format!("template: {why}"),
+                );
             }
         }
         let mut failed = false;

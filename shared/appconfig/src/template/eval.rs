@@ -1,13 +1,11 @@
 //! Evaluating a parsed template against a state.
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::gotime::GoTime;
-use super::goversion::GoVersion;
 use super::parse::{Arg, Command, Node, Pipeline, Template};
+use super::value::V;
 use super::{MAX_OUTPUT, MAX_STEPS, TemplateError, funcs, sigs};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,167 +17,15 @@ pub enum Mode {
     Lenient,
 }
 
-/// A template value.
-#[derive(Debug, Clone, PartialEq)]
-pub enum V {
-    Null,
-    Bool(bool),
-    /// Go's int (and the int64 sprig's arithmetic returns).
-    Int(i64),
-    /// Go's float64: every number of the state (it went through JSON, as in Nuon).
-    Num(f64),
-    Str(String),
-    List(Vec<V>),
-    Map(BTreeMap<String, V>),
-    /// Go's `time.Time`, from sprig's date functions.
-    Time(Box<GoTime>),
-    /// Masterminds' `*semver.Version`, from sprig's `semver`.
-    Version(Box<GoVersion>),
-    Unknown,
-}
-
-impl V {
-    pub fn from_json(v: &Value) -> V {
-        match v {
-            Value::Null => V::Null,
-            Value::Bool(b) => V::Bool(*b),
-            Value::Number(n) => V::Num(n.as_f64().unwrap_or(0.0)),
-            Value::String(s) => V::Str(s.clone()),
-            Value::Array(a) => V::List(a.iter().map(V::from_json).collect()),
-            Value::Object(o) => V::Map(
-                o.iter()
-                    .map(|(k, v)| (k.clone(), V::from_json(v)))
-                    .collect(),
-            ),
-        }
-    }
-
-    pub fn to_json(&self) -> Value {
-        match self {
-            V::Null | V::Unknown => Value::Null,
-            V::Bool(b) => Value::Bool(*b),
-            V::Int(n) => Value::from(*n),
-            V::Num(n) => num_json(*n),
-            V::Str(s) => Value::String(s.clone()),
-            V::List(l) => Value::Array(l.iter().map(V::to_json).collect()),
-            V::Map(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
-            // Both marshal as Go's JSON does: RFC 3339 with nanoseconds, the canonical version.
-            V::Time(t) => Value::String(t.format("2006-01-02T15:04:05.999999999Z07:00")),
-            V::Version(v) => Value::String(v.go_string()),
-        }
-    }
-
-    /// Go's truth: false, 0, nil and empty strings, lists and maps are false.
-    pub fn truthy(&self) -> bool {
-        match self {
-            V::Null => false,
-            V::Bool(b) => *b,
-            V::Int(n) => *n != 0,
-            V::Num(n) => *n != 0.0,
-            V::Str(s) => !s.is_empty(),
-            V::List(l) => !l.is_empty(),
-            V::Map(m) => !m.is_empty(),
-            // A struct is always true in Go; a non-nil pointer too.
-            V::Time(_) | V::Version(_) | V::Unknown => true,
-        }
-    }
-
-    /// How the value prints: Go's `%v` (`[a b]`, `map[a:x b:1]`, `1.2345678901e+10`, `<nil>`).
-    pub fn print(&self) -> String {
-        super::gofmt::value(self)
-    }
-
-    /// Approximate size in bytes (strings' lengths, 8 per item), counted only up to `cap`: checking
-    /// a value never costs more than the cap.
-    pub fn weight(&self, cap: usize) -> usize {
-        match self {
-            V::Str(s) => s.len(),
-            V::List(l) => {
-                let mut w = 0;
-                for x in l {
-                    w += 8 + x.weight(cap);
-                    if w > cap {
-                        break;
-                    }
-                }
-                w
-            }
-            V::Map(m) => {
-                let mut w = 0;
-                for (k, x) in m {
-                    w += 8 + k.len() + x.weight(cap);
-                    if w > cap {
-                        break;
-                    }
-                }
-                w
-            }
-            _ => 8,
-        }
-    }
-
-    pub fn kind(&self) -> &'static str {
-        match self {
-            V::Null => "nil",
-            V::Bool(_) => "a bool",
-            V::Int(_) => "an int",
-            V::Num(_) => "a number",
-            V::Str(_) => "a string",
-            V::List(_) => "a list",
-            V::Map(_) => "a map",
-            V::Time(_) => "a time",
-            V::Version(_) => "a version",
-            V::Unknown => "an unknown value",
-        }
-    }
-
-    /// Go's `eq` of two values: basic kinds of the same kind compare; an int and a float64, or
-    /// a string and a number, are an error (`incompatible types for comparison`), as are lists
-    /// and maps; nil equals only nil.
-    pub fn go_eq(&self, other: &V) -> Result<bool, String> {
-        match (self, other) {
-            (V::Unknown, _) | (_, V::Unknown) => Ok(true),
-            (V::Null, V::Null) => Ok(true),
-            (V::Null, _) | (_, V::Null) => Ok(false),
-            (V::Bool(a), V::Bool(b)) => Ok(a == b),
-            (V::Int(a), V::Int(b)) => Ok(a == b),
-            (V::Num(a), V::Num(b)) => Ok(a == b),
-            (V::Str(a), V::Str(b)) => Ok(a == b),
-            (V::List(_) | V::Map(_), _) | (_, V::List(_) | V::Map(_)) => Err(format!(
-                "non-comparable type {}: {}",
-                self.print(),
-                super::gofmt::type_name(self)
-            )),
-            _ => Err("incompatible types for comparison".into()),
-        }
-    }
-
-    /// Go's order (`lt`, `le`, `gt`, `ge`) of two values of one basic kind.
-    pub fn go_order(&self, other: &V) -> Result<Ordering, String> {
-        match (self, other) {
-            (V::Unknown, _) | (_, V::Unknown) => Ok(Ordering::Equal),
-            (V::Int(a), V::Int(b)) => Ok(a.cmp(b)),
-            (V::Num(a), V::Num(b)) => a
-                .partial_cmp(b)
-                .ok_or_else(|| "incompatible types for comparison".to_string()),
-            (V::Str(a), V::Str(b)) => Ok(a.cmp(b)),
-            (V::Int(_) | V::Num(_) | V::Str(_), V::Int(_) | V::Num(_) | V::Str(_)) => {
-                Err("incompatible types for comparison".into())
-            }
-            _ => Err("invalid type for comparison".into()),
-        }
-    }
-}
-
-fn num_json(n: f64) -> Value {
-    if n.fract() == 0.0 && n.abs() < 9.0e15 {
-        Value::from(n as i64)
-    } else {
-        serde_json::Number::from_f64(n)
-            .map(Value::Number)
-            .unwrap_or(Value::Null)
-    }
-}
+/// sprig's functions that change the map given as their first argument (and return it).
+const MUTATE_FIRST: &[&str] = &[
+    "set",
+    "unset",
+    "merge",
+    "mergeOverwrite",
+    "mustMerge",
+    "mustMergeOverwrite",
+];
 
 /// Where a `range` body goes after a node: on, or out of it by `break` or `continue`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -480,36 +326,7 @@ impl Ctx<'_> {
             return self.short_circuit(name == "and", &c.args[1..], dot, piped);
         }
         if let Arg::Func(name) = first {
-            let mut args = Vec::with_capacity(c.args.len());
-            for (a, at) in &c.args[1..] {
-                let constant = matches!(
-                    a,
-                    Arg::Str(_) | Arg::Num(_) | Arg::Int(_) | Arg::Bool(_) | Arg::Nil
-                );
-                let value = self.arg(a, *at, dot)?;
-                args.push(sigs::Arg { value, constant });
-            }
-            if let Some(value) = piped {
-                args.push(sigs::Arg {
-                    value,
-                    constant: false,
-                });
-            }
-            self.step(*at)?;
-            let failed = |message: String| TemplateError::Eval {
-                offset: *at,
-                message,
-            };
-            let args = sigs::convert(name, args)
-                .map_err(|e| failed(format!("error calling {name}: {e}")))?;
-            let v = funcs::call(name, args).map_err(failed)?;
-            if v.weight(MAX_OUTPUT) > MAX_OUTPUT {
-                return Err(TemplateError::Eval {
-                    offset: *at,
-                    message: format!("`{name}` builds a value larger than {MAX_OUTPUT} bytes"),
-                });
-            }
-            return Ok(v);
+            return self.call_func(name, c, *at, dot, piped);
         }
         if c.args.len() > 1 || piped.is_some() {
             let mut args = Vec::with_capacity(c.args.len());
@@ -520,6 +337,82 @@ impl Ctx<'_> {
             return self.method_call(first, *at, dot, args);
         }
         self.arg(first, *at, dot)
+    }
+
+    /// A function call: arguments evaluated and converted to the function's parameter types.
+    fn call_func(
+        &mut self,
+        name: &str,
+        c: &Command,
+        at: usize,
+        dot: &V,
+        piped: Option<V>,
+    ) -> Result<V, TemplateError> {
+        let mut args = Vec::with_capacity(c.args.len());
+        for (a, at) in &c.args[1..] {
+            let constant = matches!(
+                a,
+                Arg::Str(_) | Arg::Num(_) | Arg::Int(_) | Arg::Bool(_) | Arg::Nil
+            );
+            let value = self.arg(a, *at, dot)?;
+            // A field read keeps its static type, interface{}: a nil from it is not Go's
+            // untyped nil (which a pipeline's result or a variable becomes).
+            let field = match a {
+                Arg::Field(p) | Arg::Var(_, p) | Arg::Sub(_, p) => !p.is_empty(),
+                _ => false,
+            };
+            args.push(sigs::Arg {
+                value,
+                constant,
+                field,
+            });
+        }
+        if let Some(value) = piped {
+            args.push(sigs::Arg {
+                value,
+                constant: false,
+                field: false,
+            });
+        }
+        self.step(at)?;
+        let failed = |message: String| TemplateError::Eval {
+            offset: at,
+            message,
+        };
+        let args =
+            sigs::convert(name, args).map_err(|e| failed(format!("error calling {name}: {e}")))?;
+        let v = funcs::call(name, args).map_err(failed)?;
+        if v.weight(MAX_OUTPUT) > MAX_OUTPUT {
+            return Err(failed(format!(
+                "`{name}` builds a value larger than {MAX_OUTPUT} bytes"
+            )));
+        }
+        if MUTATE_FIRST.contains(&name)
+            && let Some((Arg::Var(var, path), _)) = c.args.get(1)
+        {
+            self.write_var(var, path, &v);
+        }
+        Ok(v)
+    }
+
+    /// Go's maps are references: `set $d "k" 1` changes the map `$d` holds. The functions
+    /// that change their first argument write their result back to the variable it was read
+    /// from (a copy of the map held elsewhere is not changed, where in Go it would be).
+    fn write_var(&mut self, name: &str, path: &[String], v: &V) {
+        let Some((_, slot)) = self.vars.iter_mut().rev().find(|(n, _)| n == name) else {
+            return;
+        };
+        let mut cur = slot;
+        for key in path {
+            match cur {
+                V::Map(m) => match m.get_mut(key) {
+                    Some(next) => cur = next,
+                    None => return,
+                },
+                _ => return,
+            }
+        }
+        *cur = v.clone();
     }
 
     /// Go's `and` and `or` (since 1.18): arguments evaluated in order only until one decides,

@@ -1,13 +1,19 @@
 //! The template functions: Go's built-ins and the Sprig functions app configs use.
 
 use super::encoding;
-use super::eval::V;
+use super::value::V;
 
 /// Name, minimum and maximum argument count (`None`: any number), one-line description.
 pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
     ("and", 1, None, "the first empty argument, or the last"),
     ("b64dec", 1, Some(1), "base64-decodes a string"),
     ("b64enc", 1, Some(1), "base64-encodes a string"),
+    (
+        "call",
+        1,
+        None,
+        "`call FUNC ARGS...`: Go's, but no template value is a function, so it always fails",
+    ),
     (
         "contains",
         2,
@@ -104,6 +110,7 @@ pub fn all() -> impl Iterator<Item = &'static (&'static str, usize, Option<usize
         .chain(super::sprig_text::FUNCTIONS.iter())
         .chain(super::sprig_lists::FUNCTIONS.iter())
         .chain(super::sprig_dates::FUNCTIONS.iter())
+        .chain(super::sprig_crypto::FUNCTIONS.iter())
 }
 
 pub fn lookup(name: &str) -> Option<&'static (&'static str, usize, Option<usize>, &'static str)> {
@@ -166,7 +173,8 @@ pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
     let found = super::sprig::call(name, &args)
         .or_else(|| super::sprig_text::call(name, &args))
         .or_else(|| super::sprig_lists::call(name, &args))
-        .or_else(|| super::sprig_dates::call(name, &args));
+        .or_else(|| super::sprig_dates::call(name, &args))
+        .or_else(|| super::sprig_crypto::call(name, &args));
     match found {
         Some(r) => r,
         None => Err(format!("unknown function `{name}`")),
@@ -188,6 +196,16 @@ fn builtin(name: &str, args: &[V]) -> Result<Option<V>, String> {
             .cloned()
             .unwrap_or_else(|| arg(args.len() - 1)),
         "not" => V::Bool(!arg(0).truthy()),
+        // Data from JSON holds no function values, and neither do sprig's results.
+        "call" => {
+            return Err(match arg(0) {
+                V::Null => "error calling call: call of nil".into(),
+                v => format!(
+                    "error calling call: non-function of type {}",
+                    super::gofmt::type_name(&v)
+                ),
+            });
+        }
         "eq" | "ne" | "lt" | "le" | "gt" | "ge" => compare(name, args)?,
         "len" => match arg(0) {
             V::Str(x) => V::Int(x.len() as i64),

@@ -9,8 +9,8 @@
 
 use std::fmt::Write;
 
-use super::eval::V;
 use super::strconv;
+use super::value::V;
 
 /// Go's type name of a value, as `%T` and the `%!verb(type=value)` marks print it.
 pub fn type_name(v: &V) -> &'static str {

@@ -5,9 +5,9 @@
 //! it as arguments (`(now).Format "Jan 2"`); only the methods a config plausibly calls are here,
 //! each with Go's parameter types.
 
-use super::eval::V;
 use super::gotime::MethodResult;
 use super::goversion::{Field, GoVersion};
+use super::value::V;
 
 /// `recv.name(args...)`; `None` when the value has no such method.
 pub fn call(recv: &V, name: &str, args: &[V]) -> Option<Result<V, String>> {

@@ -9,26 +9,33 @@
 //!   (ints in every base, floats, characters, strings, raw strings), `if`/`else if`, `with`,
 //!   `range` (over lists, maps and integers) with `break` and `continue`, variables,
 //!   `define`/`template`/`block`;
-//! * `eval.rs`: values typed as Go's (int, float64, string, bool, nil, `[]interface {}`,
-//!   `map[string]interface {}`), Go's comparisons, missing keys as errors;
+//! * `value.rs`: values typed as Go's (int, float64, string, bool, nil, `[]interface {}`,
+//!   `map[string]interface {}`, `time.Time`, `*semver.Version`) and Go's comparisons;
+//!   `eval.rs`: running a tree over them (missing keys as errors, short-circuit `and`/`or`,
+//!   maps changed in place); `methods.rs`: the methods of times and versions;
 //! * `gofmt.rs`: Go's `fmt` (how values print, `print`, `println`, `printf`); `strconv.rs`:
 //!   float64 in `fmt`'s forms, and Go's quoting;
+//! * `gotime.rs`, `golayout.rs`, `tzif.rs`: Go's times, its layouts, zones from the IANA files;
 //! * `sigs.rs`: each function's Go parameter types, and the conversion of arguments to them;
-//! * `funcs.rs`: Go's built-ins; `sprig.rs`, `sprig_text.rs`, `sprig_lists.rs`: sprig's
-//!   functions by its own grouping; `xstrings.rs`: the case conversions sprig takes from xstrings; `encoding.rs`: base64 and
-//!   base32 as Go decodes them; `decimal.rs`: sprig's decimal float arithmetic.
+//! * `funcs.rs`: Go's built-ins; sprig's functions by its own grouping: `sprig.rs` (common),
+//!   `sprig_text.rs`, `sprig_lists.rs`, `sprig_dates.rs`, `sprig_crypto.rs` (random, hashes,
+//!   keys, and the host functions Ferry will not run); under them `xstrings.rs` (case
+//!   conversions), `encoding.rs` (base64 and base32 as Go decodes them), `decimal.rs` (sprig's
+//!   decimal float arithmetic).
 //!
 //! `shared/appconfig/tests/gotemplate.rs` renders thousands of cases through this engine and
-//! through real Go with sprig and requires them to agree (a ratchet until all do: issue 31
-//! lists what is left). For validation, [`Mode::Lenient`]
-//! renders against a partial state: a missing key yields an unknown value that every operation
-//! accepts, so a template can be checked before any install exists.
+//! through real Go with sprig and requires the same result from each, except where Ferry
+//! differs on purpose ([`differs_from_nuon`]: validation warns) or a known gap is tagged. For
+//! validation, [`Mode::Lenient`] renders against a partial state: a missing key yields an
+//! unknown value that every operation accepts, so a template can be checked before any install
+//! exists.
 
 mod decimal;
 mod encoding;
 mod eval;
 mod funcs;
 mod gofmt;
+mod golayout;
 mod gotime;
 mod goversion;
 mod lex;
@@ -36,11 +43,13 @@ mod methods;
 mod parse;
 mod sigs;
 mod sprig;
+mod sprig_crypto;
 mod sprig_dates;
 mod sprig_lists;
 mod sprig_text;
 mod strconv;
 mod tzif;
+mod value;
 mod xstrings;
 
 use serde_json::Value;
@@ -52,6 +61,31 @@ pub use parse::{Node, Template};
 /// Functions Ferry renders that Nuon's renderer (Go's text/template with sprig) does not have:
 /// validation warns where a template calls one.
 pub const NOT_IN_NUON: &[&str] = &["toYaml", "required"];
+
+/// Functions Nuon's renderer has that Ferry refuses to run while rendering, each with why.
+pub use sprig_crypto::REFUSED;
+
+/// Functions that read the renderer's own host, which Ferry renders as if nothing were set.
+pub const HOST_BLIND: &[&str] = &["env", "expandenv"];
+
+/// Where a call to `name` renders differently from Nuon on purpose: the warning validation
+/// gives for it.
+pub fn differs_from_nuon(name: &str) -> Option<String> {
+    if NOT_IN_NUON.contains(&name) {
+        return Some(format!(
+            "`{name}` is Helm's, not sprig's: Nuon would refuse this at deploy (Ferry renders it)"
+        ));
+    }
+    if let Some((_, why)) = REFUSED.iter().find(|(n, _)| *n == name) {
+        return Some(format!("`{name}` fails in Ferry: {why}"));
+    }
+    HOST_BLIND.contains(&name).then(|| {
+        format!(
+            "`{name}` reads the renderer's environment in Nuon (the control plane's, credentials \
+             included); Ferry renders every variable as unset"
+        )
+    })
+}
 
 /// Deepest nesting of blocks (`if`, `with`, `range`, `else if`) or parentheses a template may have.
 pub const MAX_NESTING: usize = 100;

@@ -548,9 +548,15 @@ fn pipeline(toks: &[(Tok, usize)], offset: usize, range: bool) -> Result<Pipelin
         offset: cmd_offset,
     });
     for (n, c) in cmds.iter().enumerate() {
+        // A field path may name a method (`(now).Format "2006"`): evaluation decides.
+        let method = matches!(
+            c.args.first(),
+            Some((Arg::Field(p) | Arg::Var(_, p) | Arg::Sub(_, p), _)) if !p.is_empty()
+        );
         if let Some((Arg::Func(f), at)) = c.args.first() {
             let given = c.args.len() - 1 + usize::from(n > 0);
             funcs::check_arity(f, given).map_err(|m| syntax(*at, m))?;
+        } else if method {
         } else if c.args.len() > 1 {
             return Err(syntax(c.args[1].1, "only a function can take arguments"));
         } else if n > 0 {

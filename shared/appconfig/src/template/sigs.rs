@@ -8,8 +8,8 @@
 //! (most of sprig's) takes anything. The types are sprig 3.x's and Go's own (`printf` takes a
 //! string first).
 
-use super::eval::V;
 use super::gofmt::type_name;
+use super::value::V;
 
 /// A parameter's Go type, as far as arguments are checked against it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,9 +36,11 @@ fn signature(name: &str) -> Option<(&'static [Ty], Option<Ty>)> {
         "adler32sum" | "fail" | "b32dec" | "b32enc" | "b64dec" | "b64enc" | "bcrypt"
         | "camelcase" | "fromJson" | "mustFromJson" | "getHostByName" | "initials"
         | "kebabcase" | "lower" | "nospace" | "regexQuoteMeta" | "semver" | "sha1sum"
-        | "sha256sum" | "shuffle" | "snakecase" | "swapcase" | "title" | "trim" | "untitle"
-        | "upper" | "urlParse" | "atoi" | "base" | "dir" | "clean" | "ext" | "isAbs" | "osBase"
-        | "osDir" | "osClean" | "osExt" | "osIsAbs" | "env" | "expandenv" => (&[Str], None),
+        | "sha256sum" | "sha512sum" | "shuffle" | "snakecase" | "swapcase" | "title" | "trim"
+        | "untitle" | "upper" | "urlParse" | "atoi" | "base" | "dir" | "clean" | "ext"
+        | "isAbs" | "osBase" | "osDir" | "osClean" | "osExt" | "osIsAbs" | "env" | "expandenv" => {
+            (&[Str], None)
+        }
         "contains" | "hasPrefix" | "hasSuffix" | "htpasswd" | "regexFind" | "mustRegexFind"
         | "regexMatch" | "mustRegexMatch" | "semverCompare" | "split" | "splitList" | "toDate"
         | "mustToDate" | "trimAll" | "trimall" | "trimPrefix" | "trimSuffix" => (&[Str, Str], None),
@@ -79,6 +81,9 @@ fn signature(name: &str) -> Option<(&'static [Ty], Option<Ty>)> {
 pub struct Arg {
     pub value: V,
     pub constant: bool,
+    /// Read from a field (`.a.b`): of type `interface{}` to Go, so a nil from it fits no typed
+    /// parameter, where an untyped nil fits a map.
+    pub field: bool,
 }
 
 /// The arguments of a call to `name`, each converted to its parameter's type as Go converts it;
@@ -103,8 +108,8 @@ fn to(ty: Ty, a: Arg) -> Result<V, String> {
         (_, Any) | (V::Unknown, _) => true,
         (V::Str(_), Str) | (V::Bool(_), Bool) | (V::Map(_), Map) => true,
         (V::Int(_), Int) | (V::Num(_), Float) => true,
-        // Go passes nil as a nil map, which reads as empty.
-        (V::Null, Map) => return Ok(V::Map(Default::default())),
+        // Go passes an untyped nil as a nil map, which reads as empty.
+        (V::Null, Map) if !a.field => return Ok(V::Map(Default::default())),
         // A constant converts: `2.0` to an int, `2` to a float64.
         (V::Num(f), Int) if a.constant && f.fract() == 0.0 => return Ok(V::Int(*f as i64)),
         (V::Int(n), Float) if a.constant => return Ok(V::Num(*n as f64)),
@@ -122,6 +127,7 @@ fn to(ty: Ty, a: Arg) -> Result<V, String> {
         Map => "map[string]interface {}",
     };
     Err(match v {
+        V::Null if a.field => format!("wrong type for value; expected {want}; got interface {{}}"),
         V::Null => format!("invalid value; expected {want}"),
         v if a.constant => format!("expected {want}; found {}", super::gofmt::value(&v)),
         v => format!(

@@ -9,7 +9,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::eval::V;
+use super::value::V;
 // Sprig's `toInt64` and `toFloat64` (spf13/cast): one definition, in `sprig_lists.rs`.
 use super::sprig_lists::{float, int64 as int};
 
@@ -105,6 +105,12 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
         "`set MAP KEY VALUE`: the map with KEY set",
     ),
     ("sha256sum", 1, Some(1), "hex SHA-256 of a string"),
+    (
+        "sha512sum",
+        1,
+        Some(1),
+        "hex SHA-512 of a string (sprig 3.3, Nuon's)",
+    ),
     ("sortAlpha", 1, Some(1), "a list's items as strings, sorted"),
     (
         "split",
@@ -130,6 +136,14 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
         Some(2),
         "`trimAll CHARS S`: S without leading and trailing CHARS",
     ),
+    ("trimall", 2, Some(2), "`trimAll`'s old name"),
+    (
+        "mustFromJson",
+        1,
+        Some(1),
+        "parses JSON, failing when invalid",
+    ),
+    ("hello", 0, Some(0), "`Hello!`"),
     ("trimPrefix", 2, Some(2), "`trimPrefix PREFIX S`"),
     ("trimSuffix", 2, Some(2), "`trimSuffix SUFFIX S`"),
     ("uniq", 1, Some(1), "a list without repeated items"),
@@ -181,6 +195,10 @@ fn values(name: &str, args: &[V]) -> Option<Result<V, String>> {
         "fromJson" => serde_json::from_str(&s(&arg(0)))
             .map(|v| V::from_json(&v))
             .unwrap_or(V::Null),
+        "mustFromJson" => match serde_json::from_str(&s(&arg(0))) {
+            Ok(v) => V::from_json(&v),
+            Err(e) => return Some(Err(format!("error calling mustFromJson: {e}"))),
+        },
         "toPrettyJson" => {
             V::Str(serde_json::to_string_pretty(&arg(0).to_json()).unwrap_or_default())
         }
@@ -207,7 +225,8 @@ fn strings(name: &str, args: &[V]) -> Option<Result<V, String>> {
                 body
             })
         }
-        "trimAll" => {
+        "hello" => V::Str("Hello!".into()),
+        "trimAll" | "trimall" => {
             let cut = s(&arg(0));
             V::Str(s(&arg(1)).trim_matches(|c| cut.contains(c)).to_string())
         }
@@ -239,6 +258,7 @@ fn strings(name: &str, args: &[V]) -> Option<Result<V, String>> {
             Err(e) => return Some(Err(format!("`regexReplaceAll`: {e}"))),
         },
         "sha256sum" => V::Str(hex::encode(Sha256::digest(s(&arg(0)).as_bytes()))),
+        "sha512sum" => V::Str(hex::encode(sha2::Sha512::digest(s(&arg(0)).as_bytes()))),
         _ => return None,
     }))
 }

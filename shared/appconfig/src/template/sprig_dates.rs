@@ -5,8 +5,8 @@
 //! parse is the zero time (`mustToDate` fails); `dateModify` of a bad duration returns the time
 //! unchanged; a zone that does not load is UTC.
 
-use super::eval::V;
 use super::gotime::{self, GoTime, Loc};
+use super::value::V;
 
 /// Name, minimum and maximum argument count, one-line description.
 pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
@@ -196,7 +196,10 @@ mod tests {
     #[test]
     fn dates_follow_sprig() {
         let day = call1("toDate", &[s("2006-01-02"), s("2026-11-27")]);
-        assert_eq!(call1("unixEpoch", &[day.clone()]), s("1795737600"));
+        assert_eq!(
+            call1("unixEpoch", std::slice::from_ref(&day)),
+            s("1795737600")
+        );
         assert_eq!(call1("date", &[s("Jan 2"), day.clone()]), s("Nov 27"));
         assert_eq!(
             call1("dateModify", &[s("1h"), day.clone()]).print(),

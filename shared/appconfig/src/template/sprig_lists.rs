@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use super::decimal::Decimal;
-use super::eval::V;
 use super::gofmt;
+use super::value::V;
 
 /// Name, minimum and maximum argument count (`None`: any number), one-line description.
 pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
@@ -93,6 +93,8 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
         None,
         "`mergeOverwrite DST SRC...`: DST with each SRC's keys",
     ),
+    ("mustMerge", 1, None, "`merge`"),
+    ("mustMergeOverwrite", 1, None, "`mergeOverwrite`"),
     ("deepCopy", 1, Some(1), "a copy of the value"),
     (
         "deepEqual",
@@ -392,10 +394,10 @@ fn dicts(name: &str, args: &[V]) -> Option<Result<V, String>> {
                 m.remove(&gofmt::value(&arg(1)));
                 V::Map(m)
             }
-            "merge" | "mergeOverwrite" => {
+            "merge" | "mergeOverwrite" | "mustMerge" | "mustMergeOverwrite" => {
                 let mut dst = map(arg(0))?;
                 for src in &args[1..] {
-                    merge(&mut dst, map(src.clone())?, name == "mergeOverwrite");
+                    merge(&mut dst, map(src.clone())?, name.ends_with("Overwrite"));
                 }
                 V::Map(dst)
             }

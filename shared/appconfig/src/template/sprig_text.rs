@@ -5,8 +5,8 @@
 
 use std::fmt::Write;
 
-use super::eval::V;
 use super::gofmt;
+use super::value::V;
 use super::{encoding, xstrings};
 
 /// Name, minimum and maximum argument count (`None`: any number), one-line description.
