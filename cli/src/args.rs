@@ -288,6 +288,17 @@ pub(crate) enum InstallsCmd {
         #[arg(long, requires = "upload")]
         json: bool,
     },
+    /// The app's readme (metadata `readme`) rendered for this install, as Nuon renders it: its
+    /// templates read the install's inputs and outputs (`{{ .nuon.components.db.outputs.host }}`),
+    /// every printed value HTML-escaped. A readme that reads something the install does not
+    /// have yet prints as written, with a warning on standard error.
+    Readme {
+        /// The install's name.
+        name: String,
+        /// Print JSON instead of the markdown.
+        #[arg(long)]
+        json: bool,
+    },
     /// A new one-time token for a runner of this install (`ferry-runner --bootstrap`); printed
     /// once, usable once, for an hour.
     RunnerToken {

@@ -176,6 +176,24 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
         InstallsCmd::Teardown { name, wait, json } => {
             start(api, &name, "teardown", &Default::default(), wait, json).await
         }
+        InstallsCmd::Readme { name, json } => {
+            let readme = api
+                .call::<ferry_model::ops::InstallReadme>(&[&name], &(), &())
+                .await?;
+            if json {
+                commands::print_json(&readme)?;
+                return Ok(0);
+            }
+            if let Some(w) = &readme.warning {
+                eprintln!("warning: the readme did not render ({w}); shown as written");
+            }
+            if readme.markdown.is_empty() && readme.warning.is_none() {
+                eprintln!("the app has no readme (metadata.toml `readme`)");
+                return Ok(0);
+            }
+            println!("{}", readme.markdown.trim_end());
+            Ok(0)
+        }
         InstallsCmd::Stack {
             name,
             bundle_url,

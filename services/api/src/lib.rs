@@ -44,6 +44,7 @@ mod ids;
 mod installs;
 mod jobs;
 mod logs;
+mod readme;
 mod releases;
 pub mod roles;
 mod runners;
@@ -155,6 +156,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
             stacks::install_stack,
             stacks::publish_install_stack
         ))
+        .routes(routes!(readme::install_readme))
         .routes(routes!(bootstrap::runner_token))
         .routes(routes!(bootstrap::revoke))
         .routes(routes!(installs::set_approve_all))

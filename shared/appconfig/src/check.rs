@@ -182,7 +182,22 @@ impl Checker<'_> {
                 _ => self.type_error(node, key, "a file path"),
             },
             Ty::Contents => match &node.v {
-                V::Str(s) if reference(s) == Reference::Inline => self.site(node, s),
+                V::Str(s) if reference(s) == Reference::Inline => {
+                    // `README.md` is text to Nuon, not a file: only `./README.md` is one.
+                    if !s.contains('\n')
+                        && let Some(p) = resolve(self.base, &format!("./{s}"))
+                        && self.pkg.files.contains_key(&p)
+                    {
+                        self.warning(
+                            node.span.start,
+                            format!(
+                                "`{key} = \"{s}\"` is the text `{s}` itself, not the file: \
+                                 Nuon (and Ferry) read a file only from a `./` path; write `./{s}`"
+                            ),
+                        );
+                    }
+                    self.site(node, s)
+                }
                 V::Str(s) => self.file_ref(node, s, key),
                 _ => self.type_error(node, key, "a `./path`, a URL or inline text"),
             },

@@ -39,12 +39,15 @@ enum Check {
 struct Case {
     template: String,
     check: Check,
+    /// Rendered as the app readme is (html/template), not as a config field.
+    html: bool,
 }
 
 fn exact(t: impl Into<String>) -> Case {
     Case {
         template: t.into(),
         check: Check::Exact,
+        html: false,
     }
 }
 
@@ -383,6 +386,7 @@ fn language() -> Vec<Case> {
         out.push(Case {
             template: t.to_string(),
             check: Check::NewerGo(want),
+            html: false,
         });
     }
     for t in [
@@ -401,11 +405,13 @@ fn language() -> Vec<Case> {
         out.push(Case {
             template: t.to_string(),
             check: Check::Deliberate,
+            html: false,
         });
     }
     out.push(Case {
         template: "{{ typeOf (splitList \",\" \"a\") }}".into(),
         check: Check::Gap("lists sprig types []string print as []interface {}"),
+        html: false,
     });
     for (t, form) in [
         ("{{ now | date \"2006\" }}", r"\d{4}"),
@@ -432,8 +438,39 @@ fn language() -> Vec<Case> {
         out.push(Case {
             template: t.to_string(),
             check: Check::Form(form),
+            html: false,
         });
     }
+    out
+}
+
+/// Templates as an app's readme has them, rendered as Nuon renders the readme (html/template:
+/// what actions print is HTML-escaped).
+fn readme() -> Vec<Case> {
+    let html = |t: &str, check: Check| Case {
+        template: t.to_string(),
+        check,
+        html: true,
+    };
+    let mut out: Vec<Case> = [
+        "# {{ .nuon.s }}\n\n{{ .nuon.l }} {{ .nuon.m }} {{ .nuon.nul }} {{ .nuon.n }} {{ .nuon.big }}",
+        "Install **{{ .nuon.s | upper }}** at {{ .nuon.url }}: {{ \"<a href='x'>&+</a>\" }}",
+        "{{ range .nuon.l }}- {{ . }}\n{{ end }}{{ range $k, $v := .nuon.m }}{{ $k }}={{ $v }} {{ end }}",
+        "{{ if .nuon.t }}<p>yes</p>{{ end }} {{ printf \"%q\" .nuon.s }} {{ toJson .nuon.m }} {{ .nuon.json }}",
+        "{{ 1 }} {{ 2.5 }} {{ true }} {{ nil }} {{ \"\\x00\" }} {{ quote .nuon.s }}",
+        "<a title=\"{{ .nuon.s }}\">{{ .nuon.path }}</a>",
+        "{{ .nuon.missing }}", "{{ .nuon.s", "plain text, no action",
+        "{{ define \"x\" }}<i>{{ . }}</i>{{ end }}{{ template \"x\" \"<b>\" }}",
+    ]
+    .into_iter()
+    .map(|t| html(t, Check::Exact))
+    .collect();
+    out.push(html(
+        "<script>var x = {{ .nuon.s }};</script>",
+        Check::Gap(
+            "html/template escapes for JavaScript, CSS and URL contexts; Ferry escapes all as text",
+        ),
+    ));
     out
 }
 
@@ -448,7 +485,8 @@ fn cases() -> Vec<Case> {
             out.push(exact(format!("{{{{ {a} | {f} }}}}")));
         }
     }
-    for c in &mut out {
+    out.extend(readme());
+    for c in out.iter_mut().filter(|c| !c.html) {
         if !c.template.contains(".nuon") {
             c.template.push_str("{{/* .nuon */}}");
         }
@@ -460,7 +498,7 @@ fn cases() -> Vec<Case> {
 fn go_render(bin: &Path, cases: &[Case]) -> Vec<Result<String, String>> {
     let input: Vec<Value> = cases
         .iter()
-        .map(|c| json!({"template": c.template, "state": state()}))
+        .map(|c| json!({"template": c.template, "state": state(), "html": c.html}))
         .collect();
     let mut child = Command::new(bin)
         .stdin(Stdio::piped())
@@ -521,7 +559,12 @@ fn ferry_renders_as_go_and_sprig_render() {
     let mut report = String::new();
     let mut failures = 0;
     for (c, g) in cases.iter().zip(&go) {
-        let f = ferry_appconfig::template::render(&c.template, &root).map_err(|e| e.to_string());
+        let f = if c.html {
+            ferry_appconfig::template::render_readme(&c.template, &root)
+        } else {
+            ferry_appconfig::template::render(&c.template, &root)
+        }
+        .map_err(|e| e.to_string());
         let agrees = agree(c.check, g, &f);
         let problem = match c.check {
             Check::Deliberate if agrees => Some("tagged deliberate, but agrees"),

@@ -439,6 +439,19 @@ pub struct StackQuery {
     pub bundle_sha256: Option<String>,
 }
 
+/// `GET /v1/installs/{name}/readme`: the app's readme rendered for the install, as Nuon renders
+/// it (Go's html/template over the install's state).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Readme {
+    /// The config version it was rendered from.
+    pub app_config_id: String,
+    /// The rendered markdown; the readme as written when rendering failed; empty when the app
+    /// has none.
+    pub markdown: String,
+    /// Why rendering failed (a value the install does not have yet, say), when it did.
+    pub warning: Option<String>,
+}
+
 /// `POST /v1/installs/{name}/stack`: publish the install stack's template to the vendor's
 /// bucket (`ferry-server --stack-bucket`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]

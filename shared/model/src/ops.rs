@@ -184,6 +184,9 @@ operations! {
     /// The template published to the vendor's bucket, with the console's quick-create link.
     PublishInstallStack = publish_install_stack: Post "/v1/installs/{name}/stack", Operator,
         query (), body PublishStack, reply crate::StackTemplate;
+    /// The app's readme rendered for the install.
+    InstallReadme = install_readme: Get "/v1/installs/{name}/readme", Viewer,
+        query (), body (), reply Readme;
     RunRunbook = run_runbook: Post "/v1/installs/{name}/runbooks/{runbook}/runs", Operator,
         query (), body (), reply Deployed;
 

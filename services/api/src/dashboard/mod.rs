@@ -281,13 +281,17 @@ async fn install(s: Session, name: Name) -> Response {
         Ok(i) => i.0,
         Err(e) => return failed(e),
     };
+    let readme = match crate::readme::install_readme(s.ctx(), Name(i.name.clone())).await {
+        Ok(r) => r.0,
+        Err(e) => return failed(e),
+    };
     let filter = m::api::WorkflowFilter {
         install: Some(i.name.clone()),
         kind: None,
         action: None,
     };
     match crate::workflows::list_workflows(s.ctx(), Query(filter)).await {
-        Ok(wfs) => pages::install(&s, &i, &wfs.0).into_response(),
+        Ok(wfs) => pages::install(&s, &i, &readme, &wfs.0).into_response(),
         Err(e) => failed(e),
     }
 }

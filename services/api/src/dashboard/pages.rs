@@ -119,7 +119,12 @@ pub fn installs(
     )
 }
 
-pub fn install(s: &Session, i: &Install, workflows: &[Workflow]) -> Markup {
+pub fn install(
+    s: &Session,
+    i: &Install,
+    readme: &m::api::Readme,
+    workflows: &[Workflow],
+) -> Markup {
     let components = std::iter::once((m::SANDBOX, &i.sandbox))
         .chain(i.components.iter().map(|(k, v)| (k.as_str(), v)));
     layout(
@@ -138,6 +143,14 @@ pub fn install(s: &Session, i: &Install, workflows: &[Workflow]) -> Markup {
                 }
             }
             (install_stack(i))
+            @if !readme.markdown.is_empty() {
+                h2 { "Readme" }
+                @if let Some(w) = &readme.warning {
+                    p.warning { "Shown as written: it did not render (" (w) ")." }
+                }
+                // The markdown as text: the vendor's HTML in it is shown, never run.
+                pre #readme { (readme.markdown) }
+            }
             h2 { "Components" }
             table #components {
                 thead { tr { th { "Component" } th { "Status" } th { "Outputs" } th { "Updated" } } }

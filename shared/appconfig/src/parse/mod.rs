@@ -394,6 +394,7 @@ impl<'a> Loader<'a> {
                 description: None,
                 display_name: None,
                 readme: None,
+                readme_text: None,
                 extra: Default::default(),
             };
         };
@@ -410,6 +411,7 @@ impl<'a> Loader<'a> {
             description: r.str_of("description").map(String::from),
             display_name: r.str_of("display_name").map(String::from),
             readme: r.str_of("readme").map(String::from),
+            readme_text: r.str_of("readme").map(|v| self.contents("", v)),
             extra,
         }
     }

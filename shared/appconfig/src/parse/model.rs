@@ -37,6 +37,9 @@ pub struct Metadata {
     pub description: Option<String>,
     pub display_name: Option<String>,
     pub readme: Option<String>,
+    /// The readme's text: the file `readme` names, or `readme` itself when inline. Rendered per
+    /// install as Nuon renders it ([`crate::template::render_readme`]).
+    pub readme_text: Option<String>,
     /// Free-form tables (`[onboarding]`, ...), kept as they are.
     pub extra: serde_json::Map<String, Value>,
 }

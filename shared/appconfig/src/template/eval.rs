@@ -17,6 +17,22 @@ pub enum Mode {
     Lenient,
 }
 
+/// html/template's `htmlEscaper`: the characters that could start markup or end an attribute.
+fn html_escape_into(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '\0' => out.push('\u{fffd}'),
+            '"' => out.push_str("&#34;"),
+            '&' => out.push_str("&amp;"),
+            '\'' => out.push_str("&#39;"),
+            '+' => out.push_str("&#43;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+}
+
 /// sprig's functions that change the map given as their first argument (and return it).
 const MUTATE_FIRST: &[&str] = &[
     "set",
@@ -47,12 +63,27 @@ struct Ctx<'a> {
     defines: &'a BTreeMap<String, Vec<Node>>,
     /// `template` calls in progress: bounded, as recursion through them is.
     calls: usize,
+    /// html/template's escaping of what actions print (the app readme's renderer).
+    html: bool,
 }
 
 impl Template {
     pub fn render(&self, state: &Value, mode: Mode) -> Result<String, TemplateError> {
+        self.render_as(state, mode, false)
+    }
+
+    /// As Go's `html/template` renders a document's text: what each action prints is
+    /// HTML-escaped (`<` as `&lt;`, `+` as `&#43;`), a nil prints nothing. Only text context is
+    /// modelled: a value inside a tag's attribute or a script is escaped the same way, where Go
+    /// would escape it for that context.
+    pub fn render_html(&self, state: &Value, mode: Mode) -> Result<String, TemplateError> {
+        self.render_as(state, mode, true)
+    }
+
+    fn render_as(&self, state: &Value, mode: Mode, html: bool) -> Result<String, TemplateError> {
         let root = V::from_json(state);
         let mut ctx = Ctx {
+            html,
             root: &root,
             vars: vec![(String::new(), root.clone())],
             mode,
@@ -107,9 +138,12 @@ impl Ctx<'_> {
             Node::Action(p) => {
                 let v = self.pipeline(p, dot)?;
                 if p.vars.is_empty() {
-                    // text/template prints a nil interface (a JSON null) as `<no value>`.
                     match v {
+                        // html/template skips a nil.
+                        V::Null if self.html => {}
+                        // text/template prints a nil interface (a JSON null) as `<no value>`.
                         V::Null => out.push_str("<no value>"),
+                        v if self.html => html_escape_into(out, &v.print()),
                         v => out.push_str(&v.print()),
                     }
                 }

@@ -130,6 +130,12 @@ pub fn render(src: &str, state: &Value) -> Result<String, TemplateError> {
     Template::parse(src)?.render(state, Mode::Strict)
 }
 
+/// Renders an app's readme as Nuon does: every string (not only those naming `.nuon`), through
+/// html/template's escaping of what actions print ([`Template::render_html`]), strictly.
+pub fn render_readme(src: &str, state: &Value) -> Result<String, TemplateError> {
+    Template::parse(src)?.render_html(state, Mode::Strict)
+}
+
 /// A field path referenced from the root of the state (`.nuon.x` with the dot at the root, or
 /// `$.nuon.x`), with the byte offset of the action it appears in.
 #[derive(Debug, Clone, PartialEq, Eq)]
