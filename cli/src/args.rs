@@ -96,6 +96,9 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The org's audit record (an admin token): who did what to which install, and when, oldest
+    /// first. Every decision, deploy, grant and token change is in it; it cannot be changed.
+    Audit(crate::audit::Ask),
     /// Run the whole platform on this machine (NATS, all services, a runner) and deploy an app.
     Dev(dev::DevArgs),
     /// Check a token against the API and save it for later commands.
@@ -362,7 +365,7 @@ pub(crate) enum InstallsCmd {
         #[arg(long)]
         config: Option<String>,
         /// Only installs with this status.
-        #[arg(long, value_parser = ["provisioning", "active", "failed", "torn_down"])]
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(ferry_model::InstallStatus::labels()))]
         status: Option<String>,
         /// Only installs with a drifted component.
         #[arg(long)]

@@ -426,6 +426,7 @@ pub async fn workflows_step_response(
     let body = ferry_model::api::StepRef {
         step: step.to_string(),
     };
+    let as_it_was = api.find::<ops::GetWorkflow>(&[id]).await?;
     let w = match action {
         "retry" => api.call::<ops::RetryWorkflow>(&[id], &(), &body).await?,
         _ => api.call::<ops::SkipWorkflow>(&[id], &(), &body).await?,
@@ -449,7 +450,47 @@ pub async fn workflows_step_response(
         };
         println!("{done} step {step} of workflow {id}");
     }
+    if action == "skip"
+        && let Some(wf) = as_it_was
+    {
+        warn_dependents(api, &wf, step).await;
+    }
     Ok(())
+}
+
+/// After a skip: which components still to run depend on the skipped one, and what they will
+/// read of it (what it deployed before, or nothing: then a template reading its outputs fails).
+async fn warn_dependents(api: &Api, wf: &ferry_model::Workflow, step: &str) {
+    let Some(component) = wf
+        .step_named(step)
+        .and_then(|i| wf.step(i))
+        .map(|s| s.component.clone())
+    else {
+        return;
+    };
+    let dependents = wf.dependents_of(&component);
+    if dependents.is_empty() {
+        return;
+    }
+    let install = api
+        .find::<ops::GetInstall>(&[&wf.install])
+        .await
+        .ok()
+        .flatten();
+    let deployed = install.as_ref().is_some_and(|i| i.has_deployed(&component));
+    let what = if deployed {
+        format!("run with what {component} deployed before")
+    } else {
+        format!(
+            "{component} has never deployed on {}: any that reads its outputs will fail",
+            wf.install
+        )
+    };
+    eprintln!(
+        "warning: {} depend{} on {component}: {what}",
+        dependents.join(", "),
+        if dependents.len() == 1 { "s" } else { "" }
+    );
 }
 
 pub async fn jobs_cancel(api: &Api, id: &str, json_out: bool) -> Result<i32> {

@@ -39,6 +39,22 @@ pub struct DevArgs {
     /// Address of the API (also /healthz and /metrics).
     #[arg(long, default_value = "127.0.0.1:4600")]
     http_addr: SocketAddr,
+    /// An OCI registry the installs' runners copy artifacts and images into, each install under
+    /// its own path (`http://127.0.0.1:5000` gives install `dev` `http://127.0.0.1:5000/dev`):
+    /// one the cluster your Kubernetes components deploy into can pull from. Credentials:
+    /// FERRY_REGISTRY_USER and FERRY_REGISTRY_PASSWORD, passed on. Default: each runner's own
+    /// OCI layout directory, which no cluster reads.
+    #[arg(long, value_name = "URL")]
+    registry: Option<String>,
+    /// The hub's NATS client port, on 127.0.0.1 (default: a free one).
+    #[arg(long, value_name = "PORT")]
+    nats_port: Option<u16>,
+    /// The hub's leafnode port, where runners connect (default: a free one).
+    #[arg(long, value_name = "PORT")]
+    leaf_port: Option<u16>,
+    /// The hub's NATS monitoring port (default: a free one).
+    #[arg(long, value_name = "PORT")]
+    nats_monitor_port: Option<u16>,
     /// Exit once the deploy is over: 0 when the install is deployed, 1 (with the failing step's log)
     /// when not. Stops every process it started.
     #[arg(long)]
@@ -100,7 +116,12 @@ struct Hub {
 
 pub async fn run(args: DevArgs) -> Result<i32> {
     let mut p = preflight(&args)?;
-    let hub = start_hub(&mut p).await?;
+    let ports = HubPorts {
+        client: port_or_free(args.nats_port)?,
+        monitor: port_or_free(args.nats_monitor_port)?,
+        leaf: port_or_free(args.leaf_port)?,
+    };
+    let hub = start_hub(&mut p, ports).await?;
     let api = start_server(&mut p, &args, &hub).await?;
     let workflow_id = sync_and_deploy(&api, &args, p.started).await?;
 
@@ -111,6 +132,7 @@ pub async fn run(args: DevArgs) -> Result<i32> {
         leaf_url: format!("tls://127.0.0.1:{}", hub.leaf_port),
         nats_bin: p.nats_bin.clone(),
         data: p.data.clone(),
+        registry: args.registry.clone(),
     };
     let mut running = std::collections::BTreeSet::new();
     step(
@@ -179,8 +201,22 @@ fn preflight(args: &DevArgs) -> Result<Platform> {
 
 /// The hub's trust directory (Ferry's CA, the hub's certificate, the services' credentials, the
 /// auth callout's key — made once, kept with the data), then its nats-server.
-async fn start_hub(p: &mut Platform) -> Result<Hub> {
-    let (client_port, monitor_port, leaf_port) = (free_port()?, free_port()?, free_port()?);
+/// The hub's ports: each as given, else a free one.
+struct HubPorts {
+    client: u16,
+    monitor: u16,
+    leaf: u16,
+}
+
+fn port_or_free(given: Option<u16>) -> Result<u16> {
+    match given {
+        Some(p) => Ok(p),
+        None => free_port(),
+    }
+}
+
+async fn start_hub(p: &mut Platform, ports: HubPorts) -> Result<Hub> {
+    let (client_port, monitor_port, leaf_port) = (ports.client, ports.monitor, ports.leaf);
     let dir = p.data.join("hub");
     // Exactly what an operator runs: `hub-init` writes the hub's complete configuration.
     let out = Command::new(&p.server_bin)
@@ -380,6 +416,8 @@ struct Runners {
     leaf_url: String,
     nats_bin: PathBuf,
     data: PathBuf,
+    /// `ferry dev --registry`: each install's runner copies into `<registry>/<install>`.
+    registry: Option<String>,
 }
 
 impl Runners {
@@ -394,6 +432,10 @@ impl Runners {
             .arg(&self.nats_bin)
             .arg("--data-dir")
             .arg(&dir);
+        if let Some(r) = &self.registry {
+            cmd.arg("--registry")
+                .arg(format!("{}/{install}", r.trim_end_matches('/')));
+        }
         // helm and kubectl from .tools/bin (scripts/dev installs them), for Kubernetes components.
         for tool in ["helm", "kubectl"] {
             if let Some(p) = find_tool(tool) {

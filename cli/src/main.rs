@@ -2,6 +2,7 @@
 
 mod actions;
 mod args;
+mod audit;
 mod bootstrap;
 mod commands;
 mod dev;
@@ -98,6 +99,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             };
             logs::run(&api, target, show).await
         }
+        Command::Audit(ask) => audit::run(&api, ask).await,
         Command::Dev(args) => dev::run(args).await,
         Command::Login { token } => tokens::login(&api_base, &token).await,
         Command::Tokens(TokensCmd::Create { name, role, json }) => {

@@ -35,12 +35,24 @@ pub async fn follow(
     let feed = Feed::workflow(id, "workflow");
     let mut events = Subscription::open(api, feed).await?;
     let mut current = api.find::<ops::GetWorkflow>(&[id]).await?;
+    // Under approve-all a plan waits only for the approval service's decision, made at once:
+    // nothing for a person to do, so no hint (and the decision says who made it).
+    let approve_all = match &current {
+        Some(wf) if wf.approve_all => true,
+        Some(wf) => api
+            .find::<ops::GetInstall>(&[&wf.install])
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|i| i.approve_all),
+        None => false,
+    };
     let mut seen: Vec<StepStatus> = Vec::new();
     let mut latest = LatestLines::default();
     loop {
         check()?;
         if let Some(wf) = &current {
-            print_changes(wf, &mut seen, started);
+            print_changes(wf, &mut seen, started, approve_all);
             if wf.status.is_terminal() {
                 return Ok(wf.clone());
             }
@@ -63,19 +75,24 @@ fn workflow_of(event: &eventsource_stream::Event) -> Option<Workflow> {
     serde_json::from_value(e.record?).ok()
 }
 
-/// Prints each step whose status changed since `seen`, and how to decide on a plan waiting.
-fn print_changes(wf: &Workflow, seen: &mut Vec<StepStatus>, started: Instant) {
+/// Prints each step whose status changed since `seen`, and how to decide on a plan waiting
+/// (under approve-all, a waiting plan is not printed: it is decided at once).
+fn print_changes(wf: &Workflow, seen: &mut Vec<StepStatus>, started: Instant, approve_all: bool) {
     seen.resize(wf.steps.len(), StepStatus::Pending);
     for s in &wf.steps {
         let before = seen[s.index as usize];
         if s.status == before || s.status == StepStatus::Pending {
             continue;
         }
-        let msg = s
-            .message
-            .as_deref()
-            .map(|m| format!("  {m}"))
-            .unwrap_or_default();
+        if s.status == StepStatus::Waiting && approve_all {
+            seen[s.index as usize] = s.status;
+            continue;
+        }
+        let msg = match (s.message.as_deref(), s.actor.as_deref()) {
+            (Some("plan approved"), Some("approve-all")) => "  approved (approve-all)".to_string(),
+            (Some(m), _) => format!("  {m}"),
+            (None, _) => String::new(),
+        };
         step(
             started,
             &format!(

@@ -272,6 +272,24 @@ command = "echo repaired"
         "{why}"
     );
     assert!(shown.contains("not granted"), "{shown}");
+    // The refusal's command works as printed: it names this runner's data directory.
+    let printed = why
+        .split("grant it on the runner host: ")
+        .nth(1)
+        .and_then(|c| c.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("no command in {why}"));
+    assert!(
+        printed.starts_with("ferry-runner break-glass grant admin-access --for 1h --data-dir "),
+        "{printed}"
+    );
+    let help = std::process::Command::new(bin("ferry-runner"))
+        .args(["break-glass", "grant", "--help"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("--data-dir"),
+        "{help:?}"
+    );
 
     let grant = |args: &[&str]| {
         let out = std::process::Command::new(bin("ferry-runner"))
@@ -286,6 +304,17 @@ command = "echo repaired"
         assert!(out.status.success(), "{out:?}");
         String::from_utf8_lossy(&out.stdout).to_string()
     };
+    let ran = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(printed.replacen("ferry-runner", bin("ferry-runner").to_str().unwrap(), 1))
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{ran:?}");
+    assert!(
+        grant(&["list"]).contains("admin-access\tuntil"),
+        "the printed command granted it"
+    );
+    grant(&["revoke", "admin-access"]);
     assert!(grant(&["grant", "admin-access", "--for", "4s"]).contains("granted admin-access"));
     let (ran, _) = run(&i.api);
     assert_eq!(name_of(&ran.status), "succeeded", "{ran:?}");

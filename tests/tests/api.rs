@@ -318,3 +318,45 @@ fn inputs_too_large_for_the_store_are_413_with_the_limit() {
         "{reply}"
     );
 }
+
+/// axum's own rejections (not JSON: 415; JSON of the wrong shape: 422; a wrong method: 405)
+/// come back as the same `{"error": ...}` JSON as every other error.
+#[test]
+fn framework_rejections_are_json_errors_too() {
+    let nats = NatsServer::start();
+    let (_server, api) = Proc::server(&nats.url, nats.dir.path().join("server.log"));
+    let bearer = format!(
+        "authorization: Bearer {}",
+        ferry_tests::token_for(&api).unwrap()
+    );
+    let call = |method: &str, content_type: &str, body: &str| {
+        let out = Command::new("curl")
+            .args(["-s", "-w", "\n%{http_code}", "-X", method])
+            .args([
+                "-H",
+                &bearer,
+                "-H",
+                &format!("content-type: {content_type}"),
+            ])
+            .args(["--data-binary", body])
+            .arg(format!("{api}/v1/installs"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let (body, code) = text.rsplit_once('\n').unwrap();
+        (code.to_string(), body.to_string())
+    };
+    for (method, content_type, body, want) in [
+        ("POST", "text/plain", "name=x", "415"),
+        ("POST", "application/json", "{\"name\": 3}", "422"),
+        ("POST", "application/json", "{not json", "400"),
+        ("PUT", "application/json", "{}", "405"),
+    ] {
+        let (code, text) = call(method, content_type, body);
+        assert_eq!(code, want, "{method} {content_type} {body}: {text}");
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{want} is not JSON ({e}): {text}"));
+        let error = json["error"].as_str().unwrap_or_default();
+        assert!(!error.is_empty(), "{want}: {text}");
+    }
+}

@@ -137,6 +137,9 @@ fn wait_follows_a_workflow_and_its_exit_code_says_how_it_ended() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("greeter    apply    ✓ succeeded"), "{out}");
     assert!(out.contains("succeeded"), "{out}");
+    // Under approve-all nothing waits for a person: no hint, and the decision says who made it.
+    assert!(!out.contains("waits for a decision"), "{out}");
+    assert!(out.contains("approved (approve-all)"), "{out}");
 
     // A failing apply: --wait exits 1 and says why; `workflows get` exits 1 too.
     std::fs::write(
@@ -296,6 +299,13 @@ fn skipping_a_waiting_plan_and_a_failed_step_records_who_and_runs_on() {
 
     let (code, out, err) = ferry(&api, &["workflows", "skip", &wf, "--step", "greeter"]);
     assert_eq!(code, 0, "{out}{err}");
+    // The skip says what it puts at stake: what depends on greeter, which never deployed here.
+    assert!(
+        err.contains(
+            "warning: counter, reporter depend on greeter: greeter has never deployed on prod"
+        ),
+        "{err}"
+    );
     let w = wait_until(&api, &wf, 60, "greeter's apply to be skipped", |w| {
         step_is(w, "greeter", "apply", "skipped")
     });

@@ -107,3 +107,95 @@ fn audit_records_the_stream_refuses_are_retried_and_counted_not_lost() {
     );
     assert!(counter(&api, failures) >= 3.0);
 }
+
+/// `ferry audit` reads the record back: filtered by install, actor and action family, as text
+/// or JSON lines, following new records with `-f`; a viewer may not read it.
+#[test]
+fn ferry_audit_reads_filters_exports_and_follows_the_record() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    ferry_tests::sync_hello(&api, &repo_root().join("examples/hello"));
+    for name in ["prod", "stage"] {
+        let (code, out, err) = ferry_tests::create_hello(&api, name, &[]);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let (code, out, err) = ferry_tests::ferry(&api, &["installs", "label", "prod", "tier=gold"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    let (code, text, err) =
+        ferry_tests::ferry(&api, &["audit", "--install", "prod", "--action", "install"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("install.created") && l.contains(" prod")),
+        "{text}"
+    );
+    assert!(lines.iter().any(|l| l.contains("install.labels")), "{text}");
+    assert!(!text.contains("stage"), "another install's records: {text}");
+    assert!(lines.iter().all(|l| l.contains("token:admin")), "{text}");
+
+    let (code, jsonl, err) =
+        ferry_tests::ferry(&api, &["audit", "--action", "install.created", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let entries: Vec<ferry_model::api::AuditEntry> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let targets: Vec<&str> = entries.iter().map(|e| e.event.target.as_str()).collect();
+    assert_eq!(targets, ["prod", "stage"], "oldest first");
+
+    // Following: a record written after the reader caught up is printed.
+    let out = dir.path().join("follow.out");
+    let mut follower = Command::new(ferry_tests::bin("ferry"))
+        .env("FERRY_TOKEN", ferry_tests::token_for(&api).unwrap())
+        .args(["--api", &api, "audit", "--action", "install.labels", "-f"])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the follower to print the first record",
+        Duration::from_secs(20),
+        || {
+            std::fs::read_to_string(&out)
+                .unwrap_or_default()
+                .contains("tier")
+        },
+    );
+    let (code, _, err) = ferry_tests::ferry(&api, &["installs", "label", "stage", "tier=silver"]);
+    assert_eq!(code, 0, "{err}");
+    wait_until(
+        "the follower to print the new record",
+        Duration::from_secs(20),
+        || {
+            std::fs::read_to_string(&out)
+                .unwrap_or_default()
+                .contains("silver")
+        },
+    );
+    let _ = follower.kill();
+    let _ = follower.wait();
+
+    // Reading the record takes an admin token.
+    let (code, viewer, err) = ferry_tests::ferry(
+        &api,
+        &[
+            "tokens", "create", "--name", "look", "--role", "viewer", "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let viewer: CreatedToken = serde_json::from_str(&viewer).unwrap();
+    let denied = Command::new(ferry_tests::bin("ferry"))
+        .env("FERRY_TOKEN", &viewer.token)
+        .env("XDG_CONFIG_HOME", "/nonexistent/ferry-tests")
+        .args(["--api", &api, "audit"])
+        .output()
+        .unwrap();
+    assert!(!denied.status.success());
+    assert!(
+        String::from_utf8_lossy(&denied.stderr).contains("403"),
+        "{denied:?}"
+    );
+}

@@ -346,6 +346,33 @@ async fn installs(c: &Client) {
     let d = run::<ops::ReprovisionInstall>(c, &["c1"]).await.unwrap();
     let w = until(c, &d.workflow_id, "the reprovision", ended).await;
     assert_eq!(w.status, WorkflowStatus::Succeeded, "{w:?}");
+    // The audit record of the install: its creation and its workflows, oldest first.
+    let q = ferry_model::api::AuditQuery {
+        install: Some("c1".into()),
+        ..Default::default()
+    };
+    let page = call::<ops::ListAudit>(c, &[], &q, &()).await.unwrap();
+    let actions: Vec<&str> = page
+        .entries
+        .iter()
+        .map(|e| e.event.action.as_str())
+        .collect();
+    assert!(actions.contains(&"install.created"), "{actions:?}");
+    assert!(actions.contains(&"approval.approved"), "{actions:?}");
+    assert!(page.entries.iter().all(|e| e.event.install() == Some("c1")));
+    assert!(page.entries.windows(2).all(|w| w[0].seq < w[1].seq));
+    let bad = ferry_model::api::AuditQuery {
+        since: Some("yesterday".into()),
+        ..Default::default()
+    };
+    refused(
+        call::<ops::ListAudit>(c, &[], &bad, &()).await.unwrap_err(),
+        400,
+    );
+    // The example's readme, rendered for the install (no template in it: as written).
+    let readme = run::<ops::InstallReadme>(c, &["c1"]).await.unwrap();
+    assert!(readme.markdown.starts_with("# hello"), "{readme:?}");
+    assert_eq!(readme.warning, None);
     let stack = call::<ops::InstallStackOp>(c, &["c1"], &StackQuery::default(), &())
         .await
         .unwrap();

@@ -66,6 +66,12 @@ fn an_install_deleted_and_created_again_under_ferry_dev_deploys() {
         "created again and deployed: {out}{err}\n{}",
         output()
     );
+    // Only the new install's runner is listed under its name, not the deleted one's.
+    let runners: Vec<ferry_model::api::RunnerInfo> = ferry_tests::typed::cli(
+        &dev.api,
+        &["runners", "list", "--install", "again", "--json"],
+    );
+    assert_eq!(runners.len(), 1, "{runners:?}");
 }
 
 /// The CLI's habits a newcomer relies on: `--api` without a scheme, `ferry login --api URL`
@@ -73,7 +79,28 @@ fn an_install_deleted_and_created_again_under_ferry_dev_deploys() {
 /// log files without terminal colours.
 #[test]
 fn cli_habits_under_ferry_dev() {
-    let dev = FerryDev::start(&repo_root().join("examples/hello"), &[]);
+    // The hub's ports may be chosen (a firewall, a fixed leaf address for another host).
+    let (nats, leaf) = (ferry_tests::free_port(), ferry_tests::free_port());
+    // And its installs' runners may copy into a registry a cluster pulls from.
+    let registry = ferry_tests::RegistryServer::start();
+    let dev = FerryDev::start(
+        &repo_root().join("examples/hello"),
+        &[
+            "--nats-port",
+            &nats.to_string(),
+            "--leaf-port",
+            &leaf.to_string(),
+            "--registry",
+            &format!("http://{}", registry.host),
+        ],
+    );
+    assert!(ferry_tests::listening(nats) && ferry_tests::listening(leaf));
+    let catalog = Command::new("curl")
+        .args(["-s", &format!("http://{}/v2/_catalog", registry.host)])
+        .output()
+        .unwrap();
+    let catalog = String::from_utf8_lossy(&catalog.stdout);
+    assert!(catalog.contains("\"dev/greeter\""), "{catalog}");
     let token = ferry_tests::token_for(&dev.api).unwrap();
     let config = tempfile::tempdir().unwrap();
     let ferry = |args: &[&str]| {

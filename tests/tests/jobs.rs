@@ -77,6 +77,8 @@ fn cancel_stops_a_job_that_traps_sigterm() {
         .trim()
         .to_string();
     assert!(alive(&pid));
+    let install = || cli::<Install>(&api, &["installs", "get", "prod", "--json"]).status;
+    assert_eq!(name_of(&install()), "provisioning");
 
     let asked = Instant::now();
     let (code, out, err) = ferry(&api, &["workflows", "cancel", &wf, "--json"]);
@@ -84,6 +86,12 @@ fn cancel_stops_a_job_that_traps_sigterm() {
     let took = asked.elapsed();
     let done: Workflow = serde_json::from_str(&out).unwrap();
     assert_eq!(name_of(&done.status), "cancelled", "{done:?}");
+    // The install says its last workflow was cancelled, not that it failed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while name_of(&install()) != "cancelled" {
+        assert!(Instant::now() < deadline, "install is {:?}", install());
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert_eq!(
         name_of(&the_step(&done, "greeter", "apply").status),
         "cancelled"

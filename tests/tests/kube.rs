@@ -74,6 +74,12 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
     );
     assert_eq!(name_of(&w.status), "running", "{w:?}");
     let installed = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    // The sandbox's kubeconfig holds the cluster token: shown nowhere, used by the components.
+    assert_eq!(
+        installed.sandbox.outputs["kubeconfig"],
+        ferry_model::REDACTED,
+        "{installed:?}"
+    );
     let outputs = &installed.components["nginx"].outputs["image"];
     assert_eq!(outputs["digest"], image.as_str(), "{installed:?}");
     assert_eq!(outputs["tag"], "1.27-alpine", "{installed:?}");

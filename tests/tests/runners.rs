@@ -84,6 +84,15 @@ fn a_runner_says_once_why_it_cannot_reach_the_hub() {
     wait_until(&api, &wf, 120, "the deploy", |w| {
         name_of(&w.status) == "succeeded"
     });
+    // Coming up, a runner waits for the control plane to answer without a warning.
+    let started = std::fs::read_to_string(&log).unwrap();
+    let first_read = started
+        .find("reading offers from the control plane")
+        .unwrap_or_else(|| panic!("never read offers:\n{started}"));
+    assert!(
+        !started[..first_read].contains("WARN"),
+        "a warning before the link was up:\n{started}"
+    );
     cli::<ferry_model::api::Revoked>(&api, &["installs", "revoke", "prod", "--json"]);
     wait_in_log(&log, "the hub refuses install prod's certificate");
     std::thread::sleep(Duration::from_secs(5));

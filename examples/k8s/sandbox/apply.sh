@@ -10,4 +10,6 @@ kubeconfig="{\"apiVersion\": \"v1\", \"kind\": \"Config\",
 # The outputs file is a JSON object: the kubeconfig goes in as one string (quotes escaped, lines joined).
 escaped=$(printf '%s' "$kubeconfig" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\n' ' ')
 printf '{"kubeconfig": "%s"}\n' "$escaped" > "$FERRY_OUTPUTS"
+# It holds the cluster token: stored and used, never shown (installs get, the dashboard).
+echo kubeconfig > "$FERRY_SENSITIVE_OUTPUTS"
 echo "sandbox: components deploy into $CLUSTER_SERVER"

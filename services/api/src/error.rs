@@ -96,3 +96,41 @@ impl IntoResponse for ApiError {
         (status, Json(body)).into_response()
     }
 }
+
+/// The largest plain-text rejection rewritten as JSON (axum's are a line or two).
+const MAX_REJECTION: usize = 16 * 1024;
+
+/// axum's own rejections (a body that is not JSON: 415; JSON of the wrong shape: 422; a missing
+/// or malformed path or query: 400; a wrong method: 405) come as plain text: rewritten as the
+/// `{"error": ...}` every other error is, so a client reads one shape.
+pub async fn rejections_as_json(response: Response) -> Response {
+    let plain = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|v| v.starts_with("text/plain"));
+    if !response.status().is_client_error() || !plain {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = match axum::body::to_bytes(body, MAX_REJECTION).await {
+        Ok(b) => String::from_utf8_lossy(&b).trim().to_string(),
+        Err(_) => String::new(),
+    };
+    let error = if text.is_empty() {
+        parts
+            .status
+            .canonical_reason()
+            .unwrap_or("bad request")
+            .to_lowercase()
+    } else {
+        text
+    };
+    let mut out = (parts.status, Json(json!({ "error": error }))).into_response();
+    for (k, v) in parts.headers.iter() {
+        if k != axum::http::header::CONTENT_TYPE && k != axum::http::header::CONTENT_LENGTH {
+            out.headers_mut().insert(k, v.clone());
+        }
+    }
+    out
+}

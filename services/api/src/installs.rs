@@ -709,8 +709,8 @@ async fn start_on_install(
     record_workflow(s, &wf).await?;
     install.app_config_id = config_id.clone();
     install.last_workflow = Some(wf.id.clone());
-    if kind.sets_install_status() {
-        install.status = m::InstallStatus::Provisioning;
+    if let Some(status) = kind.install_status_while_running() {
+        install.status = status;
     }
     install.updated_at = m::now();
     match installs.update(&install, cur.revision).await {

@@ -33,6 +33,7 @@
 //! a connecting runner is, from its certificate.
 
 mod actions;
+mod audit;
 mod auth;
 pub mod bootstrap;
 pub mod callout;
@@ -113,6 +114,7 @@ pub(crate) fn now_unix() -> u64 {
         (name = "releases", description = "Config versions rolled out in waves"),
         (name = "runners", description = "Runners, their health, tokens and certificates"),
         (name = "tokens", description = "API tokens of the org"),
+        (name = "audit", description = "The org's audit record: who did what, when"),
     )
 )]
 struct ApiDoc;
@@ -157,6 +159,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
             stacks::publish_install_stack
         ))
         .routes(routes!(readme::install_readme))
+        .routes(routes!(audit::list_audit))
         .routes(routes!(bootstrap::runner_token))
         .routes(routes!(bootstrap::revoke))
         .routes(routes!(installs::set_approve_all))
@@ -259,6 +262,7 @@ pub fn router_with(
     // Packages are capped at 32 MiB by the CLI; leave room for the bundle's framing.
     .layer(axum::extract::DefaultBodyLimit::max(40 * 1024 * 1024))
     .merge(open)
+    .layer(axum::middleware::map_response(error::rejections_as_json))
     .with_state(state.clone())
     .merge(dashboard::router(state))
 }

@@ -30,17 +30,21 @@ async fn runners(s: &ApiState, install: Option<&str>) -> Result<Vec<m::api::Runn
     const FORGET_AFTER_MS: u64 = 24 * 3600 * 1000;
     let now = m::Timestamp::now();
     let mut all = s.store.repo::<m::RunnerRecord>().list(&s.org).await?;
-    let installs: std::collections::BTreeSet<String> = s
+    // Each install's creation: a runner first heard from before it served an install of that
+    // name that was deleted (a name can be used again).
+    let installs: std::collections::BTreeMap<String, u64> = s
         .store
         .repo::<m::Install>()
         .list(&s.org)
         .await?
         .into_iter()
-        .map(|i| i.name)
+        .map(|i| (i.name, m::ms_of(&i.created_at).unwrap_or(0)))
         .collect();
     all.retain(|r| {
         install.is_none_or(|i| r.install == i)
-            && installs.contains(&r.install)
+            && installs
+                .get(&r.install)
+                .is_some_and(|created| r.first_seen_ms >= *created)
             && now.ms().saturating_sub(r.last_seen_ms) < FORGET_AFTER_MS
     });
     all.sort_by(|a, b| (&a.install, b.last_seen_ms).cmp(&(&b.install, a.last_seen_ms)));

@@ -354,22 +354,12 @@ pub async fn skip_workflow(
     Json(r): Json<m::api::StepRef>,
 ) -> Result<(StatusCode, Json<Workflow>), ApiError> {
     let wf = workflow(&s, &id).await?;
-    let index = wf
-        .steps
-        .iter()
-        .find(|st| st.index.to_string() == r.step)
-        .or_else(|| {
-            wf.steps
-                .iter()
-                .find(|st| st.component == r.step && !st.status.is_done())
-        })
-        .map(|st| st.index)
-        .ok_or_else(|| {
-            ApiError::NotFound(format!(
-                "workflow {id} has no step `{}` left to skip",
-                r.step
-            ))
-        })?;
+    let index = wf.step_named(&r.step).ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "workflow {id} has no step `{}` left to skip",
+            r.step
+        ))
+    })?;
     wf.clone()
         .skip(index, &s.actor, m::Timestamp::now())
         .map_err(|e| ApiError::Conflict(format!("step {index} cannot be skipped: {e}")))?;
@@ -409,7 +399,9 @@ async fn reserve_again(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
         )));
     }
     let mut install = cur.value;
-    install.status = m::InstallStatus::Provisioning;
+    if let Some(status) = wf.kind.install_status_while_running() {
+        install.status = status;
+    }
     install.updated_at = m::now();
     match installs.update(&install, cur.revision).await {
         Ok(_) => {}

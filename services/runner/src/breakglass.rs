@@ -208,8 +208,13 @@ pub fn check(
     action: &str,
     api: Option<&ferry_protocol::messages::ApiGrant>,
 ) -> Result<String, String> {
-    let how =
-        format!("grant it on the runner host: ferry-runner break-glass grant {role} --for 1h");
+    // The command as it works on this host: this runner's own data directory, wherever it is
+    // (`ferry dev` keeps each install's runner under its own).
+    let dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    let how = format!(
+        "grant it on the runner host: ferry-runner break-glass grant {role} --for 1h --data-dir {}",
+        shell_word(&dir.to_string_lossy())
+    );
     let path = file(data_dir, role)?;
     let host: Option<Grant> = match std::fs::read(&path) {
         Ok(b) => Some(
@@ -244,6 +249,18 @@ pub fn check(
     })
 }
 
+/// `s` as one word of a POSIX shell command: as it is when it is plain, else single-quoted.
+fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@".contains(&b));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +270,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let e = check(d.path(), "admin", "fix", None).unwrap_err();
         assert!(e.contains("not granted"), "{e}");
+        assert!(
+            e.contains(&format!("--data-dir {}", d.path().display())),
+            "the command names this host's data directory: {e}"
+        );
+        assert_eq!(shell_word("/a b/it's"), "'/a b/it'\\''s'");
         grant(
             d.path(),
             "admin",

@@ -29,8 +29,15 @@ struct Args {
     /// names, and refuses to start if this names another.
     #[arg(long, env = "FERRY_INSTALL")]
     install: Option<String>,
-    /// Install-side data: the install's artifact store, component state, job work directories.
-    #[arg(long, env = "FERRY_RUNNER_DATA_DIR", default_value = ".ferry/runner")]
+    /// Install-side data: the install's artifact store, component state, job work directories,
+    /// break-glass grants. Give the running runner's own (`ferry dev` puts each install's
+    /// runner under its data directory: a refused action's message names it).
+    #[arg(
+        long,
+        env = "FERRY_RUNNER_DATA_DIR",
+        default_value = ".ferry/runner",
+        global = true
+    )]
     data_dir: PathBuf,
     /// The install's identity: `key.pem` (made here, never sent), `cert.pem` (from the hub's CA)
     /// and `ca.pem`. Default: `<data-dir>/identity`.

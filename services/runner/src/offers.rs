@@ -38,6 +38,15 @@ pub enum OffersError {
     Ask(#[from] AskError),
 }
 
+impl OffersError {
+    /// Nothing answers yet: the leaf link (or the control plane's scheduler) is not up.
+    pub fn nobody_serves(&self) -> bool {
+        match self {
+            OffersError::Ask(e) => e.nobody_serves(),
+        }
+    }
+}
+
 pub struct Offers {
     client: async_nats::Client,
     subject: String,

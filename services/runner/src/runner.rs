@@ -377,14 +377,30 @@ impl Runner {
         // first is a warning (a runner cut off for days must not fill its disk with the same
         // line); a doorbell still ends the pause at once.
         let mut failures: u32 = 0;
+        // Until offers were read once, "nobody answers" is the link coming up, not a fault.
+        let mut ever_read = false;
         loop {
             if walk || failures > 0 {
                 match self.take_offers(&offers).await {
-                    Ok(()) if failures > 0 => {
+                    Ok(()) if failures > 0 && ever_read => {
                         info!(failures, "reading offers again");
                         failures = 0;
                     }
-                    Ok(()) => {}
+                    Ok(()) => {
+                        if !ever_read {
+                            info!("reading offers from the control plane");
+                        }
+                        ever_read = true;
+                        failures = 0;
+                    }
+                    Err(e) if !ever_read && e.nobody_serves() => {
+                        if failures == 0 {
+                            info!(
+                                "waiting for the control plane to answer (the link is coming up)"
+                            );
+                        }
+                        failures = failures.saturating_add(1);
+                    }
                     Err(e) => {
                         if failures == 0 {
                             warn!(error = %e, "reading offers failed; trying again, less often while it fails");
@@ -421,20 +437,21 @@ impl Runner {
     /// Walks the install's offers from the first, claiming each while a slot is free. Offers are
     /// read by direct get (no consumer: the hub keeps nothing per install for dispatch); the
     /// scheduler deletes an offer once its claim is decided, so what is left is what is still open.
-    async fn take_offers(&self, offers: &crate::offers::Offers) -> Result<(), RunnerError> {
+    async fn take_offers(
+        &self,
+        offers: &crate::offers::Offers,
+    ) -> Result<(), crate::offers::OffersError> {
         let mut after = 0;
         loop {
             if self.slots.available_permits() == 0 {
-                // Wait for a running job to finish rather than spin; then walk again.
-                let permit = self
-                    .slots
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .map_err(|e| RunnerError::Setup(e.to_string()))?;
+                // Wait for a running job to finish rather than spin; then walk again. The
+                // slots close only when the runner stops: nothing more to take then.
+                let Ok(permit) = self.slots.clone().acquire_owned().await else {
+                    return Ok(());
+                };
                 drop(permit);
             }
-            let Some(next) = offers.next(after).await.map_err(nats)? else {
+            let Some(next) = offers.next(after).await? else {
                 return Ok(());
             };
             after = next.seq;

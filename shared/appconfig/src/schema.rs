@@ -561,7 +561,7 @@ pub static POLICY: Schema = Schema {
 
 pub static POLICIES: Schema = Schema {
     name: "policies.toml",
-    doc: "Policies over plans. OPA (Rego) policies are compiled at validation (a policy that does not compile is an error) and evaluated by the install's runner against each plan: those of type `terraform_module` and `sandbox` with `input.plan` (`terraform show -json`), those of type `helm_chart`, `kubernetes_manifest` and `job` with each rendered Kubernetes object as `input` (as conftest gives them). A `deny` blocks the apply, a `warn` shows on the plan. Kyverno (`kubernetes_cluster`) policies and OPA policies of other types are kept but not enforced: validation warns about each by name, and the plans they reach say so.",
+    doc: "Policies over plans. OPA (Rego) policies are compiled at validation (a policy that does not compile is an error) and evaluated by the install's runner against each plan: those of type `terraform_module` and `sandbox` with `input.plan` (`terraform show -json`), those of type `helm_chart`, `kubernetes_manifest` and `job` with each rendered Kubernetes object as `input` (as conftest gives them). A `deny` blocks the apply, a `warn` shows on the plan. Kyverno (`kubernetes_cluster`) policies and OPA policies of other types are kept but not enforced: validation warns about each by name, and the plans they reach say so. The Rego contract (package, `deny`, `warn`, `input` per type) and examples: see \"Policy reference\" above.",
     groups: &[&[f("policy", Ty::Tables(&POLICY), "policies")]],
     free_tables: false,
 };

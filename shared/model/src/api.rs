@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AppConfigVersion, ComponentSummary, Install};
+use crate::{AppConfigVersion, AuditEvent, ComponentSummary, Install};
 
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SyncComponent {
@@ -437,6 +437,42 @@ pub struct EventsQuery {
 pub struct StackQuery {
     pub bundle_url: Option<String>,
     pub bundle_sha256: Option<String>,
+}
+
+/// `GET /v1/audit`: audit records, oldest first, filtered; combine filters freely.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// Records about this install (its workflows', jobs' and approvals' too).
+    pub install: Option<String>,
+    /// Records of this actor (`token:ci`, `scheduler`, `approve-all`).
+    pub actor: Option<String>,
+    /// This action (`install.deploy`), or every action of a family (`install`).
+    pub action: Option<String>,
+    /// Records from this time on (RFC 3339).
+    pub since: Option<String>,
+    /// Records after this position: the `next` of the page before.
+    pub after: Option<u64>,
+    /// At most this many records (default 500, at most 5,000).
+    pub limit: Option<usize>,
+}
+
+/// One audit record and its position in the audit stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AuditEntry {
+    pub seq: u64,
+    #[serde(flatten)]
+    pub event: AuditEvent,
+}
+
+/// A page of audit records: ask again with `after = next` for the ones after (and to follow).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+    /// The position read up to: what the next page starts after.
+    pub next: u64,
+    /// Whether records were left unread (the page filled up): ask again at once.
+    pub more: bool,
 }
 
 /// `GET /v1/installs/{name}/readme`: the app's readme rendered for the install, as Nuon renders

@@ -12,6 +12,69 @@ use crate::{AuditEvent, BreakGlassGrant, Job, Release, ReleaseStatus, Workflow, 
 /// The scheduler's own name as an actor.
 pub const SCHEDULER: &str = "scheduler";
 
+/// The most records one page of the audit reader holds, and what it holds unless asked.
+pub const AUDIT_PAGE_MAX: usize = 5000;
+pub const AUDIT_PAGE_DEFAULT: usize = 500;
+
+impl AuditEvent {
+    /// The install the record is about: the `install` its detail names, else its target when
+    /// the action is one on installs (`install.deploy`, `action.run`, `break_glass.granted`).
+    pub fn install(&self) -> Option<&str> {
+        if let Some(i) = self.detail.get("install").and_then(|v| v.as_str()) {
+            return Some(i);
+        }
+        let family = self.action.split('.').next().unwrap_or_default();
+        matches!(family, "install" | "action" | "break_glass").then_some(self.target.as_str())
+    }
+}
+
+impl crate::api::AuditQuery {
+    /// What of the query cannot be understood, if anything: checked before any record is read.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(since) = &self.since
+            && crate::ms_of(since).is_none()
+        {
+            return Err(format!(
+                "since {since:?}: an RFC 3339 time (2026-11-27T10:00:00Z)"
+            ));
+        }
+        if self.limit.is_some_and(|l| l == 0 || l > AUDIT_PAGE_MAX) {
+            return Err(format!("limit: 1 to {AUDIT_PAGE_MAX}"));
+        }
+        Ok(())
+    }
+
+    /// `since` in Unix milliseconds.
+    pub fn since_ms(&self) -> Option<u64> {
+        self.since.as_deref().and_then(crate::ms_of)
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit.unwrap_or(AUDIT_PAGE_DEFAULT).min(AUDIT_PAGE_MAX)
+    }
+
+    /// Whether the record is one the query asks for: its install, its actor, its action (`install`
+    /// asks for every `install.*`), from `since` on.
+    pub fn matches(&self, e: &AuditEvent) -> bool {
+        let action_ok = self.action.as_deref().is_none_or(|a| {
+            e.action == a
+                || e.action
+                    .strip_prefix(a)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        });
+        let since_ok = self
+            .since_ms()
+            .is_none_or(|s| crate::ms_of(&e.at).is_some_and(|at| at >= s));
+        action_ok
+            && since_ok
+            && self.actor.as_deref().is_none_or(|a| e.actor == a)
+            && self
+                .install
+                .as_deref()
+                .is_none_or(|i| e.install() == Some(i))
+    }
+}
+
 impl AuditEvent {
     /// A job ended, by its runner's result or by the scheduler (a timeout, a lost last lease, a
     /// cancel before any runner took it). The error and the plan's summary say what policies
@@ -24,6 +87,7 @@ impl AuditEvent {
             action: format!("job.{}", job.status.name()),
             target: job.id.clone(),
             detail: json!({
+                "install": job.install,
                 "kind": job.kind,
                 "component": job.component,
                 "workflow": job.workflow_id,

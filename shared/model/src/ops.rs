@@ -184,6 +184,9 @@ operations! {
     /// The template published to the vendor's bucket, with the console's quick-create link.
     PublishInstallStack = publish_install_stack: Post "/v1/installs/{name}/stack", Operator,
         query (), body PublishStack, reply crate::StackTemplate;
+    /// Audit records, filtered (admin): pages of JSON.
+    ListAudit = list_audit: Get "/v1/audit", Admin,
+        query AuditQuery, body (), reply AuditPage;
     /// The app's readme rendered for the install.
     InstallReadme = install_readme: Get "/v1/installs/{name}/readme", Viewer,
         query (), body (), reply Readme;

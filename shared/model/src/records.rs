@@ -85,11 +85,50 @@ pub struct Build {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InstallStatus {
+    /// Its sandbox (and what follows) is being provisioned.
     Provisioning,
+    /// A deploy (or a runbook) is changing what it runs.
+    Deploying,
+    /// A teardown is destroying what it deployed.
+    TearingDown,
     Active,
     Failed,
+    /// Its last deploy was cancelled part way: some components may run the new config, some
+    /// the old.
+    Cancelled,
     /// Everything it deployed was destroyed.
     TornDown,
+}
+
+impl InstallStatus {
+    /// Every status, in the order an install's life meets them.
+    pub const ALL: [InstallStatus; 7] = [
+        InstallStatus::Provisioning,
+        InstallStatus::Deploying,
+        InstallStatus::Active,
+        InstallStatus::Failed,
+        InstallStatus::Cancelled,
+        InstallStatus::TearingDown,
+        InstallStatus::TornDown,
+    ];
+
+    /// The status's name, as the API, filters and the dashboard say it.
+    pub fn label(self) -> &'static str {
+        match self {
+            InstallStatus::Provisioning => "provisioning",
+            InstallStatus::Deploying => "deploying",
+            InstallStatus::TearingDown => "tearing_down",
+            InstallStatus::Active => "active",
+            InstallStatus::Failed => "failed",
+            InstallStatus::Cancelled => "cancelled",
+            InstallStatus::TornDown => "torn_down",
+        }
+    }
+
+    /// Every status's name (what `installs list --status` takes).
+    pub fn labels() -> Vec<&'static str> {
+        InstallStatus::ALL.iter().map(|s| s.label()).collect()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, utoipa::ToSchema)]

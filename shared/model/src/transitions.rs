@@ -342,14 +342,31 @@ impl Install {
         }
         self.last_workflow = Some(workflow.to_string());
         self.app_config_id = config_id.to_string();
-        self.status = InstallStatus::Provisioning;
+        self.status = WorkflowKind::DeployComponents
+            .install_status_while_running()
+            .unwrap_or(self.status);
         self.updated_at = now.to_string();
         true
     }
 }
 
+impl WorkflowKind {
+    /// The install's status while a workflow of this kind runs, for kinds that set it.
+    pub fn install_status_while_running(self) -> Option<InstallStatus> {
+        match self {
+            WorkflowKind::Provision => Some(InstallStatus::Provisioning),
+            WorkflowKind::Teardown => Some(InstallStatus::TearingDown),
+            WorkflowKind::DeployComponents | WorkflowKind::Runbook => {
+                Some(InstallStatus::Deploying)
+            }
+            WorkflowKind::Action | WorkflowKind::DriftCheck => None,
+        }
+    }
+}
+
 impl Workflow {
-    /// The install's status once this workflow has ended, for kinds that set it.
+    /// The install's status once this workflow has ended, for kinds that set it: active after
+    /// a success (torn down after a teardown), cancelled when cancelled, else failed.
     pub fn install_status(&self) -> Option<InstallStatus> {
         if !self.kind.sets_install_status() || !self.status.is_terminal() {
             return None;
@@ -357,6 +374,7 @@ impl Workflow {
         Some(match (self.status, self.kind) {
             (WorkflowStatus::Succeeded, WorkflowKind::Teardown) => InstallStatus::TornDown,
             (WorkflowStatus::Succeeded, _) => InstallStatus::Active,
+            (WorkflowStatus::Cancelled, _) => InstallStatus::Cancelled,
             _ => InstallStatus::Failed,
         })
     }

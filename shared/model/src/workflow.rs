@@ -46,7 +46,7 @@ impl WorkflowKind {
 
     /// Whether finishing it changes the install's status (it deploys or destroys something).
     pub fn sets_install_status(self) -> bool {
-        !matches!(self, WorkflowKind::Action | WorkflowKind::DriftCheck)
+        self.install_status_while_running().is_some()
     }
 
     /// Whether it holds the install while it runs (one such workflow at a time): everything that
@@ -573,6 +573,48 @@ impl Workflow {
         self.steps.get(index as usize)
     }
 
+    /// The step a person names: its index, or its component's first step not done yet.
+    pub fn step_named(&self, name: &str) -> Option<u32> {
+        self.steps
+            .iter()
+            .find(|s| s.index.to_string() == name)
+            .or_else(|| {
+                self.steps
+                    .iter()
+                    .find(|s| s.component == name && !s.status.is_done())
+            })
+            .map(|s| s.index)
+    }
+
+    /// The components whose steps not done yet wait, directly or through others, on a step of
+    /// `component`: what skipping it leaves to run with whatever it deployed before.
+    pub fn dependents_of(&self, component: &str) -> Vec<String> {
+        let mut reached: Vec<u32> = self
+            .steps
+            .iter()
+            .filter(|s| s.component == component)
+            .map(|s| s.index)
+            .collect();
+        let mut out: Vec<String> = Vec::new();
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for s in &self.steps {
+                if !reached.contains(&s.index) && s.after.iter().any(|a| reached.contains(a)) {
+                    reached.push(s.index);
+                    grew = true;
+                    if !s.status.is_done()
+                        && s.component != component
+                        && !out.contains(&s.component)
+                    {
+                        out.push(s.component.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
     pub fn step_mut(&mut self, index: u32) -> Option<&mut Step> {
         self.steps.get_mut(index as usize)
     }
@@ -641,6 +683,32 @@ mod tests {
             plan_c.after,
             vec![w.find("c", StepKind::Sync).unwrap().index]
         );
+    }
+
+    #[test]
+    fn a_step_is_named_by_index_or_component_and_its_dependents_are_found() {
+        let mut w = wf();
+        let a_build = w.find("a", StepKind::Build).unwrap().index;
+        assert_eq!(w.step_named("a"), Some(a_build));
+        assert_eq!(w.step_named(&a_build.to_string()), Some(a_build));
+        assert_eq!(w.step_named("nope"), None);
+        assert_eq!(w.dependents_of("a"), vec!["c".to_string()]);
+        assert_eq!(
+            w.dependents_of("sandbox"),
+            vec!["a".to_string(), "b".to_string(), "c".to_string()]
+        );
+        assert!(w.dependents_of("c").is_empty());
+        // Done steps are no longer at stake.
+        for k in [
+            StepKind::Build,
+            StepKind::Sync,
+            StepKind::Plan,
+            StepKind::Approve,
+            StepKind::Apply,
+        ] {
+            finish(&mut w, "c", k, StepStatus::Succeeded);
+        }
+        assert!(w.dependents_of("a").is_empty());
     }
 
     #[test]

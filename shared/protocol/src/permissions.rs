@@ -53,6 +53,19 @@ impl Grant {
         ])
     }
 
+    /// Ordered consumers on `stream` only: reading it in order, from a position or a time,
+    /// without acknowledging anything (the audit reader's access to `AUDIT`).
+    fn watch(&mut self, stream: &str) -> &mut Self {
+        self.publish([
+            format!("$JS.API.CONSUMER.CREATE.{stream}"),
+            format!("$JS.API.CONSUMER.CREATE.{stream}.>"),
+            format!("$JS.API.CONSUMER.INFO.{stream}.>"),
+            format!("$JS.API.CONSUMER.DELETE.{stream}.>"),
+            format!("$JS.API.CONSUMER.MSG.NEXT.{stream}.>"),
+            format!("$JS.FC.{stream}.>"),
+        ])
+    }
+
     /// A KV bucket: read, write (every write is a publish with its expected revision), list.
     fn kv(&mut self, bucket: &str) -> &mut Self {
         let stream = format!("KV_{bucket}");
@@ -105,6 +118,8 @@ pub fn service(name: &str) -> Option<Grant> {
                 .consume(resources::LOGS.name)
                 .read(resources::LOGS.name)
                 .consume(resources::events::STREAM)
+                // `GET /v1/audit` reads the audit record; nothing may change it.
+                .watch(resources::AUDIT.name)
                 .subscribe([
                     "$SYS.REQ.USER.AUTH".to_string(),
                     subjects::RENEW_ALL.to_string(),
@@ -214,8 +229,14 @@ mod tests {
         for s in SERVICES {
             let g = service(s).unwrap();
             assert!(!g.publish.is_empty() && !g.subscribe.is_empty(), "{s}");
+            // Reading AUDIT in order is allowed (the API's audit reader); nothing else on it.
+            let mut reader = Grant::default();
+            reader.watch(resources::AUDIT.name);
             for p in &g.publish {
-                assert!(!p.contains("AUDIT"), "{s} may publish {p}");
+                assert!(
+                    !p.contains("AUDIT") || reader.publish.contains(p),
+                    "{s} may publish {p}"
+                );
                 assert!(
                     !p.starts_with("$JS.API.STREAM.UPDATE")
                         && !p.starts_with("$JS.API.STREAM.DELETE"),

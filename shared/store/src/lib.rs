@@ -6,6 +6,7 @@
 //! query can see another org's data by forgetting a filter.
 
 mod archive;
+mod audit;
 mod bus;
 pub mod events;
 mod feed;

@@ -7,7 +7,9 @@
 //!
 //! Environment: the component's `env_vars`, plus `FERRY_COMPONENT`, `FERRY_INSTALL`, `FERRY_ORG`,
 //! `FERRY_PHASE`, `FERRY_STATE_DIR` (kept between jobs), `FERRY_WORK_DIR`, and for apply `FERRY_OUTPUTS`:
-//! a file the script writes its outputs to, as a JSON object.
+//! a file the script writes its outputs to, as a JSON object, and `FERRY_SENSITIVE_OUTPUTS`: a
+//! file it writes the names of its sensitive outputs to, one a line (a kubeconfig with a token:
+//! stored and used, shown nowhere).
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -132,7 +134,10 @@ fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
         )));
     }
     let outputs_file = job.work_dir.join("outputs.json");
-    let status = run(command(job, "apply.sh", &plan.env).env("FERRY_OUTPUTS", &outputs_file))?;
+    let sensitive_file = job.work_dir.join("sensitive-outputs");
+    let status = run(command(job, "apply.sh", &plan.env)
+        .env("FERRY_OUTPUTS", &outputs_file)
+        .env("FERRY_SENSITIVE_OUTPUTS", &sensitive_file))?;
     if !status.success() {
         return Err(PluginError(format!("apply.sh failed ({status})")));
     }
@@ -152,8 +157,16 @@ fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
         },
         Err(_) => Default::default(),
     };
+    let sensitive_outputs = std::fs::read_to_string(&sensitive_file)
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(String::from)
+        .collect();
     Ok(PluginResult {
         outputs,
+        sensitive_outputs,
         ..Default::default()
     })
 }

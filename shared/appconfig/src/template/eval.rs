@@ -132,20 +132,26 @@ impl Ctx<'_> {
         Ok(())
     }
 
+    /// What an action prints: Go's printing of the value, escaped as html/template escapes it
+    /// when rendering as HTML.
+    fn print(&self, v: V, out: &mut String) {
+        match v {
+            // html/template skips a nil.
+            V::Null if self.html => {}
+            // text/template prints a nil interface (a JSON null) as `<no value>`.
+            V::Null => out.push_str("<no value>"),
+            v if self.html => html_escape_into(out, &v.print()),
+            v => out.push_str(&v.print()),
+        }
+    }
+
     fn node(&mut self, n: &Node, dot: &V, out: &mut String) -> Result<(), TemplateError> {
         match n {
             Node::Text(t) => out.push_str(t),
             Node::Action(p) => {
                 let v = self.pipeline(p, dot)?;
                 if p.vars.is_empty() {
-                    match v {
-                        // html/template skips a nil.
-                        V::Null if self.html => {}
-                        // text/template prints a nil interface (a JSON null) as `<no value>`.
-                        V::Null => out.push_str("<no value>"),
-                        v if self.html => html_escape_into(out, &v.print()),
-                        v => out.push_str(&v.print()),
-                    }
+                    self.print(v, out);
                 }
             }
             Node::If {

@@ -484,7 +484,7 @@ fn ended(kind: WorkflowKind, status: WorkflowStatus) -> Workflow {
 }
 
 #[test]
-fn a_deploy_leaves_the_install_active_or_failed() {
+fn a_deploy_leaves_the_install_active_failed_or_cancelled() {
     let mut i = install();
     assert!(i.workflow_ended(
         &ended(WorkflowKind::Provision, WorkflowStatus::Succeeded),
@@ -492,11 +492,38 @@ fn a_deploy_leaves_the_install_active_or_failed() {
     ));
     assert_eq!(i.status, InstallStatus::Active);
     assert_eq!(i.updated_at, NOW);
-    for s in [WorkflowStatus::Failed, WorkflowStatus::Cancelled] {
+    for (s, want) in [
+        (WorkflowStatus::Failed, InstallStatus::Failed),
+        (WorkflowStatus::Cancelled, InstallStatus::Cancelled),
+    ] {
         let mut i = install();
         i.workflow_ended(&ended(WorkflowKind::DeployComponents, s), at(NOW));
-        assert_eq!(i.status, InstallStatus::Failed);
+        assert_eq!(i.status, want);
     }
+}
+
+#[test]
+fn an_install_says_what_its_running_workflow_does() {
+    for (kind, want) in [
+        (WorkflowKind::Provision, Some(InstallStatus::Provisioning)),
+        (
+            WorkflowKind::DeployComponents,
+            Some(InstallStatus::Deploying),
+        ),
+        (WorkflowKind::Runbook, Some(InstallStatus::Deploying)),
+        (WorkflowKind::Teardown, Some(InstallStatus::TearingDown)),
+        (WorkflowKind::Action, None),
+        (WorkflowKind::DriftCheck, None),
+    ] {
+        assert_eq!(kind.install_status_while_running(), want, "{kind:?}");
+        assert_eq!(kind.sets_install_status(), want.is_some(), "{kind:?}");
+    }
+    let names = InstallStatus::labels();
+    for s in InstallStatus::ALL {
+        let json = serde_json::to_value(s).unwrap();
+        assert_eq!(json.as_str(), Some(s.label()), "one name for {s:?}");
+    }
+    assert_eq!(names.len(), InstallStatus::ALL.len());
 }
 
 #[test]
@@ -577,7 +604,7 @@ fn a_reservation_holds_only_if_nobody_took_the_install_meanwhile() {
     assert!(i.reserve(Some("w"), "r1", "c2", at(NOW)));
     assert_eq!(i.last_workflow.as_deref(), Some("r1"));
     assert_eq!(i.app_config_id, "c2");
-    assert_eq!(i.status, InstallStatus::Provisioning);
+    assert_eq!(i.status, InstallStatus::Deploying, "a release deploys");
 }
 
 #[test]
