@@ -291,6 +291,29 @@ pub(crate) enum InstallsCmd {
         #[arg(long, requires = "upload")]
         json: bool,
     },
+    /// The workflows that changed what this install runs (provisions, deploys, runbooks,
+    /// teardowns), newest first: the config version each deployed, who asked, how it ended.
+    History {
+        /// The install's name.
+        name: String,
+        #[command(flatten)]
+        out: ListOutput,
+    },
+    /// Deploy the config version the install ran before its current one (or `--to` a given
+    /// one): a deploy like any other, with its plans and approvals.
+    Rollback {
+        /// The install's name.
+        name: String,
+        /// The config version to go back to (its id, as `installs history` shows it).
+        #[arg(long, value_name = "CONFIG_ID")]
+        to: Option<String>,
+        /// Follow the workflow until it ends; exit 1 unless it succeeded.
+        #[arg(long)]
+        wait: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// The app's readme (metadata `readme`) rendered for this install, as Nuon renders it: its
     /// templates read the install's inputs and outputs (`{{ .nuon.components.db.outputs.host }}`),
     /// every printed value HTML-escaped. A readme that reads something the install does not
@@ -472,6 +495,10 @@ pub(crate) enum InstallsCmd {
         /// `ferry workflows get W`.
         #[arg(long)]
         plan_only: bool,
+        /// Deploy this config version of the app (its id, as `apps sync` and `installs history`
+        /// show it) instead of the latest: an earlier one rolls back.
+        #[arg(long, value_name = "CONFIG_ID")]
+        config: Option<String>,
         /// Follow the workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,

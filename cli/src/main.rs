@@ -8,6 +8,7 @@ mod commands;
 mod dev;
 mod devprocs;
 mod fetch;
+mod history;
 mod listings;
 mod logs;
 mod plans;
@@ -162,6 +163,7 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
             components,
             with_dependents,
             plan_only,
+            config,
             wait,
             json,
         } => {
@@ -169,6 +171,21 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
                 components,
                 with_dependents,
                 plan_only,
+                config,
+            };
+            start(api, &name, "deploy", &scope, wait, json).await
+        }
+        InstallsCmd::History { name, out } => history::show(api, &name, out.format()).await,
+        InstallsCmd::Rollback {
+            name,
+            to,
+            wait,
+            json,
+        } => {
+            let config = history::rollback_config(api, &name, to.as_deref()).await?;
+            let scope = ferry_model::DeployScope {
+                config: Some(config),
+                ..Default::default()
             };
             start(api, &name, "deploy", &scope, wait, json).await
         }
@@ -285,8 +302,8 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
         } => {
             let scope = ferry_model::DeployScope {
                 components,
-                with_dependents: false,
                 plan_only: true,
+                ..Default::default()
             };
             start(api, &name, "drift-check", &scope, wait, json).await
         }

@@ -369,6 +369,12 @@ async fn installs(c: &Client) {
         call::<ops::ListAudit>(c, &[], &bad, &()).await.unwrap_err(),
         400,
     );
+    // Its history: the provision and the deploys, newest first.
+    let history = run::<ops::InstallHistory>(c, &["c1"]).await.unwrap();
+    assert_eq!(
+        history.last().map(|h| h.kind),
+        Some(ferry_model::WorkflowKind::Provision)
+    );
     // The example's readme, rendered for the install (no template in it: as written).
     let readme = run::<ops::InstallReadme>(c, &["c1"]).await.unwrap();
     assert!(readme.markdown.starts_with("# hello"), "{readme:?}");

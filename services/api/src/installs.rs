@@ -71,7 +71,7 @@ pub(crate) fn blank_workflow(
     config_id: &str,
     scope: m::DeployScope,
 ) -> Workflow {
-    Workflow::requested(
+    let mut wf = Workflow::requested(
         m::new_id(),
         &s.org,
         install,
@@ -79,7 +79,9 @@ pub(crate) fn blank_workflow(
         config_id,
         scope,
         m::Timestamp::now(),
-    )
+    );
+    wf.requested_by = Some(s.actor.clone());
+    wf
 }
 
 /// Records a workflow and its open mark (see [`new_workflow`]).
@@ -602,12 +604,29 @@ async fn config_to_run(
     s: &ApiState,
     install: &Install,
     kind: m::WorkflowKind,
+    asked: Option<&str>,
 ) -> Result<String, ApiError> {
     if matches!(
         kind,
         m::WorkflowKind::Teardown | m::WorkflowKind::DriftCheck
     ) {
         return Ok(install.app_config_id.clone());
+    }
+    // A config version named (a rollback): one of the install's own app, checked before use.
+    if let Some(id) = asked {
+        crate::ids::check_filter("config", Some(id))?;
+        let found = s
+            .store
+            .repo::<m::AppConfigVersion>()
+            .get(&s.org, id)
+            .await?;
+        return match found {
+            Some(c) if c.value.app == install.app => Ok(id.to_string()),
+            _ => Err(ApiError::NotFound(format!(
+                "app `{}` has no config version `{id}`",
+                install.app
+            ))),
+        };
     }
     s.store
         .repo::<App>()
@@ -670,6 +689,7 @@ async fn with_inputs(
             components: readers,
             with_dependents: true,
             plan_only: false,
+            config: None,
         });
     }
     Ok(scope)
@@ -692,7 +712,7 @@ async fn start_on_install(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("install `{name}` not found")))?;
     let preempted = not_busy(s, &cur.value, kind).await?;
-    let config_id = config_to_run(s, &cur.value, kind).await?;
+    let config_id = config_to_run(s, &cur.value, kind, scope.config.as_deref()).await?;
     check_request(s, &config_id, runbook.as_deref(), &scope).await?;
     let mut install = cur.value;
     let cause = inputs.as_ref().map(|_| "update-inputs".to_string());

@@ -41,6 +41,7 @@ mod dashboard;
 mod error;
 mod events;
 mod handlers;
+mod history;
 mod ids;
 mod installs;
 mod jobs;
@@ -159,6 +160,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
             stacks::publish_install_stack
         ))
         .routes(routes!(readme::install_readme))
+        .routes(routes!(history::install_history))
         .routes(routes!(audit::list_audit))
         .routes(routes!(bootstrap::runner_token))
         .routes(routes!(bootstrap::revoke))

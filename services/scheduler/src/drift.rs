@@ -47,6 +47,7 @@ impl Scheduler {
                 components: vec![component.to_string()],
                 with_dependents: false,
                 plan_only: true,
+                config: None,
             },
             m::Timestamp::now(),
         );

@@ -53,11 +53,13 @@ pub(crate) fn lay_out_runbook(
                 components: vec![component.clone()],
                 with_dependents: *dependents,
                 plan_only: *plan_only,
+                config: None,
             })?,
             RunbookStepKind::SandboxReprovision { skip_components } => deploy(m::DeployScope {
                 components: vec![m::SANDBOX.into()],
                 with_dependents: !skip_components,
                 plan_only: false,
+                config: None,
             })?,
             RunbookStepKind::SandboxDeprovision => teardown(m::SANDBOX),
             RunbookStepKind::ComponentTearDown { component } => teardown(component),

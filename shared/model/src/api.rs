@@ -439,6 +439,52 @@ pub struct StackQuery {
     pub bundle_sha256: Option<String>,
 }
 
+/// One entry of an install's history (`GET /v1/installs/{name}/history`): a workflow that
+/// changed what it runs, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct HistoryEntry {
+    pub workflow_id: String,
+    pub kind: crate::WorkflowKind,
+    /// The config version it deployed.
+    pub app_config_id: String,
+    pub status: crate::WorkflowStatus,
+    /// Who asked for it, or what started it (`release R`, a schedule).
+    pub by: String,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+}
+
+impl HistoryEntry {
+    /// The entry of a workflow that changes what the install runs; `None` for an action run or
+    /// a drift check.
+    pub fn of(wf: &crate::Workflow) -> Option<HistoryEntry> {
+        wf.kind.sets_install_status().then(|| HistoryEntry {
+            workflow_id: wf.id.clone(),
+            kind: wf.kind,
+            app_config_id: wf.app_config_id.clone(),
+            status: wf.status,
+            by: wf
+                .requested_by
+                .clone()
+                .or_else(|| wf.cause.clone())
+                .unwrap_or_else(|| crate::SCHEDULER.into()),
+            created_at: wf.created_at.clone(),
+            finished_at: wf.finished_at.clone(),
+        })
+    }
+
+    /// The config version a rollback goes back to: the newest successful deploy's config that
+    /// is not `current` (what the install runs now).
+    pub fn rollback_target<'a>(history: &'a [HistoryEntry], current: &str) -> Option<&'a str> {
+        history
+            .iter()
+            .filter(|h| h.status == crate::WorkflowStatus::Succeeded)
+            .filter(|h| h.kind != crate::WorkflowKind::Teardown)
+            .map(|h| h.app_config_id.as_str())
+            .find(|c| *c != current)
+    }
+}
+
 /// `GET /v1/audit`: audit records, oldest first, filtered; combine filters freely.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -187,6 +187,9 @@ operations! {
     /// Audit records, filtered (admin): pages of JSON.
     ListAudit = list_audit: Get "/v1/audit", Admin,
         query AuditQuery, body (), reply AuditPage;
+    /// The workflows that changed what the install runs, newest first.
+    InstallHistory = install_history: Get "/v1/installs/{name}/history", Viewer,
+        query (), body (), reply Vec<HistoryEntry>;
     /// The app's readme rendered for the install.
     InstallReadme = install_readme: Get "/v1/installs/{name}/readme", Viewer,
         query (), body (), reply Readme;

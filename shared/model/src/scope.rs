@@ -18,6 +18,10 @@ pub struct DeployScope {
     /// Build, sync and plan, then stop: no approval, no apply.
     #[serde(default)]
     pub plan_only: bool,
+    /// Deploy this config version of the app (an earlier one: a rollback) instead of its
+    /// latest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
 }
 
 impl DeployScope {
@@ -111,7 +115,7 @@ mod tests {
         DeployScope {
             components: components.iter().map(|s| s.to_string()).collect(),
             with_dependents,
-            plan_only: false,
+            ..Default::default()
         }
     }
 

@@ -270,6 +270,10 @@ pub struct Workflow {
     /// with `--approve-all`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approve_all: bool,
+    /// Who asked for it through the API (`token:ci`); none for what the control plane starts
+    /// itself (its `cause` says what: a release, a schedule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
 }
 
 /// The mark of a workflow that has not finished: written with the workflow, removed once it has
@@ -310,6 +314,7 @@ impl Workflow {
             cause: None,
             runbook: None,
             approve_all: false,
+            requested_by: None,
         }
     }
 
@@ -387,6 +392,7 @@ impl Workflow {
             cause: None,
             runbook: None,
             approve_all: false,
+            requested_by: None,
         };
         let mut apply_of: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         for (group, stage) in stages.iter().enumerate() {
@@ -683,6 +689,39 @@ mod tests {
             plan_c.after,
             vec![w.find("c", StepKind::Sync).unwrap().index]
         );
+    }
+
+    #[test]
+    fn history_keeps_deploys_says_who_and_finds_the_config_to_roll_back_to() {
+        use crate::api::HistoryEntry;
+        let mut deploy = wf();
+        deploy.kind = WorkflowKind::DeployComponents;
+        deploy.requested_by = Some("token:ci".into());
+        let h = HistoryEntry::of(&deploy).unwrap();
+        assert_eq!((h.by.as_str(), h.app_config_id.as_str()), ("token:ci", "c"));
+        let mut released = wf();
+        released.cause = Some("release r1".into());
+        assert_eq!(HistoryEntry::of(&released).unwrap().by, "release r1");
+        let mut check = wf();
+        check.kind = WorkflowKind::DriftCheck;
+        assert!(HistoryEntry::of(&check).is_none());
+
+        let entry = |config: &str, status, kind| HistoryEntry {
+            app_config_id: config.into(),
+            status,
+            kind,
+            ..h.clone()
+        };
+        let (ok, failed) = (WorkflowStatus::Succeeded, WorkflowStatus::Failed);
+        let deploys = WorkflowKind::DeployComponents;
+        let history = [
+            entry("c3", ok, deploys),
+            entry("c2", failed, deploys),
+            entry("c3", ok, WorkflowKind::Teardown),
+            entry("c1", ok, WorkflowKind::Provision),
+        ];
+        assert_eq!(HistoryEntry::rollback_target(&history, "c3"), Some("c1"));
+        assert_eq!(HistoryEntry::rollback_target(&history[3..], "c1"), None);
     }
 
     #[test]
