@@ -581,7 +581,20 @@ pub(crate) enum ReleasesCmd {
         /// person's decision, and the release with them).
         #[arg(long)]
         approve_all: bool,
+        /// Follow the release until it ends or halts (as `releases wait`); exit 1 unless it
+        /// succeeded.
+        #[arg(long)]
+        wait: bool,
         /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Follow a release, printing each wave as it starts and passes, until it ends (exit 0 when
+    /// it succeeded) or halts or is cancelled (exit 1, with why and what to do).
+    Wait {
+        /// The release's id.
+        id: String,
+        /// Print the release as JSON at the end.
         #[arg(long)]
         json: bool,
     },
@@ -714,7 +727,8 @@ pub(crate) enum WorkflowsCmd {
         /// The step: its index, or its component's name (as `workflows get` shows them).
         #[arg(long, conflicts_with = "all", required_unless_present = "all")]
         step: Option<String>,
-        /// Every step that waits for a decision.
+        /// Every plan of the workflow: those waiting now, and each later one as it comes (the
+        /// approval service approves them, as under approve-all).
         #[arg(long)]
         all: bool,
         /// Print JSON instead of text.

@@ -394,6 +394,7 @@ pub async fn workflows_decide(
     approved: bool,
     json_out: bool,
 ) -> Result<i32> {
+    let all = body.all;
     let decided = match approved {
         true => api.call::<ops::ApproveWorkflow>(&[id], &(), &body).await?,
         false => api.call::<ops::DenyWorkflow>(&[id], &(), &body).await?,
@@ -401,6 +402,12 @@ pub async fn workflows_decide(
     if json_out {
         print_json(&decided)?;
     } else {
+        if all && approved {
+            println!(
+                "the later plans of workflow {id} are approved as they come ({} waiting now)",
+                decided.len()
+            );
+        }
         for a in &decided {
             println!(
                 "{} {}: plan of {} (step {}, {})",

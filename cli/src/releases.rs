@@ -3,6 +3,7 @@
 
 use anyhow::Result;
 use ferry_model::api::CreateRelease;
+use ferry_model::events::EventKind;
 use ferry_model::{Release, ops};
 
 use crate::args::ReleasesCmd;
@@ -24,6 +25,7 @@ pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
             health,
             concurrency,
             approve_all,
+            wait,
             json,
         } => {
             let labels =
@@ -42,8 +44,15 @@ pub async fn run(api: &Api, cmd: ReleasesCmd) -> Result<i32> {
                 approve_all,
             };
             let r = api.call::<ops::CreateReleaseOp>(&[], &(), &body).await?;
+            if wait {
+                if !json {
+                    println!("release {} started", r.id);
+                }
+                return follow(api, &r.id, json).await;
+            }
             show(&r, json)?;
         }
+        ReleasesCmd::Wait { id, json } => return follow(api, &id, json).await,
         ReleasesCmd::Get { id, json } => {
             let r = api.run::<ops::GetRelease>(&[&id]).await?;
             show(&r, json)?;
@@ -94,6 +103,56 @@ async fn list(api: &Api, out: crate::args::ListOutput) -> Result<()> {
         println!("{}", render::listing(out.format(), &columns, &rows));
     }
     Ok(())
+}
+
+/// Follows a release through its events until it ends or halts, printing each wave as it starts
+/// and passes; the exit code says how it ended (0: succeeded).
+async fn follow(api: &Api, id: &str, json: bool) -> Result<i32> {
+    let started = std::time::Instant::now();
+    let shown = std::cell::RefCell::new(Vec::<(bool, bool)>::new());
+    let stops = |r: &Release| {
+        if !json {
+            progress(r, &mut shown.borrow_mut(), started);
+        }
+        r.status.is_terminal() || r.status == ferry_model::ReleaseStatus::Halted
+    };
+    let r = crate::watch::until::<ops::GetRelease>(api, EventKind::Release, id, stops).await?;
+    if json {
+        print_json(&r)?;
+    } else {
+        let how = render::status_word(r.status);
+        crate::watch::step(started, &format!("release {id} {how}"));
+        match (&r.reason, r.status) {
+            (Some(why), ferry_model::ReleaseStatus::Halted) => eprintln!(
+                "halted: {why}\nfix the failed installs, then `ferry releases resume {id}` goes on"
+            ),
+            (Some(why), _) => eprintln!("{why}"),
+            _ => {}
+        }
+    }
+    Ok(if r.status == ferry_model::ReleaseStatus::Succeeded {
+        0
+    } else {
+        1
+    })
+}
+
+/// Prints each wave whose state changed since `shown` (started, passed).
+fn progress(r: &Release, shown: &mut Vec<(bool, bool)>, started: std::time::Instant) {
+    shown.resize(r.waves.len(), (false, false));
+    let total = r.waves.len();
+    for (i, w) in r.waves.iter().enumerate() {
+        let now = (w.started_ms.is_some(), w.passed_ms.is_some());
+        if now == shown[i] {
+            continue;
+        }
+        let what = match now {
+            (_, true) => "passed".to_string(),
+            _ => format!("started ({} install(s))", w.targets.len()),
+        };
+        crate::watch::step(started, &format!("wave {}/{total} {what}", i + 1));
+        shown[i] = now;
+    }
 }
 
 /// What a pause, resume or cancel left the release at.

@@ -21,6 +21,22 @@ fn waiting(w: &Workflow) -> bool {
         .any(|s| s.kind == StepKind::Approve && s.status == StepStatus::Waiting)
 }
 
+/// Approves, one step at a time, the plans of `w` waiting now (`approve --all` would approve
+/// the later ones too).
+fn approve_waiting_now(api: &str, w: &Workflow) {
+    for s in w
+        .steps
+        .iter()
+        .filter(|s| s.kind == StepKind::Approve && s.status == StepStatus::Waiting)
+    {
+        let (code, out, err) = ferry(
+            api,
+            &["workflows", "approve", &w.id, "--step", &s.component],
+        );
+        assert!(code == 0 || err.contains("already decided"), "{out}{err}");
+    }
+}
+
 #[test]
 fn prompted_plans_wait_and_are_approved_or_denied() {
     let nats = NatsServer::start();
@@ -79,8 +95,7 @@ fn prompted_plans_wait_and_are_approved_or_denied() {
             break;
         }
         assert_ne!(name_of(&w.status), "failed", "{w:?}");
-        let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--all"]);
-        assert!(code == 0 || err.contains("already decided"), "{out}{err}");
+        approve_waiting_now(&api, &w);
     }
 
     // stage: the sandbox's plan is denied; its apply never runs and the workflow fails.
@@ -225,8 +240,7 @@ fn a_denial_can_skip_the_plan_and_what_depends_on_it() {
         if name_of(&the_step(&w, "counter", "approve").status) == "waiting" {
             break;
         }
-        let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--all"]);
-        assert!(code == 0 || err.contains("already decided"), "{out}{err}");
+        approve_waiting_now(&api, &w);
     }
     let (code, out, err) = ferry(
         &api,
@@ -554,20 +568,21 @@ fn a_waiting_command_says_which_command_decides_a_waiting_plan() {
     );
 }
 
-/// Approves every waiting plan of workflow `wf` until it ends; returns it.
+/// Approves the plans of workflow `wf`, once the first waits, with `approve --all` (which
+/// approves the later ones as they come), and waits for its end; returns it.
 fn approve_to_the_end(api: &str, wf: &str) -> Workflow {
-    loop {
-        let w = wait_until(api, wf, 60, "a decision to make, or the end", |w| {
-            waiting(w) || name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
-        });
-        if !waiting(&w) {
-            return w;
-        }
+    let w = wait_until(api, wf, 60, "a decision to make, or the end", |w| {
+        waiting(w) || name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
+    });
+    if waiting(&w) {
         // Decided as a person would, not within a `--wait` printer's poll.
         std::thread::sleep(std::time::Duration::from_millis(800));
         let (code, out, err) = ferry(api, &["workflows", "approve", wf, "--all"]);
         assert_eq!(code, 0, "{out}{err}");
     }
+    wait_until(api, wf, 120, "the end", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
+    })
 }
 
 /// Tearing down an install without approve-all destroys nothing before a person approves each
@@ -612,4 +627,37 @@ fn a_teardown_without_approve_all_waits_for_each_destroy_to_be_approved() {
     assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
     let after: Install = cli(&api, &["installs", "get", "prod", "--json"]);
     assert!(after.components.is_empty(), "{after:?}");
+}
+
+/// `approve --all` approves the plans waiting now and every later plan of that workflow as it
+/// comes: the deploy runs to its end without another decision; later workflows still prompt.
+#[test]
+fn approve_all_on_a_workflow_approves_its_later_plans_as_they_come() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
+    ferry_tests::sync_hello(&api, &repo_root().join("examples/hello"));
+    let wf = create_prompt(&api, "prod");
+    wait_until(&api, &wf, 60, "the sandbox plan to wait", waiting);
+    let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--all"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("are approved as they come (1 waiting now)"),
+        "{out}"
+    );
+    let done = wait_until(&api, &wf, 120, "the workflow to end", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
+    });
+    assert_eq!(name_of(&done.status), "succeeded", "{}", steps_of(&done));
+    assert_eq!(
+        the_step(&done, "sandbox", "approve").actor.as_deref(),
+        Some("token:admin")
+    );
+    assert_eq!(
+        the_step(&done, "reporter", "approve").actor.as_deref(),
+        Some("approve-all")
+    );
+    // Only that workflow: the install itself still prompts.
+    let i = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    assert!(!i.approve_all);
 }

@@ -39,7 +39,7 @@ fn a_kubernetes_app_plans_its_rendered_objects_and_fails_only_at_the_cluster() {
 
     // The sandbox's plan, then its apply: it names the cluster.
     wait_until(&api, &wf, 90, "the sandbox plan to wait", waiting);
-    let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--all"]);
+    let (code, out, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
     assert_eq!(code, 0, "{out}{err}");
     let w = wait_until(&api, &wf, 120, "the second stage's plans to wait", |w| {
         ["nginx", "config"]

@@ -129,6 +129,13 @@ fn a_release_halts_on_a_failed_health_gate_resumes_after_the_fix_and_survives_a_
             .is_some_and(|r| r.contains("wave 2 has 1 failed")),
         "{halted:?}"
     );
+    // `releases wait` returns when it halts, saying why and what goes on.
+    let (code, _, err) = ferry(&api, &["releases", "wait", &id]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("wave 2 has 1 failed") && err.contains(&format!("ferry releases resume {id}")),
+        "{err}"
+    );
     let wave2 = targets(&halted, 1);
     let i3 = wave2.iter().find(|t| t.install == "i3").unwrap();
     assert_eq!(name_of(&i3.status), "failed");
@@ -277,7 +284,8 @@ fn a_release_waits_for_a_prompting_installs_approval_unless_made_with_approve_al
 
     // With --approve-all the release's plans are approved without anyone.
     change_greeter(&api, &app, "2");
-    let r = cli::<Release>(
+    // `--wait` follows it to its end, wave by wave.
+    let (code, out, err) = ferry(
         &api,
         &[
             "releases",
@@ -287,13 +295,20 @@ fn a_release_waits_for_a_prompting_installs_approval_unless_made_with_approve_al
             "--waves",
             "100%",
             "--approve-all",
-            "--json",
+            "--wait",
         ],
     );
-    let id = r.id.as_str().to_string();
-    let done = release_until(&api, &id, 120, "the release to finish", |r| {
-        name_of(&r.status) == "succeeded"
-    });
+    assert_eq!(code, 0, "{out}{err}");
+    let id = out
+        .lines()
+        .find_map(|l| l.strip_prefix("release ")?.strip_suffix(" started"))
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    assert!(out.contains("wave 1/1 passed"), "{out}");
+    assert!(out.contains(&format!("release {id} succeeded")), "{out}");
+    let (code, _, _) = ferry(&api, &["releases", "wait", &id]);
+    assert_eq!(code, 0, "an ended release: wait returns at once");
+    let done = cli::<Release>(&api, &["releases", "get", &id, "--json"]);
     let deploy = targets(&done, 0)[0].deploy.clone().unwrap();
     let w = cli::<Workflow>(&api, &["workflows", "get", &deploy, "--json"]);
     let approve = the_step(&w, "greeter", "approve");

@@ -229,6 +229,9 @@ async fn decide(
     approved: bool,
 ) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
     let wf = workflow(&s, &id).await?;
+    if d.all && approved {
+        approve_later_plans(&s, &wf).await?;
+    }
     let steps = decision_steps(&wf, &d, approved)?;
     let mut decided = Vec::new();
     for step in steps {
@@ -275,6 +278,36 @@ async fn decide(
         decided.push(a);
     }
     Ok((StatusCode::ACCEPTED, Json(decided)))
+}
+
+/// `approve --all`: the workflow's plans still to come are approved as they come (by the
+/// approval service, as under approve-all); refused for a workflow that has ended.
+async fn approve_later_plans(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
+    if wf.status.is_terminal() {
+        return Err(ApiError::Conflict(format!(
+            "workflow {} has already ended ({})",
+            wf.id, wf.status
+        )));
+    }
+    if wf.approve_all {
+        return Ok(());
+    }
+    s.store
+        .repo::<Workflow>()
+        .modify(&s.org, &wf.id, |w| {
+            let changed = !w.approve_all;
+            w.approve_all = true;
+            Ok::<bool, ()>(changed)
+        })
+        .await?
+        .ok();
+    audit(
+        s,
+        "workflow.approve_all",
+        &wf.id,
+        serde_json::json!({ "install": wf.install }),
+    )
+    .await
 }
 
 /// Runs an ended workflow again from a failed or cancelled step (202), if its install has not
@@ -434,14 +467,8 @@ fn decision_steps<'a>(
                 "deny one step at a time: --step".into(),
             ));
         }
-        let all: Vec<&m::Step> = wf.steps.iter().filter(waiting).collect();
-        if all.is_empty() {
-            return Err(ApiError::Conflict(format!(
-                "no approval of workflow {} waits for a decision",
-                wf.id
-            )));
-        }
-        return Ok(all);
+        // None waiting now is fine: the later ones are approved as they come.
+        return Ok(wf.steps.iter().filter(waiting).collect());
     }
     let Some(name) = &d.step else {
         return Err(ApiError::BadRequest("name a step (--step) or --all".into()));
