@@ -779,6 +779,9 @@ pub(crate) enum WorkflowsCmd {
         /// Skip the denied apply and every step that depends on it, and go on.
         #[arg(long)]
         skip_dependents: bool,
+        /// Why: the step's message and the approval record keep it.
+        #[arg(long)]
+        reason: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

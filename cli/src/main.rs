@@ -358,7 +358,7 @@ async fn workflows(api: &ferry_client::Client, cmd: WorkflowsCmd) -> anyhow::Res
             let d = ferry_model::api::Decision {
                 step,
                 all,
-                on_deny: Default::default(),
+                ..Default::default()
             };
             commands::workflows_decide(api, &id, d, true, json).await
         }
@@ -385,6 +385,7 @@ async fn workflows(api: &ferry_client::Client, cmd: WorkflowsCmd) -> anyhow::Res
             step,
             skip_current,
             skip_dependents,
+            reason,
             json,
         } => {
             let on_deny = match (skip_current, skip_dependents) {
@@ -396,6 +397,7 @@ async fn workflows(api: &ferry_client::Client, cmd: WorkflowsCmd) -> anyhow::Res
                 step: Some(step),
                 all: false,
                 on_deny,
+                reason,
             };
             commands::workflows_decide(api, &id, d, false, json).await
         }

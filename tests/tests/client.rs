@@ -118,8 +118,7 @@ fn ended(w: &Workflow) -> bool {
 fn decision(step: &str) -> Decision {
     Decision {
         step: Some(step.into()),
-        all: false,
-        on_deny: Default::default(),
+        ..Default::default()
     }
 }
 

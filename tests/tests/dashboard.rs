@@ -331,3 +331,191 @@ fn post(api: &str, path: &str, headers: &[&str], fields: &[&str]) -> (String, St
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((response, ""));
     (code.to_string(), head.to_lowercase(), body.to_string())
 }
+
+/// Loads `path` until `css` shows text that `ok` accepts (the page is server-rendered: a change
+/// shows on the next load).
+async fn reload_until(b: &Client, url: &str, css: &str, ok: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        b.goto(url).await.unwrap();
+        let t = text_of(b, css).await;
+        if ok(&t) {
+            return t;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{url} {css} never matched: {t:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+async fn click(b: &Client, css: &str) {
+    b.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
+/// A day of operating the fleet from the dashboard: the approvals inbox across installs (and
+/// the installs page marking who waits), a denial with its reason behind a confirmation, a
+/// failed workflow's retry, an install's history and rollback, a release paused, resumed and
+/// cancelled from its page, and the audit page an admin reads (a viewer may not).
+#[test]
+fn an_operator_runs_the_fleet_from_the_dashboard() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&ferry_tests::repo_root().join("examples/hello"), &app);
+    ferry_tests::sync_hello(&api, &app);
+    let created = cli::<CreatedInstall>(
+        &api,
+        &[
+            "installs", "create", "--app", "hello", "--name", "prod", "--json",
+        ],
+    );
+    let wf = created.workflow_id.as_str().to_string();
+    let (code, _, err) = ferry_tests::ferry(&api, &["installs", "label", "prod", "tier=gold"]);
+    assert_eq!(code, 0, "{err}");
+    let admin = ferry_tests::token_for(&api).unwrap();
+    let viewer = cli::<CreatedToken>(
+        &api,
+        &[
+            "tokens", "create", "--name", "vic", "--role", "viewer", "--json",
+        ],
+    )
+    .token;
+
+    let browser = Browser::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let b = browser.session().await;
+        sign_in(&b, &api, &admin).await;
+        // The installs page marks the install whose plan waits.
+        let row = reload_until(
+            &b,
+            &format!("{api}/ui/installs"),
+            "tr[data-install=prod]",
+            |t| t.contains("plan waiting"),
+        )
+        .await;
+        assert!(row.contains("tier=gold"), "{row}");
+
+        // The inbox: approve what waits, plan by plan, until counter's plan comes; deny it,
+        // with a reason, once the confirmation is ticked.
+        let inbox = format!("{api}/ui/approvals");
+        loop {
+            let section = reload_until(&b, &inbox, "section.approval", |t| !t.is_empty()).await;
+            if section.starts_with("counter on prod") {
+                assert!(section.contains("+ terraform_data."), "{section}");
+                screenshot(&b, "approvals").await;
+                break;
+            }
+            click(&b, "section.approval button[data-decision=approve]").await;
+            b.wait().for_element(Locator::Css("h1")).await.unwrap();
+        }
+        click(&b, "section.approval details.deny summary").await;
+        b.find(Locator::Css("details.deny input[name=reason]"))
+            .await
+            .unwrap()
+            .send_keys("the counter must not change this week")
+            .await
+            .unwrap();
+        click(&b, "details.deny input[name=confirm]").await;
+        click(&b, "details.deny button[data-decision=deny]").await;
+        reload_until(&b, &inbox, "#no-approvals", |t| !t.is_empty()).await;
+
+        // The workflow failed on the denial: its steps say who and why, and it offers a retry.
+        let page = format!("{api}/ui/workflows/{wf}");
+        let status = reload_until(&b, &page, "#wf-status", |t| t == "failed").await;
+        assert_eq!(status, "failed");
+        let steps = text_of(&b, "table#steps").await;
+        assert!(
+            steps.contains("plan denied: the counter must not change this week")
+                && steps.contains("token:admin"),
+            "{steps}"
+        );
+        screenshot(&b, "failed-workflow").await;
+        click(&b, "button[data-respond=retry]").await;
+        reload_until(&b, &page, "#wf-status", |t| t == "running").await;
+        let (code, out, err) = ferry_tests::ferry(&api, &["workflows", "approve", &wf, "--all"]);
+        assert_eq!(code, 0, "{out}{err}");
+        reload_until(&b, &page, "#wf-status", |t| t == "succeeded").await;
+
+        // A second config deployed; the install page's history offers the rollback to the first.
+        let first = cli::<Install>(&api, &["installs", "get", "prod", "--json"]).app_config_id;
+        let apply = app.join("components/src/greeter/apply.sh");
+        let text = std::fs::read_to_string(&apply).unwrap();
+        std::fs::write(&apply, text.replacen("set -eu\n", "set -eu\necho v2\n", 1)).unwrap();
+        ferry_tests::sync_hello(&api, &app);
+        let (code, out, err) = ferry_tests::ferry(&api, &["installs", "approve-all", "prod", "on"]);
+        assert_eq!(code, 0, "{out}{err}");
+        let (code, out, err) = ferry_tests::ferry(&api, &["installs", "deploy", "prod", "--wait"]);
+        assert_eq!(code, 0, "{out}{err}");
+        b.goto(&format!("{api}/ui/installs/prod")).await.unwrap();
+        let history = text_of(&b, "table#history").await;
+        assert!(
+            history.contains("provision") && history.contains("deploy-components"),
+            "{history}"
+        );
+        assert!(text_of(&b, "#labels").await.contains("tier=gold"));
+        screenshot(&b, "install-history").await;
+        click(&b, "#rollback input[name=confirm]").await;
+        click(&b, "#rollback button").await;
+        let back = until_text(&b, "#wf-status", |t| t == "succeeded").await;
+        assert_eq!(back, "succeeded");
+        let now = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+        assert_eq!(now.app_config_id, first, "rolled back");
+
+        // A release from its page: paused, resumed, cancelled.
+        let (code, out, err) =
+            ferry_tests::ferry(&api, &["installs", "approve-all", "prod", "off"]);
+        assert_eq!(code, 0, "{out}{err}");
+        let release = cli::<Release>(
+            &api,
+            &[
+                "releases", "create", "--app", "hello", "--waves", "100%", "--json",
+            ],
+        );
+        b.goto(&format!("{api}/ui/releases")).await.unwrap();
+        click(&b, &format!("a[href='/ui/releases/{}']", release.id)).await;
+        for (action, then) in [
+            ("pause", "paused"),
+            ("resume", "running"),
+            ("cancel", "cancelled"),
+        ] {
+            click(&b, &format!("button[data-release-action={action}]")).await;
+            until_text(&b, "#release-status", |t| t == then).await;
+        }
+        assert!(text_of(&b, "table.wave").await.contains("prod"));
+        screenshot(&b, "release").await;
+
+        // The audit page, filtered: the denial with its reason.
+        b.goto(&format!("{api}/ui/audit?action=approval.denied"))
+            .await
+            .unwrap();
+        let audit = text_of(&b, "table#audit").await;
+        assert!(
+            audit.contains("approval.denied") && audit.contains("must not change this week"),
+            "{audit}"
+        );
+        assert!(!audit.contains("approval.approved"), "{audit}");
+        screenshot(&b, "audit").await;
+        b.close().await.unwrap();
+
+        // A viewer sees no audit link, and is refused the page.
+        let v = browser.session().await;
+        sign_in(&v, &api, &viewer).await;
+        assert!(v.find(Locator::Css("a[href='/ui/audit']")).await.is_err());
+        v.goto(&format!("{api}/ui/audit")).await.unwrap();
+        assert!(
+            text_of(&v, "p.problem")
+                .await
+                .contains("cannot read the audit record")
+        );
+        v.close().await.unwrap();
+    });
+}

@@ -252,8 +252,23 @@ async fn decide(
                 a.decided_by.as_deref().unwrap_or("someone")
             )));
         }
-        if !approved && d.on_deny != m::OnDeny::Fail {
-            // How the denial ends the step travels on the record the scheduler reads.
+        let reason = d
+            .reason
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(String::from);
+        if reason
+            .as_ref()
+            .is_some_and(|r| r.chars().count() > m::MAX_REASON)
+        {
+            return Err(ApiError::BadRequest(format!(
+                "reason: at most {} characters",
+                m::MAX_REASON
+            )));
+        }
+        if !approved && (d.on_deny != m::OnDeny::Fail || reason.is_some()) {
+            // How the denial ends the step, and why, travel on the record the scheduler reads.
             s.store
                 .repo::<m::Approval>()
                 .modify(&s.org, approval_id, |a| {
@@ -261,6 +276,7 @@ async fn decide(
                         return Ok::<bool, ()>(false);
                     }
                     a.on_deny = d.on_deny;
+                    a.reason = reason.clone();
                     Ok(true)
                 })
                 .await?

@@ -132,7 +132,7 @@ impl ApprovalService {
                         actor: actor.into(),
                         action: format!("approval.{outcome}"),
                         target: approval_id.into(),
-                        detail: serde_json::json!({ "install": a.install, "component": a.component, "plan_digest": a.plan_digest }),
+                        detail: serde_json::json!({ "install": a.install, "component": a.component, "plan_digest": a.plan_digest, "reason": a.reason }),
                     })
                     .await?;
                 a

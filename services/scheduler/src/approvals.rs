@@ -44,6 +44,7 @@ impl Scheduler {
             created_at: m::now(),
             requested_at: None,
             on_deny: Default::default(),
+            reason: None,
         };
         self.store
             .repo::<m::Approval>()

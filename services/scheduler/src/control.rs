@@ -161,7 +161,8 @@ impl Scheduler {
             let replan = m::Change::Replan { step, who, why };
             return self.execute([Work::on(org, workflow_id, replan)]).await;
         }
-        let (outcome, action) = m::decided(approved, on_deny);
+        let reason = approval.as_ref().and_then(|a| a.reason.as_deref());
+        let (outcome, action) = m::decided(approved, on_deny, reason);
         let decided = m::Change::Decide {
             step,
             outcome,

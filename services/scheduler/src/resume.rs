@@ -67,9 +67,10 @@ impl Scheduler {
             Some(a) if a.status == m::ApprovalStatus::Approved => {
                 decided(StepOutcome::Succeeded("plan approved".into()), a.decided_by)
             }
-            Some(a) if a.status == m::ApprovalStatus::Denied => {
-                decided(StepOutcome::Failed("plan denied".into()), a.decided_by)
-            }
+            Some(a) if a.status == m::ApprovalStatus::Denied => decided(
+                StepOutcome::Failed(m::denial(a.reason.as_deref())),
+                a.decided_by,
+            ),
             Some(a) if a.requested_at.is_some() => Ok(vec![]),
             _ => self.start_step(wf, step.index).await,
         }

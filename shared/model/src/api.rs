@@ -118,6 +118,9 @@ pub struct Decision {
     /// Deny only: what the denial does to the workflow (default: it fails).
     #[serde(default)]
     pub on_deny: crate::OnDeny,
+    /// Deny only: why, for the step's message and the record.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// `POST /v1/installs/{name}/approve-all`: switch approve-all on or off.

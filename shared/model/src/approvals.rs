@@ -10,18 +10,33 @@ use crate::{OnDeny, StepOutcome};
 /// What deciding an approve step does: how the step ends and the response recorded on it. A
 /// denial fails the workflow, or skips the apply (and with `SkipDependents` what depends on it),
 /// as the approval's `on_deny` says.
-pub fn decided(approved: bool, on_deny: OnDeny) -> (StepOutcome, &'static str) {
+pub fn decided(
+    approved: bool,
+    on_deny: OnDeny,
+    reason: Option<&str>,
+) -> (StepOutcome, &'static str) {
     let skipped = |dependents| StepOutcome::Skipped {
-        message: "plan denied; its apply is skipped".into(),
+        message: format!("{}; its apply is skipped", denial(reason)),
         dependents,
     };
     match (approved, on_deny) {
         (true, _) => (StepOutcome::Succeeded("plan approved".into()), "approve"),
-        (false, OnDeny::Fail) => (StepOutcome::Failed("plan denied".into()), "deny"),
+        (false, OnDeny::Fail) => (StepOutcome::Failed(denial(reason)), "deny"),
         (false, OnDeny::SkipCurrent) => (skipped(false), "deny (skip-current)"),
         (false, OnDeny::SkipDependents) => (skipped(true), "deny (skip-dependents)"),
     }
 }
+
+/// How a denied plan's step reads: `plan denied`, with the reason the person gave.
+pub fn denial(reason: Option<&str>) -> String {
+    match reason.map(str::trim).filter(|r| !r.is_empty()) {
+        Some(r) => format!("plan denied: {r}"),
+        None => "plan denied".into(),
+    }
+}
+
+/// The longest reason a denial keeps.
+pub const MAX_REASON: usize = 500;
 
 impl crate::Job {
     /// Why the plan this job made is too old to apply at `now.ms()`, if it is older than
@@ -74,15 +89,22 @@ mod tests {
     #[test]
     fn a_decision_ends_the_step_as_its_on_deny_says() {
         assert_eq!(
-            decided(true, OnDeny::SkipDependents),
+            decided(true, OnDeny::SkipDependents, None),
             (StepOutcome::Succeeded("plan approved".into()), "approve")
         );
         assert_eq!(
-            decided(false, OnDeny::Fail),
+            decided(false, OnDeny::Fail, None),
             (StepOutcome::Failed("plan denied".into()), "deny")
         );
+        assert_eq!(
+            decided(false, OnDeny::Fail, Some(" drops the prod table ")),
+            (
+                StepOutcome::Failed("plan denied: drops the prod table".into()),
+                "deny"
+            )
+        );
         assert!(matches!(
-            decided(false, OnDeny::SkipCurrent),
+            decided(false, OnDeny::SkipCurrent, None),
             (
                 StepOutcome::Skipped {
                     dependents: false,
@@ -92,7 +114,7 @@ mod tests {
             )
         ));
         assert!(matches!(
-            decided(false, OnDeny::SkipDependents),
+            decided(false, OnDeny::SkipDependents, None),
             (
                 StepOutcome::Skipped {
                     dependents: true,
@@ -157,6 +179,7 @@ mod tests {
             created_at: "t".into(),
             requested_at: None,
             on_deny: Default::default(),
+            reason: None,
         };
         a.decide(true, "alice", Timestamp::from_ms(1000)).unwrap();
         assert_eq!(a.status, crate::ApprovalStatus::Approved);

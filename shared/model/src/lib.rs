@@ -34,7 +34,7 @@ mod transitions;
 mod workflow;
 
 pub use access::*;
-pub use approvals::decided;
+pub use approvals::{MAX_REASON, decided, denial};
 pub use audit::SCHEDULER;
 pub use executions::*;
 pub use fleet::*;

@@ -684,6 +684,9 @@ pub struct Approval {
     /// What a denial does to the workflow.
     #[serde(default)]
     pub on_deny: OnDeny,
+    /// Why it was denied, as the person said (at most `MAX_REASON` characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// What denying a plan does: fail the workflow, or skip the denied apply (and, with

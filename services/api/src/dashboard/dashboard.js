@@ -25,6 +25,8 @@ function followWorkflow(table) {
       if (!row) continue;
       setBadge(row.querySelector(".status .badge"), step.status);
       row.querySelector(".message").textContent = step.message || "";
+      row.querySelector(".by").textContent = step.actor || "";
+      row.querySelector(".started").textContent = step.started_at || "";
       const job = row.querySelector(".job");
       if (step.job_id && !job.querySelector("a")) {
         const a = document.createElement("a");
@@ -35,7 +37,10 @@ function followWorkflow(table) {
       }
     }
     const now = wf.steps.filter((s) => s.status === "waiting").map((s) => String(s.index)).join(",");
-    if (now !== waiting) {
+    // A new plan waiting, or a failed end (its failed steps get their retry and skip
+    // buttons): the page is read again.
+    const failedEnd = ["failed", "cancelled"].includes(wf.status);
+    if (now !== waiting || (failedEnd && table.dataset.ended !== "true")) {
       events.close();
       window.location.reload();
     }

@@ -14,8 +14,10 @@
 //! compute it); the sign-in form gets a random one, also held in a cookie. Pages are served
 //! with a Content-Security-Policy that allows only this origin's script and style.
 
+mod fleet;
 mod pages;
 mod session;
+mod views;
 
 use axum::Router;
 use axum::extract::{FromRequestParts, Query, State};
@@ -103,7 +105,13 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/installs", get(installs))
         .route("/ui/installs/{name}", get(install))
         .route("/ui/workflows/{id}", get(workflow))
-        .route("/ui/workflows/{id}/decide", post(decide))
+        .route("/ui/workflows/{id}/decide", post(fleet::decide))
+        .route("/ui/workflows/{id}/respond", post(fleet::respond))
+        .route("/ui/installs/{name}/rollback", post(fleet::rollback))
+        .route("/ui/approvals", get(fleet::approvals))
+        .route("/ui/releases/{id}", get(fleet::release))
+        .route("/ui/releases/{id}/{action}", post(fleet::release_action))
+        .route("/ui/audit", get(fleet::audit))
         .route("/ui/jobs/{id}", get(job))
         .route("/ui/releases", get(releases))
         .route("/ui/events", get(events))
@@ -232,7 +240,7 @@ async fn logout(s: Session, headers: HeaderMap, axum::Form(f): axum::Form<CsrfFo
     ([set_cookie(gone)], Redirect::to("/ui/login")).into_response()
 }
 
-fn forbidden() -> Response {
+pub(super) fn forbidden() -> Response {
     (
         StatusCode::FORBIDDEN,
         "the form's CSRF token is missing or wrong",
@@ -241,7 +249,7 @@ fn forbidden() -> Response {
 }
 
 /// An API error as a page, with the status the API gives it.
-fn failed(e: ApiError) -> Response {
+pub(super) fn failed(e: ApiError) -> Response {
     let msg = e.to_string();
     let status = e.into_response().status();
     (status, pages::error(&msg)).into_response()
@@ -256,7 +264,8 @@ async fn installs(s: Session) -> Response {
         (Err(e), _) | (_, Err(e)) => return failed(e),
     };
     let versions = config_versions(&s, list.iter().map(|i| i.app_config_id.as_str())).await;
-    pages::installs(&s, &list, &runners, &versions).into_response()
+    let waiting = fleet::waiting_installs(&s).await;
+    pages::installs(&s, &list, &runners, &versions, &waiting).into_response()
 }
 
 /// The version number of each config id named (what `ferry apps sync` printed).
@@ -285,13 +294,17 @@ async fn install(s: Session, name: Name) -> Response {
         Ok(r) => r.0,
         Err(e) => return failed(e),
     };
+    let history = match crate::history::history(&s.state, &i).await {
+        Ok(h) => h,
+        Err(e) => return failed(e),
+    };
     let filter = m::api::WorkflowFilter {
         install: Some(i.name.clone()),
         kind: None,
         action: None,
     };
     match crate::workflows::list_workflows(s.ctx(), Query(filter)).await {
-        Ok(wfs) => pages::install(&s, &i, &readme, &wfs.0).into_response(),
+        Ok(wfs) => pages::install(&s, &i, &readme, &history, &wfs.0).into_response(),
         Err(e) => failed(e),
     }
 }
@@ -326,7 +339,7 @@ const PLAN_LOG_LINES: usize = 60;
 
 /// What a plan changes, as a reviewer reads it: the structured plan's changes (Terraform's),
 /// else the end of the plan job's log (a script's plan is what it printed).
-async fn plan_of(s: &Session, plan_job: &str) -> pages::Plan {
+pub(super) async fn plan_of(s: &Session, plan_job: &str) -> pages::Plan {
     let structured = crate::jobs::plan_of(&s.state, plan_job)
         .await
         .ok()
@@ -342,49 +355,6 @@ async fn plan_of(s: &Session, plan_job: &str) -> pages::Plan {
         .await
         .unwrap_or_default();
     pages::Plan::Log(lines.into_iter().map(|l| l.text).collect())
-}
-
-#[derive(serde::Deserialize)]
-struct DecideForm {
-    csrf: String,
-    step: String,
-    /// `approve` or `deny`.
-    decision: String,
-}
-
-async fn decide(s: Session, Name(id): Name, axum::Form(f): axum::Form<DecideForm>) -> Response {
-    if !same(&s.csrf, &f.csrf) {
-        return forbidden();
-    }
-    let approve = match f.decision.as_str() {
-        "approve" => true,
-        "deny" => false,
-        _ => return failed(ApiError::BadRequest("decide `approve` or `deny`".into())),
-    };
-    let may = match approve {
-        true => s.may::<m::ops::ApproveWorkflow>(),
-        false => s.may::<m::ops::DenyWorkflow>(),
-    };
-    if !may {
-        let why = format!(
-            "a {} token cannot decide on plans: sign in with an operator's",
-            s.caller.role.name()
-        );
-        return (StatusCode::FORBIDDEN, pages::error(&why)).into_response();
-    }
-    let body = axum::Json(m::api::Decision {
-        step: Some(f.step),
-        all: false,
-        on_deny: Default::default(),
-    });
-    let r = match approve {
-        true => crate::workflows::approve_workflow(s.ctx(), Name(id.clone()), body).await,
-        false => crate::workflows::deny_workflow(s.ctx(), Name(id.clone()), body).await,
-    };
-    match r {
-        Ok(_) => Redirect::to(&format!("/ui/workflows/{id}")).into_response(),
-        Err(e) => failed(e),
-    }
 }
 
 async fn job(s: Session, Name(id): Name) -> Response {

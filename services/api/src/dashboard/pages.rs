@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::Session;
 
 /// A value's name as the API spells it (its serde form: `in_progress`, `torn_down`).
-fn name<T: Serialize>(v: &T) -> String {
+pub(super) fn name<T: Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {
         Ok(serde_json::Value::String(s)) => s,
         Ok(other) => other.to_string(),
@@ -16,7 +16,7 @@ fn name<T: Serialize>(v: &T) -> String {
     }
 }
 
-fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
+pub(super) fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -33,7 +33,9 @@ fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                     @if let Some(s) = session {
                         nav {
                             a href="/ui/installs" { "Installs" }
+                            a href="/ui/approvals" { "Approvals" }
                             a href="/ui/releases" { "Releases" }
+                            @if s.may::<m::ops::ListAudit>() { a href="/ui/audit" { "Audit" } }
                         }
                         span.who { (s.caller.name) " · " (s.caller.role.name()) " · " (s.caller.org) }
                         form.inline method="post" action="/ui/logout" {
@@ -89,6 +91,7 @@ pub fn installs(
     list: &[Install],
     runners: &[m::api::RunnerInfo],
     versions: &std::collections::BTreeMap<String, u32>,
+    waiting: &std::collections::BTreeSet<String>,
 ) -> Markup {
     layout(
         "Installs",
@@ -103,7 +106,8 @@ pub fn installs(
                         tr data-install=(i.name) {
                             td { a href={ "/ui/installs/" (i.name) } { (i.name) } }
                             td { (i.app) }
-                            td { span class={ "badge " (name(&i.status)) } { (name(&i.status)) } }
+                            td { span class={ "badge " (name(&i.status)) } { (name(&i.status)) }
+                                @if waiting.contains(&i.name) { " " a.badge.waiting href="/ui/approvals" { "plan waiting" } } }
                             td title=(i.app_config_id) {
                                 @match versions.get(&i.app_config_id) { Some(v) => { "v" (v) }, None => span.mono { (i.app_config_id) } }
                             }
@@ -123,8 +127,10 @@ pub fn install(
     s: &Session,
     i: &Install,
     readme: &m::api::Readme,
+    history: &[m::api::HistoryEntry],
     workflows: &[Workflow],
 ) -> Markup {
+    let drifted = i.drifted();
     let components = std::iter::once((m::SANDBOX, &i.sandbox))
         .chain(i.components.iter().map(|(k, v)| (k.as_str(), v)));
     layout(
@@ -134,6 +140,15 @@ pub fn install(
             h1 { "Install " (i.name) }
             p { "App " strong { (i.app) } " · status " span class={ "badge " (name(&i.status)) } { (name(&i.status)) }
                 " · config " span.mono { (i.app_config_id) } }
+            @if !i.labels.is_empty() {
+                p #labels { "Labels " @for (k, v) in &i.labels { span.badge.mono { (k) "=" (v) } " " } }
+            }
+            @if !drifted.is_empty() {
+                p #drift.problem { "Drifted: " (drifted.join(", ")) " · "
+                    @if let Some(w) = workflows.iter().find(|w| w.kind == m::WorkflowKind::DriftCheck) {
+                        a href={ "/ui/workflows/" (w.id) } { "the drift check's plans" }
+                    } }
+            }
             @if !i.inputs.is_empty() {
                 h2 { "Inputs" }
                 table #inputs {
@@ -170,6 +185,7 @@ pub fn install(
                     }
                 }
             }
+            (super::views::history(s, i, history))
             h2 { "Workflows" }
             table #workflows {
                 thead { tr { th { "Workflow" } th { "Kind" } th { "Status" } th { "Created" } } }
@@ -227,7 +243,6 @@ pub enum Plan {
 /// A workflow's steps (updated live by the script), and each plan waiting for a decision with
 /// its changes and the buttons to decide: disabled for a token that may not.
 pub fn workflow(s: &Session, wf: &Workflow, waiting: &[(Approval, Plan)], since: u64) -> Markup {
-    let may_decide = s.may::<m::ops::ApproveWorkflow>();
     let waiting_steps: Vec<String> = waiting.iter().map(|(a, _)| a.step.to_string()).collect();
     layout(
         &format!("Workflow {}", wf.id),
@@ -241,31 +256,12 @@ pub fn workflow(s: &Session, wf: &Workflow, waiting: &[(Approval, Plan)], since:
                 section.approval data-step=(a.step) {
                     h2 { "Plan of " (a.component) " waits for a decision" }
                     p { (a.plan_summary) }
-                    @match plan {
-                        Plan::Changes(changes) => pre.plan { (changes) },
-                        Plan::Log(lines) => {
-                            p { "The plan as its job printed it ("
-                                a href={ "/ui/jobs/" (a.plan_job) } { "whole log" } "):" }
-                            pre.plan { @for l in lines { (l) "\n" } }
-                        },
-                    }
-                    @for decision in ["approve", "deny"] {
-                        form.inline method="post" action={ "/ui/workflows/" (wf.id) "/decide" } {
-                            input type="hidden" name="csrf" value=(s.csrf);
-                            input type="hidden" name="step" value=(a.step);
-                            input type="hidden" name="decision" value=(decision);
-                            @if may_decide {
-                                button type="submit" class=(decision) data-decision=(decision) { (decision) " " (a.component) }
-                            } @else {
-                                button type="submit" class=(decision) data-decision=(decision) disabled
-                                    title="Your token may not decide on plans: an operator's may" { (decision) " " (a.component) }
-                            }
-                        }
-                    }
+                    (super::views::plan(a, plan))
+                    (super::views::decision(s, &wf.id, a, &format!("/ui/workflows/{}", wf.id)))
                 }
             }
-            table #steps data-workflow=(wf.id) data-waiting=(waiting_steps.join(",")) data-since=(since) {
-                thead { tr { th { "#" } th { "Step" } th { "Kind" } th { "Status" } th { "Message" } th { "Job" } } }
+            table #steps data-workflow=(wf.id) data-waiting=(waiting_steps.join(",")) data-since=(since) data-ended=(wf.status.is_terminal()) {
+                thead { tr { th { "#" } th { "Step" } th { "Kind" } th { "Status" } th { "Message" } th { "By" } th { "Started" } th { "Took" } th { "Job" } th {} } }
                 tbody {
                     @for st in &wf.steps {
                         tr data-step=(st.index) {
@@ -274,7 +270,11 @@ pub fn workflow(s: &Session, wf: &Workflow, waiting: &[(Approval, Plan)], since:
                             td { (st.kind.label()) }
                             td.status { span class={ "badge " (st.status) } { (st.status) } }
                             td.message { (st.message.as_deref().unwrap_or("")) }
+                            td.by { (st.actor.as_deref().unwrap_or("")) }
+                            td.started { (st.started_at.as_deref().unwrap_or("")) }
+                            td.took { (super::views::took(st)) }
                             td.job { @if let Some(j) = &st.job_id { a.mono href={ "/ui/jobs/" (j) } { "log" } } }
+                            td.respond { (super::views::respond(s, wf, st)) }
                         }
                     }
                 }
@@ -314,7 +314,7 @@ pub fn releases(s: &Session, list: &[Release]) -> Markup {
                 tbody {
                     @for r in list {
                         tr {
-                            td.mono { (r.id) }
+                            td.mono { a href={ "/ui/releases/" (r.id) } { (r.id) } }
                             td { (r.app) }
                             td.mono { (r.config_id) }
                             td { span class={ "badge " (name(&r.status)) } { (name(&r.status)) } }
