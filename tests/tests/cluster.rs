@@ -15,6 +15,9 @@ const LINES: usize = 40;
 
 /// examples/hello with a component whose apply takes a few seconds, printing numbered lines and
 /// counting its runs in the install's sandbox.
+/// The job lease of the server under test (see where it is given).
+const LEASE_SECS: u64 = 300;
+
 fn app(dir: &Path) -> std::path::PathBuf {
     let app = dir.join("hello");
     ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
@@ -52,8 +55,15 @@ fn a_hub_node_killed_mid_deploy_loses_nothing_and_catches_up_after_its_restart()
         dir.path().join("server.log"),
         // A lease must outlast the hub's failover, or a job cut off from it meanwhile is
         // declared lost and runs again: under this suite's load a failover took over 30 s
-        // (docs/operations.md).
-        &["--replicas", "3", "--job-lease-secs", "90"],
+        // (docs/operations.md), and once on a loaded CI machine more than 90 s. The test is
+        // about losing nothing, not about how fast the hub recovers: the lease is long enough
+        // for any failover a machine completes at all, and a job that still ran twice says when.
+        &[
+            "--replicas",
+            "3",
+            "--job-lease-secs",
+            &LEASE_SECS.to_string(),
+        ],
     );
     let _runners: Vec<Proc> = INSTALLS
         .iter()
@@ -135,11 +145,20 @@ fn a_hub_node_killed_mid_deploy_loses_nothing_and_catches_up_after_its_restart()
                 continue;
             };
             let j = cli::<Job>(&api, &["jobs", "get", job, "--json"]);
-            assert_eq!(
-                Some(j.executions.len()),
-                Some(1),
-                "a job of {wf} ran more than once: {j:?}"
-            );
+            if j.executions.len() != 1 {
+                let first = j.executions.first();
+                panic!(
+                    "job {job} of {wf} ran {} times: its first execution ended {:?} at {:?}, \
+                     {:.0}s after node {} was killed; with a {LEASE_SECS}s job lease this means \
+                     the hub took longer than the lease to fail over (a machine too loaded), \
+                     not that a running job was lost: {j:?}",
+                    j.executions.len(),
+                    first.map(|e| e.status),
+                    first.and_then(|e| e.finished_at.clone()),
+                    killed_at.elapsed().as_secs_f64(),
+                    hub.nodes[victim].name
+                );
+            }
         }
         let slow = the_step(&done, "slow", "apply")
             .job_id
