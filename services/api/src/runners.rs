@@ -30,8 +30,9 @@ async fn runners(s: &ApiState, install: Option<&str>) -> Result<Vec<m::api::Runn
     const FORGET_AFTER_MS: u64 = 24 * 3600 * 1000;
     let now = m::Timestamp::now();
     let mut all = s.store.repo::<m::RunnerRecord>().list(&s.org).await?;
-    // Each install's creation: a runner first heard from before it served an install of that
-    // name that was deleted (a name can be used again).
+    // Each install's creation: a runner last heard from before it served an install of that
+    // name that was deleted (a name can be used again; deleting revokes the old runners, which
+    // are heard from no more).
     let installs: std::collections::BTreeMap<String, u64> = s
         .store
         .repo::<m::Install>()
@@ -44,7 +45,7 @@ async fn runners(s: &ApiState, install: Option<&str>) -> Result<Vec<m::api::Runn
         install.is_none_or(|i| r.install == i)
             && installs
                 .get(&r.install)
-                .is_some_and(|created| r.first_seen_ms >= *created)
+                .is_some_and(|created| r.last_seen_ms >= *created)
             && now.ms().saturating_sub(r.last_seen_ms) < FORGET_AFTER_MS
     });
     all.sort_by(|a, b| (&a.install, b.last_seen_ms).cmp(&(&b.install, a.last_seen_ms)));

@@ -265,3 +265,21 @@ impl Scheduler {
         Ok(id)
     }
 }
+
+impl Scheduler {
+    /// One pass over the open releases (the safety net and the clock: releases move on their
+    /// workflows' ends, `releases.rs`).
+    pub(crate) async fn drive_releases(&self) -> Result<(), SchedulerError> {
+        let open = self.store.repo::<m::OpenRelease>();
+        for mark in open.list_all().await? {
+            let driven = match self.drive_release(&mark.org, &mark.id).await {
+                Ok(work) => self.execute(work).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = driven {
+                warn!(org = %mark.org, release = %mark.id, error = %e, "release not advanced");
+            }
+        }
+        Ok(())
+    }
+}

@@ -41,6 +41,11 @@ impl Scheduler {
                     change,
                 } => Box::pin(self.transition(&org, &workflow, &change)).await?,
                 Work::Effect { wf, effect } => Box::pin(self.perform(&wf, effect)).await?,
+                Work::ReleaseWorkflowEnded {
+                    org,
+                    release,
+                    workflow,
+                } => Box::pin(self.release_workflow_ended(&org, &release, &workflow)).await?,
             };
             queue.extend(more);
         }
@@ -125,7 +130,16 @@ impl Scheduler {
                     .repo::<m::OpenWorkflow>()
                     .delete(&wf.org, &wf.id)
                     .await?;
-                Ok(vec![])
+                // A release's workflow moves its release on now, not at the next sweep.
+                Ok(wf
+                    .release_of()
+                    .map(|release| Work::ReleaseWorkflowEnded {
+                        org: wf.org.clone(),
+                        release: release.to_string(),
+                        workflow: wf.id.clone(),
+                    })
+                    .into_iter()
+                    .collect())
             }
         }
     }

@@ -1,9 +1,17 @@
-//! Releases: the scheduler executes the pure release logic of `ferry_model::releases`. Each sweep
-//! reads the open releases; for each, it feeds back how the workflows it started ended, asks the
-//! record what comes next, saves the record (compare-and-swap) and only then starts what it says.
-//! A workflow the record names but that does not exist yet (a crash between the save and the
-//! start, or an install busy with another workflow) is started on a later sweep, under the same
-//! id: nothing starts twice, and a restart mid-wave loses nothing.
+//! Releases: the scheduler executes the pure release logic of `ferry_model::releases`.
+//!
+//! A release moves on events: when one of its workflows ends, that one outcome is fed to the
+//! record (`Release::workflow_ended`, then `next`), the record saved (compare-and-swap, tried
+//! again on a conflict) and what it says started ([`Work::ReleaseWorkflowEnded`]): a wave's
+//! last deploy ending starts the next wave at once, for one read and one write of the release.
+//!
+//! The sweep stays as the safety net and the clock: it reads the open releases; for each, it
+//! feeds back how every workflow it started ended, asks the record what comes next (a wave's
+//! delay or soak that has run out), saves it and starts what it names. A workflow the record
+//! names but that does not exist yet (a crash between the save and the start, or an install
+//! busy with another workflow) is started on a later sweep, under the same id: nothing starts
+//! twice, and a restart mid-wave loses nothing. Starting yields work for the executor's queue
+//! (never run inside the release code), so nothing here calls back into it.
 
 use ferry_model::{self as m, Release, ReleaseEffect, TargetStatus, Workflow};
 use ferry_store::StoreError;
@@ -13,28 +21,89 @@ use crate::work::Work;
 use crate::{Scheduler, SchedulerError};
 
 impl Scheduler {
-    /// One pass over the open releases.
-    pub(crate) async fn drive_releases(&self) -> Result<(), SchedulerError> {
-        let open = self.store.repo::<m::OpenRelease>();
-        for mark in open.list_all().await? {
-            if let Err(e) = self.drive_release(&mark.org, &mark.id).await {
-                warn!(org = %mark.org, release = %mark.id, error = %e, "release not advanced");
+    /// A workflow of release `id` ended: its outcome fed to the release, what comes next
+    /// started. One read and one write of the release (again on a conflict with another
+    /// workflow's end).
+    pub(crate) async fn release_workflow_ended(
+        &self,
+        org: &str,
+        id: &str,
+        workflow: &str,
+    ) -> Result<Vec<Work>, SchedulerError> {
+        let Some(outcome) = self.outcome_of(org, workflow).await? else {
+            return Ok(vec![]);
+        };
+        let repo = self.store.repo::<Release>();
+        let (r, effects) = loop {
+            let Some(v) = repo.get(org, id).await? else {
+                return Ok(vec![]);
+            };
+            let mut r = v.value.clone();
+            if r.status.is_terminal() {
+                return Ok(vec![]);
+            }
+            let now = m::Timestamp::now();
+            let mut effects = r.workflow_ended(workflow, outcome.clone(), now);
+            effects.extend(r.next(now));
+            if r == v.value {
+                return Ok(vec![]);
+            }
+            if effects.iter().any(|e| matches!(e, ReleaseEffect::Ended)) {
+                self.release_ended(&r).await?;
+            }
+            match repo.update(&r, v.revision).await {
+                Ok(_) => break (r, effects),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        info!(
+            org,
+            release = id,
+            workflow,
+            "release moved on a workflow's end"
+        );
+        let mut work = Vec::new();
+        for e in effects {
+            let started = match &e {
+                ReleaseEffect::Deploy {
+                    install, workflow, ..
+                } => self.start_release_deploy(&r, install, workflow).await,
+                ReleaseEffect::Check {
+                    install, workflow, ..
+                } => self.start_release_check(&r, install, workflow).await,
+                ReleaseEffect::Ended => Ok(None),
+            };
+            match started {
+                Ok(w) => work.extend(w),
+                Err(e) => warn!(org, release = id, error = %e, "release workflow not started"),
             }
         }
-        Ok(())
+        if r.status.is_terminal() {
+            self.close_release(org, id).await?;
+        }
+        Ok(work)
     }
 
-    async fn drive_release(&self, org: &str, id: &str) -> Result<(), SchedulerError> {
+    /// The sweep's pass over one release: every outcome fed back, what comes next decided,
+    /// what the record names and does not exist yet started; the work that advances them.
+    pub(crate) async fn drive_release(
+        &self,
+        org: &str,
+        id: &str,
+    ) -> Result<Vec<Work>, SchedulerError> {
         let repo = self.store.repo::<Release>();
         let Some(v) = repo.get(org, id).await? else {
-            return self.close_release(org, id).await;
+            self.close_release(org, id).await?;
+            return Ok(vec![]);
         };
         let mut r = v.value.clone();
         if r.status.is_terminal() {
             // Ended, but its mark outlived the sweep that ended it (a crash, or its audit
             // record not taken): the record again (the same one, kept once), then the mark.
             self.release_ended(&r).await?;
-            return self.close_release(org, id).await;
+            self.close_release(org, id).await?;
+            return Ok(vec![]);
         }
         let now = m::Timestamp::now();
         let mut effects = Vec::new();
@@ -54,10 +123,11 @@ impl Scheduler {
             match repo.update(&r, v.revision).await {
                 Ok(_) => {}
                 // Another replica moved it: its decisions stand; the next sweep goes on.
-                Err(StoreError::Conflict { .. }) => return Ok(()),
+                Err(StoreError::Conflict { .. }) => return Ok(vec![]),
                 Err(e) => return Err(e.into()),
             }
         }
+        let mut work = Vec::new();
         // Start what the record names and does not exist yet (this sweep's, or one a crash or a
         // busy install left).
         for (workflow, (wave, target)) in in_flight(&r) {
@@ -77,14 +147,17 @@ impl Scheduler {
                 }
                 _ => self.start_release_check(&r, &t.install, &workflow).await,
             };
-            if let Err(e) = started {
-                warn!(org, release = %r.id, install = %t.install, error = %e, "release workflow not started");
+            match started {
+                Ok(w) => work.extend(w),
+                Err(e) => {
+                    warn!(org, release = %r.id, install = %t.install, error = %e, "release workflow not started");
+                }
             }
         }
         if r.status.is_terminal() {
             self.close_release(org, id).await?;
         }
-        Ok(())
+        Ok(work)
     }
 
     /// How a workflow ended: `None` while it runs (or does not exist yet).
@@ -114,23 +187,23 @@ impl Scheduler {
     }
 
     /// Deploys the release's config to an install, as `workflow`, if no other workflow holds it
-    /// (otherwise a later sweep tries again).
+    /// (otherwise a later sweep tries again): the work that advances it.
     async fn start_release_deploy(
         &self,
         r: &Release,
         install: &str,
         workflow: &str,
-    ) -> Result<(), SchedulerError> {
+    ) -> Result<Option<Work>, SchedulerError> {
         let Some(current) = self.store.repo::<m::Install>().get(&r.org, install).await? else {
             warn!(org = %r.org, release = %r.id, install, "a release's install is gone");
-            return Ok(());
+            return Ok(None);
         };
         if let Some(holder) = current.value.last_workflow.as_deref()
             && let Some(h) = self.store.repo::<Workflow>().get(&r.org, holder).await?
             && !h.value.status.is_terminal()
         {
             info!(org = %r.org, release = %r.id, install, busy = holder, "release waits for the install");
-            return Ok(());
+            return Ok(None);
         }
         let mut wf = Workflow::requested(
             workflow.to_string(),
@@ -141,7 +214,7 @@ impl Scheduler {
             Default::default(),
             m::Timestamp::now(),
         );
-        wf.cause = Some(format!("release {}", r.id));
+        wf.cause = Some(m::release_cause(&r.id));
         wf.approve_all = r.settings.approve_all;
         // Reserve the install first: a workflow recorded but not holding its install would be
         // refused at lay-out.
@@ -159,7 +232,7 @@ impl Scheduler {
             })
             .await?;
         if reserved.is_err() {
-            return Ok(());
+            return Ok(None);
         }
         self.store
             .repo::<m::OpenWorkflow>()
@@ -170,7 +243,7 @@ impl Scheduler {
             Err(e) => return Err(e.into()),
         }
         info!(org = %r.org, release = %r.id, install, workflow, "release deploy started");
-        self.execute([Work::advance(&r.org, workflow)]).await
+        Ok(Some(Work::advance(&r.org, workflow)))
     }
 
     /// Runs the release's health action on an install, as `workflow`.
@@ -179,9 +252,9 @@ impl Scheduler {
         r: &Release,
         install: &str,
         workflow: &str,
-    ) -> Result<(), SchedulerError> {
+    ) -> Result<Option<Work>, SchedulerError> {
         let Some(action) = r.settings.health_action.clone() else {
-            return Ok(());
+            return Ok(None);
         };
         let mut wf = Workflow::requested(
             workflow.to_string(),
@@ -197,7 +270,7 @@ impl Scheduler {
             trigger: "release".into(),
             inputs: Default::default(),
         });
-        wf.cause = Some(format!("release {}", r.id));
+        wf.cause = Some(m::release_cause(&r.id));
         self.store
             .repo::<m::OpenWorkflow>()
             .create_if_absent(&wf.open_mark())
@@ -206,7 +279,7 @@ impl Scheduler {
             Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
             Err(e) => return Err(e.into()),
         }
-        self.execute([Work::advance(&r.org, workflow)]).await
+        Ok(Some(Work::advance(&r.org, workflow)))
     }
 
     /// Audits a release's end: at when it ended, or at its last change for a halt.

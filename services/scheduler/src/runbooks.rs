@@ -53,13 +53,12 @@ pub(crate) fn lay_out_runbook(
                 components: vec![component.clone()],
                 with_dependents: *dependents,
                 plan_only: *plan_only,
-                config: None,
+                ..Default::default()
             })?,
             RunbookStepKind::SandboxReprovision { skip_components } => deploy(m::DeployScope {
                 components: vec![m::SANDBOX.into()],
                 with_dependents: !skip_components,
-                plan_only: false,
-                config: None,
+                ..Default::default()
             })?,
             RunbookStepKind::SandboxDeprovision => teardown(m::SANDBOX),
             RunbookStepKind::ComponentTearDown { component } => teardown(component),

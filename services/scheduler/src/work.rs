@@ -16,6 +16,12 @@ pub(crate) enum Work {
     },
     /// Perform one effect of a saved transition of `wf`.
     Effect { wf: Arc<Workflow>, effect: Effect },
+    /// A workflow of a release ended: move the release on.
+    ReleaseWorkflowEnded {
+        org: String,
+        release: String,
+        workflow: String,
+    },
 }
 
 impl Work {

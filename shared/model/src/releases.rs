@@ -187,6 +187,18 @@ pub fn plan_waves(installs: &[String], spec: &str) -> Result<Vec<Vec<String>>, S
     Ok(out)
 }
 
+/// The cause a release's workflows carry (`release R`): how a workflow's end finds its release.
+pub fn release_cause(release: &str) -> String {
+    format!("release {release}")
+}
+
+impl crate::Workflow {
+    /// The release this workflow is a deploy or a health check of, if it is one.
+    pub fn release_of(&self) -> Option<&str> {
+        self.cause.as_deref()?.strip_prefix("release ")
+    }
+}
+
 impl Release {
     /// A release starting at `now.ms()` over `waves`.
     pub fn new(
@@ -436,6 +448,24 @@ impl Release {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_releases_workflows_name_their_release() {
+        let mut w = crate::Workflow::requested(
+            "w".into(),
+            "o",
+            "i",
+            crate::WorkflowKind::DeployComponents,
+            "c",
+            Default::default(),
+            crate::time::at("2026-11-27T10:00:00.000Z"),
+        );
+        assert_eq!(w.release_of(), None);
+        w.cause = Some(release_cause("r1"));
+        assert_eq!(w.release_of(), Some("r1"));
+        w.cause = Some("update-inputs".into());
+        assert_eq!(w.release_of(), None);
+    }
 
     fn installs(n: usize) -> Vec<String> {
         (1..=n).map(|i| format!("i{i}")).collect()
