@@ -499,6 +499,13 @@ pub(crate) enum InstallsCmd {
         /// show it) instead of the latest: an earlier one rolls back.
         #[arg(long, value_name = "CONFIG_ID")]
         config: Option<String>,
+        /// Plan every component first (a plan-only deploy: each plan made and judged by the
+        /// app's policies against what is deployed now), and deploy only if all passed: a deny
+        /// on a later component then leaves nothing applied. Without it (the default) components
+        /// deploy in order, each planned, judged and applied before the next, and a deny leaves
+        /// the earlier ones applied. Implies --wait.
+        #[arg(long, conflicts_with = "plan_only")]
+        plan_first: bool,
         /// Follow the workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,

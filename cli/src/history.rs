@@ -42,6 +42,42 @@ pub async fn show(api: &Api, install: &str, out: Output) -> Result<i32> {
     Ok(0)
 }
 
+/// `installs deploy --plan-first`: a plan-only deploy of the config, followed to its end; the
+/// deploy of that same config (pinned, so a sync meanwhile changes nothing) only if every plan
+/// was made and passed the app's policies.
+pub async fn plan_first(
+    api: &Api,
+    install: &str,
+    mut scope: ferry_model::DeployScope,
+    json: bool,
+) -> Result<i32> {
+    let config = match scope.config.clone() {
+        Some(c) => c,
+        None => {
+            let app = api.run::<ops::GetInstall>(&[install]).await?.app;
+            api.run::<ops::GetApp>(&[&app])
+                .await?
+                .latest_config
+                .ok_or_else(|| anyhow::anyhow!("app {app} has no config"))?
+        }
+    };
+    scope.config = Some(config.clone());
+    let plans = ferry_model::DeployScope {
+        plan_only: true,
+        ..scope.clone()
+    };
+    if !json {
+        eprintln!("planning every component of config {config} first; nothing is applied yet");
+    }
+    let id = crate::commands::installs_deploy(api, install, "deploy", &plans, json, true).await?;
+    if crate::commands::then_wait(api, id.clone(), true, false).await? != 0 {
+        eprintln!("the plans of workflow {id} did not all pass: nothing was applied");
+        return Ok(1);
+    }
+    let id = crate::commands::installs_deploy(api, install, "deploy", &scope, json, true).await?;
+    crate::commands::then_wait(api, id, true, json).await
+}
+
 /// The config a rollback deploys: `--to`, or the newest one the install ran successfully
 /// before what it runs now.
 pub async fn rollback_config(api: &Api, install: &str, to: Option<&str>) -> Result<String> {

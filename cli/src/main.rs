@@ -164,6 +164,7 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
             with_dependents,
             plan_only,
             config,
+            plan_first,
             wait,
             json,
         } => {
@@ -173,6 +174,9 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
                 plan_only,
                 config,
             };
+            if plan_first {
+                return history::plan_first(api, &name, scope, json).await;
+            }
             start(api, &name, "deploy", &scope, wait, json).await
         }
         InstallsCmd::History { name, out } => history::show(api, &name, out.format()).await,

@@ -152,3 +152,67 @@ fn a_policy_over_a_type_not_evaluated_says_so_on_the_plan() {
         "{w:?}"
     );
 }
+
+/// `deploy --plan-first` plans (and judges) every component before any apply: a policy that
+/// denies the counter's new resource leaves the greeter's change unapplied too, where a plain
+/// deploy applies the greeter first and fails at the counter.
+#[test]
+fn plan_first_applies_nothing_when_a_later_plan_is_denied() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    ferry_tests::sync_hello(&api, &app);
+    let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--wait"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let greeting = || {
+        let i = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+        i.components["greeter"].outputs["message"].clone()
+    };
+    let before = greeting();
+
+    // A new config: the greeter says something else, the counter gets a new resource, and a
+    // policy denies creating one.
+    let apply = app.join("components/src/greeter/apply.sh");
+    let text = std::fs::read_to_string(&apply).unwrap();
+    std::fs::write(
+        &apply,
+        text.replace(
+            "message=\"${GREETING}, ${INSTALL_ID}!\"",
+            "message=\"${GREETING}, ${INSTALL_ID}!!\"",
+        ),
+    )
+    .unwrap();
+    let tf = app.join("components/src/counter/main.tf");
+    let mut main = std::fs::read_to_string(&tf).unwrap();
+    main.push_str("\nresource \"terraform_data\" \"extra\" {\n  input = \"x\"\n}\n");
+    std::fs::write(&tf, main).unwrap();
+    std::fs::create_dir_all(app.join("policies")).unwrap();
+    std::fs::write(app.join("policies/no-data.rego"), DENY_DATA).unwrap();
+    std::fs::write(
+        app.join("policies.toml"),
+        "[[policy]]\nname = \"no-data\"\ntype = \"terraform_module\"\nengine = \"opa\"\ncontents = \"./policies/no-data.rego\"\n",
+    )
+    .unwrap();
+    ferry_tests::sync_hello(&api, &app);
+
+    let (code, out, err) =
+        ferry_tests::ferry(&api, &["installs", "deploy", "prod", "--plan-first"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("did not all pass: nothing was applied"),
+        "{err}"
+    );
+    assert!(err.contains("denied by policy: no-data"), "{err}");
+    assert_eq!(greeting(), before, "nothing applied");
+
+    // The default: components in order; the greeter's apply comes before the counter's deny.
+    let (code, out, err) = ferry_tests::ferry(&api, &["installs", "deploy", "prod", "--wait"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_ne!(
+        greeting(),
+        before,
+        "the greeter applied before the counter was denied"
+    );
+}
