@@ -553,6 +553,19 @@ pub fn server_and_runner(nats: &NatsServer, dir: &Path) -> (Proc, Proc, String) 
     (server, runner, api)
 }
 
+/// [`server_and_runner`] with the example app copied into `dir/hello`, synced, and install
+/// `prod` created (approve-all) and provisioned: the server, the runner, the API URL and the
+/// app's directory (to change and sync again).
+pub fn provisioned_hello(nats: &NatsServer, dir: &Path) -> (Proc, Proc, String, PathBuf) {
+    let (server, runner, api) = server_and_runner(nats, dir);
+    let app = dir.join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    sync_hello(&api, &app);
+    let (code, out, err) = create_hello(&api, "prod", &["--wait"]);
+    assert_eq!(code, 0, "{out}{err}");
+    (server, runner, api, app)
+}
+
 /// A dashboard session for the API's admin token, signed in through the sign-in form: the
 /// `cookie:` header that carries it.
 pub fn dashboard_cookie(api: &str) -> String {

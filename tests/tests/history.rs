@@ -4,18 +4,13 @@
 
 use ferry_model::api::HistoryEntry;
 use ferry_tests::typed::*;
-use ferry_tests::{NatsServer, ferry, repo_root};
+use ferry_tests::{NatsServer, ferry};
 
 #[test]
 fn history_lists_each_deploy_and_rollback_deploys_the_config_before() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
-    let app = dir.path().join("hello");
-    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
-    ferry_tests::sync_hello(&api, &app);
-    let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--wait"]);
-    assert_eq!(code, 0, "{out}{err}");
+    let (_server, _runner, api, app) = ferry_tests::provisioned_hello(&nats, dir.path());
     let first = cli::<Install>(&api, &["installs", "get", "prod", "--json"]).app_config_id;
 
     // A second config version, deployed.

@@ -160,12 +160,7 @@ fn a_policy_over_a_type_not_evaluated_says_so_on_the_plan() {
 fn plan_first_applies_nothing_when_a_later_plan_is_denied() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
-    let app = dir.path().join("hello");
-    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
-    ferry_tests::sync_hello(&api, &app);
-    let (code, out, err) = ferry_tests::create_hello(&api, "prod", &["--wait"]);
-    assert_eq!(code, 0, "{out}{err}");
+    let (_server, _runner, api, app) = ferry_tests::provisioned_hello(&nats, dir.path());
     let greeting = || {
         let i = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
         i.components["greeter"].outputs["message"].clone()

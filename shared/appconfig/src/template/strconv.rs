@@ -174,19 +174,18 @@ pub fn x_form(f: f64, prec: Option<usize>, upper: bool) -> String {
 
 /// Go's `strconv.Quote`: printable characters as they are, the rest escaped.
 pub fn quote(s: &str) -> String {
-    let mut out = String::from('"');
-    for c in s.chars() {
-        escape_into(&mut out, c, '"', false);
-    }
-    out.push('"');
-    out
+    quoted(s, false)
 }
 
 /// Go's `strconv.QuoteToASCII` (`%+q`): everything outside ASCII escaped as well.
 pub fn quote_ascii(s: &str) -> String {
+    quoted(s, true)
+}
+
+fn quoted(s: &str, ascii: bool) -> String {
     let mut out = String::from('"');
     for c in s.chars() {
-        escape_into(&mut out, c, '"', true);
+        escape_into(&mut out, c, '"', ascii);
     }
     out.push('"');
     out
