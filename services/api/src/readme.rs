@@ -29,10 +29,15 @@ pub async fn install_readme(Ctx(s): Ctx, Name(name): Name) -> Result<Json<Readme
         }));
     };
     let state = ferry_appconfig::jobs::install_state(&cfg, &install);
-    let (markdown, warning) = match ferry_appconfig::template::render_readme(&text, &state) {
-        Ok(rendered) => (rendered, None),
-        Err(e) => (text, Some(e.to_string())),
-    };
+    // On the blocking pool: a readme may make an RSA key (sprig's `genCA`), seconds of CPU.
+    let (markdown, warning) = tokio::task::spawn_blocking(move || {
+        match ferry_appconfig::template::render_readme(&text, &state) {
+            Ok(rendered) => (rendered, None),
+            Err(e) => (text, Some(e.to_string())),
+        }
+    })
+    .await
+    .map_err(|e| ApiError::Unavailable(format!("rendering the readme: {e}")))?;
     Ok(Json(Readme {
         app_config_id: install.app_config_id,
         markdown,

@@ -7,7 +7,6 @@ use ferry_appconfig::{AppConfig, jobs};
 use ferry_model::{self as m, Workflow};
 use ferry_protocol::messages::JobSpec;
 
-use crate::permanent;
 use crate::work::Work;
 use crate::{Scheduler, SchedulerError};
 
@@ -85,7 +84,8 @@ impl Scheduler {
             .await?
             .value;
         let cfg = self.config(&wf.org, &wf.app_config_id).await?;
-        let job = jobs::action_job(&cfg, &install, wf, step, m::now_ms()).map_err(permanent)?;
+        let (i, w, st, now) = (install.clone(), wf.clone(), step.clone(), m::now_ms());
+        let job = crate::rendered(move || jobs::action_job(&cfg, &i, &w, &st, now)).await?;
         if let Some(role) = &job.break_glass_role
             && let Some(grant) = install
                 .break_glass

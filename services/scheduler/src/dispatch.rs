@@ -174,7 +174,8 @@ impl Scheduler {
                 step.kind.label()
             ))
         })?;
-        jobs::component_job(&cfg, &install, &step.component, digest, op).map_err(permanent)
+        let component = step.component.clone();
+        crate::rendered(move || jobs::component_job(&cfg, &install, &component, digest, op)).await
     }
 
     async fn dispatch_plan(

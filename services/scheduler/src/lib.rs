@@ -94,6 +94,17 @@ pub(crate) fn permanent(why: impl Into<String>) -> SchedulerError {
     SchedulerError::Permanent(why.into())
 }
 
+/// Renders a job's spec on the blocking pool: a template may make an RSA key (sprig's
+/// `genPrivateKey "rsa"`, `genCA`: up to seconds of CPU), which must not hold a worker.
+pub(crate) async fn rendered<T: Send + 'static>(
+    render: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, SchedulerError> {
+    match tokio::task::spawn_blocking(render).await {
+        Ok(r) => r.map_err(permanent),
+        Err(e) => Err(permanent(format!("rendering the job: {e}"))),
+    }
+}
+
 #[derive(Clone)]
 pub struct Scheduler {
     store: Store,

@@ -38,7 +38,7 @@ fn helms_functions_are_a_warning_that_nuon_would_refuse_them() {
     }
 }
 
-/// Where Ferry renders on purpose otherwise than Nuon (the host's environment, RSA material),
+/// Where Ferry renders on purpose otherwise than Nuon (the host's environment, its resolver),
 /// validation says so at the call; a readme named without `./` is text, which it says too.
 #[test]
 fn deliberate_differences_and_a_bare_readme_path_are_warnings() {
@@ -48,7 +48,7 @@ fn deliberate_differences_and_a_bare_readme_path_are_warnings() {
     let file = dir.path().join("components/greeter.toml");
     let text = std::fs::read_to_string(&file).unwrap().replace(
         "INSTALL_ID = \"{{ .nuon.install.id }}\"",
-        "INSTALL_ID = \"{{ .nuon.install.id }}{{ env \\\"HOME\\\" }}\"\nCA = \"{{ .nuon.install.id }}{{ (genCA \\\"x\\\" 1).Cert }}\"",
+        "INSTALL_ID = \"{{ .nuon.install.id }}{{ env \\\"HOME\\\" }}\"\nCA = \"{{ .nuon.install.id }}{{ getHostByName \\\"x\\\" }}\"",
     );
     std::fs::write(&file, text).unwrap();
     let meta = dir.path().join("metadata.toml");
@@ -76,7 +76,7 @@ fn deliberate_differences_and_a_bare_readme_path_are_warnings() {
         "{warnings:#?}"
     );
     assert!(
-        has("components/greeter.toml:", "`genCA` fails in Ferry"),
+        has("components/greeter.toml:", "`getHostByName` fails in Ferry"),
         "{warnings:#?}"
     );
     assert!(

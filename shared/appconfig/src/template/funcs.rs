@@ -111,6 +111,7 @@ pub fn all() -> impl Iterator<Item = &'static (&'static str, usize, Option<usize
         .chain(super::sprig_lists::FUNCTIONS.iter())
         .chain(super::sprig_dates::FUNCTIONS.iter())
         .chain(super::sprig_crypto::FUNCTIONS.iter())
+        .chain(super::sprig_certs::FUNCTIONS.iter())
 }
 
 pub fn lookup(name: &str) -> Option<&'static (&'static str, usize, Option<usize>, &'static str)> {
@@ -174,7 +175,8 @@ pub fn call(name: &str, args: Vec<V>) -> Result<V, String> {
         .or_else(|| super::sprig_text::call(name, &args))
         .or_else(|| super::sprig_lists::call(name, &args))
         .or_else(|| super::sprig_dates::call(name, &args))
-        .or_else(|| super::sprig_crypto::call(name, &args));
+        .or_else(|| super::sprig_crypto::call(name, &args))
+        .or_else(|| super::sprig_certs::call(name, &args));
     match found {
         Some(r) => r,
         None => Err(format!("unknown function `{name}`")),

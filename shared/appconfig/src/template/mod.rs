@@ -43,6 +43,7 @@ mod methods;
 mod parse;
 mod sigs;
 mod sprig;
+mod sprig_certs;
 mod sprig_crypto;
 mod sprig_dates;
 mod sprig_lists;

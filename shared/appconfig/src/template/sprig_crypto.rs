@@ -11,9 +11,8 @@
 //! * `env` and `expandenv` read nothing: a vendor's config would otherwise read the control
 //!   plane's environment (its credentials among it). Every variable reads as unset.
 //! * `getHostByName` fails: the control plane's resolver is not the install's network.
-//! * RSA and DSA keys, and the certificates sprig makes with them (`genCA`, `genSelfSignedCert`,
-//!   `genSignedCert`, their `WithKey` forms, `buildCustomCert`), fail: generating a 4096-bit key
-//!   takes seconds of CPU on every render. `genPrivateKey "ecdsa"` and `"ed25519"` work.
+//! * `genPrivateKey "dsa"` fails: Go deprecates `crypto/dsa`, and sprig's keys are 1024-bit.
+//!   RSA keys and certificates are `super::sprig_certs`'.
 
 use ring::rand::{SecureRandom, SystemRandom};
 
@@ -57,7 +56,7 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
         "genPrivateKey",
         1,
         Some(1),
-        "a PEM private key: `ecdsa` (P-256) or `ed25519` (Ferry refuses `rsa` and `dsa`)",
+        "a PEM private key: `rsa` (4096 bits), `ecdsa` (P-256) or `ed25519` (Ferry refuses `dsa`)",
     ),
     (
         "encryptAES",
@@ -78,43 +77,6 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
         Some(1),
         "refused in Ferry (see `REFUSED`)",
     ),
-    ("genCA", 2, Some(2), "refused in Ferry (see `REFUSED`)"),
-    (
-        "genCAWithKey",
-        3,
-        Some(3),
-        "refused in Ferry (see `REFUSED`)",
-    ),
-    (
-        "genSelfSignedCert",
-        4,
-        Some(4),
-        "refused in Ferry (see `REFUSED`)",
-    ),
-    (
-        "genSelfSignedCertWithKey",
-        5,
-        Some(5),
-        "refused in Ferry (see `REFUSED`)",
-    ),
-    (
-        "genSignedCert",
-        5,
-        Some(5),
-        "refused in Ferry (see `REFUSED`)",
-    ),
-    (
-        "genSignedCertWithKey",
-        6,
-        Some(6),
-        "refused in Ferry (see `REFUSED`)",
-    ),
-    (
-        "buildCustomCert",
-        2,
-        Some(2),
-        "refused in Ferry (see `REFUSED`)",
-    ),
     (
         "expandenv",
         1,
@@ -124,21 +86,12 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
 ];
 
 /// Functions Nuon has that Ferry refuses to run while rendering, and why.
-pub const REFUSED: &[(&str, &str)] = &[
-    (
-        "getHostByName",
-        "Ferry does not resolve names while rendering: the control plane's resolver is not the install's network",
-    ),
-    ("genCA", RSA),
-    ("genCAWithKey", RSA),
-    ("genSelfSignedCert", RSA),
-    ("genSelfSignedCertWithKey", RSA),
-    ("genSignedCert", RSA),
-    ("genSignedCertWithKey", RSA),
-    ("buildCustomCert", RSA),
-];
+pub const REFUSED: &[(&str, &str)] = &[(
+    "getHostByName",
+    "Ferry does not resolve names while rendering: the control plane's resolver is not the install's network",
+)];
 
-const RSA: &str = "Ferry does not make RSA keys or certificates while rendering (seconds of CPU on every render); generate them once and pass them as an input or a secret";
+const DSA: &str = "Ferry does not make DSA keys (Go deprecates crypto/dsa; sprig's are 1024-bit): use `genPrivateKey \"ecdsa\"`, `\"ed25519\"` or `\"rsa\"`";
 
 pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
     let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
@@ -200,7 +153,7 @@ pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
 const ALNUM: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 const ASCII: &[u8] = b" !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~";
 
-fn fill(buf: &mut [u8]) {
+pub(super) fn fill(buf: &mut [u8]) {
     // The system generator fails only where the OS has none; sprig's `crypto/rand` would panic.
     if SystemRandom::new().fill(buf).is_err() {
         buf.fill(0);
@@ -371,7 +324,8 @@ fn private_key(kind: &str) -> Result<String, String> {
             der.extend_from_slice(seed);
             Ok(pem("PRIVATE KEY", &der))
         }
-        "" | "rsa" | "dsa" => Err(RSA.replace("RSA keys", "RSA or DSA keys")),
+        "" | "rsa" => super::sprig_certs::rsa_private_key(),
+        "dsa" => Err(DSA.to_string()),
         other => Ok(format!("Unknown type {other}")),
     }
 }
@@ -386,7 +340,7 @@ fn after<'a>(doc: &'a [u8], marker: &[u8], n: usize) -> Result<&'a [u8], String>
         .ok_or_else(|| "unexpected key document".to_string())
 }
 
-fn pem(label: &str, der: &[u8]) -> String {
+pub(super) fn pem(label: &str, der: &[u8]) -> String {
     let body = encoding::b64enc(der);
     let mut out = format!("-----BEGIN {label}-----\n");
     for line in body.as_bytes().chunks(64) {
@@ -523,7 +477,7 @@ mod tests {
             call1("genPrivateKey", &[s("ed25519")])
                 .starts_with("-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEI")
         );
-        assert!(call("genPrivateKey", &[s("rsa")]).unwrap().is_err());
+        assert!(call("genPrivateKey", &[s("dsa")]).unwrap().is_err());
         assert_eq!(call1("expandenv", &[s("a$HOME-${X}b$")]), "a-b$");
     }
 }
