@@ -837,7 +837,13 @@ pub(crate) enum JobsCmd {
     Get {
         /// The job's id.
         id: String,
-        /// Print JSON instead of text.
+        /// Also show where each execution's time went, span by span: the record's write, the
+        /// doorbell and the claim, the grant, the artifact and work directory, the role, the
+        /// plugin's start and its run. Each span is timed on one clock (the control plane's or
+        /// the runner host's).
+        #[arg(long)]
+        timing: bool,
+        /// Print JSON instead of text (the timing's points are in each execution's `timing`).
         #[arg(long)]
         json: bool,
     },

@@ -517,12 +517,15 @@ pub async fn jobs_cancel(api: &Api, id: &str, json_out: bool) -> Result<i32> {
     Ok(0)
 }
 
-pub async fn jobs_get(api: &Api, id: &str, json_out: bool) -> Result<i32> {
+pub async fn jobs_get(api: &Api, id: &str, timing: bool, json_out: bool) -> Result<i32> {
     let j = api.run::<ops::GetJob>(&[id]).await?;
     if json_out {
         print_json(&j)?;
     } else {
         println!("{}", render::job(&j));
+        if timing {
+            println!("{}", render::job_timing(&j));
+        }
     }
     Ok(0)
 }

@@ -61,7 +61,9 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Runbooks(cmd) => actions::runbooks(&api, cmd).await,
         Command::Releases(cmd) => releases::run(&api, cmd).await,
         Command::BreakGlass(cmd) => actions::break_glass(&api, cmd).await,
-        Command::Jobs(JobsCmd::Get { id, json }) => commands::jobs_get(&api, &id, json).await,
+        Command::Jobs(JobsCmd::Get { id, timing, json }) => {
+            commands::jobs_get(&api, &id, timing, json).await
+        }
         Command::Jobs(JobsCmd::Cancel { id, json }) => commands::jobs_cancel(&api, &id, json).await,
         Command::Approvals(ApprovalsCmd::List { install, out }) => {
             listings::approvals_list(&api, install.as_deref(), out.format()).await

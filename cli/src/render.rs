@@ -381,6 +381,41 @@ pub fn job(j: &ferry_model::Job) -> String {
     out
 }
 
+/// Where each execution's time went (`jobs get --timing`): `ferry_model::Timing`'s spans.
+pub fn job_timing(j: &ferry_model::Job) -> String {
+    let ms = |us: u64| format!("{:.2} ms", us as f64 / 1000.0);
+    let mut out = String::new();
+    for e in &j.executions {
+        let rows: Vec<Vec<String>> = e
+            .timing
+            .spans()
+            .into_iter()
+            .map(|s| {
+                vec![
+                    s.name.to_string(),
+                    ms(s.micros),
+                    s.clock.to_string(),
+                    s.what.to_string(),
+                ]
+            })
+            .collect();
+        out.push_str(&format!("\ntiming of execution {}", e.id));
+        if rows.is_empty() {
+            out.push_str(": not recorded (an execution from before timing was kept, or one that never ran)\n");
+            continue;
+        }
+        out.push('\n');
+        out.push_str(&table(&["SPAN", "TOOK", "CLOCK", "WHAT"], &rows));
+        if let Some(us) = e.timing.offer_to_spawn_us() {
+            out.push_str(&format!(
+                "offer to plugin start: {} (joins the two clocks: exact when they are one host's)\n",
+                ms(us)
+            ));
+        }
+    }
+    out
+}
+
 pub fn log_line(e: &LogEntry) -> String {
     match e.stream.as_str() {
         "system" => format!("[ferry] {}", e.text),

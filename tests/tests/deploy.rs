@@ -59,6 +59,36 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
         );
     }
 
+    // Where a job's time went: every point from the offer to the plugin's exit, in order (one
+    // host, so one clock), and `jobs get --timing` shows the spans.
+    let greeter = the_step(&wf, "greeter", "apply").job_id.clone().unwrap();
+    let j = cli::<Job>(&dev.api, &["jobs", "get", &greeter, "--json"]);
+    let t = j.executions[0].timing;
+    let r = t.runner;
+    let points = [
+        t.offered_us,
+        r.offer_seen_us,
+        r.claim_sent_us,
+        t.claimed_us,
+        t.decided_us,
+        r.granted_us,
+        r.prepared_us,
+        r.identity_us,
+        r.spawned_us,
+        r.exited_us,
+    ];
+    assert!(
+        points.iter().all(|p| *p > 0) && points.windows(2).all(|w| w[0] <= w[1]),
+        "{t:?}"
+    );
+    assert!(t.written_us >= t.offered_us && t.written_us <= t.decided_us, "{t:?}");
+    let (code, text, err) = ferry(&dev.api, &["jobs", "get", &greeter, "--timing"]);
+    assert_eq!(code, 0, "{err}");
+    for span in ferry_model::Timing::span_names() {
+        assert!(text.contains(span), "{span} missing:\n{text}");
+    }
+    assert!(text.contains("offer to plugin start: "), "{text}");
+
     // `ferry logs` returns the lines the scripts printed.
     let greeter_apply = the_step(&wf, "greeter", "apply").job_id.as_deref().unwrap();
     let (code, log, err) = ferry(&dev.api, &["logs", "--job", greeter_apply]);

@@ -178,6 +178,7 @@ fn forged_result(job: &str, execution: &str) -> Vec<u8> {
             sensitive_outputs: vec![],
             offloaded: None,
             ran_as: None,
+            timing: Default::default(),
         })),
     })
 }

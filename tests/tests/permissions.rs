@@ -334,6 +334,7 @@ async fn forged_results_from_the_installs_own_identity_are_ignored_and_preempt_n
                     sensitive_outputs: vec![],
                     offloaded: None,
                     ran_as: None,
+                    timing: Default::default(),
                 })),
             };
             let mut headers = async_nats::HeaderMap::new();

@@ -14,7 +14,7 @@ use std::time::Duration;
 use ferry_artifacts::{AnyStore, LocalLayout};
 use ferry_protocol::messages::{
     ActionJob, EventBody, JobEvent, JobOffer, JobResult, JobSpec, LogStream, Offloaded, Outcome,
-    PlanData, SyncJob,
+    PlanData, RunnerTiming, SyncJob,
 };
 use ferry_protocol::{encode, subjects};
 use sha2::{Digest, Sha256};
@@ -68,6 +68,14 @@ fn group_alive(pid: Option<u32>) -> bool {
     })
 }
 
+/// A granted job as the plugin path runs it.
+struct Job<'a> {
+    offer: &'a JobOffer,
+    execution_id: &'a str,
+    /// Its execution timeout.
+    limit: Duration,
+}
+
 fn cancelled(why: impl Into<String>) -> JobResult {
     JobResult {
         status: Outcome::Cancelled,
@@ -77,6 +85,7 @@ fn cancelled(why: impl Into<String>) -> JobResult {
         sensitive_outputs: vec![],
         offloaded: None,
         ran_as: None,
+        timing: Default::default(),
     }
 }
 
@@ -89,6 +98,7 @@ fn failed(error: impl Into<String>) -> JobResult {
         sensitive_outputs: vec![],
         offloaded: None,
         ran_as: None,
+        timing: Default::default(),
     }
 }
 
@@ -145,6 +155,7 @@ impl Executor {
         execution_id: String,
         attempt: u32,
         stop: Arc<Stop>,
+        mut timing: RunnerTiming,
     ) -> Sent {
         let public_id = ferry_model::execution_public_id(&offer.job_id, attempt);
         let span = info_span!("job", org = %self.org, install = %self.install, workflow = %offer.workflow_id, job = %offer.job_id, execution = %public_id);
@@ -190,10 +201,16 @@ impl Executor {
                 },
                 _ => {
                     let limit = Duration::from_secs(u64::from(offer.timeouts.execution_secs));
-                    self.plugin(&offer, &execution_id, limit, &log, &stop).await
+                    let job = Job {
+                        offer: &offer,
+                        execution_id: &execution_id,
+                        limit,
+                    };
+                    self.plugin(&job, &log, &stop, &mut timing).await
                 }
             };
-            let result = masked(result, &offer.spec, &log);
+            let mut result = masked(result, &offer.spec, &log);
+            result.timing = timing;
             match (&result.status, &result.error) {
                 (Outcome::Succeeded, _) => log.system("succeeded").await,
                 (status, Some(e)) => {
@@ -282,6 +299,7 @@ impl Executor {
                 digest: ferry_artifacts::sha256_digest(&bytes),
             }),
             ran_as: None,
+            timing: result.timing,
         }
     }
 
@@ -332,6 +350,7 @@ impl Executor {
                     sensitive_outputs: vec![],
                     offloaded: None,
                     ran_as: None,
+                    timing: Default::default(),
                 }
             }
             Err(e) => failed(format!("artifact sync failed: {e}")),
@@ -368,14 +387,13 @@ impl Executor {
 
     async fn plugin(
         &self,
-        offer: &JobOffer,
-        execution_id: &str,
-        limit: Duration,
+        job: &Job<'_>,
         log: &LogHandle,
         stop: &Stop,
+        timing: &mut RunnerTiming,
     ) -> JobResult {
-        let work = self.data_dir.join("work").join(execution_id);
-        let r = self.plugin_in(offer, &work, limit, log, stop).await;
+        let work = self.data_dir.join("work").join(job.execution_id);
+        let r = self.plugin_in(job, &work, log, stop, timing).await;
         if let Err(e) = tokio::fs::remove_dir_all(&work).await {
             warn!(dir = %work.display(), error = %e, "could not remove the job's work directory");
         }
@@ -385,23 +403,30 @@ impl Executor {
     /// Prepares the job's work directory, runs the plugin in it and reads what it produced.
     async fn plugin_in(
         &self,
-        offer: &JobOffer,
+        j: &Job<'_>,
         work: &Path,
-        limit: Duration,
         log: &LogHandle,
         stop: &Stop,
+        timing: &mut RunnerTiming,
     ) -> JobResult {
+        let (offer, limit) = (j.offer, j.limit);
         let job = match self.prepare(offer, work, log).await {
             Ok(job) => job,
             Err(why) => return failed(why),
         };
+        timing.prepared_us = ferry_model::now_us();
         // The secret values the plugin copies into the cluster are masked like sensitive inputs.
         let log = &log.with_more(job.secret_values());
         let identity = match self.identity(offer, limit, log).await {
             Ok(i) => i,
             Err(why) => return failed(why),
         };
-        let status = match self.run_plugin(&job, &identity, limit, log, stop).await {
+        timing.identity_us = ferry_model::now_us();
+        let ran = self
+            .run_plugin(&job, &identity, limit, log, stop, &mut timing.spawned_us)
+            .await;
+        timing.exited_us = ferry_model::now_us();
+        let status = match ran {
             Ok(status) => status,
             Err(ended) => return ended,
         };
@@ -586,12 +611,14 @@ impl Executor {
         limit: Duration,
         log: &LogHandle,
         stop: &Stop,
+        spawned_us: &mut u64,
     ) -> Result<std::process::ExitStatus, JobResult> {
         let mut cmd = plugin_command(job).map_err(failed)?;
         identity.apply(&mut cmd);
         let mut child = cmd
             .spawn()
             .map_err(|e| failed(format!("starting the plugin: {e}")))?;
+        *spawned_us = ferry_model::now_us();
         let pid = child.id();
         // Recorded until it has ended: if this runner process dies (SIGKILL, a crash), the next
         // one for the install kills the group it left behind before taking any work.
@@ -715,6 +742,7 @@ impl Executor {
             sensitive_outputs: result.sensitive_outputs,
             offloaded: None,
             ran_as: None,
+            timing: Default::default(),
         })
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use ferry_protocol::messages::{
-    ClaimReply, ClaimRequest, Heartbeat, JobOffer, LeaseRenewal, LeaseReply,
+    ClaimReply, ClaimRequest, Heartbeat, JobOffer, LeaseRenewal, LeaseReply, RunnerTiming,
 };
 use ferry_protocol::rpc::ask;
 use ferry_protocol::{encode, subjects};
@@ -423,7 +423,7 @@ impl Runner {
                     Some(bell) => match crate::offers::rung(&bell) {
                         // Unanswered (no scheduler yet): walk, which asks again.
                         Some(next) if self.slots.available_permits() > 0 => {
-                            !self.take_offer(next).await
+                            !self.take_offer(next, ferry_model::now_us()).await
                         }
                         _ => true,
                     },
@@ -455,7 +455,7 @@ impl Runner {
                 return Ok(());
             };
             after = next.seq;
-            self.take_offer(next.offer).await;
+            self.take_offer(next.offer, ferry_model::now_us()).await;
         }
     }
 
@@ -481,9 +481,10 @@ impl Runner {
         now.duration_since(since) < LEAVE_APPLY_TO_PLANNER
     }
 
-    /// Claims one offer and, if granted, runs its job. Returns whether the claim was answered
-    /// (granted or refused); an unanswered one stays in `JOBS` for the next walk.
-    async fn take_offer(&self, offer: JobOffer) -> bool {
+    /// Claims one offer (seen at `seen_us`) and, if granted, runs its job. Returns whether the
+    /// claim was answered (granted or refused); an unanswered one stays in `JOBS` for the next
+    /// walk.
+    async fn take_offer(&self, offer: JobOffer, seen_us: u64) -> bool {
         if offer.org != self.cfg.org || offer.install != self.cfg.install {
             warn!(job = %offer.job_id, "offer for another install; ignoring");
             return true;
@@ -499,8 +500,15 @@ impl Runner {
         // The lease the scheduler grants starts after this, by its clock: counting from here errs
         // on the safe side.
         let asked = tokio::time::Instant::now();
+        let mut timing = RunnerTiming {
+            offer_seen_us: seen_us,
+            claim_sent_us: ferry_model::now_us(),
+            ..Default::default()
+        };
         let subject = subjects::claim(&self.cfg.org, &self.cfg.install);
-        let reply = match ask(&self.client, subject, &req, Duration::from_secs(10)).await {
+        let reply = ask(&self.client, subject, &req, Duration::from_secs(10)).await;
+        timing.granted_us = ferry_model::now_us();
+        let reply = match reply {
             Ok(r) => Ok(r),
             // Not answered: the offer stays, and the next walk asks again.
             Err(e) if e.is_transient() => {
@@ -515,8 +523,14 @@ impl Runner {
                 attempt,
                 lease_ms,
             }) => {
-                self.start_job(offer, execution_id, attempt, lease_ms, asked)
-                    .await
+                let grant = Grant {
+                    execution_id,
+                    attempt,
+                    lease_ms,
+                    asked,
+                    timing,
+                };
+                self.start_job(offer, grant).await
             }
             Ok(ClaimReply::Refused { reason }) => {
                 debug!(job = %offer.job_id, %reason, "claim refused");
@@ -530,14 +544,14 @@ impl Runner {
 
     /// Runs a granted job in its own task, holding a slot and keeping its lease (counted from
     /// `asked`, when the claim was sent) until it ends.
-    async fn start_job(
-        &self,
-        offer: JobOffer,
-        execution_id: String,
-        attempt: u32,
-        lease_ms: u32,
-        asked: tokio::time::Instant,
-    ) {
+    async fn start_job(&self, offer: JobOffer, grant: Grant) {
+        let Grant {
+            execution_id,
+            attempt,
+            lease_ms,
+            asked,
+            timing,
+        } = grant;
         let Ok(permit) = self.slots.clone().acquire_owned().await else {
             // The slots are closed: the runner is stopping.
             return;
@@ -565,7 +579,7 @@ impl Runner {
         let lease = Duration::from_millis(u64::from(lease_ms.max(300)));
         self.jobs.spawn(async move {
             let job_id = offer.job_id.clone();
-            let reported = exec.run(offer, execution_id, attempt, stop).await;
+            let reported = exec.run(offer, execution_id, attempt, stop, timing).await;
             if let Ok(mut r) = running.lock() {
                 r.remove(&job_id);
             }
@@ -577,6 +591,16 @@ impl Runner {
             keeper.abort();
         });
     }
+}
+
+/// A claim granted: the execution, its lease and the points of its timing so far.
+struct Grant {
+    execution_id: String,
+    attempt: u32,
+    lease_ms: u32,
+    /// When the claim was sent: the lease counts from here.
+    asked: tokio::time::Instant,
+    timing: RunnerTiming,
 }
 
 /// Keeps an execution's lease: renews it every third of its length. When the scheduler answers

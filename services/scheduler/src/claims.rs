@@ -140,6 +140,7 @@ impl Scheduler {
     /// runner's critical path).
     async fn claim(&self, caller: Caller, req: ClaimRequest) -> Answer<ClaimReply> {
         let refuse = |reason: String| ClaimReply::Refused { reason };
+        let claimed_us = m::now_us();
         let (org, install) = (caller.org.as_str(), caller.install.as_str());
         // The random part of a ULID: 80 bits no other install can guess (see `Job::claim`).
         let secret = m::new_id()[10..].to_string();
@@ -148,10 +149,22 @@ impl Scheduler {
             Some(o) => o.record().await,
             None => None,
         };
-        let mut r = self.try_claim(known, org, install, &req, &secret).await;
+        let (known, written_us) = match known {
+            Some((v, at)) => (Some(v), at),
+            None => (None, 0),
+        };
+        let claim = Claim {
+            org,
+            install,
+            req: &req,
+            secret: &secret,
+            written_us,
+            claimed_us,
+        };
+        let mut r = self.try_claim(known, &claim).await;
         if matches!(r, Err(StoreError::NotFound { .. })) && offering.is_none() {
             tokio::time::sleep(RECORD_RACE).await;
-            r = self.try_claim(None, org, install, &req, &secret).await;
+            r = self.try_claim(None, &claim).await;
         }
         // Granted or refused for good: the job's offers have served. (Not on a store error: the
         // runner asks again.)
@@ -192,11 +205,15 @@ impl Scheduler {
     async fn try_claim(
         &self,
         known: Option<Versioned<m::Job>>,
-        org: &str,
-        install: &str,
-        req: &ClaimRequest,
-        secret: &str,
+        c: &Claim<'_>,
     ) -> Result<Result<m::Granted, String>, StoreError> {
+        let Claim {
+            org,
+            install,
+            req,
+            secret,
+            ..
+        } = *c;
         let lease_ms = self.lease.as_millis() as u64;
         let mut granted = None;
         let mut offered_ms = None;
@@ -212,6 +229,7 @@ impl Scheduler {
                     lease_ms,
                     secret,
                 )?);
+                j.time_claim(c.written_us, c.claimed_us, m::now_us());
                 Ok(true)
             })
             .await?;
@@ -239,4 +257,17 @@ impl Scheduler {
             warn!(org, install, job = job_id, error = %e, "could not retire a decided offer");
         }
     }
+}
+
+/// A claim being decided: who asks, and the points of its timing known so far (`m::Timing`).
+#[derive(Clone, Copy)]
+struct Claim<'a> {
+    org: &'a str,
+    install: &'a str,
+    req: &'a ClaimRequest,
+    secret: &'a str,
+    /// When the offer's record write was acknowledged (0: not offered by this scheduler).
+    written_us: u64,
+    /// When the claim arrived.
+    claimed_us: u64,
 }

@@ -163,6 +163,7 @@ impl Scheduler {
             sensitive_outputs: vec![],
             offloaded: None,
             ran_as: None,
+            timing: Default::default(),
         };
         let subject = subjects::result_chunks(org, install, execution_id);
         let Some(bytes) = self
@@ -213,6 +214,15 @@ fn finished_of(mut result: JobResult, most: usize) -> m::Finished {
             summary: p.summary,
         }),
         ran_as: result.ran_as,
+        runner: m::RunnerPoints {
+            offer_seen_us: result.timing.offer_seen_us,
+            claim_sent_us: result.timing.claim_sent_us,
+            granted_us: result.timing.granted_us,
+            prepared_us: result.timing.prepared_us,
+            identity_us: result.timing.identity_us,
+            spawned_us: result.timing.spawned_us,
+            exited_us: result.timing.exited_us,
+        },
     }
 }
 

@@ -39,8 +39,8 @@ use crate::{Scheduler, SchedulerError};
 enum Written {
     /// The create is on its way.
     Pending,
-    /// Written at this revision.
-    Record(Box<Versioned<m::Job>>),
+    /// Written at this revision, acknowledged at this time (µs, for `m::Timing`).
+    Record(Box<Versioned<m::Job>>, u64),
     /// Not written by this offer (an error, or the job was not offerable): the claim reads it.
     Unknown,
 }
@@ -85,14 +85,15 @@ impl KnownJobs {
 pub(crate) struct Offering(watch::Receiver<Written>);
 
 impl Offering {
-    /// The record the offer wrote, once written; `None` when the claim must read it.
-    pub(crate) async fn record(&mut self) -> Option<Versioned<m::Job>> {
+    /// The record the offer wrote, once written, and when its write was acknowledged (µs);
+    /// `None` when the claim must read it.
+    pub(crate) async fn record(&mut self) -> Option<(Versioned<m::Job>, u64)> {
         let written = async {
             let w = self.0.wait_for(|w| !matches!(w, Written::Pending)).await;
             w.ok().map(|w| w.clone())
         };
         match tokio::time::timeout(WRITE_WAIT, written).await {
-            Ok(Some(Written::Record(v))) => Some(*v),
+            Ok(Some(Written::Record(v, at))) => Some((*v, at)),
             _ => None,
         }
     }
@@ -168,6 +169,7 @@ impl Scheduler {
     pub async fn offer_job(&self, mut job: m::Job, offer: JobOffer) -> Result<(), SchedulerError> {
         let now = m::Timestamp::now();
         job.offered(now);
+        job.offered_us = m::now_us();
         let (org, install, id) = (job.org.clone(), job.install.clone(), job.id.clone());
         let offering = self.known.offering(&org, &id);
         // One message id per time it is offered: a re-offer is not a duplicate of the first.
@@ -202,7 +204,7 @@ impl Scheduler {
         offering: &watch::Sender<Written>,
     ) -> Result<bool, SchedulerError> {
         let jobs = self.store.repo::<m::Job>();
-        let (org, id) = (job.org.clone(), job.id.clone());
+        let (org, id, offered_us) = (job.org.clone(), job.id.clone(), job.offered_us);
         let written = match jobs.create(&job).await {
             Ok(revision) => Ok(Some(Versioned {
                 value: job,
@@ -214,6 +216,7 @@ impl Scheduler {
                 let v = jobs
                     .modify_from(None, &org, &id, |j| {
                         marked = j.offered(now);
+                        j.offered_us = offered_us;
                         Ok::<bool, ()>(marked)
                     })
                     .await;
@@ -226,7 +229,7 @@ impl Scheduler {
             Err(e) => Err(e),
         };
         let (state, result) = match written {
-            Ok(Some(v)) => (Written::Record(Box::new(v)), Ok(true)),
+            Ok(Some(v)) => (Written::Record(Box::new(v), m::now_us()), Ok(true)),
             Ok(None) => (Written::Unknown, Ok(false)),
             Err(e) => (Written::Unknown, Err(e.into())),
         };

@@ -183,6 +183,7 @@ async fn a_result_in_chunks_past_the_bound_fails_its_job() {
                 digest: format!("sha256:{}", "0".repeat(64)),
             }),
             ran_as: None,
+            timing: Default::default(),
         })),
     };
     js.publish(subjects::event(ORG, "web", &id), encode(&finished).into())

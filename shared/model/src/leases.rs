@@ -40,6 +40,8 @@ pub struct Finished {
     pub plan: Option<PlanMade>,
     /// The ARN of the role it ran as in the customer's account, if the runner assumed one.
     pub ran_as: Option<String>,
+    /// When the runner reached each point of the execution, by its clock.
+    pub runner: crate::RunnerPoints,
 }
 
 /// The longest role ARN a job record keeps (IAM's own limit is 2,048 characters).
@@ -149,6 +151,7 @@ impl Job {
             error: None,
             created_at: now.to_string(),
             finished_at: None,
+            offered_us: 0,
             offered_at: None,
             lease_expires_ms: None,
             ended_by: None,
@@ -192,6 +195,7 @@ impl Job {
             status: ExecutionStatus::InProgress,
             started_at: now.to_string(),
             finished_at: None,
+            timing: Default::default(),
         });
         self.status = JobStatus::InProgress;
         self.lease_expires_ms = Some(now.ms() + lease_ms);
@@ -301,6 +305,7 @@ impl Job {
         {
             e.status = f.status;
             e.finished_at = Some(now.to_string());
+            e.timing.runner = f.runner;
         }
         Ok(true)
     }
@@ -463,7 +468,30 @@ mod tests {
             error: None,
             plan,
             ran_as: Some("arn:aws:sts::1:assumed-role/acme-maintenance/ferry-j".into()),
+            runner: crate::RunnerPoints {
+                spawned_us: 7_000,
+                ..Default::default()
+            },
         }
+    }
+
+    #[test]
+    fn an_execution_keeps_the_claims_points_and_the_runners() {
+        let mut j = job(2);
+        j.offered_us = 1_000;
+        j.claim("i", "r1", Timestamp::from_ms(1_000), 500, "s")
+            .unwrap();
+        j.time_claim(1_400, 2_000, 2_100);
+        assert!(
+            j.finish("i", "j-1-s", succeeded(None), Timestamp::from_ms(2000))
+                .unwrap()
+        );
+        let t = j.executions[0].timing;
+        assert_eq!(
+            (t.offered_us, t.written_us, t.claimed_us, t.decided_us),
+            (1_000, 1_400, 2_000, 2_100)
+        );
+        assert_eq!(t.offer_to_spawn_us(), Some(6_000));
     }
 
     #[test]

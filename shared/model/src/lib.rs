@@ -29,6 +29,7 @@ mod stacks;
 mod steps;
 mod time;
 mod timeouts;
+mod timing;
 mod tokens;
 mod transitions;
 mod workflow;
@@ -50,6 +51,7 @@ pub use stacks::{MAX_SECRETS, MAX_STACK_OUTPUTS, StackSeen};
 pub use steps::*;
 pub use time::Timestamp;
 pub use timeouts::*;
+pub use timing::{RunnerPoints, Span, Timing};
 pub use tokens::*;
 pub use transitions::*;
 pub use workflow::*;
@@ -94,6 +96,14 @@ pub fn format_ms(ms: u64) -> String {
     Timestamp::from_ms(ms).rfc3339()
 }
 
+/// Now in µs since the epoch, for [`Timing`]'s points.
+pub fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
 /// Now in ms since the epoch: `Timestamp::now().ms()`.
 pub fn now_ms() -> u64 {
     Timestamp::now().ms()
@@ -106,12 +116,13 @@ pub const DEFAULT_ORG: &str = "default";
 #[cfg(test)]
 mod clock {
     /// The model is a function of records and the times it is given: no source of it but this
-    /// file (whose `now` and `now_ms` are the services') reads the clock.
+    /// file (whose `now`, `now_ms` and `now_us` are the services') reads the clock.
     #[test]
     fn the_model_reads_no_clock() {
         let needles = [
             ["crate::", "now()"].concat(),
             ["crate::", "now_ms()"].concat(),
+            ["crate::", "now_us()"].concat(),
             ["SystemTime::", "now"].concat(),
         ];
         let mut dirs = vec![std::path::PathBuf::from(concat!(

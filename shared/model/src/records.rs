@@ -607,6 +607,9 @@ pub struct Execution {
     pub status: ExecutionStatus,
     pub started_at: String,
     pub finished_at: Option<String>,
+    /// Where its time went, from the offer to the plugin's exit (see `timing.rs`).
+    #[serde(default)]
+    pub timing: crate::Timing,
 }
 
 /// One unit of work for one install. Its executions are the attempts at it.
@@ -636,6 +639,9 @@ pub struct Job {
     pub error: Option<String>,
     pub created_at: String,
     pub finished_at: Option<String>,
+    /// When it was last offered, µs since the epoch by the scheduler's clock (`Timing`).
+    #[serde(default)]
+    pub offered_us: u64,
     /// When its offer was published: the reconcile pass offers only a job that has none (a crash
     /// between the record and the offer), never one again.
     #[serde(default)]

@@ -440,8 +440,32 @@ pub struct JobResult {
     pub offloaded: Option<Offloaded>,
     /// The ARN of the role the job ran as in the customer's account, when the runner assumed one.
     pub ran_as: Option<String>,
+    /// When the runner reached each point of the execution (kept in the job record).
+    pub timing: RunnerTiming,
 }
 message!(JobResult, 10);
+
+/// When the runner reached each point of an execution, in µs since the epoch by its host's
+/// clock; 0 where it did not get there. With the control plane's own points (the job record's
+/// `Timing`) they say where a job's time went, from its offer to its plugin's exit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerTiming {
+    /// The offer reached the runner (a doorbell carrying it, or a walk of the offers).
+    pub offer_seen_us: u64,
+    /// The claim left for the scheduler.
+    pub claim_sent_us: u64,
+    /// The grant came back.
+    pub granted_us: u64,
+    /// The work directory was ready: the artifact checked (copied if this host lacked it) and
+    /// unpacked, the plugin's job file written.
+    pub prepared_us: u64,
+    /// The role to run as was assumed (or none was needed).
+    pub identity_us: u64,
+    /// The plugin process was started.
+    pub spawned_us: u64,
+    /// The plugin process exited.
+    pub exited_us: u64,
+}
 
 /// Where an offloaded [`JobResult`] is: `chunks` messages on the execution's result subject,
 /// which joined are the encoded result with this digest. The subject is derived from the job's
