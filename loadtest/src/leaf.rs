@@ -13,7 +13,14 @@ use crate::{Install, ORG};
 /// What must live while the leaf installs are used: the leaves and their directories.
 pub struct Kept {
     _leaves: Vec<ferry_runner::leaf::Leaf>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
+}
+
+impl Kept {
+    /// Where the leaves' configurations and stores are.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
 }
 
 /// Serves the hub's auth callout in this process (as the api service does), and waits until the
@@ -91,7 +98,7 @@ pub async fn installs(
         out,
         Kept {
             _leaves: leaves,
-            _dir: dir,
+            dir,
         },
     ))
 }
@@ -104,7 +111,17 @@ pub async fn request_reply(
     install: &Install,
     count: usize,
 ) -> Result<Duration> {
-    let subject = format!("ferry.rx.{ORG}.{}.bench", install.name);
+    request_reply_in(hub, ORG, install, count).await
+}
+
+/// [`request_reply`] for an install of `org`.
+pub async fn request_reply_in(
+    hub: &async_nats::Client,
+    org: &str,
+    install: &Install,
+    count: usize,
+) -> Result<Duration> {
+    let subject = format!("ferry.rx.{org}.{}.bench", install.name);
     let mut sub = hub.subscribe(subject.clone()).await?;
     hub.flush().await?;
     let responder_client = hub.clone();
@@ -140,4 +157,35 @@ pub async fn request_reply(
     responder.abort();
     times.sort();
     Ok(times[(times.len() * 99 / 100).min(times.len() - 1)])
+}
+
+/// Answers every install's `bench` requests (`ferry.rx.<org>.*.bench`) on the hub, until aborted.
+pub async fn answer_all(hub: &async_nats::Client) -> Result<tokio::task::JoinHandle<()>> {
+    let mut sub = hub.subscribe(format!("ferry.rx.{ORG}.*.bench")).await?;
+    hub.flush().await?;
+    let client = hub.clone();
+    Ok(tokio::spawn(async move {
+        while let Some(msg) = sub.next().await {
+            if let Some(reply) = msg.reply {
+                let _ = client.publish(reply, msg.payload).await;
+            }
+        }
+    }))
+}
+
+/// Asks through `install`'s leaf until the hub answers (its link is up and admitted again);
+/// how long that took.
+pub async fn until_answered(install: &Install, within: Duration) -> Result<Duration> {
+    let t = Instant::now();
+    let subject = format!("ferry.rx.{ORG}.{}.bench", install.name);
+    loop {
+        let ask = install.client.request(subject.clone(), "ping".into());
+        if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(1), ask).await {
+            return Ok(t.elapsed());
+        }
+        if t.elapsed() > within {
+            bail!("{}'s leaf was not admitted again within {within:?}", install.name);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

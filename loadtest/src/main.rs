@@ -25,6 +25,7 @@
 //! cargo run --release -p ferry-loadtest -- events --streams 1000
 //! ```
 
+mod breakdown;
 mod events;
 mod http;
 mod leaf;
@@ -83,6 +84,16 @@ enum Cmd {
         /// install counts in the tens or hundreds.
         #[arg(long)]
         leaf: bool,
+        /// Where a real job's time goes, span by span, instead of the offers alone: the real
+        /// ferry-server (beside this binary) and real runners (behind their own leaves with
+        /// --leaf), every install deployed --rounds times one deploy at a time; prints each
+        /// span's p50 and p99 and offer-to-plugin-start against a raw round trip. Uses the
+        /// largest --installs count.
+        #[arg(long)]
+        breakdown: bool,
+        /// With --breakdown: how many times each install is deployed.
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
     },
     /// One release over many installs (real runners in this process, the real ferry-server
     /// beside this binary) vs one install's deploy in the same run.
@@ -108,6 +119,11 @@ enum Cmd {
         /// Install counts to measure, comma-separated.
         #[arg(long, default_value = "1000,5000", value_delimiter = ',')]
         installs: Vec<usize>,
+        /// Each install behind a real leaf nats-server of its own (the largest count; ~20 MB
+        /// each), then the hub restarted: the time until every leaf is admitted again, each
+        /// leaf's memory and the hub's per leaf.
+        #[arg(long)]
+        leaf: bool,
     },
     /// Open event streams (`GET /v1/events`) on the real ferry-server: its RSS per stream vs
     /// raw ordered consumers' in this process (build ferry-server and ferry-cli with --release).
@@ -132,7 +148,7 @@ const ORG: &str = "bench";
 
 /// Samples of each raw baseline: enough that one scheduling hiccup on a small machine does not move
 /// the figure Ferry's are divided by.
-const BASELINE_SAMPLES: usize = 20_000;
+pub(crate) const BASELINE_SAMPLES: usize = 20_000;
 
 fn main() -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -186,10 +202,28 @@ async fn run(args: Args) -> Result<()> {
         };
         return events::run(server, *streams, *changes).await;
     }
-    if let Cmd::Reconnect { installs } = &args.cmd {
+    if let Cmd::Dispatch {
+        installs,
+        leaf,
+        breakdown: true,
+        rounds,
+        ..
+    } = &args.cmd
+    {
         let Some(server) = &server else {
+            anyhow::bail!("--breakdown starts its own hub: drop --nats-url");
+        };
+        let n = installs.iter().copied().max().unwrap_or(1);
+        return breakdown::run(server, n, *rounds, *leaf).await;
+    }
+    if let Cmd::Reconnect { installs, leaf } = &args.cmd {
+        let Some(server) = &mut server else {
             anyhow::bail!("reconnect starts its own hub (to read its memory): drop --nats-url");
         };
+        if *leaf {
+            let n = installs.iter().copied().max().unwrap_or(1);
+            return reconnect::run_leaves(server, &store, n).await;
+        }
         return reconnect::run(server, &store, installs).await;
     }
     // The real scheduler grants the claims.
@@ -208,6 +242,7 @@ async fn run(args: Args) -> Result<()> {
             concurrency,
             samples,
             leaf,
+            ..
         } => {
             // With --leaf: the largest count's installs, each behind its leaf, made once.
             let _kept;
@@ -287,7 +322,7 @@ struct Dispatched {
 /// A simulated install: its name, and the connection its lightweight runner uses (the hub's
 /// own, in direct mode; its leaf's, with `--leaf`).
 #[derive(Clone)]
-struct Install {
+pub(crate) struct Install {
     name: String,
     client: async_nats::Client,
 }
@@ -519,7 +554,7 @@ async fn consumer_count(js: &jetstream::Context) -> Result<usize> {
 }
 
 /// p99 of `count` core NATS request-reply round trips to a responder on the same server.
-async fn request_reply(client: &async_nats::Client, count: usize) -> Result<Duration> {
+pub(crate) async fn request_reply(client: &async_nats::Client, count: usize) -> Result<Duration> {
     let subject = format!("bench.rr.{}", m::new_id());
     let mut sub = client.subscribe(subject.clone()).await?;
     let responder_client = client.clone();

@@ -139,3 +139,75 @@ pub(crate) fn rss_kib(pid: u32) -> Result<u64> {
     }
     bail!("no VmRSS for process {pid}")
 }
+
+/// `reconnect --leaf`: `n` installs each behind a real leaf nats-server (`leaf.rs`: the runner's
+/// own leaf code, admitted by the real callout), then the hub restarted (killed, started again
+/// on its store): the time until every leaf is admitted again and answers through the hub, each
+/// leaf's resident memory, and the hub's per leaf.
+pub async fn run_leaves(
+    hub: &mut ferry_tests::NatsServer,
+    store: &ferry_store::Store,
+    n: usize,
+) -> Result<()> {
+    let hub_before = rss_kib(hub.pid())?;
+    let (installs, kept) = crate::leaf::installs(hub, store, n).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let hub_after = rss_kib(hub.pid())?;
+    let leaves = processes_under(kept.dir())?;
+    let leaf_kib: u64 = leaves.iter().filter_map(|p| rss_kib(*p).ok()).sum();
+    tokio::task::block_in_place(|| hub.restart());
+    let t = Instant::now();
+    let services = loop {
+        let c = hub.hub.credentials(ferry_pki::hub::SERVICES_USER)?;
+        match c.connect_options().connect(&hub.url).await {
+            Ok(c) => break c,
+            Err(_) if t.elapsed() < Duration::from_secs(60) => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(e) => return Err(e).context("connecting to the restarted hub"),
+        }
+    };
+    let answering = crate::leaf::answer_all(&services).await?;
+    let slowest = futures_util::stream::iter(installs.iter())
+        .map(|i| crate::leaf::until_answered(i, Duration::from_secs(300)))
+        .buffer_unordered(AT_ONCE)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
+    let all = t.elapsed();
+    answering.abort();
+    let hub_restarted = rss_kib(hub.pid())?;
+    println!(
+        "{:>7} {:>11} {:>13} {:>13} {:>15} {:>14}",
+        "leaves", "leaf MiB", "hub KiB/leaf", "readmit s", "hub KiB/leaf'", "leaf procs"
+    );
+    println!(
+        "{n:>7} {:>11.1} {:>13.1} {:>13.2} {:>15.1} {:>14}",
+        leaf_kib as f64 / 1024.0 / leaves.len().max(1) as f64,
+        hub_after.saturating_sub(hub_before) as f64 / n as f64,
+        all.as_secs_f64(),
+        hub_restarted as f64 / n as f64,
+        leaves.len(),
+    );
+    drop(slowest);
+    drop(kept);
+    Ok(())
+}
+
+/// Processes whose command line names a path under `dir` (the leaves' configurations).
+fn processes_under(dir: &Path) -> Result<Vec<u32>> {
+    let needle = dir.display().to_string();
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let entry = entry?;
+        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+            out.push(pid);
+        }
+    }
+    Ok(out)
+}

@@ -28,20 +28,8 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
     write_app(&app, 1)?;
     sync(addr, &token, &app).await?;
     let t = Instant::now();
-    futures_util::stream::iter(0..n)
-        .map(|i| {
-            let token = token.clone();
-            async move {
-                let body = json!({ "app": APP, "name": name(i), "approve_all": true });
-                http::json(addr, "POST", "/v1/installs", &token, Some(&body)).await
-            }
-        })
-        .buffer_unordered(32)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<Result<Vec<_>>>()?;
-    let _runners = runners(hub, work.path(), n).await?;
+    create_installs(addr, &token, n).await?;
+    let _runners = runners(hub, work.path(), n, false).await?;
     wait_active(addr, &token, n).await?;
     println!(
         "{n} installs created and provisioned in {:.1} s (each runner in this process, direct mode)",
@@ -89,8 +77,23 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
     Ok(())
 }
 
-fn name(i: usize) -> String {
+pub(crate) fn name(i: usize) -> String {
     format!("b{i:05}")
+}
+
+/// Installs `b00000`.. of the bench app, approve-all, created 32 at a time.
+pub(crate) async fn create_installs(addr: SocketAddr, token: &str, n: usize) -> Result<()> {
+    futures_util::stream::iter(0..n)
+        .map(|i| async move {
+            let body = json!({ "app": APP, "name": name(i), "approve_all": true });
+            http::json(addr, "POST", "/v1/installs", token, Some(&body)).await
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
+    Ok(())
 }
 
 /// A sandbox and one component, both scripts that do nothing; `version` changes the component,
@@ -193,20 +196,36 @@ pub(crate) async fn sync(addr: SocketAddr, token: &str, app: &Path) -> Result<()
     Ok(())
 }
 
-/// Each install's runner, in this process: certificate issued, connected directly.
-async fn runners(
+/// Each install's runner, in this process, with its certificate: connected directly, or
+/// (`leaf`) through a leaf nats-server of its own, as `ferry-runner` runs by default.
+pub(crate) async fn runners(
     hub: &ferry_tests::NatsServer,
     dir: &Path,
     n: usize,
+    leaf: bool,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>> {
+    let binary = ferry_runner::leaf::find_binary(Some(&ferry_tests::nats_server_bin()))?;
     let mut tasks = Vec::with_capacity(n);
     for i in 0..n {
         let home = dir.join(name(i));
         let identity = home.join("identity");
         let creds = ferry_tests::issue_install(&hub.hub.dir, ORG, &name(i), &identity);
         let data_dir = std::path::absolute(home.join("data"))?;
+        let (nats_url, mode) = match leaf {
+            false => (hub.url.clone(), ferry_runner::runner::Mode::Direct),
+            true => (
+                hub.leaf_url.clone(),
+                ferry_runner::runner::Mode::Leaf(ferry_runner::leaf::LeafConfig {
+                    binary: binary.clone(),
+                    hub: hub.leaf_url.clone(),
+                    install: name(i),
+                    dir: data_dir.join("leaf"),
+                    identity: ferry_pki::InstallFiles::new(&identity),
+                }),
+            ),
+        };
         let cfg = ferry_runner::runner::RunnerConfig {
-            nats_url: hub.url.clone(),
+            nats_url,
             credentials: creds,
             identity: Some(ferry_pki::InstallFiles::new(&identity)),
             org: ORG.into(),
@@ -216,7 +235,7 @@ async fn runners(
             idle_poll: Duration::from_secs(30),
             cancel_grace: Duration::from_secs(10),
             drain: Duration::from_secs(1),
-            mode: ferry_runner::runner::Mode::Direct,
+            mode,
             give_up_when_refused: None,
             tools: ferry_runner::plugin::Tools {
                 helm: None,
@@ -240,7 +259,7 @@ async fn runners(
     Ok(tasks)
 }
 
-async fn wait_active(addr: SocketAddr, token: &str, n: usize) -> Result<()> {
+pub(crate) async fn wait_active(addr: SocketAddr, token: &str, n: usize) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(1800);
     loop {
         let active = http::json(addr, "GET", "/v1/installs?status=active", token, None).await?;
@@ -258,7 +277,7 @@ async fn wait_active(addr: SocketAddr, token: &str, n: usize) -> Result<()> {
     }
 }
 
-async fn wait_workflow(addr: SocketAddr, token: &str, id: &str) -> Result<()> {
+pub(crate) async fn wait_workflow(addr: SocketAddr, token: &str, id: &str) -> Result<()> {
     loop {
         let wf = http::json(addr, "GET", &format!("/v1/workflows/{id}"), token, None).await?;
         match wf["status"].as_str() {

@@ -35,6 +35,32 @@ pub(crate) fn register(nats_url: &str, dir: &Path, leaf_url: &str) {
     }
 }
 
+/// Starts the nats-server of `dir/nats.conf` (its log appended to `dir/nats.log`) and waits
+/// until it accepts connections on `port`.
+fn spawn_listening(dir: &Path, port: u16) -> std::process::Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("nats.log"))
+        .expect("nats.log");
+    let child = Command::new(nats_server_bin())
+        .arg("-c")
+        .arg(dir.join("nats.conf"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("spawn nats-server");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "nats-server did not start on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
 /// The trust directory of the hub at `nats_url`.
 pub fn hub_dir(nats_url: &str) -> PathBuf {
     hubs()
@@ -95,21 +121,7 @@ impl NatsServer {
             ),
         )
         .expect("write nats.conf");
-        let child = Command::new(nats_server_bin())
-            .arg("-c")
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("nats.log")).expect("nats.log"))
-            .spawn()
-            .expect("spawn nats-server");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "nats-server did not start on port {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let child = spawn_listening(dir.path(), port);
         let url = format!("nats://127.0.0.1:{port}");
         let leaf_url = format!("tls://127.0.0.1:{leaf_port}");
         register(&url, &hub.dir, &leaf_url);
@@ -133,6 +145,14 @@ impl NatsServer {
             .connect(&self.url)
             .await
             .unwrap_or_else(|e| panic!("connecting as {user}: {e}"))
+    }
+
+    /// Stops the server (SIGKILL, as a crash would) and starts it again on the same ports and
+    /// store, returning once it accepts connections: a hub restart.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = spawn_listening(self.dir.path(), self.port);
     }
 
     /// The nats-server's process id (to read its memory).

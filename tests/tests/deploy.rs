@@ -81,7 +81,10 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
         points.iter().all(|p| *p > 0) && points.windows(2).all(|w| w[0] <= w[1]),
         "{t:?}"
     );
-    assert!(t.written_us >= t.offered_us && t.written_us <= t.decided_us, "{t:?}");
+    assert!(
+        t.written_us >= t.offered_us && t.written_us <= t.decided_us,
+        "{t:?}"
+    );
     let (code, text, err) = ferry(&dev.api, &["jobs", "get", &greeter, "--timing"]);
     assert_eq!(code, 0, "{err}");
     for span in ferry_model::Timing::span_names() {
