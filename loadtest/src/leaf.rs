@@ -184,7 +184,10 @@ pub async fn until_answered(install: &Install, within: Duration) -> Result<Durat
             return Ok(t.elapsed());
         }
         if t.elapsed() > within {
-            bail!("{}'s leaf was not admitted again within {within:?}", install.name);
+            bail!(
+                "{}'s leaf was not admitted again within {within:?}",
+                install.name
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -171,13 +171,14 @@ impl Executor {
                 at_ms: ferry_model::now_ms(),
                 body: EventBody::Started,
             };
-            self.outbox
-                .send(
-                    &event_subject,
-                    &format!("{execution_id}-0"),
-                    encode(&started),
-                )
-                .await;
+            // Sent beside the work, not before it: the event only informs (the scheduler acts on
+            // the grant and the result), so the plugin need not wait for its acknowledgement.
+            // Awaited before the result is sent, which keeps the two in order.
+            let started = {
+                let (outbox, subject) = (self.outbox.clone(), event_subject.clone());
+                let id = format!("{execution_id}-0");
+                tokio::spawn(async move { outbox.send(&subject, &id, encode(&started)).await })
+            };
 
             let (log, log_task) = logsink::start(
                 self.outbox.clone(),
@@ -225,6 +226,7 @@ impl Executor {
             // Every log line is in the stream before the result is: whoever sees the result can read
             // the complete log.
             let lines = log_task.await.unwrap_or(0);
+            let _ = started.await;
             info!(status = ?result.status, lines, "job finished");
             self.report(&offer.job_id, &execution_id, &event_subject, result)
                 .await
@@ -357,6 +359,54 @@ impl Executor {
         }
     }
 
+    /// The artifact unpacked into `src`, and the component's `state` directory made. From this
+    /// host's layout store that is one trip to the blocking pool (every read verified); from a
+    /// registry, or when the artifact is not here yet, the store's own async path.
+    async fn unpack(
+        &self,
+        component: &str,
+        digest: &str,
+        src: &Path,
+        state: &Path,
+        log: &LogHandle,
+    ) -> Result<(), String> {
+        fn unusable(digest: &str, e: ferry_artifacts::ArtifactError) -> String {
+            format!("artifact {digest} is not usable from the install's store: {e}")
+        }
+        let dirs = |src: &Path, state: &Path| -> Result<(), String> {
+            std::fs::create_dir_all(src)
+                .map_err(|e| format!("creating the work directory: {e}"))?;
+            std::fs::create_dir_all(state)
+                .map_err(|e| format!("creating the component's state directory: {e}"))
+        };
+        if self.registry.is_none() {
+            let (layout, d) = (self.layout.clone(), digest.to_string());
+            let (s, st) = (src.to_path_buf(), state.to_path_buf());
+            let here = tokio::task::spawn_blocking(move || {
+                dirs(&s, &st)?;
+                match layout.unpack_blocking(&d, &s) {
+                    Err(ferry_artifacts::ArtifactError::NotFound(_)) => Ok(false),
+                    r => r.map(|()| true).map_err(|e| unusable(&d, e)),
+                }
+            })
+            .await
+            .map_err(|e| format!("preparing the work directory: {e}"))??;
+            if here {
+                return Ok(());
+            }
+        } else {
+            let (s, st) = (src.to_path_buf(), state.to_path_buf());
+            tokio::task::spawn_blocking(move || dirs(&s, &st))
+                .await
+                .map_err(|e| format!("preparing the work directory: {e}"))??;
+        }
+        self.ensure_artifact(component, digest, log).await?;
+        let store = self.store(component).await?;
+        ferry_artifacts::unpack(&store, digest, src)
+            .await
+            .map_err(|e| unusable(digest, e))
+    }
+
     /// Makes sure the artifact is in this host's store. An install may have several runner hosts
     /// (each with its own store), and its sync job may have run on another one: then this host
     /// copies the artifact itself, by the same digest-verified path a sync takes.
@@ -485,24 +535,9 @@ impl Executor {
             ));
         }
         let src = work.join("src");
-        tokio::fs::create_dir_all(&src)
-            .await
-            .map_err(|e| format!("creating the work directory: {e}"))?;
-        self.ensure_artifact(&c.component, &c.artifact_digest, log)
-            .await?;
-        let store = self.store(&c.component).await?;
-        ferry_artifacts::unpack(&store, &c.artifact_digest, &src)
-            .await
-            .map_err(|e| {
-                format!(
-                    "artifact {} is not usable from the install's store: {e}",
-                    c.artifact_digest
-                )
-            })?;
         let state = self.data_dir.join("state").join(&c.component);
-        tokio::fs::create_dir_all(&state)
-            .await
-            .map_err(|e| format!("creating the component's state directory: {e}"))?;
+        self.unpack(&c.component, &c.artifact_digest, &src, &state, log)
+            .await?;
         let plan_file = match plan {
             Some(digest) => Some(
                 self.own_plan(&c.component, digest, &c.artifact_digest, work)
@@ -824,22 +859,27 @@ fn masked(mut result: JobResult, spec: &JobSpec, log: &LogHandle) -> JobResult {
 /// Writes the plugin's job file, `work/job.json`, readable by the runner's user only (it may
 /// hold secret values to copy into the cluster).
 async fn write_job(work: &Path, job: PluginInput) -> Result<PluginInput, String> {
-    use tokio::io::AsyncWriteExt;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let bytes = serde_json::to_vec_pretty(&job)
         .map_err(|e| format!("encoding the plugin's job file: {e}"))?;
-    let mut f = tokio::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(work.join("job.json"))
-        .await
-        .map_err(|e| format!("writing the plugin's job file: {e}"))?;
-    let failed = |e: std::io::Error| format!("writing the plugin's job file: {e}");
-    f.write_all(&bytes).await.map_err(failed)?;
-    // tokio writes on its blocking pool: until the flush returns, the plugin may read nothing.
-    f.flush().await.map_err(failed)?;
-    Ok(job)
+    let path = work.join("job.json");
+    // One trip to the blocking pool, the write whole before the plugin starts.
+    let written = tokio::task::spawn_blocking(move || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)?
+            .write_all(&bytes)
+    })
+    .await;
+    match written {
+        Ok(Ok(())) => Ok(job),
+        Ok(Err(e)) => Err(format!("writing the plugin's job file: {e}")),
+        Err(e) => Err(format!("writing the plugin's job file: {e}")),
+    }
 }
 
 /// The values a job's log must not show, as its offer lists them.

@@ -58,23 +58,25 @@ impl Executor {
         work: &Path,
     ) -> Result<PathBuf, String> {
         let ours = self.plan_copy(component, digest);
-        if ours.exists() {
-            let made_from = tokio::fs::read_to_string(ours.with_extension("artifact"))
-                .await
-                .ok();
-            same_artifact(digest, made_from.as_deref(), artifact)?;
-        }
-        let bytes = tokio::fs::read(&ours).await.map_err(|_| {
-            format!(
-                "refusing to apply: this install holds no plan {digest} of its own (it applies \
-                 only plans it produced); retry the step to plan again"
-            )
-        })?;
+        let (digest, artifact) = (digest.to_string(), artifact.to_string());
         let p = work.join("plan.in");
-        tokio::fs::write(&p, bytes)
-            .await
-            .map_err(|e| format!("writing the plan: {e}"))?;
-        Ok(p)
+        // File work in one trip to the blocking pool.
+        tokio::task::spawn_blocking(move || {
+            if ours.exists() {
+                let made_from = std::fs::read_to_string(ours.with_extension("artifact")).ok();
+                same_artifact(&digest, made_from.as_deref(), &artifact)?;
+            }
+            let bytes = std::fs::read(&ours).map_err(|_| {
+                format!(
+                    "refusing to apply: this install holds no plan {digest} of its own (it \
+                     applies only plans it produced); retry the step to plan again"
+                )
+            })?;
+            std::fs::write(&p, bytes).map_err(|e| format!("writing the plan: {e}"))?;
+            Ok(p)
+        })
+        .await
+        .map_err(|e| format!("copying the plan: {e}"))?
     }
 }
 

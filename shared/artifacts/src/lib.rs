@@ -269,7 +269,11 @@ pub async fn unpack<S: BlobStore>(
     let manifest = Manifest::parse(manifest_digest, &src.get_manifest(manifest_digest).await?)?;
     for layer in &manifest.layers {
         let bytes = src.get_blob(&layer.digest).await?;
-        unpack_layer(&bytes, dir)?;
+        // Decompressing and writing files is blocking work: the pool's, not a worker's.
+        let dir = dir.to_path_buf();
+        tokio::task::spawn_blocking(move || unpack_layer(&bytes, &dir))
+            .await
+            .map_err(|e| ArtifactError::Store(format!("unpacking a layer: {e}")))??;
     }
     Ok(())
 }

@@ -63,6 +63,27 @@ impl LocalLayout {
     fn path(&self, digest: &str) -> Result<PathBuf, ArtifactError> {
         Ok(self.root.join("blobs/sha256").join(digest_hex(digest)?))
     }
+
+    /// Unpacks artifact `manifest_digest` into `dir`, every read verified, on the calling thread:
+    /// for the blocking pool. Preparing a job's work directory this way is one trip to the pool
+    /// where [`crate::unpack`] takes one per read (the runner's `prepare`, measured by `loadtest
+    /// dispatch --breakdown`). `NotFound` when the manifest is not here (it is written last, so
+    /// then the artifact is not).
+    pub fn unpack_blocking(&self, manifest_digest: &str, dir: &Path) -> Result<(), ArtifactError> {
+        let read = |digest: &str| -> Result<Vec<u8>, ArtifactError> {
+            let bytes = std::fs::read(self.path(digest)?).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => ArtifactError::NotFound(digest.into()),
+                _ => e.into(),
+            })?;
+            verify(digest, &bytes)?;
+            Ok(bytes)
+        };
+        let manifest = crate::Manifest::parse(manifest_digest, &read(manifest_digest)?)?;
+        for layer in &manifest.layers {
+            crate::unpack_layer(&read(&layer.digest)?, dir)?;
+        }
+        Ok(())
+    }
 }
 
 impl BlobStore for LocalLayout {
