@@ -7,7 +7,7 @@ use ferry_tests::{NatsServer, Proc, repo_root, sync_and_create};
 
 /// Two runner hosts of one install (each with its own data directory and certificate, as
 /// `installs runner-token` hands out) stay connected side by side — the hub does not take one
-/// leaf for the other reconnecting — and the install deploys.
+/// leaf for the other reconnecting — and the install deploys, leaving no work directory behind.
 #[test]
 fn two_runner_hosts_of_one_install_do_not_knock_each_other_off() {
     let nats = NatsServer::start();
@@ -29,6 +29,27 @@ fn two_runner_hosts_of_one_install_do_not_knock_each_other_off() {
         name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
     assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    // Each host prepares a job's work directory while its claim is out; the host whose claim
+    // is refused removes it, the other after the job: nothing is left on either.
+    let leftover = |host: &str| -> Vec<String> {
+        std::fs::read_dir(dir.path().join(host).join("work"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(leftover("one").is_empty() && leftover("two").is_empty()) {
+        assert!(
+            Instant::now() < deadline,
+            "work directories left behind: {:?} {:?}",
+            leftover("one"),
+            leftover("two")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // Both keep their connection for a while: heartbeats from both, no displaced leaf.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

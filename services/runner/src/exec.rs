@@ -74,6 +74,8 @@ struct Job<'a> {
     execution_id: &'a str,
     /// Its execution timeout.
     limit: Duration,
+    /// Its work directory, if it was being prepared while the claim was out (`staging.rs`).
+    staging: Option<crate::staging::Staging>,
 }
 
 fn cancelled(why: impl Into<String>) -> JobResult {
@@ -149,13 +151,14 @@ impl Executor {
     /// `execution_id` is the execution's token: it goes back with every event and log batch (and
     /// starts their de-duplication ids), and is never printed; logs name the execution by its
     /// public id. Returns where the result went (the lease must hold until the hub has it).
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         offer: JobOffer,
         execution_id: String,
         attempt: u32,
         stop: Arc<Stop>,
         mut timing: RunnerTiming,
+        staging: Option<crate::staging::Staging>,
     ) -> Sent {
         let public_id = ferry_model::execution_public_id(&offer.job_id, attempt);
         let span = info_span!("job", org = %self.org, install = %self.install, workflow = %offer.workflow_id, job = %offer.job_id, execution = %public_id);
@@ -206,8 +209,9 @@ impl Executor {
                         offer: &offer,
                         execution_id: &execution_id,
                         limit,
+                        staging,
                     };
-                    self.plugin(&job, &log, &stop, &mut timing).await
+                    self.plugin(job, &log, &stop, &mut timing).await
                 }
             };
             let mut result = masked(result, &offer.spec, &log);
@@ -370,41 +374,54 @@ impl Executor {
         state: &Path,
         log: &LogHandle,
     ) -> Result<(), String> {
-        fn unusable(digest: &str, e: ferry_artifacts::ArtifactError) -> String {
-            format!("artifact {digest} is not usable from the install's store: {e}")
+        if self.registry.is_none() && self.unpack_here(digest, src, state).await? {
+            return Ok(());
         }
-        let dirs = |src: &Path, state: &Path| -> Result<(), String> {
-            std::fs::create_dir_all(src)
-                .map_err(|e| format!("creating the work directory: {e}"))?;
-            std::fs::create_dir_all(state)
-                .map_err(|e| format!("creating the component's state directory: {e}"))
-        };
-        if self.registry.is_none() {
-            let (layout, d) = (self.layout.clone(), digest.to_string());
-            let (s, st) = (src.to_path_buf(), state.to_path_buf());
-            let here = tokio::task::spawn_blocking(move || {
-                dirs(&s, &st)?;
-                match layout.unpack_blocking(&d, &s) {
-                    Err(ferry_artifacts::ArtifactError::NotFound(_)) => Ok(false),
-                    r => r.map(|()| true).map_err(|e| unusable(&d, e)),
-                }
-            })
-            .await
-            .map_err(|e| format!("preparing the work directory: {e}"))??;
-            if here {
-                return Ok(());
-            }
-        } else {
-            let (s, st) = (src.to_path_buf(), state.to_path_buf());
-            tokio::task::spawn_blocking(move || dirs(&s, &st))
+        for (dir, what) in [
+            (src, "the work directory"),
+            (state, "the component's state directory"),
+        ] {
+            tokio::fs::create_dir_all(dir)
                 .await
-                .map_err(|e| format!("preparing the work directory: {e}"))??;
+                .map_err(|e| format!("creating {what}: {e}"))?;
         }
         self.ensure_artifact(component, digest, log).await?;
         let store = self.store(component).await?;
         ferry_artifacts::unpack(&store, digest, src)
             .await
-            .map_err(|e| unusable(digest, e))
+            .map_err(|e| format!("artifact {digest} is not usable from the install's store: {e}"))
+    }
+
+    /// Whether jobs can be staged while their claim is out (`staging.rs`): from the layout
+    /// store only; a registry is read through the network, after the grant.
+    pub(crate) fn stages(&self) -> bool {
+        self.registry.is_none()
+    }
+
+    /// From this host's layout store: the artifact unpacked into `src` and `state` made, in one
+    /// trip to the blocking pool (every read verified); false when the artifact is not here.
+    pub(crate) async fn unpack_here(
+        &self,
+        digest: &str,
+        src: &Path,
+        state: &Path,
+    ) -> Result<bool, String> {
+        let (layout, d) = (self.layout.clone(), digest.to_string());
+        let (src, state) = (src.to_path_buf(), state.to_path_buf());
+        tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(&src)
+                .map_err(|e| format!("creating the work directory: {e}"))?;
+            std::fs::create_dir_all(&state)
+                .map_err(|e| format!("creating the component's state directory: {e}"))?;
+            match layout.unpack_blocking(&d, &src) {
+                Err(ferry_artifacts::ArtifactError::NotFound(_)) => Ok(false),
+                r => r.map(|()| true).map_err(|e| {
+                    format!("artifact {d} is not usable from the install's store: {e}")
+                }),
+            }
+        })
+        .await
+        .map_err(|e| format!("preparing the work directory: {e}"))?
     }
 
     /// Makes sure the artifact is in this host's store. An install may have several runner hosts
@@ -437,13 +454,20 @@ impl Executor {
 
     async fn plugin(
         &self,
-        job: &Job<'_>,
+        mut job: Job<'_>,
         log: &LogHandle,
         stop: &Stop,
         timing: &mut RunnerTiming,
     ) -> JobResult {
-        let work = self.data_dir.join("work").join(job.execution_id);
-        let r = self.plugin_in(job, &work, log, stop, timing).await;
+        let staged = match job.staging.take() {
+            Some(s) => s.await.ok().flatten(),
+            None => None,
+        };
+        let (work, input) = match staged {
+            Some(s) => (s.work, Some(s.input)),
+            None => (self.data_dir.join("work").join(job.execution_id), None),
+        };
+        let r = self.plugin_in(&job, &work, input, log, stop, timing).await;
         if let Err(e) = tokio::fs::remove_dir_all(&work).await {
             warn!(dir = %work.display(), error = %e, "could not remove the job's work directory");
         }
@@ -455,12 +479,17 @@ impl Executor {
         &self,
         j: &Job<'_>,
         work: &Path,
+        staged: Option<PluginInput>,
         log: &LogHandle,
         stop: &Stop,
         timing: &mut RunnerTiming,
     ) -> JobResult {
         let (offer, limit) = (j.offer, j.limit);
-        let job = match self.prepare(offer, work, log).await {
+        let prepared = match staged {
+            Some(job) => Ok(job),
+            None => self.prepare(offer, work, log).await,
+        };
+        let job = match prepared {
             Ok(job) => job,
             Err(why) => return failed(why),
         };
@@ -545,20 +574,34 @@ impl Executor {
             ),
             None => None,
         };
-        let job = PluginJob {
+        let secrets = self.synced_secrets(phase, c, log).await?;
+        let job = self.plugin_job(phase, c, plan, plan_file, work, secrets);
+        write_job(work, PluginInput::Component(job)).await
+    }
+
+    /// The plugin's job file's content for a component job whose work directory is `work`.
+    pub(crate) fn plugin_job(
+        &self,
+        phase: Phase,
+        c: &ferry_protocol::messages::ComponentJob,
+        plan: Option<&String>,
+        plan_file: Option<PathBuf>,
+        work: &Path,
+        secrets: Vec<crate::plugin::SyncedSecret>,
+    ) -> PluginJob {
+        PluginJob {
             phase,
             org: self.org.clone(),
             install: self.install.clone(),
             spec: c.clone(),
             plan_file,
             plan_digest: plan.cloned(),
-            src_dir: src,
-            state_dir: state,
+            src_dir: work.join("src"),
+            state_dir: self.data_dir.join("state").join(&c.component),
             work_dir: work.to_path_buf(),
             tools: self.tools.clone(),
-            secrets: self.synced_secrets(phase, c, log).await?,
-        };
-        write_job(work, PluginInput::Component(job)).await
+            secrets,
+        }
     }
 
     /// An apply's `kubernetes_sync` secrets with their values (`secrets.rs`); what was not
@@ -858,7 +901,7 @@ fn masked(mut result: JobResult, spec: &JobSpec, log: &LogHandle) -> JobResult {
 
 /// Writes the plugin's job file, `work/job.json`, readable by the runner's user only (it may
 /// hold secret values to copy into the cluster).
-async fn write_job(work: &Path, job: PluginInput) -> Result<PluginInput, String> {
+pub(crate) async fn write_job(work: &Path, job: PluginInput) -> Result<PluginInput, String> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let bytes = serde_json::to_vec_pretty(&job)

@@ -35,6 +35,7 @@ pub mod rotate;
 pub mod runner;
 pub mod secrets;
 pub mod stack;
+pub(crate) mod staging;
 pub mod stats;
 
 pub use runner::{Runner, RunnerConfig};

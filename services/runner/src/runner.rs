@@ -506,6 +506,8 @@ impl Runner {
             ..Default::default()
         };
         let subject = subjects::claim(&self.cfg.org, &self.cfg.install);
+        // The work directory is prepared while the claim is out (`staging.rs`).
+        let staging = self.executor.stage(&offer);
         let reply = ask(&self.client, subject, &req, Duration::from_secs(10)).await;
         timing.granted_us = ferry_model::now_us();
         let reply = match reply {
@@ -513,6 +515,9 @@ impl Runner {
             // Not answered: the offer stays, and the next walk asks again.
             Err(e) if e.is_transient() => {
                 debug!(job = %offer.job_id, error = %e, "claim not answered");
+                if let Some(s) = staging {
+                    self.jobs.spawn(crate::staging::discard(s));
+                }
                 return false;
             }
             Err(e) => Err(e),
@@ -529,8 +534,10 @@ impl Runner {
                     lease_ms,
                     asked,
                     timing,
+                    staging,
                 };
-                self.start_job(offer, grant).await
+                self.start_job(offer, grant).await;
+                return true;
             }
             Ok(ClaimReply::Refused { reason }) => {
                 debug!(job = %offer.job_id, %reason, "claim refused");
@@ -538,6 +545,9 @@ impl Runner {
             Err(e) => {
                 warn!(job = %offer.job_id, error = %e, "undecodable claim reply");
             }
+        }
+        if let Some(s) = staging {
+            self.jobs.spawn(crate::staging::discard(s));
         }
         true
     }
@@ -551,9 +561,13 @@ impl Runner {
             lease_ms,
             asked,
             timing,
+            staging,
         } = grant;
         let Ok(permit) = self.slots.clone().acquire_owned().await else {
             // The slots are closed: the runner is stopping.
+            if let Some(s) = staging {
+                self.jobs.spawn(crate::staging::discard(s));
+            }
             return;
         };
         let exec = self.executor.clone();
@@ -579,7 +593,9 @@ impl Runner {
         let lease = Duration::from_millis(u64::from(lease_ms.max(300)));
         self.jobs.spawn(async move {
             let job_id = offer.job_id.clone();
-            let reported = exec.run(offer, execution_id, attempt, stop, timing).await;
+            let reported = exec
+                .run(offer, execution_id, attempt, stop, timing, staging)
+                .await;
             if let Ok(mut r) = running.lock() {
                 r.remove(&job_id);
             }
@@ -601,6 +617,8 @@ struct Grant {
     /// When the claim was sent: the lease counts from here.
     asked: tokio::time::Instant,
     timing: RunnerTiming,
+    /// Its work directory, prepared while the claim was out (`staging.rs`).
+    staging: Option<crate::staging::Staging>,
 }
 
 /// Keeps an execution's lease: renews it every third of its length. When the scheduler answers
