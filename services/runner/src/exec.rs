@@ -78,6 +78,15 @@ struct Job<'a> {
     staging: Option<crate::staging::Staging>,
 }
 
+/// The job log's last line: how it ended.
+fn ending(result: &JobResult) -> String {
+    match (&result.status, &result.error) {
+        (Outcome::Succeeded, _) => "succeeded".into(),
+        (status, Some(e)) => format!("{}: {e}", format!("{status:?}").to_lowercase()),
+        (status, None) => format!("{status:?}").to_lowercase(),
+    }
+}
+
 fn cancelled(why: impl Into<String>) -> JobResult {
     JobResult {
         status: Outcome::Cancelled,
@@ -167,22 +176,7 @@ impl Executor {
             let clock = std::time::Instant::now();
             self.stats.job_started(kind);
             let event_subject = subjects::event(&self.org, &self.install, &offer.job_id);
-            let started = JobEvent {
-                job_id: offer.job_id.clone(),
-                execution_id: execution_id.clone(),
-                seq: 0,
-                at_ms: ferry_model::now_ms(),
-                body: EventBody::Started,
-            };
-            // Sent beside the work, not before it: the event only informs (the scheduler acts on
-            // the grant and the result), so the plugin need not wait for its acknowledgement.
-            // Awaited before the result is sent, which keeps the two in order.
-            let started = {
-                let (outbox, subject) = (self.outbox.clone(), event_subject.clone());
-                let id = format!("{execution_id}-0");
-                tokio::spawn(async move { outbox.send(&subject, &id, encode(&started)).await })
-            };
-
+            let started = self.started(&offer.job_id, &execution_id, &event_subject);
             let (log, log_task) = logsink::start(
                 self.outbox.clone(),
                 &self.org,
@@ -216,14 +210,7 @@ impl Executor {
             };
             let mut result = masked(result, &offer.spec, &log);
             result.timing = timing;
-            match (&result.status, &result.error) {
-                (Outcome::Succeeded, _) => log.system("succeeded").await,
-                (status, Some(e)) => {
-                    log.system(format!("{}: {e}", format!("{status:?}").to_lowercase()))
-                        .await
-                }
-                (status, None) => log.system(format!("{status:?}").to_lowercase()).await,
-            }
+            log.system(ending(&result)).await;
             drop(log);
             let outcome = format!("{:?}", result.status).to_lowercase();
             self.stats.job_finished(kind, &outcome, clock.elapsed());
@@ -237,6 +224,28 @@ impl Executor {
         }
         .instrument(span)
         .await
+    }
+
+    /// Sends the execution's Started event beside the work, not before it: the event only
+    /// informs (the scheduler acts on the grant and the result), so the plugin need not wait for
+    /// its acknowledgement. The caller awaits it before sending the result, which keeps the two
+    /// in order.
+    fn started(
+        &self,
+        job_id: &str,
+        execution_id: &str,
+        subject: &str,
+    ) -> tokio::task::JoinHandle<Sent> {
+        let started = JobEvent {
+            job_id: job_id.to_string(),
+            execution_id: execution_id.to_string(),
+            seq: 0,
+            at_ms: ferry_model::now_ms(),
+            body: EventBody::Started,
+        };
+        let (outbox, subject) = (self.outbox.clone(), subject.to_string());
+        let id = format!("{execution_id}-0");
+        tokio::spawn(async move { outbox.send(&subject, &id, encode(&started)).await })
     }
 
     /// Sends the job's result (in chunks when it does not fit in a message: see `offload`).
