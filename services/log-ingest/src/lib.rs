@@ -77,9 +77,8 @@ impl LogIngest {
             move |subject, ev: JobEvent| {
                 let s = self.clone();
                 async move {
-                    let EventBody::Finished(_) = ev.body else {
-                        return Handled::Done;
-                    };
+                    // Every job event is an execution's end (`EventBody::Finished`).
+                    let EventBody::Finished(_) = ev.body;
                     let Some((org, install)) = subjects::org_install(&subject) else {
                         return Handled::Reject(format!("unexpected subject {subject}"));
                     };

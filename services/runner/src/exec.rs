@@ -176,7 +176,6 @@ impl Executor {
             let clock = std::time::Instant::now();
             self.stats.job_started(kind);
             let event_subject = subjects::event(&self.org, &self.install, &offer.job_id);
-            let started = self.started(&offer.job_id, &execution_id, &event_subject);
             let (log, log_task) = logsink::start(
                 self.outbox.clone(),
                 &self.org,
@@ -217,35 +216,12 @@ impl Executor {
             // Every log line is in the stream before the result is: whoever sees the result can read
             // the complete log.
             let lines = log_task.await.unwrap_or(0);
-            let _ = started.await;
             info!(status = ?result.status, lines, "job finished");
             self.report(&offer.job_id, &execution_id, &event_subject, result)
                 .await
         }
         .instrument(span)
         .await
-    }
-
-    /// Sends the execution's Started event beside the work, not before it: the event only
-    /// informs (the scheduler acts on the grant and the result), so the plugin need not wait for
-    /// its acknowledgement. The caller awaits it before sending the result, which keeps the two
-    /// in order.
-    fn started(
-        &self,
-        job_id: &str,
-        execution_id: &str,
-        subject: &str,
-    ) -> tokio::task::JoinHandle<Sent> {
-        let started = JobEvent {
-            job_id: job_id.to_string(),
-            execution_id: execution_id.to_string(),
-            seq: 0,
-            at_ms: ferry_model::now_ms(),
-            body: EventBody::Started,
-        };
-        let (outbox, subject) = (self.outbox.clone(), subject.to_string());
-        let id = format!("{execution_id}-0");
-        tokio::spawn(async move { outbox.send(&subject, &id, encode(&started)).await })
     }
 
     /// Sends the job's result (in chunks when it does not fit in a message: see `offload`).

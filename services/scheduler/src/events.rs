@@ -5,7 +5,7 @@ use ferry_protocol::messages::{EventBody, JobEvent, JobResult, Offloaded, Outcom
 use ferry_protocol::resources::{RESULTS, objects};
 use ferry_protocol::subjects;
 use ferry_store::{Handled, StoreError};
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use crate::control::handled;
 use crate::{Scheduler, SchedulerError};
@@ -19,16 +19,11 @@ impl Scheduler {
         let Some((org, install)) = subjects::org_install(subject) else {
             return Handled::Reject(format!("unexpected subject {subject}"));
         };
-        match ev.body {
-            EventBody::Started => {
-                debug!(org, install, job = %ev.job_id, "job started");
-                Handled::Done
-            }
-            EventBody::Finished(result) => handled(
-                self.job_finished(org, install, &ev.job_id, &ev.execution_id, *result)
-                    .await,
-            ),
-        }
+        let EventBody::Finished(result) = ev.body;
+        handled(
+            self.job_finished(org, install, &ev.job_id, &ev.execution_id, *result)
+                .await,
+        )
     }
 
     async fn job_finished(

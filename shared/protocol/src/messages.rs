@@ -411,7 +411,8 @@ message!(JobEvent, 4);
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EventBody {
-    Started,
+    /// How the execution ended. (A runner sends no "started" event: the grant is the start, and
+    /// the execution's timing keeps when its plugin started.)
     Finished(Box<JobResult>),
 }
 
