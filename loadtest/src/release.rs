@@ -5,7 +5,7 @@
 //! callout), N of them in this process, each starting the real plugin process per job (this
 //! binary answers `plugin`, as `ferry-runner` does). Reported: the deploy's time, the release's
 //! (create to succeeded), their ratio, jobs run, and the CPU seconds the hub nats-server and
-//! `ferry-server` spent during the release.
+//! `ferry-server` spent during the release, and what they spend in 10 s with the fleet idle.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -49,10 +49,19 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
     wait_workflow(addr, &token, &wf).await?;
     let one = t.elapsed();
 
+    // What the connected fleet costs while nothing is deployed (heartbeats, metrics).
+    let cpu = |pid| cpu_secs(pid).unwrap_or(0.0);
+    let (hub0, server0) = (cpu(hub.pid()), cpu(server.id()));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    println!(
+        "idle for 10 s: hub CPU {:.2} s, server CPU {:.2} s",
+        cpu(hub.pid()) - hub0,
+        cpu(server.id()) - server0
+    );
+
     // The next version released over every install.
     write_app(&app, 3)?;
     sync(addr, &token, &app).await?;
-    let cpu = |pid| cpu_secs(pid).unwrap_or(0.0);
     let (hub0, server0) = (cpu(hub.pid()), cpu(server.id()));
     let t = Instant::now();
     let body = json!({ "app": APP, "waves": waves, "approve_all": true });
