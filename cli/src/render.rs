@@ -406,6 +406,7 @@ pub fn job_timing(j: &ferry_model::Job) -> String {
         }
         out.push('\n');
         out.push_str(&table(&["SPAN", "TOOK", "CLOCK", "WHAT"], &rows));
+        out.push('\n');
         if let Some(us) = e.timing.offer_to_spawn_us() {
             out.push_str(&format!(
                 "offer to plugin start: {} (joins the two clocks: exact when they are one host's)\n",

@@ -182,12 +182,18 @@ pub async fn run_leaves(
     each.sort();
     // What the storm cost the hub: its log's refusals and timeouts while the leaves came back.
     let log = std::fs::read_to_string(hub.dir.path().join("nats.log")).unwrap_or_default();
-    let after_restart = log.rsplit("Starting nats-server").next().unwrap_or_default();
+    let after_restart = log
+        .rsplit("Starting nats-server")
+        .next()
+        .unwrap_or_default();
     let refused = after_restart.matches("Authorization Violation").count()
         + after_restart.matches("authorization violation").count();
     let timeouts = after_restart.matches("timeout").count();
     let mut kinds = std::collections::BTreeMap::<String, usize>::new();
-    for line in after_restart.lines().filter(|l| l.contains("[WRN]") || l.contains("[ERR]")) {
+    for line in after_restart
+        .lines()
+        .filter(|l| l.contains("[WRN]") || l.contains("[ERR]"))
+    {
         // The message without its connection's address and numbers.
         let text: String = line
             .split_once(" - ")
