@@ -72,6 +72,15 @@ pub fn system_log(org: &str, install: &str, job: &str) -> String {
     format!("ferry.sys.{org}.{install}.log.{job}")
 }
 
+/// Every line of a job's log in stream `LOGS`, its runners' ([`log`]) and the control plane's
+/// ([`system_log`]), as one filter: with one filter subject the server finds the job's messages
+/// through its per-subject index, where two filters make it match message by message from the
+/// stream's start (a reader of one job's log then cost a scan of every job's lines:
+/// `loadtest release` saw a quarter of the hub's CPU in it).
+pub fn job_log_filter(org: &str, install: &str, job: &str) -> String {
+    format!("ferry.*.{org}.{install}.log.{job}")
+}
+
 /// The JetStream de-duplication id (`Nats-Msg-Id`) of message `local` of install `install`.
 /// JetStream de-duplicates across a whole stream, so every id an install's runner sends is
 /// namespaced by its org and install; `local` starts with the execution's token, which only the

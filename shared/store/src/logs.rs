@@ -65,12 +65,10 @@ pub fn accepted_batch(job: &Job, subject: &str, batch: &LogBatch) -> Result<Stri
         .map(str::to_string)
 }
 
-/// The subjects a job's log is read from: its runners' and the control plane's.
-fn log_subjects(job: &Job) -> Vec<String> {
-    vec![
-        subjects::log(&job.org, &job.install, &job.id),
-        subjects::system_log(&job.org, &job.install, &job.id),
-    ]
+/// The subject a job's log is read from: its runners' lines and the control plane's, in one
+/// filter (`subjects::job_log_filter`).
+fn log_filter(job: &Job) -> String {
+    subjects::job_log_filter(&job.org, &job.install, &job.id)
 }
 
 impl Store {
@@ -86,7 +84,7 @@ impl Store {
         let stream = self.js.get_stream("LOGS").await.map_err(nats)?;
         let consumer = stream
             .create_consumer(OrderedConfig {
-                filter_subjects: log_subjects(&job),
+                filter_subject: log_filter(&job),
                 deliver_policy: DeliverPolicy::All,
                 ..Default::default()
             })
@@ -132,7 +130,7 @@ impl Store {
         let stream = self.js.get_stream("LOGS").await.map_err(nats)?;
         let mut consumer = stream
             .create_consumer(OrderedConfig {
-                filter_subjects: log_subjects(job),
+                filter_subject: log_filter(job),
                 deliver_policy: DeliverPolicy::All,
                 ..Default::default()
             })
