@@ -3,6 +3,8 @@
 //! a job of the install the subject names; the decided job's offers are then retired), lease
 //! renewals, and heartbeats (kept in the `runners` bucket).
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_model as m;
@@ -71,20 +73,33 @@ impl Scheduler {
             first_seen_ms: now,
             last_seen_ms: now,
         };
-        match runners.get(org, &hb.runner_id).await? {
+        let key = format!("{org}.{}", hb.runner_id);
+        // The record as this scheduler last wrote it saves reading it again: its revision is
+        // the update's condition, so a record another scheduler wrote meanwhile fails the update
+        // (a conflict) and is read as before.
+        if let Some((first_seen_ms, revision)) = self.heard.get(&key, install) {
+            rec.first_seen_ms = first_seen_ms;
+            if let Ok(revision) = runners.update(&rec, revision).await {
+                self.heard.put(key, install, first_seen_ms, revision);
+                return Ok(());
+            }
+        }
+        let written = match runners.get(org, &hb.runner_id).await? {
             // A runner id belongs to the install it first spoke for.
-            Some(v) if v.value.install != install => Ok(()),
+            Some(v) if v.value.install != install => return Ok(()),
             Some(v) => {
                 rec.first_seen_ms = v.value.first_seen_ms;
-                match runners.update(&rec, v.revision).await {
-                    Ok(_) | Err(StoreError::Conflict { .. }) => Ok(()),
-                    Err(e) => Err(e.into()),
-                }
+                runners.update(&rec, v.revision).await
             }
-            None => match runners.create(&rec).await {
-                Ok(_) | Err(StoreError::AlreadyExists { .. }) => Ok(()),
-                Err(e) => Err(e.into()),
-            },
+            None => runners.create(&rec).await,
+        };
+        match written {
+            Ok(revision) => {
+                self.heard.put(key, install, rec.first_seen_ms, revision);
+                Ok(())
+            }
+            Err(StoreError::Conflict { .. } | StoreError::AlreadyExists { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -270,4 +285,33 @@ struct Claim<'a> {
     written_us: u64,
     /// When the claim arrived.
     claimed_us: u64,
+}
+
+/// The runner records this scheduler last wrote, by `org.runner`: install, first seen, revision.
+/// Bounded: past [`HEARD_MAX`] entries it starts over (an entry only saves a read).
+#[derive(Clone, Default)]
+pub(crate) struct Heard(Arc<std::sync::Mutex<HashMap<String, Written>>>);
+
+/// A runner record as written: its install, when the runner was first seen, its revision.
+type Written = (String, u64, u64);
+
+const HEARD_MAX: usize = 100_000;
+
+impl Heard {
+    /// First seen and revision of the record of runner `key`, if it was written for `install`.
+    fn get(&self, key: &str, install: &str) -> Option<(u64, u64)> {
+        let map = self.0.lock().ok()?;
+        map.get(key)
+            .filter(|(i, ..)| i == install)
+            .map(|(_, first, rev)| (*first, *rev))
+    }
+
+    fn put(&self, key: String, install: &str, first_seen_ms: u64, revision: u64) {
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= HEARD_MAX {
+                map.clear();
+            }
+            map.insert(key, (install.to_string(), first_seen_ms, revision));
+        }
+    }
 }

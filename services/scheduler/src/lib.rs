@@ -120,6 +120,8 @@ pub struct Scheduler {
     max_plan_age: Duration,
     /// Job records this scheduler just offered, for the claims that follow (`offers.rs`).
     known: offers::KnownJobs,
+    /// The runner records this scheduler last wrote, for the next heartbeat (`claims.rs`).
+    heard: claims::Heard,
     /// Since when (ms since the epoch) this scheduler has seen the hub whole: since it started,
     /// its connection last came back, or a reconcile pass last failed. Leases are not expired
     /// within a lease period of it: runners cut off by the same disruption (a hub node lost,
@@ -147,6 +149,7 @@ impl Scheduler {
             lease: DEFAULT_LEASE,
             available: None,
             known: Default::default(),
+            heard: Default::default(),
             max_plan_age: DEFAULT_MAX_PLAN_AGE,
             steady_since_ms: Arc::new(m::now_ms().into()),
             tasks: Tasks::default(),
