@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde_json::json;
 
+use crate::http;
 use crate::release::{self, APP};
-use crate::{Install, http};
 
 const ORG: &str = ferry_model::DEFAULT_ORG;
 
@@ -110,24 +110,7 @@ async fn baseline(
     let name = "rtt-baseline";
     let body = json!({ "app": APP, "name": name });
     http::json(addr, "POST", "/v1/installs", token, Some(&body)).await?;
-    let home = dir.join(name);
-    let creds = ferry_tests::issue_install(&hub.hub.dir, ORG, name, &home.join("identity"));
-    let leaf = ferry_runner::leaf::start(ferry_runner::leaf::LeafConfig {
-        binary: ferry_runner::leaf::find_binary(Some(&ferry_tests::nats_server_bin()))?,
-        hub: hub.leaf_url.clone(),
-        install: name.into(),
-        dir: home.join("leaf"),
-        identity: ferry_pki::InstallFiles::new(&home.join("identity")),
-    })
-    .await?;
-    let client = async_nats::ConnectOptions::new()
-        .custom_inbox_prefix(creds.inbox_prefix.clone().unwrap_or_default())
-        .connect(&leaf.url)
-        .await?;
-    let install = Install {
-        name: name.into(),
-        client,
-    };
+    let (_leaf, install) = crate::leaf::leaf_install(hub, ORG, name, &dir.join(name)).await?;
     crate::leaf::request_reply_in(&services, ORG, &install, crate::BASELINE_SAMPLES).await
 }
 

@@ -55,30 +55,15 @@ pub async fn installs(
 ) -> Result<(Vec<Install>, Kept)> {
     serve_callout(hub, store).await?;
     let dir = tempfile::tempdir()?;
-    let binary = ferry_runner::leaf::find_binary(Some(&ferry_tests::nats_server_bin()))?;
     let run = ferry_model::new_id();
     let started = Instant::now();
     let mut leaves = Vec::with_capacity(n);
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let name = format!("leaf{i}-{}", &run[20..]);
-        let home = dir.path().join(&name);
-        let creds = ferry_tests::issue_install(&hub.hub.dir, ORG, &name, &home.join("identity"));
-        let leaf = ferry_runner::leaf::start(ferry_runner::leaf::LeafConfig {
-            binary: binary.clone(),
-            hub: hub.leaf_url.clone(),
-            install: name.clone(),
-            dir: home.join("leaf"),
-            identity: ferry_pki::InstallFiles::new(&home.join("identity")),
-        })
-        .await
-        .with_context(|| format!("starting {name}'s leaf"))?;
-        let client = async_nats::ConnectOptions::new()
-            .custom_inbox_prefix(creds.inbox_prefix.clone().unwrap_or_default())
-            .connect(&leaf.url)
-            .await?;
+        let (leaf, install) = leaf_install(hub, ORG, &name, &dir.path().join(&name)).await?;
         leaves.push(leaf);
-        out.push(Install { name, client });
+        out.push(install);
     }
     // Each leaf's link to the hub is up once a request through it is answered.
     let hub_client = hub
@@ -101,6 +86,35 @@ pub async fn installs(
             dir,
         },
     ))
+}
+
+/// Install `name` of `org`: its certificate issued into `home`, its leaf started (the runner's
+/// own code) and its runner's connection to the leaf, with the install's inbox prefix.
+pub async fn leaf_install(
+    hub: &ferry_tests::NatsServer,
+    org: &str,
+    name: &str,
+    home: &std::path::Path,
+) -> Result<(ferry_runner::leaf::Leaf, Install)> {
+    let creds = ferry_tests::issue_install(&hub.hub.dir, org, name, &home.join("identity"));
+    let leaf = ferry_runner::leaf::start(ferry_runner::leaf::LeafConfig {
+        binary: ferry_runner::leaf::find_binary(Some(&ferry_tests::nats_server_bin()))?,
+        hub: hub.leaf_url.clone(),
+        install: name.to_string(),
+        dir: home.join("leaf"),
+        identity: ferry_pki::InstallFiles::new(&home.join("identity")),
+    })
+    .await
+    .with_context(|| format!("starting {name}'s leaf"))?;
+    let client = async_nats::ConnectOptions::new()
+        .custom_inbox_prefix(creds.inbox_prefix.clone().unwrap_or_default())
+        .connect(&leaf.url)
+        .await?;
+    let install = Install {
+        name: name.to_string(),
+        client,
+    };
+    Ok((leaf, install))
 }
 
 /// p99 of `count` request-reply round trips from `install`'s runner, through its leaf, to a

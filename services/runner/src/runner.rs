@@ -515,9 +515,7 @@ impl Runner {
             // Not answered: the offer stays, and the next walk asks again.
             Err(e) if e.is_transient() => {
                 debug!(job = %offer.job_id, error = %e, "claim not answered");
-                if let Some(s) = staging {
-                    self.jobs.spawn(crate::staging::discard(s));
-                }
+                self.discard(staging);
                 return false;
             }
             Err(e) => Err(e),
@@ -546,10 +544,16 @@ impl Runner {
                 warn!(job = %offer.job_id, error = %e, "undecodable claim reply");
             }
         }
+        self.discard(staging);
+        true
+    }
+
+    /// Removes, in a task of the runner's, a work directory staged for a claim that did not
+    /// become this runner's execution.
+    fn discard(&self, staging: Option<crate::staging::Staging>) {
         if let Some(s) = staging {
             self.jobs.spawn(crate::staging::discard(s));
         }
-        true
     }
 
     /// Runs a granted job in its own task, holding a slot and keeping its lease (counted from
@@ -565,9 +569,7 @@ impl Runner {
         } = grant;
         let Ok(permit) = self.slots.clone().acquire_owned().await else {
             // The slots are closed: the runner is stopping.
-            if let Some(s) = staging {
-                self.jobs.spawn(crate::staging::discard(s));
-            }
+            self.discard(staging);
             return;
         };
         let exec = self.executor.clone();
