@@ -102,9 +102,11 @@ impl NatsServer {
     }
 
     fn start_with(max_payload: &str, max_file_store: Option<&str>) -> NatsServer {
-        let store_limit = max_file_store
-            .map(|m| format!("  max_file_store: {m}\n"))
-            .unwrap_or_default();
+        // The product's hub (nats/hub.conf) sets 8GB. Left unset, nats-server takes 75% of the
+        // disk free at its start: on a CI machine short of disk the streams' caps
+        // (`StreamLimits::reserved`, 4.75 GiB) stopped fitting and a stream was refused with
+        // "insufficient storage resources". A test's outcome must not hang on the disk free.
+        let store_limit = format!("  max_file_store: {}\n", max_file_store.unwrap_or("8GB"));
         let dir = tempfile::tempdir().expect("tempdir");
         let hub = ferry_pki::HubFiles::load_or_create(&dir.path().join("hub"), &[])
             .expect("hub trust directory");

@@ -46,6 +46,19 @@ pub enum StoreError {
         #[source]
         source: async_nats::Error,
     },
+    /// The hub's JetStream store is smaller than the byte caps of the streams: nats-server
+    /// reserves each capped stream's `max_bytes` when it is made and refuses one that does not
+    /// fit. Apart from [`StoreError::Setup`] because the fix is the operator's, and named.
+    #[error(
+        "setting up {what}: the hub's JetStream store cannot hold the streams' byte caps ({} MiB together, docs/security.md): raise max_file_store in the hub's config or lower the caps (ferry-server --logs-max-bytes and the like)",
+        reserved >> 20
+    )]
+    StoreTooSmall {
+        what: String,
+        reserved: i64,
+        #[source]
+        source: async_nats::Error,
+    },
     #[error("timed out {0}")]
     Timeout(&'static str),
     /// A subscription a service serves on ended (its connection closed for good).
@@ -98,6 +111,27 @@ fn setup<E: std::error::Error + Send + Sync + 'static>(
     }
 }
 
+/// [`setup`] for making or updating a capped stream: a refusal for want of store room becomes
+/// [`StoreError::StoreTooSmall`].
+fn stream_setup(
+    what: String,
+    limits: &StreamLimits,
+) -> impl FnOnce(jetstream::context::CreateStreamError) -> StoreError {
+    let reserved = limits.reserved();
+    move |e| match e.kind() {
+        jetstream::context::CreateStreamErrorKind::JetStream(j)
+            if j.error_code() == jetstream::ErrorCode::STORAGE_RESOURCES_EXCEEDED =>
+        {
+            StoreError::StoreTooSmall {
+                what,
+                reserved,
+                source: Box::new(e),
+            }
+        }
+        _ => setup(what)(e),
+    }
+}
+
 /// Handles on every bucket and object store; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
@@ -146,7 +180,7 @@ impl Store {
             };
             js.create_or_update_stream(config)
                 .await
-                .map_err(setup(format!("stream {}", def.name)))?;
+                .map_err(stream_setup(format!("stream {}", def.name), limits))?;
         }
         let mut buckets = HashMap::new();
         for &name in resources::buckets::ALL {
@@ -454,7 +488,7 @@ async fn ensure_events(
         ..Default::default()
     })
     .await
-    .map_err(setup(format!("stream {}", events::STREAM)))?;
+    .map_err(stream_setup(format!("stream {}", events::STREAM), limits))?;
     Ok(())
 }
 

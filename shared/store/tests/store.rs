@@ -279,3 +279,22 @@ async fn a_job_log_past_the_limit_is_cut_with_a_line_saying_so() {
         "the cut line stands where the first left out was"
     );
 }
+
+/// A hub whose JetStream store is smaller than the streams' caps refuses a stream; the error
+/// says that, and what to change, instead of nats-server's "insufficient storage resources".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_store_too_small_for_the_caps_is_named_with_the_fix() {
+    let nats = NatsServer::start_with_store("1GB");
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let Err(err) = Store::ensure(js, 1).await else {
+        panic!("a 1 GB store cannot hold the default caps");
+    };
+    assert!(
+        matches!(err, ferry_store::StoreError::StoreTooSmall { .. }),
+        "{err:?}"
+    );
+    let said = err.to_string();
+    assert!(said.contains("max_file_store"), "{said}");
+    assert!(said.contains("4864 MiB"), "{said}");
+    assert!(said.contains("--logs-max-bytes"), "{said}");
+}
