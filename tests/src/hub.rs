@@ -107,6 +107,15 @@ impl NatsServer {
         // (`StreamLimits::reserved`, 4.75 GiB) stopped fitting and a stream was refused with
         // "insufficient storage resources". A test's outcome must not hang on the disk free.
         let store_limit = format!("  max_file_store: {}\n", max_file_store.unwrap_or("8GB"));
+        // A benchmark's hub profiled (`go tool pprof`) and counted (its monitoring endpoint):
+        // loadtest/README.md.
+        let profile = [
+            ("FERRY_HUB_PROF_PORT", "prof_port"),
+            ("FERRY_HUB_HTTP_PORT", "http"),
+        ]
+        .iter()
+        .filter_map(|(var, key)| Some(format!("{key}: {}\n", std::env::var(var).ok()?)))
+        .collect::<String>();
         let dir = tempfile::tempdir().expect("tempdir");
         let hub = ferry_pki::HubFiles::load_or_create(&dir.path().join("hub"), &[])
             .expect("hub trust directory");
@@ -116,7 +125,7 @@ impl NatsServer {
         std::fs::write(
             &conf,
             format!(
-                "listen: \"127.0.0.1:{port}\"\nmax_payload: {max_payload}\njetstream {{\n  domain: hub\n  store_dir: \"{}\"\n{store_limit}}}\n{}{}",
+                "{profile}listen: \"127.0.0.1:{port}\"\nmax_payload: {max_payload}\njetstream {{\n  domain: hub\n  store_dir: \"{}\"\n{store_limit}}}\n{}{}",
                 dir.path().join("js").display(),
                 hub.auth_conf().expect("auth.conf"),
                 hub.leafnodes_conf(&format!("127.0.0.1:{leaf_port}")),

@@ -22,8 +22,8 @@ pub struct StreamDef {
     pub deny_purge: bool,
     /// Consumers the stream allows; 0 = the server's default (1000 per stream since nats-server 2.15).
     pub max_consumers: i32,
-    /// Messages can be read by sequence or subject without a consumer (direct get).
-    pub allow_direct: bool,
+    /// Whether messages can be read by sequence or subject without a consumer (direct get).
+    pub direct: Direct,
     /// The stream's default cap in bytes (0 = none). Every stream installs feed has one, so
     /// that what installs send can never fill the hub's store: the control plane's records
     /// (KV buckets, `AUDIT`) live in the same store, and would fail with it. `ferry-server`
@@ -31,6 +31,31 @@ pub struct StreamDef {
     pub max_bytes: i64,
     /// The largest message the stream takes (0 = the server's `max_payload`).
     pub max_msg_size: i32,
+}
+
+/// Whether a stream's messages can be read without a consumer (JetStream's direct get: a
+/// request answered from the stream's index, nothing kept at the server after it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direct {
+    No,
+    /// Whatever the replicas: any replica answers, and a reader that misses the newest
+    /// messages reads again (offers, result chunks).
+    Always,
+    /// On a single node only. A reader of this stream needs every message stored so far (a
+    /// finished job's whole log), and a replica that has not applied the newest yet would answer
+    /// without them: on a cluster the stream is read through a consumer, which the leader serves.
+    SingleNode,
+}
+
+impl Direct {
+    /// Whether a stream of `replicas` replicas allows direct gets.
+    pub fn allowed(self, replicas: usize) -> bool {
+        match self {
+            Direct::No => false,
+            Direct::Always => true,
+            Direct::SingleNode => replicas <= 1,
+        }
+    }
 }
 
 impl StreamDef {
@@ -53,11 +78,11 @@ pub const JOBS: StreamDef = StreamDef {
     duplicate_window_secs: 600,
     deny_delete: false,
     deny_purge: false,
-    // No consumers read it any more: runners read offers by direct get (`allow_direct`), so the
+    // No consumers read it any more: runners read offers by direct get (`direct`), so the
     // hub holds no per-install state for dispatch. The ceiling set for the earlier one consumer per
     // install stays (a stream's consumer limit cannot be changed once set).
     max_consumers: 1_000_000,
-    allow_direct: true,
+    direct: Direct::Always,
     max_bytes: 0,
     max_msg_size: 0,
 };
@@ -71,7 +96,7 @@ pub const JOB_EVENTS: StreamDef = StreamDef {
     deny_delete: false,
     deny_purge: false,
     max_consumers: 0,
-    allow_direct: false,
+    direct: Direct::No,
     max_bytes: 512 * MIB,
     max_msg_size: 0,
 };
@@ -86,7 +111,7 @@ pub const LOGS: StreamDef = StreamDef {
     deny_delete: false,
     deny_purge: false,
     max_consumers: 0,
-    allow_direct: false,
+    direct: Direct::SingleNode,
     max_bytes: 2048 * MIB,
     max_msg_size: 1 << 20,
 };
@@ -100,7 +125,7 @@ pub const METRICS: StreamDef = StreamDef {
     deny_delete: false,
     deny_purge: false,
     max_consumers: 0,
-    allow_direct: false,
+    direct: Direct::No,
     max_bytes: 256 * MIB,
     max_msg_size: 256 * 1024,
 };
@@ -114,7 +139,7 @@ pub const CONTROL: StreamDef = StreamDef {
     deny_delete: false,
     deny_purge: false,
     max_consumers: 0,
-    allow_direct: false,
+    direct: Direct::No,
     max_bytes: 0,
     max_msg_size: 0,
 };
@@ -128,7 +153,7 @@ pub const AUDIT: StreamDef = StreamDef {
     deny_delete: true,
     deny_purge: true,
     max_consumers: 0,
-    allow_direct: false,
+    direct: Direct::No,
     max_bytes: 0,
     max_msg_size: 0,
 };
@@ -144,7 +169,7 @@ pub const RESULTS: StreamDef = StreamDef {
     deny_delete: false,
     deny_purge: false,
     max_consumers: 0,
-    allow_direct: true,
+    direct: Direct::Always,
     max_bytes: 1024 * MIB,
     max_msg_size: 0,
 };

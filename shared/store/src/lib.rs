@@ -637,7 +637,7 @@ fn stream_config(def: &StreamDef, replicas: usize) -> stream::Config {
         deny_purge: def.deny_purge,
         num_replicas: replicas,
         max_consumers: def.max_consumers,
-        allow_direct: def.allow_direct,
+        allow_direct: def.direct.allowed(replicas),
         storage: stream::StorageType::File,
         max_bytes: if def.max_bytes > 0 { def.max_bytes } else { -1 },
         max_message_size: if def.max_msg_size > 0 {

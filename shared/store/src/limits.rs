@@ -72,7 +72,7 @@ impl StreamLimits {
             deny_delete: false,
             deny_purge: false,
             max_consumers: 0,
-            allow_direct: false,
+            direct: resources::Direct::No,
             max_bytes: resources::events::MAX_BYTES,
             max_msg_size: 0,
         };

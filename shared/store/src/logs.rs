@@ -126,51 +126,156 @@ impl Store {
     /// Every line of a job's log stored so far, from executions of the job only (see
     /// [`accepted_batch`]), up to the store's job log limit ([`JOB_LOG_LIMIT`]): past it, one
     /// system line says the rest was cut.
+    ///
+    /// Read by batched direct gets where `LOGS` allows them (a single-node hub,
+    /// `resources::Direct::SingleNode`): nothing is made at the server for the read. A consumer
+    /// per read, which the server keeps after its last use, reached the stream's limit of a
+    /// thousand when log-ingest archived a release's jobs (a hundred a second) and stalled
+    /// archiving. A cluster reads through a consumer, deleted once read.
     pub async fn job_log(&self, job: &Job) -> Result<Vec<LogEntry>, StoreError> {
-        let stream = self.js.get_stream("LOGS").await.map_err(nats)?;
+        let mut log = Collected::new(job, self.job_log_limit);
+        if !self.job_log_direct(&mut log).await? {
+            self.job_log_consumer(&mut log).await?;
+        }
+        Ok(log.out)
+    }
+
+    /// [`Store::job_log`] by batched direct gets (ADR-31: one request, up to
+    /// [`DIRECT_BATCH`] messages on the job's subjects from a sequence on, then an end-of-batch
+    /// status saying how many are left). `false` where the stream does not allow direct gets.
+    async fn job_log_direct(&self, log: &mut Collected<'_>) -> Result<bool, StoreError> {
+        let client = self.js.client();
+        let mut from = 1;
+        loop {
+            let inbox = client.new_inbox();
+            let mut replies = client.subscribe(inbox.clone()).await.map_err(nats)?;
+            let request = serde_json::json!({
+                "seq": from,
+                "next_by_subj": log_filter(log.job),
+                "batch": DIRECT_BATCH,
+            });
+            client
+                .publish_with_reply(DIRECT_GET_LOGS, inbox, request.to_string().into())
+                .await
+                .map_err(nats)?;
+            loop {
+                let next = tokio::time::timeout(Duration::from_secs(10), replies.next()).await;
+                let Ok(Some(m)) = next else {
+                    return Err(StoreError::Timeout("reading a job log"));
+                };
+                let header = |name: &str| -> u64 {
+                    m.headers
+                        .as_ref()
+                        .and_then(|h| h.get(name))
+                        .and_then(|v| v.as_str().parse().ok())
+                        .unwrap_or(0)
+                };
+                match m.status.map(u16::from) {
+                    None => {
+                        let subject = m.headers.as_ref().and_then(|h| h.get("Nats-Subject"));
+                        let subject = subject.map(|v| v.as_str().to_string());
+                        if !log.take(subject.as_deref().unwrap_or(""), &m.payload) {
+                            return Ok(true);
+                        }
+                    }
+                    // End of this batch: more to read from past its last message, or done.
+                    Some(204) if header("Nats-Num-Pending") > 0 => {
+                        from = header("Nats-Last-Sequence") + 1;
+                        break;
+                    }
+                    Some(204) | Some(404) => return Ok(true),
+                    Some(503) => return Ok(false),
+                    Some(code) => {
+                        return Err(StoreError::Nats(
+                            format!("reading a job log: status {code} {:?}", m.description).into(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`Store::job_log`] through an ordered consumer, deleted once read.
+    async fn job_log_consumer(&self, log: &mut Collected<'_>) -> Result<(), StoreError> {
+        let stream = self.js.get_stream_no_info("LOGS").await.map_err(nats)?;
         let mut consumer = stream
             .create_consumer(OrderedConfig {
-                filter_subject: log_filter(job),
+                filter_subject: log_filter(log.job),
                 deliver_policy: DeliverPolicy::All,
                 ..Default::default()
             })
             .await
             .map_err(nats)?;
-        let mut pending = consumer.info().await.map_err(nats)?.num_pending;
-        let mut out = Vec::new();
-        if pending == 0 {
-            return Ok(out);
-        }
-        let mut messages = consumer.messages().await.map_err(nats)?;
-        let mut kept = 0;
-        while pending > 0 {
-            let next = tokio::time::timeout(Duration::from_secs(10), messages.next()).await;
-            let Ok(Some(Ok(m))) = next else {
-                return Err(StoreError::Timeout("reading a job log"));
-            };
-            pending = m.info().map(|i| i.pending).unwrap_or(0);
-            let Ok(batch) = decode::<LogBatch>(&m.payload) else {
-                rejected("logs-reader");
-                continue;
-            };
-            match accepted_batch(job, &m.subject, &batch) {
-                Ok(execution) => {
-                    for e in entries(batch, execution) {
-                        if kept + e.text.len() > self.job_log_limit {
-                            out.push(cut(&e, self.job_log_limit));
-                            return Ok(out);
-                        }
-                        kept += e.text.len();
-                        out.push(e);
-                    }
-                }
-                Err(why) => {
-                    warn!(org = %job.org, install = %job.install, job = %job.id, reason = %why, "log batch dropped");
-                    rejected("logs-refused");
+        let info = consumer.info().await.map_err(nats)?;
+        let (name, mut pending) = (info.name.clone(), info.num_pending);
+        if pending > 0 {
+            let mut messages = consumer.messages().await.map_err(nats)?;
+            while pending > 0 {
+                let next = tokio::time::timeout(Duration::from_secs(10), messages.next()).await;
+                let Ok(Some(Ok(m))) = next else {
+                    return Err(StoreError::Timeout("reading a job log"));
+                };
+                pending = m.info().map(|i| i.pending).unwrap_or(0);
+                if !log.take(&m.subject, &m.payload) {
+                    break;
                 }
             }
         }
-        Ok(out)
+        // Gone now rather than when the server would drop it unused (30 s on).
+        let _ = stream.delete_consumer(&name).await;
+        Ok(())
+    }
+}
+
+/// Messages a batched direct get of a job log asks for at once.
+const DIRECT_BATCH: usize = 256;
+
+/// The direct get API of `LOGS` (the services' JetStream API prefix is the default one).
+const DIRECT_GET_LOGS: &str = "$JS.API.DIRECT.GET.LOGS";
+
+/// A job log being read: the lines kept so far and their bytes.
+struct Collected<'a> {
+    job: &'a Job,
+    out: Vec<LogEntry>,
+    kept: usize,
+    limit: usize,
+}
+
+impl<'a> Collected<'a> {
+    fn new(job: &'a Job, limit: usize) -> Self {
+        Collected {
+            job,
+            out: Vec::new(),
+            kept: 0,
+            limit,
+        }
+    }
+
+    /// Keeps the lines of one stored batch that count for the job; `false` once the log has
+    /// reached its limit (the cut line added): read no further.
+    fn take(&mut self, subject: &str, payload: &[u8]) -> bool {
+        let job = self.job;
+        let Ok(batch) = decode::<LogBatch>(payload) else {
+            rejected("logs-reader");
+            return true;
+        };
+        match accepted_batch(job, subject, &batch) {
+            Ok(execution) => {
+                for e in entries(batch, execution) {
+                    if self.kept + e.text.len() > self.limit {
+                        self.out.push(cut(&e, self.limit));
+                        return false;
+                    }
+                    self.kept += e.text.len();
+                    self.out.push(e);
+                }
+            }
+            Err(why) => {
+                warn!(org = %job.org, install = %job.install, job = %job.id, reason = %why, "log batch dropped");
+                rejected("logs-refused");
+            }
+        }
+        true
     }
 }
 

@@ -298,3 +298,86 @@ async fn a_hub_store_too_small_for_the_caps_is_named_with_the_fix() {
     assert!(said.contains("4864 MiB"), "{said}");
     assert!(said.contains("--logs-max-bytes"), "{said}");
 }
+
+/// One log batch of `job` (one line, numbered `first`) on the control plane's log subject, whose
+/// batches count whatever their execution.
+async fn log_batch(js: &async_nats::jetstream::Context, job: &str, first: u64) {
+    use ferry_protocol::messages::{LogBatch, LogLine, LogStream};
+    let batch = LogBatch {
+        job_id: job.into(),
+        execution_id: format!("{job}-1"),
+        first_seq: first,
+        lines: vec![LogLine {
+            at_ms: 0,
+            stream: LogStream::Stdout,
+            text: format!("line {first}"),
+        }],
+    };
+    js.publish(
+        ferry_protocol::subjects::system_log("acme", "prod", job),
+        ferry_protocol::encode(&batch).into(),
+    )
+    .await
+    .unwrap()
+    .await
+    .unwrap();
+}
+
+async fn logs_consumers(js: &async_nats::jetstream::Context) -> usize {
+    let mut logs = js.get_stream("LOGS").await.unwrap();
+    logs.info().await.unwrap().state.consumer_count
+}
+
+/// Job logs are read whole and in order, in pages, from among other jobs' lines, and a read
+/// leaves nothing at the server: log-ingest archives a hundred jobs a second in a release, and
+/// a consumer per read (kept by the server after its last use) reached the stream's limit of a
+/// thousand and stalled archiving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_logs_are_read_whole_in_order_and_leave_no_consumer_however_many() {
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js.clone(), 1).await.unwrap();
+    let (long, _) = ferry_tests::fixtures::plan_job("acme", "prod", "j1");
+    let (short, _) = ferry_tests::fixtures::plan_job("acme", "prod", "j2");
+    for n in 0..600 {
+        log_batch(&js, "j1", n).await;
+        if n % 100 == 0 {
+            log_batch(&js, "j2", n).await;
+        }
+    }
+    let log = store.job_log(&long).await.unwrap();
+    let seqs: Vec<u64> = log.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (0..600).collect::<Vec<_>>(), "every line, in order");
+    for _ in 0..1100 {
+        assert_eq!(store.job_log(&short).await.unwrap().len(), 6);
+    }
+    assert_eq!(logs_consumers(&js).await, 0);
+}
+
+/// Where `LOGS` allows no direct reads (a cluster: a replica may not have the newest batch),
+/// a job log is read through a consumer, deleted once read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_direct_reads_a_job_log_is_read_through_a_consumer_then_deleted() {
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js.clone(), 1).await.unwrap();
+    let mut config = js
+        .get_stream("LOGS")
+        .await
+        .unwrap()
+        .info()
+        .await
+        .unwrap()
+        .config
+        .clone();
+    config.allow_direct = false;
+    js.update_stream(config).await.unwrap();
+    let (job, _) = ferry_tests::fixtures::plan_job("acme", "prod", "j1");
+    for n in 0..300 {
+        log_batch(&js, "j1", n).await;
+    }
+    let log = store.job_log(&job).await.unwrap();
+    assert_eq!(log.len(), 300);
+    assert_eq!(log.last().map(|e| e.seq), Some(299));
+    assert_eq!(logs_consumers(&js).await, 0);
+}
