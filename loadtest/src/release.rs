@@ -63,6 +63,7 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
     write_app(&app, 3)?;
     sync(addr, &token, &app).await?;
     let (hub0, server0) = (cpu(hub.pid()), cpu(server.id()));
+    let (own0, children0) = (cpu(std::process::id()), children_cpu_secs().unwrap_or(0.0));
     let t = Instant::now();
     let body = json!({ "app": APP, "waves": waves, "approve_all": true });
     let r = http::json(addr, "POST", "/v1/releases", &token, Some(&body)).await?;
@@ -82,6 +83,14 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
         all.as_secs_f64() / one.as_secs_f64(),
         hub1 - hub0,
         server1 - server0,
+    );
+    // Where the rest of the machine went: the runners (in this process) and their plugins.
+    println!(
+        "runners CPU {:.1} s, their plugin processes {:.1} s; the machine had {:.1} CPU s ({} cores)",
+        cpu(std::process::id()) - own0,
+        children_cpu_secs().unwrap_or(0.0) - children0,
+        all.as_secs_f64() * cores(),
+        cores()
     );
     Ok(())
 }
@@ -321,12 +330,28 @@ async fn wait_release(addr: SocketAddr, token: &str, id: &str) -> Result<serde_j
 
 /// CPU seconds (user + system) process `pid` has used.
 fn cpu_secs(pid: u32) -> Result<f64> {
+    cpu_fields(pid, 11)
+}
+
+fn cores() -> f64 {
+    std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
+}
+
+/// CPU seconds of this process's children that have ended (the plugin processes its runners
+/// started).
+fn children_cpu_secs() -> Result<f64> {
+    cpu_fields(std::process::id(), 13)
+}
+
+/// User plus system CPU seconds from field `at` of `/proc/<pid>/stat` (11: the process's own,
+/// 13: its ended children's).
+fn cpu_fields(pid: u32, at: usize) -> Result<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     // Fields after the command name (which may hold spaces), from its closing parenthesis.
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
-        + f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    let ticks: f64 = f.get(at).and_then(|u| u.parse().ok()).unwrap_or(0.0)
+        + f.get(at + 1).and_then(|s| s.parse().ok()).unwrap_or(0.0);
     Ok(ticks / 100.0)
 }
 

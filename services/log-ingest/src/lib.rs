@@ -14,7 +14,7 @@ use ferry_model::Job;
 use ferry_protocol::messages::{EventBody, JobEvent};
 use ferry_protocol::resources::consumers;
 use ferry_protocol::subjects;
-use ferry_store::{Handled, Store, StoreError, consume_messages};
+use ferry_store::{Handled, Store, StoreError, consume_messages_by_install};
 use tracing::{info, warn};
 
 pub mod metrics;
@@ -71,9 +71,12 @@ impl LogIngest {
             .durable("JOB_EVENTS", consumers::LOG_INGEST_EVENTS, vec![])
             .await?;
         info!("log-ingest started");
-        consume_messages(
+        // Archiving waits on the hub and the archive, not on this process: jobs of different
+        // installs are archived at once.
+        consume_messages_by_install(
             consumer,
             consumers::LOG_INGEST_EVENTS,
+            8,
             move |subject, ev: JobEvent| {
                 let s = self.clone();
                 async move {

@@ -20,6 +20,7 @@ mod actions;
 mod approvals;
 mod audit;
 mod claims;
+mod coalesce;
 mod config;
 mod control;
 mod cron;
@@ -51,7 +52,10 @@ use ferry_model as m;
 use ferry_protocol::messages::JobEvent;
 use ferry_protocol::resources::consumers;
 use ferry_protocol::{Control, subjects};
-use ferry_store::{CancellationToken, Store, StoreError, Tasks, consume_messages};
+use ferry_store::{
+    CancellationToken, Store, StoreError, Tasks, consume_messages_by_install,
+    consume_messages_in_lanes, lane_key,
+};
 
 use crate::control::handled;
 use tracing::info;
@@ -129,7 +133,13 @@ pub struct Scheduler {
     steady_since_ms: Arc<std::sync::atomic::AtomicU64>,
     /// The tasks answering claims, renewals and offer queries; stopping waits for them.
     tasks: Tasks,
+    /// Ended workflows of a release waiting to be fed to it, by org and release id
+    /// (`coalesce.rs`, `releases.rs`).
+    release_ends: Arc<coalesce::Coalesce<(String, String), ReleaseEnd>>,
 }
+
+/// A release's workflow that ended, and how.
+type ReleaseEnd = (String, Result<(), String>);
 
 /// The default age past which an approved plan is planned again before it is applied.
 pub const DEFAULT_MAX_PLAN_AGE: Duration = Duration::from_secs(72 * 3600);
@@ -139,6 +149,12 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// How often every unfinished workflow is re-driven from its records.
 pub const RECONCILE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Runners' results of different installs, and control messages about different workflows,
+/// handled at once (`ferry_store::consume_messages_in_lanes`); one install's results, and one
+/// workflow's messages, stay in order. More lanes than this mostly add compare-and-swap
+/// conflicts on what installs share (a release's record).
+const LANES: usize = 16;
 
 impl Scheduler {
     pub fn new(client: async_nats::Client, store: Store) -> Self {
@@ -153,6 +169,7 @@ impl Scheduler {
             max_plan_age: DEFAULT_MAX_PLAN_AGE,
             steady_since_ms: Arc::new(m::now_ms().into()),
             tasks: Tasks::default(),
+            release_ends: Arc::default(),
         }
     }
 
@@ -207,18 +224,21 @@ impl Scheduler {
         info!("scheduler started");
 
         let s = self.clone();
-        let control_loop = consume_messages(
+        let control_loop = consume_messages_in_lanes(
             consumer_control,
             consumers::SCHEDULER_CONTROL,
+            LANES,
+            |_: &str, c: &Control| lane_key(&c.about()),
             move |_, c: Control| {
                 let s = s.clone();
                 async move { handled(s.on_control(c).await) }
             },
         );
         let s = self.clone();
-        let event_loop = consume_messages(
+        let event_loop = consume_messages_by_install(
             events,
             consumers::SCHEDULER_EVENTS,
+            LANES,
             move |subject, ev: JobEvent| {
                 let s = s.clone();
                 async move { s.on_job_event(&subject, ev).await }

@@ -1,9 +1,10 @@
 //! Releases: the scheduler executes the pure release logic of `ferry_model::releases`.
 //!
-//! A release moves on events: when one of its workflows ends, that one outcome is fed to the
+//! A release moves on events: when one of its workflows ends, that outcome is fed to the
 //! record (`Release::workflow_ended`, then `next`), the record saved (compare-and-swap, tried
 //! again on a conflict) and what it says started ([`Work::ReleaseWorkflowEnded`]): a wave's
-//! last deploy ending starts the next wave at once, for one read and one write of the release.
+//! last deploy ending starts the next wave at once. Ends arriving together are fed in one
+//! read and one write (`coalesce.rs`).
 //!
 //! The sweep stays as the safety net and the clock: it reads the open releases; for each, it
 //! feeds back how every workflow it started ended, asks the record what comes next (a wave's
@@ -22,8 +23,8 @@ use crate::{Scheduler, SchedulerError};
 
 impl Scheduler {
     /// A workflow of release `id` ended: its outcome fed to the release, what comes next
-    /// started. One read and one write of the release (again on a conflict with another
-    /// workflow's end).
+    /// started. The ends of a release's workflows arriving together are applied together
+    /// (`coalesce.rs`): one read and one write of the release for all of them.
     pub(crate) async fn release_workflow_ended(
         &self,
         org: &str,
@@ -33,6 +34,35 @@ impl Scheduler {
         let Some(outcome) = self.outcome_of(org, workflow).await? else {
             return Ok(vec![]);
         };
+        let key = (org.to_string(), id.to_string());
+        if !self.release_ends.add(&key, (workflow.to_string(), outcome)) {
+            // The handler writing this release now applies it with its next write.
+            return Ok(vec![]);
+        }
+        let mut work = Vec::new();
+        loop {
+            let ended = self.release_ends.take(&key);
+            if ended.is_empty() {
+                return Ok(work);
+            }
+            match self.apply_release_ends(org, id, &ended).await {
+                Ok(more) => work.extend(more),
+                Err(e) => {
+                    self.release_ends.give_back(&key, ended);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Feeds the outcomes of `ended` workflows to release `id` and saves it (again on a
+    /// conflict with another replica's write), then starts what it says comes next.
+    async fn apply_release_ends(
+        &self,
+        org: &str,
+        id: &str,
+        ended: &[(String, Result<(), String>)],
+    ) -> Result<Vec<Work>, SchedulerError> {
         let repo = self.store.repo::<Release>();
         let (r, effects) = loop {
             let Some(v) = repo.get(org, id).await? else {
@@ -43,7 +73,10 @@ impl Scheduler {
                 return Ok(vec![]);
             }
             let now = m::Timestamp::now();
-            let mut effects = r.workflow_ended(workflow, outcome.clone(), now);
+            let mut effects = Vec::new();
+            for (workflow, outcome) in ended {
+                effects.extend(r.workflow_ended(workflow, outcome.clone(), now));
+            }
             effects.extend(r.next(now));
             if r == v.value {
                 return Ok(vec![]);
@@ -60,8 +93,8 @@ impl Scheduler {
         info!(
             org,
             release = id,
-            workflow,
-            "release moved on a workflow's end"
+            workflows = ended.len(),
+            "release moved on its workflows' ends"
         );
         let mut work = Vec::new();
         for e in effects {

@@ -644,6 +644,42 @@ impl Control {
         }
     }
 
+    /// The record this message is about, with its org: its workflow, or where it names none,
+    /// the approval or job it names. A service handles the messages about one record in order
+    /// and those about different records at once (`ferry_store::consume_messages_in_lanes`).
+    pub fn about(&self) -> (&str, &str) {
+        match self {
+            Control::WorkflowRequested {
+                org, workflow_id, ..
+            }
+            | Control::BuildRequested {
+                org, workflow_id, ..
+            }
+            | Control::BuildFinished {
+                org, workflow_id, ..
+            }
+            | Control::ApprovalDecided {
+                org, workflow_id, ..
+            }
+            | Control::CancelRequested {
+                org, workflow_id, ..
+            }
+            | Control::RetryRequested {
+                org, workflow_id, ..
+            }
+            | Control::SkipRequested {
+                org, workflow_id, ..
+            } => (org, workflow_id),
+            Control::ApprovalRequested {
+                org, approval_id, ..
+            }
+            | Control::ApprovalResponse {
+                org, approval_id, ..
+            } => (org, approval_id),
+            Control::JobCancelRequested { org, job_id, .. } => (org, job_id),
+        }
+    }
+
     /// The topic token of the subject this message is published on.
     pub fn topic(&self) -> &'static str {
         match self {

@@ -19,7 +19,10 @@ pub mod serve;
 mod tasks;
 
 pub use archive::{ArchiveError, BoxFuture, LogArchive};
-pub use bus::{Bus, Handled, consume, consume_messages};
+pub use bus::{
+    Bus, Handled, consume, consume_messages, consume_messages_by_install,
+    consume_messages_in_lanes, lane_key,
+};
 pub use limits::StreamLimits;
 pub use logs::accepted_batch;
 pub use packages::{VALIDATE_DEADLINE, ValidateError, deploy_stages, validate_package};

@@ -381,3 +381,93 @@ async fn without_direct_reads_a_job_log_is_read_through_a_consumer_then_deleted(
     assert_eq!(log.last().map(|e| e.seq), Some(299));
     assert_eq!(logs_consumers(&js).await, 0);
 }
+
+/// Messages of different installs are handled at once, each install's in order, and every one
+/// is acknowledged: one install's slow message does not hold up the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_of_different_installs_are_handled_at_once_and_each_installs_in_order() {
+    use ferry_protocol::messages::LogBatch;
+    use ferry_store::{Handled, consume_messages_by_install};
+    use std::sync::{Arc, Mutex};
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js.clone(), 1).await.unwrap();
+    js.create_stream(async_nats::jetstream::stream::Config {
+        name: "T".into(),
+        subjects: vec!["ferry.t.>".into()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let publish = |install: String, n: u64| {
+        let js = js.clone();
+        async move {
+            let batch = LogBatch {
+                job_id: "j".into(),
+                execution_id: "e".into(),
+                first_seq: n,
+                lines: vec![],
+            };
+            let subject = format!("ferry.t.acme.{install}.x");
+            let payload = ferry_protocol::encode(&batch).into();
+            js.publish(subject, payload).await.unwrap().await.unwrap();
+        }
+    };
+    for n in 0..5 {
+        publish("a".into(), n).await;
+    }
+    for i in 0..10 {
+        publish(format!("b{i}"), 0).await;
+    }
+    let seen: Arc<Mutex<Vec<(String, u64)>>> = Arc::default();
+    let others = Arc::new(tokio::sync::Notify::new());
+    let consumer = store.bus().durable("T", "lanes", vec![]).await.unwrap();
+    let handler = {
+        let (seen, others) = (seen.clone(), others.clone());
+        move |subject: String, b: LogBatch| {
+            let (seen, others) = (seen.clone(), others.clone());
+            async move {
+                let install = subject.split('.').nth(3).unwrap_or_default().to_string();
+                if install == "a" && b.first_seq == 0 {
+                    // Held until another install's message was handled meanwhile.
+                    let waited =
+                        tokio::time::timeout(std::time::Duration::from_secs(10), others.notified());
+                    if waited.await.is_err() {
+                        return Handled::Reject("no other install was handled meanwhile".into());
+                    }
+                } else if install != "a" {
+                    others.notify_one();
+                }
+                seen.lock().unwrap().push((install, b.first_seq));
+                Handled::Done
+            }
+        }
+    };
+    let running = tokio::spawn(consume_messages_by_install(consumer, "lanes", 16, handler));
+    for _ in 0..200 {
+        if seen.lock().unwrap().len() == 15 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let seen = seen.lock().unwrap().clone();
+    let of_a: Vec<u64> = seen
+        .iter()
+        .filter(|(i, _)| i == "a")
+        .map(|(_, n)| *n)
+        .collect();
+    assert_eq!(of_a, vec![0, 1, 2, 3, 4], "{seen:?}");
+    assert_ne!(seen[0].0, "a", "another install went first: {seen:?}");
+    assert_eq!(seen.len(), 15);
+    let mut consumer = store.bus().durable("T", "lanes", vec![]).await.unwrap();
+    for _ in 0..100 {
+        let info = consumer.info().await.unwrap();
+        if info.num_ack_pending == 0 && info.num_pending == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let info = consumer.info().await.unwrap();
+    assert_eq!((info.num_ack_pending, info.num_pending), (0, 0));
+    running.abort();
+}
