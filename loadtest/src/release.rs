@@ -64,6 +64,8 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
     sync(addr, &token, &app).await?;
     let (hub0, server0) = (cpu(hub.pid()), cpu(server.id()));
     let (own0, children0) = (cpu(std::process::id()), children_cpu_secs().unwrap_or(0.0));
+    let admin = async_nats::jetstream::new(hub.admin().await);
+    let written0 = written(&admin).await?;
     let t = Instant::now();
     let body = json!({ "app": APP, "waves": waves, "approve_all": true });
     let r = http::json(addr, "POST", "/v1/releases", &token, Some(&body)).await?;
@@ -84,6 +86,7 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
         hub1 - hub0,
         server1 - server0,
     );
+    print_written(&written0, &written(&admin).await?, n);
     // Where the rest of the machine went: the runners (in this process) and their plugins.
     println!(
         "runners CPU {:.1} s, their plugin processes {:.1} s; the machine had {:.1} CPU s ({} cores)",
@@ -331,6 +334,39 @@ async fn wait_release(addr: SocketAddr, token: &str, id: &str) -> Result<serde_j
 /// CPU seconds (user + system) process `pid` has used.
 fn cpu_secs(pid: u32) -> Result<f64> {
     cpu_fields(pid, 11)
+}
+
+/// Messages stored so far in each of the hub's streams (its last sequence), by name.
+async fn written(
+    js: &async_nats::jetstream::Context,
+) -> Result<std::collections::BTreeMap<String, u64>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut names = js.stream_names();
+    while let Some(name) = names.next().await {
+        let name = name?;
+        let mut stream = js.get_stream(&name).await?;
+        out.insert(name, stream.info().await?.state.last_sequence);
+    }
+    Ok(out)
+}
+
+/// What the release wrote into each stream, per install, the most first.
+fn print_written(
+    before: &std::collections::BTreeMap<String, u64>,
+    after: &std::collections::BTreeMap<String, u64>,
+    n: usize,
+) {
+    let mut rows: Vec<(u64, &String)> = after
+        .iter()
+        .map(|(name, last)| (last - before.get(name).copied().unwrap_or(0), name))
+        .filter(|(d, _)| *d > 0)
+        .collect();
+    rows.sort_by(|a, b| b.cmp(a));
+    let rows: Vec<String> = rows
+        .iter()
+        .map(|(d, name)| format!("{name} {:.1}", *d as f64 / n as f64))
+        .collect();
+    println!("messages stored per install: {}", rows.join(", "));
 }
 
 fn cores() -> f64 {

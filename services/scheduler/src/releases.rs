@@ -3,8 +3,8 @@
 //! A release moves on events: when one of its workflows ends, that outcome is fed to the
 //! record (`Release::workflow_ended`, then `next`), the record saved (compare-and-swap, tried
 //! again on a conflict) and what it says started ([`Work::ReleaseWorkflowEnded`]): a wave's
-//! last deploy ending starts the next wave at once. Ends arriving together are fed in one
-//! read and one write (`coalesce.rs`).
+//! last deploy ending starts the next wave a moment later: the ends arriving within
+//! `effects::RELEASE_GATHER` of each other are fed in one read and one write (`coalesce.rs`).
 //!
 //! The sweep stays as the safety net and the clock: it reads the open releases; for each, it
 //! feeds back how every workflow it started ended, asks the record what comes next (a wave's
@@ -22,35 +22,41 @@ use crate::work::Work;
 use crate::{Scheduler, SchedulerError};
 
 impl Scheduler {
-    /// A workflow of release `id` ended: its outcome fed to the release, what comes next
-    /// started. The ends of a release's workflows arriving together are applied together
-    /// (`coalesce.rs`): one read and one write of the release for all of them.
+    /// A workflow of release `id` ended: its outcome queued for the release (`coalesce.rs`).
+    /// `true`: nobody is writing the release now, and the caller is to start its writer, which
+    /// feeds it everything queued ([`Scheduler::apply_waiting_release_ends`]).
     pub(crate) async fn release_workflow_ended(
         &self,
         org: &str,
         id: &str,
         workflow: &str,
-    ) -> Result<Vec<Work>, SchedulerError> {
+    ) -> Result<bool, SchedulerError> {
         let Some(outcome) = self.outcome_of(org, workflow).await? else {
-            return Ok(vec![]);
+            return Ok(false);
         };
         let key = (org.to_string(), id.to_string());
-        if !self.release_ends.add(&key, (workflow.to_string(), outcome)) {
-            // The handler writing this release now applies it with its next write.
-            return Ok(vec![]);
+        Ok(self.release_ends.add(&key, (workflow.to_string(), outcome)))
+    }
+
+    /// For the writer of release `id`: the ends of its workflows queued so far fed to it in
+    /// one write, and the work that starts what comes next; `None` when nothing is queued (the
+    /// writer's turn is over). What an error left unapplied stays queued for the next writer
+    /// (and the sweep feeds every outcome back anyway).
+    pub(crate) async fn apply_waiting_release_ends(
+        &self,
+        org: &str,
+        id: &str,
+    ) -> Result<Option<Vec<Work>>, SchedulerError> {
+        let key = (org.to_string(), id.to_string());
+        let ended = self.release_ends.take(&key);
+        if ended.is_empty() {
+            return Ok(None);
         }
-        let mut work = Vec::new();
-        loop {
-            let ended = self.release_ends.take(&key);
-            if ended.is_empty() {
-                return Ok(work);
-            }
-            match self.apply_release_ends(org, id, &ended).await {
-                Ok(more) => work.extend(more),
-                Err(e) => {
-                    self.release_ends.give_back(&key, ended);
-                    return Err(e);
-                }
+        match self.apply_release_ends(org, id, &ended).await {
+            Ok(work) => Ok(Some(work)),
+            Err(e) => {
+                self.release_ends.give_back(&key, ended);
+                Err(e)
             }
         }
     }
