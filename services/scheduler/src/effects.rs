@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use ferry_model::{self as m, Change, Effect, Workflow};
 use ferry_store::StoreError;
+use futures_util::StreamExt;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::work::Work;
@@ -80,9 +81,15 @@ impl Scheduler {
                         return;
                     }
                 };
-                if let Err(e) = self.execute(work).await {
-                    warn!(org, release, error = %e, "a release's next workflows not started; the sweep starts them");
-                }
+                // A wave's start is hundreds of workflows of different installs: started at
+                // once, as their results are handled (`LANES`).
+                futures_util::stream::iter(work)
+                    .for_each_concurrent(crate::LANES, |w| async {
+                        if let Err(e) = self.execute([w]).await {
+                            warn!(org, release, error = %e, "a release's workflow not started; the sweep starts it");
+                        }
+                    })
+                    .await;
             }
         })
     }

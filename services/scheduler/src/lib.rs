@@ -154,7 +154,7 @@ pub const RECONCILE_INTERVAL: Duration = Duration::from_secs(5);
 /// handled at once (`ferry_store::consume_messages_in_lanes`); one install's results, and one
 /// workflow's messages, stay in order. More lanes than this mostly add compare-and-swap
 /// conflicts on what installs share (a release's record).
-const LANES: usize = 16;
+pub(crate) const LANES: usize = 16;
 
 impl Scheduler {
     pub fn new(client: async_nats::Client, store: Store) -> Self {
