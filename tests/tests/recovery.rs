@@ -173,10 +173,30 @@ fn a_runner_replaced_after_doing_work_takes_over_at_once() {
     let _third = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-3.log"));
     let redeploy = cli::<Deployed>(&api, &["installs", "deploy", "prod", "--json"]);
     let wf2 = redeploy.workflow_id.as_str().to_string();
-    let done = wait_until(&api, &wf2, 30, "the redeploy", |w| {
-        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
+    let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_until(&api, &wf2, 30, "the redeploy", |w| {
+            name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
+        })
+    }));
+    let done = ended.unwrap_or_else(|stuck| {
+        // Once, on a loaded CI machine, the redeploy stayed `Running` on a plan for the whole
+        // wait: what the server and both runners saw is what would tell why.
+        for log in ["server.log", "runner-2.log", "runner-3.log"] {
+            show_tail(&dir.path().join(log), 80);
+        }
+        std::panic::resume_unwind(stuck)
     });
     assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+}
+
+/// The last `n` lines of a log, on stderr (shown with a failing test).
+fn show_tail(log: &std::path::Path, n: usize) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    eprintln!("--- {} (last {n} lines) ---", log.display());
+    for line in &lines[lines.len().saturating_sub(n)..] {
+        eprintln!("{line}");
+    }
 }
 
 #[test]
