@@ -263,37 +263,59 @@ impl Client {
         })?;
         let what = format!("{} {path}", O::METHOD.name());
         let url = format!("{}{path}", self.base);
-        let mut req = match O::METHOD {
-            ops::Method::Get => self.http.get(url),
-            ops::Method::Post => self.http.post(url),
-            ops::Method::Delete => self.http.delete(url),
-        }
-        .query(query);
-        req = match body {
-            Payload::Bytes(b) => req
-                .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
-                .body(b),
+        let (json, mut bytes) = match body {
+            Payload::Bytes(b) => (None, Some(b)),
             // `()` and `None`: no body at all (an optional body left out).
             Payload::Json(b) => match serde_json::to_value(b) {
-                Ok(serde_json::Value::Null) => req,
-                Ok(v) => req.json(&v),
+                Ok(serde_json::Value::Null) => (None, None),
+                Ok(v) => (Some(v), None),
                 Err(e) => return Err(ClientError::Usage(format!("{what}: the body: {e}"))),
             },
         };
-        if let Some(last_id) = events {
-            req = req.header(reqwest::header::ACCEPT, "text/event-stream");
-            if let Some(id) = last_id {
-                req = req.header("last-event-id", id);
+        let mut pause = FIRST_PAUSE;
+        let mut tries = 0;
+        let resp = loop {
+            let mut req = match O::METHOD {
+                ops::Method::Get => self.http.get(&url),
+                ops::Method::Post => self.http.post(&url),
+                ops::Method::Delete => self.http.delete(&url),
             }
-        }
-        let resp = req
-            .send()
-            .await
-            .map_err(|source| ClientError::Unreachable {
-                base: self.base.clone(),
-                what: what.clone(),
-                source,
-            })?;
+            .query(query);
+            if let Some(v) = &json {
+                req = req.json(v);
+            }
+            // Only a read is asked again, and a read has no bytes to send.
+            if let Some(b) = bytes.take() {
+                req = req
+                    .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+                    .body(b);
+            }
+            if let Some(last_id) = events {
+                req = req.header(reqwest::header::ACCEPT, "text/event-stream");
+                if let Some(id) = last_id {
+                    req = req.header("last-event-id", id);
+                }
+            }
+            let resp = req
+                .send()
+                .await
+                .map_err(|source| ClientError::Unreachable {
+                    base: self.base.clone(),
+                    what: what.clone(),
+                    source,
+                })?;
+            // 503: the control plane's store is unavailable for now (a hub node failing over);
+            // a read is asked again a few times, a change never (it may have been made).
+            let again = resp.status() == StatusCode::SERVICE_UNAVAILABLE
+                && O::METHOD == ops::Method::Get
+                && tries < UNAVAILABLE_RETRIES;
+            if !again {
+                break resp;
+            }
+            tries += 1;
+            tokio::time::sleep(pause).await;
+            pause *= 2;
+        };
         if resp.status().is_success() {
             return Ok((what, resp));
         }
@@ -308,6 +330,11 @@ impl Client {
     }
 }
 
+/// Reads the API refused with 503 asked again, the first after [`FIRST_PAUSE`], each pause
+/// twice the one before: 7.5 s in all, about a hub node's failover.
+const UNAVAILABLE_RETRIES: u32 = 4;
+const FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
+
 enum Payload<'a, B: ?Sized> {
     Json(&'a B),
     Bytes(Vec<u8>),
@@ -317,5 +344,71 @@ fn decode(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Clie
     ClientError::Decode {
         what: what.to_string(),
         source: Box::new(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+
+    /// An HTTP server that answers 503 (the API's "store unavailable") to its first `fails`
+    /// requests and `[]` after; it counts the requests.
+    fn flaky_api(fails: usize) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let (status, body) = if n < fails {
+                    (
+                        "503 Service Unavailable",
+                        r#"{"error":"the control plane's store is unavailable"}"#,
+                    )
+                } else {
+                    ("200 OK", "[]")
+                };
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        (base, seen)
+    }
+
+    #[tokio::test]
+    async fn a_read_refused_as_unavailable_is_asked_again_and_a_lasting_refusal_says_so() {
+        let (base, seen) = flaky_api(2);
+        let client = Client::new(&base, None).unwrap();
+        let apps = client.run::<ops::ListApps>(&[]).await.unwrap();
+        assert!(apps.is_empty());
+        assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 3);
+
+        let (base, seen) = flaky_api(usize::MAX);
+        let client = Client::new(&base, None).unwrap();
+        let err = client.run::<ops::ListApps>(&[]).await.unwrap_err();
+        assert_eq!(err.status(), Some(StatusCode::SERVICE_UNAVAILABLE));
+        assert!(err.to_string().contains("unavailable"), "{err}");
+        assert_eq!(
+            seen.load(std::sync::atomic::Ordering::SeqCst),
+            1 + UNAVAILABLE_RETRIES as usize
+        );
+
+        // A change is never asked again: it may have been made.
+        let (base, seen) = flaky_api(usize::MAX);
+        let client = Client::new(&base, None).unwrap();
+        let err = client.run::<ops::CancelJob>(&["j1"]).await.unwrap_err();
+        assert_eq!(err.status(), Some(StatusCode::SERVICE_UNAVAILABLE));
+        assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }
