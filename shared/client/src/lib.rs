@@ -275,27 +275,8 @@ impl Client {
         let mut pause = FIRST_PAUSE;
         let mut tries = 0;
         let resp = loop {
-            let mut req = match O::METHOD {
-                ops::Method::Get => self.http.get(&url),
-                ops::Method::Post => self.http.post(&url),
-                ops::Method::Delete => self.http.delete(&url),
-            }
-            .query(query);
-            if let Some(v) = &json {
-                req = req.json(v);
-            }
             // Only a read is asked again, and a read has no bytes to send.
-            if let Some(b) = bytes.take() {
-                req = req
-                    .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
-                    .body(b);
-            }
-            if let Some(last_id) = events {
-                req = req.header(reqwest::header::ACCEPT, "text/event-stream");
-                if let Some(id) = last_id {
-                    req = req.header("last-event-id", id);
-                }
-            }
+            let req = self.request(O::METHOD, &url, query, json.as_ref(), bytes.take(), events);
             let resp = req
                 .send()
                 .await
@@ -334,6 +315,41 @@ impl Client {
 /// twice the one before: 7.5 s in all, about a hub node's failover.
 const UNAVAILABLE_RETRIES: u32 = 4;
 const FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
+
+impl Client {
+    /// One request of `method` to `url`, with its query, body and what an event stream asks.
+    fn request(
+        &self,
+        method: ops::Method,
+        url: &str,
+        query: &(impl Serialize + ?Sized),
+        json: Option<&serde_json::Value>,
+        bytes: Option<Vec<u8>>,
+        events: Option<Option<&str>>,
+    ) -> reqwest::RequestBuilder {
+        let mut req = match method {
+            ops::Method::Get => self.http.get(url),
+            ops::Method::Post => self.http.post(url),
+            ops::Method::Delete => self.http.delete(url),
+        }
+        .query(query);
+        if let Some(v) = json {
+            req = req.json(v);
+        }
+        if let Some(b) = bytes {
+            req = req
+                .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+                .body(b);
+        }
+        if let Some(last_id) = events {
+            req = req.header(reqwest::header::ACCEPT, "text/event-stream");
+            if let Some(id) = last_id {
+                req = req.header("last-event-id", id);
+            }
+        }
+        req
+    }
+}
 
 enum Payload<'a, B: ?Sized> {
     Json(&'a B),
