@@ -292,10 +292,40 @@ impl<T: Record> Repo<T> {
             })
             .await
             .map_err(nats)?;
-        let mut pending = consumer.cached_info().num_pending;
+        let pending = consumer.cached_info().num_pending;
+        // Deleted once read, not left for the server to drop 30 s after its last use: a
+        // thousand listings in that time (a dashboard's polls, `ferry dev`'s) reached the
+        // stream's consumer limit and every listing failed until they went.
+        let name = consumer.cached_info().name.clone();
+        let latest = self.scan_read(consumer, pending).await;
+        let _ = self.kv.stream.delete_consumer(&name).await;
+        let latest = latest?;
+        let mut out = Vec::with_capacity(latest.len());
+        for (key, payload) in latest {
+            let Some(payload) = payload else { continue };
+            out.push(
+                serde_json::from_slice(&payload).map_err(|e| StoreError::Corrupt {
+                    bucket: T::BUCKET,
+                    key,
+                    reason: e.to_string(),
+                })?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// The latest payload of each key a scan's consumer delivers (`None`: deleted), until it
+    /// has none pending.
+    async fn scan_read(
+        &self,
+        consumer: async_nats::jetstream::consumer::Consumer<
+            async_nats::jetstream::consumer::pull::OrderedConfig,
+        >,
+        mut pending: u64,
+    ) -> Result<std::collections::BTreeMap<String, Option<bytes::Bytes>>, StoreError> {
         let mut latest = std::collections::BTreeMap::new();
         if pending == 0 {
-            return Ok(Vec::new());
+            return Ok(latest);
         }
         let mut messages = consumer.messages().await.map_err(nats)?;
         while let Some(msg) = messages.try_next().await.map_err(nats)? {
@@ -320,18 +350,7 @@ impl<T: Record> Repo<T> {
                 break;
             }
         }
-        let mut out = Vec::with_capacity(latest.len());
-        for (key, payload) in latest {
-            let Some(payload) = payload else { continue };
-            out.push(
-                serde_json::from_slice(&payload).map_err(|e| StoreError::Corrupt {
-                    bucket: T::BUCKET,
-                    key,
-                    reason: e.to_string(),
-                })?,
-            );
-        }
-        Ok(out)
+        Ok(latest)
     }
 
     /// The records whose keys start with `prefix`. The keys come from the bucket stream's subject

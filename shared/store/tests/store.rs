@@ -471,3 +471,20 @@ async fn messages_of_different_installs_are_handled_at_once_and_each_installs_in
     assert_eq!((info.num_ack_pending, info.num_pending), (0, 0));
     running.abort();
 }
+
+/// A listing leaves nothing at the server: a thousand listings within the time the server keeps
+/// an unused consumer (a dashboard's polls) once reached the bucket's consumer limit, and every
+/// listing failed until they went.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_leave_no_consumer_however_many() {
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js.clone(), 1).await.unwrap();
+    let apps = store.repo::<App>();
+    apps.create(&app(DEFAULT_ORG, "a")).await.unwrap();
+    for _ in 0..1100 {
+        assert_eq!(apps.scan(DEFAULT_ORG).await.unwrap().len(), 1);
+    }
+    let mut stream = js.get_stream("KV_apps").await.unwrap();
+    assert_eq!(stream.info().await.unwrap().state.consumer_count, 0);
+}
