@@ -28,6 +28,15 @@ struct Waiting<V> {
     writing: bool,
 }
 
+impl<V> Waiting<V> {
+    fn new() -> Self {
+        Waiting {
+            events: Vec::new(),
+            writing: false,
+        }
+    }
+}
+
 impl<K, V> Default for Coalesce<K, V> {
     fn default() -> Self {
         Coalesce {
@@ -41,10 +50,7 @@ impl<K: Hash + Eq + Clone, V> Coalesce<K, V> {
     /// writer from here: it [`Coalesce::take`]s until that returns nothing.
     pub(crate) fn add(&self, key: &K, event: V) -> bool {
         let mut waiting = self.lock();
-        let w = waiting.entry(key.clone()).or_insert(Waiting {
-            events: Vec::new(),
-            writing: false,
-        });
+        let w = waiting.entry(key.clone()).or_insert_with(Waiting::new);
         w.events.push(event);
         !std::mem::replace(&mut w.writing, true)
     }
@@ -67,10 +73,7 @@ impl<K: Hash + Eq + Clone, V> Coalesce<K, V> {
     /// in front, and the next event's handler becomes the writer.
     pub(crate) fn give_back(&self, key: &K, mut events: Vec<V>) {
         let mut waiting = self.lock();
-        let w = waiting.entry(key.clone()).or_insert(Waiting {
-            events: Vec::new(),
-            writing: false,
-        });
+        let w = waiting.entry(key.clone()).or_insert_with(Waiting::new);
         events.append(&mut w.events);
         w.events = events;
         w.writing = false;

@@ -153,6 +153,7 @@ impl Store {
                 "seq": from,
                 "next_by_subj": log_filter(log.job),
                 "batch": DIRECT_BATCH,
+                "max_bytes": DIRECT_BATCH_BYTES,
             });
             client
                 .publish_with_reply(DIRECT_GET_LOGS, inbox, request.to_string().into())
@@ -227,8 +228,11 @@ impl Store {
     }
 }
 
-/// Messages a batched direct get of a job log asks for at once.
+/// Messages a batched direct get of a job log asks for at once, and their bytes at most: a
+/// batch an install sent is up to 1 MiB, and 256 of them in flight would be a quarter of a
+/// gigabyte before the log's own limit is checked.
 const DIRECT_BATCH: usize = 256;
+const DIRECT_BATCH_BYTES: usize = 4 << 20;
 
 /// The direct get API of `LOGS` (the services' JetStream API prefix is the default one).
 const DIRECT_GET_LOGS: &str = "$JS.API.DIRECT.GET.LOGS";
