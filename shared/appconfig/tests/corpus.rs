@@ -756,7 +756,7 @@ fn the_docs_reference_matches_the_schema() {
     }
     assert!(
         current == generated,
-        "docs/app-config.md is out of date: run `FERRY_UPDATE_DOCS=1 cargo test -p ferry-appconfig --test corpus`"
+        "docs/app-config.md is out of date: run `FERRY_UPDATE_DOCS=1 cargo test -p ferry-appconfig --test all corpus`"
     );
     // Every block and every component type is documented.
     for b in ferry_appconfig::schema::BLOCKS {

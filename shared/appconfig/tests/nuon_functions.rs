@@ -1,7 +1,7 @@
 //! Functions Ferry renders that Nuon's renderer does not have (Helm's `toYaml` and `required`):
 //! validation warns where a template calls one, at its place, saying Nuon would refuse it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! Least privilege per operation: which role of the customer's account each job runs as, decided
 //! from the app's declarations (examples/aws-account, and that app with `operation_roles`).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

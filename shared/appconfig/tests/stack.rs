@@ -1,7 +1,7 @@
 //! The install stack of examples/aws-account: what it creates, checked against the template, and
 //! the whole template checked by AWS's own linter (PyPI's cfn-lint, `scripts/install-cfn-lint`).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
