@@ -91,6 +91,15 @@ const ARGS: &[&str] = &[
     "true",
     "nil",
     "'a'",
+    // Values of Go's other types, as sprig and Go's methods return them.
+    "(splitList \",\" \"a,b\")",
+    "(until 3)",
+    "(split \",\" \"a,b\")",
+    "(chunk 2 (list 1 2 3))",
+    "(add 1 2)",
+    "(semver \"1.2.3\").Minor",
+    "(toDate \"2006-01-02\" \"2024-03-05\").Month",
+    "(toDate \"2006-01-02\" \"2024-03-05\").Weekday",
 ];
 
 /// Functions of one argument (or whose last argument is the piped one), with every kind of value.
@@ -401,11 +410,35 @@ fn language() -> Vec<Case> {
             html: false,
         });
     }
-    out.push(Case {
-        template: "{{ typeOf (splitList \",\" \"a\") }}".into(),
-        check: Check::Gap("lists sprig types []string print as []interface {}"),
-        html: false,
-    });
+    // Go's types where they decide the result: an int64 is not an int, a map[string]string not
+    // a map[string]interface {}, DeepEqual sees the type; a Month compares as a number.
+    for t in [
+        "{{ trunc (sub 5 2) \"hello\" }}",
+        "{{ trunc (len \"abc\") \"hello\" }}",
+        "{{ repeat (add1 1) \"x\" }}",
+        "{{ keys (split \",\" \"a,b\") }}",
+        "{{ hasKey (split \",\" \"a,b\") \"_0\" }}",
+        "{{ (split \",\" \"a,b\")._1 }}",
+        "{{ deepEqual (add 0 1) 1 }}|{{ deepEqual (list \"a\") (splitList \",\" \"a\") }}",
+        "{{ deepEqual (splitList \",\" \"a\") (splitList \",\" \"a\") }}",
+        "{{ eq (add 1 2) 3 }}|{{ lt (len \"ab\") (add 1 2) }}|{{ eq (semver \"1.2.3\").Minor 2 }}",
+        "{{ eq (toDate \"2006-01-02\" \"2024-03-05\").Month 3 }}",
+        "{{ $m := (toDate \"2006-01-02\" \"2024-03-05\").Month }}{{ printf \"%d %v %s %x %q %#v %T\" $m $m $m $m $m $m $m }}",
+        "{{ slice (splitList \",\" \"a,b,c\") 1 | typeOf }}|{{ slice (until 4) 1 3 | printf \"%#v\" }}",
+        "{{ append (splitList \",\" \"a\") \"b\" | typeOf }}|{{ rest (until 3) | typeOf }}",
+        "{{ regexFindAll \"x\" \"abc\" -1 | printf \"%#v\" }}|{{ regexSplit \"b\" \"abc\" 0 | printf \"%T %v\" }}",
+        "{{ deepCopy (splitList \",\" \"a\") | typeOf }}|{{ default (until 2) nil | typeOf }}",
+        "{{ sortAlpha (list \"b\" \"a\") | printf \"%#v\" }}|{{ toStrings (list 1 nil) | printf \"%#v\" }}",
+        "{{ keys (dict \"a\" 1) | printf \"%#v\" }}|{{ splitn \",\" 2 \"a,b,c\" | printf \"%#v\" }}",
+        "{{ range $i, $x := (until 2) }}{{ printf \"%T %T \" $i $x }}{{ end }}",
+        "{{ range (splitList \",\" \"a,b\") }}{{ printf \"%T \" . }}{{ end }}",
+        "{{ index (splitList \",\" \"a,b\") 1 | typeOf }}|{{ index (split \",\" \"a\") \"_0\" }}",
+        "{{ (toDate \"2006-01-02\" \"2024-03-05\").Unix | typeOf }}|{{ (toDate \"2006-01-02\" \"2024-03-05\").Year | typeOf }}",
+        "{{ printf \"%#v %#v %v\" (semver \"1.2.3\").Major (add 1 1) (list (semver \"1.2.3\").Patch) }}",
+        "{{ toJson (toDate \"2006-01-02\" \"2024-03-05\").Month }}|{{ toString (toDate \"2006-01-02\" \"2024-03-05\").Weekday }}",
+    ] {
+        out.push(exact(t.to_string()));
+    }
     for (t, form) in [
         ("{{ now | date \"2006\" }}", r"\d{4}"),
         ("{{ randAlphaNum 8 | len }}", "8"),

@@ -272,10 +272,10 @@ impl Ctx<'_> {
         let v = self.pipeline_value(pipe, dot)?;
         // Items are produced one at a time: `range 1000000000` costs steps, not memory.
         let count = match &v {
-            V::List(l) => l.len() as u64,
-            V::Map(m) => m.len() as u64,
+            V::List(l, _) => l.len() as u64,
+            V::Map(m, _) => m.len() as u64,
             // Go 1.22's range over an integer (Nuon's Go has it): 0..n.
-            V::Int(n) => u64::try_from(*n).unwrap_or(0),
+            V::Int(n, _) => u64::try_from(*n).unwrap_or(0),
             V::Null => 0,
             // Validation: run the body once with unknown values.
             V::Unknown => 1,
@@ -287,18 +287,18 @@ impl Ctx<'_> {
             }
         };
         let mut keys = match &v {
-            V::Map(m) => Some(m.iter()),
+            V::Map(m, _) => Some(m.iter()),
             _ => None,
         };
         for i in 0..count {
             self.step(pipe.offset)?;
             let (k, x) = match &v {
-                V::List(l) => (V::Int(i as i64), l[i as usize].clone()),
-                V::Map(_) => match keys.as_mut().and_then(Iterator::next) {
+                V::List(l, _) => (V::int(i as i64), l[i as usize].clone()),
+                V::Map(_, _) => match keys.as_mut().and_then(Iterator::next) {
                     Some((k, x)) => (V::Str(k.clone()), x.clone()),
                     None => break,
                 },
-                V::Int(_) => (V::Int(i as i64), V::Int(i as i64)),
+                V::Int(_, _) => (V::int(i as i64), V::int(i as i64)),
                 _ => (V::Unknown, V::Unknown),
             };
             let mark = self.vars.len();
@@ -445,7 +445,7 @@ impl Ctx<'_> {
         let mut cur = slot;
         for key in path {
             match cur {
-                V::Map(m) => match m.get_mut(key) {
+                V::Map(m, _) => match m.get_mut(key) {
                     Some(next) => cur = next,
                     None => return,
                 },
@@ -484,7 +484,7 @@ impl Ctx<'_> {
             }),
             Arg::Str(s) => Ok(V::Str(s.clone())),
             Arg::Num(n) => Ok(V::Num(*n)),
-            Arg::Int(n) => Ok(V::Int(*n)),
+            Arg::Int(n) => Ok(V::int(*n)),
             Arg::Bool(b) => Ok(V::Bool(*b)),
             Arg::Nil => Ok(V::Null),
             Arg::Sub(p, chain) => {
@@ -551,7 +551,7 @@ impl Ctx<'_> {
             // `ferry` is an alias of Nuon's `nuon` root.
             let aliased = i == 0
                 && key == "ferry"
-                && matches!(cur, V::Map(m) if m.contains_key("nuon") && !m.contains_key("ferry"));
+                && matches!(cur, V::Map(m, _) if m.contains_key("nuon") && !m.contains_key("ferry"));
             let key = if aliased { "nuon" } else { key.as_str() };
             let here = || format!("{prefix}.{}", path[..=i].join("."));
             let missing = || TemplateError::Missing {
@@ -560,7 +560,7 @@ impl Ctx<'_> {
             };
             let lenient = self.mode == Mode::Lenient;
             cur = match cur {
-                V::Map(m) => match m.get(key) {
+                V::Map(m, _) => match m.get(key) {
                     Some(v) => v,
                     None if lenient => return Ok(V::Unknown),
                     None => return Err(missing()),

@@ -210,9 +210,9 @@ fn builtin(name: &str, args: &[V]) -> Result<Option<V>, String> {
         }
         "eq" | "ne" | "lt" | "le" | "gt" | "ge" => compare(name, args)?,
         "len" => match arg(0) {
-            V::Str(x) => V::Int(x.len() as i64),
-            V::List(l) => V::Int(l.len() as i64),
-            V::Map(m) => V::Int(m.len() as i64),
+            V::Str(x) => V::int(x.len() as i64),
+            V::List(l, _) => V::int(l.len() as i64),
+            V::Map(m, _) => V::int(m.len() as i64),
             other => {
                 return Err(format!(
                     "error calling len: len of type {}",
@@ -224,8 +224,8 @@ fn builtin(name: &str, args: &[V]) -> Result<Option<V>, String> {
             let mut cur = arg(0);
             for key in &args[1..] {
                 cur = match (&cur, key) {
-                    (V::Map(m), k) => m.get(&s(k)).cloned().unwrap_or(V::Null),
-                    (V::List(l), V::Int(n)) => usize::try_from(*n)
+                    (V::Map(m, _), k) => m.get(&s(k)).cloned().unwrap_or(V::Null),
+                    (V::List(l, _), V::Int(n, _)) => usize::try_from(*n)
                         .ok()
                         .and_then(|n| l.get(n))
                         .cloned()
@@ -300,7 +300,7 @@ fn strings(name: &str, args: &[V]) -> Result<Option<V>, String> {
         }
         "join" => match arg(1) {
             // sprig's strslice leaves nil items out.
-            V::List(l) => V::Str(
+            V::List(l, _) => V::Str(
                 l.iter()
                     .filter(|x| !matches!(x, V::Null))
                     .map(V::print)
@@ -310,12 +310,7 @@ fn strings(name: &str, args: &[V]) -> Result<Option<V>, String> {
             V::Null => V::Str(String::new()),
             other => V::Str(other.print()),
         },
-        "splitList" => V::List(
-            s(&arg(1))
-                .split(&s(&arg(0)))
-                .map(|p| V::Str(p.to_string()))
-                .collect(),
-        ),
+        "splitList" => V::strings(s(&arg(1)).split(&s(&arg(0))).map(str::to_string)),
         "upper" => V::Str(s(&arg(0)).to_uppercase()),
         "lower" => V::Str(s(&arg(0)).to_lowercase()),
         "trim" => V::Str(s(&arg(0)).trim().to_string()),

@@ -9,23 +9,54 @@
 
 use std::fmt::Write;
 
+use super::gotime::{DAYS, MONTHS};
 use super::strconv;
-use super::value::V;
+use super::value::{Elem, IntTy, Slice, V};
 
 /// Go's type name of a value, as `%T` and the `%!verb(type=value)` marks print it.
 pub fn type_name(v: &V) -> &'static str {
     match v {
         V::Null => "<nil>",
         V::Bool(_) => "bool",
-        V::Int(_) => "int",
+        V::Int(_, IntTy::Int) => "int",
+        V::Int(_, IntTy::Int64) => "int64",
+        V::Int(_, IntTy::Uint64) => "uint64",
+        V::Int(_, IntTy::Month) => "time.Month",
+        V::Int(_, IntTy::Weekday) => "time.Weekday",
         V::Num(_) => "float64",
         V::Str(_) => "string",
-        V::List(_) => "[]interface {}",
-        V::Map(_) => "map[string]interface {}",
+        V::List(_, slice) => slice_type(slice.elem),
+        V::Map(_, Elem::Str) => "map[string]string",
+        V::Map(_, _) => "map[string]interface {}",
         V::Time(_) => "time.Time",
         V::Version(_) => "*semver.Version",
         V::Unknown => "<unknown>",
     }
+}
+
+fn slice_type(elem: Elem) -> &'static str {
+    match elem {
+        Elem::Any => "[]interface {}",
+        Elem::Str => "[]string",
+        Elem::Int => "[]int",
+        Elem::AnyList => "[][]interface {}",
+    }
+}
+
+/// The name a `time.Month` or `time.Weekday` prints as (its `String()`, with Go's mark for one
+/// out of range); `None` for the other integers, which print as numbers.
+fn int_name(n: i64, ty: IntTy) -> Option<String> {
+    let (names, first, ty): (&[&str], i64, &str) = match ty {
+        IntTy::Month => (&MONTHS, 1, "Month"),
+        IntTy::Weekday => (&DAYS, 0, "Weekday"),
+        _ => return None,
+    };
+    Some(
+        match usize::try_from(n - first).ok().and_then(|i| names.get(i)) {
+            Some(name) => (*name).to_string(),
+            None => format!("%!{ty}({n})"),
+        },
+    )
 }
 
 /// `%v` of a float64 (strconv's shortest `'g'`).
@@ -45,9 +76,17 @@ fn write_v(out: &mut String, v: &V, sharp: bool) {
         V::Null if sharp => out.push_str("interface {}(nil)"),
         V::Null => out.push_str("<nil>"),
         V::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        V::Int(i) => {
-            let _ = write!(out, "{i}");
+        // `%#v` of an unsigned integer is hexadecimal; a named int is a Stringer (but not a
+        // GoStringer: `%#v` prints its number).
+        V::Int(i, IntTy::Uint64) if sharp => {
+            let _ = write!(out, "{i:#x}");
         }
+        V::Int(i, ty) => match int_name(*i, *ty) {
+            Some(name) if !sharp => out.push_str(&name),
+            _ => {
+                let _ = write!(out, "{i}");
+            }
+        },
         V::Num(f) => out.push_str(&float_v(*f)),
         V::Str(s) if sharp => out.push_str(&quote(s)),
         V::Str(s) => out.push_str(s),
@@ -56,8 +95,16 @@ fn write_v(out: &mut String, v: &V, sharp: bool) {
         // Both are Stringers: fmt prints their String().
         V::Time(t) => out.push_str(&t.go_string()),
         V::Version(v) => out.push_str(&v.go_string()),
-        V::List(l) => {
-            out.push_str(if sharp { "[]interface {}{" } else { "[" });
+        V::List(_, Slice { elem, nil: true }) if sharp => {
+            let _ = write!(out, "{}(nil)", slice_type(*elem));
+        }
+        V::List(l, slice) => {
+            if sharp {
+                out.push_str(slice_type(slice.elem));
+                out.push('{');
+            } else {
+                out.push('[');
+            }
             for (i, x) in l.iter().enumerate() {
                 if i > 0 {
                     out.push_str(if sharp { ", " } else { " " });
@@ -66,12 +113,13 @@ fn write_v(out: &mut String, v: &V, sharp: bool) {
             }
             out.push(if sharp { '}' } else { ']' });
         }
-        V::Map(m) => {
-            out.push_str(if sharp {
-                "map[string]interface {}{"
+        V::Map(m, _) => {
+            if sharp {
+                out.push_str(type_name(v));
+                out.push('{');
             } else {
-                "map["
-            });
+                out.push_str("map[");
+            }
             for (i, (k, x)) in m.iter().enumerate() {
                 if i > 0 {
                     out.push_str(if sharp { ", " } else { " " });
@@ -285,7 +333,7 @@ fn number_or_star(
     if chars.get(*i) == Some(&'*') {
         *i += 1;
         let n = match args.get(*next) {
-            Some(V::Int(n)) if *n >= 0 => Some(*n as usize),
+            Some(V::Int(n, _)) if *n >= 0 => Some(*n as usize),
             _ => {
                 let _ = write!(out, "%!(BAD{what})");
                 None
@@ -312,6 +360,12 @@ fn number_or_star(
 fn bad(verb: char, spec: &Spec, v: &V) -> String {
     match v {
         V::Null => format!("%!{verb}(<nil>)"),
+        // Go's mark calls no String(): a named int shows its number.
+        V::Int(n, _) => format!(
+            "%!{verb}({}={})",
+            type_name(v),
+            one('v', spec, &V::int(*n), 0)
+        ),
         v => format!("%!{verb}({}={})", type_name(v), one('v', spec, v, 0)),
     }
 }
@@ -331,11 +385,18 @@ fn one(verb: char, spec: &Spec, v: &V, depth: usize) -> String {
             string(verb, spec, &value(v)).unwrap_or_else(|| bad(verb, spec, v))
         }
         (_, V::Time(_) | V::Version(_)) => sharp_v(v),
-        (_, V::List(l)) => {
+        // A named int is a Stringer under the verbs that print strings, a number under the rest.
+        ('v' | 's' | 'x' | 'X' | 'q', V::Int(n, ty))
+            if !spec.sharp_v && int_name(*n, *ty).is_some() =>
+        {
+            let name = int_name(*n, *ty).unwrap_or_default();
+            string(verb, spec, &name).unwrap_or_else(|| bad(verb, spec, v))
+        }
+        (_, V::List(l, _)) => {
             let items: Vec<String> = l.iter().map(|x| one(verb, spec, x, depth + 1)).collect();
             format!("[{}]", items.join(" "))
         }
-        (_, V::Map(m)) => {
+        (_, V::Map(m, _)) => {
             let items: Vec<String> = m
                 .iter()
                 .map(|(k, x)| {
@@ -349,7 +410,7 @@ fn one(verb: char, spec: &Spec, v: &V, depth: usize) -> String {
             'v' | 't' => spec.pad(b.to_string(), Fill::Zeros),
             _ => bad(verb, spec, v),
         },
-        (_, V::Int(n)) => int(verb, spec, *n).unwrap_or_else(|| bad(verb, spec, v)),
+        (_, V::Int(n, _)) => int(verb, spec, *n).unwrap_or_else(|| bad(verb, spec, v)),
         (_, V::Num(f)) => float(verb, spec, *f).unwrap_or_else(|| bad(verb, spec, v)),
         (_, V::Str(s)) => string(verb, spec, s).unwrap_or_else(|| bad(verb, spec, v)),
         (_, V::Unknown) => "<unknown>".into(),

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use super::golayout;
 use super::tzif::{self, Zone};
+use super::value::IntTy;
 
 pub use super::golayout::parse;
 
@@ -222,18 +223,23 @@ impl GoTime {
     pub fn method(&self, name: &str) -> Option<MethodResult> {
         let c = self.civil();
         Some(match name {
-            "Unix" => MethodResult::Int(self.secs),
-            "UnixMilli" => MethodResult::Int(self.secs * 1000 + (self.nanos / 1_000_000) as i64),
-            "UnixNano" => MethodResult::Int(self.secs * 1_000_000_000 + self.nanos as i64),
-            "Year" => MethodResult::Int(c.year as i64),
-            "YearDay" => MethodResult::Int(c.yday as i64),
-            "Day" => MethodResult::Int(c.day as i64),
-            "Hour" => MethodResult::Int(c.hour as i64),
-            "Minute" => MethodResult::Int(c.minute as i64),
-            "Second" => MethodResult::Int(c.second as i64),
-            "Nanosecond" => MethodResult::Int(c.nanos as i64),
-            "Month" => MethodResult::Str(MONTHS[(c.month - 1) as usize].into()),
-            "Weekday" => MethodResult::Str(DAYS[c.weekday as usize].into()),
+            "Unix" => MethodResult::Int(self.secs, IntTy::Int64),
+            "UnixMilli" => MethodResult::Int(
+                self.secs * 1000 + (self.nanos / 1_000_000) as i64,
+                IntTy::Int64,
+            ),
+            "UnixNano" => {
+                MethodResult::Int(self.secs * 1_000_000_000 + self.nanos as i64, IntTy::Int64)
+            }
+            "Year" => MethodResult::Int(c.year as i64, IntTy::Int),
+            "YearDay" => MethodResult::Int(c.yday as i64, IntTy::Int),
+            "Day" => MethodResult::Int(c.day as i64, IntTy::Int),
+            "Hour" => MethodResult::Int(c.hour as i64, IntTy::Int),
+            "Minute" => MethodResult::Int(c.minute as i64, IntTy::Int),
+            "Second" => MethodResult::Int(c.second as i64, IntTy::Int),
+            "Nanosecond" => MethodResult::Int(c.nanos as i64, IntTy::Int),
+            "Month" => MethodResult::Int(c.month as i64, IntTy::Month),
+            "Weekday" => MethodResult::Int(c.weekday as i64, IntTy::Weekday),
             "IsZero" => MethodResult::Bool(self.secs == GoTime::zero().secs && self.nanos == 0),
             "String" => MethodResult::Str(self.go_string()),
             "UTC" | "Local" => MethodResult::Time(self.in_loc(Loc::Utc)),
@@ -244,7 +250,7 @@ impl GoTime {
 
 /// What a time's method returns.
 pub enum MethodResult {
-    Int(i64),
+    Int(i64, IntTy),
     Str(String),
     Bool(bool),
     Time(GoTime),

@@ -7,7 +7,7 @@
 
 use super::gotime::MethodResult;
 use super::goversion::{Field, GoVersion};
-use super::value::V;
+use super::value::{IntTy, V};
 
 /// `recv.name(args...)`; `None` when the value has no such method.
 pub fn call(recv: &V, name: &str, args: &[V]) -> Option<Result<V, String>> {
@@ -25,7 +25,7 @@ pub fn call(recv: &V, name: &str, args: &[V]) -> Option<Result<V, String>> {
                     v => Err(wrong("string", &v)),
                 },
                 ("Add", 1) => match arg(0) {
-                    V::Int(n) => Ok(V::Time(Box::new(t.add(n as i128)))),
+                    V::Int(n, _) => Ok(V::Time(Box::new(t.add(n as i128)))),
                     v => Err(wrong("time.Duration", &v)),
                 },
                 ("Before" | "After" | "Equal", 1) => other(arg(0)).map(|u| {
@@ -41,7 +41,7 @@ pub fn call(recv: &V, name: &str, args: &[V]) -> Option<Result<V, String>> {
         }
         V::Version(v) if args.is_empty() => v.method(name).map(|f| {
             Ok(match f {
-                Field::Int(n) => V::Int(n as i64),
+                Field::Int(n) => V::Int(n as i64, IntTy::Uint64),
                 Field::Str(s) => V::Str(s),
             })
         }),
@@ -52,7 +52,7 @@ pub fn call(recv: &V, name: &str, args: &[V]) -> Option<Result<V, String>> {
                 None => Err(wrong("*semver.Version", &V::Null)),
             };
             Some(match (name, args.len()) {
-                ("Compare", 1) => other.map(|o| V::Int(compare(v, o) as i64)),
+                ("Compare", 1) => other.map(|o| V::int(compare(v, o) as i64)),
                 ("LessThan", 1) => other.map(|o| V::Bool(compare(v, o) < 0)),
                 ("GreaterThan", 1) => other.map(|o| V::Bool(compare(v, o) > 0)),
                 ("Equal", 1) => other.map(|o| V::Bool(compare(v, o) == 0)),
@@ -65,7 +65,7 @@ pub fn call(recv: &V, name: &str, args: &[V]) -> Option<Result<V, String>> {
 
 fn time_result(r: MethodResult) -> V {
     match r {
-        MethodResult::Int(n) => V::Int(n),
+        MethodResult::Int(n, ty) => V::Int(n, ty),
         MethodResult::Str(s) => V::Str(s),
         MethodResult::Bool(b) => V::Bool(b),
         MethodResult::Time(t) => V::Time(Box::new(t)),

@@ -9,8 +9,9 @@
 //!   (ints in every base, floats, characters, strings, raw strings), `if`/`else if`, `with`,
 //!   `range` (over lists, maps and integers) with `break` and `continue`, variables,
 //!   `define`/`template`/`block`;
-//! * `value.rs`: values typed as Go's (int, float64, string, bool, nil, `[]interface {}`,
-//!   `map[string]interface {}`, `time.Time`, `*semver.Version`) and Go's comparisons;
+//! * `value.rs`: values typed as Go's (int, int64, uint64, float64, string, bool, nil,
+//!   `[]interface {}`, `[]string`, `[]int`, `map[string]interface {}`, `map[string]string`,
+//!   `time.Time`, `time.Month`, `*semver.Version`) and Go's comparisons;
 //!   `eval.rs`: running a tree over them (missing keys as errors, short-circuit `and`/`or`,
 //!   maps changed in place); `methods.rs`: the methods of times and versions;
 //! * `gofmt.rs`: Go's `fmt` (how values print, `print`, `println`, `printf`); `strconv.rs`:

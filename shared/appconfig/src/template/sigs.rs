@@ -9,7 +9,7 @@
 //! string first).
 
 use super::gofmt::type_name;
-use super::value::V;
+use super::value::{Elem, IntTy, V};
 
 /// A parameter's Go type, as far as arguments are checked against it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,13 +114,14 @@ fn to(ty: Ty, a: Arg) -> Result<V, String> {
     let v = a.value;
     let ok = match (&v, ty) {
         (_, Any) | (V::Unknown, _) => true,
-        (V::Str(_), Str) | (V::Bool(_), Bool) | (V::Map(_), Map) => true,
-        (V::Int(_), Int) | (V::Num(_), Float) => true,
+        (V::Str(_), Str) | (V::Bool(_), Bool) | (V::Map(_, Elem::Any), Map) => true,
+        // Only an `int` is an int: sprig's arithmetic gives `int64`, which Go refuses here.
+        (V::Int(_, IntTy::Int), Int) | (V::Num(_), Float) => true,
         // Go passes an untyped nil as a nil map, which reads as empty.
-        (V::Null, Map) if !a.field => return Ok(V::Map(Default::default())),
+        (V::Null, Map) if !a.field => return Ok(V::map(Default::default())),
         // A constant converts: `2.0` to an int, `2` to a float64.
-        (V::Num(f), Int) if a.constant && f.fract() == 0.0 => return Ok(V::Int(*f as i64)),
-        (V::Int(n), Float) if a.constant => return Ok(V::Num(*n as f64)),
+        (V::Num(f), Int) if a.constant && f.fract() == 0.0 => return Ok(V::int(*f as i64)),
+        (V::Int(n, _), Float) if a.constant => return Ok(V::Num(*n as f64)),
         _ => false,
     };
     if ok {

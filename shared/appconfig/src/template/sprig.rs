@@ -9,7 +9,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::value::V;
+use super::value::{Elem, V};
 // Sprig's `toInt64` and `toFloat64` (spf13/cast): one definition, in `sprig_lists.rs`.
 use super::sprig_lists::{float, int64 as int};
 
@@ -154,10 +154,6 @@ fn s(v: &V) -> String {
     v.print()
 }
 
-fn num(n: i64) -> V {
-    V::Int(n)
-}
-
 /// Calls a Sprig function; `None` when `name` is not one. Grouped as Sprig's documentation
 /// groups them.
 pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
@@ -244,6 +240,7 @@ fn strings(name: &str, args: &[V]) -> Option<Result<V, String>> {
                 .enumerate()
                 .map(|(i, p)| (format!("_{i}"), V::Str(p.to_string())))
                 .collect(),
+            Elem::Str,
         ),
         "substr" => match substr(int(&arg(0)), int(&arg(1)), &s(&arg(2))) {
             Ok(x) => V::Str(x),
@@ -268,8 +265,8 @@ fn strings(name: &str, args: &[V]) -> Option<Result<V, String>> {
 fn collections(name: &str, args: &[V]) -> Option<Result<V, String>> {
     let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
     Some(Ok(match name {
-        "list" => V::List(args.to_vec()),
-        "dict" => V::Map(
+        "list" => V::list(args.to_vec()),
+        "dict" => V::map(
             args.chunks(2)
                 .map(|kv| {
                     (
@@ -280,37 +277,33 @@ fn collections(name: &str, args: &[V]) -> Option<Result<V, String>> {
                 .collect(),
         ),
         "get" => match arg(0) {
-            V::Map(m) => m.get(&s(&arg(1))).cloned().unwrap_or(V::Str(String::new())),
+            V::Map(m, _) => m.get(&s(&arg(1))).cloned().unwrap_or(V::Str(String::new())),
             _ => V::Str(String::new()),
         },
         "set" => match arg(0) {
-            V::Map(mut m) => {
+            V::Map(mut m, _) => {
                 m.insert(s(&arg(1)), arg(2));
-                V::Map(m)
+                V::map(m)
             }
             other => return Some(Err(format!("`set` needs a map, got {}", other.kind()))),
         },
-        "hasKey" => V::Bool(matches!(arg(0), V::Map(m) if m.contains_key(&s(&arg(1))))),
-        "keys" => V::List(
-            args.iter()
-                .flat_map(|a| match a {
-                    V::Map(m) => m.keys().map(|k| V::Str(k.clone())).collect(),
-                    _ => vec![],
-                })
-                .collect(),
-        ),
+        "hasKey" => V::Bool(matches!(arg(0), V::Map(m, _) if m.contains_key(&s(&arg(1))))),
+        "keys" => V::strings(args.iter().flat_map(|a| match a {
+            V::Map(m, _) => m.keys().cloned().collect(),
+            _ => vec![],
+        })),
         "values" => match arg(0) {
-            V::Map(m) => V::List(m.into_values().collect()),
-            _ => V::List(vec![]),
+            V::Map(m, _) => V::list(m.into_values().collect()),
+            _ => V::list(vec![]),
         },
         "sortAlpha" => {
             let mut items: Vec<String> = match arg(0) {
                 // sprig's strslice leaves nil items out.
-                V::List(l) => l.iter().filter(|x| !matches!(x, V::Null)).map(s).collect(),
+                V::List(l, _) => l.iter().filter(|x| !matches!(x, V::Null)).map(s).collect(),
                 other => vec![s(&other)],
             };
             items.sort();
-            V::List(items.into_iter().map(V::Str).collect())
+            V::strings(items)
         }
         _ => return None,
     }))
@@ -320,28 +313,28 @@ fn collections(name: &str, args: &[V]) -> Option<Result<V, String>> {
 fn numbers(name: &str, args: &[V]) -> Option<Result<V, String>> {
     let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
     Some(Ok(match name {
-        "int" | "atoi" => num(if name == "atoi" {
+        "int" | "atoi" => V::int(if name == "atoi" {
             s(&arg(0)).parse::<i64>().unwrap_or(0)
         } else {
             int(&arg(0))
         }),
         "float64" => V::Num(float(&arg(0))),
-        "add" => num(args.iter().map(int).fold(0i64, i64::wrapping_add)),
-        "mul" => num(args.iter().map(int).fold(1i64, i64::wrapping_mul)),
-        "sub" => num(int(&arg(0)).wrapping_sub(int(&arg(1)))),
+        "add" => V::int64(args.iter().map(int).fold(0i64, i64::wrapping_add)),
+        "mul" => V::int64(args.iter().map(int).fold(1i64, i64::wrapping_mul)),
+        "sub" => V::int64(int(&arg(0)).wrapping_sub(int(&arg(1)))),
         "div" | "mod" => {
             let (a, b) = (int(&arg(0)), int(&arg(1)));
             if b == 0 {
                 return Some(Err(format!("`{name}`: integer divide by zero")));
             }
-            num(if name == "div" {
+            V::int64(if name == "div" {
                 a.wrapping_div(b)
             } else {
                 a.wrapping_rem(b)
             })
         }
-        "max" => num(args.iter().map(int).max().unwrap_or(0)),
-        "min" => num(args.iter().map(int).min().unwrap_or(0)),
+        "max" => V::int64(args.iter().map(int).max().unwrap_or(0)),
+        "min" => V::int64(args.iter().map(int).min().unwrap_or(0)),
         "semver" => match super::goversion::GoVersion::parse(&s(&arg(0))) {
             Ok(v) => V::Version(Box::new(v)),
             Err(e) => return Some(Err(format!("error calling semver: {e}"))),

@@ -71,7 +71,7 @@ pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
         other => other.print(),
     };
     let days = |i: usize| match arg(i) {
-        V::Int(n) => n,
+        V::Int(n, _) => n,
         _ => 0,
     };
     let r = match name {
@@ -203,7 +203,7 @@ fn p256_pkcs8(sec1: &[u8]) -> String {
 
 /// The certificate value: `.Cert` and `.Key`.
 fn certificate(cert: String, key: String) -> V {
-    V::Map(BTreeMap::from([
+    V::map(BTreeMap::from([
         ("Cert".to_string(), V::Str(cert)),
         ("Key".to_string(), V::Str(key)),
     ]))
@@ -243,7 +243,7 @@ fn ca(cn: &str, days: i64, key: Key) -> Result<V, String> {
 /// The strings of a list argument (nil: none).
 fn strings(v: &V) -> Vec<String> {
     match v {
-        V::List(l) => l.iter().map(V::print).collect(),
+        V::List(l, _) => l.iter().map(V::print).collect(),
         V::Null => vec![],
         other => vec![other.print()],
     }
@@ -263,7 +263,7 @@ fn leaf(cn: &str, ips: &V, dns: &V, days: i64, key: Key, ca: Option<&V>) -> Resu
         None => p.self_signed(&key.pair),
         Some(ca) => {
             let (cert, ca_key) = match ca {
-                V::Map(m) => (
+                V::Map(m, _) => (
                     m.get("Cert").map(V::print).unwrap_or_default(),
                     m.get("Key").map(V::print).unwrap_or_default(),
                 ),
@@ -308,10 +308,10 @@ mod tests {
 
     #[test]
     fn a_ca_signs_a_certificate_and_keys_come_back_as_pem() {
-        let ca = call("genCA", &[s("ferry-ca"), V::Int(30)])
+        let ca = call("genCA", &[s("ferry-ca"), V::int(30)])
             .unwrap()
             .unwrap();
-        let V::Map(m) = &ca else { panic!("{ca:?}") };
+        let V::Map(m, _) = &ca else { panic!("{ca:?}") };
         assert!(
             m["Cert"]
                 .print()
@@ -322,15 +322,15 @@ mod tests {
                 .print()
                 .starts_with("-----BEGIN RSA PRIVATE KEY-----\n")
         );
-        let ips = V::List(vec![s("10.0.0.1")]);
-        let dns = V::List(vec![s("web.local")]);
+        let ips = V::list(vec![s("10.0.0.1")]);
+        let dns = V::list(vec![s("web.local")]);
         let leaf = call(
             "genSignedCert",
-            &[s("web"), ips, dns, V::Int(30), ca.clone()],
+            &[s("web"), ips, dns, V::int(30), ca.clone()],
         )
         .unwrap()
         .unwrap();
-        let V::Map(l) = &leaf else { panic!() };
+        let V::Map(l, _) = &leaf else { panic!() };
         let pem = l["Cert"].print();
         let der = pem_body(&pem).unwrap();
         let (_, x) = x509_parser::parse_x509_certificate(&der).unwrap();
@@ -338,7 +338,7 @@ mod tests {
         assert!(
             call(
                 "genSelfSignedCert",
-                &[s("x"), V::List(vec![s("nope")]), V::Null, V::Int(1)]
+                &[s("x"), V::list(vec![s("nope")]), V::Null, V::int(1)]
             )
             .unwrap()
             .is_err()
@@ -347,10 +347,10 @@ mod tests {
         let ec = super::super::sprig_crypto::call("genPrivateKey", &[s("ecdsa")])
             .unwrap()
             .unwrap();
-        let with = call("genCAWithKey", &[s("ec-ca"), V::Int(1), ec.clone()])
+        let with = call("genCAWithKey", &[s("ec-ca"), V::int(1), ec.clone()])
             .unwrap()
             .unwrap();
-        let V::Map(w) = &with else { panic!() };
+        let V::Map(w, _) = &with else { panic!() };
         assert_eq!(w["Key"], ec);
         let built = call(
             "buildCustomCert",

@@ -100,7 +100,7 @@ pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
         other => other.print(),
     };
     let int = |i: usize| match arg(i) {
-        V::Int(n) => n,
+        V::Int(n, _) => n,
         _ => 0,
     };
     if let Some((_, why)) = REFUSED.iter().find(|(n, _)| *n == name) {
@@ -121,7 +121,7 @@ pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
             if max <= min {
                 return Some(Err("error calling randInt: invalid argument to Intn".into()));
             }
-            V::Int(min + below((max - min) as u64) as i64)
+            V::int(min + below((max - min) as u64) as i64)
         }
         "uuidv4" => V::Str(uuidv4()),
         "shuffle" => V::Str(shuffle(&text(0))),
@@ -443,20 +443,20 @@ mod tests {
 
     #[test]
     fn random_functions_have_sprigs_forms() {
-        assert_eq!(call1("randAlpha", &[V::Int(12)]).len(), 12);
+        assert_eq!(call1("randAlpha", &[V::int(12)]).len(), 12);
         assert!(
-            call1("randNumeric", &[V::Int(6)])
+            call1("randNumeric", &[V::int(6)])
                 .bytes()
                 .all(|c| c.is_ascii_digit())
         );
-        assert_eq!(call1("randAscii", &[V::Int(-1)]), "");
-        assert_eq!(call1("randBytes", &[V::Int(3)]).len(), 4);
+        assert_eq!(call1("randAscii", &[V::int(-1)]), "");
+        assert_eq!(call1("randBytes", &[V::int(3)]).len(), 4);
         let id = call1("uuidv4", &[]);
         assert_eq!((id.len(), &id[14..15]), (36, "4"));
         let mut shuffled: Vec<char> = call1("shuffle", &[s("abcd")]).chars().collect();
         shuffled.sort();
         assert_eq!(shuffled, ['a', 'b', 'c', 'd']);
-        assert!(call("randInt", &[V::Int(3), V::Int(3)]).unwrap().is_err());
+        assert!(call("randInt", &[V::int(3), V::int(3)]).unwrap().is_err());
     }
 
     #[test]

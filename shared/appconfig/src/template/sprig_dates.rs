@@ -6,7 +6,7 @@
 //! unchanged; a zone that does not load is UTC.
 
 use super::gotime::{self, GoTime, Loc};
-use super::value::V;
+use super::value::{IntTy, V};
 
 /// Name, minimum and maximum argument count, one-line description.
 pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
@@ -121,6 +121,7 @@ pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
             // sprig reads a string or an int64 as seconds; Go's int constants are neither.
             "duration" => V::Str(gotime::duration_string(match arg(0) {
                 V::Str(s) => s.parse::<i64>().unwrap_or(0) as i128 * 1_000_000_000,
+                V::Int(n, IntTy::Int64) => n as i128 * 1_000_000_000,
                 _ => 0,
             })),
             "durationRound" => V::Str(duration_round(&arg(0))),
@@ -135,7 +136,7 @@ pub fn call(name: &str, args: &[V]) -> Option<Result<V, String>> {
 fn coerce(v: &V) -> GoTime {
     match v {
         V::Time(t) => (**t).clone(),
-        V::Int(n) => GoTime::unix(*n),
+        V::Int(n, _) => GoTime::unix(*n),
         _ => GoTime::now(),
     }
 }
@@ -214,7 +215,7 @@ mod tests {
                 .unwrap()
                 .is_err()
         );
-        assert_eq!(call1("date", &[s("2006"), V::Int(0)]), s("1970"));
+        assert_eq!(call1("date", &[s("2006"), V::int(0)]), s("1970"));
         assert_eq!(call1("duration", &[s("95")]), s("1m35s"));
         assert_eq!(call1("durationRound", &[s("2h10m5s")]), s("2h"));
         assert_eq!(call1("durationRound", &[s("-36h")]), s("1d"));

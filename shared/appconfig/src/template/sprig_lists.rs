@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::decimal::Decimal;
 use super::gofmt;
-use super::value::V;
+use super::value::{Elem, IntTy, V};
 
 /// Name, minimum and maximum argument count (`None`: any number), one-line description.
 pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
@@ -112,7 +112,7 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
         "typeOf",
         1,
         Some(1),
-        "Go's type of the value (`[]interface {}`)",
+        "Go's type of the value (`[]string`, `int64`)",
     ),
     ("kindIs", 2, Some(2), "`kindIs KIND V`"),
     ("typeIs", 2, Some(2), "`typeIs TYPE V`"),
@@ -164,7 +164,7 @@ pub const FUNCTIONS: &[(&str, usize, Option<usize>, &str)] = &[
 /// The list a list function takes; Go's complaint for anything else.
 fn items(name: &str, v: &V) -> Result<Vec<V>, String> {
     match v {
-        V::List(l) => Ok(l.clone()),
+        V::List(l, _) => Ok(l.clone()),
         other => Err(format!(
             "error calling {name}: Cannot find {} on type {}",
             name.trim_start_matches("must").to_lowercase(),
@@ -176,7 +176,7 @@ fn items(name: &str, v: &V) -> Result<Vec<V>, String> {
 /// spf13/cast's `ToFloat64`: strings parse, bools are 0/1, else 0.
 pub fn float(v: &V) -> f64 {
     match v {
-        V::Int(n) => *n as f64,
+        V::Int(n, _) => *n as f64,
         V::Num(f) => *f,
         V::Bool(b) => f64::from(u8::from(*b)),
         V::Str(s) => s.trim().parse().unwrap_or(0.0),
@@ -187,7 +187,7 @@ pub fn float(v: &V) -> f64 {
 /// spf13/cast's `ToInt64`: floats truncate, strings parse (base prefixes too), bools are 0/1.
 pub fn int64(v: &V) -> i64 {
     match v {
-        V::Int(n) => *n,
+        V::Int(n, _) => *n,
         V::Num(f) => f.trunc() as i64,
         V::Bool(b) => i64::from(*b),
         V::Str(s) => parse_int(s.trim()).unwrap_or(0),
@@ -229,15 +229,16 @@ fn lists(name: &str, args: &[V]) -> Option<Result<V, String>> {
         Ok(match name {
             "first" | "mustFirst" => l(0)?.first().cloned().unwrap_or(V::Null),
             "last" | "mustLast" => l(0)?.last().cloned().unwrap_or(V::Null),
+            // Of an empty list, sprig returns nil (typed: `[]interface {}(nil)`).
             "rest" | "mustRest" => match l(0)? {
-                v if v.is_empty() => V::List(v),
-                v => V::List(v[1..].to_vec()),
+                v if v.is_empty() => V::nil_list(Elem::Any),
+                v => V::list(v[1..].to_vec()),
             },
             "initial" | "mustInitial" => match l(0)? {
-                v if v.is_empty() => V::List(v),
-                v => V::List(v[..v.len() - 1].to_vec()),
+                v if v.is_empty() => V::nil_list(Elem::Any),
+                v => V::list(v[..v.len() - 1].to_vec()),
             },
-            "reverse" | "mustReverse" => V::List(l(0)?.into_iter().rev().collect()),
+            "reverse" | "mustReverse" => V::list(l(0)?.into_iter().rev().collect()),
             "uniq" | "mustUniq" => {
                 let mut out: Vec<V> = Vec::new();
                 for x in l(0)? {
@@ -245,24 +246,24 @@ fn lists(name: &str, args: &[V]) -> Option<Result<V, String>> {
                         out.push(x);
                     }
                 }
-                V::List(out)
+                V::list(out)
             }
-            "compact" | "mustCompact" => V::List(l(0)?.into_iter().filter(V::truthy).collect()),
+            "compact" | "mustCompact" => V::list(l(0)?.into_iter().filter(V::truthy).collect()),
             "append" | "push" | "mustAppend" | "mustPush" => {
                 let mut v = l(0)?;
                 v.push(arg(1));
-                V::List(v)
+                V::list(v)
             }
             "prepend" | "mustPrepend" => {
                 let mut v = vec![arg(1)];
                 v.extend(l(0)?);
-                V::List(v)
+                V::list(v)
             }
             "concat" => {
                 let mut out = Vec::new();
                 for a in args {
                     match a {
-                        V::List(x) => out.extend(x.iter().cloned()),
+                        V::List(x, _) => out.extend(x.iter().cloned()),
                         other => {
                             return Err(format!(
                                 "error calling concat: Cannot concat type {} as list",
@@ -271,9 +272,9 @@ fn lists(name: &str, args: &[V]) -> Option<Result<V, String>> {
                         }
                     }
                 }
-                V::List(out)
+                V::list(out)
             }
-            "without" | "mustWithout" => V::List(
+            "without" | "mustWithout" => V::list(
                 l(0)?
                     .into_iter()
                     .filter(|x| !args[1..].contains(x))
@@ -285,10 +286,13 @@ fn lists(name: &str, args: &[V]) -> Option<Result<V, String>> {
             },
             "chunk" | "mustChunk" => {
                 let size = usize::try_from(int64(&arg(0))).unwrap_or(0).max(1);
-                V::List(l(1)?.chunks(size).map(|c| V::List(c.to_vec())).collect())
+                V::typed_list(
+                    l(1)?.chunks(size).map(|c| V::list(c.to_vec())).collect(),
+                    Elem::AnyList,
+                )
             }
             "slice" | "mustSlice" => slice(name, args)?,
-            "tuple" => V::List(args.to_vec()),
+            "tuple" => V::list(args.to_vec()),
             _ => return Err(String::new()),
         })
     })();
@@ -312,7 +316,15 @@ fn slice(name: &str, args: &[V]) -> Result<V, String> {
             "error calling {name}: runtime error: slice bounds out of range [{from}:{to}]"
         ));
     }
-    Ok(V::List(list[from as usize..to as usize].to_vec()))
+    // Go's reflect slicing keeps the slice's type: a `[]string` stays one.
+    let elem = match args.first() {
+        Some(V::List(_, slice)) => slice.elem,
+        _ => Elem::Any,
+    };
+    Ok(V::typed_list(
+        list[from as usize..to as usize].to_vec(),
+        elem,
+    ))
 }
 
 /// `until`, `untilStep` and `seq`: at most `MAX_ITEMS` numbers.
@@ -331,7 +343,7 @@ fn sequences(name: &str, args: &[V]) -> Option<Result<V, String>> {
         }
         Ok(out)
     };
-    let ints = |v: Vec<i64>| V::List(v.into_iter().map(V::Int).collect());
+    let ints = |v: Vec<i64>| V::typed_list(v.into_iter().map(V::int).collect(), Elem::Int);
     Some(match name {
         "until" => {
             let to = n(0);
@@ -356,7 +368,7 @@ fn sequences(name: &str, args: &[V]) -> Option<Result<V, String>> {
 fn dicts(name: &str, args: &[V]) -> Option<Result<V, String>> {
     let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
     let map = |v: V| match v {
-        V::Map(m) => Ok(m),
+        V::Map(m, _) => Ok(m),
         other => Err(format!(
             "error calling {name}: wrong type for value; expected map[string]interface {{}}; got {}",
             gofmt::type_name(&other)
@@ -366,13 +378,13 @@ fn dicts(name: &str, args: &[V]) -> Option<Result<V, String>> {
     Some((|| -> Result<V, String> {
         Ok(match name {
             "dig" => dig(args)?,
-            "pick" => V::Map(
+            "pick" => V::map(
                 map(arg(0))?
                     .into_iter()
                     .filter(|(k, _)| keys.contains(k))
                     .collect(),
             ),
-            "omit" => V::Map(
+            "omit" => V::map(
                 map(arg(0))?
                     .into_iter()
                     .filter(|(k, _)| !keys.contains(k))
@@ -387,19 +399,19 @@ fn dicts(name: &str, args: &[V]) -> Option<Result<V, String>> {
                         out.push(v);
                     }
                 }
-                V::List(out)
+                V::list(out)
             }
             "unset" => {
                 let mut m = map(arg(0))?;
                 m.remove(&gofmt::value(&arg(1)));
-                V::Map(m)
+                V::map(m)
             }
             "merge" | "mergeOverwrite" | "mustMerge" | "mustMergeOverwrite" => {
                 let mut dst = map(arg(0))?;
                 for src in &args[1..] {
                     merge(&mut dst, map(src.clone())?, name.ends_with("Overwrite"));
                 }
-                V::Map(dst)
+                V::map(dst)
             }
             "deepCopy" | "mustDeepCopy" if arg(0) == V::Null => {
                 return Err(format!(
@@ -422,7 +434,7 @@ fn dig(args: &[V]) -> Result<V, String> {
         .split_last()
         .ok_or("dig needs at least three arguments")?;
     let mut cur = match dict {
-        V::Map(m) => m.clone(),
+        V::Map(m, Elem::Any) => m.clone(),
         other => {
             return Err(format!(
                 "error calling dig: interface conversion: interface {{}} is {}, not map[string]interface {{}}",
@@ -444,7 +456,7 @@ fn dig(args: &[V]) -> Result<V, String> {
             return Ok(step);
         }
         cur = match step {
-            V::Map(m) => m,
+            V::Map(m, Elem::Any) => m,
             other => {
                 return Err(format!(
                     "error calling dig: interface conversion: interface {{}} is {}, not map[string]interface {{}}",
@@ -460,7 +472,7 @@ fn dig(args: &[V]) -> Result<V, String> {
 fn merge(dst: &mut BTreeMap<String, V>, src: BTreeMap<String, V>, overwrite: bool) {
     for (k, v) in src {
         match (dst.get_mut(&k), v) {
-            (Some(V::Map(d)), V::Map(s)) => merge(d, s, overwrite),
+            (Some(V::Map(d, _)), V::Map(s, _)) => merge(d, s, overwrite),
             (Some(existing), v) => {
                 if overwrite || !existing.truthy() {
                     *existing = v;
@@ -478,11 +490,13 @@ fn kind_of(v: &V) -> &'static str {
     match v {
         V::Null => "invalid",
         V::Bool(_) => "bool",
-        V::Int(_) => "int",
+        V::Int(_, IntTy::Int64) => "int64",
+        V::Int(_, IntTy::Uint64) => "uint64",
+        V::Int(_, _) => "int",
         V::Num(_) => "float64",
         V::Str(_) => "string",
-        V::List(_) => "slice",
-        V::Map(_) => "map",
+        V::List(_, _) => "slice",
+        V::Map(_, _) => "map",
         V::Time(_) => "struct",
         V::Version(_) => "ptr",
         V::Unknown => "invalid",
@@ -502,14 +516,14 @@ fn types(name: &str, args: &[V]) -> Option<Result<V, String>> {
             V::Bool(target() == t || format!("*{}", target()) == t)
         }
         "deepEqual" => V::Bool(arg(0) == arg(1)),
-        "toStrings" => V::List(match arg(0) {
-            V::List(l) => l
+        "toStrings" => V::strings(match arg(0) {
+            V::List(l, _) => l
                 .iter()
                 .filter(|x| !matches!(x, V::Null))
-                .map(|x| V::Str(gofmt::value(x)))
+                .map(gofmt::value)
                 .collect(),
             V::Null => vec![],
-            v => vec![V::Str(gofmt::value(&v))],
+            v => vec![gofmt::value(&v)],
         }),
         "all" => V::Bool(args.iter().all(V::truthy)),
         "any" => V::Bool(args.iter().any(V::truthy)),
@@ -521,8 +535,8 @@ fn math(name: &str, args: &[V]) -> Option<Result<V, String>> {
     let arg = |i: usize| args.get(i).cloned().unwrap_or(V::Null);
     let fold = |init: f64, f: fn(f64, f64) -> f64| args.iter().skip(1).map(float).fold(init, f);
     Some(Ok(match name {
-        "int64" => V::Int(int64(&arg(0))),
-        "add1" => V::Int(int64(&arg(0)).wrapping_add(1)),
+        "int64" => V::int64(int64(&arg(0))),
+        "add1" => V::int64(int64(&arg(0)).wrapping_add(1)),
         "add1f" => V::Num(float(&arg(0)) + 1.0),
         "ceil" => V::Num(float(&arg(0)).ceil()),
         "floor" => V::Num(float(&arg(0)).floor()),
@@ -540,8 +554,8 @@ fn math(name: &str, args: &[V]) -> Option<Result<V, String>> {
         "addf" | "subf" | "mulf" | "divf" => return Some(decimal_fold(name, args)),
         "maxf" => V::Num(fold(float(&arg(0)), f64::max)),
         "minf" => V::Num(fold(float(&arg(0)), f64::min)),
-        "biggest" => V::Int(args.iter().map(int64).max().unwrap_or(0)),
-        "toDecimal" => V::Int(i64::from_str_radix(&gofmt::value(&arg(0)), 8).unwrap_or(0)),
+        "biggest" => V::int64(args.iter().map(int64).max().unwrap_or(0)),
+        "toDecimal" => V::int64(i64::from_str_radix(&gofmt::value(&arg(0)), 8).unwrap_or(0)),
         _ => return None,
     }))
 }
@@ -581,7 +595,7 @@ mod tests {
     }
 
     fn map(pairs: &[(&str, V)]) -> V {
-        V::Map(
+        V::map(
             pairs
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.clone()))
@@ -591,8 +605,8 @@ mod tests {
 
     #[test]
     fn dig_walks_maps_and_falls_back_to_its_default() {
-        let m = map(&[("a", map(&[("b", V::Int(7))]))]);
-        assert_eq!(dig(&[s("a"), s("b"), s("d"), m.clone()]), Ok(V::Int(7)));
+        let m = map(&[("a", map(&[("b", V::int(7))]))]);
+        assert_eq!(dig(&[s("a"), s("b"), s("d"), m.clone()]), Ok(V::int(7)));
         assert_eq!(dig(&[s("a"), s("x"), s("d"), m.clone()]), Ok(s("d")));
         assert!(
             dig(&[s("a"), s("b"), s("c"), s("d"), m]).is_err(),
@@ -604,52 +618,52 @@ mod tests {
     #[test]
     fn merge_keeps_and_overwrite_replaces() {
         let dst = || {
-            let V::Map(m) = map(&[("a", V::Int(1)), ("n", map(&[("x", V::Int(1))]))]) else {
+            let V::Map(m, _) = map(&[("a", V::int(1)), ("n", map(&[("x", V::int(1))]))]) else {
                 unreachable!()
             };
             m
         };
-        let V::Map(src) = map(&[
-            ("a", V::Int(2)),
-            ("b", V::Int(3)),
-            ("n", map(&[("y", V::Int(2))])),
+        let V::Map(src, _) = map(&[
+            ("a", V::int(2)),
+            ("b", V::int(3)),
+            ("n", map(&[("y", V::int(2))])),
         ]) else {
             unreachable!()
         };
         let mut kept = dst();
         merge(&mut kept, src.clone(), false);
-        assert_eq!(kept["a"], V::Int(1));
-        assert_eq!(kept["b"], V::Int(3));
+        assert_eq!(kept["a"], V::int(1));
+        assert_eq!(kept["b"], V::int(3));
         let mut over = dst();
         merge(&mut over, src, true);
-        assert_eq!(over["a"], V::Int(2));
-        assert_eq!(over["n"], map(&[("x", V::Int(1)), ("y", V::Int(2))]));
+        assert_eq!(over["a"], V::int(2));
+        assert_eq!(over["n"], map(&[("x", V::int(1)), ("y", V::int(2))]));
     }
 
     #[test]
     fn sequences_and_numbers_as_sprig() {
         let call1 = |n: &str, a: &[V]| call(n, a).unwrap().unwrap();
-        assert_eq!(call1("seq", &[V::Int(3)]), s("1 2 3"));
-        assert_eq!(call1("seq", &[V::Int(5), V::Int(2)]), s("5 4 3 2"));
+        assert_eq!(call1("seq", &[V::int(3)]), s("1 2 3"));
+        assert_eq!(call1("seq", &[V::int(5), V::int(2)]), s("5 4 3 2"));
         assert_eq!(
-            call1("untilStep", &[V::Int(0), V::Int(10), V::Int(3)]),
-            V::List(vec![V::Int(0), V::Int(3), V::Int(6), V::Int(9)])
+            call1("untilStep", &[V::int(0), V::int(10), V::int(3)]),
+            V::typed_list(vec![V::int(0), V::int(3), V::int(6), V::int(9)], Elem::Int)
         );
-        assert_eq!(call1("round", &[V::Num(1.23456), V::Int(2)]), V::Num(1.23));
-        assert_eq!(call1("int64", &[s("0x10")]), V::Int(16));
-        assert_eq!(call1("toDecimal", &[s("0777")]), V::Int(511));
-        assert!(call("divf", &[V::Int(1), V::Int(0)]).unwrap().is_err());
+        assert_eq!(call1("round", &[V::Num(1.23456), V::int(2)]), V::Num(1.23));
+        assert_eq!(call1("int64", &[s("0x10")]), V::int64(16));
+        assert_eq!(call1("toDecimal", &[s("0777")]), V::int64(511));
+        assert!(call("divf", &[V::int(1), V::int(0)]).unwrap().is_err());
     }
 
     #[test]
     fn types_are_gos() {
         let call1 = |n: &str, a: &[V]| call(n, a).unwrap().unwrap();
-        assert_eq!(call1("typeOf", &[V::List(vec![])]), s("[]interface {}"));
+        assert_eq!(call1("typeOf", &[V::list(vec![])]), s("[]interface {}"));
         assert_eq!(call1("kindOf", &[V::Num(1.0)]), s("float64"));
         assert_eq!(call1("kindOf", &[V::Null]), s("invalid"));
         assert_eq!(call1("kindIs", &[s("map"), map(&[])]), V::Bool(true));
         assert!(
-            call("first", &[V::Int(1)]).unwrap().is_err(),
+            call("first", &[V::int(1)]).unwrap().is_err(),
             "first of a number"
         );
         assert_eq!(call1("has", &[s("a"), V::Null]), V::Bool(false));

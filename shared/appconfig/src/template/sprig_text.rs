@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::gofmt;
-use super::value::V;
+use super::value::{Elem, V};
 use super::{encoding, xstrings};
 
 /// Name, minimum and maximum argument count (`None`: any number), one-line description.
@@ -184,7 +184,7 @@ fn s(v: &V) -> String {
 
 fn int(v: &V) -> i64 {
     match v {
-        V::Int(n) => *n,
+        V::Int(n, _) => *n,
         _ => 0,
     }
 }
@@ -258,7 +258,7 @@ fn encodings(name: &str, args: &[V]) -> Option<Result<V, String>> {
         "clean" | "osClean" => V::Str(clean(&text(0))),
         "isAbs" | "osIsAbs" => V::Bool(text(0).starts_with('/')),
         "urlParse" => match url_parse(&text(0)) {
-            Ok(parts) => V::Map(
+            Ok(parts) => V::map(
                 parts
                     .into_iter()
                     .map(|(k, v)| (k.to_string(), V::Str(v)))
@@ -271,7 +271,7 @@ fn encodings(name: &str, args: &[V]) -> Option<Result<V, String>> {
             }
         },
         "urlJoin" => match arg(0) {
-            V::Map(m) => V::Str(url_join(&m)),
+            V::Map(m, _) => V::Str(url_join(&m)),
             _ => V::Str(String::new()),
         },
         "html" => V::Str(html_escape(&escaper_text(args))),
@@ -294,6 +294,7 @@ fn encodings(name: &str, args: &[V]) -> Option<Result<V, String>> {
                     .enumerate()
                     .map(|(i, p)| (format!("_{i}"), V::Str(p)))
                     .collect(),
+                Elem::Str,
             )
         }
         _ => return regex_family(name, args),
@@ -328,11 +329,15 @@ fn regex_family(name: &str, args: &[V]) -> Option<Result<V, String>> {
         Err(e) => return Some(Err(format!("error calling {name}: {e}"))),
     };
     let n = match args.get(2) {
-        Some(V::Int(n)) => *n,
+        Some(V::Int(n, _)) => *n,
         _ => -1,
     };
     let limit = usize::try_from(n).ok();
-    let strs = |v: Vec<&str>| V::List(v.into_iter().map(|x| V::Str(x.to_string())).collect());
+    // Go's regexp returns nil, not an empty slice, when nothing matches or none are asked for.
+    let strs = |v: Vec<&str>| match v.is_empty() {
+        true => V::nil_list(Elem::Str),
+        false => V::strings(v.into_iter().map(str::to_string)),
+    };
     let subject = text(1);
     Some(Ok(match name {
         "regexFind" | "mustRegexFind" => V::Str(
@@ -348,7 +353,7 @@ fn regex_family(name: &str, args: &[V]) -> Option<Result<V, String>> {
             })
         }
         "regexSplit" | "mustRegexSplit" => match limit {
-            Some(0) => V::List(vec![]),
+            Some(0) => V::nil_list(Elem::Str),
             Some(k) => strs(re.splitn(&subject, k).collect()),
             None => strs(re.split(&subject).collect()),
         },

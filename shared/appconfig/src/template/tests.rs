@@ -492,3 +492,109 @@ fn named_templates_are_defined_once_and_called_with_their_own_dot() {
     let e = err(r#"{{ define "t" }}{{ template "t" . }}{{ end }}{{ template "t" .nuon }}"#);
     assert!(e.to_string().contains("deep"), "{e}");
 }
+
+#[test]
+fn values_keep_their_go_types() {
+    // Slices and maps sprig returns typed, and what names or prints the type.
+    assert_eq!(
+        r(
+            r#"{{ typeOf (splitList "," "a,b") }}|{{ typeOf (until 2) }}|{{ typeOf (split "," "a") }}|{{ typeOf (chunk 1 (list 1)) }}"#
+        ),
+        "[]string|[]int|map[string]string|[][]interface {}"
+    );
+    assert_eq!(
+        r(
+            r#"{{ printf "%#v" (splitList "," "a,b") }}|{{ printf "%#v" (until 2) }}|{{ printf "%#v" (split "," "a") }}"#
+        ),
+        r#"[]string{"a", "b"}|[]int{0, 1}|map[string]string{"_0":"a"}"#
+    );
+    assert_eq!(
+        r(
+            r#"{{ kindOf (splitList "," "a") }}|{{ kindIs "slice" (until 1) }}|{{ typeIs "[]string" (keys (dict "a" 1)) }}"#
+        ),
+        "slice|true|true"
+    );
+    // A nil slice is not an empty one: `%#v` and JSON tell them apart.
+    assert_eq!(
+        r(
+            r#"{{ printf "%#v" (rest (list)) }}|{{ toJson (regexFindAll "x" "abc" -1) }}|{{ toJson (until 0) }}"#
+        ),
+        "[]interface {}(nil)|null|[]"
+    );
+    // Slicing keeps the type; sprig's list functions build `[]interface {}`.
+    assert_eq!(
+        r(
+            r#"{{ slice (splitList "," "a,b") 1 | typeOf }}|{{ append (splitList "," "a") "b" | typeOf }}"#
+        ),
+        "[]string|[]interface {}"
+    );
+    // DeepEqual sees the type, `eq` compares an int64 with an int.
+    assert_eq!(
+        r(
+            r#"{{ deepEqual (list "a") (splitList "," "a") }}|{{ deepEqual (add 0 1) 1 }}|{{ eq (add 1 2) 3 }}"#
+        ),
+        "false|false|true"
+    );
+}
+
+#[test]
+fn integers_keep_their_go_types() {
+    assert_eq!(
+        r(
+            r#"{{ typeOf (add 1 2) }}|{{ typeOf (len "ab") }}|{{ typeOf (atoi "3") }}|{{ typeOf (int64 3) }}|{{ kindOf (mul 2 2) }}"#
+        ),
+        "int64|int|int|int64|int64"
+    );
+    // sprig's arithmetic gives an int64, which a function taking an int refuses, as in Go.
+    let e = err(r#"{{ trunc (sub 5 2) "hello" }}"#).to_string();
+    assert!(
+        e.contains("wrong type for value; expected int; got int64"),
+        "{e}"
+    );
+    assert_eq!(r(r#"{{ trunc (len "abc") "hello" }}"#), "hel");
+    // `duration` reads an int64 (or a string) as seconds, an int as nothing.
+    assert_eq!(r("{{ duration (add 90 0) }}|{{ duration 90 }}"), "1m30s|0s");
+    // A version's fields are uint64: `%#v` prints them in hex.
+    assert_eq!(
+        r(
+            r#"{{ $v := semver "1.2.10" }}{{ typeOf $v.Minor }}|{{ printf "%#v %v" $v.Patch $v.Patch }}"#
+        ),
+        "uint64|0xa 10"
+    );
+}
+
+#[test]
+fn a_times_month_and_weekday_print_as_names_and_compare_as_numbers() {
+    let t = r#"(toDate "2006-01-02" "2024-03-05")"#;
+    assert_eq!(
+        r(&format!(
+            "{{{{ {t}.Month }}}}|{{{{ {t}.Weekday }}}}|{{{{ eq {t}.Month 3 }}}}|{{{{ typeOf {t}.Month }}}}"
+        )),
+        "March|Tuesday|true|time.Month"
+    );
+    assert_eq!(
+        r(&format!(
+            "{{{{ $m := {t}.Month }}}}{{{{ printf \"%d %s %q %#v %5.2f\" $m $m $m $m $m }}}}"
+        )),
+        "3 March \"March\" 3 %!f(time.Month=   03)"
+    );
+    assert_eq!(
+        r(&format!(
+            "{{{{ typeOf {t}.Unix }}}}|{{{{ toJson {t}.Month }}}}"
+        )),
+        "int64|3"
+    );
+}
+
+#[test]
+fn maps_of_strings_are_refused_where_sprig_takes_a_map_of_anything() {
+    for t in [
+        r#"{{ keys (split "," "a,b") }}"#,
+        r#"{{ hasKey (split "," "a,b") "_0" }}"#,
+        r#"{{ dig "_0" "d" (split "," "a,b") }}"#,
+    ] {
+        let e = err(t).to_string();
+        assert!(e.contains("map[string]string"), "{t}: {e}");
+    }
+    assert_eq!(r(r#"{{ (split "," "a,b")._1 }}"#), "b");
+}
