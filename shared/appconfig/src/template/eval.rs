@@ -1,9 +1,13 @@
-//! Evaluating a parsed template against a state.
+//! Evaluating a parsed template against a state (`eval/html.rs`: as html/template does).
+
+mod html;
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::htmlctx::Context as HtmlContext;
+use super::htmlesc;
 use super::parse::{Arg, Command, Node, Pipeline, Template};
 use super::value::V;
 use super::{MAX_OUTPUT, MAX_STEPS, TemplateError, funcs, sigs};
@@ -15,22 +19,6 @@ pub enum Mode {
     /// A missing key is an unknown value every operation accepts, and every branch is evaluated:
     /// what validation uses, before any install exists.
     Lenient,
-}
-
-/// html/template's `htmlEscaper`: the characters that could start markup or end an attribute.
-fn html_escape_into(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '\0' => out.push('\u{fffd}'),
-            '"' => out.push_str("&#34;"),
-            '&' => out.push_str("&amp;"),
-            '\'' => out.push_str("&#39;"),
-            '+' => out.push_str("&#43;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
 }
 
 /// sprig's functions that change the map given as their first argument (and return it).
@@ -63,8 +51,9 @@ struct Ctx<'a> {
     defines: &'a BTreeMap<String, Vec<Node>>,
     /// `template` calls in progress: bounded, as recursion through them is.
     calls: usize,
-    /// html/template's escaping of what actions print (the app readme's renderer).
-    html: bool,
+    /// Where in the HTML document the render is, when it renders as html/template does (the app
+    /// readme's renderer): what actions print is escaped for that place.
+    html: Option<HtmlContext>,
 }
 
 impl Template {
@@ -72,18 +61,22 @@ impl Template {
         self.render_as(state, mode, false)
     }
 
-    /// As Go's `html/template` renders a document's text: what each action prints is
-    /// HTML-escaped (`<` as `&lt;`, `+` as `&#43;`), a nil prints nothing. Only text context is
-    /// modelled: a value inside a tag's attribute or a script is escaped the same way, where Go
-    /// would escape it for that context.
+    /// As Go's `html/template` renders a document: what each action prints is escaped for where
+    /// it prints (HTML text, an attribute, a URL, a script, CSS: `htmlesc.rs`), a nil prints
+    /// nothing, comments in the text go.
     pub fn render_html(&self, state: &Value, mode: Mode) -> Result<String, TemplateError> {
         self.render_as(state, mode, true)
     }
 
     fn render_as(&self, state: &Value, mode: Mode, html: bool) -> Result<String, TemplateError> {
+        if html {
+            // As html/template, refuse before running what Go's escaper refuses.
+            super::htmlcheck::check(&self.nodes, &self.defines)
+                .map_err(|message| TemplateError::Eval { offset: 0, message })?;
+        }
         let root = V::from_json(state);
         let mut ctx = Ctx {
-            html,
+            html: html.then(HtmlContext::default),
             root: &root,
             vars: vec![(String::new(), root.clone())],
             mode,
@@ -94,6 +87,9 @@ impl Template {
         };
         let mut out = String::new();
         ctx.nodes(&self.nodes, &root, &mut out)?;
+        if let Some(c) = ctx.html {
+            htmlesc::check_end(c).map_err(|message| TemplateError::Eval { offset: 0, message })?;
+        }
         Ok(out)
     }
 }
@@ -132,28 +128,36 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// What an action prints: Go's printing of the value, escaped as html/template escapes it
-    /// when rendering as HTML.
+    /// What an action prints: Go's printing of the value.
     fn print(&self, v: V, out: &mut String) {
         match v {
-            // html/template skips a nil.
-            V::Null if self.html => {}
             // text/template prints a nil interface (a JSON null) as `<no value>`.
             V::Null => out.push_str("<no value>"),
-            v if self.html => html_escape_into(out, &v.print()),
             v => out.push_str(&v.print()),
+        }
+    }
+
+    /// An action: its pipeline run, and its value printed unless it declares variables.
+    fn action(&mut self, p: &Pipeline, dot: &V, out: &mut String) -> Result<(), TemplateError> {
+        match self.html {
+            Some(c) if p.vars.is_empty() => self.html_action(c, p, dot, out),
+            _ => {
+                let v = self.pipeline(p, dot)?;
+                if p.vars.is_empty() {
+                    self.print(v, out);
+                }
+                Ok(())
+            }
         }
     }
 
     fn node(&mut self, n: &Node, dot: &V, out: &mut String) -> Result<(), TemplateError> {
         match n {
-            Node::Text(t) => out.push_str(t),
-            Node::Action(p) => {
-                let v = self.pipeline(p, dot)?;
-                if p.vars.is_empty() {
-                    self.print(v, out);
-                }
-            }
+            Node::Text(t) => match self.html {
+                Some(c) => self.html_text(c, t, out)?,
+                None => out.push_str(t),
+            },
+            Node::Action(p) => self.action(p, dot, out)?,
             Node::If {
                 branches,
                 otherwise,

@@ -18,6 +18,9 @@
 //!   float64 in `fmt`'s forms, and Go's quoting;
 //! * `gotime.rs`, `golayout.rs`, `tzif.rs`: Go's times, its layouts, zones from the IANA files;
 //! * `sigs.rs`: each function's Go parameter types, and the conversion of arguments to them;
+//! * the readme as `html/template` renders it: `htmlctx.rs` (where in the document the text
+//!   is), `htmlesc.rs` (each action's escapers for its context), `htmlcheck.rs` (what Go refuses
+//!   before running), `eval/html.rs` (the render);
 //! * `funcs.rs`: Go's built-ins; sprig's functions by its own grouping: `sprig.rs` (common),
 //!   `sprig_text.rs`, `sprig_lists.rs`, `sprig_dates.rs`, `sprig_crypto.rs` (random, hashes,
 //!   keys, and the host functions Ferry will not run); under them `xstrings.rs` (case
@@ -39,6 +42,9 @@ mod gofmt;
 mod golayout;
 mod gotime;
 mod goversion;
+mod htmlcheck;
+mod htmlctx;
+mod htmlesc;
 mod lex;
 mod methods;
 mod parse;
@@ -146,5 +152,7 @@ pub struct Reference {
     pub offset: usize,
 }
 
+#[cfg(test)]
+mod html_tests;
 #[cfg(test)]
 mod tests;
