@@ -435,11 +435,26 @@ fn language() -> Vec<Case> {
         "{{ (toDate \"2006-01-02\" \"2024-03-05\").Unix | typeOf }}|{{ (toDate \"2006-01-02\" \"2024-03-05\").Year | typeOf }}",
         "{{ printf \"%#v %#v %v\" (semver \"1.2.3\").Major (add 1 1) (list (semver \"1.2.3\").Patch) }}",
         "{{ toJson (toDate \"2006-01-02\" \"2024-03-05\").Month }}|{{ toString (toDate \"2006-01-02\" \"2024-03-05\").Weekday }}",
+        // A time's location (Local, UTC, a fixed zone) and its struct under a number's verb.
+        "{{ $t := toDate \"2006-01-02\" \"2024-03-05\" }}{{ printf \"%#v|%#v|%#v\" $t $t.UTC $t.Local }}",
+        "{{ $t := (toDate \"2006-01-02\" \"2024-03-05\").UTC }}{{ printf \"%d|%t|%e|%5.1f|%x|%o\" $t $t $t $t $t $t }}",
+        "{{ printf \"%#v\" (toDate \"2006-01-02T15:04:05Z07:00\" \"2024-03-05T01:02:03Z\") }}",
+        "{{ printf \"%#v\" (toDate \"2006-01-02T15:04:05Z07:00\" \"2024-03-05T01:02:03+00:00\") }}",
+        "{{ printf \"%#v\" (toDate \"2006-01-02T15:04:05Z07:00\" \"2024-03-05T01:02:03+02:00\") }}",
+        "{{ printf \"%#v\" (toDate \"2006-01-02 MST\" \"2024-03-05 UTC\") }}",
+        "{{ deepEqual (toDate \"2006-01-02\" \"2024-03-05\") (toDate \"2006-01-02\" \"2024-03-05\").UTC }}",
+        "{{ $v := semver \"1.2.3-pre+meta\" }}{{ printf \"%d|%t|%5.1f|%x|%v\" $v $v $v $v $v }}",
     ] {
         out.push(exact(t.to_string()));
     }
     for (t, form) in [
         ("{{ now | date \"2006\" }}", r"\d{4}"),
+        // A time's struct under a number's verb: its location is a pointer into the process.
+        (
+            "{{ printf \"%d\" (toDate \"2006-01-02\" \"2024-03-05\") }}",
+            r"\{0 63845193600 \d+\}",
+        ),
+        ("{{ printf \"%d\" now }}", r"\{\d{19,20} \d+ \d+\}"),
         ("{{ randAlphaNum 8 | len }}", "8"),
         ("{{ randAlpha 5 }}", "[A-Za-z]{5}"),
         ("{{ randAscii 5 | len }}", "5"),

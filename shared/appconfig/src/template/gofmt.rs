@@ -380,7 +380,27 @@ fn one(verb: char, spec: &Spec, v: &V, depth: usize) -> String {
         ('v', V::Null) => spec.pad("<nil>".into(), Fill::Zeros),
         (_, V::Null) => bad(verb, spec, v),
         ('v', v) if spec.sharp_v && depth == 0 => spec.pad(sharp_v(v), Fill::Zeros),
-        // A Stringer prints as its String() under every verb (badly under a number's).
+        // A Stringer prints as its String() under the verbs that print strings; under the others
+        // fmt prints the struct's fields (a version is a pointer to one: `&{...}`).
+        (
+            'd' | 'o' | 'O' | 'b' | 'c' | 'U' | 'e' | 'E' | 'f' | 'F' | 'g' | 'G' | 't',
+            V::Time(t),
+        ) if !spec.sharp_v => time_fields(verb, spec, t),
+        (
+            'd' | 'o' | 'O' | 'b' | 'c' | 'U' | 'e' | 'E' | 'f' | 'F' | 'g' | 'G' | 't',
+            V::Version(ver),
+        ) if !spec.sharp_v => {
+            let (major, minor, patch, strs) = ver.fields();
+            let mut parts: Vec<String> = [major, minor, patch]
+                .iter()
+                .map(|n| one(verb, spec, &V::Int(*n as i64, IntTy::Uint64), depth + 1))
+                .collect();
+            parts.extend(
+                strs.iter()
+                    .map(|s| one(verb, spec, &V::Str((*s).into()), depth + 1)),
+            );
+            format!("&{{{}}}", parts.join(" "))
+        }
         (_, V::Time(_) | V::Version(_)) if !spec.sharp_v => {
             string(verb, spec, &value(v)).unwrap_or_else(|| bad(verb, spec, v))
         }
@@ -415,6 +435,33 @@ fn one(verb: char, spec: &Spec, v: &V, depth: usize) -> String {
         (_, V::Str(s)) => string(verb, spec, s).unwrap_or_else(|| bad(verb, spec, v)),
         (_, V::Unknown) => "<unknown>".into(),
     }
+}
+
+/// A `time.Time` as fmt prints its struct: `{wall ext loc}`, each under the verb. `loc` is a
+/// pointer: nil for UTC; any other location's address is the process's own (Ferry writes a fixed
+/// one), and under a verb no pointer takes, Go dumps the location's tables where Ferry names it.
+fn time_fields(verb: char, spec: &Spec, t: &super::gotime::GoTime) -> String {
+    const LOCATION_ADDRESS: i64 = 0x00c0_0001_0000;
+    let (wall, ext, nil_loc) = t.fields();
+    let wall = match i64::try_from(wall) {
+        Ok(w) => one(verb, spec, &V::Int(w, IntTy::Uint64), 1),
+        // With a monotonic reading the top bit is set: too large for the integer printer.
+        Err(_) if verb == 'd' => wall.to_string(),
+        Err(_) => format!("%!{verb}(uint64={wall})"),
+    };
+    let ext = one(verb, spec, &V::Int(ext, IntTy::Int64), 1);
+    let loc = match (verb, nil_loc) {
+        ('b' | 'o' | 'd' | 'x' | 'X', true) => int(verb, spec, 0).unwrap_or_default(),
+        ('b' | 'o' | 'd' | 'x' | 'X', false) => {
+            int(verb, spec, LOCATION_ADDRESS).unwrap_or_default()
+        }
+        (_, true) => format!("%!{verb}(*time.Location=<nil>)"),
+        (_, false) => format!(
+            "%!{verb}(*time.Location=&{{{}}})",
+            t.go_string().rsplit(' ').next().unwrap_or("Local")
+        ),
+    };
+    format!("{{{wall} {ext} {loc}}}")
 }
 
 /// `%#v`: Go syntax.

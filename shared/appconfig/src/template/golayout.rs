@@ -518,8 +518,10 @@ fn assemble(p: Parsed) -> Option<GoTime> {
         .unix_timestamp();
     let (secs, loc) = match (p.utc, p.offset, p.zone_name) {
         (true, _, _) => (wall, Loc::Utc),
-        // Local is UTC: an offset of zero is read as Local, any other as a fixed zone.
-        (false, Some(0), None) => (wall, Loc::Utc),
+        // Local is UTC: an offset of zero (or the name UTC) is read as Local, any other as a
+        // fixed zone; no zone at all is Local, sprig's `toDate` parsing in it.
+        (false, Some(0), None) | (false, None, None) => (wall, Loc::Local),
+        (false, None, Some(name)) if name == "UTC" => (wall, Loc::Local),
         (false, Some(off), name) => (wall - off as i64, Loc::Fixed(name.unwrap_or_default(), off)),
         (false, None, Some(name)) => {
             let off = name
@@ -528,7 +530,6 @@ fn assemble(p: Parsed) -> Option<GoTime> {
                 .map_or(0, |h| h * 3600);
             (wall - off as i64, Loc::Fixed(name, off))
         }
-        (false, None, None) => (wall, Loc::Utc),
     };
     Some(GoTime {
         secs,

@@ -21,6 +21,9 @@ pub use super::golayout::parse;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Loc {
     Utc,
+    /// Go's `time.Local`, the renderer's own zone: UTC (as Nuon's control plane runs), printed
+    /// as UTC, but a location of its own (`%#v` prints `time.Local`, and it is not nil).
+    Local,
     /// A fixed offset (east of UTC) with the name it prints (empty: the offset prints).
     Fixed(String, i32),
     Zone(Arc<Zone>),
@@ -31,7 +34,8 @@ impl Loc {
     /// zone Go would not find either.
     pub fn load(name: &str) -> Option<Loc> {
         match name {
-            "" | "UTC" | "Local" => Some(Loc::Utc),
+            "" | "UTC" => Some(Loc::Utc),
+            "Local" => Some(Loc::Local),
             name => tzif::load(name).map(Loc::Zone),
         }
     }
@@ -39,7 +43,7 @@ impl Loc {
     /// The offset (seconds east of UTC) and abbreviation in effect at `secs`.
     fn at(&self, secs: i64) -> (i32, String) {
         match self {
-            Loc::Utc => (0, "UTC".into()),
+            Loc::Utc | Loc::Local => (0, "UTC".into()),
             Loc::Fixed(name, offset) => (*offset, name.clone()),
             Loc::Zone(z) => {
                 let t = z.lookup(secs);
@@ -110,7 +114,7 @@ impl GoTime {
         GoTime {
             secs: wall.as_secs() as i64,
             nanos: wall.subsec_nanos(),
-            loc: Loc::Utc,
+            loc: Loc::Local,
             mono: Some(start.elapsed().as_nanos() as i64 + 1),
         }
     }
@@ -120,14 +124,39 @@ impl GoTime {
         GoTime {
             secs,
             nanos: 0,
-            loc: Loc::Utc,
+            loc: Loc::Local,
             mono: None,
+        }
+    }
+
+    /// Go's `time.Time` fields as fmt prints the struct under a verb that is not a string's
+    /// (`printf "%d"`): `wall` and `ext` as Go encodes them (with a monotonic reading, `wall` holds
+    /// the seconds since 1885 and `ext` the reading), and whether `loc` is nil (UTC).
+    pub fn fields(&self) -> (u64, i64, bool) {
+        // Seconds from January 1 of year 1 to 1970, and to 1885.
+        const UNIX_TO_INTERNAL: i64 = 62_135_596_800;
+        const WALL_TO_INTERNAL: i64 = 59_453_308_800;
+        let internal = self.secs + UNIX_TO_INTERNAL;
+        let nil_loc = self.loc == Loc::Utc;
+        match self.mono {
+            Some(mono) => {
+                let secs = (internal - WALL_TO_INTERNAL) as u64;
+                (
+                    (1 << 63) | (secs << 30) | u64::from(self.nanos),
+                    mono,
+                    nil_loc,
+                )
+            }
+            None => (u64::from(self.nanos), internal, nil_loc),
         }
     }
 
     /// Go's zero `time.Time`: January 1, year 1, UTC.
     pub fn zero() -> GoTime {
-        GoTime::unix(-62_135_596_800)
+        GoTime {
+            loc: Loc::Utc,
+            ..GoTime::unix(-62_135_596_800)
+        }
     }
 
     /// Go's `t.In(loc)`: the same instant on another clock (the monotonic reading dropped).
@@ -199,6 +228,7 @@ impl GoTime {
         let c = self.civil();
         let loc = match &self.loc {
             Loc::Utc => "time.UTC".to_string(),
+            Loc::Local => "time.Local".to_string(),
             Loc::Fixed(name, _) => format!("time.Location({name:?})"),
             Loc::Zone(z) => format!("time.Location({:?})", z.name),
         };
@@ -242,7 +272,8 @@ impl GoTime {
             "Weekday" => MethodResult::Int(c.weekday as i64, IntTy::Weekday),
             "IsZero" => MethodResult::Bool(self.secs == GoTime::zero().secs && self.nanos == 0),
             "String" => MethodResult::Str(self.go_string()),
-            "UTC" | "Local" => MethodResult::Time(self.in_loc(Loc::Utc)),
+            "UTC" => MethodResult::Time(self.in_loc(Loc::Utc)),
+            "Local" => MethodResult::Time(self.in_loc(Loc::Local)),
             _ => return None,
         })
     }

@@ -73,6 +73,16 @@ impl GoVersion {
     }
 
     /// `%#v` of the pointer: Go's struct syntax, unsigned numbers in hex.
+    /// The struct's fields, in order: major, minor, patch, prerelease, metadata, original.
+    pub fn fields(&self) -> (u64, u64, u64, [&str; 3]) {
+        (
+            self.major,
+            self.minor,
+            self.patch,
+            [&self.pre, &self.metadata, &self.original],
+        )
+    }
+
     pub fn go_syntax(&self) -> String {
         format!(
             "&semver.Version{{major:{:#x}, minor:{:#x}, patch:{:#x}, pre:{:?}, metadata:{:?}, original:{:?}}}",
