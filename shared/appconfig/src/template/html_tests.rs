@@ -127,12 +127,16 @@ fn templates_go_refuses_before_running_are_refused_whatever_the_data() {
         "{{ if .nuon.nul }}<script>{{ end }}x",
         "<a href=\"{{ if .nuon.n }}/a?{{ else }}/b{{ end }}{{ .nuon.s }}\">x</a>",
         "<script>var a = 1{{ if .nuon.n }}+{{ end }}/{{ .nuon.s }}/</script>",
-        "<script>var s = `{{ .nuon.s }}`;</script>",
         "<script>var a = {{ .nuon.s }};",
         "{{ if .nuon.nul }}{{ html .nuon.s | upper }}{{ end }}",
     ] {
         assert!(render_readme(t, &state()).is_err(), "{t}");
     }
+    // A JS template literal escapes what would end it or start a `${`.
+    assert_eq!(
+        r("<script>var t = `{{ \"`${x}\" }} ${ {{ .nuon.n }} }`;</script>"),
+        "<script>var t = `\\u0060\\u0024\\u007bx\\u007d ${  5432  }`;</script>"
+    );
     // Branches that end in the same place are fine, and so is a loop that comes back to it.
     assert_eq!(
         r("{{ range $i, $x := list 1 2 }}<a href=\"/{{ $x }}\">{{ $i }}</a>{{ end }}"),

@@ -8,7 +8,7 @@
 //! takes (`htmlesc.rs`), which gives the same output wherever Go accepts the template; this pass
 //! refuses the templates Go refuses, so that a readme fails in Ferry where it fails in Nuon.
 //!
-//! After Go 1.19's `escape.go` (`join`, `escapeBranch`, the range re-entry and `break`'s
+//! After Go 1.23's `escape.go` (`join`, `escapeBranch`, the range re-entry and `break`'s
 //! contexts); written by hand for the reason the escaper is.
 
 use std::collections::{BTreeMap, HashMap};

@@ -8,9 +8,10 @@
 //! `<script>var x = ` is JavaScript where a value may start. This module is that state machine;
 //! `htmlesc.rs` chooses and applies the escapers.
 //!
-//! Written by hand: no crate models html/template's contexts. It follows Go 1.19's
+//! Written by hand: no crate models html/template's contexts. It follows Go 1.23's
 //! `html/template` (`context.go`, `transition.go`, the attribute table of `attr.go`), which the
-//! differential test in `tests/gotemplate.rs` runs against.
+//! differential test in `tests/gotemplate.rs` runs against (Nuon builds with Go 1.25; 1.23 is
+//! the newest Debian packages).
 //!
 //! Long (about 780 lines) because it is one state machine: its 25 states and the transitions
 //! between them read together, as Go's `context.go` and `transition.go` do.
@@ -25,6 +26,45 @@ pub struct Context {
     pub js_ctx: JsCtx,
     pub attr: Attr,
     pub element: Element,
+    /// Inside `${...}` of JS template literals: the brace depth of each.
+    pub braces: Braces,
+}
+
+/// The open `${` of JS template literals, each with the depth of `{` inside it. Go does not
+/// compare it when it compares contexts (nor does this type: every two are equal).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Braces {
+    depth: [i32; 16],
+    open: usize,
+}
+
+impl PartialEq for Braces {
+    fn eq(&self, _: &Braces) -> bool {
+        true
+    }
+}
+
+impl Eq for Braces {}
+
+impl std::hash::Hash for Braces {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}
+
+impl Braces {
+    /// The depth inside the innermost open `${`, if any.
+    fn innermost(&mut self) -> Option<&mut i32> {
+        self.open.checked_sub(1).map(|i| &mut self.depth[i])
+    }
+
+    fn push(&mut self) -> Result<(), String> {
+        let slot = self
+            .depth
+            .get_mut(self.open)
+            .ok_or("JS template literals nested too deeply")?;
+        *slot = 0;
+        self.open += 1;
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -47,10 +87,14 @@ pub enum State {
     Js,
     JsDqStr,
     JsSqStr,
-    JsBqStr,
+    /// A JS template literal (backquoted), outside its `${...}`.
+    JsTmplLit,
     JsRegexp,
     JsBlockCmt,
     JsLineCmt,
+    /// `<!--` and `-->` in a script: comments to the end of the line.
+    JsHtmlOpenCmt,
+    JsHtmlCloseCmt,
     Css,
     CssDqStr,
     CssSqStr,
@@ -68,8 +112,18 @@ impl State {
             State::HtmlCmt
                 | State::JsBlockCmt
                 | State::JsLineCmt
+                | State::JsHtmlOpenCmt
+                | State::JsHtmlCloseCmt
                 | State::CssBlockCmt
                 | State::CssLineCmt
+        )
+    }
+
+    /// Inside a JS string, template literal or regexp: where `</script` does not end the script.
+    pub fn is_script_literal(self) -> bool {
+        matches!(
+            self,
+            State::JsDqStr | State::JsSqStr | State::JsTmplLit | State::JsRegexp
         )
     }
 }
@@ -161,9 +215,12 @@ pub fn transition(c: Context, s: &str) -> Step {
         State::Attr => Ok((c, s.len())),
         State::Url | State::Srcset => Ok(t_url(c, s)),
         State::Js => t_js(c, s),
-        State::JsDqStr | State::JsSqStr | State::JsBqStr | State::JsRegexp => t_js_delimited(c, s),
+        State::JsDqStr | State::JsSqStr | State::JsRegexp => t_js_delimited(c, s),
+        State::JsTmplLit => t_js_tmpl(c, s),
         State::JsBlockCmt | State::CssBlockCmt => Ok(t_block_cmt(c, s)),
-        State::JsLineCmt | State::CssLineCmt => Ok(t_line_cmt(c, s)),
+        State::JsLineCmt | State::JsHtmlOpenCmt | State::JsHtmlCloseCmt | State::CssLineCmt => {
+            Ok(t_line_cmt(c, s))
+        }
         State::Css => Ok(t_css(c, s)),
         State::CssDqStr | State::CssSqStr | State::CssDqUrl | State::CssSqUrl | State::CssUrl => {
             t_css_str(c, s)
@@ -327,6 +384,10 @@ fn t_before_value(mut c: Context, s: &str) -> (Context, usize) {
 /// The end of a special element's content (`</script` and a separator, any case): the text
 /// context there; the whole of `s` when it does not end in it.
 pub fn special_tag_end(c: Context, s: &str) -> (Context, usize) {
+    // Inside a script's string or comment, `</script` is text (escaped as `\x3C/script`).
+    if c.element == Element::Script && (c.state.is_script_literal() || c.state.is_comment()) {
+        return (c, s.len());
+    }
     let marker = match c.element {
         Element::None => return (c, s.len()),
         Element::Script => "script",
@@ -367,7 +428,7 @@ fn t_url(mut c: Context, s: &str) -> (Context, usize) {
 }
 
 fn t_js(mut c: Context, s: &str) -> Step {
-    let Some(i) = s.find(['"', '`', '\'', '/']) else {
+    let Some(i) = s.find(['"', '`', '\'', '/', '{', '}', '<', '-', '#']) else {
         c.js_ctx = next_js_ctx(s, c.js_ctx);
         return Ok((c, s.len()));
     };
@@ -377,7 +438,25 @@ fn t_js(mut c: Context, s: &str) -> Step {
     match b[i] {
         b'"' => (c.state, c.js_ctx) = (State::JsDqStr, JsCtx::Regexp),
         b'\'' => (c.state, c.js_ctx) = (State::JsSqStr, JsCtx::Regexp),
-        b'`' => (c.state, c.js_ctx) = (State::JsBqStr, JsCtx::Regexp),
+        b'`' => (c.state, c.js_ctx) = (State::JsTmplLit, JsCtx::Regexp),
+        b'<' if s[i..].starts_with("<!--") => (c.state, i) = (State::JsHtmlOpenCmt, i + 3),
+        b'-' if s[i..].starts_with("-->") => (c.state, i) = (State::JsHtmlCloseCmt, i + 2),
+        b'#' if s[i..].starts_with("#!") => (c.state, i) = (State::JsLineCmt, i + 1),
+        b'<' | b'-' | b'#' => {}
+        b'{' => {
+            if let Some(d) = c.braces.innermost() {
+                *d += 1;
+            }
+        }
+        b'}' => {
+            if let Some(d) = c.braces.innermost() {
+                *d -= 1;
+                if *d < 0 {
+                    c.braces.open -= 1;
+                    c.state = State::JsTmplLit;
+                }
+            }
+        }
         _ => match b.get(i + 1) {
             Some(b'/') => (c.state, i) = (State::JsLineCmt, i + 1),
             Some(b'*') => (c.state, i) = (State::JsBlockCmt, i + 1),
@@ -396,10 +475,38 @@ fn t_js(mut c: Context, s: &str) -> Step {
     Ok((c, i + 1))
 }
 
+/// A JS template literal: its end, an escape, or a `${` back into JavaScript.
+fn t_js_tmpl(mut c: Context, s: &str) -> Step {
+    let b = s.as_bytes();
+    let mut k = 0;
+    while let Some(rel) = b[k..].iter().position(|x| b"`\\$".contains(x)) {
+        let mut i = k + rel;
+        match b[i] {
+            b'\\' => {
+                i += 1;
+                if i == b.len() {
+                    return Err(format!("unfinished escape sequence in JS string: {s:?}"));
+                }
+            }
+            b'$' if b.get(i + 1) == Some(&b'{') => {
+                c.braces.push()?;
+                c.state = State::Js;
+                return Ok((c, i + 2));
+            }
+            b'`' => {
+                c.state = State::Js;
+                return Ok((c, i + 1));
+            }
+            _ => {}
+        }
+        k = i + 1;
+    }
+    Ok((c, s.len()))
+}
+
 fn t_js_delimited(mut c: Context, s: &str) -> Step {
     let specials: &[u8] = match c.state {
         State::JsSqStr => b"\\'",
-        State::JsBqStr => b"`\\",
         State::JsRegexp => b"\\/[]",
         _ => b"\\\"",
     };
@@ -416,6 +523,13 @@ fn t_js_delimited(mut c: Context, s: &str) -> Step {
             }
             b'[' => in_charset = true,
             b']' => in_charset = false,
+            // `</script` in a regexp does not end it (it is escaped instead).
+            b'/' if i > 0
+                && s.get(i - 1..i + 7)
+                    .is_some_and(|w| w.eq_ignore_ascii_case("</script")) =>
+            {
+                i += 1;
+            }
             _ if !in_charset => {
                 c.state = State::Js;
                 c.js_ctx = JsCtx::DivOp;
@@ -446,7 +560,7 @@ fn t_block_cmt(mut c: Context, s: &str) -> (Context, usize) {
 }
 
 fn t_line_cmt(mut c: Context, s: &str) -> (Context, usize) {
-    let (ends, after): (&[char], State) = if c.state == State::JsLineCmt {
+    let (ends, after): (&[char], State) = if c.state != State::CssLineCmt {
         (&['\n', '\r', '\u{2028}', '\u{2029}'], State::Js)
     } else {
         (&['\n', '\x0c', '\r'], State::Css)
@@ -611,7 +725,13 @@ fn ends_with_css_keyword(s: &str, kw: &str) -> bool {
 /// Whether a `/` after `s` starts a regexp (after an operator, a bracket or a keyword like
 /// `return`) or divides (after a value).
 fn next_js_ctx(s: &str, preceding: JsCtx) -> JsCtx {
-    let s = s.trim_end_matches(['\t', '\n', '\x0c', '\r', ' ', '\u{2028}', '\u{2029}']);
+    const JS_WHITESPACE: &[char] = &[
+        '\x0c', '\n', '\r', '\t', '\x0b', ' ', '\u{a0}', '\u{1680}', '\u{2000}', '\u{2001}',
+        '\u{2002}', '\u{2003}', '\u{2004}', '\u{2005}', '\u{2006}', '\u{2007}', '\u{2008}',
+        '\u{2009}', '\u{200a}', '\u{2028}', '\u{2029}', '\u{202f}', '\u{205f}', '\u{3000}',
+        '\u{feff}',
+    ];
+    let s = s.trim_end_matches(JS_WHITESPACE);
     let b = s.as_bytes();
     let Some(&last) = b.last() else {
         return preceding;

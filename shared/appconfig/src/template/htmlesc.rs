@@ -8,12 +8,12 @@
 //! * a URL (`href`, `src`, `action`, ...): only `http`, `https`, `mailto` or relative URLs pass
 //!   (any other scheme becomes `#ZgotmplZ`), then percent-encoding (all of it in a query);
 //! * a script or an `on*` attribute: the value as JSON (`"a\u003cb"`, ` 5432 `), in a JS string
-//!   the string's escapes, in a regexp its escapes;
+//!   or template literal the string's escapes, in a regexp its escapes;
 //! * CSS (`<style>`, `style=`): a value that could break out becomes `ZgotmplZ`; in a CSS string
 //!   CSS escapes;
 //! * a `<textarea>` or `<title>`: entities; a comment: nothing.
 //!
-//! Written by hand after Go 1.19's `html/template` (`escape.go`, `html.go`, `js.go`, `css.go`,
+//! Written by hand after Go 1.23's `html/template` (`escape.go`, `html.go`, `js.go`, `css.go`,
 //! `url.go`): no crate does contextual escaping as Go does, and the readme must render as Nuon's.
 //! Go works the contexts out before it runs the template, over every branch, and refuses a
 //! template whose branches end in different contexts; Ferry follows the context along the path
@@ -41,6 +41,7 @@ pub enum Esc {
     Html,
     JsRegexp,
     JsStr,
+    JsTmplLit,
     JsVal,
     NoSpace,
     Rcdata,
@@ -68,8 +69,11 @@ impl Esc {
     fn makes_redundant(self, next: Esc) -> bool {
         matches!(
             (self, next),
-            (Esc::Comment, Esc::Attr | Esc::NoSpace | Esc::Html)
-                | (Esc::Css | Esc::JsRegexp | Esc::JsStr, Esc::Attr)
+            (Esc::Comment, Esc::Attr | Esc::Html)
+                | (
+                    Esc::Css | Esc::JsRegexp | Esc::JsStr | Esc::JsTmplLit,
+                    Esc::Attr
+                )
                 | (Esc::UrlEscape, Esc::UrlNormalize)
         )
     }
@@ -123,7 +127,7 @@ pub fn action(c: Context) -> Result<(Context, Vec<Esc>), String> {
             c.js_ctx = JsCtx::DivOp;
         }
         State::JsDqStr | State::JsSqStr => s.push(Esc::JsStr),
-        State::JsBqStr => return Err("an action appears in a JS template literal".into()),
+        State::JsTmplLit => s.push(Esc::JsTmplLit),
         State::JsRegexp => s.push(Esc::JsRegexp),
         State::Css => s.push(Esc::CssValue),
         State::Text => s.push(Esc::Html),
@@ -189,10 +193,13 @@ fn escape(e: Esc, v: &V) -> String {
 fn escape_str(e: Esc, s: &str) -> String {
     match e {
         Esc::Html | Esc::Attr | Esc::Rcdata => html_replace(s, html_entity, true),
+        // An empty unquoted value would let the next attribute's name run into it.
+        Esc::NoSpace if s.is_empty() => FAILSAFE.into(),
         Esc::NoSpace => html_replace(s, nospace_entity, false),
         Esc::Comment => String::new(),
         Esc::HtmlName => html_name(s),
         Esc::JsStr => js_replace(s, js_str_escape),
+        Esc::JsTmplLit => js_replace(s, js_tmpl_escape),
         Esc::JsRegexp => match js_replace(s, js_regexp_escape) {
             r if r.is_empty() => "(?:)".into(),
             r => r,
@@ -322,6 +329,16 @@ fn js_str_escape(c: char) -> Option<&'static str> {
     })
 }
 
+/// In a template literal, also what would start a `${...}`.
+fn js_tmpl_escape(c: char) -> Option<&'static str> {
+    Some(match c {
+        '$' => "\\u0024",
+        '{' => "\\u007b",
+        '}' => "\\u007d",
+        c => return js_str_escape(c),
+    })
+}
+
 fn js_regexp_escape(c: char) -> Option<&'static str> {
     Some(match c {
         '$' => "\\$",
@@ -410,7 +427,7 @@ fn css_value(s: &str) -> String {
     for (i, &c) in b.iter().enumerate() {
         match c {
             0 | b'"' | b'\'' | b'(' | b')' | b'/' | b';' | b'@' | b'[' | b'\\' | b']' | b'`'
-            | b'{' | b'}' => return FAILSAFE.into(),
+            | b'{' | b'}' | b'<' | b'>' => return FAILSAFE.into(),
             b'-' if i != 0 && b[i - 1] == b'-' => return FAILSAFE.into(),
             c if c < 0x80 && is_css_nmchar(c as char) => id.push(c.to_ascii_lowercase() as char),
             _ => {}
@@ -531,8 +548,18 @@ pub fn text(mut c: Context, s: &str) -> Result<(Context, String), String> {
             written = i1;
         }
         if c.state != c1.state && c1.state.is_comment() && c1.delim == Delim::None {
-            let cs = i1 - if c1.state == State::HtmlCmt { 4 } else { 2 };
-            out.push_str(&s[written..cs]);
+            let opener = match c1.state {
+                State::HtmlCmt | State::JsHtmlOpenCmt => 4,
+                State::JsHtmlCloseCmt => 3,
+                _ => 2,
+            };
+            out.push_str(&s[written..i1 - opener]);
+            written = i1;
+        }
+        // In a script's string, `<script`, `</script` and `<!--` would end or confuse it.
+        if c.state.is_script_literal() && has_script_tag(&s[i..i1]) {
+            out.push_str(&s[written..i]);
+            out.push_str(&escape_script_tags(&s[i..i1]));
             written = i1;
         }
         if i == i1 && c.state == c1.state {
@@ -547,6 +574,31 @@ pub fn text(mut c: Context, s: &str) -> Result<(Context, String), String> {
         out.push_str(&s[written..]);
     }
     Ok((c, out))
+}
+
+const SCRIPT_TAGS: [&str; 3] = ["<script", "</script", "<!--"];
+
+fn has_script_tag(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    SCRIPT_TAGS.iter().any(|t| lower.contains(t))
+}
+
+/// `<script`, `</script` and `<!--` (any case) with their `<` as `\x3C`.
+fn escape_script_tags(s: &str) -> String {
+    let lower = s.to_ascii_lowercase();
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut i = 0;
+    while i < s.len() {
+        if SCRIPT_TAGS.iter().any(|t| lower[i..].starts_with(t)) {
+            out.push_str("\\x3C");
+            i += 1;
+            continue;
+        }
+        let ch = s[i..].chars().next().unwrap_or('\0');
+        out.push(ch);
+        i += ch.len_utf8().max(1);
+    }
+    out
 }
 
 /// Go's `contextAfterText`: in an attribute value, up to the quote (or space) that ends it, read
