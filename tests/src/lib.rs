@@ -169,6 +169,32 @@ impl FerryDev {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// What a failing test shows: `ferry dev`'s output, then the last lines of each log its
+    /// processes wrote (the server's, each install's runner's).
+    pub fn logs(&self) -> String {
+        let mut out = std::fs::read_to_string(&self.output).unwrap_or_default();
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(self.data_dir.path().join("dev"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
+        logs.sort();
+        for log in logs {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(60)..];
+            out.push_str(&format!(
+                "\n--- {} (last {} lines)\n",
+                log.display(),
+                tail.len()
+            ));
+            out.push_str(&tail.join("\n"));
+        }
+        out
+    }
 }
 
 impl Drop for FerryDev {

@@ -50,13 +50,13 @@ fn an_install_deleted_and_created_again_under_ferry_dev_deploys() {
         ])
     };
     let (code, out, err) = create();
-    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(code, 0, "{out}{err}\n{}", dev.logs());
     let (code, out, err) = dev.cli(&["installs", "delete", "again", "--force"]);
-    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(code, 0, "{out}{err}\n{}", dev.logs());
     let output = || std::fs::read_to_string(&dev.output).unwrap_or_default();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while !output().contains("install again deleted") {
-        assert!(std::time::Instant::now() < deadline, "{}", output());
+        assert!(std::time::Instant::now() < deadline, "{}", dev.logs());
         std::thread::sleep(Duration::from_millis(100));
     }
     let (code, out, err) = create();
@@ -64,7 +64,7 @@ fn an_install_deleted_and_created_again_under_ferry_dev_deploys() {
         code,
         0,
         "created again and deployed: {out}{err}\n{}",
-        output()
+        dev.logs()
     );
     // Only the new install's runner is listed under its name, not the deleted one's.
     let runners: Vec<ferry_model::api::RunnerInfo> = ferry_tests::typed::cli(
