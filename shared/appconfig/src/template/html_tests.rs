@@ -143,3 +143,19 @@ fn templates_go_refuses_before_running_are_refused_whatever_the_data() {
         "<a href=\"/1\">0</a><a href=\"/2\">1</a>"
     );
 }
+
+#[test]
+fn deeply_nested_ranges_stop_at_the_step_budget_instead_of_walking_for_ever() {
+    // Each range's body is checked twice (its first turn and the next), so 40 nested ranges would
+    // be 2^40 walks.
+    let depth = 40;
+    let t = format!(
+        "{}x{}",
+        "{{ range .nuon.l }}".repeat(depth),
+        "{{ end }}".repeat(depth)
+    );
+    let started = std::time::Instant::now();
+    let e = render_readme(&t, &json!({"nuon": {"l": []}})).expect_err("refused");
+    assert!(e.to_string().contains("steps"), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}

@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::MAX_STEPS;
 use super::htmlctx::{Context, JsCtx, State, UrlPart};
 use super::htmlesc;
 use super::parse::{Arg, Node, Pipeline};
@@ -28,6 +29,9 @@ struct Walk<'a> {
     /// Each named template's context after it, by the context it is called in; `None` while it
     /// is being walked (a recursive call is assumed to end where it started, as Go assumes).
     called: HashMap<(String, Context), Option<Ctx>>,
+    /// Nodes visited: a range's body is walked twice, so nested ranges double the walk each, and
+    /// a hostile readme could nest dozens; the walk stops at the render's own step budget.
+    steps: u64,
 }
 
 /// Refuses a template html/template would refuse before running it: its contexts do not join, an
@@ -37,6 +41,7 @@ pub fn check(nodes: &[Node], defines: &BTreeMap<String, Vec<Node>>) -> Result<()
         defines,
         ranges: Vec::new(),
         called: HashMap::new(),
+        steps: 0,
     };
     match walk.list(Some(Context::default()), nodes)? {
         Some(c) => htmlesc::check_end(c),
@@ -48,6 +53,12 @@ impl Walk<'_> {
     fn list(&mut self, mut c: Ctx, nodes: &[Node]) -> Result<Ctx, String> {
         for n in nodes {
             let Some(at) = c else { break };
+            self.steps += 1;
+            if self.steps > MAX_STEPS {
+                return Err(format!(
+                    "checking the readme's HTML takes more than {MAX_STEPS} steps (ranges nested too deep?)"
+                ));
+            }
             c = self.node(at, n)?;
         }
         Ok(c)
