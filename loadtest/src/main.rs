@@ -384,9 +384,10 @@ async fn runners(
                     continue;
                 }
                 // As `ferry-runner` does: the doorbell's own offer first; walk the stream only
-                // for an empty ring.
-                if let Some(offer) = offers::rung(&bell.payload) {
-                    claim(offer).await;
+                // for an empty ring. (These runners send no heartbeats, so no job is granted to
+                // them at its offer: this measures the claim's path.)
+                if let Some(bell) = offers::rung(&bell.payload) {
+                    claim(bell.offer).await;
                     continue;
                 }
                 let mut after = 0;

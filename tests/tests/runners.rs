@@ -314,3 +314,114 @@ fn installs_are_listed_by_runner_health_and_labels() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "400");
 }
+
+/// Waits until install `prod` has `n` active runners; returns their ids.
+fn active_runners(api: &str, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let runners =
+            cli::<Vec<RunnerInfo>>(api, &["runners", "list", "--install", "prod", "--json"]);
+        let active: Vec<String> = runners
+            .iter()
+            .filter(|r| name_of(&r.health) == "active")
+            .map(|r| r.runner.id.clone())
+            .collect();
+        if active.len() == n {
+            return active;
+        }
+        assert!(Instant::now() < deadline, "{n} active runners: {runners:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Every job of a finished workflow, as `jobs get` shows it.
+fn jobs_of(api: &str, wf: &str) -> Vec<Job> {
+    let w = cli::<Workflow>(api, &["workflows", "get", wf, "--json"]);
+    w.steps
+        .iter()
+        .filter_map(|s| s.job_id.as_deref())
+        .map(|j| cli::<Job>(api, &["jobs", "get", j, "--json"]))
+        .collect()
+}
+
+/// An install with one runner: its jobs are granted to that runner as they are offered (the
+/// record written granted, the doorbell carrying the grant), so the runner starts each without
+/// claiming it — and the record still has the point its write was acknowledged, from the grant.
+#[test]
+fn the_only_runner_of_an_install_is_granted_its_jobs_without_claiming_them() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, runner, api, _app) = ferry_tests::provisioned_hello(&nats, dir.path());
+    let id = active_runners(&api, 1).remove(0);
+    let redeploy = cli::<Deployed>(&api, &["installs", "deploy", "prod", "--json"]);
+    let wf = redeploy.workflow_id.as_str().to_string();
+    let done = wait_until(&api, &wf, 90, "the redeploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
+    });
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    drop(runner);
+    let jobs = jobs_of(&api, &wf);
+    assert!(jobs.len() >= 4, "{jobs:?}");
+    for j in &jobs {
+        assert_eq!(j.executions.len(), 1, "{j:?}");
+        let e = &j.executions[0];
+        assert_eq!(e.runner, id, "{j:?}");
+        let t = &e.timing;
+        assert_eq!(t.claimed_us, 0, "granted at its offer, not claimed: {j:?}");
+        assert!(t.decided_us >= t.offered_us && t.offered_us > 0, "{j:?}");
+        assert!(
+            t.written_us >= t.offered_us,
+            "the write's point, from the grant: {j:?}"
+        );
+        assert_eq!(t.runner.claim_sent_us, 0, "{j:?}");
+        assert!(t.runner.granted_us > 0, "{j:?}");
+    }
+}
+
+/// A job granted at its offer to a runner that has just died: the hub answers its doorbell "no
+/// responders", the scheduler takes the grant back at once and offers the job to all, and the
+/// next runner claims it as the job's first execution — not after the dead runner's lease.
+#[test]
+fn a_grant_no_runner_hears_is_taken_back_and_the_job_offered_to_all() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let data = dir.path().join("runner");
+    let first = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-1.log"));
+    let wf = sync_and_create(&api, &repo_root().join("examples/hello"), "prod");
+    let done = wait_until(&api, &wf, 90, "the first deploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
+    });
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    let dead = active_runners(&api, 1).remove(0);
+
+    // Killed: still active by its last heartbeat, so the next job is granted to it.
+    first.kill();
+    let redeploy = cli::<Deployed>(&api, &["installs", "deploy", "prod", "--json"]);
+    let wf2 = redeploy.workflow_id.as_str().to_string();
+    let w = wait_until(&api, &wf2, 30, "a job offered to all", |w| {
+        w.steps.iter().any(|s| {
+            s.job_id.as_deref().is_some_and(|j| {
+                name_of(&cli::<Job>(&api, &["jobs", "get", j, "--json"]).status) == "available"
+            })
+        })
+    });
+    let server_log = std::fs::read_to_string(dir.path().join("server.log")).unwrap();
+    assert!(
+        server_log.contains("no runner heard the job's grant"),
+        "{server_log}"
+    );
+    let _second = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-2.log"));
+    let done = wait_until(&api, &wf2, 90, "the redeploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
+    });
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    for j in jobs_of(&api, &w.id) {
+        assert_eq!(
+            j.executions.len(),
+            1,
+            "no execution lost to the dead runner: {j:?}"
+        );
+        assert_ne!(j.executions[0].runner, dead, "{j:?}");
+    }
+}

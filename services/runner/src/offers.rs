@@ -9,18 +9,18 @@
 
 use std::time::Duration;
 
-use ferry_protocol::messages::{Doorbell, JobOffer, OfferQuery, StoredOffer};
+use ferry_protocol::messages::{Doorbell, OfferQuery, StoredOffer};
 use ferry_protocol::rpc::{AskError, ask};
 use ferry_protocol::{decode, subjects};
 
-/// The offer a doorbell carries, if it carries one: an empty ring means "walk the stream", which
-/// holds every offer anyway. A ring that does not decode is counted and walked past the same way.
-pub fn rung(payload: &[u8]) -> Option<JobOffer> {
+/// What a doorbell carries, if anything: an empty ring means "walk the stream", which holds every
+/// offer anyway. A ring that does not decode is counted and walked past the same way.
+pub fn rung(payload: &[u8]) -> Option<Doorbell> {
     if payload.is_empty() {
         return None;
     }
     match decode::<Doorbell>(payload) {
-        Ok(bell) => Some(bell.offer),
+        Ok(bell) => Some(bell),
         Err(e) => {
             tracing::warn!(error = %e, "undecodable doorbell; walking the offers instead");
             ferry_telemetry::metrics()

@@ -1,4 +1,6 @@
-//! The runner's main loop: doorbell, pull, claim, run.
+//! The runner's main loop: doorbell, pull, claim, run (a grant's run: `grants.rs`).
+
+mod grants;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -6,7 +8,7 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use ferry_protocol::messages::{
-    ClaimReply, ClaimRequest, Heartbeat, JobOffer, LeaseRenewal, LeaseReply, RunnerTiming,
+    ClaimReply, ClaimRequest, Heartbeat, JobOffer, PreGrant, RunnerTiming,
 };
 use ferry_protocol::rpc::ask;
 use ferry_protocol::{encode, subjects};
@@ -332,6 +334,8 @@ impl Runner {
                 .await
                 .map_err(nats)?;
             let (bells_tx, bells) = tokio::sync::mpsc::channel(BELLS);
+            // Unbounded: a grant dropped would cost its job a lease; there is one per job.
+            let (grants_tx, grants) = tokio::sync::mpsc::unbounded_channel();
             // Beside the offers loop, in this task: they end with it.
             let beating = heartbeats(
                 self.client.clone(),
@@ -341,7 +345,8 @@ impl Runner {
                 self.slots.clone(),
                 self.cfg.max_jobs,
             );
-            let routing = route_pushes(pushes, self.running.clone(), bells_tx);
+            let routing = route_pushes(pushes, self.running.clone(), bells_tx, grants_tx);
+            let granting = self.serve_grants(grants);
             let reporting = crate::stack::report(
                 self.client.clone(),
                 org.clone(),
@@ -349,7 +354,7 @@ impl Runner {
                 self.account.clone(),
             );
             let beside = async {
-                tokio::join!(beating, routing, reporting);
+                tokio::join!(beating, routing, reporting, granting);
                 std::future::pending::<()>().await
             };
             info!(nats = %self.cfg.nats_url, "runner started");
@@ -367,7 +372,7 @@ impl Runner {
     /// subscription ends.
     async fn serve_offers(
         &self,
-        mut bells: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+        mut bells: tokio::sync::mpsc::Receiver<Option<JobOffer>>,
         org: &str,
         install: &str,
     ) -> Result<(), RunnerError> {
@@ -420,7 +425,7 @@ impl Runner {
             walk = tokio::select! {
                 bell = bells.recv() => match bell {
                     // The doorbell carries its offer: claim it at once, no walk needed.
-                    Some(bell) => match crate::offers::rung(&bell) {
+                    Some(bell) => match bell {
                         // Unanswered (no scheduler yet): walk, which asks again.
                         Some(next) if self.slots.available_permits() > 0 => {
                             !self.take_offer(next, ferry_model::now_us()).await
@@ -526,7 +531,7 @@ impl Runner {
                 attempt,
                 lease_ms,
             }) => {
-                let grant = Grant {
+                let grant = grants::Grant {
                     execution_id,
                     attempt,
                     lease_ms,
@@ -555,117 +560,6 @@ impl Runner {
             self.jobs.spawn(crate::staging::discard(s));
         }
     }
-
-    /// Runs a granted job in its own task, holding a slot and keeping its lease (counted from
-    /// `asked`, when the claim was sent) until it ends.
-    async fn start_job(&self, offer: JobOffer, grant: Grant) {
-        let Grant {
-            execution_id,
-            attempt,
-            lease_ms,
-            asked,
-            timing,
-            staging,
-        } = grant;
-        let Ok(permit) = self.slots.clone().acquire_owned().await else {
-            // The slots are closed: the runner is stopping.
-            self.discard(staging);
-            return;
-        };
-        let exec = self.executor.clone();
-        let public_id = ferry_model::execution_public_id(&offer.job_id, attempt);
-        info!(job = %offer.job_id, execution = %public_id, attempt, kind = offer.spec.label(), component = offer.spec.component(), "job claimed");
-        let stop = Arc::new(Stop::default());
-        if let Ok(mut r) = self.running.lock() {
-            r.insert(offer.job_id.clone(), stop.clone());
-        }
-        let keeper = tokio::spawn(keep_lease(
-            self.client.clone(),
-            subjects::lease(&self.cfg.org, &self.cfg.install),
-            LeaseRenewal {
-                job_id: offer.job_id.clone(),
-                execution_id: execution_id.clone(),
-            },
-            asked,
-            Duration::from_millis(u64::from(lease_ms.max(300))),
-            stop.clone(),
-        ));
-        let running = self.running.clone();
-        let outbox = self.outbox.clone();
-        let lease = Duration::from_millis(u64::from(lease_ms.max(300)));
-        self.jobs.spawn(async move {
-            let job_id = offer.job_id.clone();
-            let reported = exec
-                .run(offer, execution_id, attempt, stop, timing, staging)
-                .await;
-            if let Ok(mut r) = running.lock() {
-                r.remove(&job_id);
-            }
-            drop(permit);
-            // The lease holds until the hub has the result, not only the spool: while a cut link
-            // or a hub failover keeps it here, the scheduler would otherwise see a lease nobody
-            // renews and run the job again. Bounded: past a lease the scheduler decides anyway.
-            let _ = tokio::time::timeout(lease, outbox.forwarded(reported)).await;
-            keeper.abort();
-        });
-    }
-}
-
-/// A claim granted: the execution, its lease and the points of its timing so far.
-struct Grant {
-    execution_id: String,
-    attempt: u32,
-    lease_ms: u32,
-    /// When the claim was sent: the lease counts from here.
-    asked: tokio::time::Instant,
-    timing: RunnerTiming,
-    /// Its work directory, prepared while the claim was out (`staging.rs`).
-    staging: Option<crate::staging::Staging>,
-}
-
-/// Keeps an execution's lease: renews it every third of its length. When the scheduler answers
-/// that the execution is lost, or no renewal has succeeded for two thirds of the lease (cut off from
-/// the hub), the job is killed: before the lease ends by the scheduler's count, so another runner
-/// never starts it while this one still runs it. While the hub says no scheduler runs at all, the
-/// lease holds.
-async fn keep_lease(
-    client: async_nats::Client,
-    subject: String,
-    renewal: LeaseRenewal,
-    granted: tokio::time::Instant,
-    lease: Duration,
-    stop: Arc<Stop>,
-) {
-    let every = lease / 3;
-    let mut held_until = granted + lease - every;
-    loop {
-        tokio::time::sleep(every).await;
-        let sent = tokio::time::Instant::now();
-        match ask(&client, subject.clone(), &renewal, every).await {
-            Ok(LeaseReply::Renewed { lease_ms }) => {
-                let lease = Duration::from_millis(u64::from(lease_ms));
-                held_until = sent + lease - lease / 3;
-            }
-            Ok(LeaseReply::Lost { reason }) => {
-                warn!(job = %renewal.job_id, %reason, "lease lost; stopping the job");
-                stop.lost.notify_one();
-                return;
-            }
-            // Connected, and no scheduler is running at all: nobody can give the job to another
-            // runner (a scheduler that starts grants runners a full lease to renew first), so the
-            // job goes on. An install keeps working while its control plane is down.
-            Err(e) if e.nobody_serves() => {
-                debug!(job = %renewal.job_id, "no scheduler is running; the lease holds");
-                held_until = sent + lease - every;
-            }
-            Err(e) => debug!(job = %renewal.job_id, error = %e, "lease renewal not answered"),
-        }
-        if tokio::time::Instant::now() >= held_until {
-            warn!(job = %renewal.job_id, "lease not renewed in time; stopping the job");
-            stop.lost.notify_one();
-            return;
-        }
-    }
 }
 
 /// Doorbells waiting for the offers loop; more are dropped (a doorbell is a hint: the loop
@@ -679,13 +573,24 @@ const BELLS: usize = 64;
 async fn route_pushes(
     mut sub: async_nats::Subscriber,
     running: Running,
-    bells: tokio::sync::mpsc::Sender<bytes::Bytes>,
+    bells: tokio::sync::mpsc::Sender<Option<JobOffer>>,
+    grants: tokio::sync::mpsc::UnboundedSender<(JobOffer, PreGrant)>,
 ) {
     while let Some(msg) = sub.next().await {
         match subjects::push_of(&msg.subject) {
-            Some(subjects::Push::Wake) => {
-                let _ = bells.try_send(msg.payload);
-            }
+            Some(subjects::Push::Wake) => match crate::offers::rung(&msg.payload) {
+                Some(bell) => match bell.grant {
+                    Some(grant) => {
+                        let _ = grants.send((bell.offer, grant));
+                    }
+                    None => {
+                        let _ = bells.try_send(Some(bell.offer));
+                    }
+                },
+                None => {
+                    let _ = bells.try_send(None);
+                }
+            },
             Some(subjects::Push::Cancel { job }) => {
                 let stop = running.lock().ok().and_then(|r| r.get(job).cloned());
                 if let Some(stop) = stop {
@@ -729,6 +634,7 @@ async fn heartbeats(
                 .map(|d| d.as_millis() as u64)
                 .unwrap_or(0),
             interval_ms: HEARTBEAT_INTERVAL.as_millis() as u32,
+            max_jobs: u32::try_from(max).unwrap_or(u32::MAX),
         };
         let _ = client
             .publish(subjects::heartbeat(&org, &install), encode(&hb).into())

@@ -62,6 +62,9 @@ impl Scheduler {
             Err(e) => return Err(e.into()),
         };
         self.count_finished(&job);
+        if let Some(e) = job.executions.last() {
+            self.runners.freed(org, install, &e.runner);
+        }
         if offloaded {
             self.store
                 .purge_subject(
@@ -218,6 +221,7 @@ fn finished_of(mut result: JobResult, most: usize) -> m::Finished {
             spawned_us: result.timing.spawned_us,
             exited_us: result.timing.exited_us,
         },
+        grant_written_us: result.timing.grant_written_us,
     }
 }
 

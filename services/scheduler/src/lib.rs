@@ -32,6 +32,7 @@ mod events;
 mod gauges;
 mod installs;
 mod offers;
+mod pregrants;
 mod reconcile;
 mod releases;
 mod results;
@@ -126,6 +127,10 @@ pub struct Scheduler {
     known: offers::KnownJobs,
     /// The runner records this scheduler last wrote, for the next heartbeat (`claims.rs`).
     heard: claims::Heard,
+    /// Each install's runners as heard, to grant its jobs at their offer (`pregrants.rs`).
+    runners: pregrants::Heard,
+    /// The grants this scheduler made at the offer, until nobody heard them (`pregrants.rs`).
+    unheard: pregrants::Unheard,
     /// Since when (ms since the epoch) this scheduler has seen the hub whole: since it started,
     /// its connection last came back, or a reconcile pass last failed. Leases are not expired
     /// within a lease period of it: runners cut off by the same disruption (a hub node lost,
@@ -166,6 +171,8 @@ impl Scheduler {
             available: None,
             known: Default::default(),
             heard: Default::default(),
+            runners: Default::default(),
+            unheard: Default::default(),
             max_plan_age: DEFAULT_MAX_PLAN_AGE,
             steady_since_ms: Arc::new(m::now_ms().into()),
             tasks: Tasks::default(),
@@ -247,6 +254,8 @@ impl Scheduler {
         let claims = self.clone().serve_claims();
         let leases = self.clone().serve_leases();
         let heartbeats = self.clone().serve_heartbeats();
+        let runners = self.clone().hear_heartbeats();
+        let unheard = self.clone().serve_unheard();
         let stack_reports = self.clone().serve_stack_reports();
         let offer_queries = self.clone().serve_offer_queries();
         let reconcile = self.clone().reconcile_loop();
@@ -259,6 +268,8 @@ impl Scheduler {
             claims,
             leases,
             heartbeats,
+            runners,
+            unheard,
             stack_reports,
             offer_queries,
             reconcile,

@@ -168,8 +168,12 @@ impl Scheduler {
     /// all sent at once (see the module's doc). The loadtest dispatches through this.
     pub async fn offer_job(&self, mut job: m::Job, offer: JobOffer) -> Result<(), SchedulerError> {
         let now = m::Timestamp::now();
-        job.offered(now);
         job.offered_us = m::now_us();
+        // The install's one runner gets it without a claim (`pregrants.rs`).
+        if self.offer_granted(&job, &offer, now).await? {
+            return Ok(());
+        }
+        job.offered(now);
         let (org, install, id) = (job.org.clone(), job.install.clone(), job.id.clone());
         let offering = self.known.offering(&org, &id);
         // One message id per time it is offered: a re-offer is not a duplicate of the first.
@@ -240,10 +244,11 @@ impl Scheduler {
     /// Rings an install's doorbell with its new offer; an offer too large for a core message rings
     /// an empty doorbell (the runner then walks the offers). A failed ring only delays the runner
     /// to its next walk, so it is logged, not returned.
-    async fn ring(&self, org: &str, install: &str, offer: &JobOffer) {
+    pub(crate) async fn ring(&self, org: &str, install: &str, offer: &JobOffer) {
         let subject = subjects::wake(org, install);
         let bell = encode(&Doorbell {
             offer: offer.clone(),
+            grant: None,
         });
         let bell = if bell.len() <= self.client.server_info().max_payload {
             bell

@@ -42,6 +42,9 @@ pub struct Finished {
     pub ran_as: Option<String>,
     /// When the runner reached each point of the execution, by its clock.
     pub runner: crate::RunnerPoints,
+    /// For a job granted at its offer: when its record was written, by the control plane's
+    /// clock, as the grant told the runner (0 otherwise; see `pregrants.rs`).
+    pub grant_written_us: u64,
 }
 
 /// The longest role ARN a job record keeps (IAM's own limit is 2,048 characters).
@@ -306,6 +309,11 @@ impl Job {
             e.status = f.status;
             e.finished_at = Some(now.to_string());
             e.timing.runner = f.runner;
+            // Only a grant made at the offer lacks the point (its record could not hold the
+            // time of its own write); a claimed execution's stays as the scheduler saw it.
+            if e.timing.written_us == 0 && e.timing.claimed_us == 0 {
+                e.timing.written_us = f.grant_written_us;
+            }
         }
         Ok(true)
     }
@@ -472,6 +480,7 @@ mod tests {
                 spawned_us: 7_000,
                 ..Default::default()
             },
+            grant_written_us: 0,
         }
     }
 

@@ -32,15 +32,20 @@ pub enum RunnerHealth {
 
 impl RunnerRecord {
     pub fn health(&self, now: Timestamp) -> RunnerHealth {
-        let age = now.ms().saturating_sub(self.last_seen_ms);
-        let every = self.interval_ms.max(1);
-        if age <= every * 5 / 2 {
-            RunnerHealth::Active
-        } else if age < every * 6 {
-            RunnerHealth::Unhealthy
-        } else {
-            RunnerHealth::Offline
-        }
+        health_of(self.last_seen_ms, self.interval_ms, now)
+    }
+}
+
+/// A runner's health from its last heartbeat's time and the interval it said it sends them at.
+pub fn health_of(last_seen_ms: u64, interval_ms: u64, now: Timestamp) -> RunnerHealth {
+    let age = now.ms().saturating_sub(last_seen_ms);
+    let every = interval_ms.max(1);
+    if age <= every * 5 / 2 {
+        RunnerHealth::Active
+    } else if age < every * 6 {
+        RunnerHealth::Unhealthy
+    } else {
+        RunnerHealth::Offline
     }
 }
 

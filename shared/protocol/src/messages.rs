@@ -350,11 +350,32 @@ message!(ClaimRequest, 2);
 /// after, so it names no sequence in `JOBS` (the scheduler retires a decided offer by its subject).
 /// An empty doorbell (or a missed one) makes the runner walk its install's offers in `JOBS` instead;
 /// the stream stays the source of truth.
+///
+/// A doorbell with a `grant` is different: the job was granted to the runner it names as it was
+/// offered (the install had that one runner, with a free slot: `ferry_model::pregrant_to`), its
+/// record already says so, and there is no offer in `JOBS` to claim. That runner runs it at once;
+/// any other ignores it. It rings only after the record is written, with a reply subject
+/// (`subjects::unheard`) on which the hub answers "no responders" if no runner of the install
+/// listens any more: the scheduler then withdraws the grant and offers the job to all.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Doorbell {
     pub offer: JobOffer,
+    pub grant: Option<PreGrant>,
 }
 message!(Doorbell, 11);
+
+/// A job granted at its offer (see [`Doorbell`]): what a [`ClaimReply::Granted`] would say, and
+/// to whom.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreGrant {
+    pub runner_id: String,
+    pub execution_id: String,
+    pub attempt: u32,
+    pub lease_ms: u32,
+    /// When the grant's record was written, µs by the control plane's clock: echoed back in the
+    /// execution's timing ([`RunnerTiming::grant_written_us`]).
+    pub written_us: u64,
+}
 
 /// An offer as stored in `JOBS`, with its sequence (a walking runner asks for the next one after it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -466,6 +487,9 @@ pub struct RunnerTiming {
     pub spawned_us: u64,
     /// The plugin process exited.
     pub exited_us: u64,
+    /// For a job granted at its offer: when its record was written, as the grant said (the
+    /// control plane's clock, echoed so the record keeps the point; 0 otherwise).
+    pub grant_written_us: u64,
 }
 
 /// Where an offloaded [`JobResult`] is: `chunks` messages on the execution's result subject,
@@ -526,6 +550,8 @@ pub struct Heartbeat {
     pub at_ms: u64,
     /// How often this runner sends them: the control plane judges its health by it.
     pub interval_ms: u32,
+    /// How many jobs it runs at once: with `running_jobs`, whether it has a free slot.
+    pub max_jobs: u32,
 }
 message!(Heartbeat, 6);
 

@@ -155,6 +155,8 @@ pub fn service(name: &str) -> Option<Grant> {
                 subjects::HEARTBEAT_ALL.to_string(),
                 subjects::STACK_ALL.to_string(),
                 subjects::OFFERS_ALL.to_string(),
+                // The hub's "no responders" to a doorbell carrying a grant.
+                subjects::UNHEARD_ALL.to_string(),
             ]);
         }
         "build" => {

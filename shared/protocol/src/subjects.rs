@@ -164,6 +164,31 @@ pub const LEASE_ALL: &str = "ferry.rx.*.*.lease";
 pub const HEARTBEAT_ALL: &str = "ferry.rx.*.*.hb";
 pub const STACK_ALL: &str = "ferry.rx.*.*.stack";
 
+/// The reply subject of a doorbell granting `job` to `runner` (`messages::Doorbell`): only the
+/// hub writes on it, "no responders" when no runner of the install listens. Under the install's
+/// own subjects, so the scheduler reads the install from it like any other; a runner writing
+/// there itself can only withdraw its own install's grant.
+pub fn unheard(org: &str, install: &str, job: &str, runner: &str) -> String {
+    format!("ferry.rx.{org}.{install}.unheard.{job}.{runner}")
+}
+
+/// Every install's unheard grants: each scheduler hears only its own (the hub answers the
+/// publisher's own subscription).
+pub const UNHEARD_ALL: &str = "ferry.rx.*.*.unheard.*.*";
+
+/// The job and the runner an [`unheard`] subject names.
+pub fn unheard_grant(subject: &str) -> Option<(&str, &str)> {
+    let mut it = subject.split('.');
+    match (it.nth(4), it.next(), it.next(), it.next()) {
+        (Some("unheard"), Some(job), Some(runner), None)
+            if is_valid_token(job) && is_valid_token(runner) =>
+        {
+            Some((job, runner))
+        }
+        _ => None,
+    }
+}
+
 /// Extracts `(org, install)` from any `ferry.<kind>.<org>.<install>...` subject.
 pub fn org_install(subject: &str) -> Option<(&str, &str)> {
     let mut it = subject.split('.');
@@ -213,6 +238,20 @@ mod tests {
         let prefix = all.trim_end_matches('>');
         assert!(wake("acme", "prod").starts_with(prefix));
         assert!(cancel("acme", "prod", "j").starts_with(prefix));
+    }
+
+    #[test]
+    fn an_unheard_grant_names_its_job_and_runner_under_the_install() {
+        let s = unheard("acme", "prod", "j1", "runner-a");
+        assert_eq!(unheard_grant(&s), Some(("j1", "runner-a")));
+        assert_eq!(org_install(&s), Some(("acme", "prod")));
+        assert_eq!(unheard_grant("ferry.rx.acme.prod.claim.j1.runner-a"), None);
+        assert_eq!(unheard_grant("ferry.rx.acme.prod.unheard.j1"), None);
+        assert_eq!(unheard_grant("ferry.rx.acme.prod.unheard.j1.r.x"), None);
+        assert!(
+            s.starts_with("ferry.rx.acme.prod."),
+            "an install may write it"
+        );
     }
 
     #[test]

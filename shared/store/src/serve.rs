@@ -47,16 +47,19 @@ impl<M> Answer<M> {
     }
 }
 
+/// Subscribes to `M`'s subjects: in `queue` (one member of the group gets each message), or,
+/// without one, every subscriber gets each.
 async fn subscribe<M: FromInstall>(
     client: &async_nats::Client,
-    queue: &str,
+    queue: Option<&str>,
 ) -> Result<futures_util::stream::SelectAll<async_nats::Subscriber>, StoreError> {
     let mut all = futures_util::stream::SelectAll::new();
     for subject in M::SERVED_ON {
-        let sub = client
-            .queue_subscribe(*subject, queue.to_string())
-            .await
-            .map_err(|e| StoreError::Nats(Box::new(e)))?;
+        let sub = match queue {
+            Some(q) => client.queue_subscribe(*subject, q.to_string()).await,
+            None => client.subscribe(*subject).await,
+        }
+        .map_err(|e| StoreError::Nats(Box::new(e)))?;
         all.push(sub);
     }
     Ok(all)
@@ -98,7 +101,7 @@ where
     F: Fn(Caller, R) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Answer<R::Reply>> + Send + 'static,
 {
-    let mut requests = subscribe::<R>(&client, queue).await?;
+    let mut requests = subscribe::<R>(&client, Some(queue)).await?;
     while let Some(msg) = requests.next().await {
         let (client, handler) = (client.clone(), handler.clone());
         tasks.spawn(async move {
@@ -127,6 +130,31 @@ where
 pub async fn take<N, F, Fut>(
     client: async_nats::Client,
     queue: &str,
+    handler: F,
+) -> Result<(), StoreError>
+where
+    N: FromInstall,
+    F: Fn(Caller, N) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    notices(client, Some(queue), handler).await
+}
+
+/// Hears every notice `N` (outside any queue group: each subscriber gets each one) with
+/// `handler`, one at a time, until the subscriptions end. For what every replica must know, like
+/// which runners an install has (`ferry_model::pregrant_to`).
+pub async fn hear<N, F, Fut>(client: async_nats::Client, handler: F) -> Result<(), StoreError>
+where
+    N: FromInstall,
+    F: Fn(Caller, N) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    notices(client, None, handler).await
+}
+
+async fn notices<N, F, Fut>(
+    client: async_nats::Client,
+    queue: Option<&str>,
     handler: F,
 ) -> Result<(), StoreError>
 where

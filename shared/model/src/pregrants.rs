@@ -1,0 +1,235 @@
+//! Granting a job as it is offered, when there is only one runner to grant it to.
+//!
+//! A job normally goes to a runner in two trips through the install's leaf: the offer out (the
+//! doorbell), the claim back and its grant out (after a compare-and-swap of the record). When the
+//! install has exactly one runner the control plane knows of, and that runner has a free slot,
+//! the claim can only end one way, so the scheduler decides it at the offer: the job's record is
+//! created already granted to that runner (one write, not a create and a compare-and-swap) and
+//! the doorbell carries the grant. The runner starts without asking.
+//!
+//! Nothing is granted before its record is written (the doorbell rings after the write), and a
+//! grant nobody hears is withdrawn ([`Job::withdraw_grant`]): the doorbell goes out with a reply
+//! subject, and the hub answers it "no responders" when no runner of the install listens any
+//! more. A runner that listens but never starts the job (hung) costs what a claimed job's silent
+//! runner always costs: its lease, then another execution.
+//!
+//! When in doubt — two runners (which holds an apply's plan?), one that missed a heartbeat, one
+//! whose slots were full at its last heartbeat — the job is offered to all and claimed as before.
+
+use crate::{Granted, Job, JobStatus, Timestamp};
+
+/// A runner of an install as its heartbeats tell the scheduler, for [`pregrant_to`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeardRunner {
+    pub id: String,
+    pub last_seen_ms: u64,
+    pub interval_ms: u64,
+    /// Its jobs running at its last heartbeat, and how many it runs at once.
+    pub running_jobs: u32,
+    pub max_jobs: u32,
+    /// Jobs granted to it at their offer since that heartbeat (its count does not have them),
+    /// less the jobs that ended since.
+    pub granted_since: u32,
+}
+
+/// The runner to grant an install's new job to at its offer, given the runners heard of for the
+/// install: the only one not offline, when it is active and had a free slot. `None`: offer the
+/// job to all and let them claim it.
+pub fn pregrant_to(runners: &[HeardRunner], now: Timestamp) -> Option<&str> {
+    let mut alive = runners.iter().filter(|r| {
+        crate::health_of(r.last_seen_ms, r.interval_ms, now) != crate::RunnerHealth::Offline
+    });
+    let only = alive.next()?;
+    if alive.next().is_some() {
+        return None;
+    }
+    let busy = only.running_jobs.saturating_add(only.granted_since);
+    let active =
+        crate::health_of(only.last_seen_ms, only.interval_ms, now) == crate::RunnerHealth::Active;
+    (active && busy < only.max_jobs).then_some(only.id.as_str())
+}
+
+impl Job {
+    /// Offers a queued job and grants it to `runner` at once ([`pregrant_to`]): what
+    /// [`Job::offered`] then [`Job::claim`] would do, with the control plane's timing points of
+    /// a grant no claim asked for (`decided_us`: when it was decided).
+    pub fn pregrant(
+        &mut self,
+        runner: &str,
+        now: Timestamp,
+        lease_ms: u64,
+        secret: &str,
+        decided_us: u64,
+    ) -> Result<Granted, String> {
+        if self.status != JobStatus::Queued {
+            return Err(format!("job {} is {}", self.id, self.status.name()));
+        }
+        let mut next = self.clone();
+        next.offered(now);
+        let install = next.install.clone();
+        let granted = next.claim(&install, runner, now, lease_ms, secret)?;
+        next.time_claim(0, 0, decided_us);
+        *self = next;
+        Ok(granted)
+    }
+
+    /// Takes back a grant made at the offer to `runner` that no runner heard (see the module's
+    /// doc): its execution is dropped, as if never granted, and the job is `available` again, to
+    /// be offered to all. Returns whether it did: not for another install's job, nor once the
+    /// job has moved on from that grant (another runner's claim of the job, which reuses the
+    /// attempt's number, is not that grant).
+    pub fn withdraw_grant(&mut self, install: &str, runner: &str) -> bool {
+        let current = self.current_execution().is_some_and(|e| e.runner == runner);
+        if self.install != install || !current {
+            return false;
+        }
+        self.executions.pop();
+        self.status = JobStatus::Available;
+        self.lease_expires_ms = None;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::JobKind;
+
+    const NOW: u64 = 1_000_000;
+
+    fn heard(id: &str, ago_ms: u64, running: u32, granted: u32) -> HeardRunner {
+        HeardRunner {
+            id: id.into(),
+            last_seen_ms: NOW - ago_ms,
+            interval_ms: 10_000,
+            running_jobs: running,
+            max_jobs: 2,
+            granted_since: granted,
+        }
+    }
+
+    fn to(runners: &[HeardRunner]) -> Option<&str> {
+        pregrant_to(runners, Timestamp::from_ms(NOW))
+    }
+
+    #[test]
+    fn only_the_single_active_runner_with_a_free_slot_is_granted_at_the_offer() {
+        assert_eq!(to(&[heard("a", 1_000, 0, 0)]), Some("a"));
+        assert_eq!(to(&[heard("a", 1_000, 1, 0)]), Some("a"));
+        // No runner heard of, or nothing known of it: offered to all.
+        assert_eq!(to(&[]), None);
+        // Full, by its heartbeat or by the grants made since.
+        assert_eq!(to(&[heard("a", 1_000, 2, 0)]), None);
+        assert_eq!(to(&[heard("a", 1_000, 1, 1)]), None);
+        // Two runners: which holds an apply's plan is theirs to know.
+        assert_eq!(
+            to(&[heard("a", 1_000, 0, 0), heard("b", 2_000, 0, 0)]),
+            None
+        );
+        // One that missed heartbeats may be gone: a doubt, so offered to all.
+        assert_eq!(to(&[heard("a", 30_000, 0, 0)]), None);
+        // A replaced runner still unhealthy beside its successor: a doubt too.
+        assert_eq!(
+            to(&[heard("a", 30_000, 0, 0), heard("b", 1_000, 0, 0)]),
+            None
+        );
+        // One long offline is no doubt: the other is the install's runner.
+        assert_eq!(
+            to(&[heard("a", 90_000, 0, 0), heard("b", 1_000, 0, 0)]),
+            Some("b")
+        );
+    }
+
+    fn queued() -> Job {
+        Job::queued(
+            "j".into(),
+            "o".into(),
+            "i".into(),
+            "w".into(),
+            1,
+            JobKind::Plan,
+            "c".into(),
+            Timestamp::from_ms(NOW),
+        )
+    }
+
+    #[test]
+    fn a_pregrant_is_an_offer_and_a_claim_in_one_write() {
+        let now = Timestamp::from_ms(NOW);
+        let mut j = queued();
+        j.offered_us = 7;
+        let g = j.pregrant("runner-a", now, 30_000, "s3cret", 9).unwrap();
+        assert_eq!(j.status, JobStatus::InProgress);
+        assert!(j.offered_at.is_some());
+        assert_eq!(j.lease_expires_ms, Some(NOW + 30_000));
+        let e = j.current_execution().unwrap();
+        assert_eq!(
+            (e.runner.as_str(), e.attempt, e.id.as_str()),
+            ("runner-a", 1, g.public_id.as_str())
+        );
+        assert!(e.has_token(&g.execution_id));
+        assert_eq!(
+            (
+                e.timing.offered_us,
+                e.timing.claimed_us,
+                e.timing.decided_us
+            ),
+            (7, 0, 9)
+        );
+        // Only a queued job: granted once, never twice.
+        let before = j.clone();
+        assert!(j.pregrant("runner-b", now, 30_000, "x", 10).is_err());
+        assert_eq!(j, before);
+        // Its token opens nothing for another install.
+        assert!(j.clone().claim("i", "runner-b", now, 1, "y").is_err());
+    }
+
+    #[test]
+    fn the_record_write_of_a_grant_is_kept_from_the_runners_report() {
+        let now = Timestamp::from_ms(NOW);
+        let done = |written: u64| crate::Finished {
+            status: crate::ExecutionStatus::Finished,
+            outputs: Default::default(),
+            sensitive_outputs: vec![],
+            error: None,
+            plan: None,
+            ran_as: None,
+            runner: Default::default(),
+            grant_written_us: written,
+        };
+        let mut j = queued();
+        let g = j.pregrant("runner-a", now, 30_000, "s", 9).unwrap();
+        j.finish("i", &g.execution_id, done(42), now).unwrap();
+        assert_eq!(j.executions[0].timing.written_us, 42);
+        // A claimed execution keeps the point its scheduler saw; a runner's word is not taken.
+        let mut c = queued();
+        c.offered(now);
+        let g = c.claim("i", "runner-a", now, 30_000, "s").unwrap();
+        c.time_claim(5, 6, 7);
+        c.finish("i", &g.execution_id, done(42), now).unwrap();
+        assert_eq!(c.executions[0].timing.written_us, 5);
+    }
+
+    #[test]
+    fn a_grant_nobody_heard_is_withdrawn_and_the_job_offered_to_all() {
+        let now = Timestamp::from_ms(NOW);
+        let mut j = queued();
+        let g = j.pregrant("runner-a", now, 30_000, "s", 1).unwrap();
+        assert_eq!(g.attempt, 1);
+        // Not by another install, nor for another runner's execution.
+        assert!(!j.clone().withdraw_grant("other", "runner-a"));
+        assert!(!j.clone().withdraw_grant("i", "runner-b"));
+        assert!(j.withdraw_grant("i", "runner-a"));
+        assert_eq!(j.status, JobStatus::Available);
+        assert!(j.executions.is_empty() && j.lease_expires_ms.is_none());
+        // Claimed afresh as attempt 1: the withdrawn grant used no execution.
+        let again = j.claim("i", "runner-b", now, 30_000, "t").unwrap();
+        assert_eq!(again.attempt, 1);
+        // A late "unheard" of the first grant does not take the new claim back.
+        assert!(!j.clone().withdraw_grant("i", "runner-a"));
+        // Nor anything once the job has ended.
+        let mut ended = j.clone();
+        ended.status = JobStatus::Finished;
+        assert!(!ended.withdraw_grant("i", "runner-b"));
+    }
+}
