@@ -407,6 +407,11 @@ pub fn job_timing(j: &ferry_model::Job) -> String {
         out.push('\n');
         out.push_str(&table(&["SPAN", "TOOK", "CLOCK", "WHAT"], &rows));
         out.push('\n');
+        if e.timing.granted_at_offer() {
+            out.push_str(
+                "granted at its offer: no claim (the install had one runner, with a free slot)\n",
+            );
+        }
         if let Some(us) = e.timing.offer_to_spawn_us() {
             out.push_str(&format!(
                 "offer to plugin start: {} (joins the two clocks: exact when they are one host's)\n",

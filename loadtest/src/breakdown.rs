@@ -156,6 +156,11 @@ fn report(timings: &[ferry_model::Timing], rr: Duration, leaf: bool) {
         println!("no job started a plugin");
         return;
     }
+    let granted = timings.iter().filter(|t| t.granted_at_offer()).count();
+    println!(
+        "{granted} of {} executions granted at their offer (no claim: the install's one runner)",
+        timings.len()
+    );
     let rr_ms = rr.as_secs_f64() * 1000.0;
     let path = if leaf { "through a leaf" } else { "direct" };
     println!(

@@ -29,6 +29,34 @@ fn two_runner_hosts_of_one_install_do_not_knock_each_other_off() {
         name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
     assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    // Two runners: each job was claimed, and its timing has every point of the claim's path
+    // (one host, so one clock), which `jobs get --timing` shows as spans.
+    let apply = the_step(&done, "greeter", "apply").job_id.clone().unwrap();
+    let t = cli::<Job>(&api, &["jobs", "get", &apply, "--json"]).executions[0].timing;
+    let r = t.runner;
+    let points = [
+        t.offered_us,
+        r.offer_seen_us,
+        r.claim_sent_us,
+        t.claimed_us,
+        t.decided_us,
+        r.granted_us,
+        r.prepared_us,
+        r.identity_us,
+        r.spawned_us,
+        r.exited_us,
+    ];
+    assert!(
+        !t.granted_at_offer()
+            && points.iter().all(|p| *p > 0)
+            && points.windows(2).all(|w| w[0] <= w[1]),
+        "{t:?}"
+    );
+    let (code, text, err) = ferry_tests::ferry(&api, &["jobs", "get", &apply, "--timing"]);
+    assert_eq!(code, 0, "{err}");
+    for span in ferry_model::Timing::span_names() {
+        assert!(text.contains(span), "{span} missing:\n{text}");
+    }
     // Each host prepares a job's work directory while its claim is out; the host whose claim
     // is refused removes it, the other after the job: nothing is left on either.
     let leftover = |host: &str| -> Vec<String> {

@@ -193,6 +193,8 @@ impl Scheduler {
         });
         let answer = match r {
             Ok(Ok(g)) => {
+                self.runners
+                    .claimed(org, install, &req.runner_id, &req.job_id);
                 info!(org, install, job = %req.job_id, execution = %g.public_id, runner = %req.runner_id, "job claimed");
                 ClaimReply::Granted {
                     execution_id: g.execution_id,

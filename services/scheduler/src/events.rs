@@ -63,7 +63,7 @@ impl Scheduler {
         };
         self.count_finished(&job);
         if let Some(e) = job.executions.last() {
-            self.runners.freed(org, install, &e.runner);
+            self.runners.ended(org, install, &e.runner, job_id);
         }
         if offloaded {
             self.store

@@ -10,7 +10,10 @@
 //!
 //! The stream stays the source of truth: a runner that missed the doorbell finds the offer by walking
 //! `JOBS`, and a crash between the record and the publish (an `available` job with no offer) is found
-//! by the reconcile pass (`reoffer_if_lost`), which queues the job again to be offered anew. A claim
+//! by the reconcile pass (`reoffer_if_lost`), which queues the job again to be offered anew.
+//!
+//! An install with one runner gets its jobs granted at the offer instead (`pregrants.rs`); a grant
+//! nobody heard is taken back here (`serve_unheard`) and its job offered to all. A claim
 //! decided (granted, or refused for good) retires the job's offers by their subject, once the
 //! publish is acknowledged, so a retire never runs ahead of the offer it retires.
 
@@ -18,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use async_nats::StatusCode;
 use async_nats::jetstream::stream::DirectGetErrorKind;
 use ferry_appconfig::jobs;
 use ferry_model::{self as m, Workflow};
@@ -27,8 +31,9 @@ use ferry_protocol::messages::{
 use ferry_protocol::{encode, subjects};
 use ferry_store::serve::Answer;
 use ferry_store::{StoreError, Versioned};
+use futures_util::StreamExt;
 use tokio::sync::watch;
-use tracing::debug;
+use tracing::{debug, info, warn};
 
 use crate::claims::QUEUE;
 use crate::work::Work;
@@ -307,5 +312,69 @@ impl Scheduler {
                 Err(e) => debug!(seq = after, error = %e, "skipping an undecodable offer"),
             }
         }
+    }
+}
+
+impl Scheduler {
+    /// Withdraws the grants whose doorbell nobody heard (the hub's "no responders" on its reply
+    /// subject) and offers their jobs to all.
+    pub(crate) async fn serve_unheard(self) -> Result<(), SchedulerError> {
+        let mut sub = self
+            .client
+            .subscribe(subjects::UNHEARD_ALL)
+            .await
+            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
+        while let Some(msg) = sub.next().await {
+            if msg.status != Some(StatusCode::NO_RESPONDERS) {
+                continue;
+            }
+            let Some(offer) = self.unheard.take(msg.subject.as_str()) else {
+                continue;
+            };
+            let Some((_, runner)) = subjects::unheard_grant(&msg.subject) else {
+                continue;
+            };
+            let (s, runner) = (self.clone(), runner.to_string());
+            self.tasks.spawn(async move {
+                if let Err(e) = s.withdraw(offer, &runner).await {
+                    warn!(error = %e, "could not withdraw an unheard grant; its lease will end");
+                }
+            });
+        }
+        Err(SchedulerError::SubscriptionEnded("unheard grants"))
+    }
+
+    async fn withdraw(&self, offer: JobOffer, runner: &str) -> Result<(), SchedulerError> {
+        let (org, install, id) = (&offer.org, &offer.install, &offer.job_id);
+        self.runners.forget(org, install);
+        let mut withdrawn = false;
+        let r = self
+            .store
+            .repo::<m::Job>()
+            .modify(org, id, |j| {
+                withdrawn = j.withdraw_grant(install, runner);
+                Ok::<bool, ()>(withdrawn)
+            })
+            .await;
+        match r {
+            Ok(_) if withdrawn => {}
+            Ok(_) | Err(StoreError::NotFound { .. }) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        info!(org, install, job = id, %runner, "no runner heard the job's grant; offered to all");
+        self.publish_offer(&offer).await
+    }
+
+    /// Offers an `available` job whose record is already written: the offer on `JOBS` and the
+    /// doorbell carrying it.
+    async fn publish_offer(&self, offer: &JobOffer) -> Result<(), SchedulerError> {
+        let (org, install, id) = (&offer.org, &offer.install, &offer.job_id);
+        let msg_id = format!("{id}-{}", m::new_id());
+        let bus = self.store.bus();
+        bus.publish_msg(subjects::job(org, install, id), &msg_id, offer)
+            .await?;
+        self.ring(org, install, offer).await;
+        debug!(org, install, job = id, "job offered");
+        Ok(())
     }
 }

@@ -9,18 +9,17 @@
 //! * [`Unheard`]: the offers this replica granted at once, until the hub's "no responders" to
 //!   their doorbell comes back or the entry is pushed out. The hub answers only the connection that
 //!   published (`subjects::UNHEARD_ALL`), so only the replica that granted a job withdraws it.
-//!   One that stops first leaves the job to its lease and the reconcile pass.
+//!   One that stops first leaves the job to its lease and the reconcile pass. (Taking a grant back
+//!   offers the job to all: `offers.rs`, `serve_unheard`.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use async_nats::StatusCode;
 use ferry_model as m;
 use ferry_protocol::messages::{Doorbell, Heartbeat, JobOffer, PreGrant};
 use ferry_protocol::{encode, subjects};
 use ferry_store::StoreError;
-use futures_util::StreamExt;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use crate::{Scheduler, SchedulerError};
 
@@ -32,9 +31,22 @@ const INSTALLS_MAX: usize = 100_000;
 /// Grants awaiting a possible "no responders"; past it the map starts over.
 const UNHEARD_MAX: usize = 10_000;
 
-/// Each install's runners, by `org.install`, as their heartbeats say.
+/// Each install's runners, by `org.install`: alive by their heartbeats, busy by the jobs this
+/// replica granted them and has not seen end.
 #[derive(Clone, Default)]
-pub(crate) struct Heard(Arc<Mutex<HashMap<String, Vec<m::HeardRunner>>>>);
+pub(crate) struct Heard(Arc<Mutex<HashMap<String, Vec<Known>>>>);
+
+/// A runner as [`Heard`] keeps it.
+struct Known {
+    heard: m::HeardRunner,
+    /// Its jobs this replica granted (at the offer or on a claim) and has not seen end, with
+    /// when (ms).
+    open: HashMap<String, u64>,
+}
+
+/// Open jobs kept per runner: past it the set starts over (a count too low costs a granted job
+/// a wait for a slot, never the job).
+const OPEN_MAX: usize = 1_000;
 
 impl Heard {
     fn heartbeat(&self, org: &str, install: &str, hb: &Heartbeat, now: m::Timestamp) {
@@ -43,59 +55,100 @@ impl Heard {
             map.clear();
         }
         let runners = map.entry(format!("{org}.{install}")).or_default();
-        runners.retain(|r| {
-            r.id != hb.runner_id
-                && m::health_of(r.last_seen_ms, r.interval_ms, now) != m::RunnerHealth::Offline
+        runners.retain(|k| {
+            k.heard.id == hb.runner_id
+                || m::health_of(k.heard.last_seen_ms, k.heard.interval_ms, now)
+                    != m::RunnerHealth::Offline
         });
-        if runners.len() >= RUNNERS_PER_INSTALL {
-            runners.remove(0);
+        let at = match runners.iter().position(|k| k.heard.id == hb.runner_id) {
+            Some(at) => at,
+            None => {
+                if runners.len() >= RUNNERS_PER_INSTALL {
+                    runners.remove(0);
+                }
+                runners.push(Known {
+                    heard: m::HeardRunner {
+                        id: hb.runner_id.clone(),
+                        last_seen_ms: 0,
+                        interval_ms: 0,
+                        max_jobs: 0,
+                        open_jobs: 0,
+                    },
+                    open: HashMap::new(),
+                });
+                runners.len() - 1
+            }
+        };
+        let k = &mut runners[at];
+        // A job whose end this replica never saw (a result refused, or recorded by another
+        // replica) would hold its slot for ever: a runner running nothing has none of the jobs
+        // granted it before its heartbeat left (a margin for the trip and the clocks).
+        if hb.running_jobs == 0 {
+            let before = now.ms().saturating_sub(GRANT_IN_FLIGHT_MS);
+            k.open.retain(|_, at| *at > before);
         }
-        runners.push(m::HeardRunner {
-            id: hb.runner_id.clone(),
-            last_seen_ms: now.ms(),
-            interval_ms: u64::from(hb.interval_ms),
-            running_jobs: hb.running_jobs,
-            max_jobs: hb.max_jobs,
-            granted_since: 0,
-        });
+        let h = &mut k.heard;
+        h.last_seen_ms = now.ms();
+        h.interval_ms = u64::from(hb.interval_ms);
+        h.max_jobs = hb.max_jobs;
     }
 
-    /// The runner to grant the install's next job to at its offer, counted as granted one more.
-    fn take_slot(&self, org: &str, install: &str, now: m::Timestamp) -> Option<String> {
+    /// The runner to grant the install's job `job` to at its offer, counting the job as its own.
+    fn take_slot(&self, org: &str, install: &str, job: &str, now: m::Timestamp) -> Option<String> {
         let mut map = self.0.lock().ok()?;
         let runners = map.get_mut(&format!("{org}.{install}"))?;
-        let id = m::pregrant_to(runners, now)?.to_string();
-        if let Some(r) = runners.iter_mut().find(|r| r.id == id) {
-            r.granted_since += 1;
-        }
+        let known: Vec<m::HeardRunner> = runners
+            .iter()
+            .map(|k| m::HeardRunner {
+                open_jobs: k.open.len() as u32,
+                ..k.heard.clone()
+            })
+            .collect();
+        let id = m::pregrant_to(&known, now)?.to_string();
+        opened(runners, &id, job, now.ms());
         Some(id)
     }
 
-    /// A job of `runner` ended: one slot more is free than its last heartbeat (and the grants
-    /// since) say. Heard only by the replica that records the result; the others learn it from
-    /// the next heartbeat.
-    pub(crate) fn freed(&self, org: &str, install: &str, runner: &str) {
+    /// A claim of `job` by `runner` was granted: it has the job until its end.
+    pub(crate) fn claimed(&self, org: &str, install: &str, runner: &str, job: &str) {
         let Ok(mut map) = self.0.lock() else { return };
-        let Some(r) = map
-            .get_mut(&format!("{org}.{install}"))
-            .and_then(|rs| rs.iter_mut().find(|r| r.id == runner))
-        else {
-            return;
-        };
-        if r.granted_since > 0 {
-            r.granted_since -= 1;
-        } else {
-            r.running_jobs = r.running_jobs.saturating_sub(1);
+        if let Some(runners) = map.get_mut(&format!("{org}.{install}")) {
+            opened(runners, runner, job, m::now_ms());
         }
     }
 
     /// Forgets an install's runners: none listened to its doorbell.
-    fn forget(&self, org: &str, install: &str) {
+    pub(crate) fn forget(&self, org: &str, install: &str) {
         if let Ok(mut map) = self.0.lock() {
             map.remove(&format!("{org}.{install}"));
         }
     }
+
+    /// `job` of `runner` ended (or was never granted after all): a slot of it is free again.
+    pub(crate) fn ended(&self, org: &str, install: &str, runner: &str, job: &str) {
+        let Ok(mut map) = self.0.lock() else { return };
+        let known = map
+            .get_mut(&format!("{org}.{install}"))
+            .and_then(|rs| rs.iter_mut().find(|k| k.heard.id == runner));
+        if let Some(k) = known {
+            k.open.remove(job);
+        }
+    }
 }
+
+/// Counts `job` as `runner`'s since `at_ms`.
+fn opened(runners: &mut [Known], runner: &str, job: &str, at_ms: u64) {
+    if let Some(k) = runners.iter_mut().find(|k| k.heard.id == runner) {
+        if k.open.len() >= OPEN_MAX {
+            k.open.clear();
+        }
+        k.open.insert(job.to_string(), at_ms);
+    }
+}
+
+/// How long before a heartbeat a job granted may still be on its way to the runner (and so not
+/// in the heartbeat's count).
+const GRANT_IN_FLIGHT_MS: u64 = 2_000;
 
 /// Offers granted at once by this replica, by their doorbell's reply subject.
 #[derive(Clone, Default)]
@@ -111,7 +164,7 @@ impl Unheard {
         }
     }
 
-    fn take(&self, reply: &str) -> Option<JobOffer> {
+    pub(crate) fn take(&self, reply: &str) -> Option<JobOffer> {
         self.0.lock().ok()?.remove(reply)
     }
 }
@@ -150,11 +203,15 @@ impl Scheduler {
             return Ok(false);
         }
         let (org, install, id) = (job.org.as_str(), job.install.as_str(), job.id.as_str());
-        let Some(runner) = self.runners.take_slot(org, install, now) else {
+        let Some(runner) = self.runners.take_slot(org, install, id, now) else {
             return Ok(false);
         };
-        let Some(grant) = self.write_granted(job, &runner, now).await? else {
-            return Ok(false);
+        let grant = match self.write_granted(job, &runner, now).await {
+            Ok(Some(g)) => g,
+            not => {
+                self.runners.ended(org, install, &runner, id);
+                return not.map(|_| false);
+            }
         };
         let written_us = m::now_us();
         let waited = written_us.saturating_sub(job.offered_us) as f64 / 1e6;
@@ -217,67 +274,5 @@ impl Scheduler {
             })
             .await?;
         Ok(r.ok().and(g))
-    }
-
-    /// Withdraws the grants whose doorbell nobody heard (the hub's "no responders" on its reply
-    /// subject) and offers their jobs to all.
-    pub(crate) async fn serve_unheard(self) -> Result<(), SchedulerError> {
-        let mut sub = self
-            .client
-            .subscribe(subjects::UNHEARD_ALL)
-            .await
-            .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
-        while let Some(msg) = sub.next().await {
-            if msg.status != Some(StatusCode::NO_RESPONDERS) {
-                continue;
-            }
-            let Some(offer) = self.unheard.take(msg.subject.as_str()) else {
-                continue;
-            };
-            let Some((_, runner)) = subjects::unheard_grant(&msg.subject) else {
-                continue;
-            };
-            let (s, runner) = (self.clone(), runner.to_string());
-            self.tasks.spawn(async move {
-                if let Err(e) = s.withdraw(offer, &runner).await {
-                    warn!(error = %e, "could not withdraw an unheard grant; its lease will end");
-                }
-            });
-        }
-        Err(SchedulerError::SubscriptionEnded("unheard grants"))
-    }
-
-    async fn withdraw(&self, offer: JobOffer, runner: &str) -> Result<(), SchedulerError> {
-        let (org, install, id) = (&offer.org, &offer.install, &offer.job_id);
-        self.runners.forget(org, install);
-        let mut withdrawn = false;
-        let r = self
-            .store
-            .repo::<m::Job>()
-            .modify(org, id, |j| {
-                withdrawn = j.withdraw_grant(install, runner);
-                Ok::<bool, ()>(withdrawn)
-            })
-            .await;
-        match r {
-            Ok(_) if withdrawn => {}
-            Ok(_) | Err(StoreError::NotFound { .. }) => return Ok(()),
-            Err(e) => return Err(e.into()),
-        }
-        info!(org, install, job = id, %runner, "no runner heard the job's grant; offered to all");
-        self.publish_offer(&offer).await
-    }
-
-    /// Offers an `available` job whose record is already written: the offer on `JOBS` and the
-    /// doorbell carrying it.
-    async fn publish_offer(&self, offer: &JobOffer) -> Result<(), SchedulerError> {
-        let (org, install, id) = (&offer.org, &offer.install, &offer.job_id);
-        let msg_id = format!("{id}-{}", m::new_id());
-        let bus = self.store.bus();
-        bus.publish_msg(subjects::job(org, install, id), &msg_id, offer)
-            .await?;
-        self.ring(org, install, offer).await;
-        debug!(org, install, job = id, "job offered");
-        Ok(())
     }
 }

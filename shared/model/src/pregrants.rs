@@ -18,35 +18,36 @@
 
 use crate::{Granted, Job, JobStatus, Timestamp};
 
-/// A runner of an install as its heartbeats tell the scheduler, for [`pregrant_to`].
+/// A runner of an install as the scheduler knows it, for [`pregrant_to`]: alive by its heartbeats,
+/// busy by the jobs the scheduler itself gave it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeardRunner {
     pub id: String,
     pub last_seen_ms: u64,
     pub interval_ms: u64,
-    /// Its jobs running at its last heartbeat, and how many it runs at once.
-    pub running_jobs: u32,
+    /// How many jobs it runs at once, as its heartbeat says.
     pub max_jobs: u32,
-    /// Jobs granted to it at their offer since that heartbeat (its count does not have them),
-    /// less the jobs that ended since.
-    pub granted_since: u32,
+    /// Its jobs not ended, among those this scheduler granted it (at their offer, or on its claim).
+    /// Exact with one scheduler, and never stale as a heartbeat's count is (a job ends between
+    /// two); with several, a runner may have more (the others'), and one whose slots turn out to
+    /// be full keeps a granted job's lease while the job waits for a slot.
+    pub open_jobs: u32,
 }
 
-/// The runner to grant an install's new job to at its offer, given the runners heard of for the
-/// install: the only one not offline, when it is active and had a free slot. `None`: offer the
+/// The runner to grant an install's new job to at its offer, given the runners known for the
+/// install: the only one not offline, when it is active and has a free slot. `None`: offer the
 /// job to all and let them claim it.
 pub fn pregrant_to(runners: &[HeardRunner], now: Timestamp) -> Option<&str> {
-    let mut alive = runners.iter().filter(|r| {
-        crate::health_of(r.last_seen_ms, r.interval_ms, now) != crate::RunnerHealth::Offline
-    });
+    let health = |r: &HeardRunner| crate::health_of(r.last_seen_ms, r.interval_ms, now);
+    let mut alive = runners
+        .iter()
+        .filter(|r| health(r) != crate::RunnerHealth::Offline);
     let only = alive.next()?;
     if alive.next().is_some() {
         return None;
     }
-    let busy = only.running_jobs.saturating_add(only.granted_since);
-    let active =
-        crate::health_of(only.last_seen_ms, only.interval_ms, now) == crate::RunnerHealth::Active;
-    (active && busy < only.max_jobs).then_some(only.id.as_str())
+    let active = health(only) == crate::RunnerHealth::Active;
+    (active && only.open_jobs < only.max_jobs).then_some(only.id.as_str())
 }
 
 impl Job {
@@ -97,14 +98,13 @@ mod tests {
 
     const NOW: u64 = 1_000_000;
 
-    fn heard(id: &str, ago_ms: u64, running: u32, granted: u32) -> HeardRunner {
+    fn heard(id: &str, ago_ms: u64, open: u32) -> HeardRunner {
         HeardRunner {
             id: id.into(),
             last_seen_ms: NOW - ago_ms,
             interval_ms: 10_000,
-            running_jobs: running,
             max_jobs: 2,
-            granted_since: granted,
+            open_jobs: open,
         }
     }
 
@@ -114,28 +114,21 @@ mod tests {
 
     #[test]
     fn only_the_single_active_runner_with_a_free_slot_is_granted_at_the_offer() {
-        assert_eq!(to(&[heard("a", 1_000, 0, 0)]), Some("a"));
-        assert_eq!(to(&[heard("a", 1_000, 1, 0)]), Some("a"));
-        // No runner heard of, or nothing known of it: offered to all.
+        assert_eq!(to(&[heard("a", 1_000, 0)]), Some("a"));
+        assert_eq!(to(&[heard("a", 1_000, 1)]), Some("a"));
+        // No runner known: offered to all.
         assert_eq!(to(&[]), None);
-        // Full, by its heartbeat or by the grants made since.
-        assert_eq!(to(&[heard("a", 1_000, 2, 0)]), None);
-        assert_eq!(to(&[heard("a", 1_000, 1, 1)]), None);
+        // Its slots all taken by jobs not ended.
+        assert_eq!(to(&[heard("a", 1_000, 2)]), None);
         // Two runners: which holds an apply's plan is theirs to know.
-        assert_eq!(
-            to(&[heard("a", 1_000, 0, 0), heard("b", 2_000, 0, 0)]),
-            None
-        );
+        assert_eq!(to(&[heard("a", 1_000, 0), heard("b", 2_000, 0)]), None);
         // One that missed heartbeats may be gone: a doubt, so offered to all.
-        assert_eq!(to(&[heard("a", 30_000, 0, 0)]), None);
+        assert_eq!(to(&[heard("a", 30_000, 0)]), None);
         // A replaced runner still unhealthy beside its successor: a doubt too.
-        assert_eq!(
-            to(&[heard("a", 30_000, 0, 0), heard("b", 1_000, 0, 0)]),
-            None
-        );
+        assert_eq!(to(&[heard("a", 30_000, 0), heard("b", 1_000, 0)]), None);
         // One long offline is no doubt: the other is the install's runner.
         assert_eq!(
-            to(&[heard("a", 90_000, 0, 0), heard("b", 1_000, 0, 0)]),
+            to(&[heard("a", 90_000, 0), heard("b", 1_000, 0)]),
             Some("b")
         );
     }

@@ -136,6 +136,12 @@ impl Timing {
         (from > 0 && to >= from).then(|| to - from)
     }
 
+    /// Whether the execution was granted at its job's offer, no claim asked
+    /// (`pregrants.rs`): its claim's points are 0, its decision's is not.
+    pub fn granted_at_offer(&self) -> bool {
+        self.claimed_us == 0 && self.runner.claim_sent_us == 0 && self.decided_us > 0
+    }
+
     /// The names of every span [`Timing::spans`] may give, in order.
     pub fn span_names() -> impl Iterator<Item = &'static str> {
         SPANS.iter().map(|r| r.0)
@@ -207,6 +213,23 @@ mod tests {
         };
         assert_eq!(same.offer_to_spawn_us(), Some(4400));
         assert_eq!(Timing::default().spans(), vec![]);
+        assert!(!t.granted_at_offer() && !Timing::default().granted_at_offer());
+        // Granted at the offer: no claim's points, so no claim's spans.
+        let granted = Timing {
+            claimed_us: 0,
+            runner: RunnerPoints {
+                claim_sent_us: 0,
+                ..same.runner
+            },
+            ..same
+        };
+        assert!(granted.granted_at_offer());
+        let names: Vec<&str> = granted.spans().iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            ["record_write", "prepare", "identity", "spawn"],
+            "{granted:?}"
+        );
         assert_eq!(Timing::span_names().count(), SPANS.len());
     }
 }
