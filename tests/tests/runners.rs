@@ -54,7 +54,8 @@ fn two_runner_hosts_of_one_install_do_not_knock_each_other_off() {
     );
     let (code, text, err) = ferry_tests::ferry(&api, &["jobs", "get", &apply, "--timing"]);
     assert_eq!(code, 0, "{err}");
-    for span in ferry_model::Timing::span_names() {
+    // Every span but the one of a grant made at the offer.
+    for span in ferry_model::Timing::span_names().filter(|s| *s != "grant_wait") {
         assert!(text.contains(span), "{span} missing:\n{text}");
     }
     // Each host prepares a job's work directory while its claim is out; the host whose claim

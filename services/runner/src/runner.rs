@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use ferry_protocol::messages::{
-    ClaimReply, ClaimRequest, Heartbeat, JobOffer, PreGrant, RunnerTiming,
+    BellGrant, ClaimReply, ClaimRequest, Heartbeat, JobOffer, RunnerTiming,
 };
 use ferry_protocol::rpc::ask;
 use ferry_protocol::{encode, subjects};
@@ -574,7 +574,7 @@ async fn route_pushes(
     mut sub: async_nats::Subscriber,
     running: Running,
     bells: tokio::sync::mpsc::Sender<Option<JobOffer>>,
-    grants: tokio::sync::mpsc::UnboundedSender<(JobOffer, PreGrant)>,
+    grants: tokio::sync::mpsc::UnboundedSender<(JobOffer, BellGrant)>,
 ) {
     while let Some(msg) = sub.next().await {
         match subjects::push_of(&msg.subject) {

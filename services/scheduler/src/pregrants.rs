@@ -16,10 +16,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use ferry_model as m;
-use ferry_protocol::messages::{Doorbell, Heartbeat, JobOffer, PreGrant};
+use ferry_protocol::messages::{BellGrant, Doorbell, Heartbeat, JobOffer, PreGrant};
 use ferry_protocol::{encode, subjects};
 use ferry_store::StoreError;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::{Scheduler, SchedulerError};
 
@@ -195,18 +195,35 @@ impl Scheduler {
     ) -> Result<bool, SchedulerError> {
         // The grant adds its ids and a few numbers to the doorbell; a doorbell that could not
         // carry it is left to the ordinary offer.
-        let bell = Doorbell {
+        let size = encode(&Doorbell {
             offer: offer.clone(),
             grant: None,
-        };
-        if encode(&bell).len() + 256 > self.client.server_info().max_payload {
+        })
+        .len();
+        if size + 256 > self.client.server_info().max_payload {
             return Ok(false);
         }
         let (org, install, id) = (job.org.as_str(), job.install.as_str(), job.id.as_str());
         let Some(runner) = self.runners.take_slot(org, install, id, now) else {
             return Ok(false);
         };
-        let grant = match self.write_granted(job, &runner, now).await {
+        // The runner prepares the job while its record is written (`BellGrant::Coming`).
+        // `join!` polls in order: the write leaves first.
+        let coming = Doorbell {
+            offer: offer.clone(),
+            grant: Some(BellGrant::Coming {
+                runner_id: runner.clone(),
+            }),
+        };
+        let subject = subjects::wake(org, install);
+        let (written, rung) = tokio::join!(
+            Box::pin(self.write_granted(job, &runner, now)),
+            self.client.publish(subject.clone(), encode(&coming).into()),
+        );
+        if let Err(e) = rung {
+            debug!(org, install, job = id, error = %e, "could not ring a coming grant's doorbell");
+        }
+        let grant = match written {
             Ok(Some(g)) => g,
             not => {
                 self.runners.ended(org, install, &runner, id);
@@ -219,20 +236,19 @@ impl Scheduler {
         ferry_telemetry::metrics().jobs_dispatched.inc();
         let reply = subjects::unheard(org, install, id, &runner);
         self.unheard.put(&reply, offer);
-        let bell = Doorbell {
-            grant: Some(PreGrant {
+        let made = Doorbell {
+            offer: offer.clone(),
+            grant: Some(BellGrant::Made(PreGrant {
                 runner_id: runner.clone(),
                 execution_id: grant.execution_id,
                 attempt: grant.attempt,
                 lease_ms: self.lease.as_millis() as u32,
                 written_us,
-            }),
-            ..bell
+            })),
         };
-        let subject = subjects::wake(org, install);
         if let Err(e) = self
             .client
-            .publish_with_reply(subject, reply, encode(&bell).into())
+            .publish_with_reply(subject, reply, encode(&made).into())
             .await
         {
             // Not sent: the runner never hears of it, and its lease ends; then the reconcile

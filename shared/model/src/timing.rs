@@ -10,7 +10,8 @@
 use serde::{Deserialize, Serialize};
 
 /// One execution's points. 0 where a point was not reached (or not known: a claim another
-/// scheduler decided knows no record write).
+/// scheduler decided knows no record write; a job granted at its offer has no claim's points, and
+/// its runner's `offer_seen_us` is when the grant was announced, `granted_us` when it was made).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Timing {
     /// The scheduler started offering the job: record, offer and doorbell sent together.
@@ -90,6 +91,18 @@ const SPANS: &[Rule] = &[
         "the claim, from sent to the grant back at the runner",
         RUNNER,
         |t| (t.runner.claim_sent_us, t.runner.granted_us),
+    ),
+    (
+        "grant_wait",
+        "granted at the offer: the runner, from the grant announced to the grant made",
+        RUNNER,
+        |t| {
+            if t.runner.claim_sent_us == 0 {
+                (t.runner.offer_seen_us, t.runner.granted_us)
+            } else {
+                (0, 0)
+            }
+        },
     ),
     (
         "prepare",
@@ -227,7 +240,7 @@ mod tests {
         let names: Vec<&str> = granted.spans().iter().map(|s| s.name).collect();
         assert_eq!(
             names,
-            ["record_write", "prepare", "identity", "spawn"],
+            ["record_write", "grant_wait", "prepare", "identity", "spawn"],
             "{granted:?}"
         );
         assert_eq!(Timing::span_names().count(), SPANS.len());

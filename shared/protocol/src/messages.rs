@@ -351,18 +351,30 @@ message!(ClaimRequest, 2);
 /// An empty doorbell (or a missed one) makes the runner walk its install's offers in `JOBS` instead;
 /// the stream stays the source of truth.
 ///
-/// A doorbell with a `grant` is different: the job was granted to the runner it names as it was
-/// offered (the install had that one runner, with a free slot: `ferry_model::pregrant_to`), its
-/// record already says so, and there is no offer in `JOBS` to claim. That runner runs it at once;
-/// any other ignores it. It rings only after the record is written, with a reply subject
-/// (`subjects::unheard`) on which the hub answers "no responders" if no runner of the install
-/// listens any more: the scheduler then withdraws the grant and offers the job to all.
+/// A doorbell with a `grant` is different: the job is granted to the runner it names as it is
+/// offered (the install has that one runner, with a free slot: `ferry_model::pregrant_to`), and
+/// there is no offer in `JOBS` to claim. It rings twice. First [`BellGrant::Coming`], sent with
+/// the record's write: the runner it names prepares the job's work directory meanwhile, and runs
+/// nothing. Then, once the record is written granted, [`BellGrant::Made`]: that runner starts
+/// the job. Any other runner ignores both. The second has a reply subject (`subjects::unheard`) on
+/// which the hub answers "no responders" if no runner of the install listens any more: the
+/// scheduler then takes the grant back and offers the job to all. (A `Coming` never followed by
+/// its grant — the write failed — leaves the runner's prepared directory to expire.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Doorbell {
     pub offer: JobOffer,
-    pub grant: Option<PreGrant>,
+    pub grant: Option<BellGrant>,
 }
 message!(Doorbell, 11);
+
+/// What a doorbell says of a job granted at its offer (see [`Doorbell`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BellGrant {
+    /// The job is being granted to this runner: prepare it, start nothing yet.
+    Coming { runner_id: String },
+    /// Its record is written: granted.
+    Made(PreGrant),
+}
 
 /// A job granted at its offer (see [`Doorbell`]): what a [`ClaimReply::Granted`] would say, and
 /// to whom.

@@ -10,7 +10,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferry_protocol::messages::{JobOffer, LeaseRenewal, LeaseReply, PreGrant, RunnerTiming};
+use std::collections::HashMap;
+
+use ferry_protocol::messages::{
+    BellGrant, JobOffer, LeaseRenewal, LeaseReply, PreGrant, RunnerTiming,
+};
 use ferry_protocol::rpc::ask;
 use ferry_protocol::subjects;
 use tracing::{debug, info, warn};
@@ -18,36 +22,106 @@ use tracing::{debug, info, warn};
 use super::Runner;
 use crate::exec::Stop;
 
+/// How long a job prepared for a grant that was announced waits for the grant itself; past it
+/// (the record's write failed, and the job was offered to all instead) its directory is removed.
+const COMING_EXPIRES: Duration = Duration::from_secs(10);
+
+/// Jobs being granted to this runner, prepared while their record is written: by job id.
+type Coming = HashMap<String, Announced>;
+
+/// A grant announced: when (to expire it; and µs, the execution's `offer_seen_us`), and the work
+/// directory being prepared.
+struct Announced {
+    since: tokio::time::Instant,
+    seen_us: u64,
+    staging: Option<crate::staging::Staging>,
+}
+
 impl Runner {
-    /// Starts the jobs granted at their offer, as their doorbells come (`route_pushes`).
+    /// Takes the doorbells of jobs granted at their offer, in the order they rang
+    /// (`route_pushes`): a grant announced is prepared, a grant made is started.
     pub(super) async fn serve_grants(
         &self,
-        mut grants: tokio::sync::mpsc::UnboundedReceiver<(JobOffer, PreGrant)>,
+        mut grants: tokio::sync::mpsc::UnboundedReceiver<(JobOffer, BellGrant)>,
     ) {
-        while let Some((offer, grant)) = grants.recv().await {
-            self.start_granted(offer, grant, ferry_model::now_us())
-                .await;
+        let mut coming = Coming::new();
+        let mut sweep = tokio::time::interval(COMING_EXPIRES);
+        loop {
+            let (offer, grant) = tokio::select! {
+                g = grants.recv() => match g {
+                    Some(g) => g,
+                    None => return,
+                },
+                _ = sweep.tick() => {
+                    self.expire_coming(&mut coming);
+                    continue;
+                }
+            };
+            let seen_us = ferry_model::now_us();
+            if offer.org != self.cfg.org || offer.install != self.cfg.install {
+                warn!(job = %offer.job_id, "grant for another install; ignoring");
+                continue;
+            }
+            match grant {
+                BellGrant::Coming { runner_id } if runner_id == self.id => {
+                    let announced = Announced {
+                        since: tokio::time::Instant::now(),
+                        seen_us,
+                        staging: self.executor.stage(&offer),
+                    };
+                    if let Some(old) = coming.insert(offer.job_id.clone(), announced) {
+                        self.discard(old.staging);
+                    }
+                }
+                BellGrant::Made(g) if g.runner_id == self.id => {
+                    let announced = coming.remove(&offer.job_id);
+                    self.start_granted(offer, g, announced, seen_us).await;
+                }
+                _ => debug!(job = %offer.job_id, "job granted to another runner of the install"),
+            }
         }
     }
 
-    /// Starts a job granted at its offer (seen at `seen_us`), if the grant names this runner.
-    async fn start_granted(&self, offer: JobOffer, g: PreGrant, seen_us: u64) {
-        if offer.org != self.cfg.org || offer.install != self.cfg.install {
-            warn!(job = %offer.job_id, "grant for another install; ignoring");
-            return;
+    /// Removes the work directories of grants announced long ago and never made.
+    fn expire_coming(&self, coming: &mut Coming) {
+        let now = tokio::time::Instant::now();
+        let old: Vec<String> = coming
+            .iter()
+            .filter(|(_, a)| now.duration_since(a.since) >= COMING_EXPIRES)
+            .map(|(job, _)| job.clone())
+            .collect();
+        for job in old {
+            if let Some(a) = coming.remove(&job) {
+                debug!(job, "a grant announced never came; its directory removed");
+                self.discard(a.staging);
+            }
         }
-        if g.runner_id != self.id {
-            debug!(job = %offer.job_id, runner = %g.runner_id, "job granted to another runner of the install");
-            return;
-        }
+    }
+
+    /// Starts a job granted at its offer (its grant seen at `seen_us`), in the work directory
+    /// prepared when the grant was announced, if it was.
+    async fn start_granted(
+        &self,
+        offer: JobOffer,
+        g: PreGrant,
+        announced: Option<Announced>,
+        seen_us: u64,
+    ) {
+        let (offer_seen_us, staged) = match announced {
+            Some(a) => (a.seen_us, a.staging),
+            None => (seen_us, None),
+        };
         let timing = RunnerTiming {
             // No claim was sent: its spans are left out, not shown as nothing.
-            offer_seen_us: seen_us,
+            offer_seen_us,
             granted_us: seen_us,
             grant_written_us: g.written_us,
             ..Default::default()
         };
-        let staging = self.executor.stage(&offer);
+        let staging = match staged {
+            Some(s) => Some(s),
+            None => self.executor.stage(&offer),
+        };
         let grant = Grant {
             execution_id: g.execution_id,
             attempt: g.attempt,
