@@ -1,14 +1,16 @@
 //! `ferry-loadtest`: benchmarks that print Ferry's figures next to raw-NATS baselines measured in
 //! the same run, on the same server. Never a pass/fail timing assertion: a report.
 //!
-//! `dispatch`: N simulated installs, each with a lightweight runner in this process (a doorbell
-//! subscription; a ring carries its offer, which it claims, and an empty ring makes it ask the
-//! scheduler for its install's offers, exactly as `ferry-runner` does, through
-//! `ferry_runner::offers`). The real scheduler runs in this process and grants the claims. Noop jobs
-//! are dispatched through the scheduler's own `offer_job` (job record, offer, doorbell). Latency is
-//! the time from that call to the granted claim, each job dispatched once the one before was
-//! claimed (the path's latency, not queueing); offers/s is measured with `--concurrency`
-//! dispatches at once. Baselines: a core NATS request-reply round trip, and JetStream publish +
+//! `dispatch`: N simulated installs, each with a lightweight runner in this process (`light.rs`:
+//! a heartbeat, then a doorbell subscription; a grant made to it at the offer is its job, a ring
+//! carrying an offer is claimed, and an empty ring makes it ask the scheduler for its install's
+//! offers, exactly as `ferry-runner` does, through `ferry_runner::offers`). The real scheduler runs
+//! in this process and grants the jobs. Noop jobs are dispatched through the scheduler's own
+//! `offer_job` (an install with one runner: the record written granted, the doorbell carrying the
+//! grant). Latency is the time from that call to the grant at the runner, each job dispatched once
+//! the one before was granted (the path's latency, not queueing); offers/s is measured with
+//! `--concurrency` dispatches at once; "at offer" is the share of its jobs granted at their offer
+//! (the rest were claimed). Baselines: a core NATS request-reply round trip, and JetStream publish +
 //! pull of same-size messages.
 //!
 //! `list`: the API's install listing over many installs (`list.rs`). `reconnect`: installs
@@ -29,6 +31,7 @@ mod breakdown;
 mod events;
 mod http;
 mod leaf;
+mod light;
 mod list;
 mod reconnect;
 mod release;
@@ -40,9 +43,8 @@ use anyhow::{Context, Result};
 use async_nats::jetstream::{self, consumer::pull, stream};
 use clap::{Parser, Subcommand};
 use ferry_model as m;
-use ferry_protocol::messages::{ClaimReply, ClaimRequest, JobOffer};
-use ferry_protocol::{decode, encode, subjects};
-use ferry_runner::offers;
+use ferry_protocol::messages::ClaimRequest;
+use ferry_protocol::{encode, subjects};
 use ferry_tests::fixtures::plan_job;
 use futures_util::StreamExt;
 
@@ -257,7 +259,7 @@ async fn run(args: Args) -> Result<()> {
                 }
             };
             println!(
-                "{:>8} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9}",
+                "{:>8} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8}",
                 "installs",
                 "jobs",
                 "offers/s",
@@ -268,7 +270,8 @@ async fn run(args: Args) -> Result<()> {
                 "js msgs/s",
                 "p99/rr",
                 "tput/js",
-                "vs first"
+                "vs first",
+                "at offer"
             );
             // Warm-up, not reported: the first measurements of a fresh server and process (page
             // faults, allocations, the file store's first blocks) would skew the first row.
@@ -298,7 +301,7 @@ async fn run(args: Args) -> Result<()> {
                 let (p50, p99) = lat;
                 let first = *first_ratio.get_or_insert(ratio);
                 println!(
-                    "{n:>8} {jobs:>6} {:>10.0} {:>10.2} {:>10.2} {:>9} {:>9.3} {raw:>10.0} {:>9.1} {ratio:>9.3} {:>9.2}",
+                    "{n:>8} {jobs:>6} {:>10.0} {:>10.2} {:>10.2} {:>9} {:>9.3} {raw:>10.0} {:>9.1} {ratio:>9.3} {:>9.2} {:>7.0}%",
                     d.rate,
                     p50.as_secs_f64() * 1e3,
                     p99.as_secs_f64() * 1e3,
@@ -306,6 +309,7 @@ async fn run(args: Args) -> Result<()> {
                     rr.as_secs_f64() * 1e3,
                     p99.as_secs_f64() / rr.as_secs_f64(),
                     ratio / first,
+                    d.at_offer as f64 * 100.0 / jobs.max(1) as f64,
                 );
             }
         }
@@ -315,6 +319,8 @@ async fn run(args: Args) -> Result<()> {
 
 struct Dispatched {
     rate: f64,
+    /// Jobs granted at their offer (the rest were claimed).
+    at_offer: usize,
     consumers: usize,
     offer_size: usize,
 }
@@ -347,86 +353,6 @@ fn installs_for(
         .collect()
 }
 
-/// Starts the lightweight runners of `installs`; each reports the job ids it was granted.
-async fn runners(
-    hub: &async_nats::Client,
-    installs: &[Install],
-    granted: tokio::sync::mpsc::UnboundedSender<(String, Instant)>,
-) -> Result<Vec<tokio::task::JoinHandle<()>>> {
-    let mut tasks = Vec::with_capacity(installs.len());
-    let (ready_tx, mut ready) = tokio::sync::mpsc::unbounded_channel();
-    for Install { name, client } in installs {
-        let mut wake = client.subscribe(subjects::wake(ORG, name)).await?;
-        let ready_tx = ready_tx.clone();
-        let (client, granted, name) = (client.clone(), granted.clone(), name.clone());
-        let offers = offers::Offers::new(&client, ORG, &name);
-        tasks.push(tokio::spawn(async move {
-            let claim = |o: JobOffer| {
-                let (client, granted, name) = (client.clone(), granted.clone(), name.clone());
-                async move {
-                    let req = ClaimRequest {
-                        job_id: o.job_id.clone(),
-                        runner_id: format!("runner-{name}"),
-                    };
-                    let reply = client
-                        .request(subjects::claim(ORG, &name), encode(&req).into())
-                        .await;
-                    if let Ok(r) = reply
-                        && let Ok(ClaimReply::Granted { .. }) = decode::<ClaimReply>(&r.payload)
-                    {
-                        let _ = granted.send((o.job_id, Instant::now()));
-                    }
-                }
-            };
-            while let Some(bell) = wake.next().await {
-                if bell.payload.as_ref() == PROBE {
-                    let _ = ready_tx.send(name.clone());
-                    continue;
-                }
-                // As `ferry-runner` does: the doorbell's own offer first; walk the stream only
-                // for an empty ring. (These runners send no heartbeats, so no job is granted to
-                // them at its offer: this measures the claim's path.)
-                if let Some(bell) = offers::rung(&bell.payload) {
-                    claim(bell.offer).await;
-                    continue;
-                }
-                let mut after = 0;
-                while let Ok(Some(next)) = offers.next(after).await {
-                    after = next.seq;
-                    claim(next.offer).await;
-                }
-            }
-        }));
-    }
-    // Through a leaf, a doorbell subscription reaches the hub some time after it is made: ring
-    // each install's bell from the hub until its runner hears it, so no dispatched job's
-    // doorbell is lost to an interest not there yet.
-    let mut waiting: std::collections::BTreeSet<&str> =
-        installs.iter().map(|i| i.name.as_str()).collect();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !waiting.is_empty() {
-        for name in &waiting {
-            hub.publish(subjects::wake(ORG, name), PROBE.into()).await?;
-        }
-        hub.flush().await?;
-        let tick = tokio::time::sleep(Duration::from_millis(50));
-        tokio::pin!(tick);
-        loop {
-            tokio::select! {
-                _ = &mut tick => break,
-                Some(name) = ready.recv() => { waiting.remove(name.as_str()); }
-            }
-        }
-        if Instant::now() > deadline {
-            anyhow::bail!("{} runners never heard their doorbell", waiting.len());
-        }
-    }
-    Ok(tasks)
-}
-
-/// A doorbell that carries no offer and asks for nothing: a runner answers that it is listening.
-const PROBE: &[u8] = b"probe";
-
 /// Dispatches `jobs` noop jobs over `installs` installs, the way the scheduler does (job record,
 /// offer, doorbell), `concurrency` at a time, and waits until every one was claimed.
 async fn dispatch(
@@ -439,7 +365,7 @@ async fn dispatch(
     let run = m::new_id();
     let names: Vec<String> = installs.iter().map(|i| i.name.clone()).collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let tasks = runners(&store.js.client(), installs, tx).await?;
+    let tasks = light::runners(&store.js.client(), installs, tx).await?;
     let size = encode(&plan_job(ORG, &names[0], "x").1).len();
     let start = Instant::now();
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -465,14 +391,15 @@ async fn dispatch(
     for p in pubs {
         p.await??;
     }
-    let mut claimed = 0;
+    let (mut claimed, mut at_offer) = (0, 0);
     let deadline = Instant::now() + Duration::from_secs(120);
     while claimed < jobs {
         let left = deadline.saturating_duration_since(Instant::now());
-        let Ok(Some(_)) = tokio::time::timeout(left, rx.recv()).await else {
-            anyhow::bail!("only {claimed} of {jobs} jobs were claimed");
+        let Ok(Some((_, _, pregranted))) = tokio::time::timeout(left, rx.recv()).await else {
+            anyhow::bail!("only {claimed} of {jobs} jobs were granted");
         };
         claimed += 1;
+        at_offer += usize::from(pregranted);
     }
     let rate = jobs as f64 / start.elapsed().as_secs_f64();
     let consumers = consumer_count(&store.js).await?;
@@ -481,6 +408,7 @@ async fn dispatch(
     }
     Ok(Dispatched {
         rate,
+        at_offer,
         consumers,
         offer_size: size,
     })
@@ -497,7 +425,7 @@ async fn latency(
     let run = m::new_id();
     let names: Vec<String> = installs.iter().map(|i| i.name.clone()).collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let tasks = runners(hub, installs, tx).await?;
+    let tasks = light::runners(hub, installs, tx).await?;
     let mut latencies = Vec::with_capacity(samples);
     for i in 0..samples {
         let install = &names[(i * 7919) % names.len()];
@@ -507,7 +435,7 @@ async fn latency(
         scheduler.offer_job(job, offer).await?;
         loop {
             match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
-                Ok(Some((granted, at))) if granted == id => {
+                Ok(Some((granted, at, _))) if granted == id => {
                     latencies.push(at.saturating_duration_since(t0));
                     break;
                 }
