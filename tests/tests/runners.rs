@@ -13,7 +13,9 @@ fn two_runner_hosts_of_one_install_do_not_knock_each_other_off() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let wf = sync_and_create(&api, &repo_root().join("examples/hello"), "prod");
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    let wf = sync_and_create(&api, &app, "prod");
     let _runners: Vec<Proc> = ["one", "two"]
         .iter()
         .map(|host| {
@@ -29,35 +31,6 @@ fn two_runner_hosts_of_one_install_do_not_knock_each_other_off() {
         name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
     assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
-    // Two runners: each job was claimed, and its timing has every point of the claim's path
-    // (one host, so one clock), which `jobs get --timing` shows as spans.
-    let apply = the_step(&done, "greeter", "apply").job_id.clone().unwrap();
-    let t = cli::<Job>(&api, &["jobs", "get", &apply, "--json"]).executions[0].timing;
-    let r = t.runner;
-    let points = [
-        t.offered_us,
-        r.offer_seen_us,
-        r.claim_sent_us,
-        t.claimed_us,
-        t.decided_us,
-        r.granted_us,
-        r.prepared_us,
-        r.identity_us,
-        r.spawned_us,
-        r.exited_us,
-    ];
-    assert!(
-        !t.granted_at_offer()
-            && points.iter().all(|p| *p > 0)
-            && points.windows(2).all(|w| w[0] <= w[1]),
-        "{t:?}"
-    );
-    let (code, text, err) = ferry_tests::ferry(&api, &["jobs", "get", &apply, "--timing"]);
-    assert_eq!(code, 0, "{err}");
-    // Every span but the one of a grant made at the offer.
-    for span in ferry_model::Timing::span_names().filter(|s| *s != "grant_wait") {
-        assert!(text.contains(span), "{span} missing:\n{text}");
-    }
     // Each host prepares a job's work directory while its claim is out; the host whose claim
     // is refused removes it, the other after the job: nothing is left on either.
     let leftover = |host: &str| -> Vec<String> {
@@ -93,6 +66,64 @@ fn two_runner_hosts_of_one_install_do_not_knock_each_other_off() {
         }
         assert!(Instant::now() < deadline, "two active runners: {runners:?}");
         std::thread::sleep(Duration::from_millis(200));
+    }
+    // Both heard: a redeploy's plans are claimed (two runners could take them), each apply is
+    // granted at its offer to the runner that made its plan, which alone holds it. (Greeter's
+    // environment changes, so its plan has changes to apply.)
+    let greeter = app.join("components/greeter.toml");
+    let text = std::fs::read_to_string(&greeter).unwrap();
+    std::fs::write(&greeter, format!("{text}EXTRA = \"2\"\n")).unwrap();
+    ferry_tests::sync_hello(&api, &app);
+    let redeploy = cli::<Deployed>(&api, &["installs", "deploy", "prod", "--json"]);
+    let wf2 = redeploy.workflow_id.as_str().to_string();
+    let done = wait_until(&api, &wf2, 120, "the redeploy", |w| {
+        name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
+    });
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    // (An unchanged component's apply is skipped: no job to look at.)
+    let mut applied = 0;
+    for component in ["greeter", "counter", "reporter"] {
+        let job = |kind| {
+            let id = the_step(&done, component, kind).job_id.clone()?;
+            Some(cli::<Job>(&api, &["jobs", "get", &id, "--json"]).executions[0].clone())
+        };
+        let (Some(plan), Some(apply)) = (job("plan"), job("apply")) else {
+            continue;
+        };
+        assert!(!plan.timing.granted_at_offer(), "{plan:?}");
+        assert!(apply.timing.granted_at_offer(), "{apply:?}");
+        assert_eq!(apply.runner, plan.runner, "applied where planned");
+        applied += 1;
+    }
+    assert!(applied > 0, "{}", steps_of(&done));
+    // A claimed job's timing has every point of the claim's path (one host, so one clock),
+    // which `jobs get --timing` shows as spans.
+    let claimed = the_step(&done, "greeter", "plan").job_id.clone().unwrap();
+    let t = cli::<Job>(&api, &["jobs", "get", &claimed, "--json"]).executions[0].timing;
+    let r = t.runner;
+    let points = [
+        t.offered_us,
+        r.offer_seen_us,
+        r.claim_sent_us,
+        t.claimed_us,
+        t.decided_us,
+        r.granted_us,
+        r.prepared_us,
+        r.identity_us,
+        r.spawned_us,
+        r.exited_us,
+    ];
+    assert!(
+        !t.granted_at_offer()
+            && points.iter().all(|p| *p > 0)
+            && points.windows(2).all(|w| w[0] <= w[1]),
+        "{t:?}"
+    );
+    let (code, text, err) = ferry_tests::ferry(&api, &["jobs", "get", &claimed, "--timing"]);
+    assert_eq!(code, 0, "{err}");
+    // Every span but the one of a grant made at the offer.
+    for span in ferry_model::Timing::span_names().filter(|s| *s != "grant_wait") {
+        assert!(text.contains(span), "{span} missing:\n{text}");
     }
     std::thread::sleep(Duration::from_secs(3));
     let hub_log = std::fs::read_to_string(nats.dir.path().join("nats.log")).unwrap();

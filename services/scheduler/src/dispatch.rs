@@ -10,6 +10,7 @@ use ferry_protocol::messages::{ApplyJob, ComponentJob, JobSpec, SyncJob};
 use ferry_store::StoreError;
 use tracing::info;
 
+use crate::offers::Planned;
 use crate::work::Work;
 use crate::{Scheduler, SchedulerError, permanent};
 
@@ -234,13 +235,22 @@ impl Scheduler {
             i.applying(&step.component, &artifact, &wf.app_config_id)
         })
         .await?;
-        let digest = approval.plan_digest.clone();
+        let plan = Planned {
+            digest: approval.plan_digest.clone(),
+            runner: self.planner(&wf.org, &approval.plan_job).await?,
+        };
         // Only the digest travels: the runner applies its own copy of the plan it made.
         let spec = JobSpec::Apply(ApplyJob {
             component,
             plan_digest: approval.plan_digest,
         });
-        self.dispatch(wf, step, m::JobKind::Apply, spec, Some(digest))
+        self.dispatch(wf, step, m::JobKind::Apply, spec, Some(plan))
             .await
+    }
+
+    /// The runner that made a plan (its job's last execution's), which alone holds it.
+    async fn planner(&self, org: &str, plan_job: &str) -> Result<Option<String>, SchedulerError> {
+        let job = self.store.repo::<m::Job>().get(org, plan_job).await?;
+        Ok(job.and_then(|j| j.value.executions.last().map(|e| e.runner.clone())))
     }
 }

@@ -111,16 +111,22 @@ impl Offering {
     }
 }
 
+/// The approved plan an apply carries, and the runner that made it (if known), to which the
+/// apply is granted at its offer if it can be (`ferry_model::pregrant_to`).
+pub(crate) struct Planned {
+    pub(crate) digest: String,
+    pub(crate) runner: Option<String>,
+}
+
 impl Scheduler {
     /// Records the job (once) and offers it to the install's runner (see `offers.rs`).
-    /// `plan_digest` is the approved plan an apply carries.
     pub(crate) async fn dispatch(
         &self,
         wf: &Workflow,
         step: &m::Step,
         kind: m::JobKind,
         spec: JobSpec,
-        plan_digest: Option<String>,
+        plan: Option<Planned>,
     ) -> Result<Vec<Work>, SchedulerError> {
         let Some(job_id) = step.job_id.clone() else {
             return Ok(vec![]);
@@ -135,6 +141,10 @@ impl Scheduler {
             step.component.clone(),
             m::Timestamp::now(),
         );
+        let (plan_digest, planner) = match plan {
+            Some(p) => (Some(p.digest), p.runner),
+            None => (None, None),
+        };
         job.plan_digest = plan_digest;
         let cfg = self.config(&wf.org, &wf.app_config_id).await?;
         if let Some(secs) = jobs::execution_timeout(&cfg, kind, &step.component) {
@@ -153,7 +163,7 @@ impl Scheduler {
                 execution_secs: u32::try_from(job.timeouts.execution_secs).unwrap_or(u32::MAX),
             },
         };
-        self.offer_job(job, offer).await?;
+        self.offer_job_to(job, offer, planner.as_deref()).await?;
         Ok(vec![])
     }
 
@@ -171,11 +181,21 @@ impl Scheduler {
     /// Offers a job to its install's runners: the record (created `available`, or a queued one —
     /// again after a lost execution — marked so), the offer on `JOBS`, the doorbell carrying it,
     /// all sent at once (see the module's doc). The loadtest dispatches through this.
-    pub async fn offer_job(&self, mut job: m::Job, offer: JobOffer) -> Result<(), SchedulerError> {
+    pub async fn offer_job(&self, job: m::Job, offer: JobOffer) -> Result<(), SchedulerError> {
+        self.offer_job_to(job, offer, None).await
+    }
+
+    /// [`Scheduler::offer_job`], for an apply whose plan `planner` made.
+    async fn offer_job_to(
+        &self,
+        mut job: m::Job,
+        offer: JobOffer,
+        planner: Option<&str>,
+    ) -> Result<(), SchedulerError> {
         let now = m::Timestamp::now();
         job.offered_us = m::now_us();
-        // The install's one runner gets it without a claim (`pregrants.rs`).
-        if self.offer_granted(&job, &offer, now).await? {
+        // The install's one runner (an apply's planner) gets it without a claim (`pregrants.rs`).
+        if self.offer_granted(&job, &offer, now, planner).await? {
             return Ok(());
         }
         job.offered(now);

@@ -93,8 +93,16 @@ impl Heard {
         h.max_jobs = hb.max_jobs;
     }
 
-    /// The runner to grant the install's job `job` to at its offer, counting the job as its own.
-    fn take_slot(&self, org: &str, install: &str, job: &str, now: m::Timestamp) -> Option<String> {
+    /// The runner to grant the install's job `job` (an apply: whose plan `planner` made) to at
+    /// its offer, counting the job as its own.
+    fn take_slot(
+        &self,
+        org: &str,
+        install: &str,
+        job: &str,
+        planner: Option<&str>,
+        now: m::Timestamp,
+    ) -> Option<String> {
         let mut map = self.0.lock().ok()?;
         let runners = map.get_mut(&format!("{org}.{install}"))?;
         let known: Vec<m::HeardRunner> = runners
@@ -104,7 +112,7 @@ impl Heard {
                 ..k.heard.clone()
             })
             .collect();
-        let id = m::pregrant_to(&known, now)?.to_string();
+        let id = m::pregrant_to(&known, now, planner)?.to_string();
         opened(runners, &id, job, now.ms());
         Some(id)
     }
@@ -192,6 +200,7 @@ impl Scheduler {
         job: &m::Job,
         offer: &JobOffer,
         now: m::Timestamp,
+        planner: Option<&str>,
     ) -> Result<bool, SchedulerError> {
         // The grant adds its ids and a few numbers to the doorbell; a doorbell that could not
         // carry it is left to the ordinary offer.
@@ -204,7 +213,7 @@ impl Scheduler {
             return Ok(false);
         }
         let (org, install, id) = (job.org.as_str(), job.install.as_str(), job.id.as_str());
-        let Some(runner) = self.runners.take_slot(org, install, id, now) else {
+        let Some(runner) = self.runners.take_slot(org, install, id, planner, now) else {
             return Ok(false);
         };
         // The runner prepares the job while its record is written (`BellGrant::Coming`).

@@ -13,8 +13,9 @@
 //! more. A runner that listens but never starts the job (hung) costs what a claimed job's silent
 //! runner always costs: its lease, then another execution.
 //!
-//! When in doubt — two runners (which holds an apply's plan?), one that missed a heartbeat, one
-//! whose slots were full at its last heartbeat — the job is offered to all and claimed as before.
+//! An apply goes only to the runner that made its plan (plans stay on the host that made them),
+//! which then may be one of several. When in doubt — two runners for any other job, one that
+//! missed a heartbeat, one with no free slot — the job is offered to all and claimed as before.
 
 use crate::{Granted, Job, JobStatus, Timestamp};
 
@@ -35,19 +36,31 @@ pub struct HeardRunner {
 }
 
 /// The runner to grant an install's new job to at its offer, given the runners known for the
-/// install: the only one not offline, when it is active and has a free slot. `None`: offer the
-/// job to all and let them claim it.
-pub fn pregrant_to(runners: &[HeardRunner], now: Timestamp) -> Option<&str> {
+/// install. An apply goes to the runner that made its plan (`planner`: plans stay on the host
+/// that made them), whatever others there are; any other job to the only runner not offline.
+/// Either way only when that runner is active and has a free slot. `None`: offer the job to
+/// all and let them claim it (an apply's other hosts leave it to its planner a while).
+pub fn pregrant_to<'a>(
+    runners: &'a [HeardRunner],
+    now: Timestamp,
+    planner: Option<&str>,
+) -> Option<&'a str> {
     let health = |r: &HeardRunner| crate::health_of(r.last_seen_ms, r.interval_ms, now);
-    let mut alive = runners
-        .iter()
-        .filter(|r| health(r) != crate::RunnerHealth::Offline);
-    let only = alive.next()?;
-    if alive.next().is_some() {
-        return None;
-    }
-    let active = health(only) == crate::RunnerHealth::Active;
-    (active && only.open_jobs < only.max_jobs).then_some(only.id.as_str())
+    let chosen = match planner {
+        Some(p) => runners.iter().find(|r| r.id == p)?,
+        None => {
+            let mut alive = runners
+                .iter()
+                .filter(|r| health(r) != crate::RunnerHealth::Offline);
+            let only = alive.next()?;
+            if alive.next().is_some() {
+                return None;
+            }
+            only
+        }
+    };
+    let active = health(chosen) == crate::RunnerHealth::Active;
+    (active && chosen.open_jobs < chosen.max_jobs).then_some(chosen.id.as_str())
 }
 
 impl Job {
@@ -109,7 +122,7 @@ mod tests {
     }
 
     fn to(runners: &[HeardRunner]) -> Option<&str> {
-        pregrant_to(runners, Timestamp::from_ms(NOW))
+        pregrant_to(runners, Timestamp::from_ms(NOW), None)
     }
 
     #[test]
@@ -131,6 +144,21 @@ mod tests {
             to(&[heard("a", 90_000, 0), heard("b", 1_000, 0)]),
             Some("b")
         );
+    }
+
+    #[test]
+    fn an_apply_is_granted_at_its_offer_only_to_the_runner_that_made_its_plan() {
+        let apply = |runners: &[HeardRunner], planner| {
+            pregrant_to(runners, Timestamp::from_ms(NOW), Some(planner)).map(str::to_string)
+        };
+        let two = [heard("a", 1_000, 0), heard("b", 2_000, 0)];
+        // Among several: the planner, which alone holds the plan.
+        assert_eq!(apply(&two, "b").as_deref(), Some("b"));
+        // The only runner known did not make it (its planner restarted, or is not heard yet).
+        assert_eq!(apply(&two[..1], "b"), None);
+        // The planner, but busy or missing heartbeats.
+        assert_eq!(apply(&[heard("b", 1_000, 2)], "b"), None);
+        assert_eq!(apply(&[heard("b", 30_000, 0)], "b"), None);
     }
 
     fn queued() -> Job {
