@@ -23,8 +23,9 @@ use tracing::{debug, info, warn};
 
 use crate::{Scheduler, SchedulerError};
 
-/// Runners kept per install: more than one already means no grant at the offer, so a few
-/// suffice; an install that sends more heartbeats under new ids cannot grow the map.
+/// Runners kept per install: past one, only an apply is granted at its offer (to its planner),
+/// so a few suffice; an install that sends more heartbeats under new ids cannot grow the map (the
+/// oldest known goes, and its applies are claimed as before).
 const RUNNERS_PER_INSTALL: usize = 4;
 /// Installs kept; past it the map starts over.
 const INSTALLS_MAX: usize = 100_000;
