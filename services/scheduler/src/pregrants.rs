@@ -81,13 +81,8 @@ impl Heard {
             }
         };
         let k = &mut runners[at];
-        // A job whose end this replica never saw (a result refused, or recorded by another
-        // replica) would hold its slot for ever: a runner running nothing has none of the jobs
-        // granted it before its heartbeat left (a margin for the trip and the clocks).
-        if hb.running_jobs == 0 {
-            let before = now.ms().saturating_sub(GRANT_IN_FLIGHT_MS);
-            k.open.retain(|_, at| *at > before);
-        }
+        k.open
+            .retain(|_, at| m::still_open(*at, hb.running_jobs, now.ms()));
         let h = &mut k.heard;
         h.last_seen_ms = now.ms();
         h.interval_ms = u64::from(hb.interval_ms);
@@ -154,10 +149,6 @@ fn opened(runners: &mut [Known], runner: &str, job: &str, at_ms: u64) {
         k.open.insert(job.to_string(), at_ms);
     }
 }
-
-/// How long before a heartbeat a job granted may still be on its way to the runner (and so not
-/// in the heartbeat's count).
-const GRANT_IN_FLIGHT_MS: u64 = 2_000;
 
 /// Offers granted at once by this replica, by their doorbell's reply subject.
 #[derive(Clone, Default)]

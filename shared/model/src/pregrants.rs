@@ -63,6 +63,18 @@ pub fn pregrant_to<'a>(
     (active && chosen.open_jobs < chosen.max_jobs).then_some(chosen.id.as_str())
 }
 
+/// How long before a heartbeat leaves a job granted to its runner may still be on its way to it
+/// (and so not in the heartbeat's count): the doorbell's trip and the two clocks' offset.
+pub const GRANT_IN_FLIGHT_MS: u64 = 2_000;
+
+/// Whether a job granted to a runner at `granted_ms` still takes one of its slots once a heartbeat
+/// heard at `heard_ms` says the runner runs `running_jobs`. A job whose end the scheduler never
+/// saw (its result refused, or recorded by another replica) would otherwise hold its slot for
+/// ever; a runner running nothing has none of the jobs granted it before its heartbeat left.
+pub fn still_open(granted_ms: u64, running_jobs: u32, heard_ms: u64) -> bool {
+    running_jobs > 0 || granted_ms > heard_ms.saturating_sub(GRANT_IN_FLIGHT_MS)
+}
+
 impl Job {
     /// Offers a queued job and grants it to `runner` at once ([`pregrant_to`]): what
     /// [`Job::offered`] then [`Job::claim`] would do, with the control plane's timing points of
@@ -159,6 +171,19 @@ mod tests {
         // The planner, but busy or missing heartbeats.
         assert_eq!(apply(&[heard("b", 1_000, 2)], "b"), None);
         assert_eq!(apply(&[heard("b", 30_000, 0)], "b"), None);
+    }
+
+    #[test]
+    fn a_runner_running_nothing_frees_the_slots_of_jobs_granted_before_its_heartbeat() {
+        let heard = 100_000;
+        // Running something: which of its jobs ended is not known, so all stay counted.
+        assert!(still_open(1_000, 1, heard));
+        // Running nothing: a job granted well before the heartbeat left has ended.
+        assert!(!still_open(heard - GRANT_IN_FLIGHT_MS, 0, heard));
+        assert!(!still_open(1_000, 0, heard));
+        // One granted just before may still be on its way: it stays.
+        assert!(still_open(heard - GRANT_IN_FLIGHT_MS + 1, 0, heard));
+        assert!(still_open(heard, 0, heard));
     }
 
     fn queued() -> Job {
