@@ -166,6 +166,12 @@ impl NatsServer {
         self.child = spawn_listening(self.dir.path(), self.port);
     }
 
+    /// Stops the server (SIGKILL, as a crash would) and leaves it stopped.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// The nats-server's process id (to read its memory).
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -88,7 +88,10 @@ impl SchedulerError {
             SchedulerError::Nats(_)
                 | SchedulerError::Audit(_)
                 | SchedulerError::Store(
-                    StoreError::Nats(_) | StoreError::Timeout(_) | StoreError::Conflict { .. }
+                    StoreError::Nats(_)
+                        | StoreError::ObjectNats { .. }
+                        | StoreError::Timeout(_)
+                        | StoreError::Conflict { .. }
                 )
         )
     }
@@ -278,5 +281,42 @@ impl Scheduler {
             connection,
         )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_store::Handled;
+
+    /// What decides whether a control message is tried again: a NATS failure while storing an
+    /// object (a plan, during a hub failover) is retried, as any NATS failure, not dropped.
+    #[test]
+    fn nats_failures_are_retried_and_bad_input_is_not() {
+        let io = || -> async_nats::Error { Box::new(std::io::Error::other("ack timed out")) };
+        let retried = [
+            SchedulerError::Nats(io()),
+            SchedulerError::Store(StoreError::Nats(io())),
+            SchedulerError::Store(StoreError::ObjectNats {
+                bucket: "plans",
+                name: "o.j1.json".into(),
+                source: io(),
+            }),
+            SchedulerError::Store(StoreError::Timeout("reading")),
+        ];
+        for e in retried {
+            assert!(matches!(handled(Err(e)), Handled::Retry(_)));
+        }
+        let dropped = [
+            permanent("no such component"),
+            SchedulerError::Store(StoreError::Object {
+                bucket: "plans",
+                name: "o.j1.json".into(),
+                reason: "package files missing".into(),
+            }),
+        ];
+        for e in dropped {
+            assert!(matches!(handled(Err(e)), Handled::Done));
+        }
     }
 }

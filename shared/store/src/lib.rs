@@ -93,6 +93,15 @@ pub enum StoreError {
     /// The external job log archive failed (`archive.rs`).
     #[error("job log archive: {0}")]
     Archive(#[from] ArchiveError),
+    /// NATS failed reading or writing an object; the source keeps its kind, so that a put cut
+    /// by a hub's failover is retried like any other NATS error, not taken for a bad object.
+    #[error("object {bucket}/{name}: {source}")]
+    ObjectNats {
+        bucket: &'static str,
+        name: String,
+        #[source]
+        source: async_nats::Error,
+    },
     #[error("object {bucket}/{name}: {reason}")]
     Object {
         bucket: &'static str,
@@ -103,6 +112,19 @@ pub enum StoreError {
 
 pub(crate) fn nats<E: std::error::Error + Send + Sync + 'static>(e: E) -> StoreError {
     StoreError::Nats(Box::new(e))
+}
+
+/// [`StoreError::ObjectNats`] for object `name` of `bucket`.
+fn object_nats<E: std::error::Error + Send + Sync + 'static>(
+    bucket: &'static str,
+    name: &str,
+) -> impl FnOnce(E) -> StoreError {
+    let name = name.to_string();
+    move |e| StoreError::ObjectNats {
+        bucket,
+        name,
+        source: Box::new(e),
+    }
 }
 
 fn setup<E: std::error::Error + Send + Sync + 'static>(
@@ -303,11 +325,7 @@ impl Store {
         let mut reader = bytes;
         os.put(name, &mut reader)
             .await
-            .map_err(|e| StoreError::Object {
-                bucket,
-                name: name.into(),
-                reason: e.to_string(),
-            })?;
+            .map_err(object_nats(bucket, name))?;
         Ok(())
     }
 
@@ -317,11 +335,7 @@ impl Store {
         match os.delete(name).await {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == object_store::DeleteErrorKind::NotFound => Ok(()),
-            Err(e) => Err(StoreError::Object {
-                bucket,
-                name: name.into(),
-                reason: e.to_string(),
-            }),
+            Err(e) => Err(object_nats(bucket, name)(e)),
         }
     }
 
@@ -341,22 +355,12 @@ impl Store {
         let mut obj = match os.get(name).await {
             Ok(o) => o,
             Err(e) if e.kind() == object_store::GetErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(StoreError::Object {
-                    bucket,
-                    name: name.into(),
-                    reason: e.to_string(),
-                });
-            }
+            Err(e) => return Err(object_nats(bucket, name)(e)),
         };
         let mut buf = Vec::new();
         obj.read_to_end(&mut buf)
             .await
-            .map_err(|e| StoreError::Object {
-                bucket,
-                name: name.into(),
-                reason: e.to_string(),
-            })?;
+            .map_err(object_nats(bucket, name))?;
         if immutable {
             self.recent.put(key, std::sync::Arc::new(buf.clone()));
         }
@@ -443,11 +447,7 @@ impl Store {
         match os.info(name).await {
             Ok(info) => Ok(!info.deleted),
             Err(e) if e.kind() == object_store::InfoErrorKind::NotFound => Ok(false),
-            Err(e) => Err(StoreError::Object {
-                bucket,
-                name: name.into(),
-                reason: e.to_string(),
-            }),
+            Err(e) => Err(object_nats(bucket, name)(e)),
         }
     }
 }

@@ -280,6 +280,28 @@ async fn a_job_log_past_the_limit_is_cut_with_a_line_saying_so() {
     );
 }
 
+/// An object write the hub never acknowledges (it went away, as in a failover) fails with
+/// NATS's error kept as the source: callers retry NATS errors and drop bad objects, and a plan
+/// once taken for a bad object was dropped and its workflow waited for it forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_write_the_hub_never_acknowledges_keeps_the_nats_error() {
+    let mut nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js, 1).await.unwrap();
+    nats.kill();
+    let err = store
+        .put_object("plans", "o.j1", b"{}")
+        .await
+        .expect_err("no hub to take the object");
+    match &err {
+        StoreError::ObjectNats { bucket, name, .. } => {
+            assert_eq!((*bucket, name.as_str()), ("plans", "o.j1"));
+        }
+        other => panic!("the NATS error was not kept: {other:?}"),
+    }
+    assert!(std::error::Error::source(&err).is_some(), "{err:?}");
+}
+
 /// A hub whose JetStream store is smaller than the streams' caps refuses a stream; the error
 /// says that, and what to change, instead of nats-server's "insufficient storage resources".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
