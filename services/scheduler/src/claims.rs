@@ -159,7 +159,7 @@ impl Scheduler {
         let (org, install) = (caller.org.as_str(), caller.install.as_str());
         // The random part of a ULID: 80 bits no other install can guess (see `Job::claim`).
         let secret = m::new_id()[10..].to_string();
-        let mut offering = self.known.take(org, &req.job_id);
+        let mut offering = self.known.get(org, &req.job_id);
         let known = match offering.as_mut() {
             Some(o) => o.record().await,
             None => None,
@@ -208,6 +208,7 @@ impl Scheduler {
         let Some((org, install, job, offering)) = retire else {
             return Answer::reply(answer);
         };
+        self.known.forget(&org, &job);
         let s = self.clone();
         Answer::reply(answer).then(async move {
             if let Some(o) = offering {

@@ -76,13 +76,23 @@ impl KnownJobs {
         tx
     }
 
-    /// The offering of a job, taken out (a claim uses it once).
-    pub(crate) fn take(&self, org: &str, job_id: &str) -> Option<Offering> {
+    /// The offering of a job, for a claim. It stays until the job is decided
+    /// ([`KnownJobs::forget`]): when two runners claim at once, both claims find the record
+    /// written and when, whichever of them wins the compare-and-swap.
+    pub(crate) fn get(&self, org: &str, job_id: &str) -> Option<Offering> {
         self.0
             .lock()
             .ok()?
-            .remove(&format!("{org}.{job_id}"))
+            .get(&format!("{org}.{job_id}"))
+            .cloned()
             .map(Offering)
+    }
+
+    /// Drops the offering of a job decided for good.
+    pub(crate) fn forget(&self, org: &str, job_id: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.remove(&format!("{org}.{job_id}"));
+        }
     }
 }
 
@@ -396,5 +406,41 @@ impl Scheduler {
         self.ring(org, install, offer).await;
         debug!(org, install, job = id, "job offered");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two runners claiming one job at once: each claim finds the record the offer wrote (and
+    /// when), not only the first to ask, so whichever wins has its timing whole.
+    #[tokio::test]
+    async fn every_claim_of_a_job_finds_its_offering_until_the_job_is_decided() {
+        let known = KnownJobs::default();
+        let tx = known.offering("o", "j1");
+        let (mut first, mut second) =
+            (known.get("o", "j1").unwrap(), known.get("o", "j1").unwrap());
+        let job = m::Job::queued(
+            "j1".into(),
+            "o".into(),
+            "i".into(),
+            "w".into(),
+            1,
+            m::JobKind::Plan,
+            "c".into(),
+            m::Timestamp::from_ms(1),
+        );
+        let record = Versioned {
+            value: job,
+            revision: 7,
+        };
+        tx.send_replace(Written::Record(Box::new(record), 1234));
+        for claim in [&mut first, &mut second] {
+            let (v, at) = claim.record().await.expect("the record the offer wrote");
+            assert_eq!((v.revision, at), (7, 1234));
+        }
+        known.forget("o", "j1");
+        assert!(known.get("o", "j1").is_none(), "a decided job is forgotten");
     }
 }
