@@ -59,15 +59,10 @@ impl Scheduler {
                 step.component, wf.app_config_id
             )));
         };
-        let rec = self
-            .store
-            .repo::<m::AppConfigVersion>()
-            .require(&wf.org, &wf.app_config_id)
-            .await?
-            .value;
+        let app = self.app_of_config(&wf.org, &wf.app_config_id).await?;
         let fresh = m::Build::requested(
             &wf.org,
-            &rec.app,
+            &app,
             &component.name,
             &wf.app_config_id,
             &component.content_hash,
@@ -76,14 +71,18 @@ impl Scheduler {
         let builds = self.store.repo::<m::Build>();
         builds.create_if_absent(&fresh).await?;
         let (index, build_id) = (step.index, fresh.id);
-        self.update_steps(&wf.org, &wf.id, |w| match w.step_mut(index) {
-            Some(s) if s.build_id.is_none() => {
-                s.build_id = Some(build_id.clone());
-                true
-            }
-            _ => false,
-        })
-        .await?;
+        // Named at lay-out (`lay_out`'s `name_builds`), which saves a write here; a workflow
+        // laid out before that was named, or with another name, is named now.
+        if step.build_id.as_deref() != Some(build_id.as_str()) {
+            self.update_steps(&wf.org, &wf.id, |w| match w.step_mut(index) {
+                Some(s) if s.build_id.as_deref() != Some(build_id.as_str()) => {
+                    s.build_id = Some(build_id.clone());
+                    true
+                }
+                _ => false,
+            })
+            .await?;
+        }
         let mut existing = builds.require(&wf.org, &build_id).await?;
         if existing.value.status == m::BuildStatus::Succeeded {
             info!(build = %build_id, "reusing existing build");

@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use ferry_model::{self as m, Change, Effect, Workflow};
-use ferry_store::StoreError;
+use ferry_store::{StoreError, Versioned};
 use futures_util::StreamExt;
 use tracing::{Instrument, debug, info, info_span, warn};
 
@@ -47,7 +47,10 @@ impl Scheduler {
                     org,
                     workflow,
                     change,
-                } => Box::pin(self.transition(&org, &workflow, &change)).await?,
+                } => {
+                    let changes = same_workflow(&mut queue, &org, &workflow, change);
+                    Box::pin(self.transition(&org, &workflow, &changes)).await?
+                }
                 Work::Effect { wf, effect } => Box::pin(self.perform(&wf, effect)).await?,
                 Work::ReleaseWorkflowEnded {
                     org,
@@ -94,14 +97,14 @@ impl Scheduler {
         })
     }
 
-    /// Applies `change` to the workflow (laying it out first if needed), advances it, saves the
-    /// record if anything changed, and returns the effects to perform. An illegal change (a
-    /// duplicate or late message) leaves the record as it is.
+    /// Applies `changes` in order to the workflow (laying it out first if needed), advances it,
+    /// saves the record if anything changed, and returns the effects to perform. An illegal
+    /// change (a duplicate or late message) leaves the record as it is.
     async fn transition(
         &self,
         org: &str,
         workflow_id: &str,
-        change: &Change,
+        changes: &[Change],
     ) -> Result<Vec<Work>, SchedulerError> {
         let span = info_span!(
             "workflow",
@@ -111,25 +114,29 @@ impl Scheduler {
         );
         async move {
             let repo = self.store.repo::<Workflow>();
+            // The copy this scheduler last wrote, if any (`ferry_store::LastWritten`): the
+            // compare-and-swap below says whether it was current.
+            let mut copy = self.workflows.get(org, workflow_id);
             loop {
-                let Some(v) = repo.get(org, workflow_id).await? else {
-                    warn!("workflow not found");
-                    return Ok(vec![]);
+                let from_copy = copy.is_some();
+                let v = match copy.take() {
+                    Some(v) => v,
+                    None => match repo.get(org, workflow_id).await? {
+                        Some(v) => v,
+                        None => {
+                            warn!("workflow not found");
+                            return Ok(vec![]);
+                        }
+                    },
                 };
                 let mut wf = v.value.clone();
                 tracing::Span::current().record("install", wf.install.as_str());
-                let now = m::Timestamp::now();
-                let mut effects = Vec::new();
-                if wf.steps.is_empty() && !wf.status.is_terminal() {
-                    let steps = self.lay_out(&wf).await?;
-                    effects.extend(wf.lay_out(steps, now).unwrap_or_default());
-                }
-                match wf.apply(change, now) {
-                    Ok(e) => effects.extend(e),
-                    Err(illegal) => debug!(%illegal, "transition refused; the record stands"),
-                }
-                effects.extend(wf.advance(now));
+                let effects = self.changed(&mut wf, changes).await?;
                 if wf == v.value {
+                    // Nothing to do on a copy may be the copy's staleness: decide on a read.
+                    if from_copy {
+                        continue;
+                    }
                     return Ok(vec![]);
                 }
                 if effects.iter().any(|e| matches!(e, Effect::Finished { .. })) {
@@ -137,10 +144,8 @@ impl Scheduler {
                     // install's final status too. (Idempotent if this CAS loop goes round again.)
                     self.finish_install(&wf).await?;
                 }
-                match repo.update(&wf, v.revision).await {
-                    Ok(_) => {}
-                    Err(StoreError::Conflict { .. }) => continue,
-                    Err(e) => return Err(e.into()),
+                if !self.save(&wf, v.revision).await? {
+                    continue;
                 }
                 let wf = Arc::new(wf);
                 return Ok(effects
@@ -154,6 +159,54 @@ impl Scheduler {
         }
         .instrument(span)
         .await
+    }
+
+    /// `wf` laid out (once), `changes` applied in order, advanced: the effects to perform once
+    /// it is saved.
+    async fn changed(
+        &self,
+        wf: &mut Workflow,
+        changes: &[Change],
+    ) -> Result<Vec<Effect>, SchedulerError> {
+        let now = m::Timestamp::now();
+        let mut effects = Vec::new();
+        if wf.steps.is_empty() && !wf.status.is_terminal() {
+            let mut steps = self.lay_out(wf).await?;
+            if let Ok(steps) = &mut steps {
+                self.name_builds(wf, steps).await?;
+            }
+            effects.extend(wf.lay_out(steps, now).unwrap_or_default());
+        }
+        for change in changes {
+            match wf.apply(change, now) {
+                Ok(e) => effects.extend(e),
+                Err(illegal) => debug!(%illegal, "transition refused; the record stands"),
+            }
+        }
+        effects.extend(wf.advance(now));
+        Ok(effects)
+    }
+
+    /// Saves `wf` by compare-and-swap on `revision`, keeping it as last written while it runs;
+    /// `false` when someone else wrote it since.
+    async fn save(&self, wf: &Workflow, revision: u64) -> Result<bool, SchedulerError> {
+        let (org, id) = (wf.org.as_str(), wf.id.as_str());
+        match self.store.repo::<Workflow>().update(wf, revision).await {
+            Ok(revision) if !wf.status.is_terminal() => {
+                let value = wf.clone();
+                self.workflows.put(org, id, Versioned { value, revision });
+                Ok(true)
+            }
+            Ok(_) => {
+                self.workflows.forget(org, id);
+                Ok(true)
+            }
+            Err(StoreError::Conflict { .. }) => Ok(false),
+            Err(e) => {
+                self.workflows.forget(org, id);
+                Err(e.into())
+            }
+        }
     }
 
     async fn perform(&self, wf: &Workflow, effect: Effect) -> Result<Vec<Work>, SchedulerError> {
@@ -185,4 +238,30 @@ impl Scheduler {
             }
         }
     }
+}
+
+/// `first` and every other change to the same workflow waiting in `queue`, taken out in order:
+/// one transition, one write for all. Two reused builds that end at once were two writes.
+/// Applying them together is applying them one after another: each was yielded by an effect
+/// already performed, and `advance` starts what is ready whatever order the ends came in.
+fn same_workflow(
+    queue: &mut VecDeque<Work>,
+    org: &str,
+    workflow: &str,
+    first: Change,
+) -> Vec<Change> {
+    let mut changes = vec![first];
+    let mut rest = VecDeque::with_capacity(queue.len());
+    for w in queue.drain(..) {
+        match w {
+            Work::Change {
+                org: o,
+                workflow: id,
+                change,
+            } if o == org && id == workflow => changes.push(change),
+            other => rest.push_back(other),
+        }
+    }
+    *queue = rest;
+    changes
 }

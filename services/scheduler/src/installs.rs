@@ -27,7 +27,7 @@ impl Scheduler {
         let r = self
             .store
             .repo::<m::Install>()
-            .modify(org, install, |i| Ok::<bool, ()>(f(i)))
+            .modify_written(&self.installs, org, install, |i| Ok::<bool, ()>(f(i)))
             .await;
         match r {
             Ok(_) | Err(StoreError::NotFound { .. }) => Ok(()),

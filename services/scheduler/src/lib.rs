@@ -48,13 +48,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry_appconfig::AppConfig;
 use ferry_model as m;
 use ferry_protocol::messages::JobEvent;
 use ferry_protocol::resources::consumers;
 use ferry_protocol::{Control, subjects};
 use ferry_store::{
-    CancellationToken, Store, StoreError, Tasks, consume_messages_by_install,
+    CancellationToken, LastWritten, Store, StoreError, Tasks, consume_messages_by_install,
     consume_messages_in_lanes, lane_key,
 };
 
@@ -117,8 +116,9 @@ pub(crate) async fn rendered<T: Send + 'static>(
 pub struct Scheduler {
     store: Store,
     client: async_nats::Client,
-    /// Parsed app configs by id. Config versions are immutable, so the cache never goes stale.
-    configs: Arc<Mutex<HashMap<String, Arc<AppConfig>>>>,
+    /// Parsed app configs by id, with their app's name. Config versions are immutable, so the
+    /// cache never goes stale.
+    configs: Arc<Mutex<HashMap<String, config::Cached>>>,
     /// How long a runner holds a job without renewing it.
     lease: Duration,
     /// How long an offer waits for a runner before its job times out, if not each job kind's
@@ -128,6 +128,10 @@ pub struct Scheduler {
     max_plan_age: Duration,
     /// Job records this scheduler just offered, for the claims that follow (`offers.rs`).
     known: offers::KnownJobs,
+    /// The workflow and install records this scheduler last wrote, each next change of one
+    /// starting from them instead of a read (`ferry_store::LastWritten`).
+    workflows: Arc<LastWritten<m::Workflow>>,
+    installs: Arc<LastWritten<m::Install>>,
     /// The runner records this scheduler last wrote, for the next heartbeat (`claims.rs`).
     heard: claims::Heard,
     /// Each install's runners as heard, to grant its jobs at their offer (`pregrants.rs`).
@@ -148,6 +152,10 @@ pub struct Scheduler {
 
 /// A release's workflow that ended, and how.
 type ReleaseEnd = (String, Result<(), String>);
+
+/// Workflow and install records kept as last written, of each: more than a release's wave of
+/// a thousand installs has in flight.
+const WRITTEN_KEPT: usize = 4096;
 
 /// The default age past which an approved plan is planned again before it is applied.
 pub const DEFAULT_MAX_PLAN_AGE: Duration = Duration::from_secs(72 * 3600);
@@ -173,6 +181,8 @@ impl Scheduler {
             lease: DEFAULT_LEASE,
             available: None,
             known: Default::default(),
+            workflows: Arc::new(LastWritten::new(WRITTEN_KEPT)),
+            installs: Arc::new(LastWritten::new(WRITTEN_KEPT)),
             heard: Default::default(),
             runners: Default::default(),
             unheard: Default::default(),

@@ -262,7 +262,7 @@ impl Scheduler {
         let reserved = self
             .store
             .repo::<m::Install>()
-            .modify(&r.org, install, |i| {
+            .modify_written(&self.installs, &r.org, install, |i| {
                 if i.reserve(seen.as_deref(), workflow, &r.config_id, now) {
                     Ok(true)
                 } else {
@@ -278,7 +278,14 @@ impl Scheduler {
             .create_if_absent(&wf.open_mark())
             .await?;
         match self.store.repo::<Workflow>().create(&wf).await {
-            Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
+            Ok(revision) => {
+                let v = ferry_store::Versioned {
+                    value: wf,
+                    revision,
+                };
+                self.workflows.put(&r.org, workflow, v);
+            }
+            Err(StoreError::AlreadyExists { .. }) => {}
             Err(e) => return Err(e.into()),
         }
         info!(org = %r.org, release = %r.id, install, workflow, "release deploy started");

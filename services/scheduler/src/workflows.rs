@@ -126,7 +126,7 @@ impl Scheduler {
         let r = self
             .store
             .repo::<m::Install>()
-            .modify(&wf.org, &wf.install, |i| {
+            .modify_written(&self.installs, &wf.org, &wf.install, |i| {
                 Ok::<bool, ()>(i.workflow_ended(wf, now))
             })
             .await;

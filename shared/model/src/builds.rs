@@ -5,6 +5,13 @@ use crate::Timestamp;
 use crate::{Build, BuildStatus};
 
 impl Build {
+    /// The id of the build of `component` of `app` whose content hashes to `content_hash`: a
+    /// workflow's build steps are named by it when laid out, before anything is built.
+    pub fn id_for(app: &str, component: &str, content_hash: &str) -> String {
+        let hash = content_hash.trim_start_matches("sha256:");
+        format!("{app}-{component}-{}", &hash[..hash.len().min(16)])
+    }
+
     /// The build of `component` of `app` whose content hashes to `content_hash`, requested by
     /// config version `config_id` at `now`. Its id is derived from the hash: whoever requests
     /// the same content names the same build.
@@ -16,9 +23,8 @@ impl Build {
         content_hash: &str,
         now: Timestamp,
     ) -> Build {
-        let hash = content_hash.trim_start_matches("sha256:");
         Build {
-            id: format!("{app}-{component}-{}", &hash[..hash.len().min(16)]),
+            id: Build::id_for(app, component, content_hash),
             org: org.into(),
             app: app.into(),
             component: component.into(),

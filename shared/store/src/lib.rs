@@ -17,6 +17,7 @@ mod recent;
 mod repo;
 pub mod serve;
 mod tasks;
+mod written;
 
 pub use archive::{ArchiveError, BoxFuture, LogArchive};
 pub use bus::{
@@ -30,6 +31,7 @@ pub use recent::Recent;
 pub use repo::{Record, Repo, Versioned};
 pub use tasks::{STOP_GRACE, Tasks};
 pub use tokio_util::sync::CancellationToken;
+pub use written::LastWritten;
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -70,7 +70,7 @@ impl<T> Clone for Repo<T> {
     }
 }
 
-fn key(org: &str, id: &str) -> String {
+pub(crate) fn key(org: &str, id: &str) -> String {
     format!("{org}.{id}")
 }
 

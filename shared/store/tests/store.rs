@@ -1,5 +1,5 @@
 use ferry_model::{App, DEFAULT_ORG};
-use ferry_store::{Store, StoreError};
+use ferry_store::{LastWritten, Store, StoreError};
 use ferry_tests::NatsServer;
 
 fn app(org: &str, name: &str) -> App {
@@ -509,4 +509,94 @@ async fn listings_leave_no_consumer_however_many() {
     }
     let mut stream = js.get_stream("KV_apps").await.unwrap();
     assert_eq!(stream.info().await.unwrap().state.consumer_count, 0);
+}
+
+/// A change started from the copy last written (no read) is kept only when the store takes its
+/// compare-and-swap: a copy someone else has changed since costs a lost swap, and a change the
+/// stale copy finds already made, or refuses, is decided again on a fresh read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_from_the_copy_last_written_is_never_lost_to_a_stale_copy() {
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js, 1).await.unwrap();
+    let apps = store.repo::<App>();
+    let written = LastWritten::<App>::new(16);
+    apps.create(&app(DEFAULT_ORG, "hello")).await.unwrap();
+    let set = |n: u32| {
+        move |a: &mut App| -> Result<bool, ()> {
+            let changed = a.config_count != n;
+            a.config_count = n;
+            Ok(changed)
+        }
+    };
+    // Read once, then kept: the copy is what was written.
+    let a = apps
+        .modify_written(&written, DEFAULT_ORG, "hello", set(1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(a.config_count, 1);
+    let copy = written.get(DEFAULT_ORG, "hello").unwrap();
+    assert_eq!(copy.value.config_count, 1);
+    // Another writer moves the record on; the copy is stale.
+    apps.modify(DEFAULT_ORG, "hello", set(2))
+        .await
+        .unwrap()
+        .unwrap();
+    // From the stale copy, setting 3 loses its swap and is made on a fresh read.
+    apps.modify_written(&written, DEFAULT_ORG, "hello", set(3))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        apps.require(DEFAULT_ORG, "hello")
+            .await
+            .unwrap()
+            .value
+            .config_count,
+        3
+    );
+    // The copy says 3 already; another writer sets 4. Setting 3 again is no change on the copy,
+    // but is one on the record: it is made.
+    apps.modify(DEFAULT_ORG, "hello", set(4))
+        .await
+        .unwrap()
+        .unwrap();
+    apps.modify_written(&written, DEFAULT_ORG, "hello", set(3))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        apps.require(DEFAULT_ORG, "hello")
+            .await
+            .unwrap()
+            .value
+            .config_count,
+        3
+    );
+    // A refusal on a stale copy is decided again on the record: allowed only from 5.
+    apps.modify(DEFAULT_ORG, "hello", set(5))
+        .await
+        .unwrap()
+        .unwrap();
+    let from_five = |a: &mut App| -> Result<bool, ()> {
+        if a.config_count != 5 {
+            return Err(());
+        }
+        a.config_count = 6;
+        Ok(true)
+    };
+    let r = apps
+        .modify_written(&written, DEFAULT_ORG, "hello", from_five)
+        .await
+        .unwrap();
+    assert_eq!(r.map(|a| a.config_count), Ok(6));
+    assert_eq!(
+        written
+            .get(DEFAULT_ORG, "hello")
+            .unwrap()
+            .value
+            .config_count,
+        6
+    );
 }

@@ -768,3 +768,46 @@ fn a_removed_component_is_torn_down_after_every_apply_behind_its_own_approval() 
     w.advance(at(NOW));
     assert_eq!(w.status, WorkflowStatus::Succeeded);
 }
+
+/// Changes to one workflow applied together, then one advance, leave the record that applying
+/// each with an advance of its own leaves, and start the same steps: the executor saves ends
+/// that come together (two reused builds) in one write (`scheduler/src/effects.rs`).
+#[test]
+fn ends_applied_together_start_what_they_would_one_by_one() {
+    let two = || {
+        let mut w = Workflow::deploy(
+            "w".into(),
+            "o".into(),
+            "i".into(),
+            WorkflowKind::DeployComponents,
+            "c".into(),
+            &[vec![d("a", &[]), d("b", &[])]],
+        );
+        w.advance(at(NOW));
+        w
+    };
+    let w = two();
+    let ends: Vec<Change> = ["a", "b"]
+        .iter()
+        .map(|c| {
+            let i = w.find(c, StepKind::Build).unwrap().index;
+            Change::finish(i, StepOutcome::Succeeded("reused".into()), "build")
+        })
+        .collect();
+    let (mut one_by_one, mut started) = (two(), Vec::new());
+    for c in &ends {
+        one_by_one.apply(c, at(NOW)).unwrap();
+        started.extend(one_by_one.advance(at(NOW)));
+    }
+    let mut together = two();
+    for c in &ends {
+        together.apply(c, at(NOW)).unwrap();
+    }
+    let mut at_once = together.advance(at(NOW));
+    let key = |e: &Effect| format!("{e:?}");
+    started.sort_by_key(key);
+    at_once.sort_by_key(key);
+    assert_eq!(started.len(), 2, "each build's sync starts: {started:?}");
+    assert_eq!(started, at_once);
+    assert_eq!(one_by_one, together);
+}
