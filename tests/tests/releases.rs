@@ -274,6 +274,13 @@ fn a_release_waits_for_a_prompting_installs_approval_unless_made_with_approve_al
         },
     );
     assert_eq!(name_of(&waiting.status), "running", "{waiting:?}");
+    // Driven on the API's request, not left for the scheduler's next sweep.
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("release requested") && l.contains(&id)),
+        "the scheduler was not asked to drive release {id}:\n{log}"
+    );
     let deploy = targets(&waiting, 0)[0].deploy.clone().unwrap();
     let (code, out, err) = ferry(&api, &["workflows", "approve", &deploy, "--all"]);
     assert_eq!(code, 0, "{out}{err}");

@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use ferry_model::api::CreateRelease;
 use ferry_model::ops::Operation as _;
 use ferry_model::{self as m, App, Install, Release};
+use ferry_protocol::Control;
 
 use crate::auth::Ctx;
 use crate::handlers::audit;
@@ -69,6 +70,14 @@ pub async fn create_release(
         .create(&r.open_mark())
         .await?;
     s.store.repo::<Release>().create(&r).await?;
+    // Its first wave starts now; were this lost, the scheduler's sweep starts it.
+    s.store
+        .bus()
+        .control(&Control::ReleaseRequested {
+            org: s.org.clone(),
+            release_id: r.id.clone(),
+        })
+        .await?;
     let sizes: Vec<usize> = r.waves.iter().map(|w| w.targets.len()).collect();
     audit(
         &s,

@@ -75,6 +75,11 @@ impl Scheduler {
             Control::JobCancelRequested { org, job_id, actor } => {
                 return self.job_cancel_requested(&org, &job_id, &actor).await;
             }
+            Control::ReleaseRequested { org, release_id } => {
+                info!(org, release = %release_id, "release requested");
+                let work = self.drive_release(&org, &release_id).await?;
+                return self.execute(work).await;
+            }
             // Not ours: the consumer's filter keeps these away; acknowledge if one slips through.
             Control::BuildRequested { .. }
             | Control::ApprovalRequested { .. }

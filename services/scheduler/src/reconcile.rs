@@ -26,6 +26,15 @@ impl Scheduler {
     pub(crate) async fn reconcile(&self) -> Result<(), SchedulerError> {
         let open = self.store.repo::<m::OpenWorkflow>();
         for mark in open.list_all().await? {
+            // Written by this scheduler since the last pass: moving, not stuck (a release's
+            // wave is a thousand of these, each a few reads a pass). Were it stuck, the next
+            // pass sees it.
+            if self
+                .workflows
+                .written_within(&mark.org, &mark.id, RECONCILE_INTERVAL)
+            {
+                continue;
+            }
             let wf = match self
                 .store
                 .repo::<Workflow>()

@@ -146,8 +146,11 @@ impl Scheduler {
         }
         let now = m::Timestamp::now();
         let mut effects = Vec::new();
-        // How the workflows it started ended.
+        // How the workflows it started ended (one still running needs no read).
         for (workflow, _) in in_flight(&r) {
+            if self.running(org, &workflow) {
+                continue;
+            }
             if let Some(outcome) = self.outcome_of(org, &workflow).await? {
                 effects.extend(r.workflow_ended(&workflow, outcome, now));
             }
@@ -166,25 +169,35 @@ impl Scheduler {
                 Err(e) => return Err(e.into()),
             }
         }
+        let work = self.start_missing(&r).await?;
+        if r.status.is_terminal() {
+            self.close_release(org, id).await?;
+        }
+        Ok(work)
+    }
+
+    /// Starts what release `r` names and does not exist yet (this sweep's, or one a crash or a
+    /// busy install left); the work that advances them.
+    async fn start_missing(&self, r: &Release) -> Result<Vec<Work>, SchedulerError> {
+        let org = r.org.as_str();
         let mut work = Vec::new();
-        // Start what the record names and does not exist yet (this sweep's, or one a crash or a
-        // busy install left).
-        for (workflow, (wave, target)) in in_flight(&r) {
+        for (workflow, (wave, target)) in in_flight(r) {
             let t = &r.waves[wave].targets[target];
-            let exists = self
-                .store
-                .repo::<Workflow>()
-                .get(org, &workflow)
-                .await?
-                .is_some();
+            let exists = self.running(org, &workflow)
+                || self
+                    .store
+                    .repo::<Workflow>()
+                    .get(org, &workflow)
+                    .await?
+                    .is_some();
             if exists {
                 continue;
             }
             let started = match t.status {
                 TargetStatus::Deploying => {
-                    self.start_release_deploy(&r, &t.install, &workflow).await
+                    self.start_release_deploy(r, &t.install, &workflow).await
                 }
-                _ => self.start_release_check(&r, &t.install, &workflow).await,
+                _ => self.start_release_check(r, &t.install, &workflow).await,
             };
             match started {
                 Ok(w) => work.extend(w),
@@ -193,10 +206,14 @@ impl Scheduler {
                 }
             }
         }
-        if r.status.is_terminal() {
-            self.close_release(org, id).await?;
-        }
         Ok(work)
+    }
+
+    /// Whether this scheduler wrote workflow `w` since the last sweep: it runs (an ended one
+    /// is no longer kept as written), and needs no read.
+    fn running(&self, org: &str, w: &str) -> bool {
+        self.workflows
+            .written_within(org, w, crate::RECONCILE_INTERVAL)
     }
 
     /// How a workflow ended: `None` while it runs (or does not exist yet).

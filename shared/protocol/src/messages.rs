@@ -663,6 +663,9 @@ pub enum Control {
         step: u32,
         actor: String,
     },
+    /// api → scheduler: drive the release `release_id` (already recorded, with its open mark)
+    /// now: its first wave starts at once, not at the next sweep.
+    ReleaseRequested { org: String, release_id: String },
 }
 message!(Control, 7);
 
@@ -678,7 +681,8 @@ impl Control {
             | Control::JobCancelRequested { org, .. }
             | Control::ApprovalResponse { org, .. }
             | Control::RetryRequested { org, .. }
-            | Control::SkipRequested { org, .. } => org,
+            | Control::SkipRequested { org, .. }
+            | Control::ReleaseRequested { org, .. } => org,
         }
     }
 
@@ -715,6 +719,7 @@ impl Control {
                 org, approval_id, ..
             } => (org, approval_id),
             Control::JobCancelRequested { org, job_id, .. } => (org, job_id),
+            Control::ReleaseRequested { org, release_id } => (org, release_id),
         }
     }
 
@@ -725,7 +730,8 @@ impl Control {
             | Control::CancelRequested { .. }
             | Control::JobCancelRequested { .. }
             | Control::RetryRequested { .. }
-            | Control::SkipRequested { .. } => crate::subjects::topic::WORKFLOW,
+            | Control::SkipRequested { .. }
+            | Control::ReleaseRequested { .. } => crate::subjects::topic::WORKFLOW,
             Control::BuildRequested { .. } => crate::subjects::topic::BUILD,
             Control::BuildFinished { .. } => crate::subjects::topic::BUILD_DONE,
             Control::ApprovalRequested { .. } | Control::ApprovalResponse { .. } => {
@@ -766,6 +772,7 @@ impl Control {
             Control::SkipRequested {
                 workflow_id, step, ..
             } => format!("skip-{workflow_id}-{step}"),
+            Control::ReleaseRequested { release_id, .. } => format!("release-{release_id}"),
         }
     }
 }

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use crate::StoreError;
 use crate::repo::{Record, Repo, Versioned, key};
@@ -18,7 +19,7 @@ use crate::repo::{Record, Repo, Versioned, key};
 /// The last copy written of each record, by key; bounded (past `max` it starts over: a copy is
 /// only ever a read saved).
 pub struct LastWritten<T> {
-    map: Mutex<HashMap<String, Versioned<T>>>,
+    map: Mutex<HashMap<String, (Versioned<T>, Instant)>>,
     max: usize,
 }
 
@@ -32,7 +33,21 @@ impl<T: Clone> LastWritten<T> {
 
     /// The copy last written of `org`/`id`, if kept.
     pub fn get(&self, org: &str, id: &str) -> Option<Versioned<T>> {
-        self.map.lock().ok()?.get(&key(org, id)).cloned()
+        self.map
+            .lock()
+            .ok()?
+            .get(&key(org, id))
+            .map(|(v, _)| v.clone())
+    }
+
+    /// Whether this process wrote `org`/`id` within `d`: a record that moved that lately is
+    /// being driven, and a safety net's pass may leave it to the next.
+    pub fn written_within(&self, org: &str, id: &str, d: Duration) -> bool {
+        self.map
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key(org, id)).map(|(_, at)| at.elapsed() < d))
+            .unwrap_or(false)
     }
 
     /// Keeps `v`, just written.
@@ -41,7 +56,7 @@ impl<T: Clone> LastWritten<T> {
             if map.len() >= self.max {
                 map.clear();
             }
-            map.insert(key(org, id), v);
+            map.insert(key(org, id), (v, Instant::now()));
         }
     }
 

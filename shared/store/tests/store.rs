@@ -538,6 +538,11 @@ async fn a_change_from_the_copy_last_written_is_never_lost_to_a_stale_copy() {
     assert_eq!(a.config_count, 1);
     let copy = written.get(DEFAULT_ORG, "hello").unwrap();
     assert_eq!(copy.value.config_count, 1);
+    // Written just now, as far as this process knows; what it never wrote, never.
+    let minute = std::time::Duration::from_secs(60);
+    assert!(written.written_within(DEFAULT_ORG, "hello", minute));
+    assert!(!written.written_within(DEFAULT_ORG, "hello", std::time::Duration::ZERO));
+    assert!(!written.written_within(DEFAULT_ORG, "other", minute));
     // Another writer moves the record on; the copy is stale.
     apps.modify(DEFAULT_ORG, "hello", set(2))
         .await
