@@ -87,6 +87,7 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
         server1 - server0,
     );
     print_written(&written0, &written(&admin).await?, n);
+
     // Where the rest of the machine went: the runners (in this process) and their plugins.
     println!(
         "runners CPU {:.1} s, their plugin processes {:.1} s; the machine had {:.1} CPU s ({} cores)",
@@ -318,9 +319,21 @@ pub(crate) async fn wait_workflow(addr: SocketAddr, token: &str, id: &str) -> Re
     }
 }
 
+/// Waits for the release to end, printing each second how many of its installs are deployed,
+/// and each wave's time from its start to its last install passed.
 async fn wait_release(addr: SocketAddr, token: &str, id: &str) -> Result<serde_json::Value> {
+    let (start, mut shown) = (Instant::now(), 0);
     loop {
         let r = http::json(addr, "GET", &format!("/v1/releases/{id}"), token, None).await?;
+        let secs = start.elapsed().as_secs();
+        if secs > shown || r["status"] != "running" {
+            shown = secs;
+            println!(
+                "  {:>5.1} s: {}",
+                start.elapsed().as_secs_f64(),
+                progress(&r)
+            );
+        }
         match r["status"].as_str() {
             Some("succeeded") => return Ok(r),
             Some("halted" | "cancelled") => {
@@ -329,6 +342,29 @@ async fn wait_release(addr: SocketAddr, token: &str, id: &str) -> Result<serde_j
             _ => tokio::time::sleep(Duration::from_millis(100)).await,
         }
     }
+}
+
+/// Each wave's installs by status (`deploying 640, succeeded 260`), and its time from start to
+/// passed once it passed.
+fn progress(r: &serde_json::Value) -> String {
+    let waves = r["waves"].as_array().into_iter().flatten();
+    let each: Vec<String> = waves
+        .map(|w| {
+            let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+            for t in w["targets"].as_array().into_iter().flatten() {
+                *counts
+                    .entry(t["status"].as_str().unwrap_or("?"))
+                    .or_default() += 1;
+            }
+            let took = match (w["started_ms"].as_u64(), w["passed_ms"].as_u64()) {
+                (Some(a), Some(b)) => format!(" in {:.1} s", b.saturating_sub(a) as f64 / 1000.0),
+                _ => String::new(),
+            };
+            let counts: Vec<String> = counts.iter().map(|(s, n)| format!("{s} {n}")).collect();
+            format!("[{}{took}]", counts.join(", "))
+        })
+        .collect();
+    each.join(" ")
 }
 
 /// CPU seconds (user + system) process `pid` has used.

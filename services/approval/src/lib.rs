@@ -82,7 +82,7 @@ impl ApprovalService {
         response: Option<(bool, &str)>,
     ) -> Result<(), ApprovalError> {
         let approvals = self.store.repo::<m::Approval>();
-        let Some(a) = approvals.get(org, approval_id).await? else {
+        let Some(read) = approvals.get(org, approval_id).await? else {
             warn!(
                 org,
                 approval = approval_id,
@@ -90,7 +90,7 @@ impl ApprovalService {
             );
             return Ok(());
         };
-        let a = a.value;
+        let a = read.value.clone();
         let decided = match a.status {
             m::ApprovalStatus::Pending => {
                 let (approved, actor) = match response {
@@ -116,12 +116,13 @@ impl ApprovalService {
                         (true, APPROVE_ALL_ACTOR)
                     }
                 };
+                // From the copy just read: a decision made since costs a lost swap, no more.
                 let r = approvals
-                    .modify(org, approval_id, |a| {
+                    .modify_from(Some(read), org, approval_id, |a| {
                         Ok::<bool, ()>(a.decide(approved, actor, m::Timestamp::now()).is_ok())
                     })
                     .await?;
-                let a = r.unwrap_or(a);
+                let a = r.map(|v| v.value).unwrap_or(a);
                 let outcome = if approved { "approved" } else { "denied" };
                 info!(org, install = %a.install, approval = approval_id, component = %a.component, digest = %a.plan_digest, actor, "plan {outcome}");
                 self.store

@@ -69,7 +69,12 @@ impl Scheduler {
             m::Timestamp::now(),
         );
         let builds = self.store.repo::<m::Build>();
-        builds.create_if_absent(&fresh).await?;
+        // Read first: nearly every build a deploy asks for exists already (each install of a
+        // release asks for the same), and a create that finds it costs the hub a refused write.
+        let found = builds.get(&wf.org, &fresh.id).await?;
+        if found.is_none() {
+            builds.create_if_absent(&fresh).await?;
+        }
         let (index, build_id) = (step.index, fresh.id);
         // Named at lay-out (`lay_out`'s `name_builds`), which saves a write here; a workflow
         // laid out before that was named, or with another name, is named now.
@@ -83,7 +88,10 @@ impl Scheduler {
             })
             .await?;
         }
-        let mut existing = builds.require(&wf.org, &build_id).await?;
+        let mut existing = match found {
+            Some(v) => v,
+            None => builds.require(&wf.org, &build_id).await?,
+        };
         if existing.value.status == m::BuildStatus::Succeeded {
             info!(build = %build_id, "reusing existing build");
             let reused = StepOutcome::Succeeded(format!("reused build {build_id}"));
