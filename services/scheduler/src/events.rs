@@ -4,7 +4,7 @@ use ferry_model::{self as m};
 use ferry_protocol::messages::{EventBody, JobEvent, JobResult, Offloaded, Outcome};
 use ferry_protocol::resources::{RESULTS, objects};
 use ferry_protocol::subjects;
-use ferry_store::{Handled, StoreError};
+use ferry_store::{Handled, StoreError, Versioned};
 use tracing::{info, warn};
 
 use crate::control::handled;
@@ -34,7 +34,7 @@ impl Scheduler {
         execution_id: &str,
         result: JobResult,
     ) -> Result<(), SchedulerError> {
-        let Some((result, offloaded)) = self
+        let Some((result, offloaded, read)) = self
             .checked_result(org, install, job_id, execution_id, result)
             .await?
         else {
@@ -42,15 +42,16 @@ impl Scheduler {
         };
         let finished = finished_of(result, self.client.server_info().max_payload / 4);
         let now = m::Timestamp::now();
+        // From the record just read (a change since, a renewal, costs a lost swap).
         let updated = self
             .store
             .repo::<m::Job>()
-            .modify(org, job_id, |j| {
+            .modify_from(Some(read), org, job_id, |j| {
                 j.finish(install, execution_id, finished.clone(), now)
             })
             .await;
         let job = match updated {
-            Ok(Ok(j)) => j,
+            Ok(Ok(j)) => j.value,
             Ok(Err(refused)) => {
                 warn!(org, install, job = job_id, "{refused}");
                 return Ok(());
@@ -88,14 +89,12 @@ impl Scheduler {
         job_id: &str,
         execution_id: &str,
         result: JobResult,
-    ) -> Result<Option<(JobResult, bool)>, SchedulerError> {
-        let accepted = match self.store.repo::<m::Job>().get(org, job_id).await? {
-            None => {
-                warn!(org, install, job = job_id, "result for an unknown job");
-                return Ok(None);
-            }
-            Some(j) => j.value.accepts_result(install, execution_id),
+    ) -> Result<Option<(JobResult, bool, Versioned<m::Job>)>, SchedulerError> {
+        let Some(read) = self.store.repo::<m::Job>().get(org, job_id).await? else {
+            warn!(org, install, job = job_id, "result for an unknown job");
+            return Ok(None);
         };
+        let accepted = read.value.accepts_result(install, execution_id);
         let fresh = match accepted {
             Ok(fresh) => fresh,
             Err(refused) => {
@@ -128,7 +127,7 @@ impl Scheduler {
                 )
                 .await?;
         }
-        Ok(Some((result, offloaded.is_some())))
+        Ok(Some((result, offloaded.is_some(), read)))
     }
 
     fn count_finished(&self, job: &m::Job) {

@@ -13,12 +13,18 @@ impl Scheduler {
     /// ends its step (`Job::step_outcome`). Idempotent: a repeat changes nothing and yields a
     /// change the workflow refuses.
     pub(crate) async fn apply_job_result(&self, job: &m::Job) -> Result<Vec<Work>, SchedulerError> {
-        let wf = self
-            .store
-            .repo::<Workflow>()
-            .get(&job.org, &job.workflow_id)
-            .await?
-            .map(|v| v.value);
+        // The copy last written will do once laid out: `job_context` reads only what a
+        // workflow's lay-out fixed (its kind, its config, its action steps).
+        let copy = self.workflows.get(&job.org, &job.workflow_id);
+        let wf = match copy.filter(|v| !v.value.steps.is_empty()) {
+            Some(v) => Some(v.value),
+            None => self
+                .store
+                .repo::<Workflow>()
+                .get(&job.org, &job.workflow_id)
+                .await?
+                .map(|v| v.value),
+        };
         let ctx = self.job_context(job, wf.as_ref()).await?;
         // Before the step ends, like every record here: until it has, a failure is retried with
         // the step (this message redelivered, or the reconcile pass), and a record written twice
