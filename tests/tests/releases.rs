@@ -207,6 +207,16 @@ fn a_release_halts_on_a_failed_health_gate_resumes_after_the_fix_and_survives_a_
         assert_eq!(deploys(i), 1, "{i}");
     }
     assert_eq!(deploys("i3"), 2);
+    // Nor did any of wave 3's jobs: a result the killed scheduler had taken but not handled is
+    // applied when its lease ends (it waits at the hub), not taken for a lost runner.
+    for t in targets(&done, 2) {
+        let wf = t.deploy.clone().unwrap();
+        let w = cli::<Workflow>(&api, &["workflows", "get", &wf, "--json"]);
+        for job in w.steps.iter().filter_map(|s| s.job_id.as_deref()) {
+            let j = cli::<Job>(&api, &["jobs", "get", job, "--json"]);
+            assert_eq!(j.executions.len(), 1, "job {job} of {wf} ran again: {j:?}");
+        }
+    }
 }
 
 /// A new config version for `app`: greeter's environment changes, so its plan has changes.

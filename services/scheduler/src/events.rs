@@ -8,6 +8,7 @@ use ferry_store::{Handled, StoreError, Versioned};
 use tracing::{info, warn};
 
 use crate::control::handled;
+use crate::work::Work;
 use crate::{Scheduler, SchedulerError};
 
 /// The largest result an install may send in chunks: a plan's JSON of a big Terraform module is
@@ -34,11 +35,28 @@ impl Scheduler {
         execution_id: &str,
         result: JobResult,
     ) -> Result<(), SchedulerError> {
+        let work = self
+            .record_result(org, install, job_id, execution_id, result)
+            .await?;
+        self.execute(work).await
+    }
+
+    /// Records a result that install `install` reported for execution `execution_id` of
+    /// `job_id` (checked first: another install's job, or an execution not the current one,
+    /// stores nothing); the work that carries it into its install and workflow.
+    pub(crate) async fn record_result(
+        &self,
+        org: &str,
+        install: &str,
+        job_id: &str,
+        execution_id: &str,
+        result: JobResult,
+    ) -> Result<Vec<Work>, SchedulerError> {
         let Some((result, offloaded, read)) = self
             .checked_result(org, install, job_id, execution_id, result)
             .await?
         else {
-            return Ok(());
+            return Ok(vec![]);
         };
         let finished = finished_of(result, self.client.server_info().max_payload / 4);
         let now = m::Timestamp::now();
@@ -54,11 +72,11 @@ impl Scheduler {
             Ok(Ok(j)) => j.value,
             Ok(Err(refused)) => {
                 warn!(org, install, job = job_id, "{refused}");
-                return Ok(());
+                return Ok(vec![]);
             }
             Err(StoreError::NotFound { .. }) => {
                 warn!(org, install, job = job_id, "result for an unknown job");
-                return Ok(());
+                return Ok(vec![]);
             }
             Err(e) => return Err(e.into()),
         };
@@ -74,8 +92,7 @@ impl Scheduler {
                 )
                 .await?;
         }
-        let work = self.apply_job_result(&job).await?;
-        self.execute(work).await
+        self.apply_job_result(&job).await
     }
 
     /// The result to record, judged by the install in the subject before anything is stored: a

@@ -7,7 +7,7 @@
 use async_nats::jetstream::stream::LastRawMessageErrorKind;
 use ferry_model::{self as m, StepOutcome, Workflow};
 use ferry_protocol::codec::decode;
-use ferry_protocol::messages::{EventBody, JobEvent};
+use ferry_protocol::messages::{EventBody, JobEvent, JobResult};
 use ferry_protocol::resources::JOB_EVENTS;
 use ferry_protocol::subjects;
 use ferry_store::StoreError;
@@ -62,8 +62,11 @@ impl Scheduler {
         read: &m::Job,
     ) -> Result<Vec<Work>, SchedulerError> {
         let job_id = read.id.as_str();
-        if self.result_pending(wf, read).await? {
-            return Ok(vec![]);
+        if let Some((execution, result)) = self.result_at_hub(wf, read).await? {
+            info!(org = %wf.org, install = %wf.install, job = %job_id, "lease ended, but the result is at the hub: applied");
+            return self
+                .record_result(&wf.org, &read.install, job_id, &execution, result)
+                .await;
         }
         let mut expired = None;
         let job = self
@@ -94,39 +97,36 @@ impl Scheduler {
         }
     }
 
-    /// Whether the job's current execution has reported its end to the hub and the result waits
-    /// for the results consumer (`Job::result_pending`): the latest event on the job's subject in
-    /// `JOB_EVENTS`, read from the stream's leader.
-    async fn result_pending(&self, wf: &Workflow, job: &m::Job) -> Result<bool, SchedulerError> {
+    /// The current execution's end, if it reached the hub and waits there for the results
+    /// consumer: the latest event on the job's subject in `JOB_EVENTS` (read from the stream's
+    /// leader). A scheduler stopped while holding it (a crash, a failover) leaves it undelivered
+    /// for the consumer's ack wait, longer than a lease: applied now, the job does not run again.
+    async fn result_at_hub(
+        &self,
+        wf: &Workflow,
+        job: &m::Job,
+    ) -> Result<Option<(String, JobResult)>, SchedulerError> {
         let stream = self
             .store
             .js
             .get_stream_no_info(JOB_EVENTS.name)
             .await
             .map_err(|e| SchedulerError::Nats(Box::new(e)))?;
-        let subject = subjects::event(&wf.org, &wf.install, &job.id);
+        // The subject names the job's own install: only its runners may publish there.
+        let subject = subjects::event(&wf.org, &job.install, &job.id);
         let last = match stream.get_last_raw_message_by_subject(&subject).await {
             Ok(m) => m,
-            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return Ok(false),
+            Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => return Ok(None),
             Err(e) => return Err(SchedulerError::Nats(Box::new(e))),
         };
         let Ok(event) = decode::<JobEvent>(&last.payload) else {
-            return Ok(false);
+            return Ok(None);
         };
-        if !matches!(event.body, EventBody::Finished(_)) {
-            return Ok(false);
+        if job.accepts_result(&job.install, &event.execution_id) != Ok(true) {
+            return Ok(None);
         }
-        let stored = m::Timestamp::from_ms((last.time.unix_timestamp_nanos() / 1_000_000) as u64);
-        let pending = job.result_pending(
-            &event.execution_id,
-            stored,
-            self.grace_ms(),
-            m::Timestamp::now(),
-        );
-        if pending {
-            info!(org = %wf.org, install = %wf.install, job = %job.id, "lease ended, but the result is at the hub: waiting for it");
-        }
-        Ok(pending)
+        let EventBody::Finished(result) = event.body;
+        Ok(Some((event.execution_id, *result)))
     }
 
     /// Stops a step's job: a job no runner has claimed is cancelled here; a running one is asked

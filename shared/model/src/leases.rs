@@ -323,22 +323,6 @@ impl Job {
         self.status == JobStatus::InProgress && self.lease_expires_ms.is_some_and(|t| t <= now.ms())
     }
 
-    /// Whether an ended lease waits for a result already at the hub: the current execution
-    /// (`token`) reported its end at `reported_at` (when the hub stored it) and the scheduler has
-    /// not applied it yet, as after a failover, when the consumer of results resumes later than
-    /// the reconcile pass. It waits one lease period from the report, not forever: a result that
-    /// cannot be applied by then does not hold the job.
-    pub fn result_pending(
-        &self,
-        token: &str,
-        reported_at: Timestamp,
-        lease_ms: u64,
-        now: Timestamp,
-    ) -> bool {
-        self.current_execution().is_some_and(|e| e.has_token(token))
-            && now.ms() < reported_at.ms().saturating_add(lease_ms)
-    }
-
     /// Ends an execution whose lease ended: `lost`, then the job is queued again (and must be
     /// offered again) or, with no executions left, fails with the reason.
     pub fn expire(&mut self, now: Timestamp) -> Option<Expired> {
@@ -728,29 +712,6 @@ mod tests {
         assert!(
             j.claim("i", "r3", Timestamp::from_ms(3_000), 500, "")
                 .is_err()
-        );
-    }
-
-    #[test]
-    fn a_result_at_the_hub_holds_an_ended_lease_for_one_lease_period() {
-        let mut j = job(2);
-        j.claim("i", "r", Timestamp::from_ms(1_000), 500, "")
-            .unwrap();
-        let token = j.executions[0].id.clone();
-        let at = Timestamp::from_ms(1_200);
-        assert!(j.result_pending(&token, at, 500, Timestamp::from_ms(1_600)));
-        assert!(
-            !j.result_pending(&token, at, 500, Timestamp::from_ms(1_700)),
-            "a lease period after the report, the lease ends anyway"
-        );
-        assert!(
-            !j.result_pending("j-9", at, 500, Timestamp::from_ms(1_600)),
-            "another execution's report holds nothing"
-        );
-        j.expire(Timestamp::from_ms(1_600));
-        assert!(
-            !j.result_pending(&token, at, 500, Timestamp::from_ms(1_600)),
-            "an execution already lost is not current"
         );
     }
 }

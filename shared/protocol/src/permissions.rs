@@ -145,7 +145,7 @@ pub fn service(name: &str) -> Option<Grant> {
             ])
             .read(jobs)
             .read(resources::RESULTS.name)
-            // Whether a result waits there before a lease is expired (`Job::result_pending`).
+            // A result waiting there when its lease ends is applied, not lost (`stops.rs`).
             .read(resources::JOB_EVENTS.name)
             .consume(resources::CONTROL.name)
             .consume(resources::JOB_EVENTS.name)
