@@ -382,7 +382,18 @@ impl Proc {
         extra: &[&str],
         env: &[(String, String)],
     ) -> (Proc, String) {
-        Proc::server_on(nats_url, log, extra, env, free_port())
+        // A port handed out is free, not reserved: another test's process may bind it before
+        // this server does (its nats-server, once, and the CLI then spoke HTTP to NATS). The
+        // server then exits, and it starts again on another port.
+        for _ in 0..4 {
+            if let Some(started) = Proc::try_server_on(nats_url, &log, extra, env, free_port()) {
+                return started;
+            }
+        }
+        panic!(
+            "ferry-server found no free port:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
     }
 
     /// [`Proc::server_env`] on a given port (to restart a server where its clients look for it).
@@ -393,6 +404,23 @@ impl Proc {
         env: &[(String, String)],
         port: u16,
     ) -> (Proc, String) {
+        Proc::try_server_on(nats_url, &log, extra, env, port).unwrap_or_else(|| {
+            panic!(
+                "ferry-server could not listen on {port}:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        })
+    }
+
+    /// [`Proc::server_on`], or `None` when the server could not listen there: it says it
+    /// listens (its log), not merely that something answers on the port.
+    fn try_server_on(
+        nats_url: &str,
+        log: &Path,
+        extra: &[&str],
+        env: &[(String, String)],
+        port: u16,
+    ) -> Option<(Proc, String)> {
         let addr = format!("127.0.0.1:{port}");
         let hub = hub_dir(nats_url).to_string_lossy().to_string();
         let mut args = vec![
@@ -404,19 +432,25 @@ impl Proc {
             &hub,
         ];
         args.extend_from_slice(extra);
-        let p = Proc::spawn_env("ferry-server", &args, env, log);
+        let mut p = Proc::spawn_env("ferry-server", &args, env, log.to_path_buf());
         let deadline = Instant::now() + Duration::from_secs(60);
-        while !listening(port) {
+        loop {
+            let said = std::fs::read_to_string(&p.log).unwrap_or_default();
+            if said.contains("ferry-server listening") && listening(port) {
+                break;
+            }
+            if matches!(p.child.try_wait(), Ok(Some(_))) {
+                return None;
+            }
             assert!(
                 Instant::now() < deadline,
-                "ferry-server did not start:\n{}",
-                std::fs::read_to_string(&p.log).unwrap_or_default()
+                "ferry-server did not start:\n{said}"
             );
             std::thread::sleep(Duration::from_millis(25));
         }
         let api = format!("http://127.0.0.1:{port}");
         register(&api, hub_token(nats_url));
-        (p, api)
+        Some((p, api))
     }
 
     /// A runner for `install` of the default org, in leaf mode (its own nats-server, whose one
