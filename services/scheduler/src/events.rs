@@ -21,24 +21,13 @@ impl Scheduler {
             return Handled::Reject(format!("unexpected subject {subject}"));
         };
         let EventBody::Finished(result) = ev.body;
-        handled(
-            self.job_finished(org, install, &ev.job_id, &ev.execution_id, *result)
-                .await,
-        )
-    }
-
-    async fn job_finished(
-        &self,
-        org: &str,
-        install: &str,
-        job_id: &str,
-        execution_id: &str,
-        result: JobResult,
-    ) -> Result<(), SchedulerError> {
         let work = self
-            .record_result(org, install, job_id, execution_id, result)
-            .await?;
-        self.execute(work).await
+            .record_result(org, install, &ev.job_id, &ev.execution_id, *result)
+            .await;
+        handled(match work {
+            Ok(work) => self.execute(work).await,
+            Err(e) => Err(e),
+        })
     }
 
     /// Records a result that install `install` reported for execution `execution_id` of

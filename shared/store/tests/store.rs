@@ -529,6 +529,10 @@ async fn a_change_from_the_copy_last_written_is_never_lost_to_a_stale_copy() {
             Ok(changed)
         }
     };
+    let count = || async {
+        let a = apps.require(DEFAULT_ORG, "hello").await.unwrap();
+        a.value.config_count
+    };
     // Read once, then kept: the copy is what was written.
     let a = apps
         .modify_written(&written, DEFAULT_ORG, "hello", set(1))
@@ -553,14 +557,7 @@ async fn a_change_from_the_copy_last_written_is_never_lost_to_a_stale_copy() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(
-        apps.require(DEFAULT_ORG, "hello")
-            .await
-            .unwrap()
-            .value
-            .config_count,
-        3
-    );
+    assert_eq!(count().await, 3);
     // The copy says 3 already; another writer sets 4. Setting 3 again is no change on the copy,
     // but is one on the record: it is made.
     apps.modify(DEFAULT_ORG, "hello", set(4))
@@ -571,14 +568,7 @@ async fn a_change_from_the_copy_last_written_is_never_lost_to_a_stale_copy() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(
-        apps.require(DEFAULT_ORG, "hello")
-            .await
-            .unwrap()
-            .value
-            .config_count,
-        3
-    );
+    assert_eq!(count().await, 3);
     // A refusal on a stale copy is decided again on the record: allowed only from 5.
     apps.modify(DEFAULT_ORG, "hello", set(5))
         .await

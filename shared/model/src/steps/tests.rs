@@ -22,6 +22,18 @@ fn one() -> Workflow {
     )
 }
 
+/// `a` (steps 0-4) and `b` (5-9), independent: both build at once.
+fn two() -> Workflow {
+    Workflow::deploy(
+        "w".into(),
+        "o".into(),
+        "i".into(),
+        WorkflowKind::DeployComponents,
+        "c".into(),
+        &[vec![d("a", &[]), d("b", &[])]],
+    )
+}
+
 fn ok(w: &mut Workflow, i: u32) {
     w.finish_step(i, StepOutcome::Succeeded("ok".into()), None, at(NOW))
         .unwrap();
@@ -107,14 +119,7 @@ fn finishing_a_step_does_not_end_the_workflow_until_advance() {
 
 #[test]
 fn a_failure_starts_nothing_new_and_ends_when_the_parallel_steps_end() {
-    let mut w = Workflow::deploy(
-        "w".into(),
-        "o".into(),
-        "i".into(),
-        WorkflowKind::DeployComponents,
-        "c".into(),
-        &[vec![d("a", &[]), d("b", &[])]],
-    );
+    let mut w = two();
     assert_eq!(w.advance(at(NOW)).len(), 2, "both builds");
     w.finish_step(0, StepOutcome::Failed("a broke".into()), None, at(NOW))
         .unwrap();
@@ -202,14 +207,7 @@ fn illegal_finishes_are_refused_and_change_nothing() {
 
 #[test]
 fn cancel_stops_what_has_not_started_and_asks_running_jobs_to_stop() {
-    let mut w = Workflow::deploy(
-        "w".into(),
-        "o".into(),
-        "i".into(),
-        WorkflowKind::DeployComponents,
-        "c".into(),
-        &[vec![d("a", &[]), d("b", &[])]],
-    );
+    let mut w = two();
     w.advance(at(NOW));
     for i in [0, 5] {
         ok(&mut w, i);
@@ -313,14 +311,7 @@ fn a_job_that_succeeds_after_cancel_ends_the_workflow_without_starting_more() {
 
 #[test]
 fn a_step_cancelled_alone_stops_the_workflow_once_the_others_end() {
-    let mut w = Workflow::deploy(
-        "w".into(),
-        "o".into(),
-        "i".into(),
-        WorkflowKind::DeployComponents,
-        "c".into(),
-        &[vec![d("a", &[]), d("b", &[])]],
-    );
+    let mut w = two();
     w.advance(at(NOW));
     w.finish_step(
         0,
@@ -774,19 +765,12 @@ fn a_removed_component_is_torn_down_after_every_apply_behind_its_own_approval() 
 /// that come together (two reused builds) in one write (`scheduler/src/effects.rs`).
 #[test]
 fn ends_applied_together_start_what_they_would_one_by_one() {
-    let two = || {
-        let mut w = Workflow::deploy(
-            "w".into(),
-            "o".into(),
-            "i".into(),
-            WorkflowKind::DeployComponents,
-            "c".into(),
-            &[vec![d("a", &[]), d("b", &[])]],
-        );
+    let building = || {
+        let mut w = two();
         w.advance(at(NOW));
         w
     };
-    let w = two();
+    let w = building();
     let ends: Vec<Change> = ["a", "b"]
         .iter()
         .map(|c| {
@@ -794,12 +778,12 @@ fn ends_applied_together_start_what_they_would_one_by_one() {
             Change::finish(i, StepOutcome::Succeeded("reused".into()), "build")
         })
         .collect();
-    let (mut one_by_one, mut started) = (two(), Vec::new());
+    let (mut one_by_one, mut started) = (building(), Vec::new());
     for c in &ends {
         one_by_one.apply(c, at(NOW)).unwrap();
         started.extend(one_by_one.advance(at(NOW)));
     }
-    let mut together = two();
+    let mut together = building();
     for c in &ends {
         together.apply(c, at(NOW)).unwrap();
     }
