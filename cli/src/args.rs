@@ -887,4 +887,30 @@ mod tests {
         walk(&Cli::command(), "", &mut missing);
         assert!(missing.is_empty(), "no help text: {missing:#?}");
     }
+
+    /// `--api` and `--token` have defaults (`ferry login`'s, `ferry dev`'s address), so no usage
+    /// line may show them as required: a newcomer reading `Usage:` would think they must pass both.
+    /// `ferry login` is the one command that needs the token, since saving it is what it does.
+    #[test]
+    fn no_usage_line_asks_for_the_api_or_token() {
+        fn walk(cmd: &mut clap::Command, path: &str, wrong: &mut Vec<String>) {
+            let usage = cmd.render_usage().to_string();
+            let login = path == "ferry login";
+            if usage.contains("--api <") || usage.contains("--token <") && !login {
+                wrong.push(format!("{path}: {usage}"));
+            }
+            for sub in cmd.get_subcommands_mut() {
+                let name = format!("{path} {}", sub.get_name());
+                walk(sub, &name, wrong);
+            }
+        }
+        let mut wrong = Vec::new();
+        let mut cli = Cli::command();
+        cli.build();
+        walk(&mut cli, "ferry", &mut wrong);
+        assert!(
+            wrong.is_empty(),
+            "usage lines that ask for --api/--token: {wrong:#?}"
+        );
+    }
 }

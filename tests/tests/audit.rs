@@ -146,6 +146,31 @@ fn ferry_audit_reads_filters_exports_and_follows_the_record() {
         .collect();
     let targets: Vec<&str> = entries.iter().map(|e| e.event.target.as_str()).collect();
     assert_eq!(targets, ["prod", "stage"], "oldest first");
+    // --since: how long ago, or a time; a time to come matches nothing; nonsense is refused.
+    let (code, recent, err) = ferry_tests::ferry(
+        &api,
+        &[
+            "audit",
+            "--action",
+            "install.created",
+            "--since",
+            "1h",
+            "--json",
+        ],
+    );
+    assert_eq!((code, recent.lines().count()), (0, 2), "{recent}{err}");
+    let (code, later, err) =
+        ferry_tests::ferry(&api, &["audit", "--since", "2999-01-01T00:00:00Z"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        later.is_empty() && err.contains("no audit records match"),
+        "{later}{err}"
+    );
+    let (code, _, err) = ferry_tests::ferry(&api, &["audit", "--since", "yesterday"]);
+    assert!(
+        code != 0 && err.contains("a duration (90m, 2h, 7d)"),
+        "{err}"
+    );
 
     // Following: a record written after the reader caught up is printed.
     let out = dir.path().join("follow.out");

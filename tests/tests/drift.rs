@@ -104,6 +104,17 @@ fn a_component_changed_behind_ferrys_back_is_drifted_until_a_deploy_and_the_sche
     assert_eq!(fleet.by_status.get("active"), Some(&1), "{fleet:?}");
     let latest = fleet.latest_config.clone().unwrap();
     assert_eq!(fleet.by_config.get(&latest), Some(&1), "{fleet:?}");
+    // The install's page names it, linked to the check whose plan is the drift.
+    let page = dashboard_page(&api, "/ui/installs/prod");
+    let marked = page
+        .split("id=\"drift\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no drift on the page: {page}"));
+    assert!(
+        marked.contains(&format!("href=\"/ui/workflows/{}\"", d.workflow))
+            && marked.contains(">counter</a>"),
+        "{marked}"
+    );
 
     // A deploy of it puts it back as the config says.
     let (code, out, err) = ferry(
@@ -223,4 +234,15 @@ fn a_scheduled_check_that_meets_a_deploy_is_skipped_and_says_so() {
         name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
     assert_eq!(name_of(&w.status), "succeeded", "{w:?}");
+}
+
+/// A dashboard page as an admin's session sees it.
+fn dashboard_page(api: &str, page: &str) -> String {
+    let out = std::process::Command::new("curl")
+        .args(["-sf", "-H", &ferry_tests::dashboard_cookie(api)])
+        .arg(format!("{api}{page}"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{page}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -327,6 +327,9 @@ fn sensitive_inputs_and_outputs_are_used_but_never_shown() {
             assert!(!html.contains("hey"), "{page}: {html}");
         } else {
             assert!(html.contains("greeting = (sensitive)"), "{page}: {html}");
+            // The components' outputs are shown, the sensitive ones masked.
+            assert!(html.contains("secret = (sensitive)"), "{page}: {html}");
+            assert!(html.contains("message = (sensitive)"), "{page}: {html}");
         }
     }
 }

@@ -323,4 +323,44 @@ mod tests {
         assert_eq!(e.at, crate::format_ms(g.until_ms));
         assert_eq!(e.target, "i/admin");
     }
+
+    #[test]
+    fn a_query_matches_by_install_actor_action_family_and_time() {
+        use crate::api::AuditQuery;
+        let mut w = Workflow::requested(
+            "w".into(),
+            "o",
+            "i",
+            WorkflowKind::DeployComponents,
+            "c",
+            Default::default(),
+            at(T0),
+        );
+        w.status = WorkflowStatus::Succeeded;
+        w.finished_at = Some(END.into());
+        let deploy = AuditEvent::workflow_ended(&w);
+        let ask = |f: &dyn Fn(&mut AuditQuery)| {
+            let mut q = AuditQuery::default();
+            f(&mut q);
+            q.matches(&deploy)
+        };
+        assert!(ask(&|_| ()));
+        assert!(ask(&|q| q.install = Some("i".into())));
+        assert!(!ask(&|q| q.install = Some("i2".into())));
+        // A family is the action's first word; a prefix of a word is not a family.
+        assert!(ask(&|q| q.action = Some("workflow".into())));
+        assert!(ask(&|q| q.action = Some(deploy.action.clone())));
+        assert!(!ask(&|q| q.action = Some("work".into())));
+        assert!(ask(&|q| q.actor = Some(deploy.actor.clone())));
+        assert!(!ask(&|q| q.actor = Some("token:ci".into())));
+        // From `since` on, the record's own time included.
+        assert!(ask(&|q| q.since = Some(END.into())));
+        assert!(!ask(&|q| q.since = Some("2026-11-27T10:05:00.001Z".into())));
+        // A time that is not one is refused before any record is read.
+        let bad = AuditQuery {
+            since: Some("yesterday".into()),
+            ..AuditQuery::default()
+        };
+        assert!(bad.check().unwrap_err().contains("RFC 3339"));
+    }
 }

@@ -130,9 +130,12 @@ pub fn install(
     history: &[m::api::HistoryEntry],
     workflows: &[Workflow],
 ) -> Markup {
-    let drifted = i.drifted();
     let components = std::iter::once((m::SANDBOX, &i.sandbox))
         .chain(i.components.iter().map(|(k, v)| (k.as_str(), v)));
+    let drifts: Vec<_> = components
+        .clone()
+        .filter_map(|(k, c)| Some((k, c.drift.as_ref().filter(|d| d.drifted)?)))
+        .collect();
     layout(
         &i.name,
         Some(s),
@@ -143,10 +146,12 @@ pub fn install(
             @if !i.labels.is_empty() {
                 p #labels { "Labels " @for (k, v) in &i.labels { span.badge.mono { (k) "=" (v) } " " } }
             }
-            @if !drifted.is_empty() {
-                p #drift.problem { "Drifted: " (drifted.join(", ")) " · "
-                    @if let Some(w) = workflows.iter().find(|w| w.kind == m::WorkflowKind::DriftCheck) {
-                        a href={ "/ui/workflows/" (w.id) } { "the drift check's plans" }
+            @if !drifts.is_empty() {
+                // Each drifted component links to the check that found it: its plan is the drift.
+                p #drift.problem { "Drifted: "
+                    @for (n, (name, d)) in drifts.iter().enumerate() {
+                        @if n > 0 { ", " }
+                        a href={ "/ui/workflows/" (d.workflow) } title=(d.summary) { (name) }
                     } }
             }
             @if !i.inputs.is_empty() {
