@@ -27,6 +27,11 @@
 //! cargo run --release -p ferry-loadtest -- events --streams 1000
 //! ```
 
+/// The allocator ferry-server and ferry-runner use, so the runners this process hosts spend what
+/// real ones spend.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod breakdown;
 mod events;
 mod http;

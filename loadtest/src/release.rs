@@ -65,7 +65,7 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
     let (hub0, server0) = (cpu(hub.pid()), cpu(server.id()));
     let (own0, children0) = (cpu(std::process::id()), children_cpu_secs().unwrap_or(0.0));
     let admin = async_nats::jetstream::new(hub.admin().await);
-    let written0 = written(&admin).await?;
+    let (written0, bytes0) = written(&admin).await?;
     let t = Instant::now();
     let body = json!({ "app": APP, "waves": waves, "approve_all": true });
     let r = http::json(addr, "POST", "/v1/releases", &token, Some(&body)).await?;
@@ -86,7 +86,8 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
         hub1 - hub0,
         server1 - server0,
     );
-    print_written(&written0, &written(&admin).await?, n);
+    let (written1, bytes1) = written(&admin).await?;
+    print_written(&written0, &written1, n);
 
     // Where the rest of the machine went: the runners (in this process) and their plugins.
     println!(
@@ -95,6 +96,23 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
         children_cpu_secs().unwrap_or(0.0) - children0,
         all.as_secs_f64() * cores(),
         cores()
+    );
+
+    // The baseline: the hub storing as many messages, raw.
+    let stored: u64 = written1
+        .iter()
+        .map(|(name, last)| last - written0.get(name).copied().unwrap_or(0))
+        .sum();
+    let size = (bytes1.saturating_sub(bytes0) / stored.max(1)).clamp(64, 64 * 1024) as usize;
+    let (raw, raw_hub) = raw_writes(hub, stored, size).await?;
+    let control_plane = (hub1 - hub0) + (server1 - server0);
+    println!(
+        "raw NATS, same run: {stored} messages of {size} B stored by {RAW_WRITERS} writers in {:.2} s, hub CPU {:.1} s; \
+         the release took {:.1}x that time and its control plane (hub + server) {:.1}x that CPU",
+        raw.as_secs_f64(),
+        raw_hub,
+        all.as_secs_f64() / raw.as_secs_f64(),
+        control_plane / raw_hub.max(0.01),
     );
     Ok(())
 }
@@ -372,19 +390,68 @@ fn cpu_secs(pid: u32) -> Result<f64> {
     cpu_fields(pid, 11)
 }
 
-/// Messages stored so far in each of the hub's streams (its last sequence), by name.
+/// Messages stored so far in each of the hub's streams (its last sequence), by name, and the
+/// bytes all of them hold now.
 async fn written(
     js: &async_nats::jetstream::Context,
-) -> Result<std::collections::BTreeMap<String, u64>> {
+) -> Result<(std::collections::BTreeMap<String, u64>, u64)> {
     let mut out = std::collections::BTreeMap::new();
+    let mut bytes = 0;
     let mut names = js.stream_names();
     while let Some(name) = names.next().await {
         let name = name?;
         let mut stream = js.get_stream(&name).await?;
-        out.insert(name, stream.info().await?.state.last_sequence);
+        let state = stream.info().await?.state.clone();
+        bytes += state.bytes;
+        out.insert(name, state.last_sequence);
     }
-    Ok(out)
+    Ok((out, bytes))
 }
+
+/// The same run's raw-NATS baseline for a release: `messages` messages of `size` bytes stored
+/// in a scratch stream of the same hub, over the same kind of connection the control plane has
+/// (TLS, a user of the hub's account), by [`RAW_WRITERS`] writers each waiting for its ack before
+/// its next write, as the control plane's record writes do. Returns its time and the hub's CPU
+/// seconds. The release's figures divided by these say what the machine's speed of the moment
+/// does not: this machine's speed moves by half from one run to the next.
+async fn raw_writes(
+    hub: &ferry_tests::NatsServer,
+    messages: u64,
+    size: usize,
+) -> Result<(Duration, f64)> {
+    const STREAM: &str = "BENCH_RAW";
+    let js = async_nats::jetstream::new(hub.admin().await);
+    js.create_stream(async_nats::jetstream::stream::Config {
+        name: STREAM.into(),
+        subjects: vec!["bench.raw.>".into()],
+        ..Default::default()
+    })
+    .await?;
+    let payload = bytes::Bytes::from(vec![b'x'; size]);
+    let hub0 = cpu_secs(hub.pid()).unwrap_or(0.0);
+    let t = Instant::now();
+    let writers = (0..RAW_WRITERS).map(|w| {
+        let (js, payload) = (js.clone(), payload.clone());
+        let mine = messages / RAW_WRITERS + u64::from(w < messages % RAW_WRITERS);
+        async move {
+            for i in 0..mine {
+                js.publish(format!("bench.raw.{w}.{}", i % 64), payload.clone())
+                    .await?
+                    .await?;
+            }
+            Ok::<(), anyhow::Error>(())
+        }
+    });
+    futures_util::future::try_join_all(writers).await?;
+    let took = t.elapsed();
+    let hub_cpu = cpu_secs(hub.pid()).unwrap_or(0.0) - hub0;
+    js.delete_stream(STREAM).await?;
+    Ok((took, hub_cpu))
+}
+
+/// Writers at once in [`raw_writes`]: about as many as the control plane's record writes in
+/// flight during a release (16 lanes of results, 16 of control messages, the release's writer).
+const RAW_WRITERS: u64 = 64;
 
 /// What the release wrote into each stream, per install, the most first.
 fn print_written(

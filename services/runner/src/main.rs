@@ -1,3 +1,9 @@
+/// mimalloc, as ferry-server uses: the runner's records, messages and log batches are many small,
+/// short-lived allocations across tokio's threads, which glibc's allocator served slowly (see
+/// ferry-server's main.rs and loadtest/README.md).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -3,6 +3,13 @@ mod http;
 mod limits;
 mod stacks;
 
+/// mimalloc instead of glibc's malloc: a release over 1,000 installs spent a quarter of this
+/// process's CPU in glibc's allocator (`_int_malloc`, `free`, `malloc_consolidate`: many small,
+/// short-lived records and messages across tokio's worker threads), which mimalloc's per-thread
+/// free lists serve for a fraction of that (figures in loadtest/README.md).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
