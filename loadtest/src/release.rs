@@ -5,7 +5,10 @@
 //! callout), N of them in this process, each starting the real plugin process per job (this
 //! binary answers `plugin`, as `ferry-runner` does). Reported: the deploy's time, the release's
 //! (create to succeeded), their ratio, jobs run, and the CPU seconds the hub nats-server and
-//! `ferry-server` spent during the release, and what they spend in 10 s with the fleet idle.
+//! `ferry-server` spent during the release, and what they spend in 10 s with the fleet idle; then
+//! the same run's raw-NATS baseline (the messages the release stored, stored raw: `raw_writes`)
+//! and the release's time and control-plane CPU as multiples of it, which the machine's speed
+//! of the moment does not move as it moves the bare figures.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
