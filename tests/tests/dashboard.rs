@@ -418,6 +418,14 @@ fn an_operator_runs_the_fleet_from_the_dashboard() {
             b.wait().for_element(Locator::Css("h1")).await.unwrap();
         }
         click(&b, "section.approval details.deny summary").await;
+        // The denial offers what the CLI's --skip options do; failing the workflow is the default.
+        let then = text_of(&b, "details.deny select[name=on_deny]").await;
+        assert!(
+            then.contains("fail the workflow")
+                && then.contains("skip this apply, go on")
+                && then.contains("skip this apply and what depends on it"),
+            "{then}"
+        );
         b.find(Locator::Css("details.deny input[name=reason]"))
             .await
             .unwrap()
