@@ -415,7 +415,8 @@ async fn written(
 /// in a scratch stream of the same hub, over the same kind of connection the control plane has
 /// (TLS, a user of the hub's account), by [`RAW_WRITERS`] writers each waiting for its ack before
 /// its next write, as the control plane's record writes do. Returns its time and the hub's CPU
-/// seconds. The release's figures divided by these say what the machine's speed of the moment
+/// seconds; the fleet stays connected meanwhile, its heartbeats in both figures as in the
+/// release's. The release's figures divided by these say what the machine's speed of the moment
 /// does not: this machine's speed moves by half from one run to the next.
 async fn raw_writes(
     hub: &ferry_tests::NatsServer,
@@ -452,8 +453,9 @@ async fn raw_writes(
     Ok((took, hub_cpu))
 }
 
-/// Writers at once in [`raw_writes`]: about as many as the control plane's record writes in
-/// flight during a release (16 lanes of results, 16 of control messages, the release's writer).
+/// Writers at once in [`raw_writes`]: more than the control plane's record writers during a
+/// release (16 lanes of results, 16 of control messages, the release's writer, the other
+/// services), so that the baseline is the hub at its best.
 const RAW_WRITERS: u64 = 64;
 
 /// What the release wrote into each stream, per install, the most first.
