@@ -52,15 +52,8 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
     wait_workflow(addr, &token, &wf).await?;
     let one = t.elapsed();
 
-    // What the connected fleet costs while nothing is deployed (heartbeats, metrics).
+    print_idle(hub.pid(), server.id()).await;
     let cpu = |pid| cpu_secs(pid).unwrap_or(0.0);
-    let (hub0, server0) = (cpu(hub.pid()), cpu(server.id()));
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    println!(
-        "idle for 10 s: hub CPU {:.2} s, server CPU {:.2} s",
-        cpu(hub.pid()) - hub0,
-        cpu(server.id()) - server0
-    );
 
     // The next version released over every install.
     write_app(&app, 3)?;
@@ -100,22 +93,53 @@ pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result
         all.as_secs_f64() * cores(),
         cores()
     );
+    let release = Spent {
+        took: all,
+        control_plane: (hub1 - hub0) + (server1 - server0),
+        stored: written1
+            .iter()
+            .map(|(name, last)| last - written0.get(name).copied().unwrap_or(0))
+            .sum(),
+        bytes: bytes1.saturating_sub(bytes0),
+    };
+    print_baseline(hub, &release).await
+}
 
-    // The baseline: the hub storing as many messages, raw.
-    let stored: u64 = written1
-        .iter()
-        .map(|(name, last)| last - written0.get(name).copied().unwrap_or(0))
-        .sum();
-    let size = (bytes1.saturating_sub(bytes0) / stored.max(1)).clamp(64, 64 * 1024) as usize;
+/// What the connected fleet costs the hub and the server while nothing is deployed (heartbeats,
+/// metrics), over 10 s.
+async fn print_idle(hub: u32, server: u32) {
+    let cpu = |pid| cpu_secs(pid).unwrap_or(0.0);
+    let (hub0, server0) = (cpu(hub), cpu(server));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    println!(
+        "idle for 10 s: hub CPU {:.2} s, server CPU {:.2} s",
+        cpu(hub) - hub0,
+        cpu(server) - server0
+    );
+}
+
+/// What a release took and stored, to set beside the raw baseline.
+struct Spent {
+    took: Duration,
+    /// Hub and server CPU seconds.
+    control_plane: f64,
+    /// Messages stored, and their bytes.
+    stored: u64,
+    bytes: u64,
+}
+
+/// The baseline (the hub storing as many messages, raw) and the release as multiples of it.
+async fn print_baseline(hub: &ferry_tests::NatsServer, release: &Spent) -> Result<()> {
+    let stored = release.stored;
+    let size = (release.bytes / stored.max(1)).clamp(64, 64 * 1024) as usize;
     let (raw, raw_hub) = raw_writes(hub, stored, size).await?;
-    let control_plane = (hub1 - hub0) + (server1 - server0);
     println!(
         "raw NATS, same run: {stored} messages of {size} B stored by {RAW_WRITERS} writers in {:.2} s, hub CPU {:.1} s; \
          the release took {:.1}x that time and its control plane (hub + server) {:.1}x that CPU",
         raw.as_secs_f64(),
         raw_hub,
-        all.as_secs_f64() / raw.as_secs_f64(),
-        control_plane / raw_hub.max(0.01),
+        release.took.as_secs_f64() / raw.as_secs_f64(),
+        release.control_plane / raw_hub.max(0.01),
     );
     Ok(())
 }

@@ -132,10 +132,6 @@ pub fn install(
 ) -> Markup {
     let components = std::iter::once((m::SANDBOX, &i.sandbox))
         .chain(i.components.iter().map(|(k, v)| (k.as_str(), v)));
-    let drifts: Vec<_> = components
-        .clone()
-        .filter_map(|(k, c)| Some((k, c.drift.as_ref().filter(|d| d.drifted)?)))
-        .collect();
     layout(
         &i.name,
         Some(s),
@@ -146,14 +142,7 @@ pub fn install(
             @if !i.labels.is_empty() {
                 p #labels { "Labels " @for (k, v) in &i.labels { span.badge.mono { (k) "=" (v) } " " } }
             }
-            @if !drifts.is_empty() {
-                // Each drifted component links to the check that found it: its plan is the drift.
-                p #drift.problem { "Drifted: "
-                    @for (n, (name, d)) in drifts.iter().enumerate() {
-                        @if n > 0 { ", " }
-                        a href={ "/ui/workflows/" (d.workflow) } title=(d.summary) { (name) }
-                    } }
-            }
+            (drift(components.clone()))
             @if !i.inputs.is_empty() {
                 h2 { "Inputs" }
                 table #inputs {
@@ -207,6 +196,23 @@ pub fn install(
             }
         },
     )
+}
+
+/// The install's drifted components, if any, each linked to the check that found it: that
+/// check's plan is the drift.
+fn drift<'a>(components: impl Iterator<Item = (&'a str, &'a m::ComponentState)>) -> Markup {
+    let drifts: Vec<_> = components
+        .filter_map(|(k, c)| Some((k, c.drift.as_ref().filter(|d| d.drifted)?)))
+        .collect();
+    html! {
+        @if !drifts.is_empty() {
+            p #drift.problem { "Drifted: "
+                @for (n, (name, d)) in drifts.iter().enumerate() {
+                    @if n > 0 { ", " }
+                    a href={ "/ui/workflows/" (d.workflow) } title=(d.summary) { (name) }
+                } }
+        }
+    }
 }
 
 /// The install stack: the link that launches it in the customer's console (once published),
