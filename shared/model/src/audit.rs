@@ -281,20 +281,19 @@ mod tests {
         assert_eq!(a.at, END);
     }
 
+    /// Workflow `w` of install `i`, started at T0 and ended at END as `status`.
+    fn ended(kind: WorkflowKind, status: WorkflowStatus) -> Workflow {
+        let mut w =
+            Workflow::requested("w".into(), "o", "i", kind, "c", Default::default(), at(T0));
+        w.status = status;
+        w.finished_at = Some(END.into());
+        w
+    }
+
     #[test]
     fn a_workflows_record_says_how_it_ended_at_its_end() {
-        let mut w = Workflow::requested(
-            "w".into(),
-            "o",
-            "i",
-            WorkflowKind::Provision,
-            "c",
-            Default::default(),
-            at(T0),
-        );
-        w.status = WorkflowStatus::Cancelled;
-        w.finished_at = Some(END.into());
-        let a = AuditEvent::workflow_ended(&w);
+        let a =
+            AuditEvent::workflow_ended(&ended(WorkflowKind::Provision, WorkflowStatus::Cancelled));
         assert_eq!(
             (a.action.as_str(), a.at.as_str()),
             ("workflow.cancelled", END)
@@ -327,18 +326,10 @@ mod tests {
     #[test]
     fn a_query_matches_by_install_actor_action_family_and_time() {
         use crate::api::AuditQuery;
-        let mut w = Workflow::requested(
-            "w".into(),
-            "o",
-            "i",
+        let deploy = AuditEvent::workflow_ended(&ended(
             WorkflowKind::DeployComponents,
-            "c",
-            Default::default(),
-            at(T0),
-        );
-        w.status = WorkflowStatus::Succeeded;
-        w.finished_at = Some(END.into());
-        let deploy = AuditEvent::workflow_ended(&w);
+            WorkflowStatus::Succeeded,
+        ));
         let ask = |f: &dyn Fn(&mut AuditQuery)| {
             let mut q = AuditQuery::default();
             f(&mut q);

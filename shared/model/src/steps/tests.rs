@@ -10,28 +10,26 @@ fn d(name: &str, deps: &[&str]) -> Deployable {
     Deployable::named(name, deps)
 }
 
-/// `a` alone: build 0, sync 1, plan 2, approve 3, apply 4.
-fn one() -> Workflow {
+/// Deploy workflow `w` of install `i` over `groups` of components, a group after the one before.
+fn deploy(groups: &[Vec<Deployable>]) -> Workflow {
     Workflow::deploy(
         "w".into(),
         "o".into(),
         "i".into(),
         WorkflowKind::DeployComponents,
         "c".into(),
-        &[vec![d("a", &[])]],
+        groups,
     )
+}
+
+/// `a` alone: build 0, sync 1, plan 2, approve 3, apply 4.
+fn one() -> Workflow {
+    deploy(&[vec![d("a", &[])]])
 }
 
 /// `a` (steps 0-4) and `b` (5-9), independent: both build at once.
 fn two() -> Workflow {
-    Workflow::deploy(
-        "w".into(),
-        "o".into(),
-        "i".into(),
-        WorkflowKind::DeployComponents,
-        "c".into(),
-        &[vec![d("a", &[]), d("b", &[])]],
-    )
+    deploy(&[vec![d("a", &[]), d("b", &[])]])
 }
 
 fn ok(w: &mut Workflow, i: u32) {
@@ -509,18 +507,11 @@ fn a_teardown_runs_in_reverse_deploy_order_each_after_its_approval_with_the_sand
 
 /// a; b and c depend on a; d depends on b and c.
 fn diamond() -> Workflow {
-    Workflow::deploy(
-        "w".into(),
-        "o".into(),
-        "i".into(),
-        WorkflowKind::DeployComponents,
-        "c".into(),
-        &[
-            vec![d("a", &[])],
-            vec![d("b", &["a"]), d("c", &["a"])],
-            vec![d("d", &["b", "c"])],
-        ],
-    )
+    deploy(&[
+        vec![d("a", &[])],
+        vec![d("b", &["a"]), d("c", &["a"])],
+        vec![d("d", &["b", "c"])],
+    ])
 }
 
 /// Runs every step that starts until `stop` (a component's approve) waits.
