@@ -240,7 +240,11 @@ fn a_runner_killed_mid_job_loses_the_execution_and_the_job_runs_again_once() {
     let (_server, api) = Proc::server_with(
         &nats.url,
         dir.path().join("server.log"),
-        &["--job-lease-secs", "3"],
+        // Long enough for the successor to be heard before the lease ends: the job is then
+        // offered again while a runner of the install listens (so no "no responders" takes a
+        // grant to the dead runner back), and only the lost execution on the job's record keeps
+        // the dead planner from being granted it again.
+        &["--job-lease-secs", "8"],
     );
     let data = dir.path().join("runner");
     let first = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-1.log"));
@@ -254,6 +258,19 @@ fn a_runner_killed_mid_job_loses_the_execution_and_the_job_runs_again_once() {
         assert!(Instant::now() < deadline, "the apply never started");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Heard running the apply before it dies: the control plane knows it as the plan's maker,
+    // active by its last heartbeat well after it is gone.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cli::<Vec<RunnerInfo>>(&api, &["runners", "list", "--install", "prod", "--json"])
+        .iter()
+        .any(|r| r.runner.running_jobs > 0)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the first runner was never heard"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     first.kill();
     // Its leaf nats-server goes with it (it is asked to die with its parent): nothing of the dead
     // runner holds the install's link or store.
@@ -266,7 +283,22 @@ fn a_runner_killed_mid_job_loses_the_execution_and_the_job_runs_again_once() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    let killed_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
     let _second = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-2.log"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cli::<Vec<RunnerInfo>>(&api, &["runners", "list", "--install", "prod", "--json"])
+        .iter()
+        .any(|r| r.runner.first_seen_ms > killed_ms)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the second runner was never heard"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 
     let done = wait_until(&api, &wf, 120, "the workflow to finish", |w| {
         name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
@@ -460,7 +492,22 @@ fn a_runner_stopped_with_sigterm_lets_its_running_job_finish() {
     assert!(log.contains("stopping: no new jobs"), "{log}");
 
     // The rest of the workflow waits for the next runner, which finishes it.
+    let killed_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
     let _second = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-2.log"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cli::<Vec<RunnerInfo>>(&api, &["runners", "list", "--install", "prod", "--json"])
+        .iter()
+        .any(|r| r.runner.first_seen_ms > killed_ms)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the second runner was never heard"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let done = wait_until(&api, &wf, 120, "the workflow to finish", |w| {
         name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });

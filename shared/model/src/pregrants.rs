@@ -16,6 +16,13 @@
 //! An apply goes only to the runner that made its plan (plans stay on the host that made them),
 //! which then may be one of several. When in doubt — two runners for any other job, one that
 //! missed a heartbeat, one with no free slot — the job is offered to all and claimed as before.
+//!
+//! A runner that lost one of the job's executions is in doubt too, whatever its heartbeats said:
+//! the lease is how the scheduler learns first that a runner died (its last heartbeat keeps it
+//! `active` for up to two and a half intervals), and a grant to the dead is heard by nobody only
+//! when no other runner of the install listens. Granted to it again, the job would spend every
+//! execution on a runner that is gone while its successor waits (a killed runner's planned apply,
+//! restarted on the same host, did exactly that).
 
 use crate::{Granted, Job, JobStatus, Timestamp};
 
@@ -76,9 +83,17 @@ pub fn still_open(granted_ms: u64, running_jobs: u32, heard_ms: u64) -> bool {
 }
 
 impl Job {
+    /// Whether `runner` lost one of this job's executions (stopped renewing its lease).
+    pub fn lost_by(&self, runner: &str) -> bool {
+        self.executions
+            .iter()
+            .any(|e| e.status == crate::ExecutionStatus::Lost && e.runner == runner)
+    }
+
     /// Offers a queued job and grants it to `runner` at once ([`pregrant_to`]): what
     /// [`Job::offered`] then [`Job::claim`] would do, with the control plane's timing points of
-    /// a grant no claim asked for (`decided_us`: when it was decided).
+    /// a grant no claim asked for (`decided_us`: when it was decided). Refused to a runner that
+    /// lost one of the job's executions (see the module's doc): the job is then offered to all.
     pub fn pregrant(
         &mut self,
         runner: &str,
@@ -89,6 +104,12 @@ impl Job {
     ) -> Result<Granted, String> {
         if self.status != JobStatus::Queued {
             return Err(format!("job {} is {}", self.id, self.status.name()));
+        }
+        if self.lost_by(runner) {
+            return Err(format!(
+                "runner {runner} lost an execution of job {}",
+                self.id
+            ));
         }
         let mut next = self.clone();
         next.offered(now);
@@ -277,5 +298,29 @@ mod tests {
         let mut ended = j.clone();
         ended.status = JobStatus::Finished;
         assert!(!ended.withdraw_grant("i", "runner-b"));
+    }
+
+    #[test]
+    fn a_runner_that_lost_the_jobs_execution_is_not_granted_it_again_at_the_offer() {
+        // The planner was killed mid-apply; its last heartbeat still says active.
+        let mut j = queued();
+        j.pregrant("a", Timestamp::from_ms(NOW), 3_000, "s", 1)
+            .unwrap();
+        let later = Timestamp::from_ms(NOW + 3_000);
+        assert!(matches!(
+            j.expire(later),
+            Some(crate::Expired::Requeued { .. })
+        ));
+        assert!(j.lost_by("a") && !j.lost_by("b"));
+        // Not granted to it: offered to all, its successor holding the plan claims it.
+        let before = j.clone();
+        assert!(j.pregrant("a", later, 3_000, "t", 2).is_err());
+        assert_eq!(j, before);
+        let g = j.pregrant("b", later, 3_000, "t", 2).unwrap();
+        assert_eq!(g.attempt, 2);
+        // A claim is the runner's own word that it is alive: that stays open to it.
+        let mut claimed = before.clone();
+        claimed.offered(later);
+        assert!(claimed.claim("i", "a", later, 3_000, "u").is_ok());
     }
 }
