@@ -254,8 +254,10 @@ fn a_job_runs_on_while_the_control_plane_is_down_longer_than_its_lease() {
     copy_dir(&repo_root().join("examples/hello"), &app);
     let apply = app.join("components/src/greeter/apply.sh");
     let text = std::fs::read_to_string(&apply).unwrap();
-    std::fs::write(&apply, text.replace("set -eu\n", "set -eu\nsleep 8\n")).unwrap();
-    let lease = ["--job-lease-secs", "2"];
+    std::fs::write(&apply, text.replace("set -eu\n", "set -eu\nsleep 14\n")).unwrap();
+    // A lease long enough that a loaded machine answers renewals within it (the runner stops a
+    // job whose renewals go unanswered for two thirds of it), and a downtime longer than two.
+    let lease = ["--job-lease-secs", "4"];
     let (server, api) = Proc::server_with(&nats.url, dir.path().join("server-1.log"), &lease);
     let _runner = Proc::runner(
         &nats.url,
@@ -265,9 +267,9 @@ fn a_job_runs_on_while_the_control_plane_is_down_longer_than_its_lease() {
     );
     let wf = create(&api, &app);
     let job = running_job(&api, &wf, "greeter", "apply");
-    // Down for twice the lease while the apply runs.
+    // Down for more than twice the lease while the apply runs.
     server.kill();
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    std::thread::sleep(std::time::Duration::from_secs(9));
     let (_server, api) = Proc::server_with(&nats.url, dir.path().join("server-2.log"), &lease);
     let done = wait_until(&api, &wf, 90, "the workflow to finish", |w| {
         name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"

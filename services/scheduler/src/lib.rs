@@ -223,9 +223,6 @@ impl Scheduler {
     }
 
     async fn serve(self) -> Result<(), SchedulerError> {
-        // The grace before leases may expire runs from when it serves, not from when it was
-        // made: runners get a whole lease period to renew with it.
-        self.unsteady();
         let bus = self.store.bus();
         let consumer_control = bus
             .durable(
@@ -275,6 +272,11 @@ impl Scheduler {
         let cron = self.clone().cron_loop();
         let gauges = self.clone().gauges_loop();
         let connection = self.clone().watch_connection();
+        // The grace before leases may expire runs from when renewals can be answered (the loops
+        // below subscribe on their first poll), not from when the scheduler was made nor from
+        // before its consumers were set up (slow on a loaded hub): runners get a whole lease
+        // period to renew with it.
+        self.unsteady();
         tokio::try_join!(
             async { control_loop.await.map_err(SchedulerError::from) },
             async { event_loop.await.map_err(SchedulerError::from) },
