@@ -491,22 +491,7 @@ fn a_runner_stopped_with_sigterm_lets_its_running_job_finish() {
     assert!(log.contains("stopping: no new jobs"), "{log}");
 
     // The rest of the workflow waits for the next runner, which finishes it.
-    let killed_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
     let _second = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-2.log"));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cli::<Vec<RunnerInfo>>(&api, &["runners", "list", "--install", "prod", "--json"])
-        .iter()
-        .any(|r| r.runner.first_seen_ms > killed_ms)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the second runner was never heard"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
     let done = wait_until(&api, &wf, 120, "the workflow to finish", |w| {
         name_of(&w.status) == "succeeded" || name_of(&w.status) == "failed"
     });
