@@ -290,6 +290,15 @@ pub fn ferry(api: &str, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A job's log as `ferry logs --job JOB --json` prints it: every line, typed.
+pub fn job_log(api: &str, job: &str) -> Vec<ferry_model::LogEntry> {
+    let (code, out, err) = ferry(api, &["logs", "--job", job, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 /// `ferry installs create --app hello --name NAME --approve-all` plus `extra` (`--wait`, `--json`);
 /// returns the CLI's (exit code, stdout, stderr).
 pub fn create_hello(api: &str, name: &str, extra: &[&str]) -> (i32, String, String) {

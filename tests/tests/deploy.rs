@@ -144,11 +144,7 @@ fn ferry_dev_deploys_the_example_app_in_dependency_order() {
         "{log}"
     );
     let counter_plan = the_step(&wf, "counter", "plan").job_id.as_deref().unwrap();
-    let (_, log, _) = ferry(&dev.api, &["logs", "--job", counter_plan, "--json"]);
-    let lines: Vec<ferry_model::LogEntry> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = ferry_tests::job_log(&dev.api, counter_plan);
     assert!(
         lines.iter().any(|l| l.text.contains("Plan: 1 to add")),
         "{log}"

@@ -568,17 +568,9 @@ fn garbage_output_is_logged_safely() {
     });
     assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
     let job = the_step(&done, "greeter", "apply").job_id.clone().unwrap();
-    let log = ferry_json_lines(&api, &job);
+    let log = ferry_tests::job_log(&api, &job);
     assert!(log.iter().all(|l| l.text.len() <= 16 * 1024 + 64));
     assert!(log.iter().any(|l| l.text.contains("greeter wrote")));
-}
-
-fn ferry_json_lines(api: &str, job: &str) -> Vec<ferry_model::LogEntry> {
-    let (code, out, err) = ferry(api, &["logs", "--job", job, "--json"]);
-    assert_eq!(code, 0, "{err}");
-    out.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
 }
 
 #[test]

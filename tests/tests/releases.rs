@@ -224,12 +224,7 @@ fn a_release_halts_on_a_failed_health_gate_resumes_after_the_fix_and_survives_a_
 /// the write) is heard by no runner: that execution is lost when its lease ends, and the job is
 /// offered again, as documented; its only line is the scheduler's saying it was lost.
 fn ran<'a>(api: &str, job: &'a Job) -> Vec<&'a str> {
-    let (code, out, err) = ferry(api, &["logs", "--job", &job.id, "--json"]);
-    assert_eq!(code, 0, "{err}");
-    let lines: Vec<ferry_model::LogEntry> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
+    let lines = ferry_tests::job_log(api, &job.id);
     job.executions
         .iter()
         .filter(|e| {
