@@ -458,6 +458,35 @@ fn outputs_too_large_for_a_record_fail_the_apply_with_the_reason() {
     );
 }
 
+/// A plugin process lives for one job: its allocator takes no transparent huge pages (two 2 MiB
+/// pages zeroed at every start were a fifth of its start's CPU, `loadtest release`). The apply
+/// script reads its parent's, the plugin process's, huge pages from `/proc`.
+#[test]
+fn a_plugin_process_takes_no_transparent_huge_pages() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("hello");
+    copy_dir(&repo_root().join("examples/hello"), &app);
+    std::fs::write(
+        app.join("components/src/greeter/apply.sh"),
+        "#!/bin/sh\nset -eu\nhuge=$(awk '/^AnonHugePages:/ {s += $2} END {print s + 0}' /proc/$PPID/smaps)\n\
+         cmd=$(tr '\\0' ' ' < /proc/$PPID/cmdline)\n\
+         printf '{\"message\": \"m\", \"huge_kb\": %s, \"parent\": \"%s\"}\\n' \"$huge\" \"$cmd\" > \"$FERRY_OUTPUTS\"\n",
+    )
+    .unwrap();
+    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
+    let wf = sync_and_create(&api, &app, "prod");
+    let done = wait_until(&api, &wf, 120, "the workflow to end", |w| {
+        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
+    });
+    assert_eq!(name_of(&done.status), "succeeded", "{done:?}");
+    let install = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
+    let outputs = &install.components["greeter"].outputs;
+    let parent = outputs["parent"].as_str().unwrap_or_default();
+    assert!(parent.contains(" plugin --job "), "{outputs:?}");
+    assert_eq!(outputs["huge_kb"], 0, "{outputs:?}");
+}
+
 #[test]
 fn a_runner_stopped_with_sigterm_lets_its_running_job_finish() {
     let nats = NatsServer::start();
