@@ -116,6 +116,12 @@ impl NatsServer {
         .iter()
         .filter_map(|(var, key)| Some(format!("{key}: {}\n", std::env::var(var).ok()?)))
         .collect::<String>();
+        // Every protocol message the hub sees, to a file: which client sends what, per install
+        // deployed (loadtest/README.md, "A release's requests, counted").
+        let profile = match std::env::var("FERRY_HUB_TRACE") {
+            Ok(f) => format!("{profile}trace: true\nlog_file: \"{f}\"\n"),
+            Err(_) => profile,
+        };
         let dir = tempfile::tempdir().expect("tempdir");
         let hub = ferry_pki::HubFiles::load_or_create(&dir.path().join("hub"), &[])
             .expect("hub trust directory");

@@ -41,6 +41,13 @@ impl Build {
         }
     }
 
+    /// Whether this build can no longer change: one that succeeded is named by its content and
+    /// never built again (only a failed build is retried, [`Build::retried`]) nor deleted, so a
+    /// copy of it read once stays true (the store keeps it: `ferry_store::Settled`).
+    pub fn is_settled(&self) -> bool {
+        self.status == BuildStatus::Succeeded
+    }
+
     /// A failed build asked for again: it is built again. Whether it changed.
     pub fn retried(&mut self) -> bool {
         if self.status != BuildStatus::Failed {
@@ -80,5 +87,18 @@ mod tests {
         b.error = Some("exit 1".into());
         assert!(b.retried());
         assert_eq!((b.status, b.error), (BuildStatus::Building, None));
+    }
+
+    #[test]
+    fn only_a_succeeded_build_is_settled() {
+        let mut b = Build::requested("o", "a", "c", "c1", "sha256:ab", at(NOW));
+        assert!(!b.is_settled());
+        b.status = BuildStatus::Failed;
+        assert!(!b.is_settled());
+        b.status = BuildStatus::Succeeded;
+        assert!(b.is_settled());
+        // A settled build is never retried.
+        assert!(!b.retried());
+        assert!(b.is_settled());
     }
 }

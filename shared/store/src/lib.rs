@@ -16,6 +16,7 @@ mod packages;
 mod recent;
 mod repo;
 pub mod serve;
+mod settled;
 mod tasks;
 mod written;
 
@@ -29,6 +30,7 @@ pub use logs::accepted_batch;
 pub use packages::{VALIDATE_DEADLINE, ValidateError, deploy_stages, validate_package};
 pub use recent::Recent;
 pub use repo::{Record, Repo, Versioned};
+pub use settled::{SETTLED_MAX, Settled};
 pub use tasks::{STOP_GRACE, Tasks};
 pub use tokio_util::sync::CancellationToken;
 pub use written::LastWritten;
@@ -169,6 +171,8 @@ pub struct Store {
     objects: std::sync::Arc<HashMap<&'static str, object_store::ObjectStore>>,
     /// Objects of the immutable stores read lately (`recent.rs`).
     recent: Recent,
+    /// Records read that can no longer change (`settled.rs`), shared by every clone.
+    settled: Settled,
     /// Where job logs are archived, when not in the hub (`archive.rs`).
     log_archive: Option<std::sync::Arc<dyn LogArchive>>,
     /// Bytes of text a whole job log is read up to (`logs.rs`).
@@ -249,6 +253,7 @@ impl Store {
             buckets: std::sync::Arc::new(buckets),
             objects: std::sync::Arc::new(objects),
             recent: Recent::default(),
+            settled: Settled::default(),
             log_archive: None,
             job_log_limit: logs::JOB_LOG_LIMIT,
         })
@@ -278,6 +283,7 @@ impl Store {
             buckets: std::sync::Arc::new(buckets),
             objects: std::sync::Arc::new(objects),
             recent: Recent::default(),
+            settled: Settled::default(),
             log_archive: None,
             job_log_limit: logs::JOB_LOG_LIMIT,
         })
@@ -302,7 +308,7 @@ impl Store {
             .get(T::BUCKET)
             .cloned()
             .unwrap_or_else(|| unreachable!("bucket {} not opened", T::BUCKET));
-        Repo::new(kv)
+        Repo::new(kv, self.settled.clone())
     }
 
     pub fn bus(&self) -> Bus {

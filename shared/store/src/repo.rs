@@ -5,6 +5,7 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use serde::{Serialize, de::DeserializeOwned};
 
+use crate::settled::Settled;
 use crate::{StoreError, nats};
 use ferry_model as m;
 use ferry_protocol::resources::buckets;
@@ -14,10 +15,18 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync {
     const BUCKET: &'static str;
     fn org(&self) -> &str;
     fn id(&self) -> &str;
+    /// Whether this record, as read, can never change again: it is then read from the hub once
+    /// per process (`settled.rs`). Only for records nothing rewrites or deletes once they say so.
+    fn settled(&self) -> bool {
+        false
+    }
 }
 
 macro_rules! record {
     ($t:ty, $bucket:expr, $id:ident) => {
+        record!($t, $bucket, $id, |_r| false);
+    };
+    ($t:ty, $bucket:expr, $id:ident, $settled:expr) => {
         impl Record for $t {
             const BUCKET: &'static str = $bucket;
             fn org(&self) -> &str {
@@ -26,13 +35,17 @@ macro_rules! record {
             fn id(&self) -> &str {
                 &self.$id
             }
+            fn settled(&self) -> bool {
+                let settled: fn(&$t) -> bool = $settled;
+                settled(self)
+            }
         }
     };
 }
 
 record!(m::App, buckets::APPS, name);
 record!(m::AppConfigVersion, buckets::APP_CONFIGS, id);
-record!(m::Build, buckets::BUILDS, id);
+record!(m::Build, buckets::BUILDS, id, m::Build::is_settled);
 record!(m::Install, buckets::INSTALLS, name);
 record!(m::Workflow, buckets::WORKFLOWS, id);
 record!(m::OpenWorkflow, buckets::OPEN_WORKFLOWS, id);
@@ -58,6 +71,7 @@ pub struct Versioned<T> {
 
 pub struct Repo<T> {
     kv: kv::Store,
+    settled: Settled,
     _t: PhantomData<T>,
 }
 
@@ -65,6 +79,7 @@ impl<T> Clone for Repo<T> {
     fn clone(&self) -> Self {
         Repo {
             kv: self.kv.clone(),
+            settled: self.settled.clone(),
             _t: PhantomData,
         }
     }
@@ -78,26 +93,31 @@ pub(crate) fn key(org: &str, id: &str) -> String {
 const MAX_CAS_RETRIES: usize = 50;
 
 impl<T: Record> Repo<T> {
-    pub(crate) fn new(kv: kv::Store) -> Self {
+    pub(crate) fn new(kv: kv::Store, settled: Settled) -> Self {
         Repo {
             kv,
+            settled,
             _t: PhantomData,
         }
     }
 
     pub async fn get(&self, org: &str, id: &str) -> Result<Option<Versioned<T>>, StoreError> {
         let k = key(org, id);
+        if let Some((bytes, revision)) = self.settled.get(T::BUCKET, &k) {
+            let value = decode(&k, &bytes)?;
+            return Ok(Some(Versioned { value, revision }));
+        }
         let Some(entry) = self.kv.entry(k.clone()).await.map_err(nats)? else {
             return Ok(None);
         };
         if entry.operation != kv::Operation::Put {
             return Ok(None);
         }
-        let value = serde_json::from_slice(&entry.value).map_err(|e| StoreError::Corrupt {
-            bucket: T::BUCKET,
-            key: k,
-            reason: e.to_string(),
-        })?;
+        let value: T = decode(&k, &entry.value)?;
+        if value.settled() {
+            self.settled
+                .put(T::BUCKET, &k, entry.value.clone(), entry.revision);
+        }
         Ok(Some(Versioned {
             value,
             revision: entry.revision,
@@ -257,6 +277,7 @@ impl<T: Record> Repo<T> {
 
     /// Removes a record (idempotent: removing one that is gone is not an error).
     pub async fn delete(&self, org: &str, id: &str) -> Result<(), StoreError> {
+        self.settled.forget(T::BUCKET, &key(org, id));
         self.kv.delete(key(org, id)).await.map_err(nats)
     }
 
@@ -384,6 +405,14 @@ impl<T: Record> Repo<T> {
         }
         Ok(out)
     }
+}
+
+fn decode<T: Record>(key: &str, bytes: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        bucket: T::BUCKET,
+        key: key.to_string(),
+        reason: e.to_string(),
+    })
 }
 
 fn encode<T: Serialize>(value: &T) -> Bytes {

@@ -595,3 +595,52 @@ async fn a_change_from_the_copy_last_written_is_never_lost_to_a_stale_copy() {
         6
     );
 }
+
+/// A succeeded build can no longer change: a process reads it from the hub once and answers
+/// later reads from memory (a rewrite behind its back, which nothing in Ferry makes, stays
+/// unseen), where a build still building is read afresh every time.
+#[tokio::test]
+async fn a_settled_record_is_read_from_the_hub_once() {
+    use ferry_model::{Build, BuildStatus, Timestamp};
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js.clone(), 1).await.unwrap();
+    // Another process: its own memory.
+    let other = Store::open(js).await.unwrap();
+    let (builds, theirs) = (store.repo::<Build>(), other.repo::<Build>());
+    let b = Build::requested(
+        DEFAULT_ORG,
+        "app",
+        "web",
+        "c1",
+        "sha256:0123456789abcdef0",
+        Timestamp::now(),
+    );
+    let rev = builds.create(&b).await.unwrap();
+    let read = builds.require(DEFAULT_ORG, &b.id).await.unwrap();
+    assert_eq!(read.value.status, BuildStatus::Building);
+
+    // Still building, so read again: the other process's change is seen.
+    let mut done = b.clone();
+    done.status = BuildStatus::Succeeded;
+    done.digest = Some("sha256:one".into());
+    let rev = theirs.update(&done, rev).await.unwrap();
+    let read = builds.require(DEFAULT_ORG, &b.id).await.unwrap();
+    assert_eq!(read.value.digest.as_deref(), Some("sha256:one"));
+    assert_eq!(read.revision, rev);
+
+    // Settled: kept, and answered from memory from now on.
+    let mut rewritten = done.clone();
+    rewritten.digest = Some("sha256:two".into());
+    theirs.update(&rewritten, rev).await.unwrap();
+    let read = builds.require(DEFAULT_ORG, &b.id).await.unwrap();
+    assert_eq!(read.value.digest.as_deref(), Some("sha256:one"));
+    assert_eq!(read.revision, rev);
+    // The other process had not read it settled: it reads the hub's.
+    let read = theirs.require(DEFAULT_ORG, &b.id).await.unwrap();
+    assert_eq!(read.value.digest.as_deref(), Some("sha256:two"));
+
+    // Deleted through this process: forgotten.
+    builds.delete(DEFAULT_ORG, &b.id).await.unwrap();
+    assert!(builds.get(DEFAULT_ORG, &b.id).await.unwrap().is_none());
+}
