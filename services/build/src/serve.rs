@@ -18,10 +18,25 @@ use tracing::warn;
 
 use crate::{BuildError, BuildService};
 
-/// `org.install.manifest` triples already found to be the install's app's builds, with the
-/// build's component (a build's digest never changes, so a yes stays true).
+/// What an artifact read is checked against, kept once read: each install's app (an install
+/// never moves to another app) and the component of each app's build by its manifest digest (a
+/// build that has a digest has succeeded and never changes). A release's every install reads
+/// the same few manifests: a miss read the install and listed every build of the org, which
+/// grows with every version synced.
 #[derive(Clone, Default)]
-pub(crate) struct Allowed(Arc<Mutex<HashMap<String, (String, String)>>>);
+pub(crate) struct Allowed(Arc<Mutex<Known>>);
+
+#[derive(Default)]
+pub(crate) struct Known {
+    /// `org.install` → its app.
+    apps: HashMap<String, String>,
+    /// `org.app.manifest` → the component built.
+    builds: HashMap<String, String>,
+}
+
+/// Past this many installs or builds known, what is known starts over (each entry is a read
+/// saved, never a decision).
+const KNOWN_MAX: usize = 100_000;
 
 /// Blobs served in the last minute, by org and digest. A runner reads a blob in chunks, and each
 /// chunk's request reads the blob (and the manifest that lists it) again; a wave of installs
@@ -30,6 +45,18 @@ pub(crate) struct Allowed(Arc<Mutex<HashMap<String, (String, String)>>>);
 /// installs reached the stream's consumer limit: `loadtest release`). Every read has passed
 /// the install's check first; what a digest names never changes.
 pub(crate) type Recent = ferry_store::Recent;
+
+impl Allowed {
+    /// `f` on what is known; started over when it grew past [`KNOWN_MAX`]. `None` only if a
+    /// thread panicked holding it (then nothing is known and everything is read again).
+    fn with<R>(&self, f: impl FnOnce(&mut Known) -> R) -> Option<R> {
+        let mut known = self.0.lock().ok()?;
+        if known.apps.len() > KNOWN_MAX || known.builds.len() > KNOWN_MAX {
+            *known = Known::default();
+        }
+        Some(f(&mut known))
+    }
+}
 
 impl BuildService {
     /// A blob or manifest of the vendor store, from the recent reads when it is there.
@@ -123,39 +150,74 @@ impl BuildService {
         }
     }
 
-    /// The component whose build `manifest` is, if it is a build of the install's app.
+    /// The app and component whose build `manifest` is, if it is a build of the install's app.
     async fn allowed(
         &self,
         org: &str,
         install: &str,
         manifest: &str,
     ) -> Result<Option<(String, String)>, BuildError> {
-        let key = format!("{org}.{install}.{manifest}");
-        if let Some(found) = self
-            .allowed
-            .0
-            .lock()
-            .ok()
-            .and_then(|a| a.get(&key).cloned())
-        {
-            return Ok(Some(found));
+        let Some((app, from_memory)) = self.app_of(org, install, false).await? else {
+            return Ok(None);
+        };
+        if let Some(component) = self.component_of(org, &app, manifest).await? {
+            return Ok(Some((app, component)));
+        }
+        if !from_memory {
+            return Ok(None);
+        }
+        // An install deleted and made again, of another app, under the same name: its app
+        // read afresh before a refusal.
+        let Some((app, _)) = self.app_of(org, install, true).await? else {
+            return Ok(None);
+        };
+        Ok(self
+            .component_of(org, &app, manifest)
+            .await?
+            .map(|component| (app, component)))
+    }
+
+    /// The install's app, and whether it was known already (`fresh` reads it from the hub).
+    async fn app_of(
+        &self,
+        org: &str,
+        install: &str,
+        fresh: bool,
+    ) -> Result<Option<(String, bool)>, BuildError> {
+        let key = format!("{org}.{install}");
+        if !fresh && let Some(Some(app)) = self.allowed.with(|k| k.apps.get(&key).cloned()) {
+            return Ok(Some((app, true)));
         }
         let Some(inst) = self.store.repo::<m::Install>().get(org, install).await? else {
             return Ok(None);
         };
-        let found = self
-            .store
-            .repo::<m::Build>()
-            .list(org)
-            .await?
-            .into_iter()
-            .find(|b| b.app == inst.value.app && b.digest.as_deref() == Some(manifest))
-            .map(|b| (b.app, b.component));
-        if let Some(f) = &found
-            && let Ok(mut a) = self.allowed.0.lock()
-        {
-            a.insert(key, f.clone());
+        let app = inst.value.app;
+        self.allowed.with(|k| k.apps.insert(key, app.clone()));
+        Ok(Some((app, false)))
+    }
+
+    /// The component of `app` built as `manifest`; every build with a digest is learnt in one
+    /// listing when it is not known yet.
+    async fn component_of(
+        &self,
+        org: &str,
+        app: &str,
+        manifest: &str,
+    ) -> Result<Option<String>, BuildError> {
+        let key = format!("{org}.{app}.{manifest}");
+        if let Some(Some(component)) = self.allowed.with(|k| k.builds.get(&key).cloned()) {
+            return Ok(Some(component));
         }
-        Ok(found)
+        let builds = self.store.repo::<m::Build>().list(org).await?;
+        let learnt = self.allowed.with(|k| {
+            for b in builds {
+                if let Some(digest) = b.digest {
+                    k.builds
+                        .insert(format!("{org}.{}.{digest}", b.app), b.component);
+                }
+            }
+            k.builds.get(&key).cloned()
+        });
+        Ok(learnt.flatten())
     }
 }
