@@ -291,9 +291,13 @@ impl<T: Record> Repo<T> {
         self.list_prefix(&format!("{org}.{id_prefix}.")).await
     }
 
-    /// Every record of every org: for the control plane's own sweeps, never for a request.
+    /// Every record of every org: for the control plane's own sweeps, never for a request. One
+    /// streamed pass, as [`Repo::scan`]: a sweep's listing was a get per key ever written,
+    /// deleted ones included (a deleted key keeps its marker in the stream), so a fleet's
+    /// reconcile and gauges passes made hundreds of gets a second at rest, more with every
+    /// workflow ever run (`loadtest release`).
     pub async fn list_all(&self) -> Result<Vec<T>, StoreError> {
-        self.list_prefix("").await
+        self.scan_subjects(format!("{}>", self.kv.prefix)).await
     }
 
     /// Every record of one org in one pass: an ordered consumer over the bucket's stream delivers
@@ -302,12 +306,19 @@ impl<T: Record> Repo<T> {
     /// written again during the pass is met twice, its later revision kept; a deleted key's
     /// latest revision is its delete marker, skipped.
     pub async fn scan(&self, org: &str) -> Result<Vec<T>, StoreError> {
+        self.scan_subjects(format!("{}{org}.>", self.kv.prefix))
+            .await
+    }
+
+    /// The latest revision of each key under `filter` (a subject of the bucket's stream), in
+    /// the order of the keys, in one streamed pass.
+    async fn scan_subjects(&self, filter: String) -> Result<Vec<T>, StoreError> {
         use async_nats::jetstream::consumer::{DeliverPolicy, pull};
         let consumer = self
             .kv
             .stream
             .create_consumer(pull::OrderedConfig {
-                filter_subject: format!("{}{org}.>", self.kv.prefix),
+                filter_subject: filter,
                 deliver_policy: DeliverPolicy::LastPerSubject,
                 ..Default::default()
             })

@@ -644,3 +644,42 @@ async fn a_settled_record_is_read_from_the_hub_once() {
     builds.delete(DEFAULT_ORG, &b.id).await.unwrap();
     assert!(builds.get(DEFAULT_ORG, &b.id).await.unwrap().is_none());
 }
+
+/// A sweep's listing: every org's records in the order of their keys, the latest revision of
+/// each, none deleted, in one pass that leaves nothing at the server.
+#[tokio::test]
+async fn a_sweep_lists_every_orgs_latest_records_and_skips_the_deleted() {
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js.clone(), 1).await.unwrap();
+    let apps = store.repo::<App>();
+    assert!(apps.list_all().await.unwrap().is_empty());
+    for (org, name) in [
+        ("zeta", "a"),
+        (DEFAULT_ORG, "b"),
+        (DEFAULT_ORG, "a"),
+        ("alpha", "c"),
+    ] {
+        apps.create(&app(org, name)).await.unwrap();
+    }
+    let rev = apps.require("alpha", "c").await.unwrap().revision;
+    let mut moved = app("alpha", "c");
+    moved.config_count = 7;
+    apps.update(&moved, rev).await.unwrap();
+    apps.delete(DEFAULT_ORG, "b").await.unwrap();
+    let listed: Vec<(String, String, u32)> = apps
+        .list_all()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| (a.org, a.name, a.config_count))
+        .collect();
+    let want = [("alpha", "c", 7), (DEFAULT_ORG, "a", 0), ("zeta", "a", 0)];
+    let want: Vec<(String, String, u32)> = want
+        .iter()
+        .map(|(o, n, c)| (o.to_string(), n.to_string(), *c))
+        .collect();
+    assert_eq!(listed, want);
+    let mut stream = js.get_stream("KV_apps").await.unwrap();
+    assert_eq!(stream.info().await.unwrap().state.consumer_count, 0);
+}
