@@ -455,3 +455,31 @@ async fn each_service_user_may_do_only_what_its_role_needs() {
     scheduler.flush().await.unwrap();
     violation(&errors, "publish", "$JS.API.STREAM.DELETE.AUDIT").await;
 }
+
+/// The scheduler erases the open marks of work that ended (a purge of the mark's subject, so a
+/// sweep never meets them again) and may purge nothing else of the records.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_scheduler_may_erase_open_marks_and_purge_no_record() {
+    let a = install_a().await;
+    let (scheduler, errors) = service_user(&a.nats, "scheduler").await;
+    // What `ferry_store::Repo::erase` sends.
+    let js = async_nats::jetstream::new(scheduler);
+    let marks = js.get_key_value("open_workflows").await.unwrap();
+    marks.put("default.w1", "{}".into()).await.unwrap();
+    let stream = js.get_stream("KV_open_workflows").await.unwrap();
+    stream
+        .purge()
+        .filter("$KV.open_workflows.default.w1")
+        .await
+        .unwrap();
+    assert!(marks.entry("default.w1").await.unwrap().is_none());
+    let installs = js.get_stream("KV_installs").await.unwrap();
+    assert!(
+        installs
+            .purge()
+            .filter("$KV.installs.default.a")
+            .await
+            .is_err()
+    );
+    violation(&errors, "publish", "$JS.API.STREAM.PURGE.KV_installs").await;
+}

@@ -110,7 +110,7 @@ async fn discard_workflow(s: &ApiState, wf: &Workflow) -> Result<(), ApiError> {
     s.store.repo::<Workflow>().delete(&wf.org, &wf.id).await?;
     s.store
         .repo::<m::OpenWorkflow>()
-        .delete(&wf.org, &wf.id)
+        .erase(&wf.org, &wf.id)
         .await?;
     Ok(())
 }

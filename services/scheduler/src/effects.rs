@@ -223,7 +223,7 @@ impl Scheduler {
                 // Last: until it is gone, reconcile finishes what a crash here interrupted.
                 self.store
                     .repo::<m::OpenWorkflow>()
-                    .delete(&wf.org, &wf.id)
+                    .erase(&wf.org, &wf.id)
                     .await?;
                 // A release's workflow moves its release on now, not at the next sweep.
                 Ok(wf

@@ -356,7 +356,7 @@ impl Scheduler {
     }
 
     async fn close_release(&self, org: &str, id: &str) -> Result<(), SchedulerError> {
-        self.store.repo::<m::OpenRelease>().delete(org, id).await?;
+        self.store.repo::<m::OpenRelease>().erase(org, id).await?;
         Ok(())
     }
 }

@@ -6,8 +6,8 @@
 //! uses, the core subjects it serves or sends, and may answer the requests it receives
 //! (`allow_responses`). Stream metadata (`STREAM.INFO`) is readable by every service: opening the
 //! store reads it. No service may update, delete or purge a stream, except the purges its role
-//! needs on its own streams (`RESULTS`, object stores it deletes from); `AUDIT` is append-only to
-//! all of them.
+//! needs on its own streams (`RESULTS`, object stores it deletes from, the open marks it erases);
+//! `AUDIT` is append-only to all of them.
 
 use crate::resources::{self, buckets, objects};
 use crate::subjects;
@@ -74,6 +74,14 @@ impl Grant {
             .consume(&stream)
     }
 
+    /// An index of open work (`open_workflows`, `open_releases`): a KV bucket whose keys are
+    /// erased when the work ends (a purge of the key's subject, `Repo::erase`), so that a sweep
+    /// reading it whole meets only what is open.
+    fn marks(&mut self, bucket: &str) -> &mut Self {
+        self.kv(bucket)
+            .publish([format!("$JS.API.STREAM.PURGE.KV_{bucket}")])
+    }
+
     /// A KV bucket, read only: a key's value (direct get), no writes.
     fn kv_read(&mut self, bucket: &str) -> &mut Self {
         self.read(&format!("KV_{bucket}"))
@@ -111,6 +119,8 @@ pub fn service(name: &str) -> Option<Grant> {
             for b in buckets::ALL {
                 g.kv(b);
             }
+            // A workflow that lost its install's reservation is discarded with its mark.
+            g.marks(buckets::OPEN_WORKFLOWS);
             for o in [objects::APP_SOURCES, objects::PLANS, objects::JOB_LOGS] {
                 g.objects(o);
             }
@@ -130,6 +140,8 @@ pub fn service(name: &str) -> Option<Grant> {
             for b in buckets::ALL {
                 g.kv(b);
             }
+            g.marks(buckets::OPEN_WORKFLOWS)
+                .marks(buckets::OPEN_RELEASES);
             for o in [objects::APP_SOURCES, objects::PLANS] {
                 g.objects(o);
             }

@@ -276,6 +276,23 @@ impl<T: Record> Repo<T> {
     }
 
     /// Removes a record (idempotent: removing one that is gone is not an error).
+    /// Removes a key without a trace: its subject purged from the bucket's stream, no delete
+    /// marker left (a watcher sees nothing). For the open marks, an index a sweep reads whole
+    /// every few seconds: a deleted key's marker stays in the stream, so every workflow ever run
+    /// would be met again by every pass. The user needs the purge of the bucket's stream
+    /// (`ferry_protocol::permissions`).
+    pub async fn erase(&self, org: &str, id: &str) -> Result<(), StoreError> {
+        let k = key(org, id);
+        self.settled.forget(T::BUCKET, &k);
+        self.kv
+            .stream
+            .purge()
+            .filter(format!("{}{k}", self.kv.prefix))
+            .await
+            .map(|_| ())
+            .map_err(nats)
+    }
+
     pub async fn delete(&self, org: &str, id: &str) -> Result<(), StoreError> {
         self.settled.forget(T::BUCKET, &key(org, id));
         self.kv.delete(key(org, id)).await.map_err(nats)

@@ -683,3 +683,57 @@ async fn a_sweep_lists_every_orgs_latest_records_and_skips_the_deleted() {
     let mut stream = js.get_stream("KV_apps").await.unwrap();
     assert_eq!(stream.info().await.unwrap().state.consumer_count, 0);
 }
+
+/// An open mark erased at its work's end leaves nothing in its bucket's stream: a sweep reading
+/// the bucket whole meets only what is open, not every workflow ever run (a deleted key keeps a
+/// marker), and the id can be marked again.
+#[tokio::test]
+async fn an_erased_mark_leaves_no_trace_for_a_sweep() {
+    use ferry_model::OpenWorkflow;
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js.clone(), 1).await.unwrap();
+    let marks = store.repo::<OpenWorkflow>();
+    let mark = |id: &str| OpenWorkflow {
+        org: DEFAULT_ORG.into(),
+        id: id.into(),
+        install: "i".into(),
+    };
+    for id in ["w1", "w2", "w3"] {
+        marks.create(&mark(id)).await.unwrap();
+    }
+    marks.erase(DEFAULT_ORG, "w1").await.unwrap();
+    marks.delete(DEFAULT_ORG, "w2").await.unwrap();
+    let open: Vec<String> = marks
+        .list_all()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(open, ["w3"]);
+    assert!(marks.get(DEFAULT_ORG, "w1").await.unwrap().is_none());
+    // What the stream still holds: the deleted key's marker, nothing of the erased one.
+    let stream = js.get_stream("KV_open_workflows").await.unwrap();
+    let subjects: Vec<String> = {
+        use futures_util::TryStreamExt;
+        let mut found = stream
+            .info_with_subjects("$KV.open_workflows.>")
+            .await
+            .unwrap();
+        let mut all = Vec::new();
+        while let Some((subject, _)) = found.try_next().await.unwrap() {
+            all.push(subject);
+        }
+        all.sort();
+        all
+    };
+    assert_eq!(
+        subjects,
+        [
+            "$KV.open_workflows.default.w2",
+            "$KV.open_workflows.default.w3"
+        ]
+    );
+    marks.create(&mark("w1")).await.unwrap();
+}
