@@ -111,6 +111,14 @@ enum Cmd {
         /// The release's waves.
         #[arg(long, default_value = "1,10%,100%")]
         waves: String,
+        /// Where the runners' data directories go: the disks of the simulated hosts, all on
+        /// one filesystem here. By default a tmpfs (`/dev/shm`, when there is one): on an ext4
+        /// without a journal (this machine's root) every file created scans the inodes deleted
+        /// in the last seconds, and a thousand hosts' work directories on one such disk cost
+        /// the runners a fifth of their CPU (`perf`: `recently_deleted`), which no real host
+        /// pays (loadtest/README.md).
+        #[arg(long)]
+        hosts_dir: Option<std::path::PathBuf>,
     },
     /// Internal: one job's plugin, for the runners `release` runs in this process.
     #[command(hide = true)]
@@ -197,11 +205,16 @@ async fn run(args: Args) -> Result<()> {
     if let Cmd::List { installs } = &args.cmd {
         return list::run(&js, &store, installs).await;
     }
-    if let Cmd::Release { installs, waves } = &args.cmd {
+    if let Cmd::Release {
+        installs,
+        waves,
+        hosts_dir,
+    } = &args.cmd
+    {
         let Some(server) = &server else {
             anyhow::bail!("release starts its own hub (to read its CPU): drop --nats-url");
         };
-        return release::run(server, *installs, waves).await;
+        return release::run(server, *installs, waves, hosts_dir.as_deref()).await;
     }
     if let Cmd::Events { streams, changes } = &args.cmd {
         let Some(server) = &server else {

@@ -24,19 +24,31 @@ use crate::http;
 const ORG: &str = ferry_model::DEFAULT_ORG;
 pub(crate) const APP: &str = "bench";
 
-pub async fn run(hub: &ferry_tests::NatsServer, n: usize, waves: &str) -> Result<()> {
+pub async fn run(
+    hub: &ferry_tests::NatsServer,
+    n: usize,
+    waves: &str,
+    hosts_dir: Option<&Path>,
+) -> Result<()> {
     let work = tempfile::tempdir()?;
+    let shm = Path::new("/dev/shm");
+    let hosts = match hosts_dir {
+        Some(d) => tempfile::tempdir_in(d)?,
+        None if shm.is_dir() => tempfile::tempdir_in(shm)?,
+        None => tempfile::tempdir()?,
+    };
     let (server, addr, token) = control_plane(hub, work.path(), &[]).await?;
     let app = work.path().join("app");
     write_app(&app, 1)?;
     sync(addr, &token, &app).await?;
     let t = Instant::now();
     create_installs(addr, &token, n).await?;
-    let _runners = runners(hub, work.path(), n, false).await?;
+    let _runners = runners(hub, hosts.path(), n, false).await?;
     wait_active(addr, &token, n).await?;
     println!(
-        "{n} installs created and provisioned in {:.1} s (each runner in this process, direct mode)",
-        t.elapsed().as_secs_f64()
+        "{n} installs created and provisioned in {:.1} s (each runner in this process, direct mode; their data directories in {}: --hosts-dir)",
+        t.elapsed().as_secs_f64(),
+        hosts.path().display()
     );
 
     // One install's deploy of a new version, alone.
