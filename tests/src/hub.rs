@@ -117,7 +117,7 @@ impl NatsServer {
         .filter_map(|(var, key)| Some(format!("{key}: {}\n", std::env::var(var).ok()?)))
         .collect::<String>();
         // Every protocol message the hub sees, to a file: which client sends what, per install
-        // deployed (loadtest/README.md, "A release's requests, counted").
+        // deployed (loadtest/README.md, "A release's requests counted").
         let profile = match std::env::var("FERRY_HUB_TRACE") {
             Ok(f) => format!("{profile}trace: true\nlog_file: \"{f}\"\n"),
             Err(_) => profile,
