@@ -24,6 +24,30 @@ use crate::http;
 const ORG: &str = ferry_model::DEFAULT_ORG;
 pub(crate) const APP: &str = "bench";
 
+/// The simulated hosts' disks: `dir`, or a tmpfs when there is one (`--hosts-dir`'s help).
+fn hosts(dir: Option<&Path>) -> Result<tempfile::TempDir> {
+    let shm = Path::new("/dev/shm");
+    Ok(match dir {
+        Some(d) => tempfile::tempdir_in(d)?,
+        None if shm.is_dir() => tempfile::tempdir_in(shm)?,
+        None => tempfile::tempdir()?,
+    })
+}
+
+/// The release's line: its time against one deploy's, and the hub's and server's CPU.
+fn print_times(n: usize, waves: usize, one: Duration, all: Duration, (hub, server): (f64, f64)) {
+    println!(
+        "{:>8} {:>6} {:>12} {:>12} {:>10} {:>12} {:>14}",
+        "installs", "waves", "deploy s", "release s", "rel/dep", "hub cpu s", "server cpu s"
+    );
+    println!(
+        "{n:>8} {waves:>6} {:>12.2} {:>12.2} {:>10.1} {hub:>12.1} {server:>14.1}",
+        one.as_secs_f64(),
+        all.as_secs_f64(),
+        all.as_secs_f64() / one.as_secs_f64(),
+    );
+}
+
 pub async fn run(
     hub: &ferry_tests::NatsServer,
     n: usize,
@@ -31,12 +55,7 @@ pub async fn run(
     hosts_dir: Option<&Path>,
 ) -> Result<()> {
     let work = tempfile::tempdir()?;
-    let shm = Path::new("/dev/shm");
-    let hosts = match hosts_dir {
-        Some(d) => tempfile::tempdir_in(d)?,
-        None if shm.is_dir() => tempfile::tempdir_in(shm)?,
-        None => tempfile::tempdir()?,
-    };
+    let hosts = hosts(hosts_dir)?;
     let (server, addr, token) = control_plane(hub, work.path(), &[]).await?;
     let app = work.path().join("app");
     write_app(&app, 1)?;
@@ -82,18 +101,7 @@ pub async fn run(
     let all = t.elapsed();
     let (hub1, server1) = (cpu(hub.pid()), cpu(server.id()));
     let waves_done = done["waves"].as_array().map_or(0, Vec::len);
-    println!(
-        "{:>8} {:>6} {:>12} {:>12} {:>10} {:>12} {:>14}",
-        "installs", "waves", "deploy s", "release s", "rel/dep", "hub cpu s", "server cpu s"
-    );
-    println!(
-        "{n:>8} {waves_done:>6} {:>12.2} {:>12.2} {:>10.1} {:>12.1} {:>14.1}",
-        one.as_secs_f64(),
-        all.as_secs_f64(),
-        all.as_secs_f64() / one.as_secs_f64(),
-        hub1 - hub0,
-        server1 - server0,
-    );
+    print_times(n, waves_done, one, all, (hub1 - hub0, server1 - server0));
     let (written1, bytes1) = written(&admin).await?;
     print_written(&written0, &written1, n);
 
