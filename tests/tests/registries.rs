@@ -4,6 +4,7 @@
 //! stand-in speaking it, since no AWS account is reachable). No Kubernetes API server can run
 //! here: the applies stop at a cluster that refuses.
 
+use std::path::Path;
 use std::process::Command;
 
 use ferry_tests::k8s::{
@@ -182,11 +183,17 @@ fn a_chart_from_a_helm_repository_is_pulled_and_planned() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 
-    // An app of one chart from that repository, besides the example's sandbox.
-    let app = dir.path().join("repo-app");
-    ferry_tests::copy_dir(&repo_root().join("examples/k8s"), &app);
-    std::fs::remove_dir_all(app.join("components")).unwrap();
-    std::fs::create_dir_all(app.join("components")).unwrap();
+    // An app of one chart from that repository, besides the example's sandbox; the chart from
+    // the OCI registry is an app of its own, so that one's apply failing at the cluster never
+    // ends the other's workflow before its apply is tried.
+    let app_of = |name: &str| {
+        let app = dir.path().join(name);
+        ferry_tests::copy_dir(&repo_root().join("examples/k8s"), &app);
+        std::fs::remove_dir_all(app.join("components")).unwrap();
+        std::fs::create_dir_all(app.join("components")).unwrap();
+        app
+    };
+    let (app, oci_app) = (app_of("repo-app"), app_of("oci-app"));
     std::fs::write(
         app.join("components/site.toml"),
         format!(
@@ -195,7 +202,7 @@ fn a_chart_from_a_helm_repository_is_pulled_and_planned() {
     )
     .unwrap();
     std::fs::write(
-        app.join("components/oci-site.toml"),
+        oci_app.join("components/oci-site.toml"),
         format!(
             "name = \"oci-site\"\ntype = \"helm_chart\"\nchart_name = \"oci-site\"\n\n[helm_repo]\nrepo_url = \"oci://{}/charts\"\nchart = \"web\"\nversion = \"0.1.0\"\n",
             oci.host
@@ -205,38 +212,47 @@ fn a_chart_from_a_helm_repository_is_pulled_and_planned() {
 
     let nats = NatsServer::start();
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
-    let (code, out, err) = ferry(
-        &api,
-        &["apps", "sync", app.to_str().unwrap(), "--name", "repo-app"],
-    );
-    assert_eq!(code, 0, "{out}{err}");
-    let _runner = Proc::runner(
-        &nats.url,
-        "prod",
-        &dir.path().join("runner"),
-        dir.path().join("runner.log"),
-    );
-    let created = cli::<CreatedInstall>(
-        &api,
-        &[
-            "installs",
-            "create",
-            "--app",
-            "repo-app",
-            "--name",
-            "prod",
-            "--approve-all",
-            "--input",
-            &format!("cluster_server=https://127.0.0.1:{}", free_port()),
-            "--input",
-            "cluster_token=t",
-            "--json",
-        ],
-    );
-    let wf = created.workflow_id.as_str().to_string();
-    let w = wait_until(&api, &wf, 120, "the workflow to end", |w| {
-        name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
-    });
+    let cluster = format!("cluster_server=https://127.0.0.1:{}", free_port());
+    let mut runners = Vec::new();
+    let mut deploy = |app: &Path, install: &str| {
+        let name = app.file_name().unwrap().to_str().unwrap();
+        let (code, out, err) = ferry(
+            &api,
+            &["apps", "sync", app.to_str().unwrap(), "--name", name],
+        );
+        assert_eq!(code, 0, "{out}{err}");
+        runners.push(Proc::runner(
+            &nats.url,
+            install,
+            &dir.path().join(format!("runner-{install}")),
+            dir.path().join(format!("runner-{install}.log")),
+        ));
+        let created = cli::<CreatedInstall>(
+            &api,
+            &[
+                "installs",
+                "create",
+                "--app",
+                name,
+                "--name",
+                install,
+                "--approve-all",
+                "--input",
+                &cluster,
+                "--input",
+                "cluster_token=t",
+                "--json",
+            ],
+        );
+        created.workflow_id.as_str().to_string()
+    };
+    let (wf, oci_wf) = (deploy(&app, "prod"), deploy(&oci_app, "oci"));
+    let ended = |wf: &str| {
+        wait_until(&api, wf, 120, "the workflow to end", |w| {
+            name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
+        })
+    };
+    let (w, oci_w) = (ended(&wf), ended(&oci_wf));
     let _ = server.kill();
     let _ = server.wait();
     let plan = the_step(&w, "site", "plan")
@@ -257,16 +273,17 @@ fn a_chart_from_a_helm_repository_is_pulled_and_planned() {
     );
     assert!(diff.contains("+ Deployment/prod/site"), "{diff}");
     // The chart from the OCI registry, pulled by reference.
-    let oci_plan = the_step(&w, "oci-site", "plan")
+    let oci_plan = the_step(&oci_w, "oci-site", "plan")
         .message
         .as_deref()
         .unwrap_or_default()
         .to_string();
     assert!(
         oci_plan.starts_with("Plan: 3 to add, 0 to change, 0 to destroy. (release `oci-site`"),
-        "{w:?}"
+        "{oci_w:?}"
     );
-    assert!(diff.contains("+ Deployment/prod/oci-site"), "{diff}");
+    let (_, oci_diff, _) = ferry(&api, &["workflows", "get", &oci_wf, "--diff"]);
+    assert!(oci_diff.contains("+ Deployment/oci/oci-site"), "{oci_diff}");
     // Applied from the plan's copy of the chart (the repository is gone by now): it fails only
     // at the cluster.
     let apply = the_step(&w, "site", "apply")

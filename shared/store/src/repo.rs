@@ -275,7 +275,6 @@ impl<T: Record> Repo<T> {
         })
     }
 
-    /// Removes a record (idempotent: removing one that is gone is not an error).
     /// Removes a key without a trace: its subject purged from the bucket's stream, no delete
     /// marker left (a watcher sees nothing). For the open marks, an index a sweep reads whole
     /// every few seconds: a deleted key's marker stays in the stream, so every workflow ever run
@@ -293,6 +292,7 @@ impl<T: Record> Repo<T> {
             .map_err(nats)
     }
 
+    /// Removes a record (idempotent: removing one that is gone is not an error).
     pub async fn delete(&self, org: &str, id: &str) -> Result<(), StoreError> {
         self.settled.forget(T::BUCKET, &key(org, id));
         self.kv.delete(key(org, id)).await.map_err(nats)
