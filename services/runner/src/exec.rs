@@ -850,7 +850,7 @@ fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
 }
 
 /// The plugin process's allocator setting: no transparent huge pages (`plugin_command`).
-pub const PLUGIN_ALLOCATOR: (&str, &str) = ("MIMALLOC_ALLOW_THP", "0");
+const PLUGIN_ALLOCATOR: (&str, &str) = ("MIMALLOC_ALLOW_THP", "0");
 
 /// `ferry-runner plugin` for `job`, in its own process group (so a timeout or a cancel reaches
 /// every tool it starts), its output piped to the log.

@@ -74,12 +74,11 @@ impl Grant {
             .consume(&stream)
     }
 
-    /// An index of open work (`open_workflows`, `open_releases`): a KV bucket whose keys are
-    /// erased when the work ends (a purge of the key's subject, `Repo::erase`), so that a sweep
-    /// reading it whole meets only what is open.
-    fn marks(&mut self, bucket: &str) -> &mut Self {
-        self.kv(bucket)
-            .publish([format!("$JS.API.STREAM.PURGE.KV_{bucket}")])
+    /// Erasing keys of an index of open work (`open_workflows`, `open_releases`) when the work
+    /// ends: a purge of the key's subject (`Repo::erase`), so that a sweep reading the bucket
+    /// whole meets only what is open. Beside [`Grant::kv`] of the same bucket.
+    fn erase(&mut self, bucket: &str) -> &mut Self {
+        self.publish([format!("$JS.API.STREAM.PURGE.KV_{bucket}")])
     }
 
     /// A KV bucket, read only: a key's value (direct get), no writes.
@@ -120,7 +119,7 @@ pub fn service(name: &str) -> Option<Grant> {
                 g.kv(b);
             }
             // A workflow that lost its install's reservation is discarded with its mark.
-            g.marks(buckets::OPEN_WORKFLOWS);
+            g.erase(buckets::OPEN_WORKFLOWS);
             for o in [objects::APP_SOURCES, objects::PLANS, objects::JOB_LOGS] {
                 g.objects(o);
             }
@@ -140,8 +139,8 @@ pub fn service(name: &str) -> Option<Grant> {
             for b in buckets::ALL {
                 g.kv(b);
             }
-            g.marks(buckets::OPEN_WORKFLOWS)
-                .marks(buckets::OPEN_RELEASES);
+            g.erase(buckets::OPEN_WORKFLOWS)
+                .erase(buckets::OPEN_RELEASES);
             for o in [objects::APP_SOURCES, objects::PLANS] {
                 g.objects(o);
             }
