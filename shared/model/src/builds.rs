@@ -43,7 +43,7 @@ impl Build {
 
     /// Whether this build can no longer change: one that succeeded is named by its content and
     /// never built again (only a failed build is retried, [`Build::retried`]) nor deleted, so a
-    /// copy of it read once stays true (the store keeps it: `ferry_store::Settled`).
+    /// copy of it read once stays true (the store keeps it: `ferry_store` `settled.rs`).
     pub fn is_settled(&self) -> bool {
         self.status == BuildStatus::Succeeded
     }

@@ -30,7 +30,7 @@ pub use logs::accepted_batch;
 pub use packages::{VALIDATE_DEADLINE, ValidateError, deploy_stages, validate_package};
 pub use recent::Recent;
 pub use repo::{Record, Repo, Versioned};
-pub use settled::{SETTLED_MAX, Settled};
+use settled::Settled;
 pub use tasks::{STOP_GRACE, Tasks};
 pub use tokio_util::sync::CancellationToken;
 pub use written::LastWritten;

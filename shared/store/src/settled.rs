@@ -16,10 +16,10 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 /// At most this many records are kept (a build record is about 400 bytes).
-pub const SETTLED_MAX: usize = 10_000;
+const SETTLED_MAX: usize = 10_000;
 
 #[derive(Clone, Default)]
-pub struct Settled(Arc<Mutex<HashMap<String, (Bytes, u64)>>>);
+pub(crate) struct Settled(Arc<Mutex<HashMap<String, (Bytes, u64)>>>);
 
 impl Settled {
     /// The bytes and revision of `bucket`'s `key`, if it was read settled.
@@ -40,14 +40,6 @@ impl Settled {
         if let Ok(mut kept) = self.0.lock() {
             kept.remove(&entry(bucket, key));
         }
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.lock().map(|k| k.len()).unwrap_or(0)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
