@@ -73,10 +73,11 @@ pub fn system_log(org: &str, install: &str, job: &str) -> String {
 }
 
 /// Every line of a job's log in stream `LOGS`, its runners' ([`log`]) and the control plane's
-/// ([`system_log`]), as one filter: with one filter subject the server finds the job's messages
-/// through its per-subject index, where two filters make it match message by message from the
-/// stream's start (a reader of one job's log then cost a scan of every job's lines:
-/// `loadtest release` saw a quarter of the hub's CPU in it).
+/// ([`system_log`]), as one filter, for a consumer (a log followed live, or read where direct
+/// gets are off): two filter subjects made the server match message by message from the
+/// stream's start (`loadtest release` saw a quarter of the hub's CPU in it). A whole log read by
+/// direct gets asks for each literal subject instead: on a wildcard, a direct get still matches
+/// every message of a block where each subject has few (`ferry_store`'s `logs.rs`).
 pub fn job_log_filter(org: &str, install: &str, job: &str) -> String {
     format!("ferry.*.{org}.{install}.log.{job}")
 }

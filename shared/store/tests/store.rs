@@ -324,10 +324,22 @@ async fn a_hub_store_too_small_for_the_caps_is_named_with_the_fix() {
 /// One log batch of `job` (one line, numbered `first`) on the control plane's log subject, whose
 /// batches count whatever their execution.
 async fn log_batch(js: &async_nats::jetstream::Context, job: &str, first: u64) {
+    let subject = ferry_protocol::subjects::system_log("acme", "prod", job);
+    log_batch_on(js, subject, job, &format!("{job}-1"), first).await;
+}
+
+/// One log batch of `job`'s execution `execution` (one line, numbered `first`) on `subject`.
+async fn log_batch_on(
+    js: &async_nats::jetstream::Context,
+    subject: String,
+    job: &str,
+    execution: &str,
+    first: u64,
+) {
     use ferry_protocol::messages::{LogBatch, LogLine, LogStream};
     let batch = LogBatch {
         job_id: job.into(),
-        execution_id: format!("{job}-1"),
+        execution_id: execution.into(),
         first_seq: first,
         lines: vec![LogLine {
             at_ms: 0,
@@ -335,14 +347,11 @@ async fn log_batch(js: &async_nats::jetstream::Context, job: &str, first: u64) {
             text: format!("line {first}"),
         }],
     };
-    js.publish(
-        ferry_protocol::subjects::system_log("acme", "prod", job),
-        ferry_protocol::encode(&batch).into(),
-    )
-    .await
-    .unwrap()
-    .await
-    .unwrap();
+    js.publish(subject, ferry_protocol::encode(&batch).into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
 }
 
 async fn logs_consumers(js: &async_nats::jetstream::Context) -> usize {
@@ -374,6 +383,49 @@ async fn job_logs_are_read_whole_in_order_and_leave_no_consumer_however_many() {
         assert_eq!(store.job_log(&short).await.unwrap().len(), 6);
     }
     assert_eq!(logs_consumers(&js).await, 0);
+}
+
+/// A job's log is its runner's lines and the control plane's, read on their two subjects and
+/// merged back into the order the hub stored them, among other jobs' lines, over more than one
+/// page of each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_log_merges_the_runners_and_the_control_planes_lines_in_stored_order() {
+    use ferry_protocol::subjects;
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js.clone(), 1).await.unwrap();
+    let (mut job, _) = ferry_tests::fixtures::plan_job("acme", "prod", "j1");
+    let grant = job
+        .claim(
+            "prod",
+            "r",
+            ferry_model::Timestamp::from_ms(0),
+            60_000,
+            "k3y",
+        )
+        .unwrap();
+    let (runner, control) = (
+        subjects::log("acme", "prod", "j1"),
+        subjects::system_log("acme", "prod", "j1"),
+    );
+    let mut sent = Vec::new();
+    for n in 0..700 {
+        // Runs of each kind, longer than a page (256) of runner lines at the start.
+        let by_control = n >= 300 && (n % 7 == 0 || (500..560).contains(&n));
+        // The runner names its execution by its token, the control plane by its public id.
+        let (subject, execution) = if by_control {
+            (&control, "j1-1")
+        } else {
+            (&runner, grant.execution_id.as_str())
+        };
+        log_batch_on(&js, subject.clone(), "j1", execution, n).await;
+        log_batch(&js, "j2", n).await;
+        sent.push(n);
+    }
+    let log = store.job_log(&job).await.unwrap();
+    let seqs: Vec<u64> = log.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, sent, "every line of both, in the order stored");
+    assert!(log.iter().all(|e| e.execution == "j1-1"), "{:?}", log[0]);
 }
 
 /// Where `LOGS` allows no direct reads (a cluster: a replica may not have the newest batch),
