@@ -167,7 +167,7 @@ pub struct Store {
     pub js: jetstream::Context,
     /// Shared, not copied: every API request and open stream clones the store, and a copy of
     /// every bucket's handle is tens of kilobytes.
-    buckets: std::sync::Arc<HashMap<&'static str, kv::Store>>,
+    buckets: std::sync::Arc<HashMap<&'static str, std::sync::Arc<kv::Store>>>,
     objects: std::sync::Arc<HashMap<&'static str, object_store::ObjectStore>>,
     /// Objects of the immutable stores read lately (`recent.rs`).
     recent: Recent,
@@ -229,7 +229,7 @@ impl Store {
             leader_reads(&js, &format!("KV_{name}")).await?;
             // Opened after the stream's read mode is settled: a handle keeps the mode it saw.
             let kv = js.get_key_value(name).await.map_err(setup(what()))?;
-            buckets.insert(name, kv);
+            buckets.insert(name, std::sync::Arc::new(kv));
         }
         ensure_events(&js, replicas, limits).await?;
         let mut objects = HashMap::new();
@@ -268,7 +268,7 @@ impl Store {
                 .get_key_value(name)
                 .await
                 .map_err(setup(format!("KV bucket {name}")))?;
-            buckets.insert(name, kv);
+            buckets.insert(name, std::sync::Arc::new(kv));
         }
         let mut objects = HashMap::new();
         for &name in resources::objects::ALL {

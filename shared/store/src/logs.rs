@@ -1,5 +1,6 @@
 //! Reading job logs back from the `LOGS` stream, for archiving (log-ingest) and serving (api).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,7 +66,7 @@ pub fn accepted_batch(job: &Job, subject: &str, batch: &LogBatch) -> Result<Stri
         .map(str::to_string)
 }
 
-/// The subject a job's log is read from: its runners' lines and the control plane's, in one
+/// The subject a consumer reads a job's log on: its runners' lines and the control plane's, in one
 /// filter (`subjects::job_log_filter`).
 fn log_filter(job: &Job) -> String {
     subjects::job_log_filter(&job.org, &job.install, &job.id)
@@ -140,10 +141,10 @@ impl Store {
         Ok(log.out)
     }
 
-    /// [`Store::job_log`] by batched direct gets (ADR-31), one subject at a time, merged in the
-    /// stream's order: the control plane's lines (a few per job, kept aside) and then the runners',
-    /// each control line taken before the first runner line stored after it. `false` where the
-    /// stream does not allow direct gets.
+    /// [`Store::job_log`] by direct gets, one subject at a time, merged in the stream's order:
+    /// the control plane's lines (kept aside: [`Store::control_lines`]) and then the runners'
+    /// (batched), each control line taken before the first runner line stored after it. `false`
+    /// where the stream does not allow direct gets.
     ///
     /// Why two literal subjects and not the one filter ([`log_filter`]) a consumer reads: asked
     /// for the next message on a literal subject, the server goes through its per-subject index
@@ -153,21 +154,9 @@ impl Store {
     /// the hub's CPU in `loadtest release`.
     async fn job_log_direct(&self, log: &mut Collected<'_>) -> Result<bool, StoreError> {
         let job = log.job;
-        let (mut control, mut held) = (std::collections::VecDeque::new(), 0);
-        let direct = self
-            .direct_read(
-                &subjects::system_log(&job.org, &job.install, &job.id),
-                |stored| {
-                    held += text_bytes(&stored.payload);
-                    control.push_back(stored);
-                    // Past the limit the log is cut there: no need to hold more of it.
-                    held <= log.limit
-                },
-            )
-            .await?;
-        if !direct {
+        let Some(mut control) = self.control_lines(job, log.limit).await? else {
             return Ok(false);
-        }
+        };
         let mut more = true;
         self.direct_read(&subjects::log(&job.org, &job.install, &job.id), |stored| {
             while control.front().is_some_and(|c| c.seq < stored.seq) {
@@ -186,6 +175,60 @@ impl Store {
             more = log.take(&c.subject, &c.payload);
         }
         Ok(true)
+    }
+
+    /// The control plane's lines of `job` (`subjects::system_log`), up to `limit` bytes of text,
+    /// by one direct get each: most jobs have none, and a lone get says so in one reply, where a
+    /// batched read costs a subscription of its own. `None` where the stream allows no direct
+    /// gets.
+    async fn control_lines(
+        &self,
+        job: &Job,
+        limit: usize,
+    ) -> Result<Option<VecDeque<Stored>>, StoreError> {
+        let subject = subjects::system_log(&job.org, &job.install, &job.id);
+        let client = self.js.client();
+        let (mut lines, mut held, mut from) = (VecDeque::new(), 0, 1);
+        // Past the limit the log is cut there: no need to hold more of it.
+        while held <= limit {
+            let request = serde_json::json!({ "seq": from, "next_by_subj": subject });
+            let m = match client
+                .request(DIRECT_GET_LOGS, request.to_string().into())
+                .await
+            {
+                Ok(m) => m,
+                Err(e) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+                    return Ok(None);
+                }
+                Err(e) => return Err(nats(e)),
+            };
+            match m.status.map(u16::from) {
+                None => {
+                    let seq = header(&m, "Nats-Sequence");
+                    if seq < from {
+                        return Err(StoreError::Nats(
+                            "reading a job log: a direct get's reply without its sequence".into(),
+                        ));
+                    }
+                    held += text_bytes(&m.payload);
+                    let (subject, payload) = (subject.clone(), m.payload);
+                    lines.push_back(Stored {
+                        seq,
+                        subject,
+                        payload,
+                    });
+                    from = seq + 1;
+                }
+                Some(404) => break,
+                Some(503) => return Ok(None),
+                Some(code) => {
+                    return Err(StoreError::Nats(
+                        format!("reading a job log: status {code} {:?}", m.description).into(),
+                    ));
+                }
+            }
+        }
+        Ok(Some(lines))
     }
 
     /// Every message on the literal `subject` of `LOGS`, in order, by batched direct gets, each
@@ -215,17 +258,10 @@ impl Store {
                 let Ok(Some(m)) = next else {
                     return Err(StoreError::Timeout("reading a job log"));
                 };
-                let header = |name: &str| -> u64 {
-                    m.headers
-                        .as_ref()
-                        .and_then(|h| h.get(name))
-                        .and_then(|v| v.as_str().parse().ok())
-                        .unwrap_or(0)
-                };
                 match m.status.map(u16::from) {
                     None => {
                         let stored = Stored {
-                            seq: header("Nats-Sequence"),
+                            seq: header(&m, "Nats-Sequence"),
                             subject: subject.to_string(),
                             payload: m.payload.clone(),
                         };
@@ -234,8 +270,8 @@ impl Store {
                         }
                     }
                     // End of this batch: more to read from past its last message, or done.
-                    Some(204) if header("Nats-Num-Pending") > 0 => {
-                        from = header("Nats-Last-Sequence") + 1;
+                    Some(204) if header(&m, "Nats-Num-Pending") > 0 => {
+                        from = header(&m, "Nats-Last-Sequence") + 1;
                         break;
                     }
                     Some(204) | Some(404) => return Ok(true),
@@ -295,6 +331,15 @@ const DIRECT_GET_LOGS: &str = "$JS.API.DIRECT.GET.LOGS";
 /// taken).
 fn text_bytes(payload: &[u8]) -> usize {
     decode::<LogBatch>(payload).map_or(0, |b| b.lines.iter().map(|l| l.text.len()).sum())
+}
+
+/// A number a direct get's reply carries in header `name` (0 if none).
+fn header(m: &async_nats::Message, name: &str) -> u64 {
+    m.headers
+        .as_ref()
+        .and_then(|h| h.get(name))
+        .and_then(|v| v.as_str().parse().ok())
+        .unwrap_or(0)
 }
 
 /// One message of a job's log as a direct get returned it.

@@ -410,8 +410,9 @@ async fn a_job_log_merges_the_runners_and_the_control_planes_lines_in_stored_ord
     );
     let mut sent = Vec::new();
     for n in 0..700 {
-        // Runs of each kind, longer than a page (256) of runner lines at the start.
-        let by_control = n >= 300 && (n % 7 == 0 || (500..560).contains(&n));
+        // Runs of each kind, longer than a page (256) of runner lines at the start, and the
+        // control plane's line last.
+        let by_control = n >= 300 && (n % 7 == 0 || (500..560).contains(&n) || n == 699);
         // The runner names its execution by its token, the control plane by its public id.
         let (subject, execution) = if by_control {
             (&control, "j1-1")
