@@ -38,28 +38,6 @@ impl LocalLayout {
         })
     }
 
-    /// Lists `digest` in `index.json` as `tag` (replacing what had that name).
-    async fn name(
-        &self,
-        digest: &str,
-        size: usize,
-        media_type: &str,
-        tag: &str,
-    ) -> Result<(), ArtifactError> {
-        let _one = self.index.lock().await;
-        let root = self.root.clone();
-        let entry = serde_json::json!({
-            "mediaType": media_type,
-            "digest": digest,
-            "size": size,
-            "annotations": { REF_NAME: tag },
-        });
-        let tag = tag.to_string();
-        tokio::task::spawn_blocking(move || add_to_index(&root, entry, &tag))
-            .await
-            .map_err(|e| ArtifactError::Store(format!("updating index.json: {e}")))?
-    }
-
     fn path(&self, digest: &str) -> Result<PathBuf, ArtifactError> {
         Ok(self.root.join("blobs/sha256").join(digest_hex(digest)?))
     }
@@ -103,18 +81,13 @@ impl BlobStore for LocalLayout {
         Ok(bytes)
     }
 
+    /// One trip to the blocking pool for the whole write, the check of its digest included (a
+    /// layer may be hundreds of megabytes to hash): a file write, a rename and their checks each
+    /// as a trip of their own (`tokio::fs`) were a fifth of the runners' CPU in `loadtest
+    /// release`, in waking the pool's threads.
     async fn put_blob(&self, digest: &str, bytes: &[u8]) -> Result<(), ArtifactError> {
-        verify(digest, bytes)?;
-        let path = self.path(digest)?;
-        // A name of its own per write: two jobs of this process copying artifacts that share a
-        // blob write it at once, and with one temporary name the first rename took the second
-        // write's file from under it.
-        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = path.with_extension(format!("tmp-{}-{n}", std::process::id()));
-        tokio::fs::write(&tmp, bytes).await?;
-        tokio::fs::rename(&tmp, &path).await?;
-        Ok(())
+        let (digest, path, bytes) = (digest.to_string(), self.path(digest)?, bytes.to_vec());
+        blocking("writing a blob", move || write_blob(&digest, &path, &bytes)).await
     }
 
     async fn put_manifest(
@@ -124,12 +97,49 @@ impl BlobStore for LocalLayout {
         media_type: &str,
         tag: Option<&str>,
     ) -> Result<(), ArtifactError> {
-        self.put_blob(digest, bytes).await?;
-        if let Some(tag) = tag {
-            self.name(digest, bytes.len(), media_type, tag).await?;
-        }
-        Ok(())
+        let Some(tag) = tag else {
+            return self.put_blob(digest, bytes).await;
+        };
+        let _one = self.index.lock().await;
+        let (root, path) = (self.root.clone(), self.path(digest)?);
+        let entry = serde_json::json!({
+            "mediaType": media_type,
+            "digest": digest,
+            "size": bytes.len(),
+            "annotations": { REF_NAME: tag },
+        });
+        let (digest, bytes, tag) = (digest.to_string(), bytes.to_vec(), tag.to_string());
+        blocking("writing a manifest", move || {
+            write_blob(&digest, &path, &bytes)?;
+            add_to_index(&root, entry, &tag)
+        })
+        .await
     }
+}
+
+/// `f` on the blocking pool; `what` names it if the pool drops it.
+async fn blocking(
+    what: &str,
+    f: impl FnOnce() -> Result<(), ArtifactError> + Send + 'static,
+) -> Result<(), ArtifactError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ArtifactError::Store(format!("{what}: {e}")))?
+}
+
+/// Writes `bytes`, checked against `digest`, at `path` through a temporary file renamed into
+/// place.
+fn write_blob(digest: &str, path: &Path, bytes: &[u8]) -> Result<(), ArtifactError> {
+    verify(digest, bytes)?;
+    // A name of its own per write: two jobs of this process copying artifacts that share a blob
+    // write it at once, and with one temporary name the first rename took the second write's
+    // file from under it.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("tmp-{}-{n}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
 }
 
 /// Lists `entry` in the layout's `index.json` as `tag`, under an exclusive lock on
