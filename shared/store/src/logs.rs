@@ -158,7 +158,8 @@ impl Store {
             return Ok(false);
         };
         let mut more = true;
-        self.direct_read(&subjects::log(&job.org, &job.install, &job.id), |stored| {
+        let runner = subjects::log(&job.org, &job.install, &job.id);
+        let direct = self.direct_read(&runner, |stored| {
             while control.front().is_some_and(|c| c.seq < stored.seq) {
                 if let Some(c) = control.pop_front() {
                     more = log.take(&c.subject, &c.payload);
@@ -169,8 +170,10 @@ impl Store {
             }
             more = log.take(&stored.subject, &stored.payload);
             more
-        })
-        .await?;
+        });
+        if !direct.await? {
+            return Ok(false);
+        }
         while more && let Some(c) = control.pop_front() {
             more = log.take(&c.subject, &c.payload);
         }
