@@ -359,10 +359,11 @@ async fn logs_consumers(js: &async_nats::jetstream::Context) -> usize {
     logs.info().await.unwrap().state.consumer_count
 }
 
-/// Job logs are read whole and in order, in pages, from among other jobs' lines, and a read
-/// leaves nothing at the server: log-ingest archives a hundred jobs a second in a release, and
-/// a consumer per read (kept by the server after its last use) reached the stream's limit of a
-/// thousand and stalled archiving.
+/// Job logs are read whole and in order from among other jobs' lines (here the control plane's
+/// subject, read a message per get; the runner's, read in pages, is the merge test's), and a
+/// read leaves nothing at the server: log-ingest archives a hundred jobs a second in a release,
+/// and a consumer per read (kept by the server after its last use) reached the stream's limit
+/// of a thousand and stalled archiving.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_logs_are_read_whole_in_order_and_leave_no_consumer_however_many() {
     let nats = NatsServer::start();
