@@ -47,6 +47,8 @@ pub(crate) async fn runners(
             at_ms: ferry_model::now_ms(),
             interval_ms: INTERVAL_MS,
             max_jobs: u32::MAX,
+            sandbox: ferry_protocol::messages::SandboxState::Unsandboxed,
+            paused: false,
         };
         client
             .publish(subjects::heartbeat(ORG, name), encode(&hb).into())

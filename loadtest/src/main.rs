@@ -122,12 +122,7 @@ enum Cmd {
     },
     /// Internal: one job's plugin, for the runners `release` runs in this process.
     #[command(hide = true)]
-    Plugin {
-        #[arg(long)]
-        job: std::path::PathBuf,
-        #[arg(long)]
-        result: std::path::PathBuf,
-    },
+    Plugin(ferry_runner::plugin::PluginArgs),
     /// Installs connecting at once, each with its own certificate, admitted by the auth callout
     /// (as after a hub restart) vs the same TLS connections for a configured user.
     Reconnect {
@@ -170,8 +165,8 @@ fn main() -> Result<()> {
     let args = Args::parse();
     // `release` runs real runners in this process; each job's plugin is this binary again, as
     // `ferry-runner plugin` is: synchronous, before any runtime exists.
-    if let Cmd::Plugin { job, result } = &args.cmd {
-        std::process::exit(ferry_runner::plugin::main(job, result));
+    if let Cmd::Plugin(plugin) = &args.cmd {
+        std::process::exit(ferry_runner::plugin::entry(plugin));
     }
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -296,6 +296,15 @@ pub(crate) async fn runners(
     leaf: bool,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>> {
     let binary = ferry_runner::leaf::find_binary(Some(&ferry_tests::nats_server_bin()))?;
+    // Jobs sandboxed as `ferry-runner` sandboxes them on this host: the release's time includes
+    // each job's sandbox (FERRY_LOADTEST_UNSANDBOXED=1 measures without, for the difference).
+    let sandbox =
+        ferry_runner::sandbox::Sandbox::detect(&ferry_runner::sandbox::Settings {
+            unsandboxed: std::env::var_os("FERRY_LOADTEST_UNSANDBOXED").is_some(),
+            ..Default::default()
+        })
+        .map_err(anyhow::Error::msg)?;
+    println!("jobs: {}", sandbox.describe());
     let mut tasks = Vec::with_capacity(n);
     for i in 0..n {
         let home = dir.join(name(i));
@@ -339,6 +348,9 @@ pub(crate) async fn runners(
             break_glass_host_only: false,
             metrics_interval: Duration::from_secs(15),
             stack: None,
+            sandbox: sandbox.clone(),
+            job_env: vec![],
+            hidden: vec![],
         };
         let runner = Arc::new(ferry_runner::runner::Runner::connect(cfg).await?);
         tasks.push(tokio::spawn(async move {

@@ -1,6 +1,6 @@
 #!/bin/sh
 set -eu
-root="${FERRY_STATE_DIR}/root"
+root="${FERRY_INSTALL_DIR}/root"
 mkdir -p "$root"
 echo "sandbox ready at $root"
 # The sandbox is provisioned with the provision role.

@@ -1,3 +1,3 @@
 #!/bin/sh
 set -eu
-echo "sandbox for install ${INSTALL_ID}: will ensure ${FERRY_STATE_DIR}/root exists"
+echo "sandbox for install ${INSTALL_ID}: will ensure ${FERRY_INSTALL_DIR}/root exists"

@@ -1,6 +1,6 @@
 #!/bin/sh
 set -eu
-root="${FERRY_STATE_DIR}/root"
+root="${FERRY_INSTALL_DIR}/root"
 mkdir -p "$root"
 echo "sandbox ready at $root"
 printf '{"root": "%s", "install": "%s"}\n' "$root" "$INSTALL_ID" > "$FERRY_OUTPUTS"

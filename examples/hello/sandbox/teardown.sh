@@ -1,4 +1,4 @@
 #!/bin/sh
 set -eu
-rm -rf "${FERRY_STATE_DIR}/root"
+rm -rf "${FERRY_INSTALL_DIR}/root"
 echo "sandbox removed"

@@ -44,6 +44,11 @@ pub struct Executor {
     stats: Arc<crate::stats::Stats>,
     /// The install stack the runner runs in, if any: the roles its jobs run as (`roles.rs`).
     account: Arc<crate::stack::Account>,
+    /// How each job is confined (`sandbox.rs`), what of the host's environment it gets, and what
+    /// of the runner's besides its data directory it must not see.
+    sandbox: crate::sandbox::Sandbox,
+    job_env: Vec<String>,
+    hidden: Vec<PathBuf>,
 }
 
 /// Room left in a message for headers and framing.
@@ -142,6 +147,9 @@ impl Executor {
             break_glass_host_only: cfg.break_glass_host_only,
             stats,
             account,
+            sandbox: cfg.sandbox.clone(),
+            job_env: cfg.job_env.clone(),
+            hidden: cfg.hidden.clone(),
         })
     }
 
@@ -486,8 +494,23 @@ impl Executor {
             Err(why) => return failed(why),
         };
         timing.identity_us = ferry_model::now_us();
+        log.system(self.sandbox.describe()).await;
+        let confinement = match self.confine(&job, work).await {
+            Ok(c) => c,
+            Err(why) => return failed(why),
+        };
         let ran = self
-            .run_plugin(&job, &identity, limit, log, stop, &mut timing.spawned_us)
+            .run_plugin(
+                &job,
+                Spawn {
+                    identity: &identity,
+                    confinement: &confinement,
+                },
+                limit,
+                log,
+                stop,
+                &mut timing.spawned_us,
+            )
             .await;
         timing.exited_us = ferry_model::now_us();
         let status = match ran {
@@ -495,7 +518,7 @@ impl Executor {
             Err(ended) => return ended,
         };
         self.stats.plugin_exited(job.plugin_name(), status.code());
-        let mut result = match self.collect(&job, status).await {
+        let mut result = match self.collect(&job, work, status).await {
             Ok(r) | Err(r) => r,
         };
         result.ran_as = identity.assumed_arn();
@@ -670,14 +693,14 @@ impl Executor {
     async fn run_plugin(
         &self,
         job: &PluginInput,
-        identity: &crate::roles::Identity,
+        how: Spawn<'_>,
         limit: Duration,
         log: &LogHandle,
         stop: &Stop,
         spawned_us: &mut u64,
     ) -> Result<std::process::ExitStatus, JobResult> {
-        let mut cmd = plugin_command(job).map_err(failed)?;
-        identity.apply(&mut cmd);
+        let mut cmd = self.plugin_command(job, &how).map_err(failed)?;
+        how.identity.apply(&mut cmd);
         let mut child = cmd
             .spawn()
             .map_err(|e| failed(format!("starting the plugin: {e}")))?;
@@ -750,9 +773,10 @@ impl Executor {
     async fn collect(
         &self,
         job: &PluginInput,
+        work: &Path,
         status: std::process::ExitStatus,
     ) -> Result<JobResult, JobResult> {
-        let result: Option<PluginResult> = tokio::fs::read(job.work_dir().join("result.json"))
+        let result: Option<PluginResult> = read_from_job(work, &job.work_dir().join("result.json"))
             .await
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
@@ -768,12 +792,12 @@ impl Executor {
         }
         let plan = match result.plan {
             Some(p) => {
-                let bytes = tokio::fs::read(&p.file)
+                let bytes = read_from_job(work, &p.file)
                     .await
                     .map_err(|e| failed(format!("reading the plan file: {e}")))?;
                 let digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
                 let diff_json = match &p.diff {
-                    Some(f) => tokio::fs::read(f)
+                    Some(f) => read_from_job(work, f)
                         .await
                         .map_err(|e| failed(format!("reading the plan's JSON: {e}")))?,
                     None => vec![],
@@ -852,31 +876,144 @@ fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
 /// The plugin process's allocator setting: no transparent huge pages (`plugin_command`).
 const PLUGIN_ALLOCATOR: (&str, &str) = ("MIMALLOC_ALLOW_THP", "0");
 
-/// `ferry-runner plugin` for `job`, in its own process group (so a timeout or a cancel reaches
-/// every tool it starts), its output piped to the log.
-fn plugin_command(job: &PluginInput) -> Result<tokio::process::Command, String> {
-    let exe = std::env::current_exe()
-        .map_err(|e| format!("cannot find the runner executable to start the plugin: {e}"))?;
-    let mut cmd = tokio::process::Command::new(exe);
-    cmd.arg("plugin")
-        .arg("--job")
-        .arg(job.work_dir().join("job.json"))
-        .arg("--result")
-        .arg(job.work_dir().join("result.json"))
-        .current_dir(job.src_dir())
+/// How a job's plugin process is started: as whom in the account, and confined to what.
+struct Spawn<'a> {
+    identity: &'a crate::roles::Identity,
+    confinement: &'a crate::sandbox::Confinement,
+}
+
+impl Executor {
+    /// What `job` may touch (`sandbox.rs`): its work directory, its component's state, the
+    /// layout store for an image job, its tools; the runner's data directory and secrets hidden.
+    /// The job's user is given what it writes.
+    async fn confine(
+        &self,
+        job: &PluginInput,
+        work: &Path,
+    ) -> Result<crate::sandbox::Confinement, String> {
+        let mut writable = vec![work.to_path_buf()];
+        let state = match job {
+            PluginInput::Component(j) => Some(j.state_dir.clone()),
+            PluginInput::Action(_) => None,
+        };
+        writable.extend(state.clone());
+        writable.push(self.install_dir());
+        if let PluginInput::Component(j) = job
+            && j.spec.kind == ferry_protocol::messages::ComponentKind::ContainerImage
+            && self.registry.is_none()
+        {
+            writable.extend(self.tools.layout.clone());
+        }
+        let tools = &self.tools;
+        let readable = [&tools.helm, &tools.kubectl, &tools.kubeconfig]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .chain(std::env::current_exe().ok())
+            .collect();
+        let mut hidden = vec![self.data_dir.clone()];
+        hidden.extend(self.hidden.iter().cloned());
+        let (sandbox, w, shared) = (self.sandbox.clone(), work.to_path_buf(), self.install_dir());
+        tokio::task::spawn_blocking(move || {
+            for d in [w.join("home"), w.join("tmp"), shared.clone()] {
+                std::fs::create_dir_all(d)?;
+            }
+            sandbox.hand_over(&w)?;
+            for kept in state.iter().chain([&shared]) {
+                sandbox.hand_over_kept(kept)?;
+            }
+            Ok::<_, std::io::Error>(())
+        })
+        .await
+        .map_err(|e| format!("preparing the job's sandbox: {e}"))?
+        .map_err(|e| format!("preparing the job's sandbox: {e}"))?;
+        Ok(crate::sandbox::Confinement {
+            hidden,
+            writable,
+            readable,
+            work: work.to_path_buf(),
+            cwd: job.src_dir().to_path_buf(),
+        })
+    }
+
+    /// The install's own environment on this host, shared by its jobs (`FERRY_INSTALL_DIR`):
+    /// what a local sandbox provisions and its components write into, as a cloud install's
+    /// jobs share its account. Nothing of the runner's is in it.
+    fn install_dir(&self) -> PathBuf {
+        self.data_dir.join("install")
+    }
+
+    /// `ferry-runner plugin` for `job`, in its sandbox and its own process group (so a timeout
+    /// or a cancel reaches every tool it starts), its output piped to the log, its environment
+    /// the allow-list (`sandbox::JobEnv`).
+    fn plugin_command(
+        &self,
+        job: &PluginInput,
+        how: &Spawn<'_>,
+    ) -> Result<tokio::process::Command, String> {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find the runner executable to start the plugin: {e}"))?;
+        let args = vec![
+            "plugin".into(),
+            "--job".into(),
+            job.work_dir().join("job.json").into(),
+            "--result".into(),
+            job.work_dir().join("result.json").into(),
+        ];
         // A plugin process lives for one job: mimalloc's transparent huge pages (an madvise of
         // its first arena) cost it two 2 MiB pages zeroed at start, a fifth of its start's CPU
         // (`perf`: `clear_page_erms` under `do_huge_pmd_anonymous_page`), for nothing a short
         // life gains from them. The runner keeps them. Read by the plugin's allocator only: its
         // tools (sh, terraform, helm) do not link mimalloc.
-        .env(PLUGIN_ALLOCATOR.0, PLUGIN_ALLOCATOR.1)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, so a timeout or a cancel reaches every tool it started.
-        .process_group(0)
-        .kill_on_drop(true);
-    Ok(cmd)
+        let mut set = vec![
+            (PLUGIN_ALLOCATOR.0.into(), PLUGIN_ALLOCATOR.1.into()),
+            (
+                "FERRY_INSTALL_DIR".into(),
+                self.install_dir().to_string_lossy().into_owned(),
+            ),
+        ];
+        // An image job writes the install's registry: its credentials, and to it only.
+        if let PluginInput::Component(j) = job
+            && j.spec.kind == ferry_protocol::messages::ComponentKind::ContainerImage
+        {
+            set.extend(crate::registry::env_credentials());
+        }
+        let env = crate::sandbox::JobEnv {
+            pass: self.job_env.clone(),
+            set,
+            host_aws: matches!(how.identity, crate::roles::Identity::Host),
+        };
+        let mut cmd = self.sandbox.command(&exe, args, how.confinement, &env)?;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group, so a timeout or a cancel reaches every tool it started.
+            .process_group(0)
+            .kill_on_drop(true);
+        Ok(cmd)
+    }
+}
+
+/// A file the job wrote, read by the runner: only from inside the job's work directory, so a
+/// job cannot make the runner read (and send to the hub) a file of the runner's through a path
+/// or a symbolic link in its result. Every process of the job has ended by now.
+async fn read_from_job(work: &Path, file: &Path) -> std::io::Result<Vec<u8>> {
+    let (work, file) = (work.to_path_buf(), file.to_path_buf());
+    tokio::task::spawn_blocking(move || {
+        let real = std::fs::canonicalize(&file)?;
+        if !real.starts_with(std::fs::canonicalize(&work)?) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is outside the job's work directory: not read",
+                    file.display()
+                ),
+            ));
+        }
+        std::fs::read(real)
+    })
+    .await
+    .map_err(std::io::Error::other)?
 }
 
 /// The result as it may leave the host: its error masked like the log, and an output that

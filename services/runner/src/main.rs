@@ -124,23 +124,43 @@ struct Args {
     /// component's repository is created if missing.
     #[arg(long, env = "FERRY_REGISTRY_ECR_REGION", requires = "registry")]
     registry_ecr_region: Option<String>,
+    /// Run jobs without a sandbox, as the runner itself, with its data directory, identity and
+    /// environment in their reach. Without it, a host without bubblewrap refuses every job.
+    /// Said in every job's log, on `ferry runners list` and on the dashboard.
+    #[arg(long, env = "FERRY_UNSANDBOXED_JOBS")]
+    unsandboxed_jobs: bool,
+    /// The user sandboxed jobs run as, a name or UID:GID (a runner started as root only).
+    /// Default: the `ferry-job` user if the host has one (install.sh makes it), else nobody.
+    #[arg(long, env = "FERRY_JOB_USER")]
+    job_user: Option<String>,
+    /// A host variable jobs get (a proxy, a CA bundle: `--job-env HTTPS_PROXY`); repeat for
+    /// more. Nothing else of the runner's environment reaches a job but PATH, the locale and
+    /// the credentials of the job's own role.
+    #[arg(long = "job-env", env = "FERRY_JOB_ENV", value_delimiter = ',')]
+    job_env: Vec<String>,
+    /// The bubblewrap binary (default: `bwrap` on PATH).
+    #[arg(long, env = "FERRY_BWRAP")]
+    bwrap: Option<PathBuf>,
+    /// How many processes (and threads) the job's user may have at once.
+    #[arg(long, env = "FERRY_JOB_MAX_PROCS", default_value_t = 1024)]
+    job_max_procs: u64,
 }
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Internal: run one job's plugin (started by the runner itself, one process per job).
     #[command(hide = true)]
-    Plugin {
-        #[arg(long)]
-        job: PathBuf,
-        #[arg(long)]
-        result: PathBuf,
-    },
+    Plugin(ferry_runner::plugin::PluginArgs),
     /// The install's break-glass roles on this host: actions that name one (`break_glass_role`)
     /// run only while it is granted here. Grants are files in --data-dir; each grant and
     /// revocation is appended to `<data-dir>/break-glass/audit.log`.
     #[command(name = "break-glass", subcommand)]
     BreakGlass(BreakGlass),
+    /// Stop this runner host taking new jobs (the running ones finish); the control plane shows
+    /// the install as paused by its customer. Appended to `<data-dir>/break-glass/audit.log`.
+    Pause,
+    /// Let this runner host take jobs again.
+    Resume,
 }
 
 #[derive(Subcommand, Debug)]
@@ -237,16 +257,45 @@ fn break_glass(data_dir: &std::path::Path, cmd: &BreakGlass) -> i32 {
     }
 }
 
+/// Carries out `pause` or `resume`; the process's exit code.
+fn pause(data_dir: &std::path::Path, pause: bool) -> i32 {
+    let by = std::env::var("USER").unwrap_or_else(|_| "the runner host".into());
+    let r = match pause {
+        true => ferry_runner::pause::pause(data_dir, &by).map(|did| match did {
+            true => "paused: the runner takes no new job until `ferry-runner resume`",
+            false => "already paused",
+        }),
+        false => ferry_runner::pause::resume(data_dir, &by).map(|did| match did {
+            true => "resumed: the runner takes jobs again",
+            false => "was not paused",
+        }),
+    };
+    match r {
+        Ok(msg) => {
+            println!("{msg}");
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
+}
+
 fn main() {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    // Absolute: a job's paths (and its sandbox's mounts) must not depend on where it starts.
+    if let Ok(d) = std::path::absolute(&args.data_dir) {
+        args.data_dir = d;
+    }
     let _ = rustls::crypto::ring::default_provider().install_default();
     // A plugin is plain synchronous code (one that needs async makes its own runtime): it runs
     // before, and without, the runner's.
     match &args.command {
-        Some(Cmd::Plugin { job, result }) => {
-            std::process::exit(ferry_runner::plugin::main(job, result));
-        }
+        Some(Cmd::Plugin(plugin)) => std::process::exit(ferry_runner::plugin::entry(plugin)),
         Some(Cmd::BreakGlass(cmd)) => std::process::exit(break_glass(&args.data_dir, cmd)),
+        Some(Cmd::Pause) => std::process::exit(pause(&args.data_dir, true)),
+        Some(Cmd::Resume) => std::process::exit(pause(&args.data_dir, false)),
         None => {}
     }
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -451,6 +500,17 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
     };
     let install_registry = install_registry(&args)?;
     let stack = stack_source(&args);
+    let sandbox = sandbox(&args)?;
+    match &sandbox {
+        ferry_runner::sandbox::Sandbox::Unsandboxed => tracing::warn!(
+            "--unsandboxed-jobs: jobs run as the runner, with its data directory, identity and environment in reach"
+        ),
+        ferry_runner::sandbox::Sandbox::Missing(why) => {
+            tracing::error!("no sandbox for jobs: every job is refused: {why}")
+        }
+        s => tracing::info!(sandbox = %s.describe(), "jobs are sandboxed"),
+    }
+    let hidden = hidden_paths(&args, &files);
     Ok(RunnerConfig {
         mode,
         nats_url: args.nats_url,
@@ -477,7 +537,37 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
         break_glass_host_only: args.break_glass_host_only,
         metrics_interval: Duration::from_secs(args.metrics_interval_secs.max(1)),
         stack,
+        sandbox,
+        job_env: args.job_env.clone(),
+        hidden,
     })
+}
+
+/// The jobs' sandbox on this host, as the flags ask (`sandbox.rs`).
+fn sandbox(args: &Args) -> Result<ferry_runner::sandbox::Sandbox, String> {
+    ferry_runner::sandbox::Sandbox::detect(&ferry_runner::sandbox::Settings {
+        unsandboxed: args.unsandboxed_jobs,
+        bwrap: args.bwrap.clone(),
+        job_user: args.job_user.clone(),
+        limits: ferry_runner::sandbox::Limits {
+            max_procs: args.job_max_procs,
+        },
+    })
+}
+
+/// What of the runner's no job may see besides its data directory: its identity directory, its
+/// bootstrap token file, and `/etc/ferry` (where the runner's environment file is).
+fn hidden_paths(args: &Args, files: &ferry_pki::InstallFiles) -> Vec<PathBuf> {
+    [
+        Some(files.dir.clone()),
+        args.bootstrap_file.clone(),
+        Some(PathBuf::from("/etc/ferry")),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|p| std::path::absolute(p).ok())
+    .filter(|p| !p.starts_with(&args.data_dir))
+    .collect()
 }
 
 /// The one-time token, given or in its file (read only when the runner has no certificate yet).

@@ -37,3 +37,13 @@ pub fn env_auth() -> Auth {
         var("FERRY_REGISTRY_TOKEN"),
     )
 }
+
+/// The registry's credentials as the runner has them in its environment, for the one job that
+/// writes the install's registry itself (a `container_image` component's): no other job gets
+/// them (`sandbox::JobEnv`).
+pub fn env_credentials() -> Vec<(String, String)> {
+    ["FERRY_REGISTRY_USER", "FERRY_REGISTRY_PASSWORD", "FERRY_REGISTRY_TOKEN"]
+        .into_iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect()
+}

@@ -54,6 +54,13 @@ pub struct RunnerConfig {
     pub metrics_interval: Duration,
     /// The install stack this runner reads and reports (`stack.rs`), if it runs in one.
     pub stack: Option<crate::stack::StackSource>,
+    /// How each job is confined on the host (`sandbox.rs`).
+    pub sandbox: crate::sandbox::Sandbox,
+    /// Host variables the operator passes on to jobs (`--job-env`).
+    pub job_env: Vec<String>,
+    /// Paths of the runner's no job may see besides its data directory: its identity directory,
+    /// its bootstrap token file, `/etc/ferry`.
+    pub hidden: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -105,6 +112,8 @@ pub struct Runner {
     /// [`Runner::leave_to_planner`]).
     left: std::sync::Mutex<std::collections::HashMap<String, tokio::time::Instant>>,
     gave_up: tokio::sync::watch::Receiver<Option<String>>,
+    /// Whether the customer paused this host (`pause.rs`): no new job is taken meanwhile.
+    paused: tokio::sync::watch::Receiver<bool>,
 }
 
 /// How long a runner host leaves an apply whose plan it does not hold to the host that does,
@@ -244,6 +253,12 @@ impl Runner {
                 reconnect,
             )));
         }
+        let (pause_tx, paused) =
+            tokio::sync::watch::channel(crate::pause::is_paused(&cfg.data_dir));
+        background.push(tokio::spawn(crate::pause::watch(
+            cfg.data_dir.clone(),
+            pause_tx,
+        )));
         let slots = Arc::new(Semaphore::new(cfg.max_jobs.max(1)));
         Ok(Runner {
             _leaf: leaf,
@@ -259,6 +274,7 @@ impl Runner {
             jobs: Default::default(),
             left: Default::default(),
             gave_up,
+            paused,
         })
     }
 
@@ -337,14 +353,16 @@ impl Runner {
             // Unbounded: a grant dropped would cost its job a lease; there is one per job.
             let (grants_tx, grants) = tokio::sync::mpsc::unbounded_channel();
             // Beside the offers loop, in this task: they end with it.
-            let beating = heartbeats(
-                self.client.clone(),
-                org.clone(),
-                install.clone(),
-                self.id.clone(),
-                self.slots.clone(),
-                self.cfg.max_jobs,
-            );
+            let beating = heartbeats(Beat {
+                client: self.client.clone(),
+                org: org.clone(),
+                install: install.clone(),
+                runner_id: self.id.clone(),
+                slots: self.slots.clone(),
+                max: self.cfg.max_jobs,
+                sandbox: self.cfg.sandbox.state(),
+                paused: self.paused.clone(),
+            });
             let routing = route_pushes(pushes, self.running.clone(), bells_tx, grants_tx);
             let granting = self.serve_grants(grants);
             let reporting = crate::stack::report(
@@ -384,7 +402,17 @@ impl Runner {
         let mut failures: u32 = 0;
         // Until offers were read once, "nobody answers" is the link coming up, not a fault.
         let mut ever_read = false;
+        let mut paused = self.paused.clone();
         loop {
+            if *paused.borrow_and_update() {
+                info!("paused by the customer on this host: taking no new job until `ferry-runner resume`");
+                // A resume walks the offers at once; the runner's end drops the sender.
+                if paused.wait_for(|p| !*p).await.is_err() {
+                    return Ok(());
+                }
+                info!("resumed by the customer: taking jobs again");
+                walk = true;
+            }
             if walk || failures > 0 {
                 match self.take_offers(&offers).await {
                     Ok(()) if failures > 0 && ever_read => {
@@ -435,6 +463,7 @@ impl Runner {
                     None => return Err(RunnerError::Setup("the doorbell subscription ended".into())),
                 },
                 _ = tokio::time::sleep(pause) => true,
+                _ = paused.changed() => false,
             };
         }
     }
@@ -492,6 +521,11 @@ impl Runner {
     async fn take_offer(&self, offer: JobOffer, seen_us: u64) -> bool {
         if offer.org != self.cfg.org || offer.install != self.cfg.install {
             warn!(job = %offer.job_id, "offer for another install; ignoring");
+            return true;
+        }
+        if *self.paused.borrow() {
+            // Left in the offers: the walk after the resume takes it.
+            debug!(job = %offer.job_id, "paused by the customer: offer left");
             return true;
         }
         if self.leave_to_planner(&offer) {
@@ -606,14 +640,20 @@ async fn route_pushes(
 /// How often a runner says it is there (the first at once, on start).
 const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
 
-async fn heartbeats(
+/// What a runner's heartbeats say, and where they go.
+struct Beat {
     client: async_nats::Client,
     org: String,
     install: String,
     runner_id: String,
     slots: Arc<Semaphore>,
     max: usize,
-) {
+    sandbox: ferry_protocol::messages::SandboxState,
+    /// A pause or a resume is said at once, not at the next interval.
+    paused: tokio::sync::watch::Receiver<bool>,
+}
+
+async fn heartbeats(mut b: Beat) {
     // The first few come every second: a runner that just started (its leaf still connecting
     // to the hub, whose interest is not here yet) becomes known within seconds, not an interval.
     for sent in 0u32.. {
@@ -623,21 +663,27 @@ async fn heartbeats(
             } else {
                 HEARTBEAT_INTERVAL
             };
-            tokio::time::sleep(pause).await;
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                r = b.paused.changed() => if r.is_err() { return },
+            }
         }
         let hb = Heartbeat {
-            runner_id: runner_id.clone(),
+            runner_id: b.runner_id.clone(),
             version: env!("CARGO_PKG_VERSION").to_string(),
-            running_jobs: max.saturating_sub(slots.available_permits()) as u32,
+            running_jobs: b.max.saturating_sub(b.slots.available_permits()) as u32,
             at_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_millis() as u64)
                 .unwrap_or(0),
             interval_ms: HEARTBEAT_INTERVAL.as_millis() as u32,
-            max_jobs: u32::try_from(max).unwrap_or(u32::MAX),
+            max_jobs: u32::try_from(b.max).unwrap_or(u32::MAX),
+            sandbox: b.sandbox,
+            paused: *b.paused.borrow_and_update(),
         };
-        let _ = client
-            .publish(subjects::heartbeat(&org, &install), encode(&hb).into())
+        let _ = b
+            .client
+            .publish(subjects::heartbeat(&b.org, &b.install), encode(&hb).into())
             .await;
     }
 }

@@ -72,6 +72,8 @@ impl Scheduler {
             interval_ms: u64::from(hb.interval_ms),
             first_seen_ms: now,
             last_seen_ms: now,
+            sandbox: Some(sandbox_of(hb.sandbox)),
+            paused: hb.paused,
         };
         let key = format!("{org}.{}", hb.runner_id);
         // The record as this scheduler last wrote it saves reading it again: its revision is
@@ -316,5 +318,16 @@ impl Heard {
             }
             map.insert(key, (install.to_string(), first_seen_ms, revision));
         }
+    }
+}
+
+/// The runner's sandbox as its heartbeat says it, as the record keeps it.
+fn sandbox_of(s: ferry_protocol::messages::SandboxState) -> m::RunnerSandbox {
+    use ferry_protocol::messages::SandboxState as S;
+    match s {
+        S::BubblewrapJobUser => m::RunnerSandbox::BubblewrapJobUser,
+        S::BubblewrapUserNamespace => m::RunnerSandbox::BubblewrapUserNamespace,
+        S::Unsandboxed => m::RunnerSandbox::Unsandboxed,
+        S::Unavailable => m::RunnerSandbox::Unavailable,
     }
 }

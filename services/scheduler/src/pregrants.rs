@@ -86,7 +86,8 @@ impl Heard {
         let h = &mut k.heard;
         h.last_seen_ms = now.ms();
         h.interval_ms = u64::from(hb.interval_ms);
-        h.max_jobs = hb.max_jobs;
+        // A runner its customer paused takes nothing: no slot to grant a job into.
+        h.max_jobs = if hb.paused { 0 } else { hb.max_jobs };
     }
 
     /// The runner to grant the install's job `job` (an apply: whose plan `planner` made) to at

@@ -81,8 +81,9 @@ pub fn install_health(
         .map(|r| r.health(now))
         .min_by_key(|h| match h {
             RunnerHealth::Active => 0,
-            RunnerHealth::Unhealthy => 1,
-            RunnerHealth::Offline => 2,
+            RunnerHealth::Paused => 1,
+            RunnerHealth::Unhealthy => 2,
+            RunnerHealth::Offline => 3,
         })
 }
 
@@ -97,19 +98,20 @@ pub struct InstallQuery {
     pub status: Option<String>,
     /// Only installs with (`true`) or without (`false`) a drifted component.
     pub drifted: Option<bool>,
-    /// `active`, `unhealthy`, `offline`, or `none` (no runner ever connected).
+    /// `active`, `paused`, `unhealthy`, `offline`, or `none` (no runner ever connected).
     pub runner_health: Option<String>,
     /// `key=value` pairs, comma-separated: installs carrying every one of them.
     pub label: Option<String>,
 }
 
 /// The values `runner_health` takes.
-pub const RUNNER_HEALTH_FILTERS: [&str; 4] = ["active", "unhealthy", "offline", "none"];
+pub const RUNNER_HEALTH_FILTERS: [&str; 5] = ["active", "paused", "unhealthy", "offline", "none"];
 
 /// A runner health's name, as filters and metrics say it (`none`: no runner ever heard from).
 pub fn health_name(h: Option<RunnerHealth>) -> &'static str {
     match h {
         Some(RunnerHealth::Active) => "active",
+        Some(RunnerHealth::Paused) => "paused",
         Some(RunnerHealth::Unhealthy) => "unhealthy",
         Some(RunnerHealth::Offline) => "offline",
         None => "none",
@@ -205,6 +207,8 @@ mod tests {
             interval_ms: 1000,
             first_seen_ms: 0,
             last_seen_ms,
+            sandbox: None,
+            paused: false,
         }
     }
 

@@ -17,6 +17,39 @@ pub struct RunnerRecord {
     pub interval_ms: u64,
     pub first_seen_ms: u64,
     pub last_seen_ms: u64,
+    /// How it confines its jobs on the host, as it last said (`None`: a runner older than the
+    /// sandbox, which runs jobs as itself).
+    #[serde(default)]
+    pub sandbox: Option<RunnerSandbox>,
+    /// Its customer paused it on the host (`ferry-runner pause`): it takes no new job.
+    #[serde(default)]
+    pub paused: bool,
+}
+
+/// How a runner confines its jobs on the customer's host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunnerSandbox {
+    /// bubblewrap, each job as the host's unprivileged job user.
+    BubblewrapJobUser,
+    /// bubblewrap in a user namespace, as the runner's own (non-root) uid.
+    BubblewrapUserNamespace,
+    /// Started with `--unsandboxed-jobs`: jobs run as the runner, with its data in reach.
+    Unsandboxed,
+    /// No sandbox on the host and none waived: the runner refuses every job.
+    Unavailable,
+}
+
+impl RunnerSandbox {
+    /// As `runners list` and the dashboard say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunnerSandbox::BubblewrapJobUser => "sandboxed (job user)",
+            RunnerSandbox::BubblewrapUserNamespace => "sandboxed (user namespace)",
+            RunnerSandbox::Unsandboxed => "UNSANDBOXED",
+            RunnerSandbox::Unavailable => "no sandbox: refusing jobs",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -24,6 +57,8 @@ pub struct RunnerRecord {
 pub enum RunnerHealth {
     /// Heard from within two heartbeat intervals and a half.
     Active,
+    /// Heard from as often, but its customer paused it on the host: it takes no new job.
+    Paused,
     /// Missed a few heartbeats: maybe cut off, maybe gone.
     Unhealthy,
     /// Not heard from for a minute or more.
@@ -32,7 +67,10 @@ pub enum RunnerHealth {
 
 impl RunnerRecord {
     pub fn health(&self, now: Timestamp) -> RunnerHealth {
-        health_of(self.last_seen_ms, self.interval_ms, now)
+        match health_of(self.last_seen_ms, self.interval_ms, now) {
+            RunnerHealth::Active if self.paused => RunnerHealth::Paused,
+            h => h,
+        }
     }
 }
 
@@ -62,6 +100,14 @@ pub fn waiting_for_runner(
         .any(|r| r.install == install && r.health(now) == RunnerHealth::Active)
     {
         return None;
+    }
+    if runners
+        .iter()
+        .any(|r| r.install == install && r.health(now) == RunnerHealth::Paused)
+    {
+        return Some(format!(
+            "queued: the customer paused the runner of install {install} on its host (`ferry-runner resume` takes work again)"
+        ));
     }
     let last = runners
         .iter()
@@ -93,7 +139,24 @@ mod tests {
             interval_ms: 10_000,
             first_seen_ms: 0,
             last_seen_ms: last,
+            sandbox: Some(RunnerSandbox::BubblewrapJobUser),
+            paused: false,
         }
+    }
+
+    #[test]
+    fn a_paused_runner_heard_from_is_paused_not_unhealthy_and_a_job_waits_for_its_customer() {
+        let now = 1_000_000;
+        let mut x = r("a", now - 1_000);
+        x.paused = true;
+        assert_eq!(x.health(Timestamp::from_ms(now)), RunnerHealth::Paused);
+        // Not heard from: what its silence says, whatever it said last.
+        assert_eq!(
+            x.health(Timestamp::from_ms(now + 100_000)),
+            RunnerHealth::Offline
+        );
+        let msg = waiting_for_runner("a", &[x], "t0", Timestamp::from_ms(now)).unwrap();
+        assert!(msg.contains("customer paused"), "{msg}");
     }
 
     #[test]

@@ -564,8 +564,25 @@ pub struct Heartbeat {
     pub interval_ms: u32,
     /// How many jobs it runs at once: with `running_jobs`, whether it has a free slot.
     pub max_jobs: u32,
+    /// How its jobs are confined on the host.
+    pub sandbox: SandboxState,
+    /// The customer paused it on the host (`ferry-runner pause`): it takes no new job.
+    pub paused: bool,
 }
 message!(Heartbeat, 6);
+
+/// How a runner confines its jobs (`ferry_runner::sandbox`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SandboxState {
+    /// bubblewrap, each job as the host's unprivileged job user.
+    BubblewrapJobUser,
+    /// bubblewrap in a user namespace, as the runner's own (non-root) uid.
+    BubblewrapUserNamespace,
+    /// The operator started the runner with `--unsandboxed-jobs`: jobs run as the runner.
+    Unsandboxed,
+    /// No sandbox on the host and none waived: the runner refuses every job.
+    Unavailable,
+}
 
 /// Runner → control plane, core NATS on `ferry.rx.<org>.<install>.stack`: the install stack as
 /// the runner reads it in its own account (CloudFormation's DescribeStacks); each output under

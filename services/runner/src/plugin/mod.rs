@@ -222,9 +222,41 @@ impl<E: std::fmt::Display> From<E> for PluginError {
 }
 
 /// Entry point of `ferry-runner plugin`. Returns the process exit code.
-pub fn main(job_path: &Path, result_path: &Path) -> i32 {
-    let outcome = std::fs::read(job_path)
-        .map_err(|e| PluginError(format!("reading {}: {e}", job_path.display())))
+/// The plugin process's command line: `ferry-runner plugin` (and the load test's own binary's).
+#[derive(clap::Args, Debug, Clone)]
+pub struct PluginArgs {
+    /// The job file the runner wrote.
+    #[arg(long)]
+    pub job: PathBuf,
+    /// Where the plugin writes its result.
+    #[arg(long)]
+    pub result: PathBuf,
+    /// In a sandbox a root runner started: the job's user (`UID:GID`), dropped to for good
+    /// before anything of the job runs (`sandbox::enter`).
+    #[arg(long)]
+    pub drop_to: Option<crate::sandbox::JobUser>,
+    /// With --drop-to: the job's user's process limit.
+    #[arg(long, default_value_t = 1024)]
+    pub max_procs: u64,
+}
+
+/// The plugin process: reads its job file (the runner's: it may hold secret values to copy into
+/// a cluster, and no tool of the job can read it), drops to the job's user if asked, then runs
+/// the job; its exit code.
+pub fn entry(a: &PluginArgs) -> i32 {
+    let job = std::fs::read(&a.job)
+        .map_err(|e| PluginError(format!("reading {}: {e}", a.job.display())));
+    if let Some(user) = a.drop_to
+        && let Err(e) = crate::sandbox::enter(user, a.max_procs)
+    {
+        eprintln!("error: entering the job's sandbox: {e}");
+        return 1;
+    }
+    main(job, &a.result)
+}
+
+fn main(job: Result<Vec<u8>, PluginError>, result_path: &Path) -> i32 {
+    let outcome = job
         .and_then(|b| {
             serde_json::from_slice::<PluginInput>(&b)
                 .map_err(|e| PluginError(format!("job file: {e}")))

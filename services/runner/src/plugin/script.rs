@@ -6,7 +6,9 @@
 //! plan equal to the last applied one (same digest) has no changes.
 //!
 //! Environment: the component's `env_vars`, plus `FERRY_COMPONENT`, `FERRY_INSTALL`, `FERRY_ORG`,
-//! `FERRY_PHASE`, `FERRY_STATE_DIR` (kept between jobs), `FERRY_WORK_DIR`, and for apply `FERRY_OUTPUTS`:
+//! `FERRY_PHASE`, `FERRY_STATE_DIR` (the component's own, kept between jobs), `FERRY_INSTALL_DIR`
+//! (the install's environment on the runner host, shared by its jobs: what a local sandbox
+//! provisions), `FERRY_WORK_DIR`, and for apply `FERRY_OUTPUTS`:
 //! a file the script writes its outputs to, as a JSON object, and `FERRY_SENSITIVE_OUTPUTS`: a
 //! file it writes the names of its sensitive outputs to, one a line (a kubeconfig with a token:
 //! stored and used, shown nowhere).
