@@ -10,11 +10,16 @@ use ferry_tests::{
     NatsServer, Proc, copy_dir, ferry, repo_root, running_job, server_and_runner, sync_and_create,
 };
 
-/// The example app, with greeter's apply trapping SIGTERM and sleeping; it writes its pid first.
-fn stubborn_example(dir: &Path) -> (PathBuf, PathBuf) {
+/// The example app, with greeter's apply trapping SIGTERM and sleeping, as a shell whose command
+/// line carries a name of its own: the job runs in a sandbox (its own PID namespace, no path of
+/// the test's in reach), so the test finds it from outside by that name (`script_pid`).
+fn stubborn_example(dir: &Path) -> (PathBuf, String) {
     let app = dir.join("hello");
     copy_dir(&repo_root().join("examples/hello"), &app);
-    let pid_file = dir.join("greeter.pid");
+    let name = format!(
+        "stubborn-{}",
+        dir.file_name().unwrap().to_string_lossy().replace('.', "")
+    );
     let path = app.join("components/src/greeter/apply.sh");
     let apply = std::fs::read_to_string(&path).unwrap();
     std::fs::write(
@@ -22,13 +27,33 @@ fn stubborn_example(dir: &Path) -> (PathBuf, PathBuf) {
         apply.replace(
             "set -eu\n",
             &format!(
-                "set -eu\necho $$ > {}\ntrap 'echo ignoring SIGTERM' TERM\nwhile true; do sleep 0.1; done\n",
-                pid_file.display()
+                "set -eu\nexec sh -c \"trap 'echo ignoring SIGTERM' TERM; while true; do sleep 0.1; done\" {name}\n"
             ),
         ),
     )
     .unwrap();
-    (app, pid_file)
+    (app, name)
+}
+
+/// The host's pid of the process whose command line carries `name`, once it runs.
+fn script_pid(name: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let found = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .map(|c| String::from_utf8_lossy(&c).contains(name))
+                    .unwrap_or(false)
+            });
+        if let Some(e) = found {
+            return e.file_name().to_string_lossy().into_owned();
+        }
+        assert!(Instant::now() < deadline, "the apply script never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// How many processes have `arg` in their command line.
@@ -56,7 +81,7 @@ fn alive(pid: &str) -> bool {
 fn cancel_stops_a_job_that_traps_sigterm() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let (app, pid_file) = stubborn_example(dir.path());
+    let (app, script) = stubborn_example(dir.path());
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     let _runner = Proc::runner_with(
         &nats.url,
@@ -67,15 +92,7 @@ fn cancel_stops_a_job_that_traps_sigterm() {
     );
     let wf = sync_and_create(&api, &app, "prod");
     let job = running_job(&api, &wf, "greeter", "apply");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !pid_file.exists() {
-        assert!(Instant::now() < deadline, "the apply script never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_string();
+    let pid = script_pid(&script);
     assert!(alive(&pid));
     let install = || cli::<Install>(&api, &["installs", "get", "prod", "--json"]).status;
     assert_eq!(name_of(&install()), "provisioning");
@@ -211,19 +228,22 @@ fn concurrent_deploys_of_one_install_start_one_workflow() {
     assert_eq!(ids, [deployed, first.as_str()]);
 }
 
-/// The example app, with greeter's apply ticking into `record` for a few seconds.
-fn ticking_example(dir: &Path, record: &Path) -> PathBuf {
+/// The example app, with greeter's apply ticking for a few seconds into `record` in the
+/// install's directory on the runner host (`<runner data>/install/record`: the one place of the
+/// host a job and the test both see), each line naming its execution by its work directory.
+fn ticking_example(dir: &Path) -> PathBuf {
     let app = dir.join("hello");
     copy_dir(&repo_root().join("examples/hello"), &app);
     let path = app.join("components/src/greeter/apply.sh");
     let apply = std::fs::read_to_string(&path).unwrap();
-    let r = record.display();
+    let r = "\"$FERRY_INSTALL_DIR/record\"";
+    let run = "${FERRY_WORK_DIR##*/}";
     std::fs::write(
         &path,
         apply.replace(
             "set -eu\n",
             &format!(
-                "set -eu\necho \"start $$ $(date +%s%3N)\" >> {r}\nfor i in $(seq 30); do echo \"tick $$ $(date +%s%3N)\" >> {r}; sleep 0.2; done\necho \"end $$ $(date +%s%3N)\" >> {r}\n"
+                "set -eu\necho \"start {run} $(date +%s%3N)\" >> {r}\nfor i in $(seq 30); do echo \"tick {run} $(date +%s%3N)\" >> {r}; sleep 0.2; done\necho \"end {run} $(date +%s%3N)\" >> {r}\n"
             ),
         ),
     )
@@ -235,8 +255,8 @@ fn ticking_example(dir: &Path, record: &Path) -> PathBuf {
 fn a_runner_killed_mid_job_loses_the_execution_and_the_job_runs_again_once() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let record = dir.path().join("record");
-    let app = ticking_example(dir.path(), &record);
+    let record = dir.path().join("runner/install/record");
+    let app = ticking_example(dir.path());
     let (_server, api) = Proc::server_with(
         &nats.url,
         dir.path().join("server.log"),
@@ -337,7 +357,7 @@ fn a_runner_killed_mid_job_loses_the_execution_and_the_job_runs_again_once() {
 fn a_job_past_its_timeout_is_killed_and_timed_out() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let (app, pid_file) = stubborn_example(dir.path());
+    let (app, name) = stubborn_example(dir.path());
     let toml = app.join("components/greeter.toml");
     let text = std::fs::read_to_string(&toml).unwrap();
     std::fs::write(
@@ -350,6 +370,7 @@ fn a_job_past_its_timeout_is_killed_and_timed_out() {
     .unwrap();
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let wf = sync_and_create(&api, &app, "prod");
+    let pid = script_pid(&name);
     let done = wait_until(&api, &wf, 120, "the workflow to end", |w| {
         name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
     });
@@ -363,10 +384,6 @@ fn a_job_past_its_timeout_is_killed_and_timed_out() {
     );
     assert_eq!(name_of(&j.status), "timed_out", "{j:?}");
     assert_eq!(name_of(&j.executions[0].status), "timed_out");
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_string();
     assert!(!alive(&pid), "the script still runs after its timeout");
 }
 
@@ -460,7 +477,9 @@ fn outputs_too_large_for_a_record_fail_the_apply_with_the_reason() {
 
 /// A plugin process lives for one job: its allocator takes no transparent huge pages (two 2 MiB
 /// pages zeroed at every start were a fifth of its start's CPU, `loadtest release`). The apply
-/// script reads its parent's, the plugin process's, huge pages from `/proc`.
+/// script reads its parent's, the plugin process's, huge pages from `/proc`: in a sandbox the
+/// plugin (dropped to the job's user, so not dumpable) keeps its memory from its own job, so
+/// this runner runs jobs unsandboxed; the plugin's environment is made the same way in both.
 #[test]
 fn a_plugin_process_takes_no_transparent_huge_pages() {
     let nats = NatsServer::start();
@@ -474,7 +493,14 @@ fn a_plugin_process_takes_no_transparent_huge_pages() {
          printf '{\"message\": \"m\", \"huge_kb\": %s, \"parent\": \"%s\"}\\n' \"$huge\" \"$cmd\" > \"$FERRY_OUTPUTS\"\n",
     )
     .unwrap();
-    let (_server, _runner, api) = server_and_runner(&nats, dir.path());
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::runner_with(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+        &["--unsandboxed-jobs"],
+    );
     let wf = sync_and_create(&api, &app, "prod");
     let done = wait_until(&api, &wf, 120, "the workflow to end", |w| {
         name_of(&w.status) == "failed" || name_of(&w.status) == "succeeded"
@@ -491,8 +517,8 @@ fn a_plugin_process_takes_no_transparent_huge_pages() {
 fn a_runner_stopped_with_sigterm_lets_its_running_job_finish() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let record = dir.path().join("record");
-    let app = ticking_example(dir.path(), &record);
+    let record = dir.path().join("runner/install/record");
+    let app = ticking_example(dir.path());
     let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
     let data = dir.path().join("runner");
     let mut first = Proc::runner(&nats.url, "prod", &data, dir.path().join("runner-1.log"));
@@ -531,19 +557,10 @@ fn a_runner_stopped_with_sigterm_lets_its_running_job_finish() {
 fn a_plugin_that_crashes_fails_its_step_and_leaves_nothing_running() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let (app, pid_file) = stubborn_example(dir.path());
+    let (app, name) = stubborn_example(dir.path());
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let wf = sync_and_create(&api, &app, "prod");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    // The file exists before the script has written its pid into it: wait for the pid.
-    let script = loop {
-        let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
-        if !pid.trim().is_empty() {
-            break pid.trim().to_string();
-        }
-        assert!(Instant::now() < deadline, "the apply script never started");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let script = script_pid(&name);
     // The plugin process (the script's parent) dies as in a crash.
     let stat = std::fs::read_to_string(format!("/proc/{script}/stat")).unwrap();
     let plugin = stat
