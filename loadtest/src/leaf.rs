@@ -106,7 +106,8 @@ pub async fn leaf_install(
     })
     .await
     .with_context(|| format!("starting {name}'s leaf"))?;
-    let client = async_nats::ConnectOptions::new()
+    let client = leaf
+        .connect_options()
         .custom_inbox_prefix(creds.inbox_prefix.clone().unwrap_or_default())
         .connect(&leaf.url)
         .await?;

@@ -667,3 +667,25 @@ pub fn dashboard_cookie(api: &str) -> String {
         .to_string();
     format!("cookie: ferry_session={value}")
 }
+
+/// A runner's leaf as root on the runner's host finds it in its configuration (`conf`,
+/// `<data>/leaf/nats.conf`, readable by the runner's user only): its local URL, and the options
+/// that connect as its one local user. Nothing else on the host (a job) can.
+pub fn leaf_access(conf: &Path) -> Option<(String, async_nats::ConnectOptions)> {
+    let text = std::fs::read_to_string(conf).ok()?;
+    let listen = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("listen: "))?
+        .trim_matches('"')
+        .to_string();
+    let password = text
+        .split("password: \"")
+        .nth(1)?
+        .split('"')
+        .next()?
+        .to_string();
+    Some((
+        format!("nats://{listen}"),
+        async_nats::ConnectOptions::with_user_and_password("runner".into(), password),
+    ))
+}

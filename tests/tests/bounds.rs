@@ -485,15 +485,7 @@ fn a_throttled_installs_leaf_is_closed_and_kept_out() {
         assert!(Instant::now() < deadline, "the runner's leaf never started");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let listen = std::fs::read_to_string(&conf)
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("listen: ")
-                .map(|a| a.trim_matches('"').to_string())
-        })
-        .unwrap();
+    let (url, options) = ferry_tests::leaf_access(&conf).expect("the leaf's address and user");
     let rt = rt();
     rt.block_on(async {
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -504,13 +496,13 @@ fn a_throttled_installs_leaf_is_closed_and_kept_out() {
             );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        // Anyone on the runner's host reaches the leaf without a credential.
-        let local = async_nats::ConnectOptions::new()
+        // Root on the runner's host reaches the leaf with the password in its configuration.
+        let local = options
             .custom_inbox_prefix(ferry_protocol::subjects::install_inbox(
                 ferry_tests::ORG,
                 "rogue",
             ))
-            .connect(format!("nats://{listen}"))
+            .connect(url)
             .await
             .unwrap();
         let js = jetstream::with_domain(local, "hub");

@@ -109,19 +109,14 @@ impl Two {
                 jetstream::new(client)
             }
             Via::Leaf => {
-                let conf = std::fs::read_to_string(self.dir.path().join("runner-a/leaf/nats.conf"))
-                    .expect("a's leaf configuration");
-                let listen = conf
-                    .lines()
-                    .find_map(|l| l.trim().strip_prefix("listen: "))
-                    .expect("the leaf's listen address")
-                    .trim_matches('"')
-                    .to_string();
-                let client = async_nats::ConnectOptions::new()
+                let (url, options) =
+                    ferry_tests::leaf_access(&self.dir.path().join("runner-a/leaf/nats.conf"))
+                        .expect("a's leaf configuration");
+                let client = options
                     .custom_inbox_prefix(inbox)
-                    .connect(format!("nats://{listen}"))
+                    .connect(url)
                     .await
-                    .expect("a's leaf takes local connections");
+                    .expect("a's leaf takes its local user");
                 jetstream::with_domain(client, "hub")
             }
         }

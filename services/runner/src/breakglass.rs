@@ -27,6 +27,75 @@ pub struct Grant {
     pub granted_at_ms: u64,
     /// Who granted it (the host user).
     pub by: String,
+    /// HMAC-SHA256 of the fields above under the host's key (`break-glass/host.key`, made by
+    /// the first grant, readable by the runner's user only): only `ferry-runner break-glass
+    /// grant` makes a grant the runner honours. A file written any other way (by a job, by
+    /// hand) is refused and audited.
+    #[serde(default)]
+    pub seal: String,
+}
+
+/// The longest a grant may last.
+pub const MAX_GRANT_MS: u64 = 24 * 3600 * 1000;
+
+fn key_file(data_dir: &Path) -> PathBuf {
+    dir(data_dir).join("host.key")
+}
+
+/// The host's sealing key: made on first use (32 random bytes, mode 0600).
+fn host_key(data_dir: &Path, make: bool) -> Result<ring::hmac::Key, String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = key_file(data_dir);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) if b.len() == 32 => b,
+        Ok(_) => return Err(format!("{}: not a break-glass key", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && make => {
+            let mut b = vec![0u8; 32];
+            getrandom::fill(&mut b).map_err(|e| format!("making the host's key: {e}"))?;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .and_then(|mut f| f.write_all(&b))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            b
+        }
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    Ok(ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &bytes))
+}
+
+impl Grant {
+    fn sealed_text(&self) -> String {
+        format!(
+            "ferry break-glass grant v1\n{}\n{}\n{}\n{}",
+            self.role, self.until_ms, self.granted_at_ms, self.by
+        )
+    }
+
+    fn sealed(mut self, key: &ring::hmac::Key) -> Grant {
+        self.seal = hex::encode(ring::hmac::sign(key, self.sealed_text().as_bytes()));
+        self
+    }
+
+    /// Why the runner must not honour this grant file, if it must not: not sealed by this
+    /// host's key, for another role than its name, or longer than a grant may last.
+    fn forged(&self, key: Option<&ring::hmac::Key>, role: &str) -> Option<String> {
+        let seal = hex::decode(&self.seal).unwrap_or_default();
+        let sealed =
+            key.is_some_and(|k| ring::hmac::verify(k, self.sealed_text().as_bytes(), &seal).is_ok());
+        if !sealed {
+            Some("it was not made by `ferry-runner break-glass grant` on this host".into())
+        } else if self.role != role {
+            Some(format!("it is a grant of role `{}`", self.role))
+        } else if self.until_ms.saturating_sub(self.granted_at_ms) > MAX_GRANT_MS {
+            Some("it lasts longer than 24h".into())
+        } else {
+            None
+        }
+    }
 }
 
 fn dir(data_dir: &Path) -> PathBuf {
@@ -152,13 +221,21 @@ pub fn grant(
     let path = file(data_dir, role)?;
     std::fs::create_dir_all(dir(data_dir))
         .map_err(|e| format!("{}: {e}", dir(data_dir).display()))?;
+    if duration.as_millis() > u128::from(MAX_GRANT_MS) {
+        return Err(format!(
+            "a grant lasts at most 24h, not {}",
+            humantime::format_duration(duration)
+        ));
+    }
     let now = ferry_model::now_ms();
     let g = Grant {
         role: role.to_string(),
         until_ms: now + duration.as_millis() as u64,
         granted_at_ms: now,
         by: by.to_string(),
-    };
+        seal: String::new(),
+    }
+    .sealed(&host_key(data_dir, true)?);
     let bytes = serde_json::to_vec_pretty(&g).map_err(|e| e.to_string())?;
     std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     audit(
@@ -183,19 +260,40 @@ pub fn revoke(data_dir: &Path, role: &str, by: &str) -> Result<bool, String> {
     }
 }
 
-/// The grants on this host, live or expired.
-pub fn list(data_dir: &Path) -> Vec<Grant> {
+/// The grants on this host, live or expired; a grant file the runner would refuse is listed as
+/// such (`Err`: its file's name and why).
+pub fn list(data_dir: &Path) -> Vec<Result<Grant, (String, String)>> {
     let Ok(entries) = std::fs::read_dir(dir(data_dir)) else {
         return vec![];
     };
-    let mut out: Vec<Grant> = entries
+    let key = host_key(data_dir, false).ok();
+    let mut out: Vec<Result<Grant, (String, String)>> = entries
         .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
-        .filter_map(|e| std::fs::read(e.path()).ok())
-        .filter_map(|b| serde_json::from_slice(&b).ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.ends_with("pins.json"))
+        .map(|p| {
+            let name = p.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+            let read: Result<Grant, String> = std::fs::read(&p)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice(&b).map_err(|e| format!("malformed: {e}")));
+            match read {
+                Ok(g) => match g.forged(key.as_ref(), &name) {
+                    None => Ok(g),
+                    Some(why) => Err((name, why)),
+                },
+                Err(why) => Err((name, why)),
+            }
+        })
         .collect();
-    out.sort_by(|a, b| a.role.cmp(&b.role));
+    out.sort_by(|a, b| role_of(a).cmp(role_of(b)));
     out
+}
+
+fn role_of(g: &Result<Grant, (String, String)>) -> &str {
+    match g {
+        Ok(g) => &g.role,
+        Err((name, _)) => name,
+    }
 }
 
 /// Whether `action` may run with `role` now: `Ok` with the grant's description, or the reason
@@ -216,11 +314,29 @@ pub fn check(
         shell_word(&dir.to_string_lossy())
     );
     let path = file(data_dir, role)?;
+    let mut refused = None;
     let host: Option<Grant> = match std::fs::read(&path) {
-        Ok(b) => Some(
-            serde_json::from_slice(&b)
-                .map_err(|e| format!("break-glass grant {}: {e}", path.display()))?,
-        ),
+        Ok(b) => {
+            let why = match serde_json::from_slice::<Grant>(&b) {
+                Ok(g) => g
+                    .forged(host_key(data_dir, false).ok().as_ref(), role)
+                    .map_or(Ok(g), Err),
+                Err(e) => Err(format!("it is malformed ({e})")),
+            };
+            match why {
+                Ok(g) => Some(g),
+                Err(why) => {
+                    let line = format!(
+                        "refused the grant file {} for action {action}: {why}",
+                        path.display()
+                    );
+                    audit(data_dir, &line)
+                        .map_err(|e| format!("the host's break-glass audit log: {e}"))?;
+                    refused = Some(why);
+                    None
+                }
+            }
+        }
         Err(_) => None,
     };
     let now = ferry_model::now_ms();
@@ -239,6 +355,10 @@ pub fn check(
         ));
     }
     Err(match host {
+        None if refused.is_some() => format!(
+            "refused: action `{action}` needs break-glass role `{role}`, and the grant file for it on this runner host is not honoured: {} ({how})",
+            refused.unwrap_or_default()
+        ),
         Some(g) => format!(
             "refused: action `{action}` needs break-glass role `{role}`, whose grant expired at {} ({how})",
             at(g.until_ms)
@@ -316,6 +436,53 @@ mod tests {
             "{log}"
         );
         assert!(file(d.path(), "../x").is_err());
+    }
+
+    #[test]
+    fn a_grant_file_not_made_by_the_grant_command_is_refused_and_audited() {
+        let d = tempfile::tempdir().unwrap();
+        let forge = |g: &Grant| {
+            std::fs::create_dir_all(d.path().join("break-glass")).unwrap();
+            std::fs::write(
+                d.path().join(format!("break-glass/{}.json", g.role)),
+                serde_json::to_vec(g).unwrap(),
+            )
+            .unwrap();
+        };
+        let now = ferry_model::now_ms();
+        let g = Grant {
+            role: "admin".into(),
+            until_ms: now + 60_000,
+            granted_at_ms: now,
+            by: "job".into(),
+            seal: String::new(),
+        };
+        forge(&g);
+        let e = check(d.path(), "admin", "fix", None).unwrap_err();
+        assert!(e.contains("not made by `ferry-runner break-glass grant`"), "{e}");
+        // Sealed by this host, but for past the longest a grant lasts, or another role.
+        let key = host_key(d.path(), true).unwrap();
+        forge(&Grant { until_ms: now + MAX_GRANT_MS + 60_000, ..g.clone() }.sealed(&key));
+        let e = check(d.path(), "admin", "fix", None).unwrap_err();
+        assert!(e.contains("longer than 24h"), "{e}");
+        let other = Grant { role: "viewer".into(), ..g.clone() }.sealed(&key);
+        std::fs::write(
+            d.path().join("break-glass/admin.json"),
+            serde_json::to_vec(&other).unwrap(),
+        )
+        .unwrap();
+        let e = check(d.path(), "admin", "fix", None).unwrap_err();
+        assert!(e.contains("grant of role `viewer`"), "{e}");
+        std::fs::write(d.path().join("break-glass/admin.json"), b"{").unwrap();
+        let e = check(d.path(), "admin", "fix", None).unwrap_err();
+        assert!(e.contains("malformed"), "{e}");
+        let log = std::fs::read_to_string(d.path().join("break-glass/audit.log")).unwrap();
+        assert_eq!(log.matches("refused the grant file").count(), 4, "{log}");
+        assert!(list(d.path()).iter().all(|g| g.is_err()));
+        // The command's own grant counts.
+        grant(d.path(), "admin", std::time::Duration::from_secs(60), "alice").unwrap();
+        assert!(check(d.path(), "admin", "fix", None).is_ok());
+        assert!(grant(d.path(), "admin", std::time::Duration::from_secs(25 * 3600), "alice").is_err());
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub struct LeafConfig {
 /// The running leaf: its local URL; dropping it stops the supervisor and the server.
 pub struct Leaf {
     pub url: String,
+    /// The one local user the leaf takes (`runner`, with a password made at this start and
+    /// kept only in the leaf's configuration, in the runner's data directory): a job on the host
+    /// shares the runner's network, and must not speak for the install through its leaf.
+    pub password: String,
     /// The leaf's log, and where this start's lines begin in it (see `link.rs`).
     pub log: PathBuf,
     pub log_start: u64,
@@ -107,15 +111,29 @@ pub fn host_id(dir: &Path) -> std::io::Result<String> {
     }
 }
 
-/// The leaf's configuration: loopback only, its own JetStream domain, one remote. Its message
-/// limit is NATS's default, 1 MiB, the smallest a Ferry hub has: a message the spool takes must
-/// also fit the hub (a larger result goes in chunks of the leaf's limit).
-fn config(cfg: &LeafConfig, port: u16, host: &str) -> String {
+/// The user the runner connects to its leaf as.
+pub const LOCAL_USER: &str = "runner";
+
+impl Leaf {
+    /// How the runner connects to its leaf: as its one local user.
+    pub fn connect_options(&self) -> async_nats::ConnectOptions {
+        async_nats::ConnectOptions::with_user_and_password(
+            LOCAL_USER.into(),
+            self.password.clone(),
+        )
+    }
+}
+
+/// The leaf's configuration: loopback only, one local user, its own JetStream domain, one
+/// remote. Its message limit is NATS's default, 1 MiB, the smallest a Ferry hub has: a message
+/// the spool takes must also fit the hub (a larger result goes in chunks of the leaf's limit).
+fn config(cfg: &LeafConfig, port: u16, host: &str, password: &str) -> String {
     let id = &cfg.identity;
     format!(
         "# Written by ferry-runner on each start (leaf.rs).\n\
          server_name: \"leaf-{install}-{host}\"\n\
          listen: \"127.0.0.1:{port}\"\n\
+         authorization {{ user: \"{LOCAL_USER}\", password: \"{password}\" }}\n\
          max_payload: 1MB\n\
          jetstream {{\n  domain: \"install-{install}-{host}\"\n  store_dir: {store}\n  max_memory_store: 64MB\n  max_file_store: 4GB\n}}\n\
          leafnodes {{\n  reconnect: 1\n  remotes: [ {{\n    urls: [{hub}]\n    tls: {{ cert_file: {cert}, key_file: {key}, ca_file: {ca} }}\n  }} ]\n}}\n",
@@ -133,6 +151,26 @@ fn config(cfg: &LeafConfig, port: u16, host: &str) -> String {
         key = q(&id.key()),
         ca = q(&id.ca()),
     )
+}
+
+/// 32 random bytes, hex: the leaf's local password for this start.
+fn new_password() -> std::io::Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
+    Ok(hex::encode(bytes))
+}
+
+/// Writes `path` readable by the runner's user only (it holds the leaf's password).
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(bytes)
 }
 
 fn free_port() -> std::io::Result<u16> {
@@ -192,7 +230,8 @@ pub async fn start(cfg: LeafConfig) -> Result<Leaf, LeafError> {
     let port = free_port().map_err(io)?;
     let host = host_id(&cfg.dir).map_err(io)?;
     let conf = cfg.dir.join("nats.conf");
-    std::fs::write(&conf, config(&cfg, port, &host)).map_err(io)?;
+    let password = new_password().map_err(io)?;
+    write_private(&conf, config(&cfg, port, &host, &password).as_bytes()).map_err(io)?;
     // Where this start's lines begin in the leaf's log (it is appended to across starts).
     let log_start = std::fs::metadata(cfg.dir.join("nats.log")).map_or(0, |m| m.len());
     let (mut child, mut marker) = spawn(&cfg, &conf)?;
@@ -239,6 +278,7 @@ pub async fn start(cfg: LeafConfig) -> Result<Leaf, LeafError> {
     });
     Ok(Leaf {
         url: format!("nats://127.0.0.1:{port}"),
+        password,
         log,
         log_start,
         restart,

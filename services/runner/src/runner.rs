@@ -188,7 +188,8 @@ impl Runner {
                 // Loopback to the install's own server: the leaf holds the hub connection and
                 // the certificate; replies still come to the install's own inbox space.
                 let prefix = cfg.credentials.inbox_prefix.clone().unwrap_or_default();
-                let client = async_nats::ConnectOptions::new()
+                let client = leaf
+                    .connect_options()
                     .name(name)
                     .custom_inbox_prefix(prefix)
                     .retry_on_initial_connect()
