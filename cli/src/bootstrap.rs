@@ -65,6 +65,10 @@ pub struct BundleOptions {
     pub archive: Option<std::path::PathBuf>,
 }
 
+/// The runner host's firewall for its jobs (`deploy/runner/ferry-jobs-firewall`): the systemd
+/// unit runs it before each start of the runner.
+const JOBS_FIREWALL: &str = include_str!("../../deploy/runner/ferry-jobs-firewall");
+
 /// What `install.sh` does (the install stack's user data runs it as root, from the unpacked
 /// bundle): install the binaries and the environment, then start the runner under systemd;
 /// with `FERRY_ROOT` (a scratch directory) everything goes under it and the runner is started
@@ -83,6 +87,18 @@ install -d -m 0700 "$root/etc/ferry" "$root/var/lib/ferry-runner"
 for f in "$here"/bin/*; do
   [ -f "$f" ] && install -m 0755 "$f" "$root/usr/local/bin/$(basename "$f")"
 done
+install -m 0755 "$here/ferry-jobs-firewall" "$root/usr/local/bin/ferry-jobs-firewall"
+if [ -z "$root" ]; then
+  # Each job runs in a bubblewrap sandbox as the ferry-job user, which may not reach the
+  # instance metadata service (ferry-jobs-firewall, run before each start of the runner).
+  if ! command -v bwrap >/dev/null 2>&1 || ! command -v nft >/dev/null 2>&1; then
+    if command -v dnf >/dev/null 2>&1; then dnf install -y bubblewrap nftables
+    elif command -v apt-get >/dev/null 2>&1; then apt-get update -qq && apt-get install -y -qq bubblewrap nftables
+    fi
+  fi
+  id -u ferry-job >/dev/null 2>&1 ||
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin ferry-job
+fi
 env="$root/etc/ferry/runner.env"
 umask 077
 cp "$here/runner.env" "$env"
@@ -152,6 +168,7 @@ pub async fn runner_bundle(
     );
     write(out, "runner.env", &env, 0o600)?;
     write(out, "ferry-runner.service", &unit(install), 0o644)?;
+    write(out, "ferry-jobs-firewall", JOBS_FIREWALL, 0o755)?;
     write(
         out,
         "README.txt",
@@ -187,6 +204,7 @@ fn unit(install: &str) -> String {
          Wants=network-online.target\n\n\
          [Service]\n\
          EnvironmentFile=/etc/ferry/runner.env\n\
+         ExecStartPre=+/usr/local/bin/ferry-jobs-firewall\n\
          ExecStart=/usr/local/bin/ferry-runner\n\
          Restart=always\n\
          RestartSec=2\n\
@@ -215,10 +233,14 @@ fn readme(install: &str, hub_url: &str, data_dir: &Path) -> String {
          terraform_module components, helm for helm_chart and kubectl for kubernetes_manifest and\n\
          job components (on PATH, or FERRY_HELM / FERRY_KUBECTL), with the cluster's credentials\n\
          from the sandbox or FERRY_KUBECONFIG; outbound HTTPS to the registries of the app's\n\
-         images; and, for an install registry (FERRY_REGISTRY), its credentials.\n\n\
+         images; for an install registry (FERRY_REGISTRY), its credentials; bubblewrap, in\n\
+         which each job runs as the unprivileged ferry-job user; and nftables or iptables, with\n\
+         which ferry-jobs-firewall keeps that user from the instance metadata service.\n\n\
          Install and start (as root):\n\
+           useradd --system --no-create-home --shell /usr/sbin/nologin ferry-job\n\
            install -m 0755 ferry-runner /usr/local/bin/ferry-runner\n\
            install -d -m 0700 /etc/ferry && install -m 0600 runner.env /etc/ferry/runner.env\n\
+           install -m 0755 ferry-jobs-firewall /usr/local/bin/ferry-jobs-firewall\n\
            install -m 0644 ferry-runner.service /etc/systemd/system/ferry-runner.service\n\
            systemctl daemon-reload && systemctl enable --now ferry-runner\n\n\
          Or in the foreground:\n\

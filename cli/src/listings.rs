@@ -53,6 +53,10 @@ pub async fn runners_list(api: &Api, install: Option<&str>, out: Output) -> Resu
                     r.runner.install.clone(),
                     r.runner.id.clone(),
                     render::status_word(r.health),
+                    r.runner
+                        .sandbox
+                        .map_or("unknown", ferry_model::RunnerSandbox::name)
+                        .to_string(),
                     r.runner.running_jobs.to_string(),
                     r.runner.version.clone(),
                     r.last_seen.clone(),
@@ -65,6 +69,7 @@ pub async fn runners_list(api: &Api, install: Option<&str>, out: Output) -> Resu
             ("INSTALL", MAIN),
             ("RUNNER", MAIN),
             ("HEALTH", MAIN),
+            ("SANDBOX", MAIN),
             ("JOBS", MAIN),
             ("VERSION", MAIN),
             ("LAST SEEN", MAIN),

@@ -217,11 +217,14 @@ pub fn install_runner(runners: &[ferry_model::api::RunnerInfo]) -> String {
     match runners.first() {
         None => "runner: none has connected yet".to_string(),
         Some(r) => format!(
-            "runner: {} {} (last seen {}, {} job(s) running)",
+            "runner: {} {} (last seen {}, {} job(s) running; jobs {})",
             r.runner.id,
             status_word(r.health),
             r.last_seen,
-            r.runner.running_jobs
+            r.runner.running_jobs,
+            r.runner
+                .sandbox
+                .map_or("unknown", ferry_model::RunnerSandbox::name)
         ),
     }
 }

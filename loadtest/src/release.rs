@@ -298,12 +298,11 @@ pub(crate) async fn runners(
     let binary = ferry_runner::leaf::find_binary(Some(&ferry_tests::nats_server_bin()))?;
     // Jobs sandboxed as `ferry-runner` sandboxes them on this host: the release's time includes
     // each job's sandbox (FERRY_LOADTEST_UNSANDBOXED=1 measures without, for the difference).
-    let sandbox =
-        ferry_runner::sandbox::Sandbox::detect(&ferry_runner::sandbox::Settings {
-            unsandboxed: std::env::var_os("FERRY_LOADTEST_UNSANDBOXED").is_some(),
-            ..Default::default()
-        })
-        .map_err(anyhow::Error::msg)?;
+    let sandbox = ferry_runner::sandbox::Sandbox::detect(&ferry_runner::sandbox::Settings {
+        unsandboxed: std::env::var_os("FERRY_LOADTEST_UNSANDBOXED").is_some(),
+        ..Default::default()
+    })
+    .map_err(anyhow::Error::msg)?;
     println!("jobs: {}", sandbox.describe());
     let mut tasks = Vec::with_capacity(n);
     for i in 0..n {
@@ -351,6 +350,7 @@ pub(crate) async fn runners(
             sandbox: sandbox.clone(),
             job_env: vec![],
             hidden: vec![],
+            install_dir: None,
         };
         let runner = Arc::new(ferry_runner::runner::Runner::connect(cfg).await?);
         tasks.push(tokio::spawn(async move {

@@ -82,21 +82,26 @@ impl Moto {
 
 /// A PATH with the AWS CLI on it first, as `aws` (a wrapper in `dir/bin`), for processes that
 /// run it as a customer's host would: a runner's jobs, the install stack's user data.
-pub fn path_with_aws_cli(dir: &std::path::Path) -> String {
+pub fn path_with_aws_cli() -> String {
     use std::os::unix::fs::PermissionsExt;
-    let bin = dir.join("bin");
+    // Under the repository's .tools, not the test's directory in /tmp: a sandboxed job has a
+    // private /tmp, and must find the CLI on the host's read-only file system. Written whole
+    // under another name, then renamed: tests running at once write the same file.
+    let bin = repo_root().join(".tools/aws-cli-bin");
     std::fs::create_dir_all(&bin).expect("a bin directory");
     let wrapper = bin.join("aws");
+    let tmp = bin.join(format!("aws.{}", std::process::id()));
     std::fs::write(
-        &wrapper,
+        &tmp,
         format!(
             "#!/bin/sh\nPYTHONPATH={0} exec python3 {0}/bin/aws \"$@\"\n",
             tools().display()
         ),
     )
     .expect("the aws wrapper");
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
         .expect("the aws wrapper's mode");
+    std::fs::rename(&tmp, &wrapper).expect("the aws wrapper");
     format!(
         "{}:{}",
         bin.display(),

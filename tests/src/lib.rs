@@ -15,6 +15,7 @@ pub mod fixtures;
 mod hub;
 pub mod k8s;
 mod link;
+pub mod netns;
 mod registry;
 mod s3;
 mod sse;
@@ -349,6 +350,37 @@ pub fn listening(port: u16) -> bool {
     std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
 }
 
+/// A runner's arguments for `install` of the default org, in leaf mode, with a certificate from
+/// the hub's CA (issued into `<data_dir>/identity` on first use) and the repository's helm and
+/// kubectl.
+fn runner_args(nats_url: &str, install: &str, data_dir: &Path, extra: &[&str]) -> Vec<String> {
+    let identity = data_dir.join("identity");
+    if !ferry_pki::InstallFiles::new(&identity).exists() {
+        issue_install(&hub_dir(nats_url), ORG, install, &identity);
+    }
+    // Leaf mode, the default: the runner's own nats-server connects to the hub's leafnode port.
+    let mut args: Vec<String> = vec![
+        "--nats-url".into(),
+        leaf_url(nats_url),
+        "--nats-server".into(),
+        nats_server_bin().to_string_lossy().into_owned(),
+        "--install".into(),
+        install.into(),
+        "--data-dir".into(),
+        data_dir.to_string_lossy().into_owned(),
+    ];
+    // helm and kubectl as scripts/install-helm-kubectl puts them, for Kubernetes components.
+    for t in ["helm", "kubectl"] {
+        let p = repo_root().join(".tools/bin").join(t);
+        if p.is_file() {
+            args.push(format!("--{t}"));
+            args.push(p.display().to_string());
+        }
+    }
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args
+}
+
 /// A Ferry process (`ferry-server`, `ferry-runner`) with its output in a log file; SIGKILLed on drop.
 pub struct Proc {
     child: Child,
@@ -356,6 +388,11 @@ pub struct Proc {
 }
 
 impl Proc {
+    /// The process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn spawn(binary: &str, args: &[&str], log: PathBuf) -> Proc {
         Proc::spawn_env(binary, args, &[], log)
     }
@@ -489,34 +526,38 @@ impl Proc {
         extra: &[&str],
         env: &[(String, String)],
     ) -> Proc {
-        let identity = data_dir.join("identity");
-        if !ferry_pki::InstallFiles::new(&identity).exists() {
-            issue_install(&hub_dir(nats_url), ORG, install, &identity);
-        }
-        let data = data_dir.to_string_lossy().to_string();
-        // Leaf mode, the default: the runner's own nats-server connects to the hub's leafnode port.
-        let leaf = leaf_url(nats_url);
-        let nats_bin = nats_server_bin().to_string_lossy().into_owned();
-        let mut args = vec![
-            "--nats-url",
-            &leaf,
-            "--nats-server",
-            &nats_bin,
-            "--install",
-            install,
-            "--data-dir",
-            &data,
-        ];
-        // helm and kubectl as scripts/install-helm-kubectl puts them, for Kubernetes components.
-        let tools: Vec<String> = ["helm", "kubectl"]
-            .iter()
-            .map(|t| (t, repo_root().join(".tools/bin").join(t)))
-            .filter(|(_, p)| p.is_file())
-            .flat_map(|(t, p)| [format!("--{t}"), p.display().to_string()])
-            .collect();
-        args.extend(tools.iter().map(String::as_str));
-        args.extend_from_slice(extra);
+        let args = runner_args(nats_url, install, data_dir, extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Proc::spawn_env("ferry-runner", &args, env, log)
+    }
+
+    /// [`Proc::runner_with`] inside network namespace `netns` (its hub relayed there:
+    /// [`crate::netns::Netns::relay`]).
+    pub fn runner_in(
+        netns: &crate::netns::Netns,
+        nats_url: &str,
+        install: &str,
+        data_dir: &Path,
+        log: PathBuf,
+        extra: &[&str],
+    ) -> Proc {
+        let mut cmd = netns.command(&bin("ferry-runner").to_string_lossy());
+        cmd.args(runner_args(nats_url, install, data_dir, extra));
+        Proc::spawn_command(cmd, log)
+    }
+
+    /// `cmd` with its output in `log`, from the repository's root unless it names another.
+    pub fn spawn_command(mut cmd: Command, log: PathBuf) -> Proc {
+        let out = std::fs::File::create(&log).expect("log file");
+        if cmd.get_current_dir().is_none() {
+            cmd.current_dir(repo_root());
+        }
+        let child = cmd
+            .stdout(out.try_clone().expect("clone"))
+            .stderr(out)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+        Proc { child, log }
     }
 
     /// SIGTERM, then waits up to `within` for the process to exit by itself; its exit status, or

@@ -144,7 +144,9 @@ command = "test -e {} && echo gate open"
 fn a_failing_pre_deploy_hook_fails_the_deploy_before_its_component_and_a_retry_runs_it() {
     let dir = tempfile::tempdir().unwrap();
     let app = hello(dir.path());
-    let marker = dir.path().join("gate-open");
+    // In the install's directory on the runner host: the one place of the host a job (in its
+    // sandbox) and the test both see.
+    let marker = dir.path().join("runner/install/gate-open");
     with_failing_hook(&app, &marker);
     let nats = NatsServer::start();
     let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
@@ -164,6 +166,7 @@ fn a_failing_pre_deploy_hook_fails_the_deploy_before_its_component_and_a_retry_r
         "not_attempted"
     );
 
+    std::fs::create_dir_all(marker.parent().unwrap()).unwrap();
     std::fs::write(&marker, "").unwrap();
     let index = hook.index.to_string();
     let (code, out, err) = ferry(&api, &["workflows", "retry", &wf, "--step", &index]);

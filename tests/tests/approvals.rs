@@ -182,7 +182,8 @@ fn a_failed_apply_is_retried_from_its_plan_after_the_cause_is_fixed() {
     let (_server, _runner, api) = ferry_tests::server_and_runner(&nats, dir.path());
     let app = dir.path().join("hello");
     ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
-    let marker = dir.path().join("quota-raised");
+    // In the install's directory on the runner host, which a sandboxed job sees.
+    let marker = dir.path().join("runner/install/quota-raised");
     let apply = app.join("components/src/greeter/apply.sh");
     let text = std::fs::read_to_string(&apply).unwrap();
     std::fs::write(
@@ -206,6 +207,7 @@ fn a_failed_apply_is_retried_from_its_plan_after_the_cause_is_fixed() {
     assert_eq!(code, 1);
     assert!(err.contains("no failed or cancelled step `0`"), "{err}");
 
+    std::fs::create_dir_all(marker.parent().unwrap()).unwrap();
     std::fs::write(&marker, "").unwrap();
     let (code, out, err) = ferry(
         &api,

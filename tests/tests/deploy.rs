@@ -220,7 +220,7 @@ fn exit_when_deployed_reports_a_failing_step_and_leaves_nothing_running() {
         "{stdout}"
     );
     let greeting =
-        std::fs::read_to_string(data.join("installs/dev/state/sandbox/root/greeting.txt")).unwrap();
+        std::fs::read_to_string(data.join("installs/dev/install/root/greeting.txt")).unwrap();
     assert_eq!(greeting, "hi, dev!\n");
     // Nothing left behind: the API port is closed and no process runs from this data directory.
     assert!(!ferry_tests::listening(port));

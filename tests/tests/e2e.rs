@@ -37,6 +37,7 @@ mod releases;
 mod responses;
 mod revocation;
 mod runners;
+mod sandbox;
 mod scripts;
 mod shape;
 mod spool;

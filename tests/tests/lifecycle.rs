@@ -18,8 +18,9 @@ fn teardown_destroys_in_reverse_deploy_order_then_the_sandbox() {
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let app = dir.path().join("hello");
     copy_dir(&repo_root().join("examples/hello"), &app);
-    // Every component's teardown records its name, in order.
-    let order = dir.path().join("torn-down");
+    // Every component's teardown records its name, in order, in the install's directory on the
+    // runner host (which a sandboxed job and the test both see).
+    let order = dir.path().join("runner/install/torn-down");
     for c in ["greeter", "reporter"] {
         std::fs::write(
             app.join(format!("components/src/{c}/teardown.sh")),
@@ -341,7 +342,7 @@ fn a_component_removed_from_the_app_is_torn_down_by_the_next_deploy_after_its_ap
     let (_server, _runner, api) = server_and_runner(&nats, dir.path());
     let app = dir.path().join("hello");
     copy_dir(&repo_root().join("examples/hello"), &app);
-    let marker = dir.path().join("reporter-torn-down");
+    let marker = dir.path().join("runner/install/reporter-torn-down");
     // Its teardown runs from the config it was deployed with, and its templates still render.
     std::fs::write(
         app.join("components/src/reporter/teardown.sh"),
@@ -352,7 +353,7 @@ fn a_component_removed_from_the_app_is_torn_down_by_the_next_deploy_after_its_ap
     )
     .unwrap();
     deploy_prod(&api, &app);
-    let report = std::fs::read_dir(dir.path().join("runner/state/sandbox/root"))
+    let report = std::fs::read_dir(dir.path().join("runner/install/root"))
         .unwrap()
         .filter_map(|e| e.ok())
         .any(|e| e.file_name() == "report.txt");

@@ -8,6 +8,8 @@ use ferry_tests::{NatsServer, Proc, repo_root, sync_and_create};
 /// Two runner hosts of one install (each with its own data directory and certificate, as
 /// `installs runner-token` hands out) stay connected side by side — the hub does not take one
 /// leaf for the other reconnecting — and the install deploys, leaving no work directory behind.
+/// The hosts share one install directory (`--install-dir`), as hosts of one install sharing a
+/// file system may: the example's components write into what its sandbox made there.
 #[test]
 fn two_runner_hosts_of_one_install_do_not_knock_each_other_off() {
     let nats = NatsServer::start();
@@ -16,14 +18,16 @@ fn two_runner_hosts_of_one_install_do_not_knock_each_other_off() {
     let app = dir.path().join("hello");
     ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
     let wf = sync_and_create(&api, &app, "prod");
+    let shared = dir.path().join("install").to_string_lossy().into_owned();
     let _runners: Vec<Proc> = ["one", "two"]
         .iter()
         .map(|host| {
-            Proc::runner(
+            Proc::runner_with(
                 &nats.url,
                 "prod",
                 &dir.path().join(host),
                 dir.path().join(format!("{host}.log")),
+                &["--install-dir", &shared],
             )
         })
         .collect();

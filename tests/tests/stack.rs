@@ -187,7 +187,7 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
     // runs as the role of its operation, assumed by the runner: the components' scripts ask
     // STS who they are with the AWS CLI (on the host's PATH, pointed at moto).
     let aws_env = |k: &str, v: &str| (k.to_string(), v.to_string());
-    let path = ferry_tests::aws::path_with_aws_cli(dir.path());
+    let path = ferry_tests::aws::path_with_aws_cli();
     // The customer made the license key's secret but has not set it yet (moto's CloudFormation
     // creates no secrets: the customer's CLI does here what the stack does in AWS).
     moto.aws_json(&[
@@ -196,12 +196,14 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
         "--name",
         "acme/license_key",
     ]);
+    // Jobs get AWS_ENDPOINT_URL (moto) as a host variable the operator names: nothing else of
+    // the runner's environment reaches them.
     let _runner = Proc::runner_env(
         &nats.url,
         "acme",
         &dir.path().join("runner"),
         dir.path().join("runner.log"),
-        &[],
+        &["--job-env", "AWS_ENDPOINT_URL"],
         &[
             aws_env("FERRY_STACK_NAME", "ferry-acme"),
             aws_env("FERRY_STACK_ENDPOINT", &moto.url),

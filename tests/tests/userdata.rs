@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ferry_tests::aws::{Moto, path_with_aws_cli};
-use ferry_tests::{NatsServer, Proc, bin, ferry, nats_server_bin};
+use ferry_tests::{NatsServer, Proc, bin, ferry, nats_server_bin, repo_root};
 use serde_json::Value;
 
 /// Kills the runner `install.sh` started in the background, however the test ends.
@@ -114,6 +114,11 @@ fn the_stacks_user_data_installs_the_bundle_and_its_runner_bootstraps() {
     );
     assert_eq!(code, 0, "{out}{err}");
     let template: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    // The host answers metadata requests with a session token only, and no further than itself.
+    let metadata = &template["Resources"]["RunnerLaunchTemplate"]["Properties"]["LaunchTemplateData"]
+        ["MetadataOptions"];
+    assert_eq!(metadata["HttpTokens"], "required", "{metadata}");
+    assert_eq!(metadata["HttpPutResponseHopLimit"], 1, "{metadata}");
 
     // The customer's account keeps the token (the stack's RunnerBootstrapToken secret).
     let moto = Moto::start();
@@ -143,7 +148,7 @@ fn the_stacks_user_data_installs_the_bundle_and_its_runner_bootstraps() {
         .arg("-c")
         .arg(&user_data)
         .env("FERRY_ROOT", &root)
-        .env("PATH", path_with_aws_cli(dir.path()))
+        .env("PATH", path_with_aws_cli())
         .env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
         .env("AWS_ENDPOINT_URL", &moto.url)
@@ -166,6 +171,17 @@ fn the_stacks_user_data_installs_the_bundle_and_its_runner_bootstraps() {
         "{installed}"
     );
     assert!(!installed.contains(&token), "{installed}");
+    // The host's firewall for jobs (tested in `sandbox.rs`) is installed, and the runner's unit
+    // runs it before each start.
+    assert_eq!(
+        std::fs::read_to_string(root.join("usr/local/bin/ferry-jobs-firewall")).unwrap(),
+        std::fs::read_to_string(repo_root().join("deploy/runner/ferry-jobs-firewall")).unwrap()
+    );
+    let unit = std::fs::read_to_string(root.join("opt/ferry/ferry-runner.service")).unwrap();
+    assert!(
+        unit.contains("ExecStartPre=+/usr/local/bin/ferry-jobs-firewall"),
+        "{unit}"
+    );
 
     // The runner bootstraps with the token from its file: its certificate is on the host.
     let identity = ferry_pki::InstallFiles::new(&root.join("var/lib/ferry-runner/identity"));
@@ -200,7 +216,7 @@ fn the_stacks_user_data_installs_the_bundle_and_its_runner_bootstraps() {
         .arg("-c")
         .arg(&user_data)
         .env("FERRY_ROOT", &again)
-        .env("PATH", path_with_aws_cli(dir.path()))
+        .env("PATH", path_with_aws_cli())
         .output()
         .unwrap();
     assert!(!out.status.success());

@@ -84,8 +84,8 @@ impl Grant {
     /// host's key, for another role than its name, or longer than a grant may last.
     fn forged(&self, key: Option<&ring::hmac::Key>, role: &str) -> Option<String> {
         let seal = hex::decode(&self.seal).unwrap_or_default();
-        let sealed =
-            key.is_some_and(|k| ring::hmac::verify(k, self.sealed_text().as_bytes(), &seal).is_ok());
+        let sealed = key
+            .is_some_and(|k| ring::hmac::verify(k, self.sealed_text().as_bytes(), &seal).is_ok());
         if !sealed {
             Some("it was not made by `ferry-runner break-glass grant` on this host".into())
         } else if self.role != role {
@@ -272,7 +272,11 @@ pub fn list(data_dir: &Path) -> Vec<Result<Grant, (String, String)>> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.ends_with("pins.json"))
         .map(|p| {
-            let name = p.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+            let name = p
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
             let read: Result<Grant, String> = std::fs::read(&p)
                 .map_err(|e| e.to_string())
                 .and_then(|b| serde_json::from_slice(&b).map_err(|e| format!("malformed: {e}")));
@@ -459,13 +463,26 @@ mod tests {
         };
         forge(&g);
         let e = check(d.path(), "admin", "fix", None).unwrap_err();
-        assert!(e.contains("not made by `ferry-runner break-glass grant`"), "{e}");
+        assert!(
+            e.contains("not made by `ferry-runner break-glass grant`"),
+            "{e}"
+        );
         // Sealed by this host, but for past the longest a grant lasts, or another role.
         let key = host_key(d.path(), true).unwrap();
-        forge(&Grant { until_ms: now + MAX_GRANT_MS + 60_000, ..g.clone() }.sealed(&key));
+        forge(
+            &Grant {
+                until_ms: now + MAX_GRANT_MS + 60_000,
+                ..g.clone()
+            }
+            .sealed(&key),
+        );
         let e = check(d.path(), "admin", "fix", None).unwrap_err();
         assert!(e.contains("longer than 24h"), "{e}");
-        let other = Grant { role: "viewer".into(), ..g.clone() }.sealed(&key);
+        let other = Grant {
+            role: "viewer".into(),
+            ..g.clone()
+        }
+        .sealed(&key);
         std::fs::write(
             d.path().join("break-glass/admin.json"),
             serde_json::to_vec(&other).unwrap(),
@@ -480,9 +497,23 @@ mod tests {
         assert_eq!(log.matches("refused the grant file").count(), 4, "{log}");
         assert!(list(d.path()).iter().all(|g| g.is_err()));
         // The command's own grant counts.
-        grant(d.path(), "admin", std::time::Duration::from_secs(60), "alice").unwrap();
+        grant(
+            d.path(),
+            "admin",
+            std::time::Duration::from_secs(60),
+            "alice",
+        )
+        .unwrap();
         assert!(check(d.path(), "admin", "fix", None).is_ok());
-        assert!(grant(d.path(), "admin", std::time::Duration::from_secs(25 * 3600), "alice").is_err());
+        assert!(
+            grant(
+                d.path(),
+                "admin",
+                std::time::Duration::from_secs(25 * 3600),
+                "alice"
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub struct Executor {
     sandbox: crate::sandbox::Sandbox,
     job_env: Vec<String>,
     hidden: Vec<PathBuf>,
+    install_dir: PathBuf,
 }
 
 /// Room left in a message for headers and framing.
@@ -150,6 +151,10 @@ impl Executor {
             sandbox: cfg.sandbox.clone(),
             job_env: cfg.job_env.clone(),
             hidden: cfg.hidden.clone(),
+            install_dir: cfg
+                .install_dir
+                .clone()
+                .unwrap_or_else(|| cfg.data_dir.join("install")),
         })
     }
 
@@ -892,16 +897,15 @@ impl Executor {
         work: &Path,
     ) -> Result<crate::sandbox::Confinement, String> {
         let mut writable = vec![work.to_path_buf()];
+        let ferry_only = matches!(job, PluginInput::Component(j)
+            if j.spec.kind == ferry_protocol::messages::ComponentKind::ContainerImage);
         let state = match job {
             PluginInput::Component(j) => Some(j.state_dir.clone()),
             PluginInput::Action(_) => None,
         };
         writable.extend(state.clone());
         writable.push(self.install_dir());
-        if let PluginInput::Component(j) = job
-            && j.spec.kind == ferry_protocol::messages::ComponentKind::ContainerImage
-            && self.registry.is_none()
-        {
+        if ferry_only && self.registry.is_none() {
             writable.extend(self.tools.layout.clone());
         }
         let tools = &self.tools;
@@ -933,6 +937,7 @@ impl Executor {
             readable,
             work: work.to_path_buf(),
             cwd: job.src_dir().to_path_buf(),
+            ferry_only,
         })
     }
 
@@ -940,7 +945,7 @@ impl Executor {
     /// what a local sandbox provisions and its components write into, as a cloud install's
     /// jobs share its account. Nothing of the runner's is in it.
     fn install_dir(&self) -> PathBuf {
-        self.data_dir.join("install")
+        self.install_dir.clone()
     }
 
     /// `ferry-runner plugin` for `job`, in its sandbox and its own process group (so a timeout

@@ -117,10 +117,7 @@ pub const LOCAL_USER: &str = "runner";
 impl Leaf {
     /// How the runner connects to its leaf: as its one local user.
     pub fn connect_options(&self) -> async_nats::ConnectOptions {
-        async_nats::ConnectOptions::with_user_and_password(
-            LOCAL_USER.into(),
-            self.password.clone(),
-        )
+        async_nats::ConnectOptions::with_user_and_password(LOCAL_USER.into(), self.password.clone())
     }
 }
 

@@ -138,6 +138,11 @@ struct Args {
     /// the credentials of the job's own role.
     #[arg(long = "job-env", env = "FERRY_JOB_ENV", value_delimiter = ',')]
     job_env: Vec<String>,
+    /// The install's environment on this host, shared by its jobs (`FERRY_INSTALL_DIR` in
+    /// theirs: what a local sandbox provisions and its components write into). Default:
+    /// `<data-dir>/install`. Runner hosts of one install sharing a file system may share it.
+    #[arg(long, env = "FERRY_RUNNER_INSTALL_DIR")]
+    install_dir: Option<PathBuf>,
     /// The bubblewrap binary (default: `bwrap` on PATH).
     #[arg(long, env = "FERRY_BWRAP")]
     bwrap: Option<PathBuf>,
@@ -449,8 +454,11 @@ fn install_registry(
     })
 }
 
-/// The runner's configuration: its org and install are the ones its certificate names.
-async fn config(args: Args) -> Result<RunnerConfig, String> {
+/// The install's identity directory and the identity its certificate names: bootstrapped with
+/// the one-time token first if it holds none, and checked against `--install`.
+async fn identity(
+    args: &Args,
+) -> Result<(ferry_pki::InstallFiles, ferry_pki::InstallIdentity), String> {
     let files = ferry_pki::InstallFiles::new(
         &args
             .identity_dir
@@ -458,9 +466,9 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
             .unwrap_or_else(|| args.data_dir.join("identity")),
     );
     if !files.exists()
-        && let Some(token) = bootstrap_token(&args)?
+        && let Some(token) = bootstrap_token(args)?
     {
-        preflight(&args).await?;
+        preflight(args).await?;
         ferry_runner::bootstrap::run(&files, &args.api, &token, args.install.as_deref())
             .await
             .map_err(|e| format!("bootstrap: {e}"))?;
@@ -483,6 +491,12 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
             id.install, id.org
         ));
     }
+    Ok((files, id))
+}
+
+/// The runner's configuration: its org and install are the ones its certificate names.
+async fn config(args: Args) -> Result<RunnerConfig, String> {
+    let (files, id) = identity(&args).await?;
     let mode = if args.direct {
         Mode::Direct
     } else {
@@ -498,15 +512,6 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
     let install_registry = install_registry(&args)?;
     let stack = stack_source(&args);
     let sandbox = sandbox(&args)?;
-    match &sandbox {
-        ferry_runner::sandbox::Sandbox::Unsandboxed => tracing::warn!(
-            "--unsandboxed-jobs: jobs run as the runner, with its data directory, identity and environment in reach"
-        ),
-        ferry_runner::sandbox::Sandbox::Missing(why) => {
-            tracing::error!("no sandbox for jobs: every job is refused: {why}")
-        }
-        s => tracing::info!(sandbox = %s.describe(), "jobs are sandboxed"),
-    }
     let hidden = hidden_paths(&args, &files);
     Ok(RunnerConfig {
         mode,
@@ -537,19 +542,34 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
         sandbox,
         job_env: args.job_env.clone(),
         hidden,
+        install_dir: args
+            .install_dir
+            .as_deref()
+            .and_then(|d| std::path::absolute(d).ok()),
     })
 }
 
-/// The jobs' sandbox on this host, as the flags ask (`sandbox.rs`).
+/// The jobs' sandbox on this host, as the flags ask (`sandbox.rs`), said in the runner's log.
 fn sandbox(args: &Args) -> Result<ferry_runner::sandbox::Sandbox, String> {
-    ferry_runner::sandbox::Sandbox::detect(&ferry_runner::sandbox::Settings {
+    use ferry_runner::sandbox::Sandbox;
+    let sandbox = Sandbox::detect(&ferry_runner::sandbox::Settings {
         unsandboxed: args.unsandboxed_jobs,
         bwrap: args.bwrap.clone(),
         job_user: args.job_user.clone(),
         limits: ferry_runner::sandbox::Limits {
             max_procs: args.job_max_procs,
         },
-    })
+    })?;
+    match &sandbox {
+        Sandbox::Unsandboxed => tracing::warn!(
+            "--unsandboxed-jobs: jobs run as the runner, with its data directory, identity and environment in reach"
+        ),
+        Sandbox::Missing(why) => {
+            tracing::error!("no sandbox for jobs: every job is refused: {why}")
+        }
+        s => tracing::info!(sandbox = %s.describe(), "jobs are sandboxed"),
+    }
+    Ok(sandbox)
 }
 
 /// What of the runner's no job may see besides its data directory: its identity directory, its

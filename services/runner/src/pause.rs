@@ -54,7 +54,11 @@ pub async fn watch(data_dir: PathBuf, tx: tokio::sync::watch::Sender<bool>) {
         tx.send_if_modified(|now| {
             let changed = *now != paused;
             if changed {
-                tracing::info!(paused, "the customer {} this runner host", if paused { "paused" } else { "resumed" });
+                tracing::info!(
+                    paused,
+                    "the customer {} this runner host",
+                    if paused { "paused" } else { "resumed" }
+                );
             }
             *now = paused;
             changed
@@ -75,6 +79,9 @@ mod tests {
         assert!(super::resume(d.path(), "bob").unwrap());
         assert!(!super::resume(d.path(), "bob").unwrap());
         let log = std::fs::read_to_string(d.path().join("break-glass/audit.log")).unwrap();
-        assert!(log.contains("runner paused by alice") && log.contains("runner resumed by bob"), "{log}");
+        assert!(
+            log.contains("runner paused by alice") && log.contains("runner resumed by bob"),
+            "{log}"
+        );
     }
 }

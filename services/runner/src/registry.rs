@@ -42,8 +42,12 @@ pub fn env_auth() -> Auth {
 /// writes the install's registry itself (a `container_image` component's): no other job gets
 /// them (`sandbox::JobEnv`).
 pub fn env_credentials() -> Vec<(String, String)> {
-    ["FERRY_REGISTRY_USER", "FERRY_REGISTRY_PASSWORD", "FERRY_REGISTRY_TOKEN"]
-        .into_iter()
-        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect()
+    [
+        "FERRY_REGISTRY_USER",
+        "FERRY_REGISTRY_PASSWORD",
+        "FERRY_REGISTRY_TOKEN",
+    ]
+    .into_iter()
+    .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+    .collect()
 }

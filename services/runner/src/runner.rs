@@ -61,6 +61,9 @@ pub struct RunnerConfig {
     /// Paths of the runner's no job may see besides its data directory: its identity directory,
     /// its bootstrap token file, `/etc/ferry`.
     pub hidden: Vec<PathBuf>,
+    /// The install's environment on this host, shared by its jobs (`FERRY_INSTALL_DIR`);
+    /// `None`: `<data_dir>/install`.
+    pub install_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -406,7 +409,9 @@ impl Runner {
         let mut paused = self.paused.clone();
         loop {
             if *paused.borrow_and_update() {
-                info!("paused by the customer on this host: taking no new job until `ferry-runner resume`");
+                info!(
+                    "paused by the customer on this host: taking no new job until `ferry-runner resume`"
+                );
                 // A resume walks the offers at once; the runner's end drops the sender.
                 if paused.wait_for(|p| !*p).await.is_err() {
                     return Ok(());

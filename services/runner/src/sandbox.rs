@@ -13,9 +13,11 @@
 //!   sat in a hidden directory.
 //! * **Who it is.** With a runner started as root, the job's user (`--job-user`, default the
 //!   `ferry-job` user if the host has one, else `nobody`): the plugin drops to it before it
-//!   reads anything the job gives it ([`enter`]), with `no_new_privs` (set by bwrap), no
+//!   runs anything of the job's ([`enter`]), with `no_new_privs` (set by bwrap), no
 //!   capabilities, no core dumps and a process-count limit. A runner started as another user
 //!   runs jobs as itself in a user namespace: the hidden paths stay hidden, the uid is the same.
+//!   A `container_image` job runs no code of the vendor's (Ferry copies the image by digest)
+//!   and keeps the runner's user, in the same sandbox, to write the install's store.
 //! * **What it can reach.** Its own PID and IPC namespaces: no process of the runner's (or of
 //!   another job's) is visible to signal or trace. The network is the host's (jobs call cloud
 //!   APIs); the instance metadata endpoint is kept from the job's user by the host's firewall
@@ -57,7 +59,10 @@ impl std::str::FromStr for JobUser {
         let (u, g) = s
             .split_once(':')
             .ok_or_else(|| format!("`{s}` is not UID:GID"))?;
-        let num = |x: &str| x.parse::<u32>().map_err(|_| format!("`{s}` is not UID:GID"));
+        let num = |x: &str| {
+            x.parse::<u32>()
+                .map_err(|_| format!("`{s}` is not UID:GID"))
+        };
         Ok(JobUser {
             uid: num(u)?,
             gid: num(g)?,
@@ -153,7 +158,8 @@ impl Sandbox {
                 String::from_utf8_lossy(&o.stderr).trim()
             ))),
             Err(e) => Ok(Sandbox::Missing(format!(
-                "bubblewrap ({}) could not be started: {e}",
+                "bubblewrap ({}) could not be started: {e}; install it (package `bubblewrap`), \
+                 or start the runner with --unsandboxed-jobs to run jobs as the runner itself",
                 bwrap.display()
             ))),
         }
@@ -216,7 +222,7 @@ impl Sandbox {
             } => {
                 let mut cmd = tokio::process::Command::new(bwrap);
                 cmd.args(bwrap_args(c)).arg("--").arg(exe).args(args);
-                if let Some(u) = user {
+                if let Some(u) = user.filter(|_| !c.ferry_only) {
                     cmd.arg("--drop-to")
                         .arg(u.to_string())
                         .arg("--max-procs")
@@ -333,6 +339,10 @@ pub struct Confinement {
     pub work: PathBuf,
     /// Where the plugin starts.
     pub cwd: PathBuf,
+    /// The job runs only Ferry's own code, no vendor's (a `container_image` job copies an
+    /// image by digest): it keeps the runner's user in its sandbox, to write the install's
+    /// store, which the runner writes too.
+    pub ferry_only: bool,
 }
 
 /// bubblewrap's arguments for `c`: the host read-only, a private `/tmp`, `/dev` and `/proc`,
@@ -342,7 +352,15 @@ fn bwrap_args(c: &Confinement) -> Vec<OsString> {
     let mut push = |xs: &[&dyn AsRef<std::ffi::OsStr>]| {
         a.extend(xs.iter().map(|x| x.as_ref().to_os_string()));
     };
-    push(&[&"--ro-bind", &"/", &"/", &"--dev", &"/dev", &"--proc", &"/proc"]);
+    push(&[
+        &"--ro-bind",
+        &"/",
+        &"/",
+        &"--dev",
+        &"/dev",
+        &"--proc",
+        &"/proc",
+    ]);
     push(&[&"--perms", &"1777", &"--tmpfs", &"/tmp"]);
     for h in &c.hidden {
         match std::fs::metadata(h) {
@@ -449,10 +467,7 @@ pub fn enter(user: JobUser, max_procs: u64) -> Result<(), String> {
     // bwrap sets it; set here too, so no path to the job is without it.
     // SAFETY: prctl with constant arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(format!(
-            "no_new_privs: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(format!("no_new_privs: {}", std::io::Error::last_os_error()));
     }
     Ok(())
 }
@@ -469,6 +484,7 @@ mod tests {
             readable: vec![],
             work: "/d/work/e1".into(),
             cwd: "/d/work/e1/src".into(),
+            ferry_only: false,
         };
         let args: Vec<String> = bwrap_args(&c)
             .into_iter()
@@ -477,7 +493,10 @@ mod tests {
         let s = args.join(" ");
         assert!(s.contains("--perms 0711 --dir /d/work "), "{s}");
         assert!(s.contains("--perms 0711 --dir /d/state "), "{s}");
-        assert!(!s.contains("--dir /d "), "the hidden directory itself is a tmpfs: {s}");
+        assert!(
+            !s.contains("--dir /d "),
+            "the hidden directory itself is a tmpfs: {s}"
+        );
         assert!(s.contains("--perms 1777 --tmpfs /tmp"), "{s}");
         assert!(s.contains("--unshare-pid"), "{s}");
     }

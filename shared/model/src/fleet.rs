@@ -87,6 +87,23 @@ pub fn install_health(
         })
 }
 
+/// What an install's runners say a person must know of how its jobs run: jobs run unsandboxed
+/// (or are refused for want of a sandbox) on one of its runners heard from now. `None`: every
+/// such runner sandboxes its jobs.
+pub fn install_sandbox_warning(
+    install: &str,
+    runners: &[RunnerRecord],
+    now: Timestamp,
+) -> Option<crate::RunnerSandbox> {
+    use crate::RunnerSandbox as S;
+    runners
+        .iter()
+        .filter(|r| r.install == install && r.health(now) != RunnerHealth::Offline)
+        .filter_map(|r| r.sandbox)
+        .filter(|s| matches!(s, S::Unsandboxed | S::Unavailable))
+        .max_by_key(|s| matches!(s, S::Unsandboxed))
+}
+
 /// The filters of an install listing (`GET /v1/installs?...`); they combine.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -210,6 +227,24 @@ mod tests {
             sandbox: None,
             paused: false,
         }
+    }
+
+    #[test]
+    fn an_install_warns_of_a_live_runner_that_runs_jobs_unsandboxed() {
+        let now = 100_000;
+        let t = Timestamp::from_ms(now);
+        let mut a = runner("a", now);
+        assert_eq!(install_sandbox_warning("a", &[a.clone()], t), None);
+        a.sandbox = Some(crate::RunnerSandbox::Unsandboxed);
+        assert_eq!(
+            install_sandbox_warning("a", &[a.clone()], t),
+            Some(crate::RunnerSandbox::Unsandboxed)
+        );
+        // A runner gone for good says nothing of how jobs run now.
+        let mut old = a.clone();
+        old.last_seen_ms = 0;
+        assert_eq!(install_sandbox_warning("a", &[old], t), None);
+        assert_eq!(install_sandbox_warning("b", &[a], t), None);
     }
 
     #[test]

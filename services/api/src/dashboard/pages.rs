@@ -86,6 +86,18 @@ fn health_of(install: &str, runners: &[m::api::RunnerInfo]) -> String {
     m::health_name(m::install_health(install, &records, m::Timestamp::now())).to_string()
 }
 
+/// A badge when a live runner of the install runs its jobs unsandboxed, or refuses them.
+fn sandbox_of(
+    install: &str,
+    runners: &[m::api::RunnerInfo],
+) -> Option<(&'static str, &'static str)> {
+    let records: Vec<m::RunnerRecord> = runners.iter().map(|r| r.runner.clone()).collect();
+    m::install_sandbox_warning(install, &records, m::Timestamp::now()).map(|s| match s {
+        m::RunnerSandbox::Unavailable => ("unavailable", s.name()),
+        _ => ("unsandboxed", s.name()),
+    })
+}
+
 pub fn installs(
     s: &Session,
     list: &[Install],
@@ -111,7 +123,8 @@ pub fn installs(
                             td title=(i.app_config_id) {
                                 @match versions.get(&i.app_config_id) { Some(v) => { "v" (v) }, None => span.mono { (i.app_config_id) } }
                             }
-                            td { @let h = health_of(&i.name, runners); span class={ "badge " (h) } { (h) } }
+                            td { @let h = health_of(&i.name, runners); span class={ "badge " (h) } { (h) }
+                                @if let Some((class, text)) = sandbox_of(&i.name, runners) { " " span class={ "badge " (class) } title="how the install's runner runs jobs (docs/security.md)" { (text) } } }
                             td { @if drifted.is_empty() { "—" } @else { span.badge.failed { (drifted.join(", ")) } } }
                             td.mono { @for (k, v) in &i.labels { (k) "=" (v) " " } }
                         }

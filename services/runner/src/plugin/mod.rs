@@ -244,8 +244,8 @@ pub struct PluginArgs {
 /// a cluster, and no tool of the job can read it), drops to the job's user if asked, then runs
 /// the job; its exit code.
 pub fn entry(a: &PluginArgs) -> i32 {
-    let job = std::fs::read(&a.job)
-        .map_err(|e| PluginError(format!("reading {}: {e}", a.job.display())));
+    let job =
+        std::fs::read(&a.job).map_err(|e| PluginError(format!("reading {}: {e}", a.job.display())));
     if let Some(user) = a.drop_to
         && let Err(e) = crate::sandbox::enter(user, a.max_procs)
     {

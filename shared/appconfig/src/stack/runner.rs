@@ -101,7 +101,10 @@ impl Template {
                 "InstanceType": r("InstanceType"),
                 "IamInstanceProfile": { "Arn": att("RunnerInstanceProfile", "Arn") },
                 "SecurityGroupIds": [r("RunnerSecurityGroup")],
-                "MetadataOptions": { "HttpTokens": "required" },
+                // IMDSv2 only, one hop: nothing beyond the host's own network stack (a
+                // container, a forwarded request) reaches the host's credentials; on the
+                // host, the jobs' user is kept from it by ferry-jobs-firewall.
+                "MetadataOptions": { "HttpTokens": "required", "HttpPutResponseHopLimit": 1, "HttpEndpoint": "enabled" },
                 "UserData": { "Fn::Base64": { "Fn::Sub": USER_DATA } } } } }),
         );
         res.insert(

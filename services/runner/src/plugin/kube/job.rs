@@ -97,7 +97,8 @@ fn apply(job: &PluginJob) -> Result<PluginResult, PluginError> {
     super::secrets::sync(job, &cluster)?;
     let (name, ns) = (job.spec.component.as_str(), plan.namespace.as_str());
     let timeout = Duration::from_secs(job.spec.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS));
-    let file = job.work_dir.join("job.json");
+    // Not `job.json`: that is the runner's job file, which the job's user may not write.
+    let file = job.work_dir.join("k8s-job.json");
     std::fs::write(&file, &plan.manifest)?;
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
     let ns_file = job.work_dir.join("namespace.json");
