@@ -198,7 +198,7 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
     ]);
     // Jobs get AWS_ENDPOINT_URL (moto) as a host variable the operator names: nothing else of
     // the runner's environment reaches them.
-    let _runner = Proc::runner_env(
+    let mut runner = Proc::runner_env(
         &nats.url,
         "acme",
         &dir.path().join("runner"),
@@ -368,6 +368,51 @@ fn a_customer_launches_the_install_stack_with_the_aws_cli_and_gets_the_roles_the
         log.contains(&format!("tears down as: {ACCOUNT}/acme-deprovision/")),
         "{log}"
     );
+
+    // The customer pauses the runner from the stack: its runner hosts go to zero, and the
+    // runner (still running here: moto starts no hosts) reads the parameter, takes no new job
+    // and says it is paused; stopped then, as the scale-in would, its last word says so too.
+    moto.aws_json(&[
+        "cloudformation",
+        "update-stack",
+        "--stack-name",
+        "ferry-acme",
+        "--template-url",
+        &published.template_url,
+        "--capabilities",
+        "CAPABILITY_NAMED_IAM",
+        "--parameters",
+        "ParameterKey=BootstrapToken,UsePreviousValue=true",
+        "ParameterKey=SecretLicenseKeyValue,UsePreviousValue=true",
+        "ParameterKey=RunnerPaused,ParameterValue=true",
+    ]);
+    let health = || {
+        ferry_tests::typed::cli::<Vec<ferry_model::api::RunnerInfo>>(
+            &api,
+            &["runners", "list", "--install", "acme", "--json"],
+        )
+        .first()
+        .map(|r| ferry_tests::typed::name_of(&r.health))
+        .unwrap_or_default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while health() != "paused" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the runner is {}",
+            health()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let exit = runner.terminate(std::time::Duration::from_secs(30));
+    assert!(exit.is_some_and(|s| s.success()), "{exit:?}");
+    assert_eq!(
+        health(),
+        "paused",
+        "stopped by its customer, it stays paused"
+    );
+    let (_, listed, _) = ferry(&api, &["installs", "list", "--runner-health", "paused"]);
+    assert!(listed.contains("acme"), "{listed}");
 
     // moto's CloudFormation does not create AWS::SecretsManager::Secret resources (it skips
     // types it does not model), so the secrets are checked in the template (and by cfn-lint):

@@ -3,6 +3,9 @@
 //! runner's data directory, which no job can reach (`sandbox.rs`); each change is appended to the
 //! host's audit log, and the runner says it in its heartbeat at once, so the control plane shows
 //! the install as paused by its customer, not as unhealthy, and grants it nothing meanwhile.
+//! The install stack's `RunnerPaused` parameter pauses it too (the stack also scales the runner
+//! hosts to zero): read with the stack (`stack.rs`), and once more as the runner is stopped, so
+//! its last heartbeat says why it went.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -44,13 +47,19 @@ pub fn resume(data_dir: &Path, by: &str) -> Result<bool, String> {
 /// How soon a pause or a resume on the host takes effect.
 const EVERY: Duration = Duration::from_secs(1);
 
-/// Watches the mark; `tx` says whether the runner is paused. Runs until the runner stops.
-pub async fn watch(data_dir: PathBuf, tx: tokio::sync::watch::Sender<bool>) {
+/// Watches the mark and the stack's parameter; `tx` says whether the runner is paused. Runs
+/// until the runner stops.
+pub async fn watch(
+    data_dir: PathBuf,
+    account: std::sync::Arc<crate::stack::Account>,
+    tx: tokio::sync::watch::Sender<bool>,
+) {
     loop {
         let dir = data_dir.clone();
-        let paused = tokio::task::spawn_blocking(move || is_paused(&dir))
+        let on_host = tokio::task::spawn_blocking(move || is_paused(&dir))
             .await
             .unwrap_or(false);
+        let paused = on_host || account.paused_by_stack();
         tx.send_if_modified(|now| {
             let changed = *now != paused;
             if changed {

@@ -261,6 +261,7 @@ impl Runner {
             tokio::sync::watch::channel(crate::pause::is_paused(&cfg.data_dir));
         background.push(tokio::spawn(crate::pause::watch(
             cfg.data_dir.clone(),
+            account.clone(),
             pause_tx,
         )));
         let slots = Arc::new(Semaphore::new(cfg.max_jobs.max(1)));
@@ -280,6 +281,42 @@ impl Runner {
             gave_up,
             paused,
         })
+    }
+
+    /// What its heartbeats say, and where they go.
+    fn beat(&self) -> Beat {
+        Beat {
+            client: self.client.clone(),
+            org: self.cfg.org.clone(),
+            install: self.cfg.install.clone(),
+            runner_id: self.id.clone(),
+            slots: self.slots.clone(),
+            max: self.cfg.max_jobs,
+            sandbox: self.cfg.sandbox.state(),
+            paused: self.paused.clone(),
+        }
+    }
+
+    /// As it stops: the install stack read once more (a customer who sets its `RunnerPaused`
+    /// scales the runner hosts to zero, which is why this one may be stopping), then a last
+    /// heartbeat, so the control plane shows a runner its customer paused as paused, not as
+    /// gone.
+    async fn last_word(&self) {
+        if self.account.source().is_some() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), self.account.refresh()).await;
+        }
+        let paused = *self.paused.borrow()
+            || self.account.paused_by_stack()
+            || crate::pause::is_paused(&self.cfg.data_dir);
+        let beat = self.beat();
+        let _ = self
+            .client
+            .publish(
+                subjects::heartbeat(&beat.org, &beat.install),
+                encode(&beat.heartbeat(paused)).into(),
+            )
+            .await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.client.flush()).await;
     }
 
     /// Says why, once this runner has given up: the hub refused its install's certificate for
@@ -304,6 +341,7 @@ impl Runner {
             r = this.clone().run() => return r,
             _ = stop => {}
         }
+        this.last_word().await;
         let all = this.cfg.max_jobs.max(1) as u32;
         let running = all as usize - this.slots.available_permits();
         info!(running, drain = ?this.cfg.drain, "stopping: no new jobs; waiting for running ones");
@@ -357,16 +395,7 @@ impl Runner {
             // Unbounded: a grant dropped would cost its job a lease; there is one per job.
             let (grants_tx, grants) = tokio::sync::mpsc::unbounded_channel();
             // Beside the offers loop, in this task: they end with it.
-            let beating = heartbeats(Beat {
-                client: self.client.clone(),
-                org: org.clone(),
-                install: install.clone(),
-                runner_id: self.id.clone(),
-                slots: self.slots.clone(),
-                max: self.cfg.max_jobs,
-                sandbox: self.cfg.sandbox.state(),
-                paused: self.paused.clone(),
-            });
+            let beating = heartbeats(self.beat());
             let routing = route_pushes(pushes, self.running.clone(), bells_tx, grants_tx);
             let granting = self.serve_grants(grants);
             let reporting = crate::stack::report(
@@ -409,14 +438,9 @@ impl Runner {
         let mut paused = self.paused.clone();
         loop {
             if *paused.borrow_and_update() {
-                info!(
-                    "paused by the customer on this host: taking no new job until `ferry-runner resume`"
-                );
-                // A resume walks the offers at once; the runner's end drops the sender.
-                if paused.wait_for(|p| !*p).await.is_err() {
+                if !resumed(&mut paused).await {
                     return Ok(());
                 }
-                info!("resumed by the customer: taking jobs again");
                 walk = true;
             }
             if walk || failures > 0 {
@@ -602,6 +626,17 @@ impl Runner {
     }
 }
 
+/// Waits while the customer keeps the runner paused (`pause.rs`); false when the runner stops
+/// meanwhile. A resume walks the offers at once.
+async fn resumed(paused: &mut tokio::sync::watch::Receiver<bool>) -> bool {
+    info!("paused by the customer: taking no new job until it is resumed");
+    if paused.wait_for(|p| !*p).await.is_err() {
+        return false;
+    }
+    info!("resumed by the customer: taking jobs again");
+    true
+}
+
 /// Doorbells waiting for the offers loop; more are dropped (a doorbell is a hint: the loop
 /// walks the offers when it gets to them).
 const BELLS: usize = 64;
@@ -659,6 +694,24 @@ struct Beat {
     paused: tokio::sync::watch::Receiver<bool>,
 }
 
+impl Beat {
+    fn heartbeat(&self, paused: bool) -> Heartbeat {
+        Heartbeat {
+            runner_id: self.runner_id.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            running_jobs: self.max.saturating_sub(self.slots.available_permits()) as u32,
+            at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+            interval_ms: HEARTBEAT_INTERVAL.as_millis() as u32,
+            max_jobs: u32::try_from(self.max).unwrap_or(u32::MAX),
+            sandbox: self.sandbox,
+            paused,
+        }
+    }
+}
+
 async fn heartbeats(mut b: Beat) {
     // The first few come every second: a runner that just started (its leaf still connecting
     // to the hub, whose interest is not here yet) becomes known within seconds, not an interval.
@@ -674,19 +727,8 @@ async fn heartbeats(mut b: Beat) {
                 r = b.paused.changed() => if r.is_err() { return },
             }
         }
-        let hb = Heartbeat {
-            runner_id: b.runner_id.clone(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            running_jobs: b.max.saturating_sub(b.slots.available_permits()) as u32,
-            at_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
-            interval_ms: HEARTBEAT_INTERVAL.as_millis() as u32,
-            max_jobs: u32::try_from(b.max).unwrap_or(u32::MAX),
-            sandbox: b.sandbox,
-            paused: *b.paused.borrow_and_update(),
-        };
+        let paused = *b.paused.borrow_and_update();
+        let hb = b.heartbeat(paused);
         let _ = b
             .client
             .publish(subjects::heartbeat(&b.org, &b.install), encode(&hb).into())

@@ -60,6 +60,28 @@ impl Account {
         Ok(stack)
     }
 
+    /// Whether the customer paused the runner through the stack (its `RunnerPaused` parameter),
+    /// as last read; false before any reading, and in no stack.
+    pub fn paused_by_stack(&self) -> bool {
+        self.latest.lock().ok().is_some_and(|l| {
+            l.as_ref().is_some_and(|s| {
+                s.parameters.iter().any(|(k, v)| {
+                    k == ferry_protocol::messages::RUNNER_PAUSED_PARAMETER && v == "true"
+                })
+            })
+        })
+    }
+
+    /// Reads the stack again now, when the runner is in one; errors are logged only (the last
+    /// reading stands).
+    pub async fn refresh(&self) {
+        if let Some(source) = &self.source
+            && let Err(e) = self.read(source).await
+        {
+            debug!(error = %e, "the install stack could not be read again");
+        }
+    }
+
     /// The stack's output `key` (its Nuon key), from the last reading or, before any, from one
     /// made now; `None` when the stack has no such output.
     pub async fn output(&self, source: &StackSource, key: &str) -> Result<Option<String>, String> {

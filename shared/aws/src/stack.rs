@@ -23,6 +23,8 @@ pub struct StackInfo {
     pub id: String,
     pub status: String,
     pub outputs: Vec<(String, String)>,
+    /// The stack's parameters as the customer last set them (during an update, the new ones).
+    pub parameters: Vec<(String, String)>,
 }
 
 /// Reads stack `name` in `region`; `endpoint`: another CloudFormation endpoint than AWS's (in
@@ -63,7 +65,18 @@ pub async fn describe_stack(
             ))
         })
         .collect();
+    let parameters = stack
+        .parameters()
+        .iter()
+        .filter_map(|p| {
+            Some((
+                p.parameter_key()?.to_string(),
+                p.parameter_value().unwrap_or_default().to_string(),
+            ))
+        })
+        .collect();
     Ok(StackInfo {
+        parameters,
         id: stack.stack_id().unwrap_or(name).to_string(),
         status: stack
             .stack_status()

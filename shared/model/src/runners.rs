@@ -57,7 +57,8 @@ impl RunnerSandbox {
 pub enum RunnerHealth {
     /// Heard from within two heartbeat intervals and a half.
     Active,
-    /// Heard from as often, but its customer paused it on the host: it takes no new job.
+    /// Its customer paused it (on the host, or through the install stack, which stops the
+    /// runner hosts): it takes no new job.
     Paused,
     /// Missed a few heartbeats: maybe cut off, maybe gone.
     Unhealthy,
@@ -66,10 +67,12 @@ pub enum RunnerHealth {
 }
 
 impl RunnerRecord {
+    /// Its health now. A runner whose last word was that its customer paused it is paused,
+    /// heard from since or not: a customer who scales the runner hosts to zero stops it.
     pub fn health(&self, now: Timestamp) -> RunnerHealth {
-        match health_of(self.last_seen_ms, self.interval_ms, now) {
-            RunnerHealth::Active if self.paused => RunnerHealth::Paused,
-            h => h,
+        match self.paused {
+            true => RunnerHealth::Paused,
+            false => health_of(self.last_seen_ms, self.interval_ms, now),
         }
     }
 }
@@ -150,10 +153,11 @@ mod tests {
         let mut x = r("a", now - 1_000);
         x.paused = true;
         assert_eq!(x.health(Timestamp::from_ms(now)), RunnerHealth::Paused);
-        // Not heard from: what its silence says, whatever it said last.
+        // Stopped by its customer after it said so (the stack scaled its hosts to zero): still
+        // the customer's pause, not a runner gone wrong.
         assert_eq!(
             x.health(Timestamp::from_ms(now + 100_000)),
-            RunnerHealth::Offline
+            RunnerHealth::Paused
         );
         let msg = waiting_for_runner("a", &[x], "t0", Timestamp::from_ms(now)).unwrap();
         assert!(msg.contains("customer paused"), "{msg}");

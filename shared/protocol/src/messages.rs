@@ -571,6 +571,11 @@ pub struct Heartbeat {
 }
 message!(Heartbeat, 6);
 
+/// The install stack's parameter with which the customer pauses the runner (`"true"`): the
+/// stack scales the runner host group to zero, and a runner that reads it takes no new job and
+/// says it is paused (`ferry_appconfig::stack`, `ferry_runner::pause`).
+pub const RUNNER_PAUSED_PARAMETER: &str = "RunnerPaused";
+
 /// How a runner confines its jobs (`ferry_runner::sandbox`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SandboxState {

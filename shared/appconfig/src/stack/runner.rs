@@ -107,10 +107,25 @@ impl Template {
                 "MetadataOptions": { "HttpTokens": "required", "HttpPutResponseHopLimit": 1, "HttpEndpoint": "enabled" },
                 "UserData": { "Fn::Base64": { "Fn::Sub": USER_DATA } } } } }),
         );
+        // The customer's stop: the runner host group scaled to zero (and one again). A runner
+        // that reads this parameter as `true` takes no new job and says so at once, also as
+        // it is stopped, so the control plane shows the install paused by its customer.
+        let paused = ferry_protocol::messages::RUNNER_PAUSED_PARAMETER;
+        self.parameters.insert(
+            paused.into(),
+            json!({ "Type": "String", "Default": "false", "AllowedValues": ["false", "true"],
+                "Description": "Pause the runner: no runner host runs (the customer sets this, and unsets it)" }),
+        );
+        self.conditions.insert(
+            "RunnerPausedOn".into(),
+            json!({ "Fn::Equals": [r(paused), "true"] }),
+        );
+        let hosts = json!({ "Fn::If": ["RunnerPausedOn", "0", "1"] });
+        let res = &mut self.resources;
         res.insert(
             "RunnerGroup".into(),
             json!({ "Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": {
-            "MinSize": "1", "MaxSize": "1", "DesiredCapacity": "1",
+            "MinSize": hosts, "MaxSize": hosts, "DesiredCapacity": hosts,
             "VPCZoneIdentifier": [subnet_id],
             "LaunchTemplate": { "LaunchTemplateId": r("RunnerLaunchTemplate"),
                 "Version": att("RunnerLaunchTemplate", "LatestVersionNumber") } } }),
