@@ -231,6 +231,14 @@ fn a_hostile_component_and_action_reach_nothing_of_the_runners_and_the_honest_on
         heard_sandbox(&api),
         Some(ferry_model::RunnerSandbox::BubblewrapJobUser)
     );
+    // And at teardown.
+    let (code, out, err) = ferry(&api, &["installs", "teardown", "prod", "--wait", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let torn: Workflow = serde_json::from_str(&out).unwrap();
+    assert_all_blocked(
+        "greeter's teardown",
+        &log_of(&api, &torn, "greeter", "teardown"),
+    );
 }
 
 #[test]
@@ -270,6 +278,16 @@ fn a_grant_file_a_job_forges_on_an_unsandboxed_runner_is_refused_and_audited() {
     );
     let (_, table, _) = ferry(&api, &["runners", "list"]);
     assert!(table.contains("UNSANDBOXED"), "{table}");
+    let page = std::process::Command::new("curl")
+        .args(["-sf", "-H", &ferry_tests::dashboard_cookie(&api)])
+        .arg(format!("{api}/ui/installs"))
+        .output()
+        .unwrap();
+    let html = String::from_utf8_lossy(&page.stdout);
+    assert!(
+        html.contains("class=\"badge unsandboxed\"") && html.contains("UNSANDBOXED"),
+        "the dashboard's installs page shows it: {html}"
+    );
 
     let (forged, _) = run_action(&api, "forge");
     assert_eq!(name_of(&forged.status), "succeeded", "{forged:?}");

@@ -727,7 +727,7 @@ impl Executor {
                 let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), sig);
             }
         };
-        use nix::sys::signal::Signal::{SIGKILL, SIGTERM};
+        use nix::sys::signal::Signal::SIGKILL;
         let status = tokio::select! {
             r = tokio::time::timeout(limit, child.wait()) => match r {
                 Ok(Ok(s)) => s,
@@ -751,7 +751,11 @@ impl Executor {
                     self.cancel_grace.as_secs()
                 ))
                 .await;
-                signal(SIGTERM);
+                // Not to the group: bubblewrap is in it, and would take the sandbox down at
+                // once (`sandbox::Sandbox::terminate`).
+                if let Some(pid) = pid {
+                    self.sandbox.terminate(pid);
+                }
                 // The grace period is the whole group's: a tool that traps SIGTERM to clean up
                 // (Terraform releasing its state lock) may outlive the plugin that started it.
                 let deadline = tokio::time::Instant::now() + self.cancel_grace;
