@@ -27,7 +27,7 @@ fn stubborn_example(dir: &Path) -> (PathBuf, String) {
         apply.replace(
             "set -eu\n",
             &format!(
-                "set -eu\nexec sh -c \"trap 'echo ignoring SIGTERM' TERM; while true; do sleep 0.1; done\" {name}\n"
+                "set -eu\nexec sh -c \"trap 'echo ignoring SIGTERM; sleep 0.3; echo cleaned up after SIGTERM' TERM; while true; do sleep 0.1; done\" {name}\n"
             ),
         ),
     )
@@ -131,6 +131,8 @@ fn cancel_stops_a_job_that_traps_sigterm() {
     let log = format!("{log}{log_err}");
     assert!(log.contains("cancel requested: SIGTERM"), "{log}");
     assert!(log.contains("ignoring SIGTERM"), "{log}");
+    // The grace period is the tool's: it cleaned up before SIGKILL, the sandbox still there.
+    assert!(log.contains("cleaned up after SIGTERM"), "{log}");
 
     // Cancelling it again is refused: it has ended.
     let (code, _, err) = ferry(&api, &["workflows", "cancel", &wf]);

@@ -74,8 +74,8 @@ fn assert_all_blocked(what: &str, log: &str) {
     assert!(!log.contains("REACHED"), "{what}:\n{log}");
 }
 
-/// The example app with greeter probing at plan and at apply (then doing its honest work) and an
-/// action `probe` that probes; `extra` actions added as they are.
+/// The example app with greeter probing at plan, at apply (then doing its honest work) and at
+/// teardown, and an action `probe` that probes.
 fn hostile_app(dir: &Path, data: &Path, runner_pid: u32) -> PathBuf {
     let app = dir.join("hello");
     ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
@@ -91,6 +91,11 @@ fn hostile_app(dir: &Path, data: &Path, runner_pid: u32) -> PathBuf {
         )
         .unwrap();
     }
+    std::fs::write(
+        app.join("components/src/greeter/teardown.sh"),
+        "#!/bin/sh\nsh ./probe.sh\n",
+    )
+    .unwrap();
     std::fs::write(
         app.join("actions/probe.toml"),
         "name = \"probe\"\ntimeout = \"1m\"\n\n[[triggers]]\ntype = \"manual\"\n\n[[steps]]\nname = \"probe\"\ninline_contents = \"./scripts/probe.sh\"\n",

@@ -1,13 +1,12 @@
 //! Running one claimed job: report it started, do it (sync in-process, everything else through a
-//! plugin process), stream its output, report the result.
+//! plugin process, in its sandbox: `spawn.rs`), stream its output, report the result.
 //!
-//! Long (about 600 lines with its tests) because it is one execution's whole path, in order:
+//! Long (about 950 lines with its tests) because it is one execution's whole path, in order:
 //! preparing the work directory (the artifact copied here if another runner host synced it), the
 //! plugin's process group and its stop, collecting and offloading the result. Split, a reader
-//! would chase one execution across files.
+//! would chase one execution across files; how its process is made and confined is `spawn.rs`.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,11 +21,14 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::sync::Notify;
 use tracing::{Instrument, info, info_span, warn};
 
+mod spawn;
+
 use crate::artifacts::HubArtifacts;
 use crate::logsink::{self, LogHandle};
 use crate::outbox::{Outbox, Sent};
 use crate::plugin::{ActionStep, Phase, PluginInput, PluginJob, PluginResult};
 use crate::runner::RunnerConfig;
+use spawn::{Spawn, read_from_job};
 
 pub struct Executor {
     client: async_nats::Client,
@@ -745,28 +747,7 @@ impl Executor {
                 let _ = child.wait().await;
                 return Err(failed(LEASE_LOST));
             }
-            _ = stop.cancel.notified() => {
-                log.system(format!(
-                    "cancel requested: SIGTERM to the job's processes, SIGKILL after {}s",
-                    self.cancel_grace.as_secs()
-                ))
-                .await;
-                // Not to the group: bubblewrap is in it, and would take the sandbox down at
-                // once (`sandbox::Sandbox::terminate`).
-                if let Some(pid) = pid {
-                    self.sandbox.terminate(pid);
-                }
-                // The grace period is the whole group's: a tool that traps SIGTERM to clean up
-                // (Terraform releasing its state lock) may outlive the plugin that started it.
-                let deadline = tokio::time::Instant::now() + self.cancel_grace;
-                let _ = tokio::time::timeout_at(deadline, child.wait()).await;
-                while tokio::time::Instant::now() < deadline && group_alive(pid) {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                signal(SIGKILL);
-                let _ = child.wait().await;
-                return Err(cancelled("cancelled"));
-            }
+            _ = stop.cancel.notified() => return Err(self.cancel(&mut child, pid, log).await),
         };
         // The plugin has exited; whatever it started and left behind (it crashed, or forgot a
         // background process) must not run on unaccounted for, nor hold the output pipes open.
@@ -775,6 +756,40 @@ impl Executor {
             let _ = t.await;
         }
         Ok(status)
+    }
+
+    /// A cancel: SIGTERM to the job's processes, SIGKILL to the group once they have ended or the
+    /// grace period is over. Not a SIGTERM to the group: bubblewrap is in it, and would take the
+    /// sandbox down at once (`sandbox::Sandbox::terminate`).
+    async fn cancel(
+        &self,
+        child: &mut tokio::process::Child,
+        pid: Option<u32>,
+        log: &LogHandle,
+    ) -> JobResult {
+        log.system(format!(
+            "cancel requested: SIGTERM to the job's processes, SIGKILL after {}s",
+            self.cancel_grace.as_secs()
+        ))
+        .await;
+        if let Some(pid) = pid {
+            self.sandbox.terminate(pid);
+        }
+        // The grace period is the whole group's: a tool that traps SIGTERM to clean up
+        // (Terraform releasing its state lock) may outlive the plugin that started it.
+        let deadline = tokio::time::Instant::now() + self.cancel_grace;
+        let _ = tokio::time::timeout_at(deadline, child.wait()).await;
+        while tokio::time::Instant::now() < deadline && group_alive(pid) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if let Some(pid) = pid {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = child.wait().await;
+        cancelled("cancelled")
     }
 
     /// The job's result from what the plugin wrote: its error, or its outputs and plan (the plan
@@ -880,149 +895,6 @@ fn forward<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
             }
         }
     })
-}
-
-/// The plugin process's allocator setting: no transparent huge pages (`plugin_command`).
-const PLUGIN_ALLOCATOR: (&str, &str) = ("MIMALLOC_ALLOW_THP", "0");
-
-/// How a job's plugin process is started: as whom in the account, and confined to what.
-struct Spawn<'a> {
-    identity: &'a crate::roles::Identity,
-    confinement: &'a crate::sandbox::Confinement,
-}
-
-impl Executor {
-    /// What `job` may touch (`sandbox.rs`): its work directory, its component's state, the
-    /// layout store for an image job, its tools; the runner's data directory and secrets hidden.
-    /// The job's user is given what it writes.
-    async fn confine(
-        &self,
-        job: &PluginInput,
-        work: &Path,
-    ) -> Result<crate::sandbox::Confinement, String> {
-        let mut writable = vec![work.to_path_buf()];
-        let ferry_only = matches!(job, PluginInput::Component(j)
-            if j.spec.kind == ferry_protocol::messages::ComponentKind::ContainerImage);
-        let state = match job {
-            PluginInput::Component(j) => Some(j.state_dir.clone()),
-            PluginInput::Action(_) => None,
-        };
-        writable.extend(state.clone());
-        writable.push(self.install_dir());
-        if ferry_only && self.registry.is_none() {
-            writable.extend(self.tools.layout.clone());
-        }
-        let tools = &self.tools;
-        let readable = [&tools.helm, &tools.kubectl, &tools.kubeconfig]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .chain(std::env::current_exe().ok())
-            .collect();
-        let mut hidden = vec![self.data_dir.clone()];
-        hidden.extend(self.hidden.iter().cloned());
-        let (sandbox, w, shared) = (self.sandbox.clone(), work.to_path_buf(), self.install_dir());
-        tokio::task::spawn_blocking(move || {
-            for d in [w.join("home"), w.join("tmp"), shared.clone()] {
-                std::fs::create_dir_all(d)?;
-            }
-            sandbox.hand_over(&w)?;
-            for kept in state.iter().chain([&shared]) {
-                sandbox.hand_over_kept(kept)?;
-            }
-            Ok::<_, std::io::Error>(())
-        })
-        .await
-        .map_err(|e| format!("preparing the job's sandbox: {e}"))?
-        .map_err(|e| format!("preparing the job's sandbox: {e}"))?;
-        Ok(crate::sandbox::Confinement {
-            hidden,
-            writable,
-            readable,
-            work: work.to_path_buf(),
-            cwd: job.src_dir().to_path_buf(),
-            ferry_only,
-        })
-    }
-
-    /// The install's own environment on this host, shared by its jobs (`FERRY_INSTALL_DIR`):
-    /// what a local sandbox provisions and its components write into, as a cloud install's
-    /// jobs share its account. Nothing of the runner's is in it.
-    fn install_dir(&self) -> PathBuf {
-        self.install_dir.clone()
-    }
-
-    /// `ferry-runner plugin` for `job`, in its sandbox and its own process group (so a timeout
-    /// or a cancel reaches every tool it starts), its output piped to the log, its environment
-    /// the allow-list (`sandbox::JobEnv`).
-    fn plugin_command(
-        &self,
-        job: &PluginInput,
-        how: &Spawn<'_>,
-    ) -> Result<tokio::process::Command, String> {
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find the runner executable to start the plugin: {e}"))?;
-        let args = vec![
-            "plugin".into(),
-            "--job".into(),
-            job.work_dir().join("job.json").into(),
-            "--result".into(),
-            job.work_dir().join("result.json").into(),
-        ];
-        // A plugin process lives for one job: mimalloc's transparent huge pages (an madvise of
-        // its first arena) cost it two 2 MiB pages zeroed at start, a fifth of its start's CPU
-        // (`perf`: `clear_page_erms` under `do_huge_pmd_anonymous_page`), for nothing a short
-        // life gains from them. The runner keeps them. Read by the plugin's allocator only: its
-        // tools (sh, terraform, helm) do not link mimalloc.
-        let mut set = vec![
-            (PLUGIN_ALLOCATOR.0.into(), PLUGIN_ALLOCATOR.1.into()),
-            (
-                "FERRY_INSTALL_DIR".into(),
-                self.install_dir().to_string_lossy().into_owned(),
-            ),
-        ];
-        // An image job writes the install's registry: its credentials, and to it only.
-        if let PluginInput::Component(j) = job
-            && j.spec.kind == ferry_protocol::messages::ComponentKind::ContainerImage
-        {
-            set.extend(crate::registry::env_credentials());
-        }
-        let env = crate::sandbox::JobEnv {
-            pass: self.job_env.clone(),
-            set,
-            host_aws: matches!(how.identity, crate::roles::Identity::Host),
-        };
-        let mut cmd = self.sandbox.command(&exe, args, how.confinement, &env)?;
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group, so a timeout or a cancel reaches every tool it started.
-            .process_group(0)
-            .kill_on_drop(true);
-        Ok(cmd)
-    }
-}
-
-/// A file the job wrote, read by the runner: only from inside the job's work directory, so a
-/// job cannot make the runner read (and send to the hub) a file of the runner's through a path
-/// or a symbolic link in its result. Every process of the job has ended by now.
-async fn read_from_job(work: &Path, file: &Path) -> std::io::Result<Vec<u8>> {
-    let (work, file) = (work.to_path_buf(), file.to_path_buf());
-    tokio::task::spawn_blocking(move || {
-        let real = std::fs::canonicalize(&file)?;
-        if !real.starts_with(std::fs::canonicalize(&work)?) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                format!(
-                    "{} is outside the job's work directory: not read",
-                    file.display()
-                ),
-            ));
-        }
-        std::fs::read(real)
-    })
-    .await
-    .map_err(std::io::Error::other)?
 }
 
 /// The result as it may leave the host: its error masked like the log, and an output that

@@ -215,7 +215,7 @@ impl Sandbox {
             }
             Sandbox::Unsandboxed => {
                 let mut cmd = tokio::process::Command::new(exe);
-                cmd.args(args);
+                cmd.args(args).current_dir(&c.cwd);
                 cmd
             }
             Sandbox::Bwrap {

@@ -131,10 +131,20 @@ fn secrets_and_the_bootstrap_token_stay_in_the_account_and_out_of_user_data() {
     // The runner host takes no inbound traffic.
     let sg = &t["Resources"]["RunnerSecurityGroup"]["Properties"];
     assert!(sg.get("SecurityGroupIngress").is_none(), "{sg}");
+    // One runner host, none while the customer pauses the runner with `RunnerPaused`.
     assert_eq!(
-        t["Resources"]["RunnerGroup"]["Properties"]["MaxSize"], "1",
-        "one runner host"
+        t["Resources"]["RunnerGroup"]["Properties"]["MaxSize"],
+        serde_json::json!({ "Fn::If": ["RunnerPausedOn", "0", "1"] }),
     );
+    assert_eq!(
+        t["Conditions"]["RunnerPausedOn"],
+        serde_json::json!({ "Fn::Equals": [{ "Ref": "RunnerPaused" }, "true"] })
+    );
+    assert_eq!(t["Parameters"]["RunnerPaused"]["Default"], "false");
+    // The host's metadata service answers session-token requests only, one hop away.
+    let metadata = &t["Resources"]["RunnerLaunchTemplate"]["Properties"]["LaunchTemplateData"]["MetadataOptions"];
+    assert_eq!(metadata["HttpTokens"], "required");
+    assert_eq!(metadata["HttpPutResponseHopLimit"], 1);
 }
 
 #[test]

@@ -244,6 +244,7 @@ pub struct PluginArgs {
 /// a cluster, and no tool of the job can read it), drops to the job's user if asked, then runs
 /// the job; its exit code.
 pub fn entry(a: &PluginArgs) -> i32 {
+    outlive_sigterm();
     let job =
         std::fs::read(&a.job).map_err(|e| PluginError(format!("reading {}: {e}", a.job.display())));
     if let Some(user) = a.drop_to
@@ -253,6 +254,23 @@ pub fn entry(a: &PluginArgs) -> i32 {
         return 1;
     }
     main(job, &a.result)
+}
+
+/// A cancel's SIGTERM reaches the job's tools and this process alike: this process outlives it
+/// (a handler that does nothing; an exec resets it, so the tools keep SIGTERM's default), waits
+/// for its tool to end and reports how. So a tool that cleans up on SIGTERM (Terraform releasing
+/// its state lock) has the grace period, where the end of this process would end the sandbox,
+/// and every tool in it, at once. SIGKILL after the grace period ends everything.
+fn outlive_sigterm() {
+    extern "C" fn ignore(_: libc::c_int) {}
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    let action = SigAction::new(
+        SigHandler::Handler(ignore),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    // SAFETY: the handler does nothing, so it is async-signal-safe; set before any thread.
+    let _ = unsafe { sigaction(Signal::SIGTERM, &action) };
 }
 
 fn main(job: Result<Vec<u8>, PluginError>, result_path: &Path) -> i32 {
