@@ -208,6 +208,11 @@ fn a_hostile_component_and_action_reach_nothing_of_the_runners_and_the_honest_on
         assert!(!data.join(p).exists(), "a job wrote {p}");
     }
     assert!(!Path::new("/etc/ferry-probe").exists());
+    // The data directory is the runner's alone: jobs of another install's runner on this host
+    // (whose sandboxes do not hide it) cannot read it either.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the runner's data directory is {mode:o}");
     assert_eq!(on_host(&data, &["break-glass", "list"]).trim(), "no grants");
     // The leaf takes only the runner: a local client without its password is refused.
     let conf = std::fs::read_to_string(data.join("leaf/nats.conf")).unwrap();

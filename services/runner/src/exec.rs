@@ -132,6 +132,13 @@ impl Executor {
         for d in ["state", "work"] {
             std::fs::create_dir_all(cfg.data_dir.join(d))?;
         }
+        // The runner's alone: a job of this install sees it hidden in its sandbox, and a job of
+        // another install on the same host (another runner's) must not read it either. Jobs
+        // reach their own paths in it through their sandbox's binds, not through its mode.
+        if matches!(cfg.sandbox, crate::sandbox::Sandbox::Bwrap { .. }) {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&cfg.data_dir, std::fs::Permissions::from_mode(0o700))?;
+        }
         let layout =
             LocalLayout::open(&cfg.data_dir.join("registry")).map_err(std::io::Error::other)?;
         Ok(Executor {

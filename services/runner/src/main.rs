@@ -511,7 +511,7 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
     };
     let install_registry = install_registry(&args)?;
     let stack = stack_source(&args);
-    let sandbox = sandbox(&args)?;
+    let sandbox = sandbox(&args).await?;
     let hidden = hidden_paths(&args, &files);
     Ok(RunnerConfig {
         mode,
@@ -550,16 +550,20 @@ async fn config(args: Args) -> Result<RunnerConfig, String> {
 }
 
 /// The jobs' sandbox on this host, as the flags ask (`sandbox.rs`), said in the runner's log.
-fn sandbox(args: &Args) -> Result<ferry_runner::sandbox::Sandbox, String> {
+async fn sandbox(args: &Args) -> Result<ferry_runner::sandbox::Sandbox, String> {
     use ferry_runner::sandbox::Sandbox;
-    let sandbox = Sandbox::detect(&ferry_runner::sandbox::Settings {
+    let settings = ferry_runner::sandbox::Settings {
         unsandboxed: args.unsandboxed_jobs,
         bwrap: args.bwrap.clone(),
         job_user: args.job_user.clone(),
         limits: ferry_runner::sandbox::Limits {
             max_procs: args.job_max_procs,
         },
-    })?;
+    };
+    // It starts a sandbox to see that one can be made: off the async runtime.
+    let sandbox = tokio::task::spawn_blocking(move || Sandbox::detect(&settings))
+        .await
+        .map_err(|e| format!("checking for a sandbox: {e}"))??;
     match &sandbox {
         Sandbox::Unsandboxed => tracing::warn!(
             "--unsandboxed-jobs: jobs run as the runner, with its data directory, identity and environment in reach"
