@@ -493,7 +493,11 @@ impl Runner {
                     None => return Err(RunnerError::Setup("the doorbell subscription ended".into())),
                 },
                 _ = tokio::time::sleep(pause) => true,
-                _ = paused.changed() => false,
+                // A pause or a resume: the loop's top waits while paused, walks once resumed.
+                changed = paused.changed() => match changed {
+                    Ok(()) => false,
+                    Err(_) => return Ok(()),
+                },
             };
         }
     }
