@@ -39,25 +39,16 @@ fn stubborn_example(dir: &Path) -> (PathBuf, String) {
 fn script_pid(name: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let found = std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .find(|e| {
-                std::fs::read(e.path().join("cmdline"))
-                    .map(|c| String::from_utf8_lossy(&c).contains(name))
-                    .unwrap_or(false)
-            });
-        if let Some(e) = found {
-            return e.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = pids_with(name).into_iter().next() {
+            return pid;
         }
         assert!(Instant::now() < deadline, "the apply script never started");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
-/// How many processes have `arg` in their command line.
-fn processes_with(arg: &str) -> usize {
+/// The processes that have `arg` in their command line.
+fn pids_with(arg: &str) -> Vec<String> {
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
@@ -67,7 +58,13 @@ fn processes_with(arg: &str) -> usize {
                 .map(|c| String::from_utf8_lossy(&c).contains(arg))
                 .unwrap_or(false)
         })
-        .count()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// How many processes have `arg` in their command line.
+fn processes_with(arg: &str) -> usize {
+    pids_with(arg).len()
 }
 
 fn alive(pid: &str) -> bool {
