@@ -265,16 +265,27 @@ impl Sandbox {
         }
     }
 
-    /// Gives the job's user a directory its jobs keep (a component's state, the install's
-    /// shared one) if it is not theirs yet: an earlier runner may have written it as itself.
+    /// Gives the job's user its component's state directory if it is not theirs yet: an
+    /// earlier runner may have written it as itself. Only that component's jobs write in it, and
+    /// they run one at a time, so nothing of a job's can change the tree while it is walked.
     /// Blocking.
-    pub fn hand_over_kept(&self, dir: &Path) -> std::io::Result<()> {
+    pub fn hand_over_state(&self, dir: &Path) -> std::io::Result<()> {
         use std::os::unix::fs::MetadataExt;
         match self.user() {
             Some(u) if std::fs::symlink_metadata(dir)?.uid() != u.uid => {
                 chown_tree(dir, u, &|_| false)
             }
             _ => Ok(()),
+        }
+    }
+
+    /// Gives the job's user the install's shared directory itself, never walking it: jobs of
+    /// the install may be writing in it (a link put where a directory was) while it is given.
+    /// What is in it, jobs made. Blocking.
+    pub fn hand_over_shared(&self, dir: &Path) -> std::io::Result<()> {
+        match self.user() {
+            Some(u) => std::os::unix::fs::lchown(dir, Some(u.uid), Some(u.gid)),
+            None => Ok(()),
         }
     }
 }

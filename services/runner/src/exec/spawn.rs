@@ -53,10 +53,10 @@ impl Executor {
                 std::fs::create_dir_all(d)?;
             }
             sandbox.hand_over(&w)?;
-            for kept in state.iter().chain([&shared]) {
-                sandbox.hand_over_kept(kept)?;
+            if let Some(state) = &state {
+                sandbox.hand_over_state(state)?;
             }
-            Ok::<_, std::io::Error>(())
+            sandbox.hand_over_shared(&shared)
         })
         .await
         .map_err(|e| format!("preparing the job's sandbox: {e}"))?
