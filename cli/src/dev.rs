@@ -394,6 +394,11 @@ async fn supervise(
                     installs.iter().map(|i| i.name.clone()).collect();
                 let gone: Vec<String> = running.difference(&names).cloned().collect();
                 for name in gone {
+                    // Forgetting a runner deletes its identity and state: only for an install the
+                    // API says is gone, never on a listing's word alone.
+                    if !matches!(api.find::<ops::GetInstall>(&[&name]).await, Ok(None)) {
+                        continue;
+                    }
                     running.remove(&name);
                     runners.forget(&mut p.children, &name)?;
                     step(p.started, &format!("install {name} deleted: its runner stopped, its identity and state forgotten"));

@@ -331,27 +331,32 @@ impl<T: Record> Repo<T> {
     }
 
     /// The latest revision of each key under `filter` (a subject of the bucket's stream), in
-    /// the order of the keys, in one streamed pass.
+    /// the order of the keys.
+    ///
+    /// Two streamed passes. The first delivers the last revision of each key as the stream held
+    /// it when the pass began; but a key rewritten meanwhile can have that revision removed
+    /// (only [`HISTORY`](ferry_protocol::resources::buckets::HISTORY) are kept) before it is
+    /// delivered, and the server then passes over the key entirely — a busy install went missing
+    /// from its org's listing, and `ferry dev` took it for deleted. Every such key has a newer
+    /// revision written after the stream's last sequence read before the first pass, so the second
+    /// pass reads just those writes, in order, and the newest of each key wins.
     async fn scan_subjects(&self, filter: String) -> Result<Vec<T>, StoreError> {
-        use async_nats::jetstream::consumer::{DeliverPolicy, pull};
-        let consumer = self
+        use async_nats::jetstream::consumer::DeliverPolicy;
+        let before = self
             .kv
             .stream
-            .create_consumer(pull::OrderedConfig {
-                filter_subject: filter,
-                deliver_policy: DeliverPolicy::LastPerSubject,
-                ..Default::default()
-            })
+            .get_info()
             .await
-            .map_err(nats)?;
-        let pending = consumer.cached_info().num_pending;
-        // Deleted once read, not left for the server to drop 30 s after its last use: a
-        // thousand listings in that time (a dashboard's polls, `ferry dev`'s) reached the
-        // stream's consumer limit and every listing failed until they went.
-        let name = consumer.cached_info().name.clone();
-        let latest = self.scan_read(consumer, pending).await;
-        let _ = self.kv.stream.delete_consumer(&name).await;
-        let latest = latest?;
+            .map_err(nats)?
+            .state
+            .last_sequence;
+        let mut latest = self
+            .scan_pass(filter.clone(), DeliverPolicy::LastPerSubject)
+            .await?;
+        let since = DeliverPolicy::ByStartSequence {
+            start_sequence: before + 1,
+        };
+        latest.extend(self.scan_pass(filter, since).await?);
         let mut out = Vec::with_capacity(latest.len());
         for (key, payload) in latest {
             let Some(payload) = payload else { continue };
@@ -364,6 +369,33 @@ impl<T: Record> Repo<T> {
             );
         }
         Ok(out)
+    }
+
+    /// One pass of a scan: what an ordered consumer from `from` on `filter` delivers until it has
+    /// nothing pending, the latest payload of each key (`None`: deleted).
+    async fn scan_pass(
+        &self,
+        filter: String,
+        from: async_nats::jetstream::consumer::DeliverPolicy,
+    ) -> Result<std::collections::BTreeMap<String, Option<bytes::Bytes>>, StoreError> {
+        let consumer = self
+            .kv
+            .stream
+            .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
+                filter_subject: filter,
+                deliver_policy: from,
+                ..Default::default()
+            })
+            .await
+            .map_err(nats)?;
+        let pending = consumer.cached_info().num_pending;
+        // Deleted once read, not left for the server to drop 30 s after its last use: a
+        // thousand listings in that time (a dashboard's polls, `ferry dev`'s) reached the
+        // stream's consumer limit and every listing failed until they went.
+        let name = consumer.cached_info().name.clone();
+        let latest = self.scan_read(consumer, pending).await;
+        let _ = self.kv.stream.delete_consumer(&name).await;
+        latest
     }
 
     /// The latest payload of each key a scan's consumer delivers (`None`: deleted), until it

@@ -791,3 +791,42 @@ async fn an_erased_mark_leaves_no_trace_for_a_sweep() {
     );
     marks.create(&mark("w1")).await.unwrap();
 }
+
+/// A record rewritten while a scan walks the bucket is still in the scan, once: a listing that
+/// passes over a busy install made `ferry dev` take it for deleted and forget its runner.
+#[tokio::test]
+async fn a_record_rewritten_during_a_scan_is_in_it_once() {
+    let nats = NatsServer::start();
+    let js = async_nats::jetstream::new(nats.admin().await);
+    let store = Store::ensure(js, 1).await.unwrap();
+    let apps = store.repo::<App>();
+    for n in 0..20 {
+        apps.create(&app(DEFAULT_ORG, &format!("app-{n:02}")))
+            .await
+            .unwrap();
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (apps, stop) = (store.repo::<App>(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for busy in ["app-00", "app-10", "app-19"] {
+                    apps.modify(DEFAULT_ORG, busy, |a| {
+                        a.config_count += 1;
+                        Ok::<_, ()>(true)
+                    })
+                    .await
+                    .unwrap()
+                    .unwrap();
+                }
+            }
+        })
+    };
+    for round in 0..300 {
+        let scanned = apps.scan(DEFAULT_ORG).await.unwrap();
+        let names: Vec<&str> = scanned.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names.len(), 20, "round {round}: {names:?}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.await.unwrap();
+}
