@@ -146,7 +146,11 @@ impl ListOutput {
 pub(crate) enum TokensCmd {
     /// Create a token; its text is printed once. Viewers read; operators also deploy and respond
     /// to workflows; admins also manage apps, installs and tokens. A customer token (for the
-    /// customer's security team) reads and grants break-glass roles, which no other role may.
+    /// customer's security team) reads and grants break-glass roles, which no other role may;
+    /// it is bound to the customer's installs (`--install`, `--label`) and sees nothing else.
+    /// Viewer and operator tokens may be bound the same way (a team per customer); an admin
+    /// token reaches every install.
+    #[command(after_help = "Examples:\n  ferry tokens create --name acme-sec --role customer --install acme-prod\n  ferry tokens create --name acme-team --role operator --label customer=acme")]
     Create {
         /// Who or what the token is for (`alice`, `ci`): audit records name it.
         #[arg(long)]
@@ -154,6 +158,14 @@ pub(crate) enum TokensCmd {
         /// What the token may do: viewer, operator, admin, or customer.
         #[arg(long, value_parser = ["viewer", "operator", "admin", "customer"])]
         role: String,
+        /// An install the token reaches (repeat for more). With none and no --label, a viewer
+        /// or operator token reaches every install of the org.
+        #[arg(long = "install", value_name = "NAME")]
+        installs: Vec<String>,
+        /// Also every install carrying all of these labels (`KEY=VALUE`, comma-separated or
+        /// repeated).
+        #[arg(long = "label", value_name = "KEY=VALUE")]
+        labels: Vec<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

@@ -105,9 +105,13 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Audit(ask) => audit::run(&api, ask).await,
         Command::Dev(args) => dev::run(args).await,
         Command::Login { token } => tokens::login(&api_base, &token).await,
-        Command::Tokens(TokensCmd::Create { name, role, json }) => {
-            tokens::create(&api, &name, &role, json).await
-        }
+        Command::Tokens(TokensCmd::Create {
+            name,
+            role,
+            installs,
+            labels,
+            json,
+        }) => tokens::create(&api, &name, &role, (installs, labels), json).await,
         Command::Tokens(TokensCmd::List { out }) => tokens::list(&api, out.format()).await,
         Command::Tokens(TokensCmd::Revoke { which }) => tokens::revoke(&api, &which).await,
         Command::Completion { shell } => {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use ferry_model::api::{NewToken, TokenInfo};
-use ferry_model::{Role, ops};
+use ferry_model::{Role, TokenScope, ops};
 
 use crate::render::{self, MAIN, Output};
 use ferry_client::Client as Api;
@@ -84,22 +84,46 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     f.write_all(b"\n")
 }
 
-pub async fn create(api: &Api, name: &str, role: &str, json_out: bool) -> Result<i32> {
+/// `ferry tokens create`; `reach`: the `--install` names and `--label` pairs given.
+pub async fn create(
+    api: &Api,
+    name: &str,
+    role: &str,
+    reach: (Vec<String>, Vec<String>),
+    json_out: bool,
+) -> Result<i32> {
     let role: Role =
         serde_json::from_value(serde_json::Value::String(role.to_string())).map_err(|_| {
             anyhow::anyhow!("--role {role}: a role is viewer, operator, admin or customer")
         })?;
+    let (installs, labels) = reach;
+    let mut scope = TokenScope {
+        installs: installs.into_iter().collect(),
+        ..Default::default()
+    };
+    for l in &labels {
+        let pairs = ferry_model::parse_labels(l).map_err(|e| anyhow::anyhow!("--label {l}: {e}"))?;
+        scope.labels.extend(pairs);
+    }
+    // The API refuses the same; saying it here names the flags.
+    if let Some(why) = scope.refused_for(role) {
+        anyhow::bail!("{why}");
+    }
     let body = NewToken {
         name: name.to_string(),
         role,
+        scope,
     };
     let r = api.call::<ops::CreateToken>(&[], &(), &body).await?;
-    let role = role.name();
     if json_out {
         crate::commands::print_json(&r)?;
     } else {
         println!("{}", r.token);
-        eprintln!("{role} token `{name}` created: it is shown only now");
+        eprintln!(
+            "{} token `{name}` created, reaching {}: it is shown only now",
+            role.name(),
+            r.info.scope.describe()
+        );
     }
     Ok(0)
 }
@@ -117,6 +141,7 @@ pub async fn list(api: &Api, out: Output) -> Result<i32> {
                 t.id.clone(),
                 t.name.clone(),
                 t.role.name().to_string(),
+                t.scope.describe(),
                 t.created_at.clone(),
                 t.revoked_at.clone().unwrap_or_default(),
             ]
@@ -126,6 +151,7 @@ pub async fn list(api: &Api, out: Output) -> Result<i32> {
         ("ID", MAIN),
         ("NAME", MAIN),
         ("ROLE", MAIN),
+        ("REACHES", MAIN),
         ("CREATED", MAIN),
         ("REVOKED", MAIN),
     ];

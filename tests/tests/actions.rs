@@ -495,6 +495,8 @@ fn a_customer_token_grants_break_glass_through_the_api_and_every_grant_use_and_e
             "acme-security",
             "--role",
             "customer",
+            "--install",
+            "prod",
             "--json",
         ],
     );

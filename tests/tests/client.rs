@@ -437,6 +437,10 @@ async fn actions_and_break_glass(c: &Client) {
     let new = NewToken {
         name: "security".into(),
         role: Role::Customer,
+        scope: ferry_model::TokenScope {
+            installs: ["c1".to_string()].into(),
+            ..Default::default()
+        },
     };
     let minted = call::<ops::CreateToken>(c, &[], &(), &new).await.unwrap();
     let customer = Client::new(c.base(), Some(&minted.token)).unwrap();

@@ -30,6 +30,8 @@ pub struct Caller {
     pub name: String,
     /// The token's id (what a dashboard session names).
     pub token_id: String,
+    /// The installs the token reaches.
+    pub scope: m::TokenScope,
 }
 
 /// The API state scoped to the caller: its org, and its name as the actor of what it does.
@@ -43,16 +45,11 @@ impl FromRequestParts<ApiState> for Ctx {
             .extensions
             .get::<Caller>()
             .ok_or_else(|| refuse(StatusCode::UNAUTHORIZED, "this request carries no token"))?;
-        Ok(Ctx(ApiState {
-            store: state.store.clone(),
-            org: caller.org.clone(),
-            actor: format!("token:{}", caller.name),
-            issuer: state.issuer.clone(),
-            streams: state.streams.clone(),
-            feed: state.feed.clone(),
-            tasks: state.tasks.clone(),
-            stack_bucket: state.stack_bucket.clone(),
-        }))
+        let state = state.for_caller(caller);
+        crate::reach::guard(&state, parts)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Ctx(state))
     }
 }
 
@@ -116,15 +113,27 @@ pub(crate) async fn resolve(s: &ApiState, text: &str) -> Result<Caller, Response
     if !same(&hash(&t.secret), &stored.secret_sha256) {
         return Err(invalid());
     }
-    if stored.revoked_at.is_some() {
-        return Err(refuse(StatusCode::UNAUTHORIZED, "this token was revoked"));
+    Caller::of(stored).map_err(|why| refuse(StatusCode::UNAUTHORIZED, &why))
+}
+
+impl Caller {
+    /// Who a stored token makes the caller, or why it may not be used (revoked; a customer
+    /// token bound to no install).
+    pub(crate) fn of(token: ApiToken) -> Result<Caller, String> {
+        if token.revoked_at.is_some() {
+            return Err("this token was revoked".into());
+        }
+        if let Some(why) = m::unbound_customer(&token.name, token.role, &token.scope) {
+            return Err(why);
+        }
+        Ok(Caller {
+            org: token.org,
+            role: token.role,
+            name: token.name,
+            token_id: token.id,
+            scope: token.scope,
+        })
     }
-    Ok(Caller {
-        org: stored.org,
-        role: stored.role,
-        name: stored.name,
-        token_id: stored.id,
-    })
 }
 
 fn hash(secret: &str) -> String {
@@ -138,7 +147,12 @@ pub(crate) fn same(a: &str, b: &str) -> bool {
 }
 
 /// A new token for `org`: the record to store and the text to hand out (once).
-pub fn mint(org: &str, name: &str, role: Role) -> Result<(ApiToken, String), getrandom::Error> {
+pub fn mint(
+    org: &str,
+    name: &str,
+    role: Role,
+    scope: m::TokenScope,
+) -> Result<(ApiToken, String), getrandom::Error> {
     let mut secret = [0u8; 32];
     getrandom::fill(&mut secret)?;
     let text = TokenText {
@@ -151,6 +165,7 @@ pub fn mint(org: &str, name: &str, role: Role) -> Result<(ApiToken, String), get
         org: org.into(),
         name: name.into(),
         role,
+        scope,
         secret_sha256: hash(&text.secret),
         created_at: m::now(),
         revoked_at: None,
@@ -172,10 +187,18 @@ pub async fn create_token(
     Json(req): Json<NewToken>,
 ) -> Result<(StatusCode, Json<m::api::CreatedToken>), ApiError> {
     check_name("token name", &req.name)?;
-    let (record, text) = mint(&s.org, &req.name, req.role)
+    if let Some(why) = req.scope.refused_for(req.role) {
+        return Err(ApiError::BadRequest(why));
+    }
+    for install in &req.scope.installs {
+        check_name("install", install)?;
+    }
+    m::check_labels(&req.scope.labels).map_err(ApiError::BadRequest)?;
+    let (record, text) = mint(&s.org, &req.name, req.role, req.scope)
         .map_err(|e| ApiError::BadRequest(format!("no randomness for a token: {e}")))?;
     s.store.repo::<ApiToken>().create(&record).await?;
-    let detail = serde_json::json!({ "name": record.name, "role": record.role });
+    let detail =
+        serde_json::json!({ "name": record.name, "role": record.role, "scope": record.scope });
     audit(&s, "token.created", &record.id, detail).await?;
     let info = TokenInfo::from(record);
     Ok((

@@ -350,6 +350,7 @@ pub async fn serve_renewals(
             feed: feed.clone(),
             tasks: Default::default(),
             stack_bucket: None,
+            scope: Default::default(),
         };
         let (limits, ca) = (limits.clone(), issuer.ca.cert_pem().to_string());
         async move {

@@ -53,6 +53,9 @@ pub enum ApiError {
     Conflict(String),
     #[error("{0}")]
     Unauthorized(String),
+    /// The caller may not (403): the message says why.
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     Unavailable(String),
     /// More than the control plane can store (413): the message says the limit.
@@ -74,6 +77,7 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, json!({ "error": m })),
             ApiError::Conflict(m) => (StatusCode::CONFLICT, json!({ "error": m })),
             ApiError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, json!({ "error": m })),
+            ApiError::Forbidden(m) => (StatusCode::FORBIDDEN, json!({ "error": m })),
             ApiError::Unavailable(m) => (StatusCode::SERVICE_UNAVAILABLE, json!({ "error": m })),
             ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, json!({ "error": m })),
             ApiError::TooManyRequests(m) => (StatusCode::TOO_MANY_REQUESTS, json!({ "error": m })),

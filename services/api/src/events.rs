@@ -78,6 +78,10 @@ pub async fn events(
         Some(seq) => Start::After(seq),
         None => Start::Now,
     };
+    let mut reach = match s.reached().await? {
+        m::Reached::All => m::EventReach::new(s.scope.clone(), Default::default()),
+        m::Reached::Only(names) => m::EventReach::new(s.scope.clone(), names),
+    };
     let permit = s.streams.admit(&stream_owner(&s))?;
     let events = s.feed.subscribe(&s.org, from).await?;
     let gap = events.gap.then(|| {
@@ -91,7 +95,8 @@ pub async fn events(
         // The stream's place is held for as long as the response lives.
         let _held = &permit;
         let out = match e {
-            Ok(e) if filter.matches(&e) => Some(Ok(sse(&e))),
+            // Every event goes past the reach (an install's change may bring it in or out).
+            Ok(e) if reach.admits(&e) && filter.matches(&e) => Some(Ok(sse(&e))),
             Ok(_) => None,
             Err(err) => {
                 // The ordered consumer recreates itself after an error, from the last message it

@@ -203,6 +203,11 @@ async fn set_latest(s: &ApiState, app: &str, rec: &AppConfigVersion) -> Result<(
 )]
 pub async fn list_apps(Ctx(s): Ctx) -> Result<Json<Vec<App>>, ApiError> {
     let mut apps = s.store.repo::<App>().list(&s.org).await?;
+    if !s.scope.whole_org() {
+        // Only the apps the caller's installs run.
+        let installs = s.store.repo::<ferry_model::Install>().scan(&s.org).await?;
+        apps.retain(|a| installs.iter().any(|i| i.app == a.name && s.scope.covers(i)));
+    }
     apps.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Json(apps))
 }
@@ -233,7 +238,7 @@ pub async fn app_fleet(
         .list(&s.org)
         .await?
         .into_iter()
-        .filter(|i| i.app == app)
+        .filter(|i| i.app == app && s.scope.covers(i))
         .collect();
     let waiting: Vec<String> = s
         .store

@@ -46,6 +46,7 @@ mod ids;
 mod installs;
 mod jobs;
 mod logs;
+mod reach;
 mod readme;
 mod releases;
 pub mod roles;
@@ -82,6 +83,20 @@ pub struct ApiState {
     /// Where install stack templates are published for customers (`ferry-server
     /// --stack-bucket`); `None`: not configured.
     pub stack_bucket: Option<std::sync::Arc<dyn stacks::StackBucket>>,
+    /// The installs the caller reaches (`reach.rs`): all of the org's unless its token is bound.
+    pub scope: ferry_model::TokenScope,
+}
+
+impl ApiState {
+    /// This state as `caller` acts in it: its org, its name as the actor, the installs it reaches.
+    pub(crate) fn for_caller(&self, caller: &auth::Caller) -> ApiState {
+        ApiState {
+            org: caller.org.clone(),
+            actor: format!("token:{}", caller.name),
+            scope: caller.scope.clone(),
+            ..self.clone()
+        }
+    }
 }
 
 /// Seconds since the Unix epoch.
@@ -254,6 +269,7 @@ pub fn router_with(
         streams: std::sync::Arc::new(streams::OpenStreams::new(caps)),
         tasks,
         stack_bucket,
+        scope: Default::default(),
     };
     let (open, _) = open_routes().split_for_parts();
     let (api, _) = api_routes().split_for_parts();

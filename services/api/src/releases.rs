@@ -25,6 +25,13 @@ pub async fn create_release(
     Ctx(s): Ctx,
     Json(req): Json<CreateRelease>,
 ) -> Result<(StatusCode, Json<Release>), ApiError> {
+    if !s.scope.whole_org() {
+        return Err(ApiError::Forbidden(
+            "a token bound to installs makes no release (a release spans the fleet): deploy \
+             each install instead"
+                .into(),
+        ));
+    }
     check_name("app", &req.app)?;
     let app = s
         .store
@@ -97,6 +104,10 @@ pub async fn create_release(
     responses((status = 200, description = "Releases, newest first", body = Vec<m::Release>), crate::error::Refusals)
 )]
 pub async fn list_releases(Ctx(s): Ctx) -> Result<Json<Vec<Release>>, ApiError> {
+    // A release spans the fleet: a token bound to installs sees none (`reach.rs`).
+    if !s.scope.whole_org() {
+        return Ok(Json(Vec::new()));
+    }
     let mut all = s.store.repo::<Release>().list(&s.org).await?;
     all.sort_by(|a, b| b.id.cmp(&a.id));
     Ok(Json(all))

@@ -29,6 +29,7 @@ pub async fn list_runners(
 async fn runners(s: &ApiState, install: Option<&str>) -> Result<Vec<m::api::RunnerInfo>, ApiError> {
     const FORGET_AFTER_MS: u64 = 24 * 3600 * 1000;
     let now = m::Timestamp::now();
+    let reached = s.reached().await?;
     let mut all = s.store.repo::<m::RunnerRecord>().list(&s.org).await?;
     // Each install's creation: a runner last heard from before it served an install of that
     // name that was deleted (a name can be used again; deleting revokes the old runners, which
@@ -43,6 +44,7 @@ async fn runners(s: &ApiState, install: Option<&str>) -> Result<Vec<m::api::Runn
         .collect();
     all.retain(|r| {
         install.is_none_or(|i| r.install == i)
+            && reached.has(&r.install)
             && installs
                 .get(&r.install)
                 .is_some_and(|created| r.last_seen_ms >= *created)

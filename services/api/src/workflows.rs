@@ -54,8 +54,9 @@ pub async fn list_workflows(
     axum::extract::Query(f): axum::extract::Query<WorkflowFilter>,
 ) -> Result<Json<Vec<Workflow>>, ApiError> {
     crate::ids::check_filter("install", f.install.as_deref())?;
+    let reached = s.reached().await?;
     let mut all = s.store.repo::<Workflow>().list(&s.org).await?;
-    all.retain(|w| f.install.as_ref().is_none_or(|i| &w.install == i));
+    all.retain(|w| reached.has(&w.install) && f.install.as_ref().is_none_or(|i| &w.install == i));
     all.retain(|w| f.kind.as_ref().is_none_or(|k| w.kind.label() == k));
     all.retain(|w| {
         f.action
@@ -155,9 +156,12 @@ pub async fn list_approvals(
     axum::extract::Query(f): axum::extract::Query<ApprovalFilter>,
 ) -> Result<Json<Vec<m::Approval>>, ApiError> {
     crate::ids::check_filter("install", f.install.as_deref())?;
+    let reached = s.reached().await?;
     let mut all = s.store.repo::<m::Approval>().list(&s.org).await?;
     all.retain(|a| {
-        a.status == m::ApprovalStatus::Pending && f.install.as_ref().is_none_or(|i| &a.install == i)
+        a.status == m::ApprovalStatus::Pending
+            && reached.has(&a.install)
+            && f.install.as_ref().is_none_or(|i| &a.install == i)
     });
     // Only what still waits: an approval whose step was skipped or cancelled meanwhile is not.
     let mut workflows: std::collections::HashMap<String, Option<Workflow>> = Default::default();

@@ -445,7 +445,7 @@ async fn init(args: &Args, org: &str, name: &str, file: Option<&std::path::Path>
         );
     }
     let (record, text) =
-        ferry_api::mint(org, name, ferry_model::Role::Admin).context("generating a token")?;
+        ferry_api::mint(org, name, ferry_model::Role::Admin, Default::default()).context("generating a token")?;
     tokens.create(&record).await?;
     if let Some(path) = file {
         write_secret(path, &text).with_context(|| format!("writing {}", path.display()))?;

@@ -313,6 +313,10 @@ impl Fleet {
 pub struct NewToken {
     pub name: String,
     pub role: crate::Role,
+    /// The installs it reaches: required for a customer token, refused for an admin's; empty
+    /// for a viewer or operator: all of the org's.
+    #[serde(default)]
+    pub scope: crate::TokenScope,
 }
 
 /// A token as listed: never its hash.
@@ -321,6 +325,9 @@ pub struct TokenInfo {
     pub id: String,
     pub name: String,
     pub role: crate::Role,
+    /// The installs it reaches (empty: all of the org's).
+    #[serde(default)]
+    pub scope: crate::TokenScope,
     pub created_at: String,
     pub revoked_at: Option<String>,
 }
@@ -331,6 +338,7 @@ impl From<crate::ApiToken> for TokenInfo {
             id: t.id,
             name: t.name,
             role: t.role,
+            scope: t.scope,
             created_at: t.created_at,
             revoked_at: t.revoked_at,
         }

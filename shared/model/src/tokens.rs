@@ -53,6 +53,9 @@ pub struct ApiToken {
     /// Who or what it is for (`alice`, `ci`); audit records name it.
     pub name: String,
     pub role: Role,
+    /// The installs it reaches (`reach.rs`); empty: all of its org's.
+    #[serde(default)]
+    pub scope: crate::TokenScope,
     /// Hex SHA-256 of the secret.
     pub secret_sha256: String,
     pub created_at: String,

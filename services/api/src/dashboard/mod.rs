@@ -79,17 +79,12 @@ impl FromRequestParts<ApiState> for Session {
         let to_login = || Redirect::to("/ui/login").into_response();
         let token = cookie_value(&parts.headers, SESSION).ok_or_else(to_login)?;
         let caller = session::resolve(state, &token).await.ok_or_else(to_login)?;
+        let state = state.for_caller(&caller);
+        crate::reach::guard(&state, parts)
+            .await
+            .map_err(failed)?;
         Ok(Session {
-            state: ApiState {
-                store: state.store.clone(),
-                org: caller.org.clone(),
-                actor: format!("token:{}", caller.name),
-                issuer: state.issuer.clone(),
-                streams: state.streams.clone(),
-                feed: state.feed.clone(),
-                tasks: state.tasks.clone(),
-                stack_bucket: state.stack_bucket.clone(),
-            },
+            state,
             csrf: csrf_of(&token),
             caller,
         })

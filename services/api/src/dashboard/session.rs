@@ -55,15 +55,7 @@ pub(super) async fn resolve(s: &ApiState, cookie: &str) -> Option<Caller> {
         .await
         .ok()??
         .value;
-    if token.revoked_at.is_some() {
-        return None;
-    }
-    Some(Caller {
-        org: token.org,
-        role: token.role,
-        name: token.name,
-        token_id: token.id,
-    })
+    Caller::of(token).ok()
 }
 
 /// Ends the session a cookie's value names (nothing if there is none).
