@@ -150,7 +150,9 @@ pub(crate) enum TokensCmd {
     /// it is bound to the customer's installs (`--install`, `--label`) and sees nothing else.
     /// Viewer and operator tokens may be bound the same way (a team per customer); an admin
     /// token reaches every install.
-    #[command(after_help = "Examples:\n  ferry tokens create --name acme-sec --role customer --install acme-prod\n  ferry tokens create --name acme-team --role operator --label customer=acme")]
+    #[command(
+        after_help = "Examples:\n  ferry tokens create --name acme-sec --role customer --install acme-prod\n  ferry tokens create --name acme-team --role operator --label customer=acme"
+    )]
     Create {
         /// Who or what the token is for (`alice`, `ci`): audit records name it.
         #[arg(long)]

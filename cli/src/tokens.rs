@@ -102,7 +102,8 @@ pub async fn create(
         ..Default::default()
     };
     for l in &labels {
-        let pairs = ferry_model::parse_labels(l).map_err(|e| anyhow::anyhow!("--label {l}: {e}"))?;
+        let pairs =
+            ferry_model::parse_labels(l).map_err(|e| anyhow::anyhow!("--label {l}: {e}"))?;
         scope.labels.extend(pairs);
     }
     // The API refuses the same; saying it here names the flags.

@@ -76,7 +76,7 @@ where
 
 /// The api router on a free loopback port, and an admin token for it.
 async fn serve_api(store: &Store) -> Result<(std::net::SocketAddr, String)> {
-    let (record, text) = ferry_api::mint(ORG, "loadtest", m::Role::Admin)?;
+    let (record, text) = ferry_api::mint(ORG, "loadtest", m::Role::Admin, Default::default())?;
     store
         .repo::<m::ApiToken>()
         .create_if_absent(&record)

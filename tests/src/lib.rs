@@ -679,7 +679,11 @@ pub fn provisioned_hello(nats: &NatsServer, dir: &Path) -> (Proc, Proc, String, 
 /// A dashboard session for the API's admin token, signed in through the sign-in form: the
 /// `cookie:` header that carries it.
 pub fn dashboard_cookie(api: &str) -> String {
-    let token = token_for(api).expect("the API's admin token");
+    dashboard_cookie_for(api, &token_for(api).expect("the API's admin token"))
+}
+
+/// [`dashboard_cookie`] for `token`.
+pub fn dashboard_cookie_for(api: &str, token: &str) -> String {
     let out = Command::new("curl")
         .args([
             "-s",

@@ -30,6 +30,7 @@ mod openapi;
 mod permissions;
 mod policies;
 mod production;
+mod reach;
 mod readme;
 mod recovery;
 mod registries;

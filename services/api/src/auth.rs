@@ -45,11 +45,8 @@ impl FromRequestParts<ApiState> for Ctx {
             .extensions
             .get::<Caller>()
             .ok_or_else(|| refuse(StatusCode::UNAUTHORIZED, "this request carries no token"))?;
-        let state = state.for_caller(caller);
-        crate::reach::guard(&state, parts)
-            .await
-            .map_err(IntoResponse::into_response)?;
-        Ok(Ctx(state))
+        // `require_token` has kept the caller to the installs it reaches (`reach::guard`).
+        Ok(Ctx(state.for_caller(caller)))
     }
 }
 
@@ -59,7 +56,7 @@ fn refuse(status: StatusCode, why: &str) -> Response {
 
 /// Resolves the bearer token of every request: 401 without a valid one, 403 when its role is not
 /// enough for the route.
-pub async fn require_token(State(s): State<ApiState>, mut req: Request, next: Next) -> Response {
+pub async fn require_token(State(s): State<ApiState>, req: Request, next: Next) -> Response {
     let presented = req
         .headers()
         .get(axum::http::header::AUTHORIZATION)
@@ -76,6 +73,12 @@ pub async fn require_token(State(s): State<ApiState>, mut req: Request, next: Ne
         Ok(c) => c,
         Err(r) => return r,
     };
+    // Before the role: a record out of the caller's reach is not found, whatever the role.
+    let (mut parts, body) = req.into_parts();
+    if let Err(e) = crate::reach::guard(&s.for_caller(&caller), &mut parts).await {
+        return e.into_response();
+    }
+    let mut req = Request::from_parts(parts, body);
     // The route's template (`/v1/installs/{name}`), or the path when none matched (a 404 then).
     let path = req
         .extensions()

@@ -206,7 +206,11 @@ pub async fn list_apps(Ctx(s): Ctx) -> Result<Json<Vec<App>>, ApiError> {
     if !s.scope.whole_org() {
         // Only the apps the caller's installs run.
         let installs = s.store.repo::<ferry_model::Install>().scan(&s.org).await?;
-        apps.retain(|a| installs.iter().any(|i| i.app == a.name && s.scope.covers(i)));
+        apps.retain(|a| {
+            installs
+                .iter()
+                .any(|i| i.app == a.name && s.scope.covers(i))
+        });
     }
     apps.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Json(apps))

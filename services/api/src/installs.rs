@@ -229,9 +229,8 @@ pub async fn list_installs(
     };
     let now = m::Timestamp::now();
     let mut installs = s.store.repo::<Install>().scan(&s.org).await?;
-    installs.retain(|i| {
-        s.scope.covers(i) && q.matches(i, m::install_health(&i.name, &runners, now))
-    });
+    installs
+        .retain(|i| s.scope.covers(i) && q.matches(i, m::install_health(&i.name, &runners, now)));
     installs.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Json(installs.into_iter().map(Install::redacted).collect()))
 }

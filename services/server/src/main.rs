@@ -444,8 +444,8 @@ async fn init(args: &Args, org: &str, name: &str, file: Option<&std::path::Path>
             "org `{org}` already has tokens: create more with `ferry tokens create` (an admin token)"
         );
     }
-    let (record, text) =
-        ferry_api::mint(org, name, ferry_model::Role::Admin, Default::default()).context("generating a token")?;
+    let (record, text) = ferry_api::mint(org, name, ferry_model::Role::Admin, Default::default())
+        .context("generating a token")?;
     tokens.create(&record).await?;
     if let Some(path) = file {
         write_secret(path, &text).with_context(|| format!("writing {}", path.display()))?;

@@ -83,7 +83,11 @@ impl TokenScope {
             parts.push(format!("installs {}", names.join(", ")));
         }
         if !self.labels.is_empty() {
-            let pairs: Vec<String> = self.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let pairs: Vec<String> = self
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
             parts.push(format!("labels {}", pairs.join(",")));
         }
         parts.join("; ")
@@ -299,14 +303,20 @@ mod tests {
             PathTarget::of("/v1/installs/{name}/deploy", p),
             PathTarget::Install("x".into())
         );
-        assert_eq!(PathTarget::of("/ui/jobs/{id}/log", p), PathTarget::Job("x".into()));
+        assert_eq!(
+            PathTarget::of("/ui/jobs/{id}/log", p),
+            PathTarget::Job("x".into())
+        );
         assert_eq!(
             PathTarget::of("/v1/workflows/{id}", p),
             PathTarget::Workflow("x".into())
         );
         assert_eq!(PathTarget::of("/v1/installs", p), PathTarget::None);
         assert_eq!(PathTarget::of("/v1/tokens/{id}", p), PathTarget::None);
-        assert_eq!(PathTarget::of("/v1/apps/{app}", |_| Some("hello")), PathTarget::App("hello".into()));
+        assert_eq!(
+            PathTarget::of("/v1/apps/{app}", |_| Some("hello")),
+            PathTarget::App("hello".into())
+        );
         assert_eq!(
             PathTarget::of("/v1/installs/{name}", |_| None),
             PathTarget::None,

@@ -80,9 +80,7 @@ impl FromRequestParts<ApiState> for Session {
         let token = cookie_value(&parts.headers, SESSION).ok_or_else(to_login)?;
         let caller = session::resolve(state, &token).await.ok_or_else(to_login)?;
         let state = state.for_caller(&caller);
-        crate::reach::guard(&state, parts)
-            .await
-            .map_err(failed)?;
+        crate::reach::guard(&state, parts).await.map_err(failed)?;
         Ok(Session {
             state,
             csrf: csrf_of(&token),
