@@ -1,5 +1,6 @@
-//! Bearer tokens: every `/v1` request names a token; the token decides the org the request acts in
-//! and the role it acts with (`roles::required`: the role each operation declares).
+//! Bearer tokens: every `/v1` request names a token; the token decides the org the request acts in,
+//! the role it acts with (`roles::required`: the role each operation declares) and the installs
+//! it reaches (`reach.rs`, checked first: out of reach is not found, whatever the role).
 //!
 //! The middleware resolves the token once and leaves the [`Caller`] in the request; handlers take
 //! [`Ctx`] — the API state scoped to the caller's org, with the caller's name as the actor — instead
@@ -262,4 +263,43 @@ pub async fn revoke_token(Ctx(s): Ctx, Name(id): Name) -> Result<Json<TokenInfo>
     )
     .await?;
     Ok(Json(t.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(role: Role, scope: m::TokenScope) -> ApiToken {
+        ApiToken {
+            id: "t1".into(),
+            org: "o".into(),
+            name: "acme-sec".into(),
+            role,
+            scope,
+            secret_sha256: String::new(),
+            created_at: "t".into(),
+            revoked_at: None,
+        }
+    }
+
+    /// A customer token stored before tokens were bound (no scope in its record) reaches
+    /// nothing: it is refused, saying how to issue a bound one.
+    #[test]
+    fn a_customer_token_stored_unbound_is_refused_with_how_to_reissue_it() {
+        let stored = r#"{"id":"t1","org":"o","name":"acme-sec","role":"customer",
+            "secret_sha256":"","created_at":"t","revoked_at":null}"#;
+        let old: ApiToken = serde_json::from_str(stored).unwrap();
+        let why = Caller::of(old).unwrap_err();
+        assert!(why.contains("--install NAME"), "{why}");
+        let bound = m::TokenScope {
+            installs: ["acme".to_string()].into(),
+            ..Default::default()
+        };
+        let caller = Caller::of(token(Role::Customer, bound.clone())).unwrap();
+        assert_eq!(caller.scope, bound);
+        assert!(Caller::of(token(Role::Viewer, Default::default())).is_ok());
+        let mut revoked = token(Role::Viewer, Default::default());
+        revoked.revoked_at = Some("t".into());
+        assert_eq!(Caller::of(revoked).unwrap_err(), "this token was revoked");
+    }
 }
