@@ -266,6 +266,11 @@ pub(crate) enum InstallsCmd {
         /// Approve every plan of this install without review.
         #[arg(long)]
         approve_all: bool,
+        /// Who approves the install's plans: `vendor` (your operators; approve-all counts),
+        /// `customer` (the install's customer, with a customer token; approve-all does not), or
+        /// `both` (each once).
+        #[arg(long, value_name = "WHO", default_value = "vendor", value_parser = ["vendor", "customer", "both"])]
+        approvals: String,
         /// A label, `key=value` (repeatable): `installs list --label` finds installs by them.
         #[arg(long = "label", value_name = "KEY=VALUE")]
         labels: Vec<String>,
@@ -443,6 +448,18 @@ pub(crate) enum InstallsCmd {
         /// Follow the check until it ends; exit 1 unless it succeeded.
         #[arg(long)]
         wait: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Who approves the install's plans: `vendor`, `customer` or `both`. A side's say is taken
+    /// away only by that side (a vendor token cannot drop the customer's approvals); audited.
+    Approvals {
+        /// The install's name.
+        name: String,
+        /// `vendor`, `customer` or `both`.
+        #[arg(value_parser = ["vendor", "customer", "both"])]
+        who: String,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

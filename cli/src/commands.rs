@@ -183,6 +183,8 @@ pub struct NewInstall<'a> {
     pub inputs: &'a [String],
     pub labels: &'a [String],
     pub approve_all: bool,
+    /// `vendor`, `customer` or `both`.
+    pub approvals: &'a str,
 }
 
 pub async fn installs_create(
@@ -199,6 +201,7 @@ pub async fn installs_create(
         inputs: parse_inputs(new.inputs)?,
         approve_all: new.approve_all,
         labels,
+        approvals_by: approvals_by(new.approvals)?,
     };
     let r = api.call::<ops::CreateInstallOp>(&[], &(), &body).await?;
     let id = r.workflow_id.clone();
@@ -288,6 +291,30 @@ pub async fn installs_label(
         print_json(&i)?;
     } else {
         println!("install {name}: labels {}", render::labels(&i.labels));
+    }
+    Ok(0)
+}
+
+fn approvals_by(who: &str) -> Result<ferry_model::ApprovalsBy> {
+    ferry_model::ApprovalsBy::parse(who)
+        .ok_or_else(|| anyhow::anyhow!("`{who}`: plans are approved by vendor, customer or both"))
+}
+
+/// `ferry installs approvals NAME WHO`.
+pub async fn installs_approvals(api: &Api, name: &str, who: &str, json_out: bool) -> Result<i32> {
+    let body = ferry_model::api::SetApprovals {
+        approvals_by: approvals_by(who)?,
+    };
+    let i = api.call::<ops::SetApprovalsOp>(&[name], &(), &body).await?;
+    if json_out {
+        print_json(&i)?;
+    } else {
+        let who = match i.approvals_by {
+            ferry_model::ApprovalsBy::Vendor => "the vendor",
+            ferry_model::ApprovalsBy::Customer => "its customer",
+            ferry_model::ApprovalsBy::Both => "both the vendor and its customer",
+        };
+        println!("install {name}: plans are approved by {who}");
     }
     Ok(0)
 }

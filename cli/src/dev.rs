@@ -320,6 +320,7 @@ async fn sync_and_deploy(api: &Api, args: &DevArgs, started: Instant) -> Result<
         inputs: commands::parse_inputs(&args.inputs)?,
         approve_all: true,
         labels: Default::default(),
+        approvals_by: Default::default(),
     };
     let c = api.call::<ops::CreateInstallOp>(&[], &(), &body).await?;
     step(

@@ -141,6 +141,7 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
             name,
             inputs,
             approve_all,
+            approvals,
             labels,
             wait,
             json,
@@ -151,6 +152,7 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
                 inputs: &inputs,
                 labels: &labels,
                 approve_all,
+                approvals: &approvals,
             };
             let started = commands::installs_create(api, new, json, wait).await?;
             commands::then_wait(api, started, wait, json).await
@@ -316,6 +318,9 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
                 ..Default::default()
             };
             start(api, &name, "drift-check", &scope, wait, json).await
+        }
+        InstallsCmd::Approvals { name, who, json } => {
+            commands::installs_approvals(api, &name, &who, json).await
         }
         InstallsCmd::ApproveAll { name, state, json } => {
             commands::installs_approve_all(api, &name, state == "on", json).await

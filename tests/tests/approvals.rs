@@ -1,6 +1,6 @@
 //! Plans that wait for a person: listed, approved, denied; wrong-state responses refused.
 
-use ferry_model::api::CreatedInstall;
+use ferry_model::api::{CreatedInstall, CreatedToken};
 use ferry_model::{Approval, Install, StepKind, StepStatus, Workflow, WorkflowStatus};
 use ferry_tests::typed::{cli, name_of, step_is, steps_of, the_step, wait_until};
 use ferry_tests::{NatsServer, Proc, ferry, repo_root};
@@ -662,4 +662,213 @@ fn approve_all_on_a_workflow_approves_its_later_plans_as_they_come() {
     // Only that workflow: the install itself still prompts.
     let i = cli::<Install>(&api, &["installs", "get", "prod", "--json"]);
     assert!(!i.approve_all);
+}
+
+/// Runs the CLI with `token` instead of the test hub's admin token.
+fn as_token(api: &str, token: &str, args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["--token", token];
+    all.extend_from_slice(args);
+    ferry(api, &all)
+}
+
+/// The audit records of `action`, as `ferry audit --json` prints them (a line each).
+fn audited(api: &str, action: &str) -> Vec<ferry_model::AuditEvent> {
+    let (code, out, err) = ferry(api, &["audit", "--action", action, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    out.lines()
+        .map(|l| {
+            serde_json::from_str::<ferry_model::api::AuditEntry>(l)
+                .unwrap()
+                .event
+        })
+        .collect()
+}
+
+/// Approves with `token` every plan of workflow `id` as it comes to wait, until it ends.
+fn approve_until_ended(api: &str, token: &str, id: &str) -> Workflow {
+    loop {
+        let w = wait_until(api, id, 90, "a plan to wait or the end", |w| {
+            waiting(w) || w.status.is_terminal()
+        });
+        if w.status.is_terminal() {
+            return w;
+        }
+        for s in w
+            .steps
+            .iter()
+            .filter(|s| s.kind == StepKind::Approve && s.status == StepStatus::Waiting)
+        {
+            let (code, out, err) = as_token(
+                api,
+                token,
+                &["workflows", "approve", id, "--step", &s.component],
+            );
+            assert!(code == 0 || err.contains("already"), "{out}{err}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// An install whose plans its customer approves: the vendor's tokens and approve-all cannot
+/// decide them; the customer's token does, through the same command. Under `both` each side
+/// approves once and the plan waits for the second; the vendor cannot drop the customer's say,
+/// and every change of who approves is audited.
+#[test]
+fn an_install_whose_customer_approves_its_plans_is_decided_by_the_customer() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    ferry_tests::sync_hello(&api, &repo_root().join("examples/hello"));
+    let _runner = Proc::runner(
+        &nats.url,
+        "acme",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+    );
+    let created: CreatedInstall = cli(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "acme",
+            "--approve-all",
+            "--approvals",
+            "customer",
+            "--json",
+        ],
+    );
+    let wf = created.workflow_id;
+    // approve-all is the vendor's rule: the sandbox's plan still waits for the customer.
+    wait_until(&api, &wf, 60, "the sandbox plan to wait", waiting);
+    let (code, _, err) = ferry(&api, &["workflows", "approve", &wf, "--step", "sandbox"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("approved by its customer: a vendor token cannot decide them"),
+        "{err}"
+    );
+    let customer: CreatedToken = cli(
+        &api,
+        &[
+            "tokens",
+            "create",
+            "--name",
+            "acme-sec",
+            "--role",
+            "customer",
+            "--install",
+            "acme",
+            "--json",
+        ],
+    );
+    let t = customer.token.as_str();
+    let (code, _, err) = as_token(&api, t, &["workflows", "approve", &wf, "--all"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("approve each plan for the customer"), "{err}");
+    let done = approve_until_ended(&api, t, &wf);
+    assert_eq!(
+        done.status,
+        WorkflowStatus::Succeeded,
+        "{}",
+        steps_of(&done)
+    );
+    let approvals = audited(&api, "approval.approved");
+    assert!(
+        approvals.iter().any(|a| a.actor == "token:acme-sec"),
+        "{approvals:?}"
+    );
+
+    // The vendor cannot take the customer's say away; the customer can share it.
+    let (code, _, err) = ferry(&api, &["installs", "approvals", "acme", "vendor"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("only the customer may stop approving"),
+        "{err}"
+    );
+    let (code, out, err) = as_token(&api, t, &["installs", "approvals", "acme", "both"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("approved by both"), "{out}");
+    let changes = audited(&api, "install.approvals_by");
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].actor, "token:acme-sec");
+
+    // Under both: approve-all (on for this install) approves for the vendor, and the plan
+    // waits for the customer's approval.
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "update-inputs",
+            "acme",
+            "--input",
+            "greeting=ahoy",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let deploy: ferry_model::api::Deployed = serde_json::from_str(&out).unwrap();
+    let w = wait_until(
+        &api,
+        &deploy.workflow_id,
+        60,
+        "the first plan to wait",
+        waiting,
+    );
+    let first = w
+        .steps
+        .iter()
+        .find(|s| s.kind == StepKind::Approve && s.status == StepStatus::Waiting)
+        .unwrap()
+        .component
+        .clone();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let w = ferry_tests::typed::workflow(&api, &deploy.workflow_id).unwrap();
+    assert!(
+        step_is(&w, &first, "approve", "waiting"),
+        "{}",
+        steps_of(&w)
+    );
+    let waiting_list: Vec<Approval> =
+        cli(&api, &["approvals", "list", "--install", "acme", "--json"]);
+    assert_eq!(
+        waiting_list[0].vendor_approved_by.as_deref(),
+        Some("approve-all"),
+        "{waiting_list:?}"
+    );
+    let (code, _, err) = ferry(
+        &api,
+        &[
+            "workflows",
+            "approve",
+            &deploy.workflow_id,
+            "--step",
+            &first,
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("already approved for the vendor by approve-all"),
+        "{err}"
+    );
+    let (code, out, err) = as_token(
+        &api,
+        t,
+        &[
+            "workflows",
+            "approve",
+            &deploy.workflow_id,
+            "--step",
+            &first,
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    wait_until(
+        &api,
+        &deploy.workflow_id,
+        60,
+        "the plan to be decided",
+        |w| !step_is(w, &first, "approve", "waiting"),
+    );
 }

@@ -190,6 +190,7 @@ async fn responses(c: &Client) -> Workflow {
         inputs: Default::default(),
         approve_all: false,
         labels: [("tier".to_string(), "gold".to_string())].into(),
+        approvals_by: Default::default(),
     };
     let created = call::<ops::CreateInstallOp>(c, &[], &(), &new)
         .await
@@ -249,6 +250,13 @@ async fn responses(c: &Client) -> Workflow {
         .await
         .unwrap();
     assert!(i.approve_all);
+    let vendor = ferry_model::api::SetApprovals {
+        approvals_by: ferry_model::ApprovalsBy::Vendor,
+    };
+    let i = call::<ops::SetApprovalsOp>(c, &["c1"], &(), &vendor)
+        .await
+        .unwrap();
+    assert_eq!(i.approvals_by, ferry_model::ApprovalsBy::Vendor);
     done
 }
 
@@ -528,6 +536,7 @@ async fn ends(c: &Client) {
         inputs: Default::default(),
         approve_all: true,
         labels: Default::default(),
+        approvals_by: Default::default(),
     };
     let created = call::<ops::CreateInstallOp>(c, &[], &(), &new)
         .await

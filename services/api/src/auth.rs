@@ -87,12 +87,19 @@ pub async fn require_token(State(s): State<ApiState>, req: Request, next: Next) 
         .map_or_else(|| req.uri().path().to_string(), |p| p.as_str().to_string());
     // A route that declared no role needs the most a vendor token has (and fails
     // `roles::tests::the_served_description_is_the_table_of_operations` first).
-    let needed = crate::roles::required(req.method().as_str(), &path).unwrap_or(Role::Admin);
-    if !caller.role.allows(needed) {
+    let op = crate::roles::declared(req.method().as_str(), &path);
+    let permitted = op.map_or(caller.role.allows(Role::Admin), |op| {
+        op.permits(caller.role)
+    });
+    if !permitted {
+        let needed = op.and_then(|op| op.role).unwrap_or(Role::Admin);
+        let also = op
+            .and_then(|op| op.also)
+            .map_or(String::new(), |a| format!(" or {}", a.name()));
         return refuse(
             StatusCode::FORBIDDEN,
             &format!(
-                "token `{}` is a {} token: this needs {}",
+                "token `{}` is a {} token: this needs {}{also}",
                 caller.name,
                 caller.role.name(),
                 needed.name()

@@ -351,6 +351,7 @@ pub async fn serve_renewals(
             tasks: Default::default(),
             stack_bucket: None,
             scope: Default::default(),
+            role: m::Role::Viewer,
         };
         let (limits, ca) = (limits.clone(), issuer.ca.cert_pem().to_string());
         async move {

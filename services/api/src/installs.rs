@@ -350,6 +350,7 @@ pub async fn set_approve_all(
                     approval_id: a.id.clone(),
                     approved: true,
                     actor: "approve-all".into(),
+                    by_customer: false,
                 })
                 .await?;
         }
@@ -361,6 +362,51 @@ pub async fn set_approve_all(
         serde_json::json!({ "enabled": req.enabled }),
     )
     .await?;
+    Ok(Json(install.redacted()))
+}
+
+/// Sets who approves the install's plans (`ferry installs approvals I vendor|customer|both`):
+/// the vendor with an operator's token, the customer with a customer token; a side's say is taken
+/// away only by that side (`ApprovalsBy::refuses_change`). Plans waiting now are decided under
+/// the new rule.
+#[utoipa::path(
+    post,
+    path = m::ops::SetApprovalsOp::PATH,
+    security(("token" = [m::ops::SetApprovalsOp::ROLE_NAME, m::ops::SetApprovalsOp::ALSO_NAME])),
+    tag = "installs",
+    params(("name" = String, Path, description = "The install's name")),
+    request_body = m::api::SetApprovals,
+    responses((status = 200, description = "The install", body = m::Install), crate::error::NotFound, crate::error::Refusals)
+)]
+pub async fn set_approvals(
+    Ctx(s): Ctx,
+    Name(name): Name,
+    Json(req): Json<m::api::SetApprovals>,
+) -> Result<Json<Install>, ApiError> {
+    let side = m::Side::of(s.role);
+    let mut before = req.approvals_by;
+    let install = s
+        .store
+        .repo::<Install>()
+        .modify(&s.org, &name, |i| {
+            before = i.approvals_by;
+            if i.approvals_by == req.approvals_by {
+                return Ok(false);
+            }
+            if let Some(why) = i.approvals_by.refuses_change(req.approvals_by, side) {
+                return Err(why);
+            }
+            i.approvals_by = req.approvals_by;
+            i.updated_at = m::now();
+            Ok(true)
+        })
+        .await
+        .map_err(install_error(&name))?
+        .map_err(ApiError::Forbidden)?;
+    if before != req.approvals_by {
+        let detail = serde_json::json!({ "from": before.name(), "to": req.approvals_by.name(), "by": side.name() });
+        audit(&s, "install.approvals_by", &name, detail).await?;
+    }
     Ok(Json(install.redacted()))
 }
 

@@ -85,6 +85,8 @@ pub struct ApiState {
     pub stack_bucket: Option<std::sync::Arc<dyn stacks::StackBucket>>,
     /// The installs the caller reaches (`reach.rs`): all of the org's unless its token is bound.
     pub scope: ferry_model::TokenScope,
+    /// The caller's role (a customer decides plans for the customer).
+    pub role: ferry_model::Role,
 }
 
 impl ApiState {
@@ -94,6 +96,7 @@ impl ApiState {
             org: caller.org.clone(),
             actor: format!("token:{}", caller.name),
             scope: caller.scope.clone(),
+            role: caller.role,
             ..self.clone()
         }
     }
@@ -180,6 +183,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(bootstrap::runner_token))
         .routes(routes!(bootstrap::revoke))
         .routes(routes!(installs::set_approve_all))
+        .routes(routes!(installs::set_approvals))
         .routes(routes!(actions::list_actions))
         .routes(routes!(actions::run_action))
         .routes(routes!(actions::grant_break_glass))
@@ -270,6 +274,7 @@ pub fn router_with(
         tasks,
         stack_bucket,
         scope: Default::default(),
+        role: ferry_model::Role::Viewer,
     };
     let (open, _) = open_routes().split_for_parts();
     let (api, _) = api_routes().split_for_parts();

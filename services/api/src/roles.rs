@@ -9,13 +9,17 @@
 use ferry_model::Role;
 use ferry_model::ops;
 
-/// The role a request needs: `method` on the route template `route` (`/v1/installs/{name}`),
-/// if an operation of the API serves it.
-pub fn required(method: &str, route: &str) -> Option<Role> {
+/// The operation that serves `method` on the route template `route` (`/v1/installs/{name}`).
+pub fn declared(method: &str, route: &str) -> Option<&'static ops::Declared> {
     ops::ALL
         .iter()
         .find(|op| op.method.name() == method && op.path == route)
-        .and_then(|op| op.role)
+}
+
+/// The role a request needs: `method` on the route template `route`, if an operation of the
+/// API serves it.
+pub fn required(method: &str, route: &str) -> Option<Role> {
+    declared(method, route).and_then(|op| op.role)
 }
 
 #[cfg(test)]
@@ -107,8 +111,12 @@ mod tests {
                 .collect();
             assert_eq!(
                 scopes,
-                op.role.map(Role::name).into_iter().collect::<Vec<_>>(),
-                "{key}: the role"
+                op.role
+                    .into_iter()
+                    .chain(op.also)
+                    .map(Role::name)
+                    .collect::<Vec<_>>(),
+                "{key}: the roles"
             );
             let raw = d["requestBody"]["content"].clone();
             let body = if raw.is_null() { None } else { named(&raw) };

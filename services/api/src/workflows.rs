@@ -193,7 +193,7 @@ pub async fn list_approvals(
 #[utoipa::path(
     post,
     path = m::ops::ApproveWorkflow::PATH,
-    security(("token" = [m::ops::ApproveWorkflow::ROLE_NAME])),
+    security(("token" = [m::ops::ApproveWorkflow::ROLE_NAME, m::ops::ApproveWorkflow::ALSO_NAME])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::Decision,
@@ -210,7 +210,7 @@ pub async fn approve_workflow(
 #[utoipa::path(
     post,
     path = m::ops::DenyWorkflow::PATH,
-    security(("token" = [m::ops::DenyWorkflow::ROLE_NAME])),
+    security(("token" = [m::ops::DenyWorkflow::ROLE_NAME, m::ops::DenyWorkflow::ALSO_NAME])),
     tag = "workflows",
     params(("id" = String, Path, description = "The workflow's id")),
     request_body = m::api::Decision,
@@ -233,7 +233,24 @@ async fn decide(
     approved: bool,
 ) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
     let wf = workflow(&s, &id).await?;
+    let side = m::Side::of(s.role);
+    let policy = s
+        .store
+        .repo::<m::Install>()
+        .require(&s.org, &wf.install)
+        .await?
+        .value
+        .approvals_by;
+    if let Some(why) = policy.refuses(side) {
+        return Err(ApiError::Forbidden(why));
+    }
     if d.all && approved {
+        if side == m::Side::Customer {
+            return Err(ApiError::BadRequest(
+                "`approve --all` approves for the vendor: approve each plan for the customer"
+                    .into(),
+            ));
+        }
         approve_later_plans(&s, &wf).await?;
     }
     let steps = decision_steps(&wf, &d, approved)?;
@@ -254,6 +271,18 @@ async fn decide(
                 step.index,
                 step.component,
                 a.decided_by.as_deref().unwrap_or("someone")
+            )));
+        }
+        let mine = match side {
+            m::Side::Vendor => &a.vendor_approved_by,
+            m::Side::Customer => &a.customer_approved_by,
+        };
+        if let Some(by) = mine {
+            return Err(ApiError::Conflict(format!(
+                "step {} ({}) was already approved for the {} by {by}; it waits for the other side",
+                step.index,
+                step.component,
+                side.name()
             )));
         }
         let reason = d
@@ -293,6 +322,7 @@ async fn decide(
                 approval_id: approval_id.clone(),
                 approved,
                 actor: s.actor.clone(),
+                by_customer: side == m::Side::Customer,
             })
             .await?;
         decided.push(a);

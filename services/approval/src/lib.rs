@@ -56,9 +56,10 @@ impl ApprovalService {
                             approval_id,
                             approved,
                             actor,
+                            by_customer,
                         } => {
-                            s.handle(&org, &approval_id, Some((approved, actor.as_str())))
-                                .await
+                            let response = (approved, actor.as_str(), by_customer);
+                            s.handle(&org, &approval_id, Some(response)).await
                         }
                         _ => Ok(()),
                     };
@@ -73,13 +74,15 @@ impl ApprovalService {
         Ok(())
     }
 
-    /// Decides an approval: by a person's `response`, or by the install's approve-all. A pending
-    /// approval neither covers waits.
+    /// Decides an approval: by a person's `response` (approved, who, for the customer), or by
+    /// the install's approve-all (the vendor's rule). Who has a say is the install's
+    /// `approvals_by`, read now: a side without one is refused; a plan both sides approve waits
+    /// for the second. A pending approval nothing decides waits.
     async fn handle(
         &self,
         org: &str,
         approval_id: &str,
-        response: Option<(bool, &str)>,
+        response: Option<(bool, &str, bool)>,
     ) -> Result<(), ApprovalError> {
         let approvals = self.store.repo::<m::Approval>();
         let Some(read) = approvals.get(org, approval_id).await? else {
@@ -93,15 +96,17 @@ impl ApprovalService {
         let a = read.value.clone();
         let decided = match a.status {
             m::ApprovalStatus::Pending => {
-                let (approved, actor) = match response {
-                    Some(r) => r,
+                let install = self
+                    .store
+                    .repo::<m::Install>()
+                    .require(org, &a.install)
+                    .await?
+                    .value;
+                let policy = install.approvals_by;
+                let (approved, actor, side) = match response {
+                    Some((approved, actor, true)) => (approved, actor, m::Side::Customer),
+                    Some((approved, actor, false)) => (approved, actor, m::Side::Vendor),
                     None => {
-                        let install = self
-                            .store
-                            .repo::<m::Install>()
-                            .require(org, &a.install)
-                            .await?
-                            .value;
                         let by_workflow = !install.approve_all
                             && self
                                 .store
@@ -109,33 +114,51 @@ impl ApprovalService {
                                 .get(org, &a.workflow_id)
                                 .await?
                                 .is_some_and(|w| w.value.approve_all);
-                        if !install.approve_all && !by_workflow {
-                            info!(org, install = %a.install, approval = approval_id, component = %a.component, "plan waits for a decision");
+                        if (!install.approve_all && !by_workflow)
+                            || !policy.includes(m::Side::Vendor)
+                        {
+                            info!(org, install = %a.install, approval = approval_id, component = %a.component, approvals_by = policy.name(), "plan waits for a decision");
                             return Ok(());
                         }
-                        (true, APPROVE_ALL_ACTOR)
+                        (true, APPROVE_ALL_ACTOR, m::Side::Vendor)
                     }
                 };
                 // From the copy just read: a decision made since costs a lost swap, no more.
+                let mut outcome = Err(String::new());
                 let r = approvals
                     .modify_from(Some(read), org, approval_id, |a| {
-                        Ok::<bool, ()>(a.decide(approved, actor, m::Timestamp::now()).is_ok())
+                        outcome = a.respond(side, approved, actor, policy, m::Timestamp::now());
+                        Ok::<bool, ()>(outcome.is_ok())
                     })
                     .await?;
                 let a = r.map(|v| v.value).unwrap_or(a);
-                let outcome = if approved { "approved" } else { "denied" };
-                info!(org, install = %a.install, approval = approval_id, component = %a.component, digest = %a.plan_digest, actor, "plan {outcome}");
+                let action = match (&outcome, approved) {
+                    (Err(why), _) => {
+                        warn!(org, approval = approval_id, actor, side = side.name(), reason = %why, "decision refused");
+                        return Ok(());
+                    }
+                    (Ok(m::Decided::Waiting(other)), _) => {
+                        info!(org, install = %a.install, approval = approval_id, component = %a.component, actor, "plan approved for the {}; waits for the {}", side.name(), other.name());
+                        format!("approval.{}_approved", side.name())
+                    }
+                    (Ok(m::Decided::Final), true) => "approval.approved".to_string(),
+                    (Ok(m::Decided::Final), false) => "approval.denied".to_string(),
+                };
+                info!(org, install = %a.install, approval = approval_id, component = %a.component, digest = %a.plan_digest, actor, side = side.name(), "{action}");
                 self.store
                     .bus()
                     .audit(&m::AuditEvent {
                         org: org.into(),
                         at: m::now(),
                         actor: actor.into(),
-                        action: format!("approval.{outcome}"),
+                        action,
                         target: approval_id.into(),
-                        detail: serde_json::json!({ "install": a.install, "component": a.component, "plan_digest": a.plan_digest, "reason": a.reason }),
+                        detail: serde_json::json!({ "install": a.install, "component": a.component, "plan_digest": a.plan_digest, "reason": a.reason, "for": side.name() }),
                     })
                     .await?;
+                if a.status == m::ApprovalStatus::Pending {
+                    return Ok(());
+                }
                 a
             }
             _ => a,

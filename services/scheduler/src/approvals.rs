@@ -45,6 +45,8 @@ impl Scheduler {
             requested_at: None,
             on_deny: Default::default(),
             reason: None,
+            vendor_approved_by: None,
+            customer_approved_by: None,
         };
         self.store
             .repo::<m::Approval>()

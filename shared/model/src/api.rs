@@ -64,6 +64,15 @@ pub struct CreateInstall {
     /// The vendor's labels for the install (`team=payments`).
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// Who approves its plans: the vendor (default), its customer, or both.
+    #[serde(default)]
+    pub approvals_by: crate::ApprovalsBy,
+}
+
+/// `POST /v1/installs/{name}/approvals`: who approves the install's plans from now on.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SetApprovals {
+    pub approvals_by: crate::ApprovalsBy,
 }
 
 /// Labels set on an install (`POST /v1/installs/{name}/labels`): `set` added or replaced,

@@ -37,7 +37,7 @@ mod transitions;
 mod workflow;
 
 pub use access::*;
-pub use approvals::{MAX_REASON, decided, denial};
+pub use approvals::{ApprovalsBy, Decided, MAX_REASON, Side, decided, denial};
 pub use audit::SCHEDULER;
 pub use executions::*;
 pub use fleet::*;

@@ -48,6 +48,13 @@ pub trait Operation {
         Some(r) => r.name(),
         None => "",
     };
+    /// A second role that may make it too (the customer, on decisions that are also theirs).
+    const ALSO: Option<Role> = None;
+    /// The second role's name (`""`: none), as the description's second scope says it.
+    const ALSO_NAME: &'static str = match Self::ALSO {
+        Some(r) => r.name(),
+        None => "",
+    };
     /// Query parameters (`()`: none).
     type Query;
     /// The request body (`()`: none; an `Option`: it may be left out; [`Octets`]: bytes).
@@ -83,6 +90,8 @@ pub struct Declared {
     pub method: Method,
     pub path: &'static str,
     pub role: Option<Role>,
+    /// A second role that may make it too.
+    pub also: Option<Role>,
     /// Rust's name of the body, query and reply types (for the OpenAPI comparison).
     pub body: fn() -> &'static str,
     pub query: fn() -> &'static str,
@@ -90,12 +99,18 @@ pub struct Declared {
 }
 
 impl Declared {
+    /// Whether a token of `role` may make this operation (an open one: anybody).
+    pub fn permits(&self, role: Role) -> bool {
+        self.role.is_none_or(|r| role.allows(r)) || self.also.is_some_and(|a| role.allows(a))
+    }
+
     const fn of<O: Operation>() -> Declared {
         Declared {
             id: O::ID,
             method: O::METHOD,
             path: O::PATH,
             role: O::ROLE,
+            also: O::ALSO,
             body: std::any::type_name::<O::Body>,
             query: std::any::type_name::<O::Query>,
             reply: std::any::type_name::<O::Reply>,
@@ -117,7 +132,7 @@ macro_rules! role {
 macro_rules! operations {
     ($(
         $(#[$doc:meta])*
-        $name:ident = $id:ident: $method:ident $path:literal, $role:ident,
+        $name:ident = $id:ident: $method:ident $path:literal, $role:ident, $(also $also:ident,)?
             query $query:ty, body $body:ty, reply $reply:ty;
     )*) => {
         $(
@@ -129,6 +144,7 @@ macro_rules! operations {
                 const METHOD: Method = Method::$method;
                 const PATH: &'static str = $path;
                 const ROLE: Option<Role> = role!($role);
+                $(const ALSO: Option<Role> = Some(Role::$also);)?
                 type Query = $query;
                 type Body = $body;
                 type Reply = $reply;
@@ -174,6 +190,9 @@ operations! {
         query (), body Option<DeployScope>, reply Deployed;
     SetApproveAll = set_approve_all: Post "/v1/installs/{name}/approve-all", Operator,
         query (), body ApproveAll, reply Install;
+    /// Who approves the install's plans; a side's say is taken away only by that side.
+    SetApprovalsOp = set_approvals: Post "/v1/installs/{name}/approvals", Operator, also Customer,
+        query (), body SetApprovals, reply Install;
     RunnerTokenOp = runner_token: Post "/v1/installs/{name}/runner-token", Admin,
         query (), body (), reply RunnerToken;
     RevokeRunners = revoke: Post "/v1/installs/{name}/revoke", Admin,
@@ -222,9 +241,11 @@ operations! {
         query (), body (), reply Workflow;
     CancelWorkflow = cancel_workflow: Post "/v1/workflows/{id}/cancel", Operator,
         query (), body (), reply Workflow;
-    ApproveWorkflow = approve_workflow: Post "/v1/workflows/{id}/approve", Operator,
+    /// For the vendor, or with a customer token for the customer, as the install's
+    /// `approvals_by` says who decides.
+    ApproveWorkflow = approve_workflow: Post "/v1/workflows/{id}/approve", Operator, also Customer,
         query (), body Decision, reply Vec<Approval>;
-    DenyWorkflow = deny_workflow: Post "/v1/workflows/{id}/deny", Operator,
+    DenyWorkflow = deny_workflow: Post "/v1/workflows/{id}/deny", Operator, also Customer,
         query (), body Decision, reply Vec<Approval>;
     RetryWorkflow = retry_workflow: Post "/v1/workflows/{id}/retry", Operator,
         query (), body StepRef, reply Workflow;

@@ -207,6 +207,9 @@ pub struct Install {
     /// (`ferry_model::check_label` is their rule).
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// Who approves this install's plans: the vendor (the default), its customer, or both.
+    #[serde(default)]
+    pub approvals_by: crate::ApprovalsBy,
     /// The install stack as the install's runner last read it in the customer's account
     /// (`.nuon.install_stack` in templates); none before a runner reported one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -693,6 +696,13 @@ pub struct Approval {
     /// Why it was denied, as the person said (at most `MAX_REASON` characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Who approved for the vendor, while the customer's approval is still wanted (an install
+    /// whose plans both approve: `ApprovalsBy::Both`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_approved_by: Option<String>,
+    /// Who approved for the customer, while the vendor's approval is still wanted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customer_approved_by: Option<String>,
 }
 
 /// What denying a plan does: fail the workflow, or skip the denied apply (and, with
@@ -761,6 +771,7 @@ mod tests {
             actions: Default::default(),
             break_glass: Default::default(),
             labels: Default::default(),
+            approvals_by: Default::default(),
             install_stack: None,
             stack_template: None,
         };
@@ -802,6 +813,7 @@ mod tests {
             actions: Default::default(),
             break_glass: Default::default(),
             labels: Default::default(),
+            approvals_by: Default::default(),
             install_stack: None,
             stack_template: None,
         };

@@ -134,6 +134,7 @@ impl Install {
             actions: Default::default(),
             break_glass: Default::default(),
             labels: req.labels,
+            approvals_by: req.approvals_by,
             install_stack: None,
             stack_template: None,
         }

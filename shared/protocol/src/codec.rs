@@ -8,7 +8,7 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 /// The protocol generation this build speaks. Bump it when a message changes shape.
-pub const PROTOCOL_VERSION: u8 = 13;
+pub const PROTOCOL_VERSION: u8 = 14;
 
 /// A type that travels on the wire. `KIND` is unique per type (checked by a unit test).
 pub trait Message: Serialize + DeserializeOwned {

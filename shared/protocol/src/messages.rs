@@ -668,6 +668,8 @@ pub enum Control {
         approval_id: String,
         approved: bool,
         actor: String,
+        /// Decided with a customer token, for the customer (else for the vendor).
+        by_customer: bool,
     },
     /// api → scheduler: run an ended workflow again from a failed or cancelled step (whose
     /// current attempt is `attempt`).

@@ -53,6 +53,7 @@ impl Session {
     /// role the operation declares, as the API checks it.
     fn may<O: m::ops::Operation>(&self) -> bool {
         O::ROLE.is_some_and(|r| self.caller.role.allows(r))
+            || O::ALSO.is_some_and(|r| self.caller.role.allows(r))
     }
 }
 

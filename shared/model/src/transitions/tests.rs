@@ -25,6 +25,7 @@ fn install() -> Install {
         actions: Default::default(),
         break_glass: Default::default(),
         labels: Default::default(),
+        approvals_by: Default::default(),
         install_stack: None,
         stack_template: None,
     }
