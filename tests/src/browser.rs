@@ -5,6 +5,8 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::{Client, Locator};
+
 use crate::{free_port, listening, repo_root};
 
 pub struct Browser {
@@ -66,4 +68,64 @@ pub async fn screenshot(client: &fantoccini::Client, name: &str) {
     std::fs::create_dir_all(&dir).expect("target/screenshots");
     let png = client.screenshot().await.expect("a screenshot");
     std::fs::write(dir.join(format!("{name}.png")), png).expect("write the screenshot");
+}
+
+/// Signs in through the sign-in form with `token`; waits for the installs page.
+pub async fn sign_in(b: &Client, api: &str, token: &str) {
+    b.goto(&format!("{api}/ui/login")).await.unwrap();
+    b.find(Locator::Id("token"))
+        .await
+        .unwrap()
+        .send_keys(token)
+        .await
+        .unwrap();
+    b.find(Locator::Id("signin"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.wait()
+        .for_element(Locator::Css("table#installs"))
+        .await
+        .unwrap();
+}
+
+/// The text of the first element `css` selects (empty: none).
+pub async fn text_of(b: &Client, css: &str) -> String {
+    match b.find(Locator::Css(css)).await {
+        Ok(e) => e.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Waits (up to 90 s) until `ok` holds of the text of `css`.
+pub async fn until_text(b: &Client, css: &str, ok: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let t = text_of(b, css).await;
+        if ok(&t) {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "{css} never matched: {t:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Clicks a decision's button and waits for the page it leads to, marking that page: the mark
+/// lasts as long as the page is not loaded again.
+pub async fn decide(b: &Client, button: fantoccini::elements::Element) {
+    b.execute("window.__before = true", vec![]).await.unwrap();
+    button.click().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let old = b.execute("return window.__before === true", vec![]).await;
+        let ready = b.find(Locator::Css("table#steps")).await.is_ok();
+        if matches!(old, Ok(serde_json::Value::Bool(false))) && ready {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no page after the decision");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    b.execute("window.__stayed = true", vec![]).await.unwrap();
 }

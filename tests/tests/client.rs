@@ -386,6 +386,20 @@ async fn installs(c: &Client) {
     let readme = run::<ops::InstallReadme>(c, &["c1"]).await.unwrap();
     assert!(readme.markdown.starts_with("# hello"), "{readme:?}");
     assert_eq!(readme.warning, None);
+    // The customer portal's readme, rendered for the install (it names it).
+    let portal = run::<ops::InstallPortalReadme>(c, &["c1"]).await.unwrap();
+    assert!(portal.markdown.contains("for install `c1`"), "{portal:?}");
+    let trail = call::<ops::InstallAudit>(c, &["c1"], &Default::default(), &())
+        .await
+        .unwrap();
+    assert!(
+        trail
+            .entries
+            .iter()
+            .all(|e| e.event.install() == Some("c1")),
+        "{trail:?}"
+    );
+    assert!(!trail.entries.is_empty());
     let stack = call::<ops::InstallStackOp>(c, &["c1"], &StackQuery::default(), &())
         .await
         .unwrap();

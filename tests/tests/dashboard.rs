@@ -8,66 +8,8 @@ use std::time::{Duration, Instant};
 
 use fantoccini::{Client, Locator};
 use ferry_tests::NatsServer;
-use ferry_tests::browser::{Browser, screenshot};
+use ferry_tests::browser::{Browser, decide, screenshot, sign_in, text_of, until_text};
 use ferry_tests::typed::*;
-
-async fn sign_in(b: &Client, api: &str, token: &str) {
-    b.goto(&format!("{api}/ui/login")).await.unwrap();
-    b.find(Locator::Id("token"))
-        .await
-        .unwrap()
-        .send_keys(token)
-        .await
-        .unwrap();
-    b.find(Locator::Id("signin"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    b.wait()
-        .for_element(Locator::Css("table#installs"))
-        .await
-        .unwrap();
-}
-
-async fn text_of(b: &Client, css: &str) -> String {
-    match b.find(Locator::Css(css)).await {
-        Ok(e) => e.text().await.unwrap_or_default(),
-        Err(_) => String::new(),
-    }
-}
-
-/// Waits (up to 90 s) until `ok` holds of the text of `css`.
-async fn until_text(b: &Client, css: &str, ok: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let t = text_of(b, css).await;
-        if ok(&t) {
-            return t;
-        }
-        assert!(Instant::now() < deadline, "{css} never matched: {t:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Clicks a decision's button and waits for the page it leads to, marking that page: the mark
-/// lasts as long as the page is not loaded again.
-async fn decide(b: &Client, button: fantoccini::elements::Element) {
-    b.execute("window.__before = true", vec![]).await.unwrap();
-    button.click().await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let old = b.execute("return window.__before === true", vec![]).await;
-        let ready = b.find(Locator::Css("table#steps")).await.is_ok();
-        if matches!(old, Ok(serde_json::Value::Bool(false))) && ready {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no page after the decision");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    b.execute("window.__stayed = true", vec![]).await.unwrap();
-}
 
 fn workflow(api: &str, id: &str) -> Workflow {
     cli::<Workflow>(api, &["workflows", "get", id, "--json"])

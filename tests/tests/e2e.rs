@@ -29,6 +29,7 @@ mod metrics;
 mod openapi;
 mod permissions;
 mod policies;
+mod portal;
 mod production;
 mod reach;
 mod readme;

@@ -178,6 +178,8 @@ fn api_routes() -> OpenApiRouter<ApiState> {
             stacks::publish_install_stack
         ))
         .routes(routes!(readme::install_readme))
+        .routes(routes!(readme::install_portal_readme))
+        .routes(routes!(audit::install_audit))
         .routes(routes!(history::install_history))
         .routes(routes!(audit::list_audit))
         .routes(routes!(bootstrap::runner_token))

@@ -229,6 +229,47 @@ pub struct ActionInfo {
     pub last_run: Option<crate::ActionState>,
 }
 
+/// A break-glass role an install's action waits for: the action needs it, its last run failed,
+/// and no grant of the role is live now. What the customer's portal shows as a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct BreakGlassRequest {
+    pub role: String,
+    pub action: String,
+    /// The failed run's workflow.
+    pub workflow: String,
+    pub failed_at: String,
+}
+
+/// The requests among `actions` (as `GET /v1/installs/{name}/actions` lists them) of install
+/// `install` at `now_ms`, one per action, ordered by role then action.
+pub fn break_glass_requests(
+    actions: &[ActionInfo],
+    install: &crate::Install,
+    now_ms: u64,
+) -> Vec<BreakGlassRequest> {
+    let live = |role: &str| {
+        install
+            .break_glass
+            .get(role)
+            .is_some_and(|g| g.until_ms > now_ms)
+    };
+    let mut out: Vec<BreakGlassRequest> = actions
+        .iter()
+        .filter_map(|a| {
+            let role = a.break_glass_role.as_deref()?;
+            let run = a.last_run.as_ref().filter(|r| r.status == "failed")?;
+            (!live(role)).then(|| BreakGlassRequest {
+                role: role.to_string(),
+                action: a.name.clone(),
+                workflow: run.workflow.clone(),
+                failed_at: run.updated_at.clone(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.role, &a.action).cmp(&(&b.role, &b.action)));
+    out
+}
+
 /// `POST /v1/installs/{name}/break-glass`: grant a role for a while (a customer token only).
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct GrantBreakGlass {
@@ -593,4 +634,57 @@ pub struct ActionStepReport {
     pub message: Option<String>,
     #[serde(default)]
     pub outputs: serde_json::Map<String, serde_json::Value>,
+}
+
+#[cfg(test)]
+mod break_glass_tests {
+    use super::*;
+
+    #[test]
+    fn an_action_that_failed_for_want_of_a_role_is_a_request_until_the_role_is_granted() {
+        let action = |name: &str, role: Option<&str>, status: &str| ActionInfo {
+            name: name.into(),
+            triggers: vec![],
+            steps: vec![],
+            inputs: vec![],
+            dependencies: vec![],
+            break_glass_role: role.map(String::from),
+            next_run: None,
+            last_run: Some(crate::ActionState {
+                workflow: format!("wf-{name}"),
+                status: status.into(),
+                outputs: Default::default(),
+                updated_at: "t".into(),
+            }),
+        };
+        let actions = [
+            action("fix", Some("admin-access"), "failed"),
+            action("check", None, "failed"),
+            action("clean", Some("admin-access"), "succeeded"),
+        ];
+        let mut install: crate::Install = serde_json::from_value(serde_json::json!({
+            "org": "o", "name": "i", "app": "a", "app_config_id": "c",
+            "inputs": {}, "approve_all": false, "status": "active",
+            "sandbox": { "status": "active" }, "components": {}, "last_workflow": null,
+            "created_at": "t", "updated_at": "t"
+        }))
+        .unwrap();
+        let asked = break_glass_requests(&actions, &install, 1_000);
+        assert_eq!(asked.len(), 1);
+        assert_eq!(
+            (asked[0].role.as_str(), asked[0].action.as_str()),
+            ("admin-access", "fix")
+        );
+        install.break_glass.insert(
+            "admin-access".into(),
+            crate::BreakGlassGrant {
+                by: "token:sec".into(),
+                granted_at: "t".into(),
+                until_ms: 2_000,
+            },
+        );
+        assert!(break_glass_requests(&actions, &install, 1_000).is_empty());
+        // Expired: asked again.
+        assert_eq!(break_glass_requests(&actions, &install, 2_000).len(), 1);
+    }
 }

@@ -212,6 +212,13 @@ operations! {
     /// The app's readme rendered for the install.
     InstallReadme = install_readme: Get "/v1/installs/{name}/readme", Viewer,
         query (), body (), reply Readme;
+    /// The app's `CUSTOMER_PORTAL_README.md` rendered for the install, as the readme is.
+    InstallPortalReadme = install_portal_readme: Get "/v1/installs/{name}/portal-readme", Viewer,
+        query (), body (), reply Readme;
+    /// The install's audit trail (its workflows', jobs', approvals' and grants' records too),
+    /// a page at a time: what its customer reads of the org's audit record.
+    InstallAudit = install_audit: Get "/v1/installs/{name}/audit", Viewer,
+        query AuditQuery, body (), reply AuditPage;
     RunRunbook = run_runbook: Post "/v1/installs/{name}/runbooks/{runbook}/runs", Operator,
         query (), body (), reply Deployed;
 

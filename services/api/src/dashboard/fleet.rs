@@ -13,7 +13,7 @@ use crate::auth::same;
 use crate::ids::Name;
 
 /// Refusal as a page when the token's role may not make API operation `O`.
-fn refused_unless<O: m::ops::Operation>(s: &Session, what: &str) -> Option<Response> {
+pub(super) fn refused_unless<O: m::ops::Operation>(s: &Session, what: &str) -> Option<Response> {
     if s.may::<O>() {
         return None;
     }

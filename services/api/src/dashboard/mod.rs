@@ -16,6 +16,7 @@
 
 mod fleet;
 mod pages;
+mod portal;
 mod session;
 mod views;
 
@@ -102,6 +103,11 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/workflows/{id}/decide", post(fleet::decide))
         .route("/ui/workflows/{id}/respond", post(fleet::respond))
         .route("/ui/installs/{name}/rollback", post(fleet::rollback))
+        .route("/ui/installs/{name}/break-glass", post(portal::grant))
+        .route(
+            "/ui/installs/{name}/break-glass/{role}/revoke",
+            post(portal::revoke),
+        )
         .route("/ui/approvals", get(fleet::approvals))
         .route("/ui/releases/{id}", get(fleet::release))
         .route("/ui/releases/{id}/{action}", post(fleet::release_action))
@@ -297,8 +303,12 @@ async fn install(s: Session, name: Name) -> Response {
         kind: None,
         action: None,
     };
+    let portal = match portal::load(&s, &i.name).await {
+        Ok(p) => portal::view(&s, &i, &p),
+        Err(e) => return failed(e),
+    };
     match crate::workflows::list_workflows(s.ctx(), Query(filter)).await {
-        Ok(wfs) => pages::install(&s, &i, &readme, &history, &wfs.0).into_response(),
+        Ok(wfs) => pages::install(&s, &i, &readme, &history, &wfs.0, portal).into_response(),
         Err(e) => failed(e),
     }
 }

@@ -34,7 +34,8 @@ pub(super) fn layout(title: &str, session: Option<&Session>, body: Markup) -> Ma
                         nav {
                             a href="/ui/installs" { "Installs" }
                             a href="/ui/approvals" { "Approvals" }
-                            a href="/ui/releases" { "Releases" }
+                            // A release spans the fleet: a token bound to installs sees none.
+                            @if s.state.scope.whole_org() { a href="/ui/releases" { "Releases" } }
                             @if s.may::<m::ops::ListAudit>() { a href="/ui/audit" { "Audit" } }
                         }
                         span.who { (s.caller.name) " · " (s.caller.role.name()) " · " (s.caller.org) }
@@ -142,6 +143,7 @@ pub fn install(
     readme: &m::api::Readme,
     history: &[m::api::HistoryEntry],
     workflows: &[Workflow],
+    portal: Markup,
 ) -> Markup {
     let components = std::iter::once((m::SANDBOX, &i.sandbox))
         .chain(i.components.iter().map(|(k, v)| (k.as_str(), v)));
@@ -165,6 +167,7 @@ pub fn install(
                 }
             }
             (install_stack(i))
+            (portal)
             @if !readme.markdown.is_empty() {
                 h2 { "Readme" }
                 @if let Some(w) = &readme.warning {
