@@ -131,7 +131,9 @@ fn a_customer_signs_in_to_their_portal_approves_grants_and_revokes() {
         // The portal: readme for the install, who approves, break-glass.
         b.goto(&format!("{api}/ui/installs/acme")).await.unwrap();
         let readme = text_of(&b, "#portal-readme").await;
-        assert!(readme.contains("for install `acme`"), "{readme}");
+        assert!(readme.contains("for install acme"), "{readme}");
+        let heading = text_of(&b, "#portal-readme h3").await;
+        assert_eq!(heading, "What this app does");
         assert!(text_of(&b, "#approvals-by").await.contains("the customer"));
         let row = text_of(&b, "#break-glass tr[data-role=admin-access]").await;
         assert!(row.contains("fix") && row.contains("no"), "{row}");

@@ -15,6 +15,7 @@
 //! with a Content-Security-Policy that allows only this origin's script and style.
 
 mod fleet;
+mod markdown;
 mod pages;
 mod portal;
 mod session;

@@ -24,12 +24,17 @@ pub(super) struct Portal {
     readme: m::api::Readme,
     actions: Vec<m::api::ActionInfo>,
     trail: Vec<AuditEntry>,
+    runners: Vec<m::api::RunnerInfo>,
 }
 
 /// Reads the portal's parts for install `name` through the API's handlers.
 pub(super) async fn load(s: &Session, name: &str) -> Result<Portal, ApiError> {
     let readme = crate::readme::install_portal_readme(s.ctx(), Name(name.into())).await?;
     let actions = crate::actions::list_actions(s.ctx(), Name(name.into())).await?;
+    let only = m::api::RunnerFilter {
+        install: Some(name.into()),
+    };
+    let runners = crate::runners::list_runners(s.ctx(), Query(only)).await?;
     // Oldest first, a page at a time: the newest are the last pages' (bounded: a long-lived
     // install's full record is for `ferry audit --install`).
     let mut trail = Vec::new();
@@ -51,6 +56,7 @@ pub(super) async fn load(s: &Session, name: &str) -> Result<Portal, ApiError> {
         readme: readme.0,
         actions: actions.0,
         trail,
+        runners: runners.0,
     })
 }
 
@@ -59,8 +65,11 @@ pub(super) fn view(s: &Session, i: &m::Install, p: &Portal) -> Markup {
     html! {
         @if !p.readme.markdown.is_empty() {
             h2 { "For the customer" }
-            // As text: the vendor's HTML in it is shown, never run.
-            pre #portal-readme { (p.readme.markdown) }
+            @if let Some(w) = &p.readme.warning {
+                p.warning { "Shown as written: it did not render (" (w) ")." }
+            }
+            // Markdown as HTML; the vendor's own HTML in it is shown as text (`markdown.rs`).
+            div #portal-readme .markdown { (maud::PreEscaped(super::markdown::to_html(&p.readme.markdown))) }
         }
         p #approvals-by { "Plans are approved by "
             strong { (match i.approvals_by {
@@ -68,6 +77,7 @@ pub(super) fn view(s: &Session, i: &m::Install, p: &Portal) -> Markup {
                 m::ApprovalsBy::Customer => "the customer",
                 m::ApprovalsBy::Both => "the vendor and the customer",
             }) } "." }
+        (runner(&p.runners))
         (break_glass(s, i, &p.actions))
         h2 { "Audit trail" }
         table #audit-trail {
@@ -79,6 +89,27 @@ pub(super) fn view(s: &Session, i: &m::Install, p: &Portal) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// The install's runners as they last reported, and how the customer pauses them: on the host
+/// or through the install stack, never from here (the control plane is the vendor's; a pause
+/// the customer's own host keeps cannot be lifted by it).
+fn runner(runners: &[m::api::RunnerInfo]) -> Markup {
+    html! {
+        h2 { "Runner" }
+        @if runners.is_empty() {
+            p #runner { "No runner has reported yet: launch the install stack (above)." }
+        }
+        @for r in runners {
+            @let health = m::health_name(Some(r.health));
+            p.runner data-runner=(r.runner.id) { "Runner " span.mono { (r.runner.id) } " "
+                span class={ "badge " (health) } { (health) }
+                " · version " (r.runner.version) " · last heard from " (r.last_seen) }
+        }
+        p { "To stop it taking jobs, pause it on its host (" code { "ferry-runner pause" } ", then "
+            code { "ferry-runner resume" } ") or set the install stack's " code { "RunnerPaused" }
+            " parameter to " code { "true" } ". Only you can lift either." }
     }
 }
 
