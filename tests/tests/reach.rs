@@ -327,6 +327,20 @@ fn a_customer_token_reaches_its_installs_and_nothing_of_another_customers() {
         let (code, body) = http("GET", &format!("{api}{path}"), &cookie);
         assert_eq!(code, 404, "{path}: {body}");
     }
+    // Every form that acts on a record of theirs, as if the record did not exist.
+    for form in [
+        "/ui/installs/{name}/rollback",
+        "/ui/installs/{name}/break-glass",
+        "/ui/installs/{name}/break-glass/{role}/revoke",
+        "/ui/workflows/{id}/decide",
+        "/ui/workflows/{id}/respond",
+        "/ui/releases/{id}/pause",
+    ] {
+        let templ = form.replace("/ui/", "/v1/");
+        let path = fill(&templ, &globex).replacen("/v1/", "/ui/", 1);
+        let (code, body) = http("POST", &format!("{api}{path}"), &cookie);
+        assert_eq!(code, 404, "{path}: {body}");
+    }
     for page in ["/ui/installs", "/ui/approvals", "/ui/releases"] {
         let (code, body) = http("GET", &format!("{api}{page}"), &cookie);
         assert_eq!(code, 200, "{page}: {body}");

@@ -233,24 +233,8 @@ async fn decide(
     approved: bool,
 ) -> Result<(StatusCode, Json<Vec<m::Approval>>), ApiError> {
     let wf = workflow(&s, &id).await?;
-    let side = m::Side::of(s.role);
-    let policy = s
-        .store
-        .repo::<m::Install>()
-        .require(&s.org, &wf.install)
-        .await?
-        .value
-        .approvals_by;
-    if let Some(why) = policy.refuses(side) {
-        return Err(ApiError::Forbidden(why));
-    }
+    let side = deciding_side(&s, &wf, &d).await?;
     if d.all && approved {
-        if side == m::Side::Customer {
-            return Err(ApiError::BadRequest(
-                "`approve --all` approves for the vendor: approve each plan for the customer"
-                    .into(),
-            ));
-        }
         approve_later_plans(&s, &wf).await?;
     }
     let steps = decision_steps(&wf, &d, approved)?;
@@ -265,41 +249,11 @@ async fn decide(
             .require(&s.org, approval_id)
             .await?
             .value;
-        if a.status != m::ApprovalStatus::Pending {
-            return Err(ApiError::Conflict(format!(
-                "step {} ({}) was already decided by {}",
-                step.index,
-                step.component,
-                a.decided_by.as_deref().unwrap_or("someone")
-            )));
+        let named = format!("{} ({})", step.index, step.component);
+        if let Some(why) = a.refuses_response(side, &named) {
+            return Err(ApiError::Conflict(why));
         }
-        let mine = match side {
-            m::Side::Vendor => &a.vendor_approved_by,
-            m::Side::Customer => &a.customer_approved_by,
-        };
-        if let Some(by) = mine {
-            return Err(ApiError::Conflict(format!(
-                "step {} ({}) was already approved for the {} by {by}; it waits for the other side",
-                step.index,
-                step.component,
-                side.name()
-            )));
-        }
-        let reason = d
-            .reason
-            .as_deref()
-            .map(str::trim)
-            .filter(|r| !r.is_empty())
-            .map(String::from);
-        if reason
-            .as_ref()
-            .is_some_and(|r| r.chars().count() > m::MAX_REASON)
-        {
-            return Err(ApiError::BadRequest(format!(
-                "reason: at most {} characters",
-                m::MAX_REASON
-            )));
-        }
+        let reason = d.reason().map_err(ApiError::BadRequest)?;
         if !approved && (d.on_deny != m::OnDeny::Fail || reason.is_some()) {
             // How the denial ends the step, and why, travel on the record the scheduler reads.
             s.store
@@ -328,6 +282,30 @@ async fn decide(
         decided.push(a);
     }
     Ok((StatusCode::ACCEPTED, Json(decided)))
+}
+
+/// The side the caller decides `wf`'s plans for, if its install lets that side decide them
+/// (`approve --all` is the vendor's: approve-all never approves for the customer).
+async fn deciding_side(
+    s: &ApiState,
+    wf: &Workflow,
+    d: &m::api::Decision,
+) -> Result<m::Side, ApiError> {
+    let side = m::Side::of(s.role);
+    let install = s
+        .store
+        .repo::<m::Install>()
+        .require(&s.org, &wf.install)
+        .await?;
+    if let Some(why) = install.value.approvals_by.refuses(side) {
+        return Err(ApiError::Forbidden(why));
+    }
+    if d.all && side == m::Side::Customer {
+        return Err(ApiError::BadRequest(
+            "`approve --all` approves for the vendor: approve each plan for the customer".into(),
+        ));
+    }
+    Ok(side)
 }
 
 /// `approve --all`: the workflow's plans still to come are approved as they come (by the

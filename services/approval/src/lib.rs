@@ -93,75 +93,12 @@ impl ApprovalService {
             );
             return Ok(());
         };
-        let a = read.value.clone();
-        let decided = match a.status {
-            m::ApprovalStatus::Pending => {
-                let install = self
-                    .store
-                    .repo::<m::Install>()
-                    .require(org, &a.install)
-                    .await?
-                    .value;
-                let policy = install.approvals_by;
-                let (approved, actor, side) = match response {
-                    Some((approved, actor, true)) => (approved, actor, m::Side::Customer),
-                    Some((approved, actor, false)) => (approved, actor, m::Side::Vendor),
-                    None => {
-                        let by_workflow = !install.approve_all
-                            && self
-                                .store
-                                .repo::<m::Workflow>()
-                                .get(org, &a.workflow_id)
-                                .await?
-                                .is_some_and(|w| w.value.approve_all);
-                        if (!install.approve_all && !by_workflow)
-                            || !policy.includes(m::Side::Vendor)
-                        {
-                            info!(org, install = %a.install, approval = approval_id, component = %a.component, approvals_by = policy.name(), "plan waits for a decision");
-                            return Ok(());
-                        }
-                        (true, APPROVE_ALL_ACTOR, m::Side::Vendor)
-                    }
-                };
-                // From the copy just read: a decision made since costs a lost swap, no more.
-                let mut outcome = Err(String::new());
-                let r = approvals
-                    .modify_from(Some(read), org, approval_id, |a| {
-                        outcome = a.respond(side, approved, actor, policy, m::Timestamp::now());
-                        Ok::<bool, ()>(outcome.is_ok())
-                    })
-                    .await?;
-                let a = r.map(|v| v.value).unwrap_or(a);
-                let action = match (&outcome, approved) {
-                    (Err(why), _) => {
-                        warn!(org, approval = approval_id, actor, side = side.name(), reason = %why, "decision refused");
-                        return Ok(());
-                    }
-                    (Ok(m::Decided::Waiting(other)), _) => {
-                        info!(org, install = %a.install, approval = approval_id, component = %a.component, actor, "plan approved for the {}; waits for the {}", side.name(), other.name());
-                        format!("approval.{}_approved", side.name())
-                    }
-                    (Ok(m::Decided::Final), true) => "approval.approved".to_string(),
-                    (Ok(m::Decided::Final), false) => "approval.denied".to_string(),
-                };
-                info!(org, install = %a.install, approval = approval_id, component = %a.component, digest = %a.plan_digest, actor, side = side.name(), "{action}");
-                self.store
-                    .bus()
-                    .audit(&m::AuditEvent {
-                        org: org.into(),
-                        at: m::now(),
-                        actor: actor.into(),
-                        action,
-                        target: approval_id.into(),
-                        detail: serde_json::json!({ "install": a.install, "component": a.component, "plan_digest": a.plan_digest, "reason": a.reason, "for": side.name() }),
-                    })
-                    .await?;
-                if a.status == m::ApprovalStatus::Pending {
-                    return Ok(());
-                }
-                a
-            }
-            _ => a,
+        let decided = match read.value.status {
+            m::ApprovalStatus::Pending => match self.respond(org, read, response).await? {
+                Some(a) => a,
+                None => return Ok(()),
+            },
+            _ => read.value,
         };
         // Decided (now or before): tell the scheduler (again, harmlessly, on a redelivery).
         self.store
@@ -175,5 +112,92 @@ impl ApprovalService {
             })
             .await?;
         Ok(())
+    }
+
+    /// Who decides pending approval `a` now, and how: the person's response, or approve-all
+    /// for the vendor; `None` when nothing decides it yet.
+    async fn who_decides<'a>(
+        &self,
+        org: &str,
+        a: &m::Approval,
+        install: &m::Install,
+        response: Option<(bool, &'a str, bool)>,
+    ) -> Result<Option<(bool, &'a str, m::Side)>, ApprovalError> {
+        if let Some((approved, actor, by_customer)) = response {
+            let side = if by_customer {
+                m::Side::Customer
+            } else {
+                m::Side::Vendor
+            };
+            return Ok(Some((approved, actor, side)));
+        }
+        let by_workflow = !install.approve_all
+            && self
+                .store
+                .repo::<m::Workflow>()
+                .get(org, &a.workflow_id)
+                .await?
+                .is_some_and(|w| w.value.approve_all);
+        if (!install.approve_all && !by_workflow) || !install.approvals_by.includes(m::Side::Vendor)
+        {
+            info!(org, install = %a.install, approval = %a.id, component = %a.component, approvals_by = install.approvals_by.name(), "plan waits for a decision");
+            return Ok(None);
+        }
+        Ok(Some((true, APPROVE_ALL_ACTOR, m::Side::Vendor)))
+    }
+
+    /// Records a response to the pending approval `read` and audits it; the approval once
+    /// decided (`None`: it still waits, or the response was refused).
+    async fn respond(
+        &self,
+        org: &str,
+        read: ferry_store::Versioned<m::Approval>,
+        response: Option<(bool, &str, bool)>,
+    ) -> Result<Option<m::Approval>, ApprovalError> {
+        let a = read.value.clone();
+        let install = self
+            .store
+            .repo::<m::Install>()
+            .require(org, &a.install)
+            .await?
+            .value;
+        let policy = install.approvals_by;
+        let Some((approved, actor, side)) = self.who_decides(org, &a, &install, response).await?
+        else {
+            return Ok(None);
+        };
+        // From the copy just read: a decision made since costs a lost swap, no more.
+        let mut outcome = Err(String::new());
+        let r = self
+            .store
+            .repo::<m::Approval>()
+            .modify_from(Some(read), org, &a.id, |a| {
+                outcome = a.respond(side, approved, actor, policy, m::Timestamp::now());
+                Ok::<bool, ()>(outcome.is_ok())
+            })
+            .await?;
+        let a = r.map(|v| v.value).unwrap_or(a);
+        let action = match (&outcome, approved) {
+            (Err(why), _) => {
+                warn!(org, approval = %a.id, actor, side = side.name(), reason = %why, "decision refused");
+                return Ok(None);
+            }
+            (Ok(m::Decided::Waiting(_)), _) => format!("approval.{}_approved", side.name()),
+            (Ok(m::Decided::Final), true) => "approval.approved".to_string(),
+            (Ok(m::Decided::Final), false) => "approval.denied".to_string(),
+        };
+        info!(org, install = %a.install, approval = %a.id, component = %a.component, digest = %a.plan_digest, actor, side = side.name(), "{action}");
+        self.store
+            .bus()
+            .audit(&m::AuditEvent {
+                org: org.into(),
+                at: m::now(),
+                actor: actor.into(),
+                action,
+                target: a.id.clone(),
+                detail: serde_json::json!({ "install": a.install, "component": a.component, "plan_digest": a.plan_digest, "reason": a.reason, "for": side.name() }),
+            })
+            .await?;
+        Ok((a.status != m::ApprovalStatus::Pending).then_some(a))
     }
 }

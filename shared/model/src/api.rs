@@ -132,6 +132,24 @@ pub struct Decision {
     pub reason: Option<String>,
 }
 
+impl Decision {
+    /// The reason given, trimmed (`None`: none), or why it is refused (too long).
+    pub fn reason(&self) -> Result<Option<String>, String> {
+        let reason = self
+            .reason
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(String::from);
+        match &reason {
+            Some(r) if r.chars().count() > crate::MAX_REASON => {
+                Err(format!("reason: at most {} characters", crate::MAX_REASON))
+            }
+            _ => Ok(reason),
+        }
+    }
+}
+
 /// `POST /v1/installs/{name}/approve-all`: switch approve-all on or off.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ApproveAll {

@@ -208,6 +208,27 @@ impl crate::Approval {
         self.decide(approved, actor, now).map(|()| Decided::Final)
     }
 
+    /// Why `side` may not respond to this approval now, if it may not: it was decided, or this
+    /// side already approved it and it waits for the other (`step` names it in the message).
+    pub fn refuses_response(&self, side: Side, step: &str) -> Option<String> {
+        if self.status != crate::ApprovalStatus::Pending {
+            return Some(format!(
+                "step {step} was already decided by {}",
+                self.decided_by.as_deref().unwrap_or("someone")
+            ));
+        }
+        let mine = match side {
+            Side::Vendor => &self.vendor_approved_by,
+            Side::Customer => &self.customer_approved_by,
+        };
+        mine.as_ref().map(|by| {
+            format!(
+                "step {step} was already approved for the {} by {by}; it waits for the other side",
+                side.name()
+            )
+        })
+    }
+
     /// Records a decision on a pending approval; a decided one keeps its first decision.
     pub fn decide(&mut self, approved: bool, actor: &str, now: Timestamp) -> Result<(), String> {
         if self.status != crate::ApprovalStatus::Pending {
