@@ -109,3 +109,20 @@ pub fn name_of<T: serde::Serialize>(v: &T) -> String {
 pub fn step_is(w: &Workflow, component: &str, kind: &str, status: &str) -> bool {
     step_of(w, component, kind).is_some_and(|s| name_of(&s.status) == status)
 }
+
+/// A customer token named `name` bound to install `install` (`tokens create --role customer
+/// --install`): its text.
+pub fn customer_token(api: &str, name: &str, install: &str) -> String {
+    let args = [
+        "tokens",
+        "create",
+        "--name",
+        name,
+        "--role",
+        "customer",
+        "--install",
+        install,
+        "--json",
+    ];
+    cli::<CreatedToken>(api, &args).token
+}

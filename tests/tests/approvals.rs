@@ -1,6 +1,6 @@
 //! Plans that wait for a person: listed, approved, denied; wrong-state responses refused.
 
-use ferry_model::api::{CreatedInstall, CreatedToken};
+use ferry_model::api::CreatedInstall;
 use ferry_model::{Approval, Install, StepKind, StepStatus, Workflow, WorkflowStatus};
 use ferry_tests::typed::{cli, name_of, step_is, steps_of, the_step, wait_until};
 use ferry_tests::{NatsServer, Proc, ferry, repo_root};
@@ -749,21 +749,8 @@ fn an_install_whose_customer_approves_its_plans_is_decided_by_the_customer() {
         err.contains("approved by its customer: a vendor token cannot decide them"),
         "{err}"
     );
-    let customer: CreatedToken = cli(
-        &api,
-        &[
-            "tokens",
-            "create",
-            "--name",
-            "acme-sec",
-            "--role",
-            "customer",
-            "--install",
-            "acme",
-            "--json",
-        ],
-    );
-    let t = customer.token.as_str();
+    let customer = ferry_tests::typed::customer_token(&api, "acme-sec", "acme");
+    let t = customer.as_str();
     let (code, _, err) = as_token(&api, t, &["workflows", "approve", &wf, "--all"]);
     assert_eq!(code, 1);
     assert!(err.contains("approve each plan for the customer"), "{err}");

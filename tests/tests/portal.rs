@@ -70,21 +70,7 @@ fn a_customer_signs_in_to_their_portal_approves_grants_and_revokes() {
     );
     let (code, out, err) = ferry_tests::create_hello(&api, "globex", &["--wait"]);
     assert_eq!(code, 0, "{out}{err}");
-    let customer = cli::<CreatedToken>(
-        &api,
-        &[
-            "tokens",
-            "create",
-            "--name",
-            "acme-sec",
-            "--role",
-            "customer",
-            "--install",
-            "acme",
-            "--json",
-        ],
-    )
-    .token;
+    let customer = customer_token(&api, "acme-sec", "acme");
 
     let browser = Browser::start();
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -204,21 +204,8 @@ fn a_customer_token_reaches_its_installs_and_nothing_of_another_customers() {
         err.contains("an admin token reaches every install"),
         "{err}"
     );
-    let customer: CreatedToken = cli(
-        &api,
-        &[
-            "tokens",
-            "create",
-            "--name",
-            "acme-sec",
-            "--role",
-            "customer",
-            "--install",
-            "acme",
-            "--json",
-        ],
-    );
-    let bearer = format!("authorization: Bearer {}", customer.token);
+    let customer = customer_token(&api, "acme-sec", "acme");
+    let bearer = format!("authorization: Bearer {customer}");
 
     // Every operation against globex's records answers as one against records that do not
     // exist, and no answer carries anything of globex's.
@@ -313,7 +300,7 @@ fn a_customer_token_reaches_its_installs_and_nothing_of_another_customers() {
     }
 
     // The dashboard, signed in with the customer token: the same.
-    let cookie = ferry_tests::dashboard_cookie_for(&api, &customer.token);
+    let cookie = ferry_tests::dashboard_cookie_for(&api, &customer);
     for (page, of_globex) in [
         ("/ui/installs/{name}", true),
         ("/ui/workflows/{id}", true),
