@@ -503,3 +503,71 @@ fn a_job_cannot_reach_the_instance_metadata_service_that_the_runner_reaches() {
         "{log}"
     );
 }
+
+/// The runner's memory cgroup directory (the test's own: the runner it starts shares it), where
+/// jobs' cgroups are made.
+fn memory_cgroup() -> Option<std::path::PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| {
+        let mut p = l.splitn(3, ':');
+        let (_, c, path) = (p.next()?, p.next()?, p.next()?);
+        c.split(',').any(|c| c == "memory").then_some(path)
+    })?;
+    Some(Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/')))
+}
+
+/// A job that takes more memory than `--job-memory-mb` is killed by the kernel within its own
+/// cgroup, and its step says why; the runner and the next job go on; no cgroup of the job's is
+/// left.
+#[test]
+fn a_job_past_its_memory_limit_is_killed_and_says_so_and_the_next_runs() {
+    let Some(base) = memory_cgroup() else {
+        panic!("this host has no cgroup v1 memory controller: /proc/self/cgroup names none");
+    };
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server(&nats.url, dir.path().join("server.log"));
+    let _runner = Proc::runner_with(
+        &nats.url,
+        "prod",
+        &dir.path().join("runner"),
+        dir.path().join("runner.log"),
+        &["--job-memory-mb", "64"],
+    );
+    let app = dir.path().join("hello");
+    ferry_tests::copy_dir(&repo_root().join("examples/hello"), &app);
+    // A line with no end, held whole by `tail`: 300 MiB.
+    std::fs::write(
+        app.join("actions/hog.toml"),
+        "name = \"hog\"\ntimeout = \"1m\"\n\n[[triggers]]\ntype = \"manual\"\n\n[[steps]]\nname = \"hog\"\ncommand = \"head -c 300M /dev/zero | tail -n 1 > /dev/null && echo survived\"\n",
+    )
+    .unwrap();
+    let wf = ferry_tests::sync_and_create(&api, &app, "prod");
+    let done = wait_until(&api, &wf, 120, "the deploy", ended);
+    assert_eq!(name_of(&done.status), "succeeded", "{}", steps_of(&done));
+
+    let (run, log) = run_action(&api, "hog");
+    assert_eq!(name_of(&run.status), "failed", "{log}");
+    let w = ferry_tests::typed::workflow(&api, &run.run).unwrap();
+    let why = w
+        .steps
+        .iter()
+        .filter_map(|s| s.message.clone())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        why.contains("killed: the job ran out of memory (its limit is 64 MiB"),
+        "{why}\n{log}"
+    );
+    assert!(!log.contains("survived"), "{log}");
+    // The runner goes on: the next job runs, and nothing of the killed one's is left.
+    let (run, log) = run_action(&api, "greeting_check");
+    assert_eq!(name_of(&run.status), "succeeded", "{log}");
+    let left: Vec<String> = std::fs::read_dir(&base)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("ferry-job-") && (n.contains(&run.run) || n.contains(&w.id)))
+        .collect();
+    assert!(left.is_empty(), "cgroups left: {left:?}");
+}

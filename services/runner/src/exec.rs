@@ -509,10 +509,15 @@ impl Executor {
         };
         timing.identity_us = ferry_model::now_us();
         log.system(self.sandbox.describe()).await;
-        let confinement = match self.confine(&job, work).await {
+        let mut confinement = match self.confine(&job, work).await {
             Ok(c) => c,
             Err(why) => return failed(why),
         };
+        let cgroup = match self.job_cgroup(work).await {
+            Ok(c) => c,
+            Err(why) => return failed(why),
+        };
+        confinement.cgroups = cgroup.iter().flat_map(|c| c.dirs().to_vec()).collect();
         let ran = self
             .run_plugin(
                 &job,
@@ -527,6 +532,13 @@ impl Executor {
             )
             .await;
         timing.exited_us = ferry_model::now_us();
+        if Self::end_cgroup(cgroup).await {
+            return failed(format!(
+                "killed: the job ran out of memory (its limit is {} MiB: the runner's \
+                 --job-memory-mb)",
+                self.sandbox.memory_limit() >> 20
+            ));
+        }
         let status = match ran {
             Ok(status) => status,
             Err(ended) => return ended,

@@ -146,9 +146,15 @@ struct Args {
     /// The bubblewrap binary (default: `bwrap` on PATH).
     #[arg(long, env = "FERRY_BWRAP")]
     bwrap: Option<PathBuf>,
-    /// How many processes (and threads) the job's user may have at once.
+    /// How many processes (and threads) a job may have at once (its cgroup's `pids.max`, and
+    /// the job user's RLIMIT_NPROC).
     #[arg(long, env = "FERRY_JOB_MAX_PROCS", default_value_t = 1024)]
     job_max_procs: u64,
+    /// How much memory a job's processes may use together, in MiB (its cgroup's limit: past it
+    /// the kernel kills the job, and its step says so); 0: no limit. Needs a root runner and a
+    /// cgroup it may make groups in (cgroup v2: `Delegate=yes` in its unit).
+    #[arg(long, env = "FERRY_JOB_MEMORY_MB", default_value_t = 4096)]
+    job_memory_mb: u64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -558,6 +564,7 @@ async fn sandbox(args: &Args) -> Result<ferry_runner::sandbox::Sandbox, String> 
         job_user: args.job_user.clone(),
         limits: ferry_runner::sandbox::Limits {
             max_procs: args.job_max_procs,
+            memory_bytes: args.job_memory_mb << 20,
         },
     };
     // It starts a sandbox to see that one can be made: off the async runtime.

@@ -49,13 +49,16 @@ pub fn record(data: &Path, work: &Path, pid: u32) -> Option<Marker> {
 }
 
 /// Kills every recorded group whose leader is still the process that was recorded; returns how
-/// many it killed. Blocking (small files); called once at start-up, before any work is taken.
-pub fn kill_left_behind(data: &Path) -> usize {
+/// many it killed, and the name of every record (a job's work directory's, whose cgroup is left
+/// too). Blocking (small files); called once at start-up, before any work is taken.
+pub fn kill_left_behind(data: &Path) -> (usize, Vec<String>) {
     let Ok(entries) = std::fs::read_dir(dir(data)) else {
-        return 0;
+        return (0, vec![]);
     };
     let mut killed = 0;
+    let mut names = Vec::new();
     for entry in entries.flatten() {
+        names.push(entry.file_name().to_string_lossy().into_owned());
         let path = entry.path();
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let mut it = text.split_whitespace().map(|t| t.parse::<u64>().ok());
@@ -77,5 +80,5 @@ pub fn kill_left_behind(data: &Path) -> usize {
         }
         let _ = std::fs::remove_file(&path);
     }
-    killed
+    (killed, names)
 }

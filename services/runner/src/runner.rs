@@ -143,10 +143,16 @@ impl Runner {
                 cfg.org, cfg.install
             )));
         }
-        let data = cfg.data_dir.clone();
-        let killed = tokio::task::spawn_blocking(move || crate::orphans::kill_left_behind(&data))
-            .await
-            .unwrap_or(0);
+        let (data, sandbox) = (cfg.data_dir.clone(), cfg.sandbox.clone());
+        let killed = tokio::task::spawn_blocking(move || {
+            let (killed, names) = crate::orphans::kill_left_behind(&data);
+            for name in names {
+                sandbox.remove_job_cgroup(&name);
+            }
+            killed
+        })
+        .await
+        .unwrap_or(0);
         if killed > 0 {
             info!(
                 killed,

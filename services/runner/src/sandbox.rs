@@ -38,6 +38,9 @@
 //! `--unsandboxed-jobs`: then jobs run as the runner, which every job's log and the runner's
 //! record say.
 
+mod cgroup;
+pub use cgroup::{JobCgroup, JobCgroups, join as join_cgroups};
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -81,6 +84,9 @@ pub enum Sandbox {
         bwrap: PathBuf,
         user: Option<JobUser>,
         limits: Limits,
+        /// Where each job's cgroup is made (its memory and process limits); `None`: the host
+        /// gives the runner no cgroup to make them in, and the limits are the user's rlimits.
+        cgroups: Option<JobCgroups>,
     },
     /// The operator's `--unsandboxed-jobs`: as the runner itself.
     Unsandboxed,
@@ -93,11 +99,16 @@ pub enum Sandbox {
 pub struct Limits {
     /// Processes (and threads) of the job's user at once: a fork bomb stops here.
     pub max_procs: u64,
+    /// Bytes of memory a job's processes use together (its cgroup's limit); 0: none.
+    pub memory_bytes: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_procs: 1024 }
+        Limits {
+            max_procs: 1024,
+            memory_bytes: 4 << 30,
+        }
     }
 }
 
@@ -111,6 +122,24 @@ pub struct Settings {
     /// `--job-user`: a user name, or `UID:GID`.
     pub job_user: Option<String>,
     pub limits: Limits,
+}
+
+/// Where jobs' cgroups are made: only for a runner that drops jobs to their own user (root, so
+/// the plugin can join the cgroup before it drops) and a memory limit asked for; else the
+/// reason, once, in the runner's log.
+fn job_cgroups(user: Option<JobUser>, limits: Limits) -> Option<JobCgroups> {
+    if user.is_none() || limits.memory_bytes == 0 {
+        return None;
+    }
+    match JobCgroups::detect() {
+        Ok(c) => Some(c),
+        Err(why) => {
+            tracing::warn!(
+                "jobs run without a memory limit (their process limit is the job user's): {why}"
+            );
+            None
+        }
+    }
 }
 
 /// The user jobs run as when the operator names none and the host has it (`install.sh` makes it).
@@ -153,6 +182,7 @@ impl Sandbox {
                 bwrap,
                 user,
                 limits: s.limits,
+                cgroups: job_cgroups(user, s.limits),
             }),
             Ok(o) => Ok(Sandbox::Missing(format!(
                 "bubblewrap ({}) cannot make a sandbox on this host: {} (user namespaces may be \
@@ -165,6 +195,38 @@ impl Sandbox {
                  or start the runner with --unsandboxed-jobs to run jobs as the runner itself",
                 bwrap.display()
             ))),
+        }
+    }
+
+    /// A cgroup for the job `name` with its limits, when the host gives the runner cgroups.
+    /// Blocking.
+    pub fn job_cgroup(&self, name: &str) -> Option<Result<JobCgroup, String>> {
+        match self {
+            Sandbox::Bwrap {
+                cgroups: Some(c),
+                limits,
+                ..
+            } => Some(c.create(name, limits.memory_bytes, limits.max_procs)),
+            _ => None,
+        }
+    }
+
+    /// Removes the cgroup a dead runner process left for the job `name` (killing what is left in
+    /// it), if there is one. Blocking.
+    pub fn remove_job_cgroup(&self, name: &str) {
+        if let Sandbox::Bwrap {
+            cgroups: Some(c), ..
+        } = self
+        {
+            c.left_behind(name).remove();
+        }
+    }
+
+    /// The job's memory limit, for its log when its cgroup ran out of it.
+    pub fn memory_limit(&self) -> u64 {
+        match self {
+            Sandbox::Bwrap { limits, .. } => limits.memory_bytes,
+            _ => 0,
         }
     }
 
@@ -222,9 +284,13 @@ impl Sandbox {
                 bwrap,
                 user,
                 limits,
+                ..
             } => {
                 let mut cmd = tokio::process::Command::new(bwrap);
                 cmd.args(bwrap_args(c)).arg("--").arg(exe).args(args);
+                for d in &c.cgroups {
+                    cmd.arg("--cgroup").arg(d);
+                }
                 if let Some(u) = user.filter(|_| !c.ferry_only) {
                     cmd.arg("--drop-to")
                         .arg(u.to_string())
@@ -387,6 +453,8 @@ pub struct Confinement {
     /// image by digest): it keeps the runner's user in its sandbox, to write the install's
     /// store, which the runner writes too.
     pub ferry_only: bool,
+    /// The job's cgroup directories (its limits): bound writable, for the plugin to join.
+    pub cgroups: Vec<PathBuf>,
 }
 
 /// bubblewrap's arguments for `c`: the host read-only, a private `/tmp`, `/dev` and `/proc`,
@@ -436,6 +504,9 @@ fn bwrap_args(c: &Confinement) -> Vec<OsString> {
     }
     for p in c.readable.iter().filter(|p| p.exists()) {
         push(&[&"--ro-bind", p, p]);
+    }
+    for p in &c.cgroups {
+        push(&[&"--bind", p, p]);
     }
     push(&[&"--unshare-pid", &"--unshare-ipc", &"--unshare-uts"]);
     push(&[&"--die-with-parent", &"--chdir", &c.cwd]);
@@ -525,6 +596,7 @@ mod tests {
             work: "/d/work/e1".into(),
             cwd: "/d/work/e1/src".into(),
             ferry_only: false,
+            cgroups: vec![],
         };
         let args: Vec<String> = bwrap_args(&c)
             .into_iter()

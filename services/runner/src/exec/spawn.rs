@@ -68,7 +68,38 @@ impl Executor {
             work: work.to_path_buf(),
             cwd: job.src_dir().to_path_buf(),
             ferry_only,
+            cgroups: vec![],
         })
+    }
+
+    /// The job's own cgroup (its memory and process limits), made for the work directory
+    /// `work`, when the host gives the runner cgroups.
+    pub(super) async fn job_cgroup(
+        &self,
+        work: &Path,
+    ) -> Result<Option<crate::sandbox::JobCgroup>, String> {
+        let name = work
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let sandbox = self.sandbox.clone();
+        tokio::task::spawn_blocking(move || sandbox.job_cgroup(&name).transpose())
+            .await
+            .map_err(|e| format!("making the job's cgroup: {e}"))?
+            .map_err(|e| format!("making the job's cgroup: {e}"))
+    }
+
+    /// Ends the job's cgroup (whatever is left in it killed) and says whether the kernel killed
+    /// a process of it for want of memory.
+    pub(super) async fn end_cgroup(cgroup: Option<crate::sandbox::JobCgroup>) -> bool {
+        let Some(c) = cgroup else { return false };
+        tokio::task::spawn_blocking(move || {
+            let oom = c.oom_killed();
+            c.remove();
+            oom
+        })
+        .await
+        .unwrap_or(false)
     }
 
     /// The install's own environment on this host, shared by its jobs (`FERRY_INSTALL_DIR`):

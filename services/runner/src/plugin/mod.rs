@@ -238,6 +238,9 @@ pub struct PluginArgs {
     /// With --drop-to: the job's user's process limit.
     #[arg(long, default_value_t = 1024)]
     pub max_procs: u64,
+    /// The job's cgroup directories (its limits), joined before anything of the job runs.
+    #[arg(long = "cgroup")]
+    pub cgroups: Vec<PathBuf>,
 }
 
 /// The plugin process: reads its job file (the runner's: it may hold secret values to copy into
@@ -247,6 +250,10 @@ pub fn entry(a: &PluginArgs) -> i32 {
     outlive_sigterm();
     let job =
         std::fs::read(&a.job).map_err(|e| PluginError(format!("reading {}: {e}", a.job.display())));
+    if let Err(e) = crate::sandbox::join_cgroups(&a.cgroups) {
+        eprintln!("error: entering the job's sandbox: {e}");
+        return 1;
+    }
     if let Some(user) = a.drop_to
         && let Err(e) = crate::sandbox::enter(user, a.max_procs)
     {
