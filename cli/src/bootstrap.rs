@@ -210,6 +210,7 @@ fn unit(install: &str) -> String {
          RestartSec=2\n\
          KillMode=mixed\n\
          TimeoutStopSec=90\n\
+         Delegate=yes\n\
          StateDirectory=ferry-runner\n\
          NoNewPrivileges=true\n\n\
          [Install]\n\

@@ -179,7 +179,8 @@ fn the_stacks_user_data_installs_the_bundle_and_its_runner_bootstraps() {
     );
     let unit = std::fs::read_to_string(root.join("opt/ferry/ferry-runner.service")).unwrap();
     assert!(
-        unit.contains("ExecStartPre=+/usr/local/bin/ferry-jobs-firewall"),
+        unit.contains("ExecStartPre=+/usr/local/bin/ferry-jobs-firewall")
+            && unit.contains("Delegate=yes"),
         "{unit}"
     );
 
