@@ -234,7 +234,8 @@ fn a_token_past_its_event_streams_is_refused_and_the_process_caps_them_all() {
     let (_server, api) = Proc::server_with(
         &nats.url,
         dir.path().join("server.log"),
-        &["--sse-max", "260"],
+        // One org's tokens here: its cap as high as the process's.
+        &["--sse-max", "260", "--sse-per-org", "260"],
     );
     let viewer = |name: &str| {
         let v = cli::<CreatedToken>(
@@ -279,6 +280,45 @@ fn a_token_past_its_event_streams_is_refused_and_the_process_caps_them_all() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// One org holding all the event streams it may (its admin minted tokens for them) leaves
+/// another org's first stream answered: the org's cap is below the process's.
+#[test]
+fn one_org_cannot_hold_every_event_stream_of_the_process() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, api) = Proc::server_with(
+        &nats.url,
+        dir.path().join("server.log"),
+        &["--sse-max", "8", "--sse-per-token", "8"],
+    );
+    let admin = ferry_tests::token_for(&api).unwrap();
+    let held: Vec<TcpStream> = (0..6)
+        .map(|i| {
+            let (code, conn) = open_stream(&api, &admin);
+            assert_eq!(code, 200, "stream {i}");
+            conn
+        })
+        .collect();
+    assert_eq!(
+        open_stream(&api, &admin).0,
+        429,
+        "past the org's cap (6 of 8)"
+    );
+    let out = ferry_tests::ferry_server(&nats.url)
+        .args(["init", "--org", "globex"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let other = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let (code, _conn) = open_stream(&api, &other);
+    assert_eq!(code, 200, "another org's first stream");
+    drop(held);
 }
 
 #[test]

@@ -101,6 +101,10 @@ pub struct HttpLimitArgs {
     /// Event streams open at once in this process, over all tokens.
     #[arg(long, env = "FERRY_SSE_MAX", default_value_t = 2000)]
     pub sse_max: usize,
+    /// Event streams open at once per org, over its tokens (default: three quarters of
+    /// --sse-max, so one org never holds every place).
+    #[arg(long, env = "FERRY_SSE_PER_ORG")]
+    pub sse_per_org: Option<usize>,
 }
 
 impl HttpLimitArgs {

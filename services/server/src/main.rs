@@ -495,9 +495,13 @@ async fn start_api(
     );
     let renewals = or_stop(stop.clone(), async move { Ok(renewals.await?) });
     tasks.spawn(async move { (Service::Api, renewals.await) });
+    let total = args.http_limits.sse_max.max(1);
     let caps = ferry_api::streams::StreamCaps {
         per_token: args.http_limits.sse_per_token.max(1),
-        total: args.http_limits.sse_max.max(1),
+        per_org: (args.http_limits.sse_per_org)
+            .unwrap_or_else(|| ferry_api::streams::StreamCaps::default_per_org(total))
+            .max(1),
+        total,
     };
     let tasks = ferry_store::Tasks::stopped_by(stop.child_token());
     let stack_bucket = args.stack_bucket.open().await?;
