@@ -41,6 +41,12 @@ impl crate::api::AuditQuery {
         if self.limit.is_some_and(|l| l == 0 || l > AUDIT_PAGE_MAX) {
             return Err(format!("limit: 1 to {AUDIT_PAGE_MAX}"));
         }
+        // JetStream's sequences stay below 2^63, and a page starts one after `after`.
+        if let Some(after) = self.after.filter(|a| *a >= (1 << 63) - 1) {
+            return Err(format!(
+                "after {after}: not a position this record gave (a page's `next`)"
+            ));
+        }
         Ok(())
     }
 
@@ -353,5 +359,16 @@ mod tests {
             ..AuditQuery::default()
         };
         assert!(bad.check().unwrap_err().contains("RFC 3339"));
+    }
+
+    #[test]
+    fn a_position_past_any_the_record_gives_is_refused() {
+        let q = |after| crate::api::AuditQuery {
+            after: Some(after),
+            ..Default::default()
+        };
+        assert!(q(u64::MAX).check().unwrap_err().contains("not a position"));
+        assert!(q((1 << 63) - 1).check().is_err());
+        assert!(q(12).check().is_ok());
     }
 }
