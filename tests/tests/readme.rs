@@ -67,7 +67,7 @@ fn an_installs_readme_renders_its_state_escaped_and_falls_back_to_the_text() {
     let (_, out, _) = ferry(&api, &["installs", "readme", "first"]);
     assert!(out.contains("hi &lt;there&gt;"), "{out}");
 
-    // The dashboard shows it as text: the escaped markdown, escaped once more for the page.
+    // The dashboard shows it as Markdown: what the template escaped stays text, never markup.
     let cookie = ferry_tests::dashboard_cookie(&api);
     let page = Command::new("curl")
         .args(["-s", "-H", &cookie])
@@ -75,8 +75,10 @@ fn an_installs_readme_renders_its_state_escaped_and_falls_back_to_the_text() {
         .output()
         .unwrap();
     let page = String::from_utf8_lossy(&page.stdout);
+    assert!(page.contains("<h1>Hello</h1>"), "{page}");
     assert!(
-        page.contains("Greeting: **hi &amp;lt;there&amp;gt;** on first"),
+        page.contains("Greeting: <strong>hi &lt;there&gt;</strong> on first, &lt;b&gt;&amp;+"),
         "{page}"
     );
+    assert!(!page.contains("<there>") && !page.contains("<b>"), "{page}");
 }

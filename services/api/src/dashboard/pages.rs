@@ -173,8 +173,8 @@ pub fn install(
                 @if let Some(w) = &readme.warning {
                     p.warning { "Shown as written: it did not render (" (w) ")." }
                 }
-                // The markdown as text: the vendor's HTML in it is shown, never run.
-                pre #readme { (readme.markdown) }
+                // Markdown as HTML; the vendor's own HTML in it is shown as text (`markdown.rs`).
+                div #readme .markdown { (maud::PreEscaped(super::markdown::to_html(&readme.markdown))) }
             }
             h2 { "Components" }
             table #components {
