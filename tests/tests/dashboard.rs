@@ -96,6 +96,11 @@ fn an_operator_approves_and_watches_a_deploy_and_a_viewer_cannot_decide() {
             .await
             .unwrap();
         assert!(button.attr("disabled").await.unwrap().is_some());
+        let why = text_of(&v, "span.why").await;
+        assert!(
+            why.contains("A viewer token cannot decide on plans"),
+            "{why}"
+        );
         v.execute(
             "document.querySelector('button[data-decision=approve]').disabled = false",
             vec![],

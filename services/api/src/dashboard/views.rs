@@ -14,7 +14,12 @@ use super::pages::{Plan, layout, name};
 /// reason and what the denial does. `back` is the page to come back to.
 pub fn decision(s: &Session, wf: &str, a: &Approval, back: &str) -> Markup {
     let may = s.may::<m::ops::ApproveWorkflow>();
-    let off = (!may).then_some("Your token may not decide on plans: an operator's may");
+    let why = format!(
+        "A {} token cannot decide on plans: an operator's can (and the install's customer's, \
+         where it approves them)",
+        s.caller.role.name()
+    );
+    let off = (!may).then_some(why.as_str());
     html! {
         form.inline method="post" action={ "/ui/workflows/" (wf) "/decide" } {
             input type="hidden" name="csrf" value=(s.csrf);
@@ -23,6 +28,8 @@ pub fn decision(s: &Session, wf: &str, a: &Approval, back: &str) -> Markup {
             input type="hidden" name="decision" value="approve";
             button type="submit" class="approve" data-decision="approve" disabled[!may] title=[off] { "approve " (a.component) }
         }
+        // Said beside the disabled buttons too: a tooltip shows on no touch screen.
+        @if let Some(why) = off { span.why { (why) } }
         details.deny {
             summary data-decision="deny" { "deny " (a.component) "…" }
             form method="post" action={ "/ui/workflows/" (wf) "/decide" } {
