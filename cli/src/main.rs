@@ -222,7 +222,7 @@ async fn installs(api: &ferry_client::Client, cmd: InstallsCmd) -> anyhow::Resul
                 eprintln!("the app has no readme (metadata.toml `readme`)");
                 return Ok(0);
             }
-            println!("{}", readme.markdown.trim_end());
+            println!("{}", render::clean(readme.markdown.trim_end()));
             Ok(0)
         }
         InstallsCmd::Stack {

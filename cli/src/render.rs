@@ -117,11 +117,30 @@ pub fn status_word<T: std::fmt::Debug>(s: T) -> String {
 fn outputs(o: &ferry_model::Outputs) -> String {
     o.iter()
         .map(|(k, v)| match v {
-            serde_json::Value::String(s) => format!("{k}={s}"),
-            other => format!("{k}={other}"),
+            serde_json::Value::String(s) => format!("{}={}", clean(k), clean(s)),
+            other => clean(&format!("{k}={other}")).into_owned(),
         })
         .collect::<Vec<_>>()
         .join("  ")
+}
+
+/// A string a runner, a job or a person supplied (an output, a stack status, a reason, a
+/// readme), made safe to print: its control characters (ESC and the rest of C0 and C1, but the
+/// newline and the tab) shown as `\u{..}` escapes, so no record can clear the screen, recolour
+/// the terminal or plant a link in it.
+pub fn clean(s: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.chars()
+            .map(|c| match bad(c) {
+                true => c.escape_unicode().to_string(),
+                false => c.to_string(),
+            })
+            .collect(),
+    )
 }
 
 /// Labels as `key=value` pairs, comma-separated; `-` for none.
@@ -146,7 +165,11 @@ pub fn install(i: &Install) -> String {
         i.last_workflow.as_deref().unwrap_or("-")
     );
     if !i.inputs.is_empty() {
-        let ins: Vec<String> = i.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let ins: Vec<String> = i
+            .inputs
+            .iter()
+            .map(|(k, v)| format!("{k}={}", clean(v)))
+            .collect();
         out.push_str(&format!("\ninputs: {}", ins.join("  ")));
     }
     if !i.labels.is_empty() {
@@ -155,7 +178,7 @@ pub fn install(i: &Install) -> String {
     if let Some(s) = &i.install_stack {
         out.push_str(&format!(
             "\ninstall stack: {} ({} outputs, read by the runner at {})",
-            s.status,
+            clean(&s.status),
             s.outputs.len(),
             s.reported_at
         ));
@@ -192,7 +215,9 @@ pub fn install(i: &Install) -> String {
             let state = if d.drifted { "DRIFTED" } else { "in sync" };
             out.push_str(&format!(
                 "\ndrift of {name}: {state} ({}, checked {} by workflow {})",
-                d.summary, d.checked_at, d.workflow
+                clean(&d.summary),
+                d.checked_at,
+                d.workflow
             ));
         }
     }
@@ -287,7 +312,7 @@ pub fn workflow(w: &Workflow) -> String {
         out.push_str(&format!("\n  scope: {}", w.scope.describe()));
     }
     if let Some(e) = &w.error {
-        out.push_str(&format!("\n  error: {e}"));
+        out.push_str(&format!("\n  error: {}", clean(e)));
     }
     let rows: Vec<Vec<String>> = w
         .steps
@@ -300,8 +325,8 @@ pub fn workflow(w: &Workflow) -> String {
                 s.kind.label().to_string(),
                 format!("{} {}", step_mark(s.status), status_word(s.status)),
                 s.job_id.clone().unwrap_or_default(),
-                s.actor.clone().unwrap_or_default(),
-                s.message.clone().unwrap_or_default(),
+                clean(s.actor.as_deref().unwrap_or_default()).into_owned(),
+                clean(s.message.as_deref().unwrap_or_default()).into_owned(),
             ]
         })
         .collect();
@@ -429,5 +454,17 @@ pub fn log_line(e: &LogEntry) -> String {
     match e.stream.as_str() {
         "system" => format!("[ferry] {}", e.text),
         _ => e.text.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clean;
+
+    #[test]
+    fn a_records_terminal_escapes_are_shown_not_run() {
+        assert_eq!(clean("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(clean("\u{1b}[2Jcleared"), "\\u{1b}[2Jcleared");
+        assert_eq!(clean("link\u{9d}8;;x\u{7}"), "link\\u{9d}8;;x\\u{7}");
     }
 }

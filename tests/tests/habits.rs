@@ -124,3 +124,32 @@ fn listings_take_an_output_format_and_colour_is_for_terminals_only() {
         "{refused:?}"
     );
 }
+
+/// A value someone else supplied (an input, an output, a reason) that carries terminal escapes
+/// is shown with them written out, never sent to the terminal: nothing in a record can clear the
+/// screen or plant a link.
+#[test]
+fn record_strings_print_their_terminal_escapes_as_text() {
+    let nats = NatsServer::start();
+    let (_server, api) = ferry_tests::Proc::server(&nats.url, nats.dir.path().join("server.log"));
+    ferry_tests::sync_hello(&api, &repo_root().join("examples/hello"));
+    let hostile = "\u{1b}[2J\u{1b}]8;;https://evil.test\u{7}hi";
+    let (code, out, err) = ferry(
+        &api,
+        &[
+            "installs",
+            "create",
+            "--app",
+            "hello",
+            "--name",
+            "prod",
+            "--input",
+            &format!("greeting={hostile}"),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = ferry(&api, &["installs", "get", "prod"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+    assert!(out.contains("\\u{1b}[2J"), "{out}");
+}
