@@ -175,27 +175,7 @@ pub fn install(i: &Install) -> String {
     if !i.labels.is_empty() {
         out.push_str(&format!("\nlabels: {}", labels(&i.labels)));
     }
-    if let Some(s) = &i.install_stack {
-        out.push_str(&format!(
-            "\ninstall stack: {} ({} outputs, read by the runner at {})",
-            clean(&s.status),
-            s.outputs.len(),
-            s.reported_at
-        ));
-        for (name, secret) in &s.secrets {
-            let set = if secret.length == 0 { "empty" } else { "set" };
-            out.push_str(&format!(
-                "\n  secret {name}: {set}, changed {}",
-                secret.timestamp
-            ));
-        }
-    }
-    if let Some(t) = &i.stack_template {
-        out.push_str(&format!(
-            "\ninstall stack template: {} (published {} by {})\n  launch: {}",
-            t.template_url, t.published_at, t.published_by, t.quick_link_url
-        ));
-    }
+    out.push_str(&install_stack(i));
     let mut rows = vec![vec![
         "sandbox".to_string(),
         status_word(i.sandbox.status),
@@ -232,6 +212,34 @@ pub fn install(i: &Install) -> String {
         out.push_str(&format!(
             "\naction {name}: last run {} {}",
             a.workflow, a.status
+        ));
+    }
+    out
+}
+
+/// The install stack's lines of `installs get`: its status and secrets as the runner read
+/// them, and the published template.
+fn install_stack(i: &Install) -> String {
+    let mut out = String::new();
+    if let Some(s) = &i.install_stack {
+        out.push_str(&format!(
+            "\ninstall stack: {} ({} outputs, read by the runner at {})",
+            clean(&s.status),
+            s.outputs.len(),
+            s.reported_at
+        ));
+        for (name, secret) in &s.secrets {
+            let set = if secret.length == 0 { "empty" } else { "set" };
+            out.push_str(&format!(
+                "\n  secret {name}: {set}, changed {}",
+                secret.timestamp
+            ));
+        }
+    }
+    if let Some(t) = &i.stack_template {
+        out.push_str(&format!(
+            "\ninstall stack template: {} (published {} by {})\n  launch: {}",
+            t.template_url, t.published_at, t.published_by, t.quick_link_url
         ));
     }
     out

@@ -333,13 +333,17 @@ impl<T: Record> Repo<T> {
     /// The latest revision of each key under `filter` (a subject of the bucket's stream), in
     /// the order of the keys.
     ///
-    /// Two streamed passes. The first delivers the last revision of each key as the stream held
-    /// it when the pass began; but a key rewritten meanwhile can have that revision removed
-    /// (only [`HISTORY`](ferry_protocol::resources::buckets::HISTORY) are kept) before it is
-    /// delivered, and the server then passes over the key entirely — a busy install went missing
-    /// from its org's listing, and `ferry dev` took it for deleted. Every such key has a newer
-    /// revision written after the stream's last sequence read before the first pass, so the second
-    /// pass reads just those writes, in order, and the newest of each key wins.
+    /// Two streamed passes, and a check when the bucket was written meanwhile. The first pass
+    /// delivers the last revision of each key as the stream held it when the pass began; but a
+    /// key rewritten meanwhile can have that revision removed (only
+    /// [`HISTORY`](ferry_protocol::resources::buckets::HISTORY) are kept) before it is delivered,
+    /// and the server then passes over the key entirely — a busy install went missing from its
+    /// org's listing, and `ferry dev` took it for deleted. The second pass reads the writes made
+    /// since the first began, in order (the newest of each key wins). The server's count of what
+    /// is left to deliver is not to be trusted while revisions are removed under it (a key still
+    /// went missing, once in about a thousand busy scans), so when the second pass met any write,
+    /// the keys the stream holds now (one snapshot of its subjects) are compared with those read,
+    /// and any missing one is read by itself.
     async fn scan_subjects(&self, filter: String) -> Result<Vec<T>, StoreError> {
         use async_nats::jetstream::consumer::DeliverPolicy;
         let before = self
@@ -356,7 +360,12 @@ impl<T: Record> Repo<T> {
         let since = DeliverPolicy::ByStartSequence {
             start_sequence: before + 1,
         };
-        latest.extend(self.scan_pass(filter, since).await?);
+        let written = self.scan_pass(filter.clone(), since).await?;
+        let busy = !written.is_empty();
+        latest.extend(written);
+        if busy {
+            self.read_missing(&filter, &mut latest).await?;
+        }
         let mut out = Vec::with_capacity(latest.len());
         for (key, payload) in latest {
             let Some(payload) = payload else { continue };
@@ -369,6 +378,33 @@ impl<T: Record> Repo<T> {
             );
         }
         Ok(out)
+    }
+
+    /// Reads each key under `filter` that the stream holds and `latest` lacks.
+    async fn read_missing(
+        &self,
+        filter: &str,
+        latest: &mut std::collections::BTreeMap<String, Option<bytes::Bytes>>,
+    ) -> Result<(), StoreError> {
+        let mut subjects = self
+            .kv
+            .stream
+            .info_with_subjects(filter)
+            .await
+            .map_err(nats)?;
+        let mut missing = Vec::new();
+        while let Some((subject, _count)) = subjects.try_next().await.map_err(nats)? {
+            if let Some(k) = subject.strip_prefix(self.kv.prefix.as_str())
+                && !latest.contains_key(k)
+            {
+                missing.push(k.to_string());
+            }
+        }
+        for k in missing {
+            let value = self.kv.get(&k).await.map_err(nats)?;
+            latest.insert(k, value);
+        }
+        Ok(())
     }
 
     /// One pass of a scan: what an ordered consumer from `from` on `filter` delivers until it has
