@@ -323,8 +323,8 @@ pub(crate) enum InstallsCmd {
     Rollback {
         /// The install's name.
         name: String,
-        /// The config version to go back to (its id, as `installs history` shows it).
-        #[arg(long, value_name = "CONFIG_ID")]
+        /// The config version to go back to (its number, `2` or `v2`, or its id).
+        #[arg(long, value_name = "VERSION")]
         to: Option<String>,
         /// Follow the workflow until it ends; exit 1 unless it succeeded.
         #[arg(long)]
@@ -526,9 +526,9 @@ pub(crate) enum InstallsCmd {
         /// `ferry workflows get W`.
         #[arg(long)]
         plan_only: bool,
-        /// Deploy this config version of the app (its id, as `apps sync` and `installs history`
-        /// show it) instead of the latest: an earlier one rolls back.
-        #[arg(long, value_name = "CONFIG_ID")]
+        /// Deploy this config version of the app (its number, `2` or `v2`, as `apps sync`
+        /// prints it, or its id) instead of the latest: an earlier one rolls back.
+        #[arg(long, value_name = "VERSION")]
         config: Option<String>,
         /// Plan every component first (a plan-only deploy: each plan made and judged by the
         /// app's policies against what is deployed now), and deploy only if all passed: a deny
@@ -587,8 +587,8 @@ pub(crate) enum ReleasesCmd {
         /// The app.
         #[arg(long)]
         app: String,
-        /// The config version (its id; default: the app's latest).
-        #[arg(long)]
+        /// The config version (its number, `2` or `v2`, or its id; default: the app's latest).
+        #[arg(long, value_name = "VERSION")]
         config: Option<String>,
         /// The installs, comma-separated, in order (default: every install of the app).
         #[arg(long, value_delimiter = ',')]

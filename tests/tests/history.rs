@@ -71,4 +71,36 @@ fn history_lists_each_deploy_and_rollback_deploys_the_config_before() {
         cli::<Install>(&api, &["installs", "get", "prod", "--json"]).app_config_id,
         second
     );
+    // A config version by its number, as `apps sync` prints it, wherever one is taken.
+    let (code, out, err) = ferry(
+        &api,
+        &["installs", "deploy", "prod", "--config", "1", "--wait"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        cli::<Install>(&api, &["installs", "get", "prod", "--json"]).app_config_id,
+        first
+    );
+    let (code, out, err) = ferry(
+        &api,
+        &["installs", "rollback", "prod", "--to", "v2", "--wait"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        cli::<Install>(&api, &["installs", "get", "prod", "--json"]).app_config_id,
+        second
+    );
+    let (code, _, err) = ferry(&api, &["installs", "deploy", "prod", "--config", "v9"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("app `hello` has no config version `v9`"),
+        "{err}"
+    );
+    let release: ferry_model::Release = cli(
+        &api,
+        &[
+            "releases", "create", "--app", "hello", "--config", "v1", "--json",
+        ],
+    );
+    assert_eq!(release.config_id, first);
 }

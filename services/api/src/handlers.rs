@@ -294,3 +294,31 @@ pub async fn get_config(
         .ok_or_else(|| ApiError::NotFound(format!("config version `{id}` not found")))?;
     Ok(Json(v.value))
 }
+
+/// The id of the config version of `app` that `given` names: its id, or its number (`2`, `v2`,
+/// as `apps sync` prints it). A version of another app, or none, is not found.
+pub(crate) async fn config_id(
+    s: &crate::ApiState,
+    app: &str,
+    given: &str,
+) -> Result<String, ApiError> {
+    let not_found = || ApiError::NotFound(format!("app `{app}` has no config version `{given}`"));
+    if let Some(n) = ferry_model::config_number(given) {
+        let versions = s.store.repo::<m::AppConfigVersion>().scan(&s.org).await?;
+        return versions
+            .into_iter()
+            .find(|v| v.app == app && v.version == n)
+            .map(|v| v.id)
+            .ok_or_else(not_found);
+    }
+    crate::ids::check_filter("config", Some(given))?;
+    match s
+        .store
+        .repo::<m::AppConfigVersion>()
+        .get(&s.org, given)
+        .await?
+    {
+        Some(c) if c.value.app == app => Ok(given.to_string()),
+        _ => Err(not_found()),
+    }
+}

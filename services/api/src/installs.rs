@@ -659,21 +659,9 @@ async fn config_to_run(
     ) {
         return Ok(install.app_config_id.clone());
     }
-    // A config version named (a rollback): one of the install's own app, checked before use.
-    if let Some(id) = asked {
-        crate::ids::check_filter("config", Some(id))?;
-        let found = s
-            .store
-            .repo::<m::AppConfigVersion>()
-            .get(&s.org, id)
-            .await?;
-        return match found {
-            Some(c) if c.value.app == install.app => Ok(id.to_string()),
-            _ => Err(ApiError::NotFound(format!(
-                "app `{}` has no config version `{id}`",
-                install.app
-            ))),
-        };
+    // A config version named (a rollback): one of the install's own app, by id or number.
+    if let Some(given) = asked {
+        return crate::handlers::config_id(s, &install.app, given).await;
     }
     s.store
         .repo::<App>()

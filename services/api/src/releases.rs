@@ -41,7 +41,7 @@ pub async fn create_release(
         .ok_or_else(|| ApiError::NotFound(format!("app `{}` not found", req.app)))?
         .value;
     let config = match &req.config {
-        Some(c) => c.clone(),
+        Some(c) => crate::handlers::config_id(&s, &req.app, c).await?,
         None => app
             .latest_config
             .clone()

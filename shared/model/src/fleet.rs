@@ -300,3 +300,29 @@ mod tests {
         assert!(!q(serde_json::json!({"label": "Tier=gold"})).matches(&i, active));
     }
 }
+
+/// The number a person gives for a config version (`2`, `v2`, as `apps sync` prints it), if
+/// `given` is one rather than a config version's id.
+pub fn config_number(given: &str) -> Option<u32> {
+    let digits = given.strip_prefix(['v', 'V']).unwrap_or(given);
+    if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|n| *n > 0)
+}
+
+#[cfg(test)]
+mod config_number_tests {
+    use super::config_number;
+
+    #[test]
+    fn a_config_version_is_named_by_its_number_or_vn() {
+        assert_eq!(config_number("2"), Some(2));
+        assert_eq!(config_number("v12"), Some(12));
+        assert_eq!(config_number("V3"), Some(3));
+        assert_eq!(config_number("0"), None);
+        assert_eq!(config_number("01m91e79ewjh3evmpy1nmfnba8"), None);
+        assert_eq!(config_number("v"), None);
+        assert_eq!(config_number("-1"), None);
+    }
+}
