@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Install, Role};
 
+/// The most installs a token's scope names.
+pub const MAX_TOKEN_INSTALLS: usize = 256;
+
 /// Which installs of its org a token reaches (empty: all of them).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TokenScope {
@@ -55,8 +58,16 @@ impl TokenScope {
 
     /// Why a token of `role` cannot have this scope, if it cannot. A customer's token is always
     /// bound to installs (it is one customer's); an admin's never is (an admin mints tokens,
-    /// so a bound admin would be bound to nothing).
+    /// so a bound admin would be bound to nothing). At most [`MAX_TOKEN_INSTALLS`] installs are
+    /// named (a customer with more is bound by label).
     pub fn refused_for(&self, role: Role) -> Option<String> {
+        if self.installs.len() > MAX_TOKEN_INSTALLS {
+            return Some(format!(
+                "{} installs named: a token names at most {MAX_TOKEN_INSTALLS} (label the \
+                 customer's installs and bind the token with --label instead)",
+                self.installs.len()
+            ));
+        }
         match role {
             Role::Customer if self.whole_org() => Some(
                 "a customer token is bound to the customer's installs: give --install NAME \
@@ -291,6 +302,13 @@ mod tests {
         assert!(scope(&["a"], &[]).refused_for(Role::Admin).is_some());
         assert!(scope(&["a"], &[]).refused_for(Role::Viewer).is_none());
         assert!(TokenScope::default().refused_for(Role::Operator).is_none());
+        let many: Vec<String> = (0..=MAX_TOKEN_INSTALLS).map(|n| format!("i{n}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(
+            scope(&many, &[])
+                .refused_for(Role::Customer)
+                .is_some_and(|w| w.contains("at most 256"))
+        );
         let why = unbound_customer("acme-sec", Role::Customer, &TokenScope::default());
         assert!(why.is_some_and(|w| w.contains("ferry tokens revoke acme-sec")));
         assert!(unbound_customer("v", Role::Viewer, &TokenScope::default()).is_none());
