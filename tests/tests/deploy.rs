@@ -283,6 +283,15 @@ fn invalid_input_and_invalid_packages_are_refused_with_clear_errors() {
     );
     assert_eq!(code, 1);
     assert!(err.contains("app `nope` not found"), "{err}");
+    let (code, _, err) = ferry(
+        &dev.api,
+        &["installs", "create", "--app", "helo", "--name", "third"],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("app `helo` not found (did you mean `hello`?)"),
+        "{err}"
+    );
     let (code, _, err) = ferry(&dev.api, &["workflows", "get", "doesnotexist"]);
     assert_eq!(code, 1);
     assert!(err.contains("not found"), "{err}");

@@ -140,12 +140,14 @@ pub async fn create_install(
     check_name("install", &req.name)?;
     check_name("app", &req.app)?;
     m::check_labels(&req.labels).map_err(ApiError::BadRequest)?;
-    let app = s
-        .store
-        .repo::<App>()
-        .get(&s.org, &req.app)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("app `{}` not found: sync it first", req.app)))?;
+    let Some(app) = s.store.repo::<App>().get(&s.org, &req.app).await? else {
+        let apps = s.store.repo::<App>().list(&s.org).await?;
+        let hint = ferry_appconfig::did_you_mean(&req.app, apps.iter().map(|a| a.name.as_str()));
+        return Err(ApiError::NotFound(format!(
+            "app `{}` not found{hint}: sync it first (`ferry apps list` shows the org's apps)",
+            req.app
+        )));
+    };
     let config_id = app
         .value
         .latest_config
