@@ -204,6 +204,17 @@ fn delegate(base: &Path) -> Result<(), String> {
             base.display()
         ));
     }
+    // Only a group that is the runner's alone (its unit's, delegated): processes of anything
+    // else in it (a shell, a test harness, the whole container at `/`) are never moved.
+    let me = i32::try_from(std::process::id()).unwrap_or(-1);
+    let others = procs(base).into_iter().filter(|p| *p != me).count();
+    if base == Path::new("/sys/fs/cgroup") || others > 0 {
+        return Err(format!(
+            "the runner's cgroup {} is not its own ({others} other processes in it): run the \
+             runner as a unit with Delegate=yes",
+            base.display()
+        ));
+    }
     let leaf = base.join("runner");
     if !procs(base).is_empty() {
         std::fs::create_dir_all(&leaf).map_err(|e| format!("{}: {e}", leaf.display()))?;
